@@ -1,0 +1,267 @@
+//===- Kernel.cpp - trace, specialise, cache and launch kernels -----------===//
+#include "tegula/kernel.h"
+
+#include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
+#include "compiler/dsl/TraceState.h"
+#include "compiler/interp/Interpreter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Verifier.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+using namespace mlir;
+
+namespace tegula {
+
+mlir::MLIRContext &globalContext() {
+  static MLIRContext *ctx = [] {
+    DialectRegistry registry;
+    registerAllDialects(registry);
+    auto *c = new MLIRContext(registry);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+Backend parse_backend(const std::string &name) {
+  if (name == "interp")
+    return Backend::Interp;
+  throw Error(fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp", name));
+}
+
+namespace detail {
+
+struct Specialization {
+  OwningOpRef<ModuleOp> traced; // as built by the DSL
+  OwningOpRef<ModuleOp> tile;   // after the tile-level pipeline
+};
+
+struct KernelImpl {
+  std::string name;
+  std::vector<ParamInfo> params;
+  std::vector<std::string> paramNames;
+  Trampoline trampoline;
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<Specialization>> specs;
+
+  void checkArgs(const std::vector<Arg> &args) const;
+  std::string key(const std::vector<Arg> &args) const;
+  Specialization &specialize(const std::vector<Arg> &args);
+  std::unique_ptr<Specialization> trace(const std::vector<Arg> &args);
+};
+
+namespace {
+const char *kindName(Arg::Kind k) {
+  switch (k) {
+  case Arg::Kind::Buffer: return "a buffer";
+  case Arg::Kind::Int: return "an integer";
+  case Arg::Kind::Float: return "a floating-point number";
+  }
+  return "?";
+}
+} // namespace
+
+void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
+  if (args.size() != params.size())
+    throw Error(fmt::format("kernel '{}' takes {} arguments, {} were given", name,
+                            params.size(), args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamInfo &p = params[i];
+    const Arg &a = args[i];
+    std::string which = fmt::format("argument '{}' (#{}) of kernel '{}'", paramNames[i], i, name);
+    switch (p.kind) {
+    case ParamInfo::Kind::Pointer:
+      if (a.kind() != Arg::Kind::Buffer)
+        throw Error(fmt::format("{} expects a buffer of {}, got {}", which,
+                                dtype_name(p.dtype), kindName(a.kind())));
+      if (a.dtype() != p.dtype)
+        throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which,
+                                dtype_name(p.dtype), dtype_name(a.dtype())));
+      break;
+    case ParamInfo::Kind::Scalar:
+    case ParamInfo::Kind::Constant:
+      if (a.kind() == Arg::Kind::Buffer)
+        throw Error(fmt::format("{} expects a {} value, got a buffer", which,
+                                dtype_name(p.dtype)));
+      if (is_int(p.dtype) && a.kind() == Arg::Kind::Float)
+        throw Error(fmt::format("{} expects an integer ({}), got a floating-point number",
+                                which, dtype_name(p.dtype)));
+      break;
+    }
+  }
+}
+
+std::string KernelImpl::key(const std::vector<Arg> &args) const {
+  std::string k;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].kind == ParamInfo::Kind::Constant)
+      k += is_float(params[i].dtype) ? fmt::format("{};", args[i].as_float())
+                                     : fmt::format("{};", args[i].as_int());
+  return k;
+}
+
+Specialization &KernelImpl::specialize(const std::vector<Arg> &args) {
+  checkArgs(args);
+  std::string k = key(args);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = specs.find(k);
+  if (it == specs.end())
+    it = specs.emplace(k, trace(args)).first;
+  return *it->second;
+}
+
+namespace {
+/// Turns MLIR diagnostics into `file:line: error: message` text.
+struct DiagnosticCollector {
+  std::string text;
+  ScopedDiagnosticHandler handler;
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &d) {
+          std::string where = "<unknown>";
+          if (auto f = dyn_cast<FileLineColLoc>(d.getLocation()))
+            where = fmt::format("{}:{}", f.getFilename().str(), f.getLine());
+          const char *sev = d.getSeverity() == DiagnosticSeverity::Error ? "error" : "note";
+          text += fmt::format("{}: {}: {}\n", where, sev, d.str());
+          for (Diagnostic &note : d.getNotes())
+            text += fmt::format("  note: {}\n", note.str());
+          return success();
+        }) {}
+};
+} // namespace
+
+std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) {
+  MLIRContext &ctx = globalContext();
+  dsl::TraceState ts(&ctx);
+  ts.kernelName = name;
+  Location loc = NameLoc::get(StringAttr::get(&ctx, name));
+  auto spec = std::make_unique<Specialization>();
+  spec->traced = ModuleOp::create(loc);
+  ts.builder.setInsertionPointToEnd(spec->traced->getBody());
+
+  SmallVector<Type> argTypes;
+  SmallVector<NamedAttribute> constants;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Type elem = dsl::toMlirType(&ctx, params[i].dtype);
+    switch (params[i].kind) {
+    case ParamInfo::Kind::Pointer: argTypes.push_back(tile::PtrType::get(elem)); break;
+    case ParamInfo::Kind::Scalar: argTypes.push_back(elem); break;
+    case ParamInfo::Kind::Constant:
+      constants.push_back(ts.builder.getNamedAttr(
+          paramNames[i], is_float(params[i].dtype)
+                             ? Attribute(ts.builder.getF64FloatAttr(args[i].as_float()))
+                             : Attribute(ts.builder.getI64IntegerAttr(args[i].as_int()))));
+      break;
+    }
+  }
+  auto fn = func::FuncOp::create(ts.builder, loc, name,
+                                 ts.builder.getFunctionType(argTypes, {}));
+  fn->setAttr("tile.kernel", ts.builder.getUnitAttr());
+  if (!constants.empty())
+    fn->setAttr("tile.constants", ts.builder.getDictionaryAttr(constants));
+  Block *entry = fn.addEntryBlock();
+  std::vector<tl::tensor> values(params.size());
+  unsigned argNo = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].kind != ParamInfo::Kind::Constant) {
+      fn.setArgAttr(argNo, "tile.name", ts.builder.getStringAttr(paramNames[i]));
+      values[i] = dsl::wrap(entry->getArgument(argNo++));
+    }
+  ts.builder.setInsertionPointToStart(entry);
+  ts.func = fn;
+  {
+    dsl::TraceScope scope(&ts);
+    trampoline(values, args); // DSL errors propagate as tegula::Error
+  }
+  ts.builder.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(ts.builder, loc);
+
+  DiagnosticCollector diags(ctx);
+  if (failed(verify(*spec->traced)))
+    throw Error(fmt::format("kernel '{}' traced to invalid IR:\n{}", name, diags.text));
+  spec->tile = spec->traced->clone();
+  if (failed(runTilePipeline(*spec->tile)))
+    throw Error(fmt::format("kernel '{}': the tile pipeline failed:\n{}", name, diags.text));
+  return spec;
+}
+
+} // namespace detail
+
+Kernel::Kernel(std::string name, std::vector<ParamInfo> params,
+               std::vector<std::string> paramNames, detail::Trampoline fn)
+    : impl_(std::make_shared<detail::KernelImpl>()) {
+  if (!paramNames.empty() && paramNames.size() != params.size())
+    throw Error(fmt::format("kernel '{}' has {} parameters but {} names were given", name,
+                            params.size(), paramNames.size()));
+  for (size_t i = paramNames.size(); i < params.size(); ++i)
+    paramNames.push_back(fmt::format("arg{}", i));
+  impl_->name = std::move(name);
+  impl_->params = std::move(params);
+  impl_->paramNames = std::move(paramNames);
+  impl_->trampoline = std::move(fn);
+}
+
+const std::string &Kernel::name() const { return impl_->name; }
+const std::vector<ParamInfo> &Kernel::params() const { return impl_->params; }
+
+size_t Kernel::num_specializations() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->specs.size();
+}
+
+std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
+                       bool debugInfo) const {
+  detail::Specialization &spec = impl_->specialize(args);
+  ModuleOp m;
+  if (stage == "traced")
+    m = *spec.traced;
+  else if (stage == "tile")
+    m = *spec.tile;
+  else
+    throw Error(fmt::format("unknown IR stage '{}' (available: traced, tile)", stage));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  if (debugInfo)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  m.print(os, flags);
+  return text;
+}
+
+void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  detail::Specialization &spec = impl_->specialize(args);
+  Backend backend = Backend::Interp;
+  if (opts.backend)
+    backend = *opts.backend;
+  else if (const char *env = std::getenv("TEGULA_BACKEND"); env && *env)
+    backend = parse_backend(env);
+  if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
+    throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
+                            impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
+  switch (backend) {
+  case Backend::Interp: {
+    interp::Launch launch;
+    launch.kernelName = impl_->name;
+    launch.grid = opts.grid;
+    launch.args = &args;
+    launch.paramNames = impl_->paramNames;
+    for (size_t i = 0; i < impl_->params.size(); ++i)
+      if (impl_->params[i].kind != ParamInfo::Kind::Constant)
+        launch.argIndex.push_back(i);
+    auto fn = *spec.tile->getOps<func::FuncOp>().begin();
+    interp::run(fn, launch);
+    return;
+  }
+  }
+}
+
+} // namespace tegula

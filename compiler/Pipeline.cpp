@@ -1,0 +1,16 @@
+//===- Pipeline.cpp - the compiler's pass pipelines -----------------------===//
+#include "compiler/Pipeline.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tegula {
+
+mlir::LogicalResult runTilePipeline(mlir::ModuleOp module) {
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  return pm.run(module);
+}
+
+} // namespace tegula

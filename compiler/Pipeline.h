@@ -1,0 +1,14 @@
+//===- Pipeline.h - the compiler's pass pipelines ---------------*- C++ -*-===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace tegula {
+
+/// Tile-level clean-up after tracing: canonicalize (including the tile
+/// dialect's patterns) and CSE. The result is what the interpreter runs and
+/// what the GPU lowering starts from.
+mlir::LogicalResult runTilePipeline(mlir::ModuleOp module);
+
+} // namespace tegula

@@ -1,0 +1,27 @@
+//===- Registration.cpp - dialects and passes Tegula uses -----------------===//
+#include "compiler/Registration.h"
+
+#include "dialects/tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tegula {
+
+void registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::func::FuncDialect>();
+}
+
+void registerAllPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerInlinerPass();
+  mlir::registerSymbolDCEPass();
+}
+
+} // namespace tegula

@@ -1,0 +1,505 @@
+//===- Arithmetic.cpp - tl:: creation, shape, elementwise and cast ops ----===//
+//
+// Binary operators follow one recipe: pick the result element type (C++
+// literals are "weak" and adopt the other operand's type), broadcast both
+// operands to a common shape, then emit an `arith`/`math` op on tensors.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/dsl/TraceState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <bit>
+
+using namespace mlir;
+using tegula::tl::operand;
+using tegula::tl::tensor;
+
+namespace tegula::dsl {
+namespace {
+
+bool isPtr(Type elem) { return isa<tile::PtrType>(elem); }
+
+std::string typeName(Type elem) {
+  if (auto p = dyn_cast<tile::PtrType>(elem))
+    return fmt::format("pointer to {}", dtype_name(toDType(p.getPointeeType())));
+  return std::string(dtype_name(toDType(elem)));
+}
+
+/// Usual arithmetic conversions between two element types.
+Type promote(Builder &b, Type x, Type y) {
+  if (x == y)
+    return x;
+  bool fx = isa<FloatType>(x), fy = isa<FloatType>(y);
+  if (fx && fy) {
+    if (x.isF64() || y.isF64())
+      return b.getF64Type();
+    return b.getF32Type(); // f32 with anything, or f16 with bf16
+  }
+  if (fx)
+    return x;
+  if (fy)
+    return y;
+  return x.getIntOrFloatBitWidth() >= y.getIntOrFloatBitWidth() ? x : y;
+}
+
+/// The element type a literal takes next to a tile of element type `other`.
+Type literalType(Builder &b, const operand &lit, Type other) {
+  if (isPtr(other))
+    return b.getI32Type();
+  if (isa<FloatType>(other))
+    return other;
+  if (lit.kind == operand::Kind::Float)
+    return b.getF32Type();
+  if (lit.kind == operand::Kind::Int && other.isInteger(1))
+    return b.getI32Type();
+  return other;
+}
+
+std::vector<int64_t> broadcastShapes(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
+                                     const std::source_location &loc,
+                                     llvm::StringRef what) {
+  size_t rank = std::max(x.size(), y.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t dx = i < rank - x.size() ? 1 : x[i - (rank - x.size())];
+    int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
+    if (dx != dy && dx != 1 && dy != 1)
+      fail(loc, fmt::format("shapes {} and {} are not compatible in {}: dimension "
+                            "{} is {} vs {}",
+                            shapeString(x), shapeString(y), what.str(), i, dx, dy));
+    out[i] = dx == 1 ? dy : dx;
+  }
+  return out;
+}
+
+struct Operands {
+  Value a, b;
+  Type elem; // common element type (for pointer arithmetic: the pointer type)
+  std::vector<int64_t> shape;
+};
+
+/// Resolve two operands to values of one element type and shape. With
+/// `allowPtr`, a pointer operand keeps its type and the other stays integer.
+Operands prepare(TraceState &ts, const operand &x, const operand &y, llvm::StringRef what,
+                 bool allowPtr = false) {
+  const std::source_location &loc = x.loc;
+  Location l = toLoc(ts.ctx, loc);
+  bool tx = x.kind == operand::Kind::Tensor, ty = y.kind == operand::Kind::Tensor;
+  if (!tx && !ty)
+    fail(loc, fmt::format("{} needs at least one tile operand", what.str()));
+  Value vx = tx ? unwrap(x.t, loc) : Value();
+  Value vy = ty ? unwrap(y.t, loc) : Value();
+  Type ex = tx ? elementOf(vx) : Type(), ey = ty ? elementOf(vy) : Type();
+  if (!tx)
+    ex = literalType(ts.builder, x, ey);
+  if (!ty)
+    ey = literalType(ts.builder, y, ex);
+
+  Operands out;
+  if (isPtr(ex) || isPtr(ey)) {
+    if (!allowPtr || (isPtr(ex) && isPtr(ey)))
+      fail(loc, fmt::format("{} is not defined for {} and {}", what.str(),
+                            typeName(ex), typeName(ey)));
+    Type other = isPtr(ex) ? ey : ex;
+    if (!isa<IntegerType>(other) || other.isInteger(1))
+      fail(loc, fmt::format("pointer offsets must be integers, got {}", typeName(other)));
+    out.elem = isPtr(ex) ? ex : ey;
+    if (!tx) vx = materializeLiteral(ts, x, ex, l);
+    if (!ty) vy = materializeLiteral(ts, y, ey, l);
+  } else {
+    out.elem = promote(ts.builder, ex, ey);
+    vx = tx ? castTo(ts, vx, out.elem, l) : materializeLiteral(ts, x, out.elem, l);
+    vy = ty ? castTo(ts, vy, out.elem, l) : materializeLiteral(ts, y, out.elem, l);
+  }
+  out.shape = broadcastShapes(shapeOf(vx), shapeOf(vy), loc, what);
+  out.a = broadcastTo(ts, vx, out.shape, loc, what);
+  out.b = broadcastTo(ts, vy, out.shape, loc, what);
+  return out;
+}
+
+template <typename IntOp, typename FloatOp>
+tensor arith2(const operand &x, const operand &y, llvm::StringRef what) {
+  TraceState &ts = current(x.loc);
+  Operands o = prepare(ts, x, y, what);
+  Location l = toLoc(ts.ctx, x.loc);
+  if (isa<FloatType>(o.elem)) {
+    if constexpr (std::is_void_v<FloatOp>)
+      fail(x.loc, fmt::format("{} needs integer operands, got {}", what.str(),
+                              typeName(o.elem)));
+    else
+      return wrap(FloatOp::create(ts.builder, l, o.a, o.b));
+  }
+  if constexpr (std::is_void_v<IntOp>)
+    fail(x.loc, fmt::format("{} needs floating-point operands, got {}", what.str(),
+                            typeName(o.elem)));
+  else
+    return wrap(IntOp::create(ts.builder, l, o.a, o.b));
+}
+
+tensor compare(const operand &x, const operand &y, arith::CmpIPredicate ip,
+               arith::CmpFPredicate fp, llvm::StringRef what) {
+  TraceState &ts = current(x.loc);
+  Operands o = prepare(ts, x, y, what);
+  Location l = toLoc(ts.ctx, x.loc);
+  if (isa<FloatType>(o.elem))
+    return wrap(arith::CmpFOp::create(ts.builder, l, fp, o.a, o.b));
+  return wrap(arith::CmpIOp::create(ts.builder, l, ip, o.a, o.b));
+}
+
+/// pointer +/- integer -> tile.addptr.
+tensor pointerOffset(TraceState &ts, Operands &o, bool negate, const std::source_location &loc) {
+  Location l = toLoc(ts.ctx, loc);
+  Value ptr = isPtr(elementOf(o.a)) ? o.a : o.b;
+  Value off = ptr == o.a ? o.b : o.a;
+  if (negate) {
+    if (ptr != o.a)
+      fail(loc, "cannot subtract a pointer from an integer");
+    Value zero = materializeLiteral(ts, operand(0, loc), elementOf(off), l);
+    zero = broadcastTo(ts, zero, shapeOf(off), loc, "operator-");
+    off = arith::SubIOp::create(ts.builder, l, zero, off);
+  }
+  return wrap(tile::AddPtrOp::create(ts.builder, l, ptr.getType(), ptr, off));
+}
+
+Value floatOperand(TraceState &ts, const tensor &x, const std::source_location &loc,
+                   llvm::StringRef fn) {
+  Value v = unwrap(x, loc);
+  if (!isa<FloatType>(elementOf(v)))
+    fail(loc, fmt::format("tl::{} needs a floating-point tile, got {}; convert it "
+                          "with .to(tl::f32)",
+                          fn.str(), typeName(elementOf(v))));
+  return v;
+}
+
+template <typename MathOp>
+tensor unaryFloat(const tensor &x, const std::source_location &loc, llvm::StringRef fn) {
+  TraceState &ts = current(loc);
+  Value v = floatOperand(ts, x, loc, fn);
+  return wrap(MathOp::create(ts.builder, toLoc(ts.ctx, loc), v));
+}
+
+} // namespace
+} // namespace tegula::dsl
+
+namespace tegula::tl {
+using namespace tegula::dsl;
+
+//===----------------------------------------------------------------------===//
+// tensor
+//===----------------------------------------------------------------------===//
+
+DType tensor::dtype() const {
+  return toDType(elementOf(unwrap(*this, Loc::current())));
+}
+bool tensor::is_pointer() const {
+  return isa<tile::PtrType>(elementOf(unwrap(*this, Loc::current())));
+}
+Shape tensor::shape() const {
+  auto s = shapeOf(unwrap(*this, Loc::current()));
+  return Shape(s.begin(), s.end());
+}
+std::string tensor::type_str() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << unwrap(*this, Loc::current()).getType();
+  return s;
+}
+
+tensor tensor::to(DType t, Loc loc) const { return cast(*this, t, loc); }
+
+tensor tensor::expand_dims(int axis, Loc loc) const {
+  TraceState &ts = current(loc);
+  Value v = unwrap(*this, loc);
+  auto shape = shapeOf(v);
+  int rank = int(shape.size());
+  if (axis < 0)
+    axis += rank + 1;
+  if (axis < 0 || axis > rank)
+    fail(loc, fmt::format("expand_dims axis {} is out of range for a {} tile", axis,
+                          shapeString(shape)));
+  if (rank == 0)
+    return wrap(tile::SplatOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                      RankedTensorType::get({1}, v.getType()), v));
+  SmallVector<int64_t> out(shape);
+  out.insert(out.begin() + axis, 1);
+  return wrap(tile::ExpandDimsOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                         RankedTensorType::get(out, elementOf(v)), v,
+                                         ts.builder.getI32IntegerAttr(axis)));
+}
+
+tensor tensor::broadcast_to(const Shape &shape, Loc loc) const {
+  TraceState &ts = current(loc);
+  return wrap(broadcastTo(ts, unwrap(*this, loc), shape, loc, "broadcast_to"));
+}
+
+tensor tensor::reshape(const Shape &shape, Loc loc) const {
+  TraceState &ts = current(loc);
+  Value v = unwrap(*this, loc);
+  int64_t have = 1, want = 1;
+  for (int64_t d : shapeOf(v)) have *= d;
+  for (int64_t d : shape) {
+    if (d <= 0 || !std::has_single_bit(uint64_t(d)))
+      fail(loc, fmt::format("tile extents must be positive powers of two, got {}",
+                            shapeString(shape)));
+    want *= d;
+  }
+  if (have != want)
+    fail(loc, fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
+                          shapeString(shapeOf(v)), have, shapeString(shape), want));
+  if (shapeOf(v).empty())
+    return wrap(broadcastTo(ts, v, shape, loc, "reshape"));
+  return wrap(tile::ReshapeOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                      RankedTensorType::get(shape, elementOf(v)), v));
+}
+
+tensor tensor::trans(Loc loc) const {
+  Value v = unwrap(*this, loc);
+  if (shapeOf(v).size() != 2)
+    fail(loc, fmt::format("trans() needs a 2-D tile, got {}; use permute() for other "
+                          "ranks",
+                          shapeString(shapeOf(v))));
+  return permute({1, 0}, loc);
+}
+
+tensor tensor::permute(const std::vector<int> &order, Loc loc) const {
+  TraceState &ts = current(loc);
+  Value v = unwrap(*this, loc);
+  auto shape = shapeOf(v);
+  std::vector<bool> seen(shape.size(), false);
+  SmallVector<int64_t> out;
+  SmallVector<int32_t> ord;
+  for (int d : order) {
+    if (d < 0 || d >= int(shape.size()) || seen[d] || order.size() != shape.size())
+      fail(loc, fmt::format("permute order must be a permutation of 0..{} for a {} tile",
+                            shape.size() - 1, shapeString(shape)));
+    seen[d] = true;
+    out.push_back(shape[d]);
+    ord.push_back(d);
+  }
+  return wrap(tile::TransOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                    RankedTensorType::get(out, elementOf(v)), v, ord));
+}
+
+//===----------------------------------------------------------------------===//
+// Creation
+//===----------------------------------------------------------------------===//
+
+tensor program_id(int axis, Loc loc) {
+  TraceState &ts = current(loc);
+  if (axis < 0 || axis > 2)
+    fail(loc, fmt::format("program_id axis must be 0, 1 or 2, got {}", axis));
+  return wrap(tile::ProgramIdOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                        tile::ProgramAxis(axis)));
+}
+
+tensor num_programs(int axis, Loc loc) {
+  TraceState &ts = current(loc);
+  if (axis < 0 || axis > 2)
+    fail(loc, fmt::format("num_programs axis must be 0, 1 or 2, got {}", axis));
+  return wrap(tile::NumProgramsOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                          tile::ProgramAxis(axis)));
+}
+
+tensor arange(int start, int end, Loc loc) {
+  TraceState &ts = current(loc);
+  if (end <= start)
+    fail(loc, fmt::format("arange({}, {}) is empty", start, end));
+  if (!std::has_single_bit(unsigned(end - start)))
+    fail(loc, fmt::format("arange({}, {}) has {} elements; tile extents must be powers "
+                          "of two (round up and mask the tail)",
+                          start, end, end - start));
+  auto type = RankedTensorType::get({end - start}, ts.builder.getI32Type());
+  return wrap(tile::MakeRangeOp::create(ts.builder, toLoc(ts.ctx, loc), type, start, end));
+}
+
+tensor scalar_const(operand value, DType dtype, Loc loc) {
+  TraceState &ts = current(loc);
+  if (value.kind == operand::Kind::Tensor)
+    return cast(value.t, dtype, loc);
+  return wrap(materializeLiteral(ts, value, toMlirType(ts.ctx, dtype), toLoc(ts.ctx, loc)));
+}
+
+tensor full(const Shape &shape, operand value, DType dtype, Loc loc) {
+  TraceState &ts = current(loc);
+  for (int64_t d : shape)
+    if (d <= 0 || !std::has_single_bit(uint64_t(d)))
+      fail(loc, fmt::format("tile extents must be positive powers of two, got {}",
+                            shapeString(shape)));
+  Type elem = toMlirType(ts.ctx, dtype);
+  Location l = toLoc(ts.ctx, loc);
+  if (value.kind == operand::Kind::Tensor) {
+    Value v = castTo(ts, unwrap(value.t, loc), elem, l);
+    if (!shapeOf(v).empty())
+      fail(loc, "tl::full needs a scalar value");
+    return wrap(broadcastTo(ts, v, shape, loc, "tl::full"));
+  }
+  auto type = RankedTensorType::get(shape, elem);
+  TypedAttr attr = isa<FloatType>(elem)
+                       ? TypedAttr(ts.builder.getFloatAttr(
+                             elem, value.kind == operand::Kind::Float ? value.f
+                                                                      : double(value.i)))
+                       : TypedAttr(ts.builder.getIntegerAttr(
+                             elem, elem.isInteger(1) ? int64_t(value.i != 0)
+                                                     : int64_t(value.i)));
+  if (isa<IntegerType>(elem) && value.kind == operand::Kind::Float)
+    fail(loc, fmt::format("cannot fill a {} tile with {}", dtype_name(dtype), value.f));
+  return wrap(arith::ConstantOp::create(ts.builder, l, type,
+                                        SplatElementsAttr::get(type, attr)));
+}
+
+tensor zeros(const Shape &shape, DType dtype, Loc loc) { return full(shape, 0, dtype, loc); }
+
+//===----------------------------------------------------------------------===//
+// Operators
+//===----------------------------------------------------------------------===//
+
+tensor operator+(operand a, operand b) {
+  TraceState &ts = current(a.loc);
+  Operands o = prepare(ts, a, b, "operator+", /*allowPtr=*/true);
+  if (isPtr(o.elem))
+    return pointerOffset(ts, o, false, a.loc);
+  Location l = toLoc(ts.ctx, a.loc);
+  if (isa<FloatType>(o.elem))
+    return wrap(arith::AddFOp::create(ts.builder, l, o.a, o.b));
+  return wrap(arith::AddIOp::create(ts.builder, l, o.a, o.b));
+}
+
+tensor operator-(operand a, operand b) {
+  TraceState &ts = current(a.loc);
+  Operands o = prepare(ts, a, b, "operator-", /*allowPtr=*/true);
+  if (isPtr(o.elem))
+    return pointerOffset(ts, o, true, a.loc);
+  Location l = toLoc(ts.ctx, a.loc);
+  if (isa<FloatType>(o.elem))
+    return wrap(arith::SubFOp::create(ts.builder, l, o.a, o.b));
+  return wrap(arith::SubIOp::create(ts.builder, l, o.a, o.b));
+}
+
+tensor operator*(operand a, operand b) {
+  return arith2<arith::MulIOp, arith::MulFOp>(a, b, "operator*");
+}
+tensor operator/(operand a, operand b) {
+  return arith2<arith::DivSIOp, arith::DivFOp>(a, b, "operator/");
+}
+tensor operator%(operand a, operand b) {
+  return arith2<arith::RemSIOp, arith::RemFOp>(a, b, "operator%");
+}
+tensor operator&(operand a, operand b) { return arith2<arith::AndIOp, void>(a, b, "operator&"); }
+tensor operator|(operand a, operand b) { return arith2<arith::OrIOp, void>(a, b, "operator|"); }
+tensor operator^(operand a, operand b) { return arith2<arith::XOrIOp, void>(a, b, "operator^"); }
+tensor operator<<(operand a, operand b) { return arith2<arith::ShLIOp, void>(a, b, "operator<<"); }
+tensor operator>>(operand a, operand b) {
+  return arith2<arith::ShRSIOp, void>(a, b, "operator>>");
+}
+
+tensor operator<(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::slt, arith::CmpFPredicate::OLT, "operator<");
+}
+tensor operator<=(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::sle, arith::CmpFPredicate::OLE, "operator<=");
+}
+tensor operator>(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::sgt, arith::CmpFPredicate::OGT, "operator>");
+}
+tensor operator>=(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::sge, arith::CmpFPredicate::OGE, "operator>=");
+}
+tensor operator==(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::eq, arith::CmpFPredicate::OEQ, "operator==");
+}
+tensor operator!=(operand a, operand b) {
+  return compare(a, b, arith::CmpIPredicate::ne, arith::CmpFPredicate::UNE, "operator!=");
+}
+
+tensor operator-(operand a) {
+  TraceState &ts = current(a.loc);
+  if (a.kind != operand::Kind::Tensor)
+    fail(a.loc, "unary minus needs a tile operand");
+  Value v = unwrap(a.t, a.loc);
+  Location l = toLoc(ts.ctx, a.loc);
+  if (isa<FloatType>(elementOf(v)))
+    return wrap(arith::NegFOp::create(ts.builder, l, v));
+  if (isPtr(elementOf(v)))
+    fail(a.loc, "cannot negate a pointer");
+  return operand(0, a.loc) - a;
+}
+
+tensor operator!(operand a) {
+  TraceState &ts = current(a.loc);
+  if (a.kind != operand::Kind::Tensor)
+    fail(a.loc, "operator! needs a tile operand");
+  Value v = unwrap(a.t, a.loc);
+  if (!elementOf(v).isInteger(1))
+    fail(a.loc, fmt::format("operator! needs a boolean (i1) tile, got {}; compare "
+                            "with 0 first",
+                            typeName(elementOf(v))));
+  (void)ts;
+  return a ^ operand(true, a.loc);
+}
+
+tensor operator~(operand a) {
+  if (a.kind != operand::Kind::Tensor)
+    current(a.loc), fail(a.loc, "operator~ needs a tile operand");
+  return a ^ operand(-1, a.loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Math
+//===----------------------------------------------------------------------===//
+
+tensor exp(const tensor &x, Loc loc) { return unaryFloat<math::ExpOp>(x, loc, "exp"); }
+tensor exp2(const tensor &x, Loc loc) { return unaryFloat<math::Exp2Op>(x, loc, "exp2"); }
+tensor log(const tensor &x, Loc loc) { return unaryFloat<math::LogOp>(x, loc, "log"); }
+tensor log2(const tensor &x, Loc loc) { return unaryFloat<math::Log2Op>(x, loc, "log2"); }
+tensor sqrt(const tensor &x, Loc loc) { return unaryFloat<math::SqrtOp>(x, loc, "sqrt"); }
+tensor rsqrt(const tensor &x, Loc loc) { return unaryFloat<math::RsqrtOp>(x, loc, "rsqrt"); }
+tensor tanh(const tensor &x, Loc loc) { return unaryFloat<math::TanhOp>(x, loc, "tanh"); }
+tensor erf(const tensor &x, Loc loc) { return unaryFloat<math::ErfOp>(x, loc, "erf"); }
+tensor sin(const tensor &x, Loc loc) { return unaryFloat<math::SinOp>(x, loc, "sin"); }
+tensor cos(const tensor &x, Loc loc) { return unaryFloat<math::CosOp>(x, loc, "cos"); }
+tensor floor(const tensor &x, Loc loc) { return unaryFloat<math::FloorOp>(x, loc, "floor"); }
+tensor ceil(const tensor &x, Loc loc) { return unaryFloat<math::CeilOp>(x, loc, "ceil"); }
+
+tensor abs(const tensor &x, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  if (isa<FloatType>(elementOf(v)))
+    return wrap(math::AbsFOp::create(ts.builder, toLoc(ts.ctx, loc), v));
+  if (isPtr(elementOf(v)))
+    fail(loc, "tl::abs is not defined for pointers");
+  return wrap(math::AbsIOp::create(ts.builder, toLoc(ts.ctx, loc), v));
+}
+
+tensor maximum(operand a, operand b) {
+  return arith2<arith::MaxSIOp, arith::MaximumFOp>(a, b, "tl::maximum");
+}
+tensor minimum(operand a, operand b) {
+  return arith2<arith::MinSIOp, arith::MinimumFOp>(a, b, "tl::minimum");
+}
+
+tensor where(const tensor &cond, operand a, operand b) {
+  const Loc &loc = a.loc;
+  TraceState &ts = current(loc);
+  Value c = unwrap(cond, loc);
+  if (!elementOf(c).isInteger(1))
+    fail(loc, fmt::format("tl::where needs a boolean (i1) condition, got {}",
+                          typeName(elementOf(c))));
+  Operands o = prepare(ts, a, b, "tl::where");
+  auto shape = broadcastShapes(shapeOf(c), o.shape, loc, "tl::where");
+  c = broadcastTo(ts, c, shape, loc, "tl::where");
+  Value x = broadcastTo(ts, o.a, shape, loc, "tl::where");
+  Value y = broadcastTo(ts, o.b, shape, loc, "tl::where");
+  return wrap(arith::SelectOp::create(ts.builder, toLoc(ts.ctx, loc), c, x, y));
+}
+
+tensor cast(const tensor &x, DType t, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  if (isPtr(elementOf(v)))
+    fail(loc, "pointers cannot be converted to other element types");
+  return wrap(castTo(ts, v, toMlirType(ts.ctx, t), toLoc(ts.ctx, loc)));
+}
+
+} // namespace tegula::tl

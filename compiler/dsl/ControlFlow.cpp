@@ -1,0 +1,204 @@
+//===- ControlFlow.cpp - tl::range (scf.for) and tl::if_ (scf.if) ---------===//
+//
+// tl::range is a C++ range whose single "iteration" traces the loop body
+// into an scf.for: begin() opens the loop and rebinds the carried variables
+// to the loop's iteration arguments, operator++ yields their new values and
+// rebinds them to the loop's results.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/dsl/TraceState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <exception>
+
+using namespace mlir;
+using tegula::tl::operand;
+using tegula::tl::tensor;
+
+namespace tegula::tl::detail {
+
+struct LoopState {
+  enum class Phase { Created, InBody, Done } phase = Phase::Created;
+  std::vector<tensor *> carried;
+  SmallVector<Type> carriedTypes;
+  Value lo, hi, step;
+  scf::ForOp op;
+  std::source_location loc;
+};
+
+} // namespace tegula::tl::detail
+
+namespace tegula::tl {
+using namespace tegula::dsl;
+
+namespace {
+Value loopBound(TraceState &ts, const operand &o, const char *what) {
+  if (o.kind == operand::Kind::Float)
+    fail(o.loc, fmt::format("tl::range {} must be an integer, got {}", what, o.f));
+  if (o.kind != operand::Kind::Tensor)
+    return Value();
+  Value v = unwrap(o.t, o.loc);
+  if (!shapeOf(v).empty() || !isa<IntegerType>(v.getType()) || v.getType().isInteger(1))
+    fail(o.loc, fmt::format("tl::range {} must be an integer scalar, got {}", what,
+                            tl::tensor(o.t).type_str()));
+  return v;
+}
+} // namespace
+
+range::range(operand lo, operand hi, operand step, std::vector<tensor *> carried)
+    : state_(new detail::LoopState) {
+  state_->loc = lo.loc;
+  state_->carried = std::move(carried);
+  TraceState &ts = current(lo.loc);
+  Location l = toLoc(ts.ctx, lo.loc);
+  Value vlo = loopBound(ts, lo, "start"), vhi = loopBound(ts, hi, "end"),
+        vstep = loopBound(ts, step, "step");
+  // Bounds share one integer type: i64 if any bound is i64, else i32.
+  Type type = ts.builder.getI32Type();
+  for (Value v : {vlo, vhi, vstep})
+    if (v && v.getType().getIntOrFloatBitWidth() > 32)
+      type = ts.builder.getI64Type();
+  auto resolve = [&](Value v, const operand &o) {
+    return v ? castTo(ts, v, type, l) : materializeLiteral(ts, o, type, l);
+  };
+  if (step.kind == operand::Kind::Int && step.i <= 0)
+    fail(step.loc, fmt::format("tl::range step must be positive, got {}", step.i));
+  state_->lo = resolve(vlo, lo);
+  state_->hi = resolve(vhi, hi);
+  state_->step = resolve(vstep, step);
+}
+
+range::~range() noexcept(false) {
+  std::unique_ptr<detail::LoopState> state(state_);
+  if (state->phase != detail::LoopState::Phase::InBody || std::uncaught_exceptions())
+    return;
+  fail(state->loc, "the body of a tl::range loop was left early (break, continue, return "
+                   "or goto); dynamic loops must run their body to the end");
+}
+
+range::iterator range::begin() {
+  TraceState &ts = current(state_->loc);
+  if (state_->phase != detail::LoopState::Phase::Created)
+    fail(state_->loc, "a tl::range can be iterated only once");
+  Location l = toLoc(ts.ctx, state_->loc);
+  SmallVector<Value> inits;
+  for (auto [i, t] : llvm::enumerate(state_->carried)) {
+    if (!t->impl())
+      fail(state_->loc, fmt::format("carried variable #{} of tl::range is empty; assign "
+                                    "it an initial tile before the loop",
+                                    i));
+    inits.push_back(unwrap(*t, state_->loc));
+    state_->carriedTypes.push_back(inits.back().getType());
+  }
+  state_->op = scf::ForOp::create(ts.builder, l, state_->lo, state_->hi, state_->step, inits);
+  Block *body = state_->op.getBody();
+  // The default builder adds a terminator only when there are no iter_args.
+  if (!body->empty() && isa<scf::YieldOp>(body->back()))
+    body->back().erase();
+  ts.builder.setInsertionPointToEnd(body);
+  for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
+    *t = wrap(arg);
+  state_->phase = detail::LoopState::Phase::InBody;
+  return iterator{this};
+}
+
+tensor range::iterator::operator*() const { return wrap(r->state_->op.getInductionVar()); }
+
+range::iterator &range::iterator::operator++() {
+  detail::LoopState &st = *r->state_;
+  TraceState &ts = current(st.loc);
+  Location l = toLoc(ts.ctx, st.loc);
+  SmallVector<Value> yields;
+  for (auto [i, t] : llvm::enumerate(st.carried)) {
+    Value v = unwrap(*t, st.loc);
+    if (v.getType() != st.carriedTypes[i]) {
+      std::string was, now;
+      llvm::raw_string_ostream(was) << st.carriedTypes[i];
+      llvm::raw_string_ostream(now) << v.getType();
+      fail(st.loc, fmt::format("carried variable #{} of tl::range changed type in the loop "
+                               "body from {} to {}; convert it back with .to() or "
+                               ".broadcast_to()",
+                               i, was, now));
+    }
+    yields.push_back(v);
+  }
+  scf::YieldOp::create(ts.builder, l, yields);
+  ts.builder.setInsertionPointAfter(st.op);
+  for (auto [t, res] : llvm::zip(st.carried, st.op.getResults()))
+    *t = wrap(res);
+  st.phase = detail::LoopState::Phase::Done;
+  return *this;
+}
+
+bool range::iterator::operator!=(const iterator &) const {
+  return r && r->state_->phase == detail::LoopState::Phase::InBody;
+}
+
+namespace detail {
+
+std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
+                             BranchFn elseFn, void *elseClosure, Loc loc) {
+  TraceState &ts = current(loc);
+  Location l = toLoc(ts.ctx, loc);
+  Value c = unwrap(cond, loc);
+  if (!shapeOf(c).empty() || !c.getType().isInteger(1))
+    fail(loc, fmt::format("tl::if_ needs a scalar boolean condition, got {}; for tiles "
+                          "use tl::where",
+                          cond.type_str()));
+  auto op = scf::IfOp::create(ts.builder, l, TypeRange{}, c, /*addThenBlock=*/true,
+                              /*addElseBlock=*/elseFn != nullptr);
+  OpBuilder::InsertPoint after = ts.builder.saveInsertionPoint();
+
+  auto traceBranch = [&](Block *block, BranchFn fn, void *closure) {
+    ts.builder.setInsertionPointToEnd(block);
+    std::vector<tensor> out;
+    fn(closure, out);
+    SmallVector<Value> vals;
+    for (const tensor &t : out)
+      vals.push_back(unwrap(t, loc));
+    return vals;
+  };
+  SmallVector<Value> thenVals = traceBranch(op.thenBlock(), thenFn, thenClosure);
+  SmallVector<Value> elseVals;
+  if (elseFn)
+    elseVals = traceBranch(op.elseBlock(), elseFn, elseClosure);
+  if (thenVals.size() != elseVals.size() && elseFn)
+    fail(loc, "tl::if_ branches return different numbers of values");
+  for (size_t i = 0; i < elseVals.size(); ++i)
+    if (thenVals[i].getType() != elseVals[i].getType()) {
+      std::string a, b;
+      llvm::raw_string_ostream(a) << thenVals[i].getType();
+      llvm::raw_string_ostream(b) << elseVals[i].getType();
+      fail(loc, fmt::format("tl::if_ branches return different types for value #{}: {} "
+                            "vs {}",
+                            i, a, b));
+    }
+  ts.builder.setInsertionPointToEnd(op.thenBlock());
+  scf::YieldOp::create(ts.builder, l, thenVals);
+  if (elseFn) {
+    ts.builder.setInsertionPointToEnd(op.elseBlock());
+    scf::YieldOp::create(ts.builder, l, elseVals);
+  }
+  ts.builder.restoreInsertionPoint(after);
+  if (thenVals.empty())
+    return {};
+  // Rebuild the op with result types now that the branches are known.
+  SmallVector<Type> types;
+  for (Value v : thenVals)
+    types.push_back(v.getType());
+  ts.builder.setInsertionPoint(op);
+  auto typed = scf::IfOp::create(ts.builder, l, types, c, false, false);
+  typed.getThenRegion().takeBody(op.getThenRegion());
+  typed.getElseRegion().takeBody(op.getElseRegion());
+  op.erase();
+  ts.builder.setInsertionPointAfter(typed);
+  std::vector<tensor> results;
+  for (Value r : typed.getResults())
+    results.push_back(wrap(r));
+  return results;
+}
+
+} // namespace detail
+} // namespace tegula::tl

@@ -1,0 +1,377 @@
+//===- MemoryAndReductions.cpp - tl:: load/store/atomics, dot, reduce -----===//
+#include "compiler/dsl/TraceState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using tegula::tl::operand;
+using tegula::tl::tensor;
+
+namespace tegula::dsl {
+namespace {
+
+/// Pointer tile, mask and (optional) value brought to one shape; the value
+/// converted to the pointee type.
+struct Access {
+  Value ptr, mask, value;
+};
+
+Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor &mask,
+                     const operand *value, const std::source_location &loc,
+                     llvm::StringRef what) {
+  Location l = toLoc(ts.ctx, loc);
+  Access acc;
+  acc.ptr = unwrap(ptrs, loc);
+  auto ptrType = dyn_cast<tile::PtrType>(elementOf(acc.ptr));
+  if (!ptrType)
+    fail(loc, fmt::format("{} needs a pointer or a tile of pointers, got a {} of {}",
+                          what.str(), shapeString(shapeOf(acc.ptr)),
+                          dtype_name(toDType(elementOf(acc.ptr)))));
+  std::vector<int64_t> shape(shapeOf(acc.ptr).begin(), shapeOf(acc.ptr).end());
+  if (mask.impl()) {
+    acc.mask = unwrap(mask, loc);
+    if (!elementOf(acc.mask).isInteger(1))
+      fail(loc, fmt::format("{} mask must be boolean (i1), got {}", what.str(),
+                            dtype_name(toDType(elementOf(acc.mask)))));
+    auto ms = shapeOf(acc.mask);
+    if (ms.size() > shape.size() ||
+        (ms.size() == shape.size() && ms != llvm::ArrayRef<int64_t>(shape))) {
+      // The pointers may need broadcasting to the mask's shape.
+      std::vector<int64_t> big(ms.begin(), ms.end());
+      acc.ptr = broadcastTo(ts, acc.ptr, big, loc, what);
+      shape = big;
+    }
+    acc.mask = broadcastTo(ts, acc.mask, shape, loc, what);
+  }
+  if (value) {
+    Type pointee = ptrType.getPointeeType();
+    if (value->kind == operand::Kind::Tensor) {
+      Value v = unwrap(value->t, loc);
+      if (isa<tile::PtrType>(elementOf(v)))
+        fail(loc, fmt::format("{} cannot write pointers to memory", what.str()));
+      auto vs = shapeOf(v);
+      if (vs.size() > shape.size() || (vs.size() == shape.size() &&
+                                       vs != llvm::ArrayRef<int64_t>(shape) &&
+                                       !llvm::is_contained(vs, 1)))
+        fail(loc, fmt::format("{}: value shape {} does not match pointer shape {}",
+                              what.str(), shapeString(vs), shapeString(shape)));
+      acc.value = broadcastTo(ts, castTo(ts, v, pointee, l), shape, loc, what);
+    } else {
+      acc.value = broadcastTo(ts, materializeLiteral(ts, *value, pointee, l), shape, loc,
+                              what);
+    }
+  }
+  return acc;
+}
+
+/// Build a tile.reduce of `srcs` along `axis`; `combine` fills the region.
+ValueRange buildReduce(TraceState &ts, ValueRange srcs, int axis,
+                       const std::source_location &loc,
+                       llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                             ArrayRef<BlockArgument>)>
+                           combine) {
+  Location l = toLoc(ts.ctx, loc);
+  auto shape = shapeOf(srcs[0]);
+  SmallVector<int64_t> out(shape);
+  out.erase(out.begin() + axis);
+  SmallVector<Type> resultTypes, argTypes;
+  for (Value s : srcs)
+    resultTypes.push_back(out.empty() ? elementOf(s)
+                                      : Type(RankedTensorType::get(out, elementOf(s))));
+  for (int k = 0; k < 2; ++k)
+    for (Value s : srcs)
+      argTypes.push_back(elementOf(s));
+  auto op = tile::ReduceOp::create(ts.builder, l, resultTypes, srcs,
+                                   ts.builder.getI32IntegerAttr(axis));
+  OpBuilder::InsertionGuard guard(ts.builder);
+  Block *body = ts.builder.createBlock(&op.getCombiner(), {}, argTypes,
+                                       SmallVector<Location>(argTypes.size(), l));
+  ts.builder.setInsertionPointToStart(body);
+  SmallVector<Value> results = combine(ts.builder, l, body->getArguments());
+  tile::ReduceReturnOp::create(ts.builder, l, results);
+  return op.getResults();
+}
+
+int normalizeAxis(int axis, Value v, const std::source_location &loc, llvm::StringRef fn) {
+  int rank = int(shapeOf(v).size());
+  if (rank == 0)
+    fail(loc, fmt::format("tl::{} needs a tile, got a scalar", fn.str()));
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    fail(loc, fmt::format("tl::{} axis {} is out of range for a {} tile", fn.str(), axis,
+                          shapeString(shapeOf(v))));
+  return axis;
+}
+
+enum class Reduction { Sum, Max, Min };
+
+tensor reduceSimple(const tensor &x, int axis, Reduction kind, const std::source_location &loc,
+                    llvm::StringRef fn) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  axis = normalizeAxis(axis, v, loc, fn);
+  Type elem = elementOf(v);
+  if (isa<tile::PtrType>(elem))
+    fail(loc, fmt::format("tl::{} is not defined for pointers", fn.str()));
+  if (elem.isInteger(1) && kind == Reduction::Sum) // count, not xor
+    v = castTo(ts, v, ts.builder.getI32Type(), toLoc(ts.ctx, loc)), elem = elementOf(v);
+  bool isF = isa<FloatType>(elem);
+  auto results = buildReduce(
+      ts, v, axis, loc,
+      [&](OpBuilder &b, Location l, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+        Value a = args[0], c = args[1];
+        switch (kind) {
+        case Reduction::Sum:
+          return {isF ? Value(arith::AddFOp::create(b, l, a, c))
+                      : Value(arith::AddIOp::create(b, l, a, c))};
+        case Reduction::Max:
+          return {isF ? Value(arith::MaximumFOp::create(b, l, a, c))
+                      : Value(arith::MaxSIOp::create(b, l, a, c))};
+        case Reduction::Min:
+          return {isF ? Value(arith::MinimumFOp::create(b, l, a, c))
+                      : Value(arith::MinSIOp::create(b, l, a, c))};
+        }
+        llvm_unreachable("reduction kind");
+      });
+  return wrap(results[0]);
+}
+
+/// argmax/argmin: reduce (value, index) pairs; ties and NaNs resolve to the
+/// smallest index, and a NaN wins over numbers (like torch.argmax).
+tensor reduceArg(const tensor &x, int axis, bool isMax, const std::source_location &loc,
+                 llvm::StringRef fn) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  axis = normalizeAxis(axis, v, loc, fn);
+  Type elem = elementOf(v);
+  if (isa<tile::PtrType>(elem) || elem.isInteger(1))
+    fail(loc, fmt::format("tl::{} needs a numeric tile", fn.str()));
+  Location l = toLoc(ts.ctx, loc);
+  auto shape = shapeOf(v);
+  // Index tile: arange along `axis`, broadcast to the full shape.
+  Value idx = tile::MakeRangeOp::create(
+      ts.builder, l, RankedTensorType::get({shape[axis]}, ts.builder.getI32Type()), 0,
+      int32_t(shape[axis]));
+  for (int d = 0; d < int(shape.size()); ++d) {
+    if (d == axis)
+      continue;
+    SmallVector<int64_t> s(shapeOf(idx));
+    int pos = d < axis ? d : int(s.size());
+    s.insert(s.begin() + pos, 1);
+    idx = tile::ExpandDimsOp::create(ts.builder, l,
+                                     RankedTensorType::get(s, ts.builder.getI32Type()), idx,
+                                     ts.builder.getI32IntegerAttr(pos));
+  }
+  std::vector<int64_t> full(shape.begin(), shape.end());
+  idx = broadcastTo(ts, idx, full, loc, fn);
+  bool isF = isa<FloatType>(elem);
+  auto results = buildReduce(
+      ts, ValueRange{v, idx}, axis, loc,
+      [&](OpBuilder &b, Location l, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+        Value va = args[0], ia = args[1], vb = args[2], ib = args[3];
+        Value better, equal;
+        if (isF) {
+          better = arith::CmpFOp::create(
+              b, l, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, vb, va);
+          equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, vb, va);
+          // NaN handling: a NaN b beats a number a; two NaNs tie.
+          Value bNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, vb, vb);
+          Value aNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, va, va);
+          Value aNum = arith::XOrIOp::create(
+              b, l, aNan, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+          better = arith::OrIOp::create(b, l, better,
+                                        arith::AndIOp::create(b, l, bNan, aNum));
+          equal = arith::OrIOp::create(b, l, equal, arith::AndIOp::create(b, l, bNan, aNan));
+        } else {
+          better = arith::CmpIOp::create(
+              b, l, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, vb, va);
+          equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, vb, va);
+        }
+        Value smallerIdx = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, ib, ia);
+        Value takeB = arith::OrIOp::create(b, l, better,
+                                           arith::AndIOp::create(b, l, equal, smallerIdx));
+        return {arith::SelectOp::create(b, l, takeB, vb, va),
+                arith::SelectOp::create(b, l, takeB, ib, ia)};
+      });
+  return wrap(results[1]);
+}
+
+} // namespace
+} // namespace tegula::dsl
+
+namespace tegula::tl {
+using namespace tegula::dsl;
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+static tensor loadImpl(const tensor &ptrs, const tensor &mask, const operand *other,
+                       const Loc &loc) {
+  TraceState &ts = current(loc);
+  Access a = prepareAccess(ts, ptrs, mask, nullptr, loc, "tl::load");
+  Location l = toLoc(ts.ctx, loc);
+  Value otherV;
+  if (other) {
+    Type resultType = tile::getPointeeLikeType(a.ptr.getType());
+    Type pointee = elementOf(Value(a.ptr));
+    pointee = cast<tile::PtrType>(pointee).getPointeeType();
+    std::vector<int64_t> shape(shapeOf(a.ptr).begin(), shapeOf(a.ptr).end());
+    if (other->kind == operand::Kind::Tensor)
+      otherV = castTo(ts, unwrap(other->t, loc), pointee, l);
+    else
+      otherV = materializeLiteral(ts, *other, pointee, l);
+    otherV = broadcastTo(ts, otherV, shape, loc, "tl::load other");
+    (void)resultType;
+  }
+  return wrap(tile::LoadOp::create(ts.builder, l, a.ptr, a.mask, otherV));
+}
+
+tensor load(const tensor &ptrs, Loc loc) { return loadImpl(ptrs, tensor(), nullptr, loc); }
+tensor load(const tensor &ptrs, const tensor &mask, Loc loc) {
+  return loadImpl(ptrs, mask, nullptr, loc);
+}
+tensor load(const tensor &ptrs, const tensor &mask, operand other) {
+  return loadImpl(ptrs, mask, &other, other.loc);
+}
+
+static void storeImpl(const tensor &ptrs, const operand &value, const tensor &mask) {
+  TraceState &ts = current(value.loc);
+  Access a = prepareAccess(ts, ptrs, mask, &value, value.loc, "tl::store");
+  tile::StoreOp::create(ts.builder, toLoc(ts.ctx, value.loc), a.ptr, a.value, a.mask);
+}
+
+void store(const tensor &ptrs, operand value) { storeImpl(ptrs, value, tensor()); }
+void store(const tensor &ptrs, operand value, const tensor &mask) {
+  storeImpl(ptrs, value, mask);
+}
+
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask,
+                  Loc loc) {
+  TraceState &ts = current(loc);
+  Access a = prepareAccess(ts, ptrs, mask, &value, loc, "atomic");
+  tile::AtomicRMWKind kind = tile::AtomicRMWKind::Add;
+  switch (op) {
+  case atomic_op::add: kind = tile::AtomicRMWKind::Add; break;
+  case atomic_op::max: kind = tile::AtomicRMWKind::Max; break;
+  case atomic_op::min: kind = tile::AtomicRMWKind::Min; break;
+  case atomic_op::xchg: kind = tile::AtomicRMWKind::Xchg; break;
+  case atomic_op::and_: kind = tile::AtomicRMWKind::And; break;
+  case atomic_op::or_: kind = tile::AtomicRMWKind::Or; break;
+  case atomic_op::xor_: kind = tile::AtomicRMWKind::Xor; break;
+  }
+  Type elem = elementOf(a.value);
+  if (isa<FloatType>(elem) && (kind == tile::AtomicRMWKind::And ||
+                               kind == tile::AtomicRMWKind::Or ||
+                               kind == tile::AtomicRMWKind::Xor))
+    fail(loc, "bitwise atomics need integer pointers");
+  if (elem.isInteger(1))
+    fail(loc, "atomics on i1 (bool) memory are not supported; use i32");
+  return wrap(tile::AtomicRMWOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
+                                        kind, a.ptr, a.value, a.mask));
+}
+
+tensor atomic_cas(const tensor &ptrs, operand cmp, operand value) {
+  const Loc &loc = cmp.loc;
+  TraceState &ts = current(loc);
+  Access a = prepareAccess(ts, ptrs, tensor(), &value, loc, "tl::atomic_cas");
+  Access c = prepareAccess(ts, ptrs, tensor(), &cmp, loc, "tl::atomic_cas");
+  unsigned width = elementOf(a.value).getIntOrFloatBitWidth();
+  if (width != 32 && width != 64 && width != 16)
+    fail(loc, "tl::atomic_cas needs 16-, 32- or 64-bit elements");
+  return wrap(tile::AtomicCASOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
+                                        a.ptr, c.value, a.value));
+}
+
+//===----------------------------------------------------------------------===//
+// dot
+//===----------------------------------------------------------------------===//
+
+tensor dot(const tensor &a, const tensor &b, Loc loc) {
+  TraceState &ts = current(loc);
+  Value va = unwrap(a, loc), vb = unwrap(b, loc);
+  auto sa = shapeOf(va), sb = shapeOf(vb);
+  if (sa.size() != 2 || sb.size() != 2)
+    fail(loc, fmt::format("tl::dot needs 2-D tiles, got {} and {}", shapeString(sa),
+                          shapeString(sb)));
+  DType accType = elementOf(va).isInteger(8) ? DType::i32 : DType::f32;
+  if (elementOf(va).isF64())
+    accType = DType::f64;
+  return dot(a, b, zeros({sa[0], sb[1]}, accType, loc), precision::ieee, loc);
+}
+
+tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc loc) {
+  TraceState &ts = current(loc);
+  Value va = unwrap(a, loc), vb = unwrap(b, loc), vc = unwrap(acc, loc);
+  auto sa = shapeOf(va), sb = shapeOf(vb), sc = shapeOf(vc);
+  if (sa.size() != 2 || sb.size() != 2)
+    fail(loc, fmt::format("tl::dot needs 2-D tiles, got {} and {}", shapeString(sa),
+                          shapeString(sb)));
+  if (sa[1] != sb[0])
+    fail(loc, fmt::format("tl::dot inner dimensions differ: a is {}, b is {}",
+                          shapeString(sa), shapeString(sb)));
+  if (sa[0] < 16 || sb[1] < 16 || sa[1] < 16)
+    fail(loc, fmt::format("tl::dot needs every dimension >= 16 (tensor-core tiles), got "
+                          "a {} and b {}",
+                          shapeString(sa), shapeString(sb)));
+  if (sc.size() != 2 || sc[0] != sa[0] || sc[1] != sb[1])
+    fail(loc, fmt::format("tl::dot accumulator must be [{}, {}], got {}", sa[0], sb[1],
+                          shapeString(sc)));
+  Type ea = elementOf(va), eb = elementOf(vb), ec = elementOf(vc);
+  if (ea != eb)
+    fail(loc, fmt::format("tl::dot operands must have the same element type, got {} and "
+                          "{}; convert one with .to()",
+                          dtype_name(toDType(ea)), dtype_name(toDType(eb))));
+  if (isa<FloatType>(ea) && !ec.isF32() && ec != ea)
+    fail(loc, fmt::format("tl::dot accumulator must be f32, got {}", dtype_name(toDType(ec))));
+  if (!isa<FloatType>(ea) && !ea.isInteger(8))
+    fail(loc, fmt::format("tl::dot operands must be floating-point or i8, got {}",
+                          dtype_name(toDType(ea))));
+  if (p != precision::ieee && !ea.isF32())
+    fail(loc, "tf32 precision applies to f32 operands only");
+  tile::DotPrecision prec = p == precision::ieee   ? tile::DotPrecision::IEEE
+                            : p == precision::tf32 ? tile::DotPrecision::TF32
+                                                   : tile::DotPrecision::TF32x3;
+  return wrap(tile::DotOp::create(ts.builder, toLoc(ts.ctx, loc), vc.getType(), va, vb, vc,
+                                  prec));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+tensor sum(const tensor &x, int axis, Loc loc) {
+  return reduceSimple(x, axis, Reduction::Sum, loc, "sum");
+}
+tensor max(const tensor &x, int axis, Loc loc) {
+  return reduceSimple(x, axis, Reduction::Max, loc, "max");
+}
+tensor min(const tensor &x, int axis, Loc loc) {
+  return reduceSimple(x, axis, Reduction::Min, loc, "min");
+}
+tensor argmax(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, true, loc, "argmax"); }
+tensor argmin(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, false, loc, "argmin"); }
+
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+void print(const std::string &prefix, std::initializer_list<tensor> values, Loc loc) {
+  TraceState &ts = current(loc);
+  SmallVector<Value> vals;
+  for (const tensor &t : values)
+    vals.push_back(unwrap(t, loc));
+  tile::PrintOp::create(ts.builder, toLoc(ts.ctx, loc), prefix, vals);
+}
+
+void device_assert(const tensor &cond, const std::string &message, Loc loc) {
+  TraceState &ts = current(loc);
+  Value c = unwrap(cond, loc);
+  if (!elementOf(c).isInteger(1))
+    fail(loc, "tl::device_assert needs a boolean (i1) condition");
+  tile::AssertOp::create(ts.builder, toLoc(ts.ctx, loc), c, message);
+}
+
+} // namespace tegula::tl

@@ -1,0 +1,256 @@
+//===- TraceState.cpp - trace context, types and shared helpers -----------===//
+#include "compiler/dsl/TraceState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace tegula::dsl {
+
+namespace {
+thread_local TraceState *activeTrace = nullptr;
+} // namespace
+
+TraceState &current(const std::source_location &loc) {
+  if (!activeTrace)
+    fail(loc, "tl:: operations can only be used while a kernel is traced "
+              "(call them from a function passed to tegula::kernel)");
+  return *activeTrace;
+}
+
+TraceScope::TraceScope(TraceState *state) : previous(activeTrace) {
+  activeTrace = state;
+}
+TraceScope::~TraceScope() { activeTrace = previous; }
+
+void fail(const std::source_location &loc, const std::string &message) {
+  throw Error(fmt::format("{}:{}: error: {}", loc.file_name(), loc.line(), message));
+}
+
+Location toLoc(MLIRContext *ctx, const std::source_location &loc) {
+  return FileLineColLoc::get(ctx, loc.file_name(), loc.line(), loc.column());
+}
+
+Value unwrap(const tl::tensor &t, const std::source_location &loc) {
+  if (!t.impl())
+    fail(loc, "use of an empty tl::tensor (declared but never assigned)");
+  Value v = Value::getFromOpaquePointer(t.impl());
+  if (activeTrace)
+    checkInScope(*activeTrace, v, loc);
+  return v;
+}
+
+tl::tensor wrap(Value v) { return tl::tensor::from_impl(v.getAsOpaquePointer()); }
+
+void checkInScope(TraceState &ts, Value v, const std::source_location &loc) {
+  Block *block = ts.builder.getInsertionBlock();
+  if (!block)
+    return;
+  Region *defRegion = v.getParentRegion();
+  if (!defRegion || defRegion->isAncestor(block->getParent()))
+    return;
+  // The value was made inside a loop body or branch that is now closed.
+  Operation *owner = defRegion->getParentOp();
+  std::string where = "a tl::range loop or tl::if_ branch";
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(owner->getLoc()))
+    where += fmt::format(" (started at line {})", fileLoc.getLine());
+  fail(loc, fmt::format(
+                "this value was computed inside {} and cannot be used after it; "
+                "list the variable as a carried value of tl::range, or return it "
+                "from the tl::if_ branches",
+                where));
+}
+
+Type toMlirType(MLIRContext *ctx, DType t) {
+  Builder b(ctx);
+  switch (t) {
+  case DType::i1: return b.getI1Type();
+  case DType::i8: return b.getI8Type();
+  case DType::i16: return b.getI16Type();
+  case DType::i32: return b.getI32Type();
+  case DType::i64: return b.getI64Type();
+  case DType::f16: return b.getF16Type();
+  case DType::bf16: return b.getBF16Type();
+  case DType::f32: return b.getF32Type();
+  case DType::f64: return b.getF64Type();
+  }
+  llvm_unreachable("unknown DType");
+}
+
+DType toDType(Type elem) {
+  if (auto ptr = dyn_cast<tile::PtrType>(elem))
+    elem = ptr.getPointeeType();
+  if (elem.isInteger(1)) return DType::i1;
+  if (elem.isInteger(8)) return DType::i8;
+  if (elem.isInteger(16)) return DType::i16;
+  if (elem.isInteger(32)) return DType::i32;
+  if (elem.isInteger(64)) return DType::i64;
+  if (elem.isF16()) return DType::f16;
+  if (elem.isBF16()) return DType::bf16;
+  if (elem.isF32()) return DType::f32;
+  if (elem.isF64()) return DType::f64;
+  throw Error("internal error: no DType for an MLIR type");
+}
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+llvm::ArrayRef<int64_t> shapeOf(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return t.getShape();
+  return {};
+}
+
+Type elementOf(Value v) { return tile::getElementTypeOrSelf(v.getType()); }
+
+Type withElement(Type like, Type elem) {
+  if (auto t = dyn_cast<RankedTensorType>(like))
+    return t.clone(elem);
+  return elem;
+}
+
+Value materializeLiteral(TraceState &ts, const tl::operand &o, Type type, Location loc) {
+  OpBuilder &b = ts.builder;
+  if (auto ft = dyn_cast<FloatType>(type)) {
+    double v = o.kind == tl::operand::Kind::Float ? o.f : double(o.i);
+    return arith::ConstantOp::create(b, loc, ft, b.getFloatAttr(ft, v));
+  }
+  auto it = cast<IntegerType>(type);
+  if (o.kind == tl::operand::Kind::Float)
+    fail(o.loc, fmt::format("cannot use the floating-point literal {} as {}", o.f,
+                            dtype_name(toDType(type))));
+  int64_t v = o.i;
+  if (it.getWidth() == 1)
+    v = v != 0;
+  return arith::ConstantOp::create(b, loc, it, b.getIntegerAttr(it, v));
+}
+
+Value broadcastTo(TraceState &ts, Value v, llvm::ArrayRef<int64_t> shape,
+                  const std::source_location &loc, llvm::StringRef what) {
+  OpBuilder &b = ts.builder;
+  Location l = toLoc(ts.ctx, loc);
+  auto src = shapeOf(v);
+  if (src == shape)
+    return v;
+  Type elem = elementOf(v);
+  auto target = RankedTensorType::get(shape, elem);
+  if (src.empty())
+    return tile::SplatOp::create(b, l, target, v);
+  if (src.size() > shape.size())
+    fail(loc, fmt::format("cannot broadcast shape {} to {} in {}", shapeString(src),
+                          shapeString(shape), what.str()));
+  // Left-pad with size-1 dimensions (NumPy rule), then repeat size-1 dims.
+  SmallVector<int64_t> cur(src);
+  while (cur.size() < shape.size()) {
+    cur.insert(cur.begin(), 1);
+    v = tile::ExpandDimsOp::create(b, l, RankedTensorType::get(cur, elem), v,
+                                   b.getI32IntegerAttr(0));
+  }
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (cur[i] != shape[i] && cur[i] != 1)
+      fail(loc, fmt::format("cannot broadcast shape {} to {} in {}: dimension {} "
+                            "is {}, expected 1 or {}",
+                            shapeString(src), shapeString(shape), what.str(), i,
+                            cur[i], shape[i]));
+  if (llvm::ArrayRef<int64_t>(cur) == shape)
+    return v;
+  return tile::BroadcastOp::create(b, l, target, v);
+}
+
+Value castTo(TraceState &ts, Value v, Type elem, Location loc) {
+  OpBuilder &b = ts.builder;
+  Type from = elementOf(v);
+  if (from == elem)
+    return v;
+  Type to = withElement(v.getType(), elem);
+  auto zeroLike = [&](Type e) -> Value {
+    TypedAttr attr = isa<FloatType>(e) ? TypedAttr(b.getFloatAttr(e, 0.0))
+                                       : TypedAttr(b.getIntegerAttr(e, 0));
+    Type t = withElement(v.getType(), e);
+    if (auto tt = dyn_cast<RankedTensorType>(t))
+      return arith::ConstantOp::create(b, loc, tt, SplatElementsAttr::get(tt, attr));
+    return arith::ConstantOp::create(b, loc, t, attr);
+  };
+  bool fromF = isa<FloatType>(from), toF = isa<FloatType>(elem);
+  if (fromF && toF) {
+    unsigned fw = from.getIntOrFloatBitWidth(), tw = elem.getIntOrFloatBitWidth();
+    if (fw == tw) { // f16 <-> bf16 goes through f32
+      Value wide = arith::ExtFOp::create(b, loc, withElement(v.getType(), b.getF32Type()), v);
+      return arith::TruncFOp::create(b, loc, to, wide);
+    }
+    if (fw < tw)
+      return arith::ExtFOp::create(b, loc, to, v);
+    return arith::TruncFOp::create(b, loc, to, v);
+  }
+  if (!fromF && !toF) {
+    unsigned fw = from.getIntOrFloatBitWidth(), tw = elem.getIntOrFloatBitWidth();
+    if (tw == 1)
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zeroLike(from));
+    if (fw == 1)
+      return arith::ExtUIOp::create(b, loc, to, v);
+    if (fw < tw)
+      return arith::ExtSIOp::create(b, loc, to, v);
+    return arith::TruncIOp::create(b, loc, to, v);
+  }
+  if (!fromF) { // int -> float
+    if (from.isInteger(1))
+      return arith::UIToFPOp::create(b, loc, to, v);
+    return arith::SIToFPOp::create(b, loc, to, v);
+  }
+  // float -> int
+  if (elem.isInteger(1))
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zeroLike(from));
+  return arith::FPToSIOp::create(b, loc, to, v);
+}
+
+} // namespace tegula::dsl
+
+namespace tegula {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+  case DType::i1: return "i1";
+  case DType::i8: return "i8";
+  case DType::i16: return "i16";
+  case DType::i32: return "i32";
+  case DType::i64: return "i64";
+  case DType::f16: return "f16";
+  case DType::bf16: return "bf16";
+  case DType::f32: return "f32";
+  case DType::f64: return "f64";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+  case DType::i1: case DType::i8: return 1;
+  case DType::i16: case DType::f16: case DType::bf16: return 2;
+  case DType::i32: case DType::f32: return 4;
+  case DType::i64: case DType::f64: return 8;
+  }
+  return 0;
+}
+
+float16::float16(float f) {
+  llvm::APFloat ap(f);
+  bool lost;
+  ap.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  bits = uint16_t(ap.bitcastToAPInt().getZExtValue());
+}
+
+float16::operator float() const {
+  llvm::APFloat ap(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+  bool lost;
+  ap.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return ap.convertToFloat();
+}
+
+} // namespace tegula

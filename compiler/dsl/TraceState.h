@@ -1,0 +1,68 @@
+//===- TraceState.h - the builder state behind tl:: calls -------*- C++ -*-===//
+//
+// While a kernel is being traced, a thread-local TraceState holds the
+// OpBuilder that every tl:: function appends to. Internal to the compiler.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dialects/tile/TileDialect.h"
+#include "tegula/tl.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <fmt/format.h>
+
+namespace tegula::dsl {
+
+struct TraceState {
+  mlir::MLIRContext *ctx;
+  mlir::OpBuilder builder;
+  mlir::func::FuncOp func;
+  std::string kernelName;
+  explicit TraceState(mlir::MLIRContext *c) : ctx(c), builder(c) {}
+};
+
+/// The active trace; throws a located error when no kernel is being traced.
+TraceState &current(const std::source_location &loc);
+/// Install `state` as this thread's trace for the lifetime of the guard.
+struct TraceScope {
+  explicit TraceScope(TraceState *state);
+  ~TraceScope();
+  TraceState *previous;
+};
+
+/// `file:line: error: message` — the format of every DSL error.
+[[noreturn]] void fail(const std::source_location &loc, const std::string &message);
+mlir::Location toLoc(mlir::MLIRContext *ctx, const std::source_location &loc);
+
+mlir::Value unwrap(const tl::tensor &t, const std::source_location &loc);
+tl::tensor wrap(mlir::Value v);
+
+mlir::Type toMlirType(mlir::MLIRContext *ctx, DType t);
+/// The DType of a scalar element type (pointer types give their pointee's).
+DType toDType(mlir::Type elem);
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
+/// Build `value` (an int/float/bool literal operand) as a scalar of `type`.
+mlir::Value materializeLiteral(TraceState &ts, const tl::operand &o, mlir::Type type,
+                               mlir::Location loc);
+/// Splat / expand / broadcast `v` to `shape` following NumPy rules; fails
+/// with a located error naming `what` when the shapes are incompatible.
+mlir::Value broadcastTo(TraceState &ts, mlir::Value v, llvm::ArrayRef<int64_t> shape,
+                        const std::source_location &loc, llvm::StringRef what);
+/// Convert a value to another element type, keeping its shape.
+mlir::Value castTo(TraceState &ts, mlir::Value v, mlir::Type elem, mlir::Location loc);
+/// A value's shape, empty for a scalar.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+mlir::Type elementOf(mlir::Value v);
+/// The type with `v`'s shape and the given element type.
+mlir::Type withElement(mlir::Type like, mlir::Type elem);
+
+/// Check that every operand is visible at the insertion point: a value made
+/// inside a tl::range body or tl::if_ branch cannot escape it.
+void checkInScope(TraceState &ts, mlir::Value v, const std::source_location &loc);
+
+} // namespace tegula::dsl

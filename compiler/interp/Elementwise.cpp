@@ -1,0 +1,300 @@
+//===- Elementwise.cpp - interpreting arith and math ops on tiles ---------===//
+#include "compiler/interp/Elementwise.h"
+
+#include "dialects/tile/TileDialect.h"
+#include "tegula/dtype.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tegula::interp {
+
+std::shared_ptr<Tile> makeTile(Type elem, std::vector<int64_t> shape) {
+  auto t = std::make_shared<Tile>();
+  t->elem = elem;
+  t->shape = std::move(shape);
+  size_t n = t->size();
+  if (isa<FloatType>(elem)) {
+    t->kind = Tile::Kind::Float;
+    t->f.resize(n);
+  } else if (isa<tile::PtrType>(elem)) {
+    t->kind = Tile::Kind::Ptr;
+    t->i.resize(n);
+    t->buf.resize(n);
+  } else {
+    t->kind = Tile::Kind::Int;
+    t->i.resize(n);
+  }
+  return t;
+}
+
+double roundTo(Type t, double v) {
+  if (t.isF64())
+    return v;
+  if (t.isF32())
+    return double(float(v));
+  if (t.isBF16())
+    return double(float(bfloat16(float(v))));
+  if (t.isF16())
+    return double(float(float16(float(v))));
+  return v;
+}
+
+int64_t wrapTo(Type t, int64_t v) {
+  switch (t.getIntOrFloatBitWidth()) {
+  case 1: return v & 1;
+  case 8: return int8_t(v);
+  case 16: return int16_t(v);
+  case 32: return int32_t(v);
+  default: return v;
+  }
+}
+
+namespace {
+
+template <typename F>
+TileRef mapFloat(const Tile &a, Type resElem, F f) {
+  auto r = makeTile(resElem, a.shape);
+  for (size_t k = 0; k < a.f.size(); ++k)
+    r->f[k] = roundTo(resElem, f(a.f[k]));
+  return r;
+}
+
+template <typename F>
+TileRef zipFloat(const Tile &a, const Tile &b, F f) {
+  auto r = makeTile(a.elem, a.shape);
+  for (size_t k = 0; k < a.f.size(); ++k)
+    r->f[k] = roundTo(a.elem, f(a.f[k], b.f[k]));
+  return r;
+}
+
+template <typename F>
+TileRef zipInt(const Tile &a, const Tile &b, F f) {
+  auto r = makeTile(a.elem, a.shape);
+  for (size_t k = 0; k < a.i.size(); ++k)
+    r->i[k] = wrapTo(a.elem, f(a.i[k], b.i[k]));
+  return r;
+}
+
+uint64_t unsignedOf(Type t, int64_t v) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  return w >= 64 ? uint64_t(v) : uint64_t(v) & ((uint64_t(1) << w) - 1);
+}
+
+bool cmpF(arith::CmpFPredicate p, double x, double y) {
+  bool uno = std::isnan(x) || std::isnan(y);
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::AlwaysFalse: return false;
+  case P::OEQ: return !uno && x == y;
+  case P::OGT: return !uno && x > y;
+  case P::OGE: return !uno && x >= y;
+  case P::OLT: return !uno && x < y;
+  case P::OLE: return !uno && x <= y;
+  case P::ONE: return !uno && x != y;
+  case P::ORD: return !uno;
+  case P::UEQ: return uno || x == y;
+  case P::UGT: return uno || x > y;
+  case P::UGE: return uno || x >= y;
+  case P::ULT: return uno || x < y;
+  case P::ULE: return uno || x <= y;
+  case P::UNE: return uno || x != y;
+  case P::UNO: return uno;
+  case P::AlwaysTrue: return true;
+  }
+  return false;
+}
+
+bool cmpI(arith::CmpIPredicate p, Type t, int64_t x, int64_t y) {
+  using P = arith::CmpIPredicate;
+  uint64_t ux = unsignedOf(t, x), uy = unsignedOf(t, y);
+  switch (p) {
+  case P::eq: return x == y;
+  case P::ne: return x != y;
+  case P::slt: return x < y;
+  case P::sle: return x <= y;
+  case P::sgt: return x > y;
+  case P::sge: return x >= y;
+  case P::ult: return ux < uy;
+  case P::ule: return ux <= uy;
+  case P::ugt: return ux > uy;
+  case P::uge: return ux >= uy;
+  }
+  return false;
+}
+
+double nanMax(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+double nanMin(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
+
+} // namespace
+
+std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in,
+                                       const DivByZeroFn &divByZero) {
+  Type resElem = op->getNumResults() ? tile::getElementTypeOrSelf(op->getResult(0).getType())
+                                     : Type();
+  auto a = [&]() -> const Tile & { return *in[0]; };
+  auto b = [&]() -> const Tile & { return *in[1]; };
+  auto checkedDiv = [&](bool isRem) {
+    return zipInt(a(), b(), [&](int64_t x, int64_t y) -> int64_t {
+      if (y == 0)
+        divByZero(op);
+      if (y == -1) // avoid INT_MIN / -1 overflow; wrapTo handles the width
+        return isRem ? 0 : -x;
+      return isRem ? x % y : x / y;
+    });
+  };
+  using R = std::optional<TileRef>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      // Float arithmetic.
+      .Case([&](arith::AddFOp) { return zipFloat(a(), b(), std::plus<>()); })
+      .Case([&](arith::SubFOp) { return zipFloat(a(), b(), std::minus<>()); })
+      .Case([&](arith::MulFOp) { return zipFloat(a(), b(), std::multiplies<>()); })
+      .Case([&](arith::DivFOp) { return zipFloat(a(), b(), std::divides<>()); })
+      .Case([&](arith::RemFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmod(x, y); }); })
+      .Case([&](arith::MaximumFOp) { return zipFloat(a(), b(), nanMax); })
+      .Case([&](arith::MinimumFOp) { return zipFloat(a(), b(), nanMin); })
+      .Case([&](arith::MaxNumFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmax(x, y); }); })
+      .Case([&](arith::MinNumFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmin(x, y); }); })
+      .Case([&](arith::NegFOp) { return mapFloat(a(), resElem, std::negate<>()); })
+      // Integer arithmetic.
+      .Case([&](arith::AddIOp) { return zipInt(a(), b(), std::plus<>()); })
+      .Case([&](arith::SubIOp) { return zipInt(a(), b(), std::minus<>()); })
+      .Case([&](arith::MulIOp) { return zipInt(a(), b(), [](int64_t x, int64_t y) { return int64_t(uint64_t(x) * uint64_t(y)); }); })
+      .Case([&](arith::DivSIOp) { return checkedDiv(false); })
+      .Case([&](arith::RemSIOp) { return checkedDiv(true); })
+      .Case([&](arith::DivUIOp) {
+        Type t = a().elem;
+        return zipInt(a(), b(), [&](int64_t x, int64_t y) {
+          if (y == 0) divByZero(op);
+          return int64_t(unsignedOf(t, x) / unsignedOf(t, y));
+        });
+      })
+      .Case([&](arith::RemUIOp) {
+        Type t = a().elem;
+        return zipInt(a(), b(), [&](int64_t x, int64_t y) {
+          if (y == 0) divByZero(op);
+          return int64_t(unsignedOf(t, x) % unsignedOf(t, y));
+        });
+      })
+      .Case([&](arith::AndIOp) { return zipInt(a(), b(), std::bit_and<>()); })
+      .Case([&](arith::OrIOp) { return zipInt(a(), b(), std::bit_or<>()); })
+      .Case([&](arith::XOrIOp) { return zipInt(a(), b(), std::bit_xor<>()); })
+      .Case([&](arith::MaxSIOp) { return zipInt(a(), b(), [](int64_t x, int64_t y) { return std::max(x, y); }); })
+      .Case([&](arith::MinSIOp) { return zipInt(a(), b(), [](int64_t x, int64_t y) { return std::min(x, y); }); })
+      .Case([&](arith::ShLIOp) {
+        unsigned w = a().elem.getIntOrFloatBitWidth();
+        return zipInt(a(), b(), [w](int64_t x, int64_t y) {
+          return uint64_t(y) >= w ? int64_t(0) : int64_t(uint64_t(x) << y);
+        });
+      })
+      .Case([&](arith::ShRSIOp) {
+        unsigned w = a().elem.getIntOrFloatBitWidth();
+        return zipInt(a(), b(), [w](int64_t x, int64_t y) {
+          return uint64_t(y) >= w ? (x < 0 ? -1 : 0) : x >> y;
+        });
+      })
+      .Case([&](arith::ShRUIOp) {
+        Type t = a().elem;
+        unsigned w = t.getIntOrFloatBitWidth();
+        return zipInt(a(), b(), [&, w](int64_t x, int64_t y) {
+          return uint64_t(y) >= w ? int64_t(0) : int64_t(unsignedOf(t, x) >> y);
+        });
+      })
+      // Comparisons and select.
+      .Case([&](arith::CmpFOp c) {
+        auto r = makeTile(resElem, a().shape);
+        for (size_t k = 0; k < r->i.size(); ++k)
+          r->i[k] = cmpF(c.getPredicate(), a().f[k], b().f[k]);
+        return TileRef(r);
+      })
+      .Case([&](arith::CmpIOp c) {
+        auto r = makeTile(resElem, a().shape);
+        Type t = a().elem;
+        for (size_t k = 0; k < r->i.size(); ++k)
+          r->i[k] = cmpI(c.getPredicate(), t, a().i[k], b().i[k]);
+        return TileRef(r);
+      })
+      .Case([&](arith::SelectOp) {
+        const Tile &c = *in[0], &x = *in[1], &y = *in[2];
+        auto r = makeTile(x.elem, x.shape);
+        bool scalarCond = c.shape.empty() && !x.shape.empty();
+        for (size_t k = 0; k < r->size(); ++k) {
+          bool take = c.i[scalarCond ? 0 : k] != 0;
+          const Tile &s = take ? x : y;
+          if (r->kind == Tile::Kind::Float) r->f[k] = s.f[k];
+          else r->i[k] = s.i[k];
+          if (r->kind == Tile::Kind::Ptr) r->buf[k] = s.buf[k];
+        }
+        return TileRef(r);
+      })
+      // Conversions.
+      .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) {
+        return mapFloat(a(), resElem, [](double x) { return x; });
+      })
+      .Case<arith::ExtSIOp, arith::TruncIOp>([&](auto) {
+        auto r = makeTile(resElem, a().shape);
+        for (size_t k = 0; k < r->i.size(); ++k)
+          r->i[k] = wrapTo(resElem, a().i[k]);
+        return TileRef(r);
+      })
+      .Case([&](arith::ExtUIOp) {
+        auto r = makeTile(resElem, a().shape);
+        for (size_t k = 0; k < r->i.size(); ++k)
+          r->i[k] = wrapTo(resElem, int64_t(unsignedOf(a().elem, a().i[k])));
+        return TileRef(r);
+      })
+      .Case<arith::SIToFPOp, arith::UIToFPOp>([&](auto cvt) {
+        bool isUnsigned = isa<arith::UIToFPOp>(cvt.getOperation());
+        auto r = makeTile(resElem, a().shape);
+        for (size_t k = 0; k < r->f.size(); ++k)
+          r->f[k] = roundTo(resElem, isUnsigned ? double(unsignedOf(a().elem, a().i[k]))
+                                                : double(a().i[k]));
+        return TileRef(r);
+      })
+      .Case<arith::FPToSIOp, arith::FPToUIOp>([&](auto) {
+        // Out-of-range and NaN inputs saturate (PTX cvt.rzi semantics).
+        auto r = makeTile(resElem, a().shape);
+        unsigned w = resElem.getIntOrFloatBitWidth();
+        double lo = -std::ldexp(1.0, int(w) - 1), hi = std::ldexp(1.0, int(w) - 1) - 1;
+        for (size_t k = 0; k < r->i.size(); ++k) {
+          double x = std::trunc(a().f[k]);
+          r->i[k] = std::isnan(x) ? 0 : int64_t(std::clamp(x, lo, hi));
+        }
+        return TileRef(r);
+      })
+      // Math.
+      .Case([&](math::ExpOp) { return mapFloat(a(), resElem, [](double x) { return std::exp(x); }); })
+      .Case([&](math::Exp2Op) { return mapFloat(a(), resElem, [](double x) { return std::exp2(x); }); })
+      .Case([&](math::LogOp) { return mapFloat(a(), resElem, [](double x) { return std::log(x); }); })
+      .Case([&](math::Log2Op) { return mapFloat(a(), resElem, [](double x) { return std::log2(x); }); })
+      .Case([&](math::SqrtOp) { return mapFloat(a(), resElem, [](double x) { return std::sqrt(x); }); })
+      .Case([&](math::RsqrtOp) { return mapFloat(a(), resElem, [](double x) { return 1.0 / std::sqrt(x); }); })
+      .Case([&](math::TanhOp) { return mapFloat(a(), resElem, [](double x) { return std::tanh(x); }); })
+      .Case([&](math::ErfOp) { return mapFloat(a(), resElem, [](double x) { return std::erf(x); }); })
+      .Case([&](math::SinOp) { return mapFloat(a(), resElem, [](double x) { return std::sin(x); }); })
+      .Case([&](math::CosOp) { return mapFloat(a(), resElem, [](double x) { return std::cos(x); }); })
+      .Case([&](math::AbsFOp) { return mapFloat(a(), resElem, [](double x) { return std::fabs(x); }); })
+      .Case([&](math::FloorOp) { return mapFloat(a(), resElem, [](double x) { return std::floor(x); }); })
+      .Case([&](math::CeilOp) { return mapFloat(a(), resElem, [](double x) { return std::ceil(x); }); })
+      .Case([&](math::AbsIOp) {
+        auto r = makeTile(resElem, a().shape);
+        for (size_t k = 0; k < r->i.size(); ++k)
+          r->i[k] = wrapTo(resElem, a().i[k] < 0 ? -a().i[k] : a().i[k]);
+        return TileRef(r);
+      })
+      .Case([&](math::FmaOp) {
+        const Tile &x = *in[0], &y = *in[1], &z = *in[2];
+        auto r = makeTile(resElem, x.shape);
+        for (size_t k = 0; k < r->f.size(); ++k)
+          r->f[k] = roundTo(resElem, std::fma(x.f[k], y.f[k], z.f[k]));
+        return TileRef(r);
+      })
+      .Default([](Operation *) { return R(); });
+}
+
+} // namespace tegula::interp

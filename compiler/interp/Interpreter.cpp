@@ -1,0 +1,605 @@
+//===- Interpreter.cpp - execute `tile` IR over the grid ------------------===//
+#include "compiler/interp/Interpreter.h"
+
+#include "compiler/interp/Elementwise.h"
+#include "compiler/interp/Tile.h"
+#include "dialects/tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+
+namespace tegula::interp {
+namespace {
+
+std::string locString(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return fmt::format("{}:{}", f.getFilename().str(), f.getLine());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto s = locString(inner); s != "<unknown>")
+        return s;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locString(name.getChildLoc());
+  if (auto cs = dyn_cast<CallSiteLoc>(loc))
+    return locString(cs.getCaller());
+  return "<unknown>";
+}
+
+std::string indexString(const std::vector<int64_t> &shape, size_t flat) {
+  if (shape.empty())
+    return "scalar";
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = int64_t(flat) % shape[d];
+    flat /= size_t(shape[d]);
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+struct Buffer {
+  char *data;
+  size_t bytes;
+  DType dtype;
+  std::string name;
+};
+
+double readFloat(const char *p, Type t) {
+  if (t.isF32()) { float v; std::memcpy(&v, p, 4); return v; }
+  if (t.isF64()) { double v; std::memcpy(&v, p, 8); return v; }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  if (t.isBF16()) { bfloat16 v; v.bits = bits; return float(v); }
+  float16 v; v.bits = bits; return float(v);
+}
+
+void writeFloat(char *p, Type t, double x) {
+  if (t.isF32()) { float v = float(x); std::memcpy(p, &v, 4); return; }
+  if (t.isF64()) { std::memcpy(p, &x, 8); return; }
+  uint16_t bits = t.isBF16() ? bfloat16(float(x)).bits : float16(float(x)).bits;
+  std::memcpy(p, &bits, 2);
+}
+
+int64_t readInt(const char *p, Type t) {
+  switch (t.getIntOrFloatBitWidth()) {
+  case 1: return *reinterpret_cast<const uint8_t *>(p) != 0;
+  case 8: { int8_t v; std::memcpy(&v, p, 1); return v; }
+  case 16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case 32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  default: { int64_t v; std::memcpy(&v, p, 8); return v; }
+  }
+}
+
+void writeInt(char *p, Type t, int64_t x) {
+  switch (t.getIntOrFloatBitWidth()) {
+  case 1: { uint8_t v = x != 0; std::memcpy(p, &v, 1); return; }
+  case 8: { int8_t v = int8_t(x); std::memcpy(p, &v, 1); return; }
+  case 16: { int16_t v = int16_t(x); std::memcpy(p, &v, 2); return; }
+  case 32: { int32_t v = int32_t(x); std::memcpy(p, &v, 4); return; }
+  default: std::memcpy(p, &x, 8); return;
+  }
+}
+
+size_t storageSize(Type t) { return t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8; }
+
+/// Round an f32 to tf32 (10 explicit mantissa bits, nearest, ties away).
+double toTF32(double x) {
+  float f = float(x);
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u)
+    u = (u + 0x1000u) & ~0x1fffu;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+class Interpreter {
+public:
+  Interpreter(const Launch &launch) : launch_(launch) {}
+
+  void run(func::FuncOp fn) {
+    for (const Arg &a : *launch_.args)
+      (void)a;
+    const auto &args = *launch_.args;
+    for (size_t k = 0; k < args.size(); ++k)
+      buffers_.push_back(Buffer{static_cast<char *>(args[k].data()), args[k].bytes(),
+                                args[k].dtype(), launch_.paramNames[k]});
+    Grid g = launch_.grid;
+    for (pid_[2] = 0; pid_[2] < g.z; ++pid_[2])
+      for (pid_[1] = 0; pid_[1] < g.y; ++pid_[1])
+        for (pid_[0] = 0; pid_[0] < g.x; ++pid_[0]) {
+          env_.clear();
+          Block &entry = fn.getBody().front();
+          for (auto [k, barg] : llvm::enumerate(entry.getArguments()))
+            env_[barg] = argumentTile(barg.getType(), launch_.argIndex[k]);
+          execBlock(entry);
+        }
+  }
+
+private:
+  const Launch &launch_;
+  std::vector<Buffer> buffers_;
+  uint32_t pid_[3] = {0, 0, 0};
+  llvm::DenseMap<Value, TileRef> env_;
+
+  [[noreturn]] void error(Operation *op, const std::string &what) {
+    throw Error(fmt::format("{}: {} at {}: program ({}, {}, {})", launch_.kernelName, what,
+                            locString(op->getLoc()), pid_[0], pid_[1], pid_[2]));
+  }
+
+  TileRef argumentTile(Type type, size_t argIdx) {
+    const Arg &a = (*launch_.args)[argIdx];
+    auto t = makeTile(type, {});
+    if (isa<tile::PtrType>(type)) {
+      t->buf[0] = int32_t(argIdx);
+      t->i[0] = 0;
+    } else if (isa<FloatType>(type)) {
+      t->f[0] = roundTo(type, a.as_float());
+    } else {
+      t->i[0] = wrapTo(type, a.as_int());
+    }
+    return t;
+  }
+
+  const TileRef &get(Value v) {
+    auto it = env_.find(v);
+    assert(it != env_.end() && "value not computed");
+    return it->second;
+  }
+
+  /// Execute a block; returns the terminator's operand tiles.
+  SmallVector<TileRef> execBlock(Block &block) {
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>()) {
+        SmallVector<TileRef> out;
+        for (Value v : op.getOperands())
+          out.push_back(get(v));
+        return out;
+      }
+      exec(&op);
+    }
+    return {};
+  }
+
+  void exec(Operation *op) {
+    SmallVector<TileRef> in;
+    if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp>(op))
+      for (Value v : op->getOperands())
+        in.push_back(get(v));
+    if (auto r = evalElementwise(op, in, [this](Operation *o) {
+          error(o, "integer division by zero");
+        })) {
+      env_[op->getResult(0)] = *r;
+      return;
+    }
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](arith::ConstantOp c) { env_[c] = constant(c); })
+        .Case([&](tile::ProgramIdOp p) { env_[p] = scalarInt(p.getType(), pid_[int(p.getAxis())]); })
+        .Case([&](tile::NumProgramsOp p) {
+          Grid g = launch_.grid;
+          uint32_t n[3] = {g.x, g.y, g.z};
+          env_[p] = scalarInt(p.getType(), n[int(p.getAxis())]);
+        })
+        .Case([&](tile::MakeRangeOp r) {
+          auto t = makeTile(r.getType().getElementType(), {r.getEnd() - r.getStart()});
+          for (size_t k = 0; k < t->i.size(); ++k)
+            t->i[k] = r.getStart() + int64_t(k);
+          env_[r] = t;
+        })
+        .Case([&](tile::SplatOp s) { env_[s] = splat(*in[0], s.getType().getShape()); })
+        .Case([&](tile::BroadcastOp b) { env_[b] = broadcast(*in[0], b.getType().getShape()); })
+        .Case<tile::ExpandDimsOp, tile::ReshapeOp>([&](auto r) {
+          auto t = std::make_shared<Tile>(*in[0]);
+          auto shape = cast<RankedTensorType>(r.getType()).getShape();
+          t->shape.assign(shape.begin(), shape.end());
+          env_[r] = t;
+        })
+        .Case([&](tile::TransOp t) { env_[t] = transpose(*in[0], t.getOrder(), t.getType().getShape()); })
+        .Case([&](tile::AddPtrOp a) {
+          auto t = std::make_shared<Tile>(*in[0]);
+          size_t esz = storageSize(cast<tile::PtrType>(tile::getElementTypeOrSelf(a.getType()))
+                                       .getPointeeType());
+          for (size_t k = 0; k < t->i.size(); ++k)
+            t->i[k] += in[1]->i[k] * int64_t(esz);
+          env_[a] = t;
+        })
+        .Case([&](tile::LoadOp l) { env_[l] = load(l, in); })
+        .Case([&](tile::StoreOp s) { store(s, in); })
+        .Case([&](tile::AtomicRMWOp a) { env_[a] = atomicRMW(a, in); })
+        .Case([&](tile::AtomicCASOp a) { env_[a] = atomicCAS(a, in); })
+        .Case([&](tile::DotOp d) { env_[d] = dot(d, in); })
+        .Case([&](tile::ReduceOp r) { reduce(r); })
+        .Case([&](tile::PrintOp p) { print(p, in); })
+        .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
+        .Case([&](scf::ForOp f) { forLoop(f); })
+        .Case([&](scf::IfOp i) { ifOp(i); })
+        .Default([&](Operation *o) {
+          error(o, fmt::format("the interpreter does not support '{}'",
+                               o->getName().getStringRef().str()));
+        });
+  }
+
+  TileRef scalarInt(Type t, int64_t v) {
+    auto r = makeTile(t, {});
+    r->i[0] = wrapTo(t, v);
+    return r;
+  }
+
+  TileRef constant(arith::ConstantOp c) {
+    Attribute attr = c.getValue();
+    Type type = c.getType();
+    Type elem = tile::getElementTypeOrSelf(type);
+    std::vector<int64_t> shape;
+    if (auto tt = dyn_cast<RankedTensorType>(type))
+      shape.assign(tt.getShape().begin(), tt.getShape().end());
+    auto t = makeTile(elem, shape);
+    auto setFrom = [&](size_t k, Attribute a) {
+      if (auto f = dyn_cast<FloatAttr>(a))
+        t->f[k] = roundTo(elem, f.getValueAsDouble());
+      else if (auto i = dyn_cast<IntegerAttr>(a))
+        t->i[k] = elem.isInteger(1) ? int64_t(i.getValue().getZExtValue())
+                                    : i.getValue().getSExtValue();
+    };
+    if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+      if (dense.isSplat()) {
+        setFrom(0, dense.getSplatValue<Attribute>());
+        for (size_t k = 1; k < t->size(); ++k) {
+          if (t->kind == Tile::Kind::Float) t->f[k] = t->f[0];
+          else t->i[k] = t->i[0];
+        }
+      } else {
+        size_t k = 0;
+        for (Attribute a : dense.getValues<Attribute>())
+          setFrom(k++, a);
+      }
+    } else {
+      setFrom(0, attr);
+    }
+    return t;
+  }
+
+  TileRef splat(const Tile &s, ArrayRef<int64_t> shape) {
+    auto t = makeTile(s.elem, std::vector<int64_t>(shape.begin(), shape.end()));
+    if (t->kind == Tile::Kind::Float)
+      std::fill(t->f.begin(), t->f.end(), s.f[0]);
+    else
+      std::fill(t->i.begin(), t->i.end(), s.i[0]);
+    if (t->kind == Tile::Kind::Ptr)
+      std::fill(t->buf.begin(), t->buf.end(), s.buf[0]);
+    return t;
+  }
+
+  /// Map each destination element to a source element through `srcIndex`.
+  template <typename F>
+  TileRef gather(const Tile &s, ArrayRef<int64_t> shape, F srcIndex) {
+    auto t = makeTile(s.elem, std::vector<int64_t>(shape.begin(), shape.end()));
+    std::vector<int64_t> idx(shape.size(), 0);
+    for (size_t k = 0; k < t->size(); ++k) {
+      size_t from = srcIndex(idx);
+      if (t->kind == Tile::Kind::Float) t->f[k] = s.f[from];
+      else t->i[k] = s.i[from];
+      if (t->kind == Tile::Kind::Ptr) t->buf[k] = s.buf[from];
+      for (size_t d = shape.size(); d-- > 0;) { // row-major increment
+        if (++idx[d] < shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    return t;
+  }
+
+  TileRef broadcast(const Tile &s, ArrayRef<int64_t> shape) {
+    return gather(s, shape, [&](const std::vector<int64_t> &idx) {
+      size_t from = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        from = from * size_t(s.shape[d]) + size_t(s.shape[d] == 1 ? 0 : idx[d]);
+      return from;
+    });
+  }
+
+  TileRef transpose(const Tile &s, ArrayRef<int32_t> order, ArrayRef<int64_t> shape) {
+    return gather(s, shape, [&](const std::vector<int64_t> &idx) {
+      std::vector<int64_t> src(idx.size());
+      for (size_t d = 0; d < idx.size(); ++d)
+        src[order[d]] = idx[d];
+      size_t from = 0;
+      for (size_t d = 0; d < src.size(); ++d)
+        from = from * size_t(s.shape[d]) + size_t(src[d]);
+      return from;
+    });
+  }
+
+  /// The address of element k of a pointer tile, checked against its buffer.
+  char *address(Operation *op, const Tile &ptrs, size_t k, Type pointee, const char *verb) {
+    int32_t b = ptrs.buf[k];
+    int64_t off = ptrs.i[k];
+    const Buffer &buf = buffers_[size_t(b)];
+    size_t esz = storageSize(pointee);
+    int64_t count = int64_t(buf.bytes / esz);
+    if (off < 0 || size_t(off) + esz > buf.bytes || off % int64_t(esz) != 0)
+      throw Error(fmt::format(
+          "{}: out-of-bounds {} at {}: program ({}, {}, {}), element {} of the tile "
+          "(index {}) {} element {} of argument '{}', which has {} elements of {}",
+          launch_.kernelName, verb, locString(op->getLoc()), pid_[0], pid_[1], pid_[2], k,
+          indexString(ptrs.shape, k), std::strcmp(verb, "store") == 0 ? "writes" : "reads",
+          off / int64_t(esz), buf.name, count, dtype_name(buf.dtype)));
+    return buf.data + off;
+  }
+
+  static bool enabled(const TileRef &mask, size_t k) { return !mask || mask->i[k] != 0; }
+
+  TileRef load(tile::LoadOp l, ArrayRef<TileRef> in) {
+    const Tile &ptrs = *in[0];
+    TileRef mask = l.getMask() ? in[1] : nullptr;
+    TileRef other = l.getOther() ? in[2] : nullptr;
+    Type pointee = cast<tile::PtrType>(ptrs.elem).getPointeeType();
+    auto t = makeTile(pointee, ptrs.shape);
+    for (size_t k = 0; k < t->size(); ++k) {
+      bool isF = t->kind == Tile::Kind::Float;
+      if (!enabled(mask, k)) {
+        if (isF) t->f[k] = other ? other->f[k] : 0.0;
+        else t->i[k] = other ? other->i[k] : 0;
+        continue;
+      }
+      const char *p = address(l, ptrs, k, pointee, "load");
+      if (isF) t->f[k] = readFloat(p, pointee);
+      else t->i[k] = readInt(p, pointee);
+    }
+    return t;
+  }
+
+  void store(tile::StoreOp s, ArrayRef<TileRef> in) {
+    const Tile &ptrs = *in[0], &val = *in[1];
+    TileRef mask = s.getMask() ? in[2] : nullptr;
+    Type pointee = cast<tile::PtrType>(ptrs.elem).getPointeeType();
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      if (!enabled(mask, k))
+        continue;
+      char *p = address(s, ptrs, k, pointee, "store");
+      if (val.kind == Tile::Kind::Float) writeFloat(p, pointee, val.f[k]);
+      else writeInt(p, pointee, val.i[k]);
+    }
+  }
+
+  TileRef atomicRMW(tile::AtomicRMWOp a, ArrayRef<TileRef> in) {
+    const Tile &ptrs = *in[0], &val = *in[1];
+    TileRef mask = a.getMask() ? in[2] : nullptr;
+    Type pointee = cast<tile::PtrType>(ptrs.elem).getPointeeType();
+    auto old = makeTile(pointee, ptrs.shape);
+    bool isF = old->kind == Tile::Kind::Float;
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      if (!enabled(mask, k))
+        continue;
+      char *p = address(a, ptrs, k, pointee, "atomic");
+      if (isF) {
+        double o = readFloat(p, pointee), v = val.f[k], n = v;
+        switch (a.getKind()) {
+        case tile::AtomicRMWKind::Add: n = o + v; break;
+        case tile::AtomicRMWKind::Max: n = std::isnan(o) || std::isnan(v) ? NAN : std::max(o, v); break;
+        case tile::AtomicRMWKind::Min: n = std::isnan(o) || std::isnan(v) ? NAN : std::min(o, v); break;
+        case tile::AtomicRMWKind::Xchg: n = v; break;
+        default: error(a, "bitwise atomics need integer elements");
+        }
+        old->f[k] = o;
+        writeFloat(p, pointee, roundTo(pointee, n));
+      } else {
+        int64_t o = readInt(p, pointee), v = val.i[k], n = v;
+        switch (a.getKind()) {
+        case tile::AtomicRMWKind::Add: n = o + v; break;
+        case tile::AtomicRMWKind::Max: n = std::max(o, v); break;
+        case tile::AtomicRMWKind::Min: n = std::min(o, v); break;
+        case tile::AtomicRMWKind::Xchg: n = v; break;
+        case tile::AtomicRMWKind::And: n = o & v; break;
+        case tile::AtomicRMWKind::Or: n = o | v; break;
+        case tile::AtomicRMWKind::Xor: n = o ^ v; break;
+        }
+        old->i[k] = o;
+        writeInt(p, pointee, wrapTo(pointee, n));
+      }
+    }
+    return old;
+  }
+
+  TileRef atomicCAS(tile::AtomicCASOp a, ArrayRef<TileRef> in) {
+    const Tile &ptrs = *in[0], &cmp = *in[1], &val = *in[2];
+    Type pointee = cast<tile::PtrType>(ptrs.elem).getPointeeType();
+    auto old = makeTile(pointee, ptrs.shape);
+    size_t esz = storageSize(pointee);
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      char *p = address(a, ptrs, k, pointee, "atomic");
+      // Compare bit patterns, as the hardware does.
+      std::vector<char> want(esz), now(p, p + esz);
+      if (old->kind == Tile::Kind::Float) {
+        old->f[k] = readFloat(p, pointee);
+        writeFloat(want.data(), pointee, cmp.f[k]);
+        if (std::memcmp(want.data(), now.data(), esz) == 0)
+          writeFloat(p, pointee, val.f[k]);
+      } else {
+        old->i[k] = readInt(p, pointee);
+        writeInt(want.data(), pointee, cmp.i[k]);
+        if (std::memcmp(want.data(), now.data(), esz) == 0)
+          writeInt(p, pointee, val.i[k]);
+      }
+    }
+    return old;
+  }
+
+  TileRef dot(tile::DotOp d, ArrayRef<TileRef> in) {
+    const Tile &a = *in[0], &b = *in[1], &c = *in[2];
+    int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
+    auto r = std::make_shared<Tile>(c);
+    if (r->kind == Tile::Kind::Int) {
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          int64_t acc = r->i[size_t(m * N + n)];
+          for (int64_t k = 0; k < K; ++k)
+            acc += a.i[size_t(m * K + k)] * b.i[size_t(k * N + n)];
+          r->i[size_t(m * N + n)] = wrapTo(r->elem, acc);
+        }
+      return r;
+    }
+    bool tf32 = d.getPrecision() == tile::DotPrecision::TF32;
+    auto operand = [&](const Tile &t, size_t k) { return tf32 ? toTF32(t.f[k]) : t.f[k]; };
+    // Products are exact in double; the sum is rounded once per output, which
+    // is at least as accurate as the hardware's fp32 accumulation.
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += operand(a, size_t(m * K + k)) * operand(b, size_t(k * N + n));
+        size_t o = size_t(m * N + n);
+        r->f[o] = roundTo(r->elem, r->f[o] + acc);
+      }
+    return r;
+  }
+
+  /// Simple combiners (one arith op on the two arguments) run natively;
+  /// anything else interprets the region per step.
+  void reduce(tile::ReduceOp r) {
+    SmallVector<TileRef> srcs;
+    for (Value v : r.getSrcs())
+      srcs.push_back(get(v));
+    const std::vector<int64_t> &shape = srcs[0]->shape;
+    int64_t axis = r.getAxis();
+    int64_t outer = 1, len = shape[size_t(axis)], inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
+    for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    std::vector<int64_t> outShape(shape);
+    outShape.erase(outShape.begin() + axis);
+    size_t n = srcs.size();
+    std::vector<std::shared_ptr<Tile>> outs;
+    for (auto &s : srcs)
+      outs.push_back(makeTile(s->elem, outShape));
+
+    Block &body = r.getCombiner().front();
+    Operation *single = &body.front();
+    bool fast = n == 1 && body.getOperations().size() == 2 && single->getNumOperands() == 2 &&
+                single->getOperand(0) == body.getArgument(0) &&
+                single->getOperand(1) == body.getArgument(1);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t j) { return size_t((o * len + j) * inner + i); };
+        size_t dst = size_t(o * inner + i);
+        if (fast) {
+          TileRef acc = element(*srcs[0], at(0));
+          for (int64_t j = 1; j < len; ++j) {
+            TileRef pair[2] = {acc, element(*srcs[0], at(j))};
+            acc = *evalElementwise(single, pair, [this](Operation *op) {
+              error(op, "integer division by zero");
+            });
+          }
+          setElement(*outs[0], dst, *acc);
+          continue;
+        }
+        SmallVector<TileRef> acc;
+        for (auto &s : srcs)
+          acc.push_back(element(*s, at(0)));
+        for (int64_t j = 1; j < len; ++j) {
+          for (size_t k = 0; k < n; ++k) {
+            env_[body.getArgument(k)] = acc[k];
+            env_[body.getArgument(n + k)] = element(*srcs[k], at(j));
+          }
+          acc = execBlock(body);
+        }
+        for (size_t k = 0; k < n; ++k)
+          setElement(*outs[k], dst, *acc[k]);
+      }
+    for (size_t k = 0; k < n; ++k)
+      env_[r.getResult(k)] = outs[k];
+  }
+
+  static TileRef element(const Tile &t, size_t k) {
+    auto e = makeTile(t.elem, {});
+    if (t.kind == Tile::Kind::Float) e->f[0] = t.f[k];
+    else e->i[0] = t.i[k];
+    if (t.kind == Tile::Kind::Ptr) e->buf[0] = t.buf[k];
+    return e;
+  }
+
+  static void setElement(Tile &t, size_t k, const Tile &e) {
+    if (t.kind == Tile::Kind::Float) t.f[k] = e.f[0];
+    else t.i[k] = e.i[0];
+    if (t.kind == Tile::Kind::Ptr) t.buf[k] = e.buf[0];
+  }
+
+  void forLoop(scf::ForOp f) {
+    int64_t lo = get(f.getLowerBound())->i[0], hi = get(f.getUpperBound())->i[0],
+            step = get(f.getStep())->i[0];
+    if (step <= 0)
+      error(f, fmt::format("tl::range step must be positive, got {}", step));
+    SmallVector<TileRef> carried;
+    for (Value v : f.getInitArgs())
+      carried.push_back(get(v));
+    Type ivType = f.getInductionVar().getType();
+    for (int64_t iv = lo; iv < hi; iv += step) {
+      env_[f.getInductionVar()] = scalarInt(ivType, iv);
+      for (auto [arg, val] : llvm::zip(f.getRegionIterArgs(), carried))
+        env_[arg] = val;
+      carried = execBlock(*f.getBody());
+    }
+    for (auto [res, val] : llvm::zip(f.getResults(), carried))
+      env_[res] = val;
+  }
+
+  void ifOp(scf::IfOp i) {
+    bool cond = get(i.getCondition())->i[0] != 0;
+    Region &region = cond ? i.getThenRegion() : i.getElseRegion();
+    if (region.empty())
+      return;
+    SmallVector<TileRef> results = execBlock(region.front());
+    for (auto [res, val] : llvm::zip(i.getResults(), results))
+      env_[res] = val;
+  }
+
+  static std::string formatElement(const Tile &t, size_t k) {
+    if (t.kind == Tile::Kind::Float)
+      return fmt::format("{}", t.f[k]);
+    if (t.kind == Tile::Kind::Ptr)
+      return fmt::format("arg{}+{}", t.buf[k], t.i[k]);
+    return fmt::format("{}", t.i[k]);
+  }
+
+  void print(tile::PrintOp p, ArrayRef<TileRef> in) {
+    std::string line = fmt::format("[{}] pid ({}, {}, {}) {}", launch_.kernelName, pid_[0],
+                                   pid_[1], pid_[2], p.getPrefix().str());
+    for (const TileRef &t : in) {
+      if (t->shape.empty()) {
+        line += " " + formatElement(*t, 0);
+        continue;
+      }
+      line += " [";
+      for (size_t k = 0; k < t->size(); ++k)
+        line += (k ? ", " : "") + formatElement(*t, k);
+      line += "]";
+    }
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  }
+
+  void assertOp(tile::AssertOp a, const Tile &cond) {
+    for (size_t k = 0; k < cond.size(); ++k)
+      if (cond.i[k] == 0)
+        error(a, fmt::format("device assertion failed: {} (element {}, index {})",
+                             a.getMessage().str(), k, indexString(cond.shape, k)));
+  }
+};
+
+} // namespace
+
+void run(func::FuncOp kernel, const Launch &launch) {
+  Interpreter(launch).run(kernel);
+}
+
+} // namespace tegula::interp

@@ -1,0 +1,97 @@
+//===- TileBase.td - tile dialect, types and attributes ----*- tablegen -*-===//
+//
+// The `tile` dialect is the hardware-neutral IR produced by tracing a Tegula
+// DSL kernel: one single-threaded program over tiles (ranked tensors) of
+// values and of pointers. It has no notion of threads or layouts.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TEGULA_TILE_BASE
+#define TEGULA_TILE_BASE
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinTypes.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::tegula::tile";
+  let summary = "Single-threaded tile programs over tensors of values and pointers";
+  let description = [{
+    Tiles are ranked tensors with static, power-of-two extents. Elementwise
+    math uses the `arith` and `math` dialects directly on those tensors; this
+    dialect adds what they lack: program ids, ranges, shape manipulation,
+    pointers, masked memory access, dot, reductions, atomics and debugging.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let useDefaultTypePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+class Tile_Type<string name, string typeMnemonic> : TypeDef<Tile_Dialect, name> {
+  let mnemonic = typeMnemonic;
+}
+
+def Tile_PtrType : Tile_Type<"Ptr", "ptr"> {
+  let summary = "Pointer to an element in global memory";
+  let description = [{
+    `!tile.ptr<f32>` points at one `f32` in global memory. Tiles of pointers
+    are ranked tensors of this type, e.g. `tensor<128x!tile.ptr<f32>>`.
+  }];
+  let parameters = (ins "::mlir::Type":$pointeeType);
+  let assemblyFormat = "`<` $pointeeType `>`";
+  let builders = [
+    TypeBuilderWithInferredContext<(ins "::mlir::Type":$pointeeType), [{
+      return $_get(pointeeType.getContext(), pointeeType);
+    }]>
+  ];
+  let genVerifyDecl = 1;
+}
+
+// Element types a tile may hold and a pointer may point at.
+def Tile_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def Tile_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
+def Tile_Elem : AnyTypeOf<[Tile_Float, Tile_Int, Tile_PtrType]>;
+
+def Tile_Tensor : RankedTensorOf<[Tile_Elem]>;
+def Tile_PtrTensor : RankedTensorOf<[Tile_PtrType]>;
+def Tile_IntTensor : RankedTensorOf<[Tile_Int]>;
+def Tile_BoolTensor : RankedTensorOf<[I1]>;
+def Tile_FloatTensor : RankedTensorOf<[Tile_Float]>;
+
+// "Like" = a scalar or a tile of it.
+def Tile_PtrLike : AnyTypeOf<[Tile_PtrType, Tile_PtrTensor], "pointer or tile of pointers">;
+def Tile_IntLike : AnyTypeOf<[Tile_Int, Tile_IntTensor], "integer or tile of integers">;
+def Tile_BoolLike : AnyTypeOf<[I1, Tile_BoolTensor], "i1 or tile of i1">;
+def Tile_Any : AnyTypeOf<[Tile_Elem, Tile_Tensor]>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramAxis : I32EnumAttr<"ProgramAxis", "grid axis", [
+    I32EnumAttrCase<"X", 0, "x">, I32EnumAttrCase<"Y", 1, "y">,
+    I32EnumAttrCase<"Z", 2, "z">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
+def Tile_DotPrecision : I32EnumAttr<"DotPrecision", "fp32 dot precision", [
+    I32EnumAttrCase<"IEEE", 0, "ieee">, I32EnumAttrCase<"TF32", 1, "tf32">,
+    I32EnumAttrCase<"TF32x3", 2, "tf32x3">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
+def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "atomic read-modify-write", [
+    I32EnumAttrCase<"Add", 0, "add">, I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">, I32EnumAttrCase<"Xchg", 3, "xchg">,
+    I32EnumAttrCase<"And", 4, "and">, I32EnumAttrCase<"Or", 5, "or">,
+    I32EnumAttrCase<"Xor", 6, "xor">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
+#endif // TEGULA_TILE_BASE

@@ -1,0 +1,432 @@
+//===- TileOps.cpp - tile op verifiers and folders ------------------------===//
+#include "dialects/tile/TileDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace tegula::tile;
+
+#define GET_OP_CLASSES
+#include "dialects/tile/TileOps.cpp.inc"
+
+namespace {
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// make_range
+//===----------------------------------------------------------------------===//
+
+LogicalResult MakeRangeOp::verify() {
+  int64_t start = getStart(), end = getEnd();
+  if (end <= start)
+    return emitOpError() << "end (" << end << ") must be greater than start ("
+                         << start << ")";
+  if (!llvm::isPowerOf2_64(end - start))
+    return emitOpError() << "range length " << end - start
+                         << " must be a power of two";
+  auto type = getType();
+  if (type.getRank() != 1 || type.getDimSize(0) != end - start)
+    return emitOpError() << "result must be tensor<" << end - start
+                         << "xi32>, got " << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// splat
+//===----------------------------------------------------------------------===//
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  if (auto value = dyn_cast_if_present<TypedAttr>(adaptor.getSrc()))
+    if (!isa<PtrType>(value.getType()))
+      return SplatElementsAttr::get(getType(), value);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// broadcast
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  if (src.getRank() != dst.getRank())
+    return emitOpError() << "source rank " << src.getRank()
+                         << " differs from result rank " << dst.getRank()
+                         << "; use expand_dims first";
+  for (int64_t i = 0; i < src.getRank(); ++i)
+    if (src.getDimSize(i) != 1 && src.getDimSize(i) != dst.getDimSize(i))
+      return emitOpError() << "cannot broadcast shape " << shapeStr(src.getShape())
+                           << " to " << shapeStr(dst.getShape())
+                           << ": dimension " << i << " is neither 1 nor equal";
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+namespace {
+/// broadcast(splat x) -> splat x, and the same for expand_dims/reshape:
+/// a splat has no shape to preserve.
+template <typename OpTy>
+struct ShapeOpOfSplat : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().template getDefiningOp<SplatOp>();
+    if (!splat)
+      return failure();
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<ShapeOpOfSplat<BroadcastOp>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// expand_dims
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandDimsOp::verify() {
+  auto src = getSrc().getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > src.getRank())
+    return emitOpError() << "axis " << axis << " out of range for a rank-"
+                         << src.getRank() << " source";
+  SmallVector<int64_t> shape(src.getShape());
+  shape.insert(shape.begin() + axis, 1);
+  if (getType().getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError() << "result shape must be " << shapeStr(shape)
+                         << ", got " << shapeStr(getType().getShape());
+  return success();
+}
+
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<ShapeOpOfSplat<ExpandDimsOp>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// reshape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  if (src.getNumElements() != dst.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeStr(src.getShape()) << " ("
+                         << src.getNumElements() << " elements) to "
+                         << shapeStr(dst.getShape()) << " ("
+                         << dst.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+namespace {
+/// reshape(reshape(x)) -> reshape(x): row-major reshapes compose.
+struct ReshapeOfReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getSrc().getDefiningOp<ReshapeOp>();
+    if (!inner)
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<ShapeOpOfSplat<ReshapeOp>, ReshapeOfReshape>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// trans
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransOp::verify() {
+  auto src = getSrc().getType();
+  ArrayRef<int32_t> order = getOrder();
+  if (static_cast<int64_t>(order.size()) != src.getRank())
+    return emitOpError() << "order has " << order.size()
+                         << " entries but the source has rank " << src.getRank();
+  SmallVector<bool> seen(order.size(), false);
+  SmallVector<int64_t> shape;
+  for (int32_t d : order) {
+    if (d < 0 || d >= src.getRank() || seen[d])
+      return emitOpError() << "order must be a permutation of [0, "
+                           << src.getRank() << ")";
+    seen[d] = true;
+    shape.push_back(src.getDimSize(d));
+  }
+  if (getType().getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError() << "result shape must be " << shapeStr(shape) << ", got "
+                         << shapeStr(getType().getShape());
+  return success();
+}
+
+OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
+  if (llvm::equal(getOrder(), llvm::seq<int32_t>(0, getOrder().size())))
+    return getSrc();
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+namespace {
+/// trans(trans(x, p), q) -> trans(x, p o q).
+struct TransOfTrans : OpRewritePattern<TransOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getSrc().getDefiningOp<TransOp>();
+    if (!inner)
+      return failure();
+    SmallVector<int32_t> order;
+    for (int32_t d : op.getOrder())
+      order.push_back(inner.getOrder()[d]);
+    rewriter.replaceOpWithNewOp<TransOp>(op, op.getType(), inner.getSrc(), order);
+    return success();
+  }
+};
+} // namespace
+
+void TransOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<TransOfTrans>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// addptr
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddPtrOp::verify() {
+  auto ptrT = dyn_cast<RankedTensorType>(getPtr().getType());
+  auto offT = dyn_cast<RankedTensorType>(getOffset().getType());
+  if (bool(ptrT) != bool(offT))
+    return emitOpError() << "pointer and offset must both be scalars or both be "
+                            "tiles; splat the scalar first";
+  if (ptrT && ptrT.getShape() != offT.getShape())
+    return emitOpError() << "pointer shape " << shapeStr(ptrT.getShape())
+                         << " differs from offset shape "
+                         << shapeStr(offT.getShape());
+  return success();
+}
+
+OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
+  if (matchPattern(adaptor.getOffset(), m_Zero()) ||
+      matchPattern(getOffset(), m_Zero()))
+    return getPtr();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// load / store
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadOp::verify() {
+  if (getOther() && !getMask())
+    return emitOpError() << "'other' needs a mask";
+  return success();
+}
+
+namespace {
+bool isConstantMask(Value mask, bool value) {
+  if (!mask)
+    return false;
+  return value ? matchPattern(mask, m_One()) : matchPattern(mask, m_Zero());
+}
+
+/// load with an all-true mask -> unmasked load.
+struct LoadWithTrueMask : OpRewritePattern<LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
+    if (!isConstantMask(op.getMask(), true))
+      return failure();
+    rewriter.replaceOpWithNewOp<LoadOp>(op, op.getPtr(), Value(), Value());
+    return success();
+  }
+};
+
+/// load with an all-false mask -> `other` (when given).
+struct LoadWithFalseMask : OpRewritePattern<LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
+    if (!op.getOther() || !isConstantMask(op.getMask(), false))
+      return failure();
+    rewriter.replaceOp(op, op.getOther());
+    return success();
+  }
+};
+
+/// store with an all-true mask -> unmasked; all-false -> erased.
+struct StoreWithConstantMask : OpRewritePattern<StoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StoreOp op, PatternRewriter &rewriter) const override {
+    if (isConstantMask(op.getMask(), false)) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    if (!isConstantMask(op.getMask(), true))
+      return failure();
+    rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value());
+    return success();
+  }
+};
+} // namespace
+
+void LoadOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<LoadWithTrueMask, LoadWithFalseMask>(context);
+}
+
+void StoreOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<StoreWithConstantMask>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// atomics
+//===----------------------------------------------------------------------===//
+
+LogicalResult AtomicRMWOp::verify() {
+  Type elem = getElementTypeOrSelf(getValue().getType());
+  bool isFloat = isa<FloatType>(elem);
+  switch (getKind()) {
+  case AtomicRMWKind::Add:
+  case AtomicRMWKind::Max:
+  case AtomicRMWKind::Min:
+    if (elem.isInteger(1) || (isFloat && !elem.isF32() && !elem.isF16() &&
+                              !elem.isBF16() && !elem.isF64()))
+      return emitOpError() << stringifyAtomicRMWKind(getKind())
+                           << " needs an integer or float element, got " << elem;
+    return success();
+  case AtomicRMWKind::Xchg:
+    if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() < 16)
+      return emitOpError() << "xchg needs 16-, 32- or 64-bit elements, got " << elem;
+    return success();
+  case AtomicRMWKind::And:
+  case AtomicRMWKind::Or:
+  case AtomicRMWKind::Xor:
+    if (isFloat)
+      return emitOpError() << stringifyAtomicRMWKind(getKind())
+                           << " needs an integer element, got " << elem;
+    return success();
+  }
+  return success();
+}
+
+LogicalResult AtomicCASOp::verify() {
+  Type elem = getElementTypeOrSelf(getValue().getType());
+  unsigned width = elem.getIntOrFloatBitWidth();
+  if (width != 32 && width != 64 && width != 16)
+    return emitOpError() << "compare-and-swap needs 16-, 32- or 64-bit elements, got "
+                         << elem;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// dot
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
+  if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)
+    return emitOpError() << "operands must be 2-D tiles";
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOpError() << "inner dimensions differ: a is "
+                         << shapeStr(a.getShape()) << ", b is "
+                         << shapeStr(b.getShape());
+  if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1))
+    return emitOpError() << "accumulator shape " << shapeStr(acc.getShape())
+                         << " must be [" << a.getDimSize(0) << ","
+                         << b.getDimSize(1) << "]";
+  Type ea = a.getElementType(), eb = b.getElementType(), ec = acc.getElementType();
+  if (ea != eb)
+    return emitOpError() << "a and b element types differ: " << ea << " vs " << eb;
+  if (isa<FloatType>(ea)) {
+    if (!ec.isF32() && ec != ea)
+      return emitOpError() << "accumulator must be f32 (or " << ea << "), got " << ec;
+  } else if (ea.isInteger(8)) {
+    if (!ec.isInteger(32))
+      return emitOpError() << "i8 operands accumulate in i32, got " << ec;
+  } else {
+    return emitOpError() << "unsupported operand element type " << ea;
+  }
+  if (getPrecision() != DotPrecision::IEEE && !ea.isF32())
+    return emitOpError() << "precision "
+                         << stringifyDotPrecision(getPrecision())
+                         << " applies to f32 operands only, got " << ea;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// reduce
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verifyRegions() {
+  if (getSrcs().empty())
+    return emitOpError() << "needs at least one operand";
+  auto first = cast<RankedTensorType>(getSrcs()[0].getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOpError() << "axis " << axis << " out of range for a rank-"
+                         << first.getRank() << " tile";
+  SmallVector<int64_t> shape(first.getShape());
+  shape.erase(shape.begin() + axis);
+  if (getResults().size() != getSrcs().size())
+    return emitOpError() << "needs one result per operand";
+  for (auto [src, res] : llvm::zip(getSrcs(), getResults())) {
+    auto srcT = cast<RankedTensorType>(src.getType());
+    if (srcT.getShape() != first.getShape())
+      return emitOpError() << "all operands must have the same shape";
+    Type expected = shape.empty() ? srcT.getElementType()
+                                  : Type(RankedTensorType::get(shape, srcT.getElementType()));
+    if (res.getType() != expected)
+      return emitOpError() << "result type must be " << expected << ", got "
+                           << res.getType();
+  }
+  Block &body = getCombiner().front();
+  size_t n = getSrcs().size();
+  if (body.getNumArguments() != 2 * n)
+    return emitOpError() << "combiner must take " << 2 * n << " arguments, takes "
+                         << body.getNumArguments();
+  for (size_t i = 0; i < 2 * n; ++i) {
+    Type elem = cast<RankedTensorType>(getSrcs()[i % n].getType()).getElementType();
+    if (body.getArgument(i).getType() != elem)
+      return emitOpError() << "combiner argument " << i << " must be " << elem;
+  }
+  auto ret = dyn_cast<ReduceReturnOp>(body.getTerminator());
+  if (!ret)
+    return emitOpError() << "combiner must end with tile.reduce.return";
+  if (ret.getResults().size() != n)
+    return emitOpError() << "combiner must return " << n << " values";
+  for (size_t i = 0; i < n; ++i)
+    if (ret.getResults()[i].getType() != body.getArgument(i).getType())
+      return emitOpError() << "combiner result " << i << " must be "
+                           << body.getArgument(i).getType();
+  return success();
+}

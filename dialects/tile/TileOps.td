@@ -1,0 +1,237 @@
+//===- TileOps.td - tile dialect operations ----------------*- tablegen -*-===//
+#ifndef TEGULA_TILE_OPS
+#define TEGULA_TILE_OPS
+
+include "TileBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+// Global memory, the resource loads, stores and atomics touch.
+def Tile_GlobalMemory : Resource<"::tegula::tile::GlobalMemory">;
+
+//===----------------------------------------------------------------------===//
+// Grid
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "Index of the running program along a grid axis";
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict";
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "Number of programs launched along a grid axis";
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Creating and reshaping tiles
+//===----------------------------------------------------------------------===//
+
+def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
+  let summary = "1-D tile [start, end) of i32; end - start is a power of two";
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure,
+    TypesMatchWith<"result element type matches the scalar", "result", "src",
+                   "::mlir::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
+  let summary = "Tile with every element equal to a scalar";
+  let arguments = (ins Tile_Elem:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Repeat size-1 dimensions of a tile to a larger shape";
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Insert a size-1 dimension at `axis`";
+  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Reinterpret a tile with a new shape of the same element count (row-major)";
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_TransOp : Tile_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Permute the dimensions of a tile";
+  let description = [{
+    Result dimension `i` is source dimension `order[i]`.
+  }];
+  let arguments = (ins Tile_Tensor:$src, DenseI32ArrayAttr:$order);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointers and memory
+//===----------------------------------------------------------------------===//
+
+def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "Advance pointers by a number of elements (not bytes)";
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_IntLike:$offset);
+  let results = (outs Tile_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead<Tile_GlobalMemory>]>,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
+                   "::tegula::tile::getI1LikeType($_self)">,
+    OptionalTypesMatchWith<"other is the pointee of ptr", "ptr", "other",
+                   "::tegula::tile::getPointeeLikeType($_self)">]> {
+  let summary = "Masked load; masked-off elements take `other`, or zero when absent";
+  let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
+                       Optional<Tile_Any>:$other);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = [{
+    $ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [
+    MemoryEffects<[MemWrite<Tile_GlobalMemory>]>,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "value",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
+                   "::tegula::tile::getI1LikeType($_self)">]> {
+  let summary = "Masked store; masked-off elements are not written";
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask);
+  let assemblyFormat = [{
+    $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
+  }];
+  let hasCanonicalizer = 1;
+}
+
+def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [
+    MemoryEffects<[MemRead<Tile_GlobalMemory>, MemWrite<Tile_GlobalMemory>]>,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "value",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
+                   "::tegula::tile::getI1LikeType($_self)">]> {
+  let summary = "Atomic read-modify-write per element; returns the old values";
+  let arguments = (ins Tile_AtomicRMWKind:$kind, Tile_PtrLike:$ptr,
+                       Tile_Any:$value, Optional<Tile_BoolLike>:$mask);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = [{
+    $kind `,` $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [
+    MemoryEffects<[MemRead<Tile_GlobalMemory>, MemWrite<Tile_GlobalMemory>]>,
+    TypesMatchWith<"cmp is the pointee of ptr", "ptr", "cmp",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "value",
+                   "::tegula::tile::getPointeeLikeType($_self)">,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::tegula::tile::getPointeeLikeType($_self)">]> {
+  let summary = "Atomic compare-and-swap per element; returns the old values";
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$cmp, Tile_Any:$value);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = "$ptr `,` $cmp `,` $value attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Matrix product d = a * b + acc";
+  let description = [{
+    `a` is MxK, `b` is KxN, `acc` and the result MxN. f16/bf16 operands
+    accumulate in f32. For f32 operands the precision is explicit: `ieee`
+    (full fp32 FMA), `tf32` (tensor-core tf32 inputs) or `tf32x3`.
+  }];
+  let arguments = (ins Tile_Tensor:$a, Tile_Tensor:$b, Tile_Tensor:$acc,
+                       Tile_DotPrecision:$precision);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc `,` $precision attr-dict `:` type($a) `*` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock]> {
+  let summary = "Reduce tiles along one axis with a combiner region";
+  let description = [{
+    Reduces N tiles of the same shape along `axis` together (N = 2 carries an
+    index for argmax). The combiner takes 2N scalars (N accumulated values,
+    then N new values) and yields N scalars with `tile.reduce.return`. A
+    result is a scalar when the source is 1-D.
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$srcs, I32Attr:$axis);
+  let results = (outs Variadic<Tile_Any>:$results);
+  let regions = (region SizedRegion<1>:$combiner);
+  let assemblyFormat = [{
+    `(` $srcs `)` attr-dict `:` functional-type($srcs, $results) $combiner
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Tile_ReduceReturnOp : Tile_Op<"reduce.return",
+    [Pure, HasParent<"ReduceOp">, Terminator, ReturnLike]> {
+  let summary = "Yield the combined values of a reduction step";
+  let arguments = (ins Variadic<Tile_Elem>:$results);
+  let assemblyFormat = "$results attr-dict `:` type($results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+def Tile_PrintOp : Tile_Op<"print", [MemoryEffects<[MemWrite<Tile_GlobalMemory>]>]> {
+  let summary = "Print values with a prefix, once per program";
+  let arguments = (ins StrAttr:$prefix, Variadic<Tile_Any>:$args);
+  let assemblyFormat = "$prefix ($args^ `:` type($args))? attr-dict";
+}
+
+def Tile_AssertOp : Tile_Op<"assert", [MemoryEffects<[MemWrite<Tile_GlobalMemory>]>]> {
+  let summary = "Stop the kernel with `message` where `cond` is false";
+  let arguments = (ins Tile_BoolLike:$cond, StrAttr:$message);
+  let assemblyFormat = "$cond `,` $message attr-dict `:` type($cond)";
+}
+
+#endif // TEGULA_TILE_OPS

@@ -1,0 +1,166 @@
+// kernel.h - turning a DSL function into a kernel object and launching it.
+//
+//   auto k = tegula::kernel("vector_add", vector_add, {"x", "y", "out", "n", "BLOCK"});
+//   k({.grid = {tegula::cdiv(n, 1024)}}, x, y, out, n, 1024);
+//
+// The kernel is traced once per specialisation (its tl::constant values) and
+// the resulting module is cached in the kernel object.
+#pragma once
+
+#include "tegula/dtype.h"
+#include "tegula/error.h"
+#include "tegula/tl.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tegula {
+
+constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Where a launch runs. Today: the CPU interpreter over the `tile` IR.
+enum class Backend { Interp };
+/// Parses a TEGULA_BACKEND value; throws tegula::Error naming the choices.
+Backend parse_backend(const std::string &name);
+
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct LaunchOptions {
+  Grid grid;
+  int num_warps = 4;
+  /// Unset: $TEGULA_BACKEND, else the interpreter.
+  std::optional<Backend> backend;
+};
+
+/// One launch argument: a buffer (for tl::ptr), or a number (for tl::scalar
+/// and tl::constant). Buffers carry their size so every access is checked.
+class Arg {
+public:
+  enum class Kind { Buffer, Int, Float };
+
+  template <class T>
+  Arg(std::vector<T> &v) : kind_(Kind::Buffer), data_(v.data()),
+                           bytes_(v.size() * sizeof(T)), dtype_(dtype_of_v<T>) {}
+  template <class T>
+  Arg(std::span<T> v) : kind_(Kind::Buffer), data_(const_cast<std::remove_const_t<T> *>(v.data())),
+                        bytes_(v.size_bytes()), dtype_(dtype_of_v<T>) {}
+  Arg(int v) : kind_(Kind::Int), i_(v), dtype_(DType::i32) {}
+  Arg(long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
+  Arg(long long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
+  Arg(unsigned v) : kind_(Kind::Int), i_(v), dtype_(DType::i32) {}
+  Arg(unsigned long v) : kind_(Kind::Int), i_(int64_t(v)), dtype_(DType::i64) {}
+  Arg(bool v) : kind_(Kind::Int), i_(v), dtype_(DType::i1) {}
+  Arg(float v) : kind_(Kind::Float), f_(v), dtype_(DType::f32) {}
+  Arg(double v) : kind_(Kind::Float), f_(v), dtype_(DType::f64) {}
+
+  /// A host buffer of `count` elements of `dtype` at `data`.
+  static Arg buffer(void *data, size_t count, DType dtype) {
+    Arg a(0);
+    a.kind_ = Kind::Buffer;
+    a.data_ = data;
+    a.bytes_ = count * dtype_size(dtype);
+    a.dtype_ = dtype;
+    return a;
+  }
+
+  Kind kind() const { return kind_; }
+  void *data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  DType dtype() const { return dtype_; }
+  int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
+  double as_float() const { return kind_ == Kind::Float ? f_ : double(i_); }
+
+private:
+  Kind kind_;
+  void *data_ = nullptr;
+  size_t bytes_ = 0;
+  int64_t i_ = 0;
+  double f_ = 0;
+  DType dtype_;
+};
+
+/// What a kernel parameter is, as declared in the C++ signature.
+struct ParamInfo {
+  enum class Kind { Pointer, Scalar, Constant } kind;
+  DType dtype;
+};
+
+namespace detail {
+struct KernelImpl;
+template <class P> struct param_traits;
+template <class T> struct param_traits<tl::ptr<T>> {
+  static constexpr ParamInfo info{ParamInfo::Kind::Pointer, dtype_of_v<T>};
+  static tl::ptr<T> make(const tl::tensor &t, const Arg &) { return tl::ptr<T>(t); }
+};
+template <class T> struct param_traits<tl::scalar<T>> {
+  static constexpr ParamInfo info{ParamInfo::Kind::Scalar, dtype_of_v<T>};
+  static tl::scalar<T> make(const tl::tensor &t, const Arg &) { return tl::scalar<T>(t); }
+};
+template <class T> struct param_traits<tl::constant<T>> {
+  static constexpr ParamInfo info{ParamInfo::Kind::Constant, dtype_of_v<T>};
+  static tl::constant<T> make(const tl::tensor &, const Arg &a) {
+    if constexpr (std::is_floating_point_v<T>)
+      return tl::constant<T>{T(a.as_float())};
+    else
+      return tl::constant<T>{T(a.as_int())};
+  }
+};
+template <class P> using param_t = param_traits<std::remove_cvref_t<P>>;
+
+/// Calls the user's function with traced parameters: `values[i]` is the
+/// block argument for runtime parameter i, `args[i]` the launch argument.
+using Trampoline = std::function<void(const std::vector<tl::tensor> &values,
+                                      const std::vector<Arg> &args)>;
+} // namespace detail
+
+/// A traced, specialisable, launchable kernel. Cheap to copy (shared state).
+class Kernel {
+public:
+  Kernel(std::string name, std::vector<ParamInfo> params,
+         std::vector<std::string> paramNames, detail::Trampoline fn);
+
+  const std::string &name() const;
+  const std::vector<ParamInfo> &params() const;
+
+  /// Run the kernel over `opts.grid` with these arguments.
+  void launch(const LaunchOptions &opts, const std::vector<Arg> &args) const;
+  template <class... A> void operator()(const LaunchOptions &opts, A &&...args) const {
+    launch(opts, std::vector<Arg>{Arg(args)...});
+  }
+
+  /// The `tile` IR of the specialisation these arguments select, as text.
+  /// `stage` is "traced" (as built) or "tile" (after canonicalisation);
+  /// `debug_info` prints each op's source location.
+  std::string ir(const std::vector<Arg> &args, const std::string &stage = "tile",
+                 bool debug_info = false) const;
+  /// Number of distinct specialisations traced so far.
+  size_t num_specializations() const;
+
+private:
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+/// Make a kernel from a DSL function. `param_names` (optional) name the
+/// parameters in error messages; by default they are `arg0`, `arg1`, ...
+template <class... P>
+Kernel kernel(std::string name, void (*fn)(P...),
+              std::vector<std::string> param_names = {}) {
+  std::vector<ParamInfo> params{detail::param_t<P>::info...};
+  detail::Trampoline tramp = [fn](const std::vector<tl::tensor> &values,
+                                  const std::vector<Arg> &args) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      fn(detail::param_t<P>::make(values[I], args[I])...);
+    }(std::index_sequence_for<P...>{});
+  };
+  return Kernel(std::move(name), std::move(params), std::move(param_names),
+                std::move(tramp));
+}
+
+} // namespace tegula

@@ -1,0 +1,360 @@
+// tl.h - Tegula's tile language: write a GPU kernel as a single-threaded
+// program over tiles. Calling the kernel function traces it into the `tile`
+// MLIR dialect; nothing here computes values itself.
+//
+//   void add(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int> n,
+//            tl::constant<int> BLOCK) {
+//     auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+//     auto mask = offs < n;
+//     tl::store(out + offs, tl::load(x + offs, mask, 0.0f) * 2.0f, mask);
+//   }
+//
+// Every function takes the caller's std::source_location (defaulted), so an
+// error in the kernel is reported as `your_file.cpp:LINE: error: ...`.
+//
+// This header does not include MLIR.
+#pragma once
+
+#include "tegula/dtype.h"
+#include "tegula/error.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tegula::tl {
+
+using Loc = std::source_location;
+using Shape = std::vector<int64_t>;
+
+// Element type names for use in kernels: tl::f32, tl::bf16, ...
+inline constexpr DType i1 = DType::i1, i8 = DType::i8, i16 = DType::i16,
+                       i32 = DType::i32, i64 = DType::i64, f16 = DType::f16,
+                       bf16 = DType::bf16, f32 = DType::f32, f64 = DType::f64;
+
+/// fp32 dot precision; never chosen silently.
+enum class precision { ieee, tf32, tf32x3 };
+enum class atomic_op { add, max, min, xchg, and_, or_, xor_ };
+
+/// A traced tile (or scalar, when rank 0) of values or of pointers.
+class tensor {
+public:
+  tensor() = default;
+
+  /// Element type (for a pointer tile: the pointee's type).
+  DType dtype() const;
+  /// True for tiles of pointers (and pointer scalars).
+  bool is_pointer() const;
+  /// Tile extents; empty for a scalar.
+  Shape shape() const;
+  int rank() const { return int(shape().size()); }
+  bool is_scalar() const { return shape().empty(); }
+  /// Text of the type, e.g. "tensor<128xf32>" (for messages and tests).
+  std::string type_str() const;
+
+  /// Convert the element type (f32/f16/bf16/i32/i64/i1 in any direction).
+  tensor to(DType t, Loc loc = Loc::current()) const;
+  /// Insert a size-1 dimension at `axis` (Triton's x[:, None] is axis 1).
+  tensor expand_dims(int axis, Loc loc = Loc::current()) const;
+  tensor broadcast_to(const Shape &shape, Loc loc = Loc::current()) const;
+  tensor reshape(const Shape &shape, Loc loc = Loc::current()) const;
+  /// Transpose a 2-D tile, or permute dimensions with `order`.
+  tensor trans(Loc loc = Loc::current()) const;
+  tensor permute(const std::vector<int> &order, Loc loc = Loc::current()) const;
+
+  /// Opaque handle to the traced value (an mlir::Value).
+  void *impl() const { return impl_; }
+  static tensor from_impl(void *impl) {
+    tensor t;
+    t.impl_ = impl;
+    return t;
+  }
+
+private:
+  void *impl_ = nullptr;
+};
+
+template <class T> struct constant;
+
+/// An operand of an arithmetic operator or function: a tile, or a C++
+/// literal that takes the other operand's element type (like Triton's
+/// "weak" Python scalars). It carries the caller's source location.
+struct operand {
+  enum class Kind { Tensor, Int, Float, Bool } kind;
+  tensor t;
+  int64_t i = 0;
+  double f = 0;
+  Loc loc;
+
+  operand(const tensor &v, Loc l = Loc::current()) : kind(Kind::Tensor), t(v), loc(l) {}
+  operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  operand(long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  operand(long long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  operand(unsigned v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  operand(unsigned long v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  operand(unsigned long long v, Loc l = Loc::current())
+      : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  operand(float v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
+  operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
+  operand(bool v, Loc l = Loc::current()) : kind(Kind::Bool), i(v), loc(l) {}
+  template <class T>
+  operand(const constant<T> &c, Loc l = Loc::current()) : operand(c.value, l) {}
+};
+
+//===----------------------------------------------------------------------===//
+// Kernel parameters
+//===----------------------------------------------------------------------===//
+
+/// Kernel parameter: a pointer to global memory holding `T` elements
+/// (float, double, int32_t, int64_t, bool, tegula::bfloat16, tegula::float16).
+template <class T> struct ptr : tensor {
+  static constexpr DType element = dtype_of_v<T>;
+  ptr() = default;
+  explicit ptr(const tensor &t) : tensor(t) {}
+};
+
+/// Kernel parameter: a runtime scalar (int32_t, int64_t, float, ...), passed
+/// by value at launch; one compiled kernel serves every value.
+template <class T> struct scalar : tensor {
+  static constexpr DType element = dtype_of_v<T>;
+  scalar() = default;
+  explicit scalar(const tensor &t) : tensor(t) {}
+};
+
+/// Kernel parameter: a compile-time constant (int, bool, float). Its value
+/// is given at launch and specialises the kernel: each distinct value is
+/// traced and compiled once. Tile extents must be constants.
+template <class T> struct constant {
+  static_assert(std::is_arithmetic_v<T>, "tl::constant<T> needs an arithmetic T");
+  T value{};
+  constexpr operator T() const { return value; }
+};
+
+//===----------------------------------------------------------------------===//
+// Creating tiles
+//===----------------------------------------------------------------------===//
+
+tensor program_id(int axis, Loc loc = Loc::current());
+tensor num_programs(int axis, Loc loc = Loc::current());
+/// [start, end) as i32; end - start must be a power of two.
+tensor arange(int start, int end, Loc loc = Loc::current());
+tensor full(const Shape &shape, operand value, DType dtype, Loc loc = Loc::current());
+tensor zeros(const Shape &shape, DType dtype, Loc loc = Loc::current());
+/// A scalar constant of the given type.
+tensor scalar_const(operand value, DType dtype, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Arithmetic (C++ semantics: int / int truncates, % is the C++ remainder).
+// Operands broadcast like NumPy/Triton; pointer + int advances by elements.
+//===----------------------------------------------------------------------===//
+
+tensor operator+(operand a, operand b);
+tensor operator-(operand a, operand b);
+tensor operator*(operand a, operand b);
+tensor operator/(operand a, operand b);
+tensor operator%(operand a, operand b);
+tensor operator&(operand a, operand b);
+tensor operator|(operand a, operand b);
+tensor operator^(operand a, operand b);
+tensor operator<<(operand a, operand b);
+tensor operator>>(operand a, operand b);
+tensor operator<(operand a, operand b);
+tensor operator<=(operand a, operand b);
+tensor operator>(operand a, operand b);
+tensor operator>=(operand a, operand b);
+tensor operator==(operand a, operand b);
+tensor operator!=(operand a, operand b);
+tensor operator-(operand a);
+tensor operator!(operand a);
+tensor operator~(operand a);
+inline tensor &operator+=(tensor &a, operand b) { return a = operand(a, b.loc) + b; }
+inline tensor &operator-=(tensor &a, operand b) { return a = operand(a, b.loc) - b; }
+inline tensor &operator*=(tensor &a, operand b) { return a = operand(a, b.loc) * b; }
+inline tensor &operator/=(tensor &a, operand b) { return a = operand(a, b.loc) / b; }
+
+tensor exp(const tensor &x, Loc loc = Loc::current());
+tensor exp2(const tensor &x, Loc loc = Loc::current());
+tensor log(const tensor &x, Loc loc = Loc::current());
+tensor log2(const tensor &x, Loc loc = Loc::current());
+tensor sqrt(const tensor &x, Loc loc = Loc::current());
+tensor rsqrt(const tensor &x, Loc loc = Loc::current());
+tensor tanh(const tensor &x, Loc loc = Loc::current());
+tensor erf(const tensor &x, Loc loc = Loc::current());
+tensor sin(const tensor &x, Loc loc = Loc::current());
+tensor cos(const tensor &x, Loc loc = Loc::current());
+tensor abs(const tensor &x, Loc loc = Loc::current());
+tensor floor(const tensor &x, Loc loc = Loc::current());
+tensor ceil(const tensor &x, Loc loc = Loc::current());
+/// Elementwise max/min; NaN in either operand gives NaN.
+tensor maximum(operand a, operand b);
+tensor minimum(operand a, operand b);
+/// cond ? a : b elementwise, broadcasting all three.
+tensor where(const tensor &cond, operand a, operand b);
+/// Convert the element type (same as x.to(t)).
+tensor cast(const tensor &x, DType t, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Reductions along `axis`; a 1-D tile reduces to a scalar.
+//===----------------------------------------------------------------------===//
+
+tensor sum(const tensor &x, int axis, Loc loc = Loc::current());
+tensor max(const tensor &x, int axis, Loc loc = Loc::current());
+tensor min(const tensor &x, int axis, Loc loc = Loc::current());
+/// Index (i32) of the maximum; ties take the smallest index.
+tensor argmax(const tensor &x, int axis, Loc loc = Loc::current());
+tensor argmin(const tensor &x, int axis, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Matrix product: [M,K] x [K,N] (+ acc [M,N]). bf16/f16 accumulate in f32.
+//===----------------------------------------------------------------------===//
+
+tensor dot(const tensor &a, const tensor &b, Loc loc = Loc::current());
+tensor dot(const tensor &a, const tensor &b, const tensor &acc,
+           precision p = precision::ieee, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Memory. Masked-off elements are not accessed; a masked load yields
+// `other` there.
+//===----------------------------------------------------------------------===//
+
+tensor load(const tensor &ptrs, Loc loc = Loc::current());
+tensor load(const tensor &ptrs, const tensor &mask, Loc loc = Loc::current());
+tensor load(const tensor &ptrs, const tensor &mask, operand other);
+void store(const tensor &ptrs, operand value);
+void store(const tensor &ptrs, operand value, const tensor &mask);
+
+/// Atomic read-modify-write per element; returns the old values.
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value,
+                  const tensor &mask = tensor(), Loc loc = Loc::current());
+inline tensor atomic_add(const tensor &p, operand v, const tensor &mask = tensor(),
+                         Loc loc = Loc::current()) {
+  return atomic_rmw(atomic_op::add, p, v, mask, loc);
+}
+inline tensor atomic_max(const tensor &p, operand v, const tensor &mask = tensor(),
+                         Loc loc = Loc::current()) {
+  return atomic_rmw(atomic_op::max, p, v, mask, loc);
+}
+inline tensor atomic_min(const tensor &p, operand v, const tensor &mask = tensor(),
+                         Loc loc = Loc::current()) {
+  return atomic_rmw(atomic_op::min, p, v, mask, loc);
+}
+inline tensor atomic_xchg(const tensor &p, operand v, const tensor &mask = tensor(),
+                          Loc loc = Loc::current()) {
+  return atomic_rmw(atomic_op::xchg, p, v, mask, loc);
+}
+tensor atomic_cas(const tensor &ptrs, operand cmp, operand value);
+
+//===----------------------------------------------------------------------===//
+// Debugging: printed once per program by every backend.
+//===----------------------------------------------------------------------===//
+
+void print(const std::string &prefix, std::initializer_list<tensor> values = {},
+           Loc loc = Loc::current());
+/// Report `message` with the failing program and element where cond is false.
+void device_assert(const tensor &cond, const std::string &message,
+                   Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Control flow on runtime values. (Plain C++ `for`/`if` on constants unroll
+// or specialise at trace time.)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+struct LoopState;
+}
+
+/// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
+/// scf.for. Tiles the body reassigns must be listed as carried variables:
+///
+///   tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+///   for (auto k : tl::range(0, K, BK, acc)) { acc = acc + ...; }
+///   // acc now holds the value after the last iteration
+///
+/// `break`, `continue` and `return` inside the body are not supported.
+class range {
+public:
+  template <class... Carried>
+  range(operand lo, operand hi, operand step, Carried &...carried)
+      : range(lo, hi, step, std::vector<tensor *>{&carried...}) {}
+  range(operand lo, operand hi, operand step, std::vector<tensor *> carried);
+  ~range() noexcept(false);
+  range(const range &) = delete;
+  range &operator=(const range &) = delete;
+
+  struct iterator {
+    range *r;
+    tensor operator*() const;
+    iterator &operator++();
+    bool operator!=(const iterator &other) const;
+  };
+  iterator begin();
+  iterator end() { return iterator{nullptr}; }
+
+private:
+  detail::LoopState *state_;
+};
+
+namespace detail {
+/// Trace a branch of tl::if_; returns the values it yields.
+using BranchFn = void (*)(void *closure, std::vector<tensor> &yielded);
+std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
+                             BranchFn elseFn, void *elseClosure, Loc loc);
+template <class R> void collect(R &&r, std::vector<tensor> &out) {
+  if constexpr (std::is_convertible_v<R, tensor>) {
+    out.push_back(r);
+  } else {
+    std::apply([&](auto &&...ts) { (out.push_back(ts), ...); }, r);
+  }
+}
+template <class R> R uncollect(const std::vector<tensor> &vals) {
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else if constexpr (std::is_convertible_v<R, tensor>) {
+    return vals.at(0);
+  } else {
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      return R{vals.at(I)...};
+    }(std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+template <class F> void call_branch(void *closure, std::vector<tensor> &out) {
+  F &f = *static_cast<F *>(closure);
+  using R = std::invoke_result_t<F &>;
+  if constexpr (std::is_void_v<R>)
+    f();
+  else
+    collect(f(), out);
+}
+} // namespace detail
+
+/// Runtime `if` on a scalar i1, traced into scf.if. Branches are lambdas; a
+/// value (or tuple of values) both return becomes the result:
+///
+///   x = tl::if_(n > 0, [&] { return x * 2.0f; }, [&] { return x; });
+///   tl::if_(pid == 0, [&] { tl::store(out, total); });
+template <class Then, class Else>
+auto if_(const tensor &cond, Then &&thenFn, Else &&elseFn, Loc loc = Loc::current()) {
+  using T = std::decay_t<Then>;
+  using E = std::decay_t<Else>;
+  using R = std::invoke_result_t<T &>;
+  static_assert(std::is_same_v<R, std::invoke_result_t<E &>>,
+                "tl::if_: both branches must return the same type");
+  auto vals = detail::trace_if(cond, &detail::call_branch<T>, &thenFn,
+                               &detail::call_branch<E>, &elseFn, loc);
+  return detail::uncollect<R>(vals);
+}
+template <class Then>
+void if_(const tensor &cond, Then &&thenFn, Loc loc = Loc::current()) {
+  using T = std::decay_t<Then>;
+  static_assert(std::is_void_v<std::invoke_result_t<T &>>,
+                "tl::if_ without an else branch cannot return values");
+  detail::trace_if(cond, &detail::call_branch<T>, &thenFn, nullptr, nullptr, loc);
+}
+
+
+} // namespace tegula::tl
