@@ -91,7 +91,7 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
     case ParamInfo::Kind::Scalar:
     case ParamInfo::Kind::Constant:
       if (a.kind() == Arg::Kind::Buffer)
-        throw Error(fmt::format("{} expects a {} value, got a buffer", which,
+        throw Error(fmt::format("{} expects a scalar ({}), got a buffer", which,
                                 dtype_name(p.dtype)));
       if (is_int(p.dtype) && a.kind() == Arg::Kind::Float)
         throw Error(fmt::format("{} expects an integer ({}), got a floating-point number",

@@ -1,0 +1,64 @@
+// TestUtil.h - random inputs, poisoned outputs and error norms for tests.
+#pragma once
+
+#include "tegula/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace tegula::testing {
+
+/// A fresh seed per run (printed by the test on failure through the seed
+/// recorded in SCOPED_TRACE), so inputs differ between runs.
+inline std::mt19937 &rng() {
+  static std::mt19937 gen([] {
+    unsigned seed = std::random_device{}();
+    std::printf("[tegula test] random seed %u\n", seed);
+    return seed;
+  }());
+  return gen;
+}
+
+template <class T> std::vector<T> random_vector(size_t n, float lo = -1, float hi = 1) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = T(d(rng()));
+  return v;
+}
+
+/// Output buffers start as NaN so an element the kernel forgot to write fails.
+template <class T> std::vector<T> poisoned(size_t n) { return std::vector<T>(n, T(NAN)); }
+
+/// ||out - ref|| / ||ref||; infinity when any output is NaN.
+template <class T>
+double rel_error(const std::vector<T> &out, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double o = double(float(out[i]));
+    if (std::isnan(o))
+      return INFINITY;
+    num += (o - ref[i]) * (o - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+/// Tolerances for ||out - ref|| / ||ref|| by storage type.
+template <class T> constexpr double tolerance() {
+  if constexpr (std::is_same_v<T, bfloat16>) return 1e-2;
+  else if constexpr (std::is_same_v<T, float16>) return 2e-3;
+  else return 1e-5;
+}
+
+template <class T> std::vector<double> to_double(const std::vector<T> &v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = double(float(v[i]));
+  return out;
+}
+
+} // namespace tegula::testing

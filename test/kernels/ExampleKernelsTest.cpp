@@ -1,0 +1,198 @@
+// ExampleKernelsTest.cpp - every example kernel, run in the interpreter,
+// against a naive double-precision C++ reference on fresh random inputs,
+// with ragged sizes that need masks, in f32 and bf16.
+#include "TestUtil.h"
+#include "examples/kernels.h"
+
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+
+namespace {
+
+LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
+
+template <class T> class Typed : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, bfloat16>;
+struct TypeNames {
+  template <class T> static std::string GetName(int) {
+    return std::is_same_v<T, float> ? "f32" : "bf16";
+  }
+};
+TYPED_TEST_SUITE(Typed, FloatTypes, TypeNames);
+
+//===----------------------------------------------------------------------===//
+// vector_add
+//===----------------------------------------------------------------------===//
+
+TEST(ExampleKernels, VectorAddRaggedSizes) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  for (int n : {1, 1000, 1023, 1024, 1025, 4097}) {
+    for (int block : {256, 1024}) {
+      SCOPED_TRACE(fmt::format("n={} BLOCK={}", n, block));
+      auto x = random_vector<float>(n), y = random_vector<float>(n);
+      auto out = poisoned<float>(n);
+      k(interp({uint32_t(cdiv(n, block))}), x, y, out, n, block);
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(out[i], x[i] + y[i]) << "element " << i;
+    }
+  }
+  EXPECT_EQ(k.num_specializations(), 2u); // one per BLOCK value
+}
+
+//===----------------------------------------------------------------------===//
+// softmax
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(Typed, SoftmaxRows) {
+  using T = TypeParam;
+  auto k = kernel("softmax", examples::softmax<T>, {"x", "out", "n_cols", "BLOCK"});
+  for (int cols : {17, 1000, 1023, 1024, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    const int rows = 3;
+    int block = 1 << int(std::ceil(std::log2(cols)));
+    auto x = random_vector<T>(size_t(rows * cols), -5, 5);
+    auto out = poisoned<T>(size_t(rows * cols));
+    k(interp({rows}), x, out, cols, block);
+    std::vector<double> ref(static_cast<size_t>(rows * cols));
+    for (int r = 0; r < rows; ++r) {
+      double mx = -INFINITY, s = 0;
+      for (int c = 0; c < cols; ++c) mx = std::max(mx, double(float(x[r * cols + c])));
+      for (int c = 0; c < cols; ++c) s += std::exp(double(float(x[r * cols + c])) - mx);
+      for (int c = 0; c < cols; ++c)
+        ref[size_t(r * cols + c)] = std::exp(double(float(x[r * cols + c])) - mx) / s;
+    }
+    EXPECT_LT(rel_error(out, ref), tolerance<T>());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// layernorm
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(Typed, LayerNormForward) {
+  using T = TypeParam;
+  auto k = kernel("layernorm", examples::layernorm<T>,
+                  {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
+  for (int cols : {64, 1000, 1023, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    const int rows = 3;
+    const float eps = 1e-5f;
+    auto x = random_vector<T>(size_t(rows * cols), -2, 3);
+    auto w = random_vector<T>(size_t(cols)), b = random_vector<T>(size_t(cols));
+    auto y = poisoned<T>(size_t(rows * cols));
+    auto mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
+    k(interp({rows}), x, w, b, y, mean, rstd, cols, eps, 256);
+    std::vector<double> refY(size_t(rows * cols)), refMean(rows), refRstd(rows);
+    for (int r = 0; r < rows; ++r) {
+      double m = 0, v = 0;
+      for (int c = 0; c < cols; ++c) m += double(float(x[r * cols + c]));
+      m /= cols;
+      for (int c = 0; c < cols; ++c) {
+        double d = double(float(x[r * cols + c])) - m;
+        v += d * d;
+      }
+      double rs = 1.0 / std::sqrt(v / cols + eps);
+      refMean[size_t(r)] = m, refRstd[size_t(r)] = rs;
+      for (int c = 0; c < cols; ++c)
+        refY[size_t(r * cols + c)] =
+            (double(float(x[r * cols + c])) - m) * rs * double(float(w[c])) + double(float(b[c]));
+    }
+    EXPECT_LT(rel_error(y, refY), tolerance<T>());
+    EXPECT_LT(rel_error(mean, refMean), 1e-5);
+    EXPECT_LT(rel_error(rstd, refRstd), 1e-5);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GELU (tanh form)
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(Typed, GeluTanh) {
+  using T = TypeParam;
+  auto k = kernel("gelu", examples::gelu<T>, {"x", "out", "n", "BLOCK"});
+  for (int n : {1000, 1023, 1025}) {
+    SCOPED_TRACE(fmt::format("n={}", n));
+    auto x = random_vector<T>(size_t(n), -4, 4);
+    auto out = poisoned<T>(size_t(n));
+    k(interp({uint32_t(cdiv(n, 512))}), x, out, n, 512);
+    std::vector<double> ref(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      double v = double(float(x[i]));
+      ref[size_t(i)] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+    EXPECT_LT(rel_error(out, ref), tolerance<T>());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(Typed, MatmulDynamicK) {
+  using T = TypeParam;
+  auto k = kernel("matmul", examples::matmul<T>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K; };
+  for (Shape s : {Shape{65, 33, 100}, Shape{64, 64, 64}, Shape{1, 17, 31}, Shape{40, 100, 17}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={}", s.M, s.N, s.K));
+    auto a = random_vector<T>(size_t(s.M * s.K)), b = random_vector<T>(size_t(s.K * s.N));
+    auto c = poisoned<T>(size_t(s.M * s.N));
+    const int BM = 32, BN = 32, BK = 16;
+    k(interp({uint32_t(cdiv(s.M, BM)), uint32_t(cdiv(s.N, BN))}), a, b, c, s.M, s.N, s.K, BM,
+      BN, BK);
+    std::vector<double> ref(static_cast<size_t>(s.M * s.N));
+    for (int m = 0; m < s.M; ++m)
+      for (int n = 0; n < s.N; ++n) {
+        double acc = 0;
+        for (int kk = 0; kk < s.K; ++kk)
+          acc += double(float(a[m * s.K + kk])) * double(float(b[kk * s.N + n]));
+        ref[size_t(m * s.N + n)] = acc;
+      }
+    EXPECT_LT(rel_error(c, ref), tolerance<T>());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// row sum with atomic_add
+//===----------------------------------------------------------------------===//
+
+TEST(ExampleKernels, RowSumAtomicAdd) {
+  auto k = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
+  for (int cols : {1000, 1023, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    const int rows = 5, block = 256;
+    auto x = random_vector<float>(size_t(rows * cols));
+    std::vector<float> out(rows, 0.0f); // an accumulator: starts at zero
+    k(interp({rows, uint32_t(cdiv(cols, block))}), x, out, cols, block);
+    std::vector<double> ref(rows, 0.0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        ref[size_t(r)] += x[size_t(r * cols + c)];
+    EXPECT_LT(rel_error(out, ref), 1e-5);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// transpose
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(Typed, Transpose2D) {
+  using T = TypeParam;
+  auto k = kernel("transpose", examples::transpose<T>, {"x", "out", "M", "N", "BM", "BN"});
+  struct Shape { int M, N; };
+  for (Shape s : {Shape{100, 37}, Shape{64, 64}, Shape{1025, 3}}) {
+    SCOPED_TRACE(fmt::format("M={} N={}", s.M, s.N));
+    auto x = random_vector<T>(size_t(s.M * s.N));
+    auto out = poisoned<T>(size_t(s.M * s.N));
+    k(interp({uint32_t(cdiv(s.M, 32)), uint32_t(cdiv(s.N, 16))}), x, out, s.M, s.N, 32, 16);
+    for (int m = 0; m < s.M; ++m)
+      for (int n = 0; n < s.N; ++n)
+        ASSERT_EQ(float(out[size_t(n * s.M + m)]), float(x[size_t(m * s.N + n)]))
+            << "at m=" << m << " n=" << n;
+  }
+}
+
+} // namespace

@@ -1,0 +1,213 @@
+// DslErrorTest.cpp - DSL mistakes are reported as `file:line: error: ...`
+// naming the user's line; bad launch arguments name the parameter.
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace {
+
+int g_line = 0; // the line a kernel below is expected to fail on
+#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
+
+/// Runs `k` with `args` and returns the error text (failing if none).
+std::string errorOf(const Kernel &k, const std::vector<Arg> &args) {
+  try {
+    k.launch({.grid = {1}}, args);
+  } catch (const Error &e) {
+    return e.what();
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << "unexpected exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected a tegula::Error";
+  return "";
+}
+
+/// The error must start with this file and the marked line.
+void expectAtMarkedLine(const std::string &err, const std::string &what) {
+  EXPECT_THAT(err, HasSubstr(fmt::format("DslErrorTest.cpp:{}: error: ", g_line))) << err;
+  EXPECT_THAT(err, HasSubstr(what)) << err;
+}
+
+std::vector<float> buf(size_t n = 1024) { return std::vector<float>(n); }
+
+void shape_mismatch(tl::ptr<float> x) {
+  tl::tensor a = tl::arange(0, 128), b = tl::arange(0, 64);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + (a + b), 1.0f);
+}
+
+TEST(DslErrors, ShapeMismatchNamesTheUsersLine) {
+  auto x = buf();
+  std::string err = errorOf(kernel("shape_mismatch", shape_mismatch), {x});
+  expectAtMarkedLine(err, "shapes [128] and [64] are not compatible in operator+");
+  EXPECT_THAT(err, StartsWith(__FILE__));
+}
+
+void non_power_of_two(tl::ptr<float> x) {
+  FAILS_ON_NEXT_LINE();
+  tl::tensor offs = tl::arange(0, 1000);
+  tl::store(x + offs, 0.0f);
+}
+
+TEST(DslErrors, NonPowerOfTwoTile) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("npot", non_power_of_two), {x}),
+                     "arange(0, 1000) has 1000 elements; tile extents must be powers of two");
+}
+
+void dot_dtype_mismatch(tl::ptr<bfloat16> a, tl::ptr<float> b) {
+  tl::tensor r = tl::arange(0, 16).expand_dims(1) * 16 + tl::arange(0, 16).expand_dims(0);
+  tl::tensor ta = tl::load(a + r), tb = tl::load(b + r);
+  FAILS_ON_NEXT_LINE();
+  tl::tensor c = tl::dot(ta, tb);
+  (void)c;
+}
+
+TEST(DslErrors, DotDtypeMismatch) {
+  std::vector<bfloat16> a(256);
+  auto b = buf(256);
+  expectAtMarkedLine(errorOf(kernel("dot", dot_dtype_mismatch), {a, b}),
+                     "tl::dot operands must have the same element type, got bf16 and f32");
+}
+
+void escapes_loop(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor last;
+  for (auto i : tl::range(0, n, 1)) {
+    last = tl::load(x + offs + i); // assigned in the body, not carried
+  }
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, last);
+}
+
+TEST(DslErrors, ValueEscapingALoopBody) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("escape", escapes_loop), {x, 4}),
+                     "computed inside a tl::range loop or tl::if_ branch");
+}
+
+void carried_changes_type(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  FAILS_ON_NEXT_LINE();
+  for (auto i : tl::range(0, n, 1, acc)) {
+    acc = (acc + i).to(tl::bf16);
+  }
+  tl::store(x + tl::arange(0, 16), acc);
+}
+
+TEST(DslErrors, CarriedVariableChangesType) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("carried", carried_changes_type), {x, 4}),
+                     "carried variable #0 of tl::range changed type in the loop body from "
+                     "tensor<16xf32> to tensor<16xbf16>");
+}
+
+void breaks_out(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  FAILS_ON_NEXT_LINE();
+  for (auto i : tl::range(0, n, 1)) {
+    tl::store(x + i, 1.0f);
+    break;
+  }
+}
+
+TEST(DslErrors, BreakInsideDynamicLoop) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("breaks", breaks_out), {x, 4}),
+                     "the body of a tl::range loop was left early");
+}
+
+void load_from_integer(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 16);
+  FAILS_ON_NEXT_LINE();
+  tl::tensor v = tl::load(offs);
+  tl::store(x + offs, v);
+}
+
+TEST(DslErrors, LoadFromNonPointer) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("ld", load_from_integer), {x}),
+                     "tl::load needs a pointer or a tile of pointers, got a [16] of i32");
+}
+
+void tile_condition(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 16);
+  FAILS_ON_NEXT_LINE();
+  tl::if_(offs < 4, [&] { tl::store(x + offs, 1.0f); });
+}
+
+TEST(DslErrors, IfOnATileCondition) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("if", tile_condition), {x}),
+                     "tl::if_ needs a scalar boolean condition, got tensor<16xi1>; for tiles "
+                     "use tl::where");
+}
+
+void float_bitwise(tl::ptr<float> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 16), v & v);
+}
+
+TEST(DslErrors, BitwiseOnFloats) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("bits", float_bitwise), {x}),
+                     "operator& needs integer operands, got f32");
+}
+
+void store_shape_mismatch(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 16);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, tl::zeros({32}, tl::f32));
+}
+
+TEST(DslErrors, StoreValueShapeMismatch) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("st", store_shape_mismatch), {x}),
+                     "tl::store: value shape [32] does not match pointer shape [16]");
+}
+
+TEST(DslErrors, OutsideATrace) {
+  try {
+    FAILS_ON_NEXT_LINE();
+    tl::arange(0, 16);
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    expectAtMarkedLine(e.what(), "tl:: operations can only be used while a kernel is traced");
+  }
+}
+
+void simple(tl::ptr<float> x, tl::scalar<int32_t> n, tl::constant<int> B) {
+  tl::tensor offs = tl::arange(0, B);
+  tl::store(x + offs, 0.0f, offs < n);
+}
+
+TEST(LaunchErrors, WrongArgumentKindNamesTheParameter) {
+  auto k = kernel("simple", simple, {"x", "n", "B"});
+  auto x = buf();
+  std::vector<bfloat16> bx(16);
+  EXPECT_THAT(errorOf(k, {1, 2, 16}),
+              HasSubstr("argument 'x' (#0) of kernel 'simple' expects a buffer of f32, got an "
+                        "integer"));
+  EXPECT_THAT(errorOf(k, {bx, 2, 16}),
+              HasSubstr("argument 'x' (#0) of kernel 'simple' expects a buffer of f32, got a "
+                        "buffer of bf16"));
+  EXPECT_THAT(errorOf(k, {x, 2.5, 16}),
+              HasSubstr("argument 'n' (#1) of kernel 'simple' expects an integer (i32), got a "
+                        "floating-point number"));
+  EXPECT_THAT(errorOf(k, {x, x, 16}),
+              HasSubstr("argument 'n' (#1) of kernel 'simple' expects a scalar (i32), got a buffer"));
+  EXPECT_THAT(errorOf(k, {x, 2}), HasSubstr("kernel 'simple' takes 3 arguments, 2 were given"));
+}
+
+TEST(LaunchErrors, ParameterNameCountMustMatch) {
+  EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
+}
+
+} // namespace

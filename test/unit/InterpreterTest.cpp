@@ -1,0 +1,167 @@
+// InterpreterTest.cpp - the interpreter's checks (bounds, asserts, division
+// by zero), its debugging output, and semantics the kernels rely on: grids,
+// masks, scalar accesses and atomics.
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using ::testing::HasSubstr;
+
+namespace {
+
+int g_line = 0;
+#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
+
+std::string errorOf(const Kernel &k, Grid grid, const std::vector<Arg> &args) {
+  try {
+    k.launch({.grid = grid, .backend = Backend::Interp}, args);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a tegula::Error";
+  return "";
+}
+
+// Forgets the mask: the last program reads past the end of x.
+void copy_unmasked(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n,
+                   tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  FAILS_ON_NEXT_LINE();
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, v, offs < n);
+}
+
+TEST(Interpreter, OutOfBoundsLoadNamesKernelProgramElementAndLine) {
+  auto k = kernel("copy_unmasked", copy_unmasked, {"x", "out", "n", "BLOCK"});
+  std::vector<float> x(1000), out(1000);
+  std::string err = errorOf(k, {4}, {x, out, 1000, 256});
+  EXPECT_THAT(err, HasSubstr("copy_unmasked: out-of-bounds load at"));
+  EXPECT_THAT(err, HasSubstr(fmt::format("InterpreterTest.cpp:{}", g_line)));
+  // Program 3 covers elements 768..1023; its element 232 is x[1000].
+  EXPECT_THAT(err, HasSubstr("program (3, 0, 0), element 232 of the tile (index [232]) reads "
+                             "element 1000 of argument 'x', which has 1000 elements of f32"));
+}
+
+void store_negative(tl::ptr<int32_t> out) {
+  tl::tensor offs = tl::arange(0, 8) - 1;
+  FAILS_ON_NEXT_LINE();
+  tl::store(out + offs.expand_dims(0), 1);
+}
+
+TEST(Interpreter, OutOfBoundsStoreBeforeTheBuffer) {
+  auto k = kernel("store_negative", store_negative, {"out"});
+  std::vector<int32_t> out(8);
+  std::string err = errorOf(k, {1}, {out});
+  EXPECT_THAT(err, HasSubstr(fmt::format("out-of-bounds store at {}:{}", __FILE__, g_line)));
+  EXPECT_THAT(err, HasSubstr("element 0 of the tile (index [0, 0]) writes element -1 of "
+                             "argument 'out'"));
+}
+
+void masked_tail(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor m = offs < n;
+  tl::store(out + offs, tl::load(x + offs, m, -7.0f));
+  tl::store(out + 16 + offs, tl::load(x + offs, m)); // no `other`: zero
+}
+
+TEST(Interpreter, MaskedOffElementsAreNotAccessedAndTakeOther) {
+  auto k = kernel("masked_tail", masked_tail);
+  std::vector<float> x(5, 2.0f), out(32, NAN);
+  k({.grid = {1}}, x, out, 5); // x has only 5 elements: masked lanes never touch it
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(out[size_t(i)], i < 5 ? 2.0f : -7.0f) << i;
+    EXPECT_EQ(out[size_t(16 + i)], i < 5 ? 2.0f : 0.0f) << i;
+  }
+}
+
+void grid_ids(tl::ptr<int32_t> out) {
+  tl::tensor id = tl::program_id(0) + tl::program_id(1) * tl::num_programs(0) +
+                  tl::program_id(2) * tl::num_programs(0) * tl::num_programs(1);
+  tl::store(out + id, id * 10 + tl::num_programs(2));
+}
+
+TEST(Interpreter, ThreeDimensionalGrid) {
+  auto k = kernel("grid_ids", grid_ids);
+  std::vector<int32_t> out(3 * 4 * 2, -1);
+  k({.grid = {3, 4, 2}}, out);
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(out[size_t(i)], i * 10 + 2);
+}
+
+void printer(tl::ptr<float> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  tl::print("v =", {v, tl::sum(v, 0)});
+}
+
+TEST(Interpreter, PrintShowsProgramAndValues) {
+  auto k = kernel("printer", printer);
+  std::vector<float> x = {1, 2, 3, 4.5};
+  ::testing::internal::CaptureStdout();
+  k({.grid = {2}}, x);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(out, HasSubstr("[printer] pid (0, 0, 0) v = [1, 2, 3, 4.5] 10.5\n"));
+  EXPECT_THAT(out, HasSubstr("[printer] pid (1, 0, 0) v = [1, 2, 3, 4.5] 10.5\n"));
+}
+
+void asserts_positive(tl::ptr<float> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 8));
+  FAILS_ON_NEXT_LINE();
+  tl::device_assert(v > 0.0f, "x must be positive");
+}
+
+TEST(Interpreter, DeviceAssertReportsTheFailingElement) {
+  auto k = kernel("asserts", asserts_positive);
+  std::vector<float> x = {1, 2, 3, -4, 5, 6, 7, 8};
+  std::string err = errorOf(k, {1}, {x});
+  EXPECT_THAT(err, HasSubstr("device assertion failed: x must be positive (element 3, index [3])"));
+  EXPECT_THAT(err, HasSubstr(fmt::format("InterpreterTest.cpp:{}", g_line)));
+}
+
+void divides(tl::ptr<int32_t> x) {
+  tl::tensor offs = tl::arange(0, 4);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, 100 / tl::load(x + offs));
+}
+
+TEST(Interpreter, IntegerDivisionByZero) {
+  auto k = kernel("divides", divides);
+  std::vector<int32_t> x = {1, 2, 0, 4};
+  std::string err = errorOf(k, {1}, {x});
+  EXPECT_THAT(err, HasSubstr("integer division by zero"));
+  EXPECT_THAT(err, HasSubstr(fmt::format("InterpreterTest.cpp:{}", g_line)));
+}
+
+void atomics(tl::ptr<int32_t> counters, tl::ptr<float> fmax, tl::ptr<int32_t> old_out) {
+  tl::tensor pid = tl::program_id(0);
+  tl::tensor old = tl::atomic_add(counters, 1);   // scalar pointer
+  tl::store(old_out + pid, old);
+  tl::atomic_max(fmax, pid.to(tl::f32) * 0.5f);
+  tl::atomic_cas(counters + 1, pid, pid + 1);     // chains 0->1->2->...
+  tl::atomic_xchg(counters + 2, pid);
+}
+
+TEST(Interpreter, AtomicsSerialiseAcrossPrograms) {
+  auto k = kernel("atomics", atomics);
+  std::vector<int32_t> counters = {0, 0, -1}, old(8, -1);
+  std::vector<float> fmax = {-100.0f};
+  k({.grid = {8}}, counters, fmax, old);
+  EXPECT_EQ(counters[0], 8);
+  EXPECT_EQ(counters[1], 8);
+  EXPECT_EQ(counters[2], 7); // the last program wins
+  EXPECT_EQ(fmax[0], 3.5f);
+  std::vector<int32_t> sorted = old;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(sorted[size_t(i)], i);
+}
+
+TEST(Interpreter, EmptyGridIsAnError) {
+  auto k = kernel("grid_ids", grid_ids);
+  std::vector<int32_t> out(4);
+  EXPECT_THAT(errorOf(k, {0}, {out}), HasSubstr("grid (0, 1, 1) has an empty dimension"));
+}
+
+} // namespace
