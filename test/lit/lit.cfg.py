@@ -1,4 +1,6 @@
-# lit configuration for Tegula's FileCheck tests.
+# lit configuration for Tegula's FileCheck tests. CMake runs lit on each
+# source file with --param tegula_bin_dir=<build>/bin; by hand:
+#   lit -v --param tegula_bin_dir=build/bin test/lit
 import os
 import lit.formats
 
@@ -6,9 +8,14 @@ config.name = "Tegula"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.tegula_binary_dir, "test", "lit")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py"]
 
-# tegula-opt from the build, FileCheck/not from LLVM's tools.
+bin_dir = lit_config.params.get("tegula_bin_dir")
+if not bin_dir:
+    lit_config.fatal("pass --param tegula_bin_dir=<build>/bin (the folder with tegula-opt)")
+bin_dir = os.path.abspath(bin_dir)
+config.test_exec_root = os.path.join(os.path.dirname(bin_dir), "test", "lit")
+llvm_tools = lit_config.params.get("llvm_tools_dir", "/usr/lib/llvm-22/bin")
+
+# tegula-opt from the build; FileCheck and not from LLVM's tools.
 config.environment["PATH"] = os.pathsep.join(
-    [config.tegula_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+    [bin_dir, llvm_tools, config.environment.get("PATH", "")])
