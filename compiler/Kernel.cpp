@@ -84,7 +84,7 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
       if (a.kind() != Arg::Kind::Buffer)
         throw Error(fmt::format("{} expects a buffer of {}, got {}", which,
                                 dtype_name(p.dtype), kindName(a.kind())));
-      if (a.dtype() != p.dtype)
+      if (!p.any_dtype && a.dtype() != p.dtype)
         throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which,
                                 dtype_name(p.dtype), dtype_name(a.dtype())));
       break;
@@ -104,7 +104,9 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
 std::string KernelImpl::key(const std::vector<Arg> &args) const {
   std::string k;
   for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].kind == ParamInfo::Kind::Constant)
+    if (params[i].any_dtype)
+      k += fmt::format("{};", dtype_name(args[i].dtype()));
+    else if (params[i].kind == ParamInfo::Kind::Constant)
       k += is_float(params[i].dtype) ? fmt::format("{};", args[i].as_float())
                                      : fmt::format("{};", args[i].as_int());
   return k;
@@ -143,6 +145,7 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   MLIRContext &ctx = globalContext();
   dsl::TraceState ts(&ctx);
   ts.kernelName = name;
+  dsl::TraceScope scope(&ts);
   Location loc = NameLoc::get(StringAttr::get(&ctx, name));
   auto spec = std::make_unique<Specialization>();
   spec->traced = ModuleOp::create(loc);
@@ -151,7 +154,7 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   SmallVector<Type> argTypes;
   SmallVector<NamedAttribute> constants;
   for (size_t i = 0; i < params.size(); ++i) {
-    Type elem = dsl::toMlirType(&ctx, params[i].dtype);
+    Type elem = dsl::toMlirType(&ctx, params[i].any_dtype ? args[i].dtype() : params[i].dtype);
     switch (params[i].kind) {
     case ParamInfo::Kind::Pointer: argTypes.push_back(tile::PtrType::get(elem)); break;
     case ParamInfo::Kind::Scalar: argTypes.push_back(elem); break;
@@ -178,10 +181,7 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
     }
   ts.builder.setInsertionPointToStart(entry);
   ts.func = fn;
-  {
-    dsl::TraceScope scope(&ts);
-    trampoline(values, args); // DSL errors propagate as tegula::Error
-  }
+  trampoline(values, args); // DSL errors propagate as tegula::Error
   ts.builder.setInsertionPointToEnd(entry);
   func::ReturnOp::create(ts.builder, loc);
 

@@ -4,13 +4,18 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <atomic>
+
 using namespace mlir;
 
 namespace tegula::dsl {
 
 namespace {
 thread_local TraceState *activeTrace = nullptr;
+std::atomic<uint64_t> nextTraceId{1};
 } // namespace
+
+TraceState::TraceState(MLIRContext *c) : ctx(c), builder(c), id(nextTraceId++) {}
 
 TraceState &current(const std::source_location &loc) {
   if (!activeTrace)
@@ -35,13 +40,18 @@ Location toLoc(MLIRContext *ctx, const std::source_location &loc) {
 Value unwrap(const tl::tensor &t, const std::source_location &loc) {
   if (!t.impl())
     fail(loc, "use of an empty tl::tensor (declared but never assigned)");
+  if (!activeTrace || t.trace_id() != activeTrace->id)
+    fail(loc, "this tl::tensor belongs to another kernel trace (was it kept in a global "
+              "or static variable?); tiles are only valid inside the kernel call that "
+              "made them");
   Value v = Value::getFromOpaquePointer(t.impl());
-  if (activeTrace)
-    checkInScope(*activeTrace, v, loc);
+  checkInScope(*activeTrace, v, loc);
   return v;
 }
 
-tl::tensor wrap(Value v) { return tl::tensor::from_impl(v.getAsOpaquePointer()); }
+tl::tensor wrap(Value v) {
+  return tl::tensor::from_impl(v.getAsOpaquePointer(), activeTrace ? activeTrace->id : 0);
+}
 
 void checkInScope(TraceState &ts, Value v, const std::source_location &loc) {
   Block *block = ts.builder.getInsertionBlock();

@@ -22,7 +22,9 @@ struct TraceState {
   mlir::OpBuilder builder;
   mlir::func::FuncOp func;
   std::string kernelName;
-  explicit TraceState(mlir::MLIRContext *c) : ctx(c), builder(c) {}
+  /// Unique per trace, so a tl::tensor kept from another trace is caught.
+  uint64_t id;
+  explicit TraceState(mlir::MLIRContext *c);
 };
 
 /// The active trace; throws a located error when no kernel is being traced.

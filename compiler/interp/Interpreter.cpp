@@ -53,6 +53,7 @@ struct Buffer {
   char *data;
   size_t bytes;
   DType dtype;
+  bool readonly;
   std::string name;
 };
 
@@ -110,12 +111,10 @@ public:
   Interpreter(const Launch &launch) : launch_(launch) {}
 
   void run(func::FuncOp fn) {
-    for (const Arg &a : *launch_.args)
-      (void)a;
     const auto &args = *launch_.args;
     for (size_t k = 0; k < args.size(); ++k)
       buffers_.push_back(Buffer{static_cast<char *>(args[k].data()), args[k].bytes(),
-                                args[k].dtype(), launch_.paramNames[k]});
+                                args[k].dtype(), args[k].readonly(), launch_.paramNames[k]});
     Grid g = launch_.grid;
     for (pid_[2] = 0; pid_[2] < g.z; ++pid_[2])
       for (pid_[1] = 0; pid_[1] < g.y; ++pid_[1])
@@ -193,9 +192,10 @@ private:
           env_[p] = scalarInt(p.getType(), n[int(p.getAxis())]);
         })
         .Case([&](tile::MakeRangeOp r) {
-          auto t = makeTile(r.getType().getElementType(), {r.getEnd() - r.getStart()});
+          int64_t start = int32_t(r.getStart()); // I32Attr getters are unsigned
+          auto t = makeTile(r.getType().getElementType(), {r.getType().getDimSize(0)});
           for (size_t k = 0; k < t->i.size(); ++k)
-            t->i[k] = r.getStart() + int64_t(k);
+            t->i[k] = start + int64_t(k);
           env_[r] = t;
         })
         .Case([&](tile::SplatOp s) { env_[s] = splat(*in[0], s.getType().getShape()); })
@@ -335,6 +335,11 @@ private:
           launch_.kernelName, verb, locString(op->getLoc()), pid_[0], pid_[1], pid_[2], k,
           indexString(ptrs.shape, k), std::strcmp(verb, "store") == 0 ? "writes" : "reads",
           off / int64_t(esz), buf.name, count, dtype_name(buf.dtype)));
+    if (buf.readonly && std::strcmp(verb, "load") != 0)
+      throw Error(fmt::format("{}: {} at {}: program ({}, {}, {}) writes to argument '{}', "
+                              "which was passed as a const (read-only) buffer",
+                              launch_.kernelName, verb, locString(op->getLoc()), pid_[0],
+                              pid_[1], pid_[2], buf.name));
     return buf.data + off;
   }
 
@@ -472,7 +477,7 @@ private:
     for (Value v : r.getSrcs())
       srcs.push_back(get(v));
     const std::vector<int64_t> &shape = srcs[0]->shape;
-    int64_t axis = r.getAxis();
+    int64_t axis = int32_t(r.getAxis());
     int64_t outer = 1, len = shape[size_t(axis)], inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
     for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];

@@ -56,17 +56,28 @@ def Tile_PtrType : Tile_Type<"Ptr", "ptr"> {
 // Element types a tile may hold and a pointer may point at.
 def Tile_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
 def Tile_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
+def Tile_OffsetInt : AnyTypeOf<[I8, I16, I32, I64], "i8/i16/i32/i64">;
 def Tile_Elem : AnyTypeOf<[Tile_Float, Tile_Int, Tile_PtrType]>;
 
-def Tile_Tensor : RankedTensorOf<[Tile_Elem]>;
-def Tile_PtrTensor : RankedTensorOf<[Tile_PtrType]>;
-def Tile_IntTensor : RankedTensorOf<[Tile_Int]>;
-def Tile_BoolTensor : RankedTensorOf<[I1]>;
-def Tile_FloatTensor : RankedTensorOf<[Tile_Float]>;
+// A tile: a ranked tensor with static power-of-two extents.
+class Tile_TensorOf<list<Type> allowed, string what> : Type<
+    And<[RankedTensorOf<allowed>.predicate,
+         CPred<"::tegula::tile::hasTileShape($_self)">]>,
+    "tile of " # what # " (static power-of-two extents)",
+    "::mlir::RankedTensorType">;
+
+def Tile_Tensor : Tile_TensorOf<[Tile_Elem], "values or pointers">;
+def Tile_PtrTensor : Tile_TensorOf<[Tile_PtrType], "pointers">;
+def Tile_IntTensor : Tile_TensorOf<[Tile_Int], "integers">;
+def Tile_OffsetTensor : Tile_TensorOf<[Tile_OffsetInt], "offsets">;
+def Tile_BoolTensor : Tile_TensorOf<[I1], "i1">;
+def Tile_I32Tensor : Tile_TensorOf<[I32], "i32">;
 
 // "Like" = a scalar or a tile of it.
 def Tile_PtrLike : AnyTypeOf<[Tile_PtrType, Tile_PtrTensor], "pointer or tile of pointers">;
 def Tile_IntLike : AnyTypeOf<[Tile_Int, Tile_IntTensor], "integer or tile of integers">;
+def Tile_OffsetLike : AnyTypeOf<[Tile_OffsetInt, Tile_OffsetTensor],
+                                "i8/i16/i32/i64 offset or tile of offsets">;
 def Tile_BoolLike : AnyTypeOf<[I1, Tile_BoolTensor], "i1 or tile of i1">;
 def Tile_Any : AnyTypeOf<[Tile_Elem, Tile_Tensor]>;
 

@@ -32,13 +32,29 @@ Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value,
 
 LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                               Type pointee) {
-  if (isa<FloatType, IntegerType>(pointee))
+  if (isMemoryElementType(pointee))
     return success();
-  return emitError() << "!tile.ptr must point at a float or integer type, got "
+  return emitError() << "!tile.ptr must point at f16, bf16, f32, f64 or a signless "
+                        "i1/i8/i16/i32/i64, got "
                      << pointee;
 }
 
 namespace tegula::tile {
+
+bool hasTileShape(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return false;
+  return llvm::all_of(tensor.getShape(),
+                      [](int64_t d) { return d > 0 && llvm::isPowerOf2_64(uint64_t(d)); });
+}
+
+bool isMemoryElementType(Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64())
+    return true;
+  auto i = dyn_cast<IntegerType>(t);
+  return i && i.isSignless() && llvm::is_contained({1u, 8u, 16u, 32u, 64u}, i.getWidth());
+}
 
 Type getElementTypeOrSelf(Type t) {
   if (auto tensor = dyn_cast<RankedTensorType>(t))

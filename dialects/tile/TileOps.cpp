@@ -28,7 +28,8 @@ std::string shapeStr(ArrayRef<int64_t> shape) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MakeRangeOp::verify() {
-  int64_t start = getStart(), end = getEnd();
+  // I32Attr getters are unsigned; the attribute holds a signed i32.
+  int64_t start = int32_t(getStart()), end = int32_t(getEnd());
   if (end <= start)
     return emitOpError() << "end (" << end << ") must be greater than start ("
                          << start << ")";
@@ -106,7 +107,7 @@ void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 LogicalResult ExpandDimsOp::verify() {
   auto src = getSrc().getType();
-  int64_t axis = getAxis();
+  int64_t axis = int32_t(getAxis());
   if (axis < 0 || axis > src.getRank())
     return emitOpError() << "axis " << axis << " out of range for a rank-"
                          << src.getRank() << " source";
@@ -116,6 +117,12 @@ LogicalResult ExpandDimsOp::verify() {
     return emitOpError() << "result shape must be " << shapeStr(shape)
                          << ", got " << shapeStr(getType().getShape());
   return success();
+}
+
+OpFoldResult ExpandDimsOp::fold(FoldAdaptor adaptor) {
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
 }
 
 void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
@@ -271,13 +278,23 @@ struct LoadWithTrueMask : OpRewritePattern<LoadOp> {
   }
 };
 
-/// load with an all-false mask -> `other` (when given).
+/// load with an all-false mask -> `other`, or zero when there is none.
 struct LoadWithFalseMask : OpRewritePattern<LoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
-    if (!op.getOther() || !isConstantMask(op.getMask(), false))
+    if (!isConstantMask(op.getMask(), false))
       return failure();
-    rewriter.replaceOp(op, op.getOther());
+    if (op.getOther()) {
+      rewriter.replaceOp(op, op.getOther());
+      return success();
+    }
+    Type type = op.getType();
+    Type elem = getElementTypeOrSelf(type);
+    TypedAttr zero = isa<FloatType>(elem) ? TypedAttr(rewriter.getFloatAttr(elem, 0.0))
+                                          : TypedAttr(rewriter.getIntegerAttr(elem, 0));
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      zero = SplatElementsAttr::get(tensor, zero);
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, zero);
     return success();
   }
 };
@@ -319,10 +336,9 @@ LogicalResult AtomicRMWOp::verify() {
   case AtomicRMWKind::Add:
   case AtomicRMWKind::Max:
   case AtomicRMWKind::Min:
-    if (elem.isInteger(1) || (isFloat && !elem.isF32() && !elem.isF16() &&
-                              !elem.isBF16() && !elem.isF64()))
+    if (elem.isInteger(1))
       return emitOpError() << stringifyAtomicRMWKind(getKind())
-                           << " needs an integer or float element, got " << elem;
+                           << " is not defined for i1 elements";
     return success();
   case AtomicRMWKind::Xchg:
     if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() < 16)
@@ -369,7 +385,8 @@ LogicalResult DotOp::verify() {
     return emitOpError() << "a and b element types differ: " << ea << " vs " << eb;
   if (isa<FloatType>(ea)) {
     if (!ec.isF32() && ec != ea)
-      return emitOpError() << "accumulator must be f32 (or " << ea << "), got " << ec;
+      return emitOpError() << "accumulator must be f32"
+                           << (ea.isF32() ? "" : " or the operand type") << ", got " << ec;
   } else if (ea.isInteger(8)) {
     if (!ec.isInteger(32))
       return emitOpError() << "i8 operands accumulate in i32, got " << ec;
@@ -391,7 +408,7 @@ LogicalResult ReduceOp::verifyRegions() {
   if (getSrcs().empty())
     return emitOpError() << "needs at least one operand";
   auto first = cast<RankedTensorType>(getSrcs()[0].getType());
-  int64_t axis = getAxis();
+  int64_t axis = int32_t(getAxis());
   if (axis < 0 || axis >= first.getRank())
     return emitOpError() << "axis " << axis << " out of range for a rank-"
                          << first.getRank() << " tile";
@@ -423,7 +440,8 @@ LogicalResult ReduceOp::verifyRegions() {
   if (!ret)
     return emitOpError() << "combiner must end with tile.reduce.return";
   if (ret.getResults().size() != n)
-    return emitOpError() << "combiner must return " << n << " values";
+    return emitOpError() << "combiner must return " << n
+                         << (n == 1 ? " value" : " values");
   for (size_t i = 0; i < n; ++i)
     if (ret.getResults()[i].getType() != body.getArgument(i).getType())
       return emitOpError() << "combiner result " << i << " must be "

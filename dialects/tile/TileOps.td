@@ -38,7 +38,7 @@ def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
 def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
   let summary = "1-D tile [start, end) of i32; end - start is a power of two";
   let arguments = (ins I32Attr:$start, I32Attr:$end);
-  let results = (outs RankedTensorOf<[I32]>:$result);
+  let results = (outs Tile_I32Tensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -69,6 +69,7 @@ def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure, SameOperandsAndResultEleme
   let results = (outs Tile_Tensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let hasCanonicalizer = 1;
 }
 
@@ -101,7 +102,7 @@ def Tile_TransOp : Tile_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
 
 def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
   let summary = "Advance pointers by a number of elements (not bytes)";
-  let arguments = (ins Tile_PtrLike:$ptr, Tile_IntLike:$offset);
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_OffsetLike:$offset);
   let results = (outs Tile_PtrLike:$result);
   let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
   let hasVerifier = 1;

@@ -48,9 +48,15 @@ public:
   template <class T>
   Arg(std::vector<T> &v) : kind_(Kind::Buffer), data_(v.data()),
                            bytes_(v.size() * sizeof(T)), dtype_(dtype_of_v<T>) {}
+  /// A const buffer is read-only: a kernel that writes to it is an error.
   template <class T>
-  Arg(std::span<T> v) : kind_(Kind::Buffer), data_(const_cast<std::remove_const_t<T> *>(v.data())),
-                        bytes_(v.size_bytes()), dtype_(dtype_of_v<T>) {}
+  Arg(const std::vector<T> &v)
+      : kind_(Kind::Buffer), data_(const_cast<T *>(v.data())), bytes_(v.size() * sizeof(T)),
+        dtype_(dtype_of_v<T>), readonly_(true) {}
+  template <class T>
+  Arg(std::span<T> v)
+      : kind_(Kind::Buffer), data_(const_cast<std::remove_const_t<T> *>(v.data())),
+        bytes_(v.size_bytes()), dtype_(dtype_of_v<T>), readonly_(std::is_const_v<T>) {}
   Arg(int v) : kind_(Kind::Int), i_(v), dtype_(DType::i32) {}
   Arg(long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
   Arg(long long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
@@ -74,6 +80,7 @@ public:
   void *data() const { return data_; }
   size_t bytes() const { return bytes_; }
   DType dtype() const { return dtype_; }
+  bool readonly() const { return readonly_; }
   int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
   double as_float() const { return kind_ == Kind::Float ? f_ : double(i_); }
 
@@ -84,12 +91,15 @@ private:
   int64_t i_ = 0;
   double f_ = 0;
   DType dtype_;
+  bool readonly_ = false;
 };
 
 /// What a kernel parameter is, as declared in the C++ signature.
 struct ParamInfo {
   enum class Kind { Pointer, Scalar, Constant } kind;
   DType dtype;
+  /// tl::any_ptr: the element type comes from the launch argument.
+  bool any_dtype = false;
 };
 
 namespace detail {
@@ -98,6 +108,10 @@ template <class P> struct param_traits;
 template <class T> struct param_traits<tl::ptr<T>> {
   static constexpr ParamInfo info{ParamInfo::Kind::Pointer, dtype_of_v<T>};
   static tl::ptr<T> make(const tl::tensor &t, const Arg &) { return tl::ptr<T>(t); }
+};
+template <> struct param_traits<tl::any_ptr> {
+  static constexpr ParamInfo info{ParamInfo::Kind::Pointer, DType::f32, true};
+  static tl::any_ptr make(const tl::tensor &t, const Arg &) { return tl::any_ptr(t); }
 };
 template <class T> struct param_traits<tl::scalar<T>> {
   static constexpr ParamInfo info{ParamInfo::Kind::Scalar, dtype_of_v<T>};

@@ -67,16 +67,20 @@ public:
   tensor trans(Loc loc = Loc::current()) const;
   tensor permute(const std::vector<int> &order, Loc loc = Loc::current()) const;
 
-  /// Opaque handle to the traced value (an mlir::Value).
+  /// Opaque handle to the traced value (an mlir::Value) and the id of the
+  /// trace that made it; a handle is only valid inside that trace.
   void *impl() const { return impl_; }
-  static tensor from_impl(void *impl) {
+  uint64_t trace_id() const { return trace_; }
+  static tensor from_impl(void *impl, uint64_t trace) {
     tensor t;
     t.impl_ = impl;
+    t.trace_ = trace;
     return t;
   }
 
 private:
   void *impl_ = nullptr;
+  uint64_t trace_ = 0;
 };
 
 template <class T> struct constant;
@@ -116,6 +120,14 @@ template <class T> struct ptr : tensor {
   static constexpr DType element = dtype_of_v<T>;
   ptr() = default;
   explicit ptr(const tensor &t) : tensor(t) {}
+};
+
+/// Kernel parameter: a pointer whose element type is that of the buffer
+/// passed at launch; the kernel is traced once per element type, like a
+/// Triton kernel. Query it with `p.dtype()`.
+struct any_ptr : tensor {
+  any_ptr() = default;
+  explicit any_ptr(const tensor &t) : tensor(t) {}
 };
 
 /// Kernel parameter: a runtime scalar (int32_t, int64_t, float, ...), passed

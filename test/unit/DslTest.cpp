@@ -3,6 +3,9 @@
 #include "examples/kernels.h"
 
 #include <gmock/gmock.h>
+
+#include <atomic>
+#include <thread>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
@@ -193,6 +196,72 @@ TEST(Dsl, BackendFromEnvironmentIsValidated) {
     EXPECT_THAT(e.what(), HasSubstr("unknown backend 'cuda-please'"));
     EXPECT_THAT(e.what(), HasSubstr("available: interp"));
   }
+}
+
+} // namespace
+
+namespace {
+
+void copy_any(tl::any_ptr src, tl::any_ptr dst, tl::scalar<int32_t> n) {
+  tl::tensor offs = tl::arange(0, 64);
+  tl::store(dst + offs, tl::load(src + offs, offs < n), offs < n);
+}
+
+TEST(Dsl, AnyPtrSpecialisesPerElementType) {
+  auto k = kernel("copy_any", copy_any, {"src", "dst", "n"});
+  std::vector<float> f(50, 1.5f), f2(50);
+  std::vector<int32_t> i(50, 7), i2(50);
+  std::vector<bfloat16> b(50, bfloat16(2.5f)), b2(50);
+  k({.grid = {1}}, f, f2, 50);
+  k({.grid = {1}}, i, i2, 50);
+  k({.grid = {1}}, b, b2, 50);
+  k({.grid = {1}}, f, f2, 50); // cached
+  EXPECT_EQ(k.num_specializations(), 3u);
+  EXPECT_EQ(f2[49], 1.5f);
+  EXPECT_EQ(i2[49], 7);
+  EXPECT_EQ(float(b2[49]), 2.5f);
+  EXPECT_THAT(k.ir({b, b2, 50}), HasSubstr("!tile.ptr<bf16>"));
+}
+
+tl::tensor g_kept; // a tile smuggled out of one trace into another
+void keeps_tile(tl::ptr<float> x, tl::constant<int> B) {
+  if (B == 16)
+    g_kept = tl::arange(0, 16);
+  else
+    tl::store(x + g_kept, 1.0f);
+}
+
+TEST(Dsl, TileFromAnotherTraceIsAnError) {
+  auto k = kernel("keeps", keeps_tile);
+  std::vector<float> x(16);
+  k({.grid = {1}}, x, 16);
+  try {
+    k({.grid = {1}}, x, 32);
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("DslTest.cpp:"));
+    EXPECT_THAT(e.what(), HasSubstr("belongs to another kernel trace"));
+  }
+}
+
+TEST(Dsl, ConcurrentLaunchesTraceEachSpecialisationOnce) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  const int n = 3000;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> x(n, float(t)), y(n, 1.0f), out(n, NAN);
+      int block = t % 2 ? 256 : 512;
+      k({.grid = {uint32_t(cdiv(n, block))}}, x, y, out, n, block);
+      for (float v : out)
+        if (v != float(t) + 1.0f)
+          ++failures;
+    });
+  for (auto &th : threads)
+    th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(k.num_specializations(), 2u);
 }
 
 } // namespace

@@ -158,6 +158,24 @@ TEST(Interpreter, AtomicsSerialiseAcrossPrograms) {
     EXPECT_EQ(sorted[size_t(i)], i);
 }
 
+void scale_in_place(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 4);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, tl::load(x + offs) * 2.0f);
+}
+
+TEST(Interpreter, ConstBuffersAreReadOnly) {
+  auto k = kernel("scale_in_place", scale_in_place, {"x"});
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::string err = errorOf(k, {1}, {x});
+  EXPECT_THAT(err, HasSubstr(fmt::format("InterpreterTest.cpp:{}", g_line)));
+  EXPECT_THAT(err, HasSubstr("writes to argument 'x', which was passed as a const (read-only) "
+                             "buffer"));
+  std::vector<float> y = {1, 2, 3, 4};
+  k({.grid = {1}}, y); // the same kernel on a mutable buffer is fine
+  EXPECT_EQ(y[3], 8.0f);
+}
+
 TEST(Interpreter, EmptyGridIsAnError) {
   auto k = kernel("grid_ids", grid_ids);
   std::vector<int32_t> out(4);

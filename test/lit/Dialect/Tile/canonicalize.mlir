@@ -125,6 +125,57 @@ func.func @expand_dims_of_splat(%x: f16) -> tensor<1x32xf16> {
 
 // -----
 
+// ExpandDimsOp::fold: expand_dims of a dense splat constant is a constant.
+// CHECK-LABEL: func.func @expand_dims_of_splat_constant()
+// CHECK-NEXT:    %[[C:.*]] = arith.constant dense<5> : tensor<32x1xi32>
+// CHECK-NEXT:    return %[[C]] : tensor<32x1xi32>
+func.func @expand_dims_of_splat_constant() -> tensor<32x1xi32> {
+  %c = arith.constant dense<5> : tensor<32xi32>
+  %0 = tile.expand_dims %c {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  return %0 : tensor<32x1xi32>
+}
+
+// -----
+
+// SplatOp::fold then ExpandDimsOp::fold: expand_dims(splat(constant)) is a
+// single constant of the expanded shape.
+// CHECK-LABEL: func.func @expand_dims_of_splat_of_constant()
+// CHECK-NEXT:    %[[C:.*]] = arith.constant dense<1.500000e+00> : tensor<1x32xf16>
+// CHECK-NEXT:    return %[[C]] : tensor<1x32xf16>
+func.func @expand_dims_of_splat_of_constant() -> tensor<1x32xf16> {
+  %c = arith.constant 1.5 : f16
+  %0 = tile.splat %c : tensor<32xf16>
+  %1 = tile.expand_dims %0 {axis = 0 : i32} : tensor<32xf16> -> tensor<1x32xf16>
+  return %1 : tensor<1x32xf16>
+}
+
+// -----
+
+// ExpandDimsOp::fold from a rank-0 splat constant.
+// CHECK-LABEL: func.func @expand_dims_of_rank0_constant()
+// CHECK-NEXT:    %[[C:.*]] = arith.constant dense<2.000000e+00> : tensor<1xf32>
+// CHECK-NEXT:    return %[[C]] : tensor<1xf32>
+func.func @expand_dims_of_rank0_constant() -> tensor<1xf32> {
+  %c = arith.constant dense<2.0> : tensor<f32>
+  %0 = tile.expand_dims %c {axis = 0 : i32} : tensor<f32> -> tensor<1xf32>
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+// Negative: a non-splat constant is not folded (only splats are).
+// CHECK-LABEL: func.func @expand_dims_of_nonsplat_constant()
+// CHECK-NEXT:    %[[C:.*]] = arith.constant dense<[1, 2]> : tensor<2xi32>
+// CHECK-NEXT:    %[[E:.*]] = tile.expand_dims %[[C]] {axis = 0 : i32} : tensor<2xi32> -> tensor<1x2xi32>
+// CHECK-NEXT:    return %[[E]]
+func.func @expand_dims_of_nonsplat_constant() -> tensor<1x2xi32> {
+  %c = arith.constant dense<[1, 2]> : tensor<2xi32>
+  %0 = tile.expand_dims %c {axis = 0 : i32} : tensor<2xi32> -> tensor<1x2xi32>
+  return %0 : tensor<1x2xi32>
+}
+
+// -----
+
 // Negative: expand_dims of a non-splat tile is kept.
 // CHECK-LABEL: func.func @expand_dims_kept(
 // CHECK-SAME:    %[[X:[^:]+]]: tensor<32xf16>
@@ -403,16 +454,56 @@ func.func @load_false_mask_other(%p: tensor<64x!tile.ptr<f32>>, %o: tensor<64xf3
 
 // -----
 
-// Negative: an all-false mask without `other` is kept (not folded to zero).
+// LoadWithFalseMask: an all-false mask without `other` loads nothing; the
+// result is a zero constant of the result type.
 // CHECK-LABEL: func.func @load_false_mask_no_other(
-// CHECK-SAME:    %[[P:[^:]+]]: tensor<64x!tile.ptr<f32>>
-// CHECK-NEXT:    %[[M:.*]] = arith.constant dense<false> : tensor<64xi1>
-// CHECK-NEXT:    %[[L:.*]] = tile.load %[[P]], %[[M]] : tensor<64x!tile.ptr<f32>>
-// CHECK-NEXT:    return %[[L]]
+// CHECK-SAME:    %{{[^:]+}}: tensor<64x!tile.ptr<f32>>
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<64xf32>
+// CHECK-NEXT:    return %[[Z]] : tensor<64xf32>
 func.func @load_false_mask_no_other(%p: tensor<64x!tile.ptr<f32>>) -> tensor<64xf32> {
   %m = arith.constant dense<false> : tensor<64xi1>
   %0 = tile.load %p, %m : tensor<64x!tile.ptr<f32>>
   return %0 : tensor<64xf32>
+}
+
+// -----
+
+// The same on a 2-D bf16 tile whose mask is a splat of `false`.
+// CHECK-LABEL: func.func @load_false_mask_splat_bf16(
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<4x8xbf16>
+// CHECK-NEXT:    return %[[Z]] : tensor<4x8xbf16>
+func.func @load_false_mask_splat_bf16(%p: tensor<4x8x!tile.ptr<bf16>>) -> tensor<4x8xbf16> {
+  %f = arith.constant false
+  %m = tile.splat %f : tensor<4x8xi1>
+  %0 = tile.load %p, %m : tensor<4x8x!tile.ptr<bf16>>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+// ... on a tile of i1 (zero is `false`) ...
+// CHECK-LABEL: func.func @load_false_mask_i1(
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant dense<false> : tensor<16xi1>
+// CHECK-NEXT:    return %[[Z]] : tensor<16xi1>
+func.func @load_false_mask_i1(%p: tensor<16x!tile.ptr<i1>>) -> tensor<16xi1> {
+  %m = arith.constant dense<false> : tensor<16xi1>
+  %0 = tile.load %p, %m : tensor<16x!tile.ptr<i1>>
+  return %0 : tensor<16xi1>
+}
+
+// -----
+
+// ... and on scalar integer and float loads with a `false` mask.
+// CHECK-LABEL: func.func @load_false_mask_scalar(
+// CHECK-DAG:     %[[ZI:.*]] = arith.constant 0 : i32
+// CHECK-DAG:     %[[ZF:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK-NOT:     tile.load
+// CHECK:         return %[[ZI]], %[[ZF]] : i32, f64
+func.func @load_false_mask_scalar(%pi: !tile.ptr<i32>, %pf: !tile.ptr<f64>) -> (i32, f64) {
+  %m = arith.constant false
+  %0 = tile.load %pi, %m : !tile.ptr<i32>
+  %1 = tile.load %pf, %m : !tile.ptr<f64>
+  return %0, %1 : i32, f64
 }
 
 // -----

@@ -30,14 +30,19 @@ func.func @grid() -> (i32, i32, i32, i32, i32) {
 //===----------------------------------------------------------------------===//
 
 // make_range keeps start/end (printed in attribute-name order); a length-1
-// range with a non-zero start is valid.
+// range with a non-zero start is valid, and start/end are signed: [-4, 4)
+// has 8 elements and [-16, -8) has 8.
 // CHECK-LABEL: func.func @make_range()
 // CHECK:         tile.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
 // CHECK:         tile.make_range {end = 65 : i32, start = 64 : i32} : tensor<1xi32>
-func.func @make_range() -> (tensor<128xi32>, tensor<1xi32>) {
+// CHECK:         tile.make_range {end = 4 : i32, start = -4 : i32} : tensor<8xi32>
+// CHECK:         tile.make_range {end = -8 : i32, start = -16 : i32} : tensor<8xi32>
+func.func @make_range() -> (tensor<128xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8xi32>) {
   %0 = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
   %1 = tile.make_range {start = 64 : i32, end = 65 : i32} : tensor<1xi32>
-  return %0, %1 : tensor<128xi32>, tensor<1xi32>
+  %2 = tile.make_range {start = -4 : i32, end = 4 : i32} : tensor<8xi32>
+  %3 = tile.make_range {start = -16 : i32, end = -8 : i32} : tensor<8xi32>
+  return %0, %1, %2, %3 : tensor<128xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8xi32>
 }
 
 // splat of a float, of a pointer (giving a 2-D tile of pointers) and of i1.
@@ -91,16 +96,27 @@ func.func @broadcast_ptr(%p: tensor<1x1x!tile.ptr<i8>>) -> tensor<4x8x!tile.ptr<
 // Pointers and memory
 //===----------------------------------------------------------------------===//
 
-// addptr on a scalar pointer and on a tile of pointers; the offset may be any
-// integer width.
+// addptr on a scalar pointer and on a tile of pointers; the offset may be
+// i8, i16, i32 or i64 (not i1).
 // CHECK-LABEL: func.func @addptr(
-// CHECK-SAME:    %[[P:[^:]+]]: !tile.ptr<f32>, %[[O:[^:]+]]: i32, %[[PS:[^:]+]]: tensor<128x!tile.ptr<f32>>, %[[OS:[^:]+]]: tensor<128xi64>
+// CHECK-SAME:    %[[P:[^:]+]]: !tile.ptr<f32>, %[[O:[^:]+]]: i32, %[[PS:[^:]+]]: tensor<128x!tile.ptr<f32>>, %[[OS:[^:]+]]: tensor<128xi64>, %[[O8:[^:]+]]: i8, %[[O16:[^:]+]]: tensor<128xi16>
 // CHECK:         tile.addptr %[[P]], %[[O]] : !tile.ptr<f32>, i32
 // CHECK:         tile.addptr %[[PS]], %[[OS]] : tensor<128x!tile.ptr<f32>>, tensor<128xi64>
-func.func @addptr(%p: !tile.ptr<f32>, %o: i32, %ps: tensor<128x!tile.ptr<f32>>, %os: tensor<128xi64>) -> (!tile.ptr<f32>, tensor<128x!tile.ptr<f32>>) {
+// CHECK:         tile.addptr %[[P]], %[[O8]] : !tile.ptr<f32>, i8
+// CHECK:         tile.addptr %[[PS]], %[[O16]] : tensor<128x!tile.ptr<f32>>, tensor<128xi16>
+func.func @addptr(%p: !tile.ptr<f32>, %o: i32, %ps: tensor<128x!tile.ptr<f32>>, %os: tensor<128xi64>, %o8: i8, %o16: tensor<128xi16>) -> (!tile.ptr<f32>, tensor<128x!tile.ptr<f32>>, !tile.ptr<f32>, tensor<128x!tile.ptr<f32>>) {
   %0 = tile.addptr %p, %o : !tile.ptr<f32>, i32
   %1 = tile.addptr %ps, %os : tensor<128x!tile.ptr<f32>>, tensor<128xi64>
-  return %0, %1 : !tile.ptr<f32>, tensor<128x!tile.ptr<f32>>
+  %2 = tile.addptr %p, %o8 : !tile.ptr<f32>, i8
+  %3 = tile.addptr %ps, %o16 : tensor<128x!tile.ptr<f32>>, tensor<128xi16>
+  return %0, %1, %2, %3 : !tile.ptr<f32>, tensor<128x!tile.ptr<f32>>, !tile.ptr<f32>, tensor<128x!tile.ptr<f32>>
+}
+
+// !tile.ptr accepts exactly f16, bf16, f32, f64 and signless i1/i8/i16/i32/i64.
+// CHECK-LABEL: func.func @ptr_pointees(
+// CHECK-SAME:    !tile.ptr<f16>, %{{[^:]+}}: !tile.ptr<bf16>, %{{[^:]+}}: !tile.ptr<f32>, %{{[^:]+}}: !tile.ptr<f64>, %{{[^:]+}}: !tile.ptr<i1>, %{{[^:]+}}: !tile.ptr<i8>, %{{[^:]+}}: !tile.ptr<i16>, %{{[^:]+}}: !tile.ptr<i32>, %{{[^:]+}}: !tile.ptr<i64>)
+func.func @ptr_pointees(%a: !tile.ptr<f16>, %b: !tile.ptr<bf16>, %c: !tile.ptr<f32>, %d: !tile.ptr<f64>, %e: !tile.ptr<i1>, %f: !tile.ptr<i8>, %g: !tile.ptr<i16>, %h: !tile.ptr<i32>, %i: !tile.ptr<i64>) {
+  return
 }
 
 // load: unmasked, masked, masked with `other`, and through scalar pointers.
