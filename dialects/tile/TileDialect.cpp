@@ -43,7 +43,8 @@ namespace tegula::tile {
 
 bool hasTileShape(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
+  // Scalars are plain types, never rank-0 tensors.
+  if (!tensor || !tensor.hasStaticShape() || tensor.getRank() == 0)
     return false;
   return llvm::all_of(tensor.getShape(),
                       [](int64_t d) { return d > 0 && llvm::isPowerOf2_64(uint64_t(d)); });

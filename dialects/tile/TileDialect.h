@@ -28,7 +28,7 @@ struct GlobalMemory : public mlir::SideEffects::Resource::Base<GlobalMemory> {
 mlir::Type getPointeeLikeType(mlir::Type ptrLike);
 /// A scalar -> `i1`; `tensor<S x T>` -> `tensor<S x i1>`.
 mlir::Type getI1LikeType(mlir::Type like);
-/// True for static shapes whose extents are all powers of two.
+/// True for rank >= 1 static shapes whose extents are all powers of two.
 bool hasTileShape(mlir::Type tensorType);
 /// True for the element types memory can hold: f16/bf16/f32/f64, i1..i64.
 bool isMemoryElementType(mlir::Type t);

@@ -151,18 +151,6 @@ func.func @expand_dims_of_splat_of_constant() -> tensor<1x32xf16> {
 
 // -----
 
-// ExpandDimsOp::fold from a rank-0 splat constant.
-// CHECK-LABEL: func.func @expand_dims_of_rank0_constant()
-// CHECK-NEXT:    %[[C:.*]] = arith.constant dense<2.000000e+00> : tensor<1xf32>
-// CHECK-NEXT:    return %[[C]] : tensor<1xf32>
-func.func @expand_dims_of_rank0_constant() -> tensor<1xf32> {
-  %c = arith.constant dense<2.0> : tensor<f32>
-  %0 = tile.expand_dims %c {axis = 0 : i32} : tensor<f32> -> tensor<1xf32>
-  return %0 : tensor<1xf32>
-}
-
-// -----
-
 // Negative: a non-splat constant is not folded (only splats are).
 // CHECK-LABEL: func.func @expand_dims_of_nonsplat_constant()
 // CHECK-NEXT:    %[[C:.*]] = arith.constant dense<[1, 2]> : tensor<2xi32>

@@ -883,3 +883,12 @@ func.func @ptr_to_si8(%p: !tile.ptr<si8>) {
 func.func @ptr_to_ui32(%p: !tile.ptr<ui32>) {
   return
 }
+
+// -----
+
+// Scalars are plain types: a rank-0 tensor is not a tile.
+func.func @expand_dims_of_rank0(%c: tensor<f32>) {
+  // expected-error @+1 {{operand #0 must be tile of values or pointers (static power-of-two extents)}}
+  %0 = tile.expand_dims %c {axis = 0 : i32} : tensor<f32> -> tensor<1xf32>
+  return
+}
