@@ -209,6 +209,10 @@ tensor minimum(operand a, operand b);
 tensor where(const tensor &cond, operand a, operand b);
 /// Convert the element type (same as x.to(t)).
 tensor cast(const tensor &x, DType t, Loc loc = Loc::current());
+/// Convert to the element type of a C++ type: tl::cast<bfloat16>(x).
+template <class T> tensor cast(const tensor &x, Loc loc = Loc::current()) {
+  return cast(x, dtype_of_v<T>, loc);
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions along `axis`; a 1-D tile reduces to a scalar.

@@ -15,10 +15,11 @@ namespace {
 LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
 
 template <class T> class Typed : public ::testing::Test {};
-using FloatTypes = ::testing::Types<float, bfloat16>;
+using FloatTypes = ::testing::Types<float, bfloat16, float16>;
 struct TypeNames {
   template <class T> static std::string GetName(int) {
-    return std::is_same_v<T, float> ? "f32" : "bf16";
+    if (std::is_same_v<T, float>) return "f32";
+    return std::is_same_v<T, bfloat16> ? "bf16" : "f16";
   }
 };
 TYPED_TEST_SUITE(Typed, FloatTypes, TypeNames);

@@ -166,7 +166,7 @@ void cast_kernel(tl::ptr<float> x, tl::ptr<int32_t> i, tl::ptr<bfloat16> b, tl::
   tl::tensor offs = tl::arange(0, 4);
   tl::tensor v = tl::load(x + offs);
   tl::store(i + offs, v.to(tl::i32));
-  tl::store(b + offs, v.to(tl::bf16));
+  tl::store(b + offs, tl::cast<bfloat16>(v));
   tl::store(m + offs, v.to(tl::i1));
   tl::store(w + offs, v.to(tl::i32).to(tl::i64) * 4000000000LL);
 }
