@@ -15,6 +15,13 @@ using namespace tegula::tile;
 #include "dialects/tile/TileOps.cpp.inc"
 
 namespace {
+/// A splat constant keeps its value under any shape change.
+OpFoldResult reshapedSplat(Attribute src, RankedTensorType type) {
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(src))
+    return SplatElementsAttr::get(type, splat.getSplatValue<Attribute>());
+  return {};
+}
+
 std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape))
@@ -75,9 +82,7 @@ LogicalResult BroadcastOp::verify() {
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   if (getSrc().getType() == getType())
     return getSrc();
-  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
-    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
-  return {};
+  return reshapedSplat(adaptor.getSrc(), getType());
 }
 
 namespace {
@@ -120,9 +125,7 @@ LogicalResult ExpandDimsOp::verify() {
 }
 
 OpFoldResult ExpandDimsOp::fold(FoldAdaptor adaptor) {
-  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
-    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
-  return {};
+  return reshapedSplat(adaptor.getSrc(), getType());
 }
 
 void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
@@ -147,9 +150,7 @@ LogicalResult ReshapeOp::verify() {
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getSrc().getType() == getType())
     return getSrc();
-  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
-    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
-  return {};
+  return reshapedSplat(adaptor.getSrc(), getType());
 }
 
 namespace {
@@ -199,9 +200,7 @@ LogicalResult TransOp::verify() {
 OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   if (llvm::equal(getOrder(), llvm::seq<int32_t>(0, getOrder().size())))
     return getSrc();
-  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
-    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
-  return {};
+  return reshapedSplat(adaptor.getSrc(), getType());
 }
 
 namespace {

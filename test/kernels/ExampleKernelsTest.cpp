@@ -14,7 +14,7 @@ namespace {
 
 LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
 
-template <class T> class Typed : public ::testing::Test {};
+template <class T> class ExampleKernel : public ::testing::Test {};
 using FloatTypes = ::testing::Types<float, bfloat16, float16>;
 struct TypeNames {
   template <class T> static std::string GetName(int) {
@@ -22,7 +22,7 @@ struct TypeNames {
     return std::is_same_v<T, bfloat16> ? "bf16" : "f16";
   }
 };
-TYPED_TEST_SUITE(Typed, FloatTypes, TypeNames);
+TYPED_TEST_SUITE(ExampleKernel, FloatTypes, TypeNames);
 
 //===----------------------------------------------------------------------===//
 // vector_add
@@ -47,7 +47,7 @@ TEST(ExampleKernels, VectorAddRaggedSizes) {
 // softmax
 //===----------------------------------------------------------------------===//
 
-TYPED_TEST(Typed, SoftmaxRows) {
+TYPED_TEST(ExampleKernel, SoftmaxRows) {
   using T = TypeParam;
   auto k = kernel("softmax", examples::softmax<T>, {"x", "out", "n_cols", "BLOCK"});
   for (int cols : {17, 1000, 1023, 1024, 1025}) {
@@ -73,7 +73,7 @@ TYPED_TEST(Typed, SoftmaxRows) {
 // layernorm
 //===----------------------------------------------------------------------===//
 
-TYPED_TEST(Typed, LayerNormForward) {
+TYPED_TEST(ExampleKernel, LayerNormForward) {
   using T = TypeParam;
   auto k = kernel("layernorm", examples::layernorm<T>,
                   {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
@@ -111,7 +111,7 @@ TYPED_TEST(Typed, LayerNormForward) {
 // GELU (tanh form)
 //===----------------------------------------------------------------------===//
 
-TYPED_TEST(Typed, GeluTanh) {
+TYPED_TEST(ExampleKernel, GeluTanh) {
   using T = TypeParam;
   auto k = kernel("gelu", examples::gelu<T>, {"x", "out", "n", "BLOCK"});
   for (int n : {1000, 1023, 1025}) {
@@ -132,7 +132,7 @@ TYPED_TEST(Typed, GeluTanh) {
 // matmul
 //===----------------------------------------------------------------------===//
 
-TYPED_TEST(Typed, MatmulDynamicK) {
+TYPED_TEST(ExampleKernel, MatmulDynamicK) {
   using T = TypeParam;
   auto k = kernel("matmul", examples::matmul<T>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
@@ -180,7 +180,7 @@ TEST(ExampleKernels, RowSumAtomicAdd) {
 // transpose
 //===----------------------------------------------------------------------===//
 
-TYPED_TEST(Typed, Transpose2D) {
+TYPED_TEST(ExampleKernel, Transpose2D) {
   using T = TypeParam;
   auto k = kernel("transpose", examples::transpose<T>, {"x", "out", "M", "N", "BM", "BN"});
   struct Shape { int M, N; };
