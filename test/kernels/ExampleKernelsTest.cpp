@@ -16,13 +16,7 @@ LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
 
 template <class T> class ExampleKernel : public ::testing::Test {};
 using FloatTypes = ::testing::Types<float, bfloat16, float16>;
-struct TypeNames {
-  template <class T> static std::string GetName(int) {
-    if (std::is_same_v<T, float>) return "f32";
-    return std::is_same_v<T, bfloat16> ? "bf16" : "f16";
-  }
-};
-TYPED_TEST_SUITE(ExampleKernel, FloatTypes, TypeNames);
+TYPED_TEST_SUITE(ExampleKernel, FloatTypes);
 
 //===----------------------------------------------------------------------===//
 // vector_add
