@@ -6,10 +6,14 @@
 
 namespace tegula {
 
-mlir::LogicalResult runTilePipeline(mlir::ModuleOp module) {
-  mlir::PassManager pm(module.getContext());
+void buildTilePipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+}
+
+mlir::LogicalResult runTilePipeline(mlir::ModuleOp module) {
+  mlir::PassManager pm(module.getContext());
+  buildTilePipeline(pm);
   return pm.run(module);
 }
 

@@ -4,7 +4,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
+namespace mlir {
+class OpPassManager;
+}
+
 namespace tegula {
+
+/// The tile-level pipeline, also registered in tegula-opt as
+/// `--tegula-tile-pipeline`.
+void buildTilePipeline(mlir::OpPassManager &pm);
 
 /// Tile-level clean-up after tracing: canonicalize (including the tile
 /// dialect's patterns) and CSE. The result is what the interpreter runs and

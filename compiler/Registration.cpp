@@ -1,6 +1,7 @@
 //===- Registration.cpp - dialects and passes Tegula uses -----------------===//
 #include "compiler/Registration.h"
 
+#include "compiler/Pipeline.h"
 #include "dialects/tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -8,6 +9,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace tegula {
@@ -22,6 +24,10 @@ void registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
+  mlir::PassPipelineRegistration<>(
+      "tegula-tile-pipeline",
+      "What a traced kernel goes through before the interpreter or GPU lowering",
+      [](mlir::OpPassManager &pm) { buildTilePipeline(pm); });
 }
 
 } // namespace tegula
