@@ -19,3 +19,11 @@ llvm_tools = lit_config.params.get("llvm_tools_dir", "/usr/lib/llvm-22/bin")
 # tegula-opt from the build; FileCheck and not from LLVM's tools.
 config.environment["PATH"] = os.pathsep.join(
     [bin_dir, llvm_tools, config.environment.get("PATH", "")])
+
+# Tests that run ptxas need the CUDA toolkit.
+import shutil
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if shutil.which("ptxas") or os.access(os.path.join(cuda_home, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+else:
+    lit_config.note("ptxas not found: tests that REQUIRE ptxas are reported UNSUPPORTED")

@@ -1,0 +1,74 @@
+//===- tegulac.cpp - compile lowered kernels to PTX and cubin ------------===//
+//
+//   tegulac kernel.mlir --chip=sm_90a -o kernel.ptx        # PTX
+//   tegulac kernel.mlir --chip=sm_80 --cubin -o k.cubin     # + ptxas, report
+//
+// Input: a module of per-thread code in the LLVM dialect with NVVM ops (what
+// the lowering produces). Prints each kernel's registers, shared memory and
+// spills when assembling.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Registration.h"
+#include "compiler/backend/PtxBackend.h"
+#include "tegula/error.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
+static cl::opt<std::string> outputFile("o", cl::desc("output file (default: stdout for PTX)"),
+                                       cl::init("-"));
+static cl::opt<std::string> chip("chip", cl::desc("target GPU: sm_80 or sm_90a"),
+                                 cl::init("sm_80"));
+static cl::opt<std::string> features("features", cl::desc("PTX ISA feature, e.g. +ptx80"),
+                                     cl::init("+ptx80"));
+static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(3));
+static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "Tegula kernel compiler\n");
+  mlir::DialectRegistry registry;
+  tegula::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  llvm::SourceMgr sources;
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(inputFile, sources, &ctx);
+  if (!module)
+    return 1; // the parser printed the error
+  try {
+    tegula::backend::Target target{chip, features, optLevel};
+    std::string ptx = tegula::backend::translateToPtx(*module, target);
+    if (!cubin) {
+      if (outputFile == "-") {
+        llvm::outs() << ptx;
+      } else {
+        std::ofstream(outputFile) << ptx;
+      }
+      return 0;
+    }
+    auto bin = tegula::backend::assemble(ptx, target);
+    if (outputFile != "-")
+      std::ofstream(outputFile, std::ios::binary).write(bin.data.data(), std::streamsize(bin.data.size()));
+    fmt::print("{:<24} {:>9} {:>10} {:>8} {:>12}\n", "kernel", "registers", "shared (B)",
+               "barriers", "spills (B)");
+    for (const auto &k : bin.kernels)
+      fmt::print("{:<24} {:>9} {:>10} {:>8} {:>12}\n", k.kernel, k.registers, k.sharedBytes,
+                 k.barriers, k.spillStoreBytes + k.spillLoadBytes);
+    return 0;
+  } catch (const tegula::Error &e) {
+    llvm::errs() << "tegulac: error: " << e.what() << "\n";
+    return 1;
+  }
+}
