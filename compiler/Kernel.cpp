@@ -96,6 +96,13 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
       if (is_int(p.dtype) && a.kind() == Arg::Kind::Float)
         throw Error(fmt::format("{} expects an integer ({}), got a floating-point number",
                                 which, dtype_name(p.dtype)));
+      if (is_int(p.dtype) && p.dtype != DType::i1 && p.dtype != DType::i64) {
+        int bits = int(dtype_size(p.dtype)) * 8;
+        int64_t v = a.as_int(), lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
+        if (v < lo || v > hi)
+          throw Error(fmt::format("{} is {}, which does not fit in {} [{}, {}]", which, v,
+                                  dtype_name(p.dtype), lo, hi));
+      }
       break;
     }
   }

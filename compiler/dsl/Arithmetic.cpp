@@ -21,12 +21,6 @@ namespace {
 
 bool isPtr(Type elem) { return isa<tile::PtrType>(elem); }
 
-std::string typeName(Type elem) {
-  if (auto p = dyn_cast<tile::PtrType>(elem))
-    return fmt::format("pointer to {}", dtype_name(toDType(p.getPointeeType())));
-  return std::string(dtype_name(toDType(elem)));
-}
-
 /// Usual arithmetic conversions between two element types.
 Type promote(Builder &b, Type x, Type y) {
   if (x == y)
@@ -44,34 +38,26 @@ Type promote(Builder &b, Type x, Type y) {
   return x.getIntOrFloatBitWidth() >= y.getIntOrFloatBitWidth() ? x : y;
 }
 
-/// The element type a literal takes next to a tile of element type `other`.
+bool fitsIn(int64_t v, unsigned width) {
+  return width >= 64 || (v >= -(int64_t(1) << (width - 1)) && v < (int64_t(1) << (width - 1)));
+}
+
+/// The element type a literal takes next to a tile of element type `other`:
+/// the tile's type when the literal fits (Triton's "weak" scalars), else the
+/// smallest of i32/i64 that holds it, which then promotes the tile.
 Type literalType(Builder &b, const operand &lit, Type other) {
+  Type intType = fitsIn(lit.i, 32) ? b.getI32Type() : b.getI64Type();
   if (isPtr(other))
-    return b.getI32Type();
+    return intType;
   if (isa<FloatType>(other))
     return other;
   if (lit.kind == operand::Kind::Float)
     return b.getF32Type();
-  if (lit.kind == operand::Kind::Int && other.isInteger(1))
-    return b.getI32Type();
+  if (lit.kind == operand::Kind::Bool)
+    return other;
+  if (other.isInteger(1) || !fitsIn(lit.i, other.getIntOrFloatBitWidth()))
+    return intType.getIntOrFloatBitWidth() > other.getIntOrFloatBitWidth() ? intType : other;
   return other;
-}
-
-std::vector<int64_t> broadcastShapes(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
-                                     const std::source_location &loc,
-                                     llvm::StringRef what) {
-  size_t rank = std::max(x.size(), y.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t dx = i < rank - x.size() ? 1 : x[i - (rank - x.size())];
-    int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
-    if (dx != dy && dx != 1 && dy != 1)
-      fail(loc, fmt::format("shapes {} and {} are not compatible in {}: dimension "
-                            "{} is {} vs {}",
-                            shapeString(x), shapeString(y), what.str(), i, dx, dy));
-    out[i] = dx == 1 ? dy : dx;
-  }
-  return out;
 }
 
 struct Operands {
@@ -101,10 +87,10 @@ Operands prepare(TraceState &ts, const operand &x, const operand &y, llvm::Strin
   if (isPtr(ex) || isPtr(ey)) {
     if (!allowPtr || (isPtr(ex) && isPtr(ey)))
       fail(loc, fmt::format("{} is not defined for {} and {}", what.str(),
-                            typeName(ex), typeName(ey)));
+                            describeType(ex), describeType(ey)));
     Type other = isPtr(ex) ? ey : ex;
     if (!isa<IntegerType>(other) || other.isInteger(1))
-      fail(loc, fmt::format("pointer offsets must be integers, got {}", typeName(other)));
+      fail(loc, fmt::format("pointer offsets must be integers, got {}", describeType(other)));
     out.elem = isPtr(ex) ? ex : ey;
     if (!tx) vx = materializeLiteral(ts, x, ex, l);
     if (!ty) vy = materializeLiteral(ts, y, ey, l);
@@ -113,7 +99,7 @@ Operands prepare(TraceState &ts, const operand &x, const operand &y, llvm::Strin
     vx = tx ? castTo(ts, vx, out.elem, l) : materializeLiteral(ts, x, out.elem, l);
     vy = ty ? castTo(ts, vy, out.elem, l) : materializeLiteral(ts, y, out.elem, l);
   }
-  out.shape = broadcastShapes(shapeOf(vx), shapeOf(vy), loc, what);
+  out.shape = commonShape(shapeOf(vx), shapeOf(vy), loc, what);
   out.a = broadcastTo(ts, vx, out.shape, loc, what);
   out.b = broadcastTo(ts, vy, out.shape, loc, what);
   return out;
@@ -127,15 +113,25 @@ tensor arith2(const operand &x, const operand &y, llvm::StringRef what) {
   if (isa<FloatType>(o.elem)) {
     if constexpr (std::is_void_v<FloatOp>)
       fail(x.loc, fmt::format("{} needs integer operands, got {}", what.str(),
-                              typeName(o.elem)));
+                              describeType(o.elem)));
     else
       return wrap(FloatOp::create(ts.builder, l, o.a, o.b));
   }
   if constexpr (std::is_void_v<IntOp>)
     fail(x.loc, fmt::format("{} needs floating-point operands, got {}", what.str(),
-                            typeName(o.elem)));
+                            describeType(o.elem)));
   else
     return wrap(IntOp::create(ts.builder, l, o.a, o.b));
+}
+
+arith::CmpIPredicate unsignedPredicate(arith::CmpIPredicate p) {
+  switch (p) {
+  case arith::CmpIPredicate::slt: return arith::CmpIPredicate::ult;
+  case arith::CmpIPredicate::sle: return arith::CmpIPredicate::ule;
+  case arith::CmpIPredicate::sgt: return arith::CmpIPredicate::ugt;
+  case arith::CmpIPredicate::sge: return arith::CmpIPredicate::uge;
+  default: return p;
+  }
 }
 
 tensor compare(const operand &x, const operand &y, arith::CmpIPredicate ip,
@@ -145,6 +141,8 @@ tensor compare(const operand &x, const operand &y, arith::CmpIPredicate ip,
   Location l = toLoc(ts.ctx, x.loc);
   if (isa<FloatType>(o.elem))
     return wrap(arith::CmpFOp::create(ts.builder, l, fp, o.a, o.b));
+  if (o.elem.isInteger(1)) // booleans order false < true: compare unsigned
+    ip = unsignedPredicate(ip);
   return wrap(arith::CmpIOp::create(ts.builder, l, ip, o.a, o.b));
 }
 
@@ -169,7 +167,7 @@ Value floatOperand(TraceState &ts, const tensor &x, const std::source_location &
   if (!isa<FloatType>(elementOf(v)))
     fail(loc, fmt::format("tl::{} needs a floating-point tile, got {}; convert it "
                           "with .to(tl::f32)",
-                          fn.str(), typeName(elementOf(v))));
+                          fn.str(), describeType(elementOf(v))));
   return v;
 }
 
@@ -190,20 +188,18 @@ using namespace tegula::dsl;
 // tensor
 //===----------------------------------------------------------------------===//
 
-DType tensor::dtype() const {
-  return toDType(elementOf(unwrap(*this, Loc::current())));
+DType tensor::dtype(Loc loc) const { return toDType(elementOf(unwrap(*this, loc))); }
+bool tensor::is_pointer(Loc loc) const {
+  return isa<tile::PtrType>(elementOf(unwrap(*this, loc)));
 }
-bool tensor::is_pointer() const {
-  return isa<tile::PtrType>(elementOf(unwrap(*this, Loc::current())));
-}
-Shape tensor::shape() const {
-  auto s = shapeOf(unwrap(*this, Loc::current()));
+Shape tensor::shape(Loc loc) const {
+  auto s = shapeOf(unwrap(*this, loc));
   return Shape(s.begin(), s.end());
 }
-std::string tensor::type_str() const {
+std::string tensor::type_str(Loc loc) const {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << unwrap(*this, Loc::current()).getType();
+  os << unwrap(*this, loc).getType();
   return s;
 }
 
@@ -214,10 +210,11 @@ tensor tensor::expand_dims(int axis, Loc loc) const {
   Value v = unwrap(*this, loc);
   auto shape = shapeOf(v);
   int rank = int(shape.size());
+  int given = axis;
   if (axis < 0)
     axis += rank + 1;
   if (axis < 0 || axis > rank)
-    fail(loc, fmt::format("expand_dims axis {} is out of range for a {} tile", axis,
+    fail(loc, fmt::format("expand_dims axis {} is out of range for a {} value", given,
                           shapeString(shape)));
   if (rank == 0)
     return wrap(tile::SplatOp::create(ts.builder, toLoc(ts.ctx, loc),
@@ -237,14 +234,13 @@ tensor tensor::broadcast_to(const Shape &shape, Loc loc) const {
 tensor tensor::reshape(const Shape &shape, Loc loc) const {
   TraceState &ts = current(loc);
   Value v = unwrap(*this, loc);
+  if (shape.empty())
+    fail(loc, "reshape needs at least one dimension (tiles cannot become scalars; "
+              "reduce with tl::sum/max instead)");
+  checkTileShape(shape, loc, "reshape");
   int64_t have = 1, want = 1;
   for (int64_t d : shapeOf(v)) have *= d;
-  for (int64_t d : shape) {
-    if (d <= 0 || !std::has_single_bit(uint64_t(d)))
-      fail(loc, fmt::format("tile extents must be positive powers of two, got {}",
-                            shapeString(shape)));
-    want *= d;
-  }
+  for (int64_t d : shape) want *= d;
   if (have != want)
     fail(loc, fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
                           shapeString(shapeOf(v)), have, shapeString(shape), want));
@@ -267,11 +263,16 @@ tensor tensor::permute(const std::vector<int> &order, Loc loc) const {
   TraceState &ts = current(loc);
   Value v = unwrap(*this, loc);
   auto shape = shapeOf(v);
+  if (shape.empty())
+    fail(loc, "permute needs a tile, got a scalar");
   std::vector<bool> seen(shape.size(), false);
   SmallVector<int64_t> out;
   SmallVector<int32_t> ord;
+  if (order.size() != shape.size())
+    fail(loc, fmt::format("permute order has {} entries, the tile {} has rank {}",
+                          order.size(), shapeString(shape), shape.size()));
   for (int d : order) {
-    if (d < 0 || d >= int(shape.size()) || seen[d] || order.size() != shape.size())
+    if (d < 0 || d >= int(shape.size()) || seen[size_t(d)])
       fail(loc, fmt::format("permute order must be a permutation of 0..{} for a {} tile",
                             shape.size() - 1, shapeString(shape)));
     seen[d] = true;
@@ -304,13 +305,15 @@ tensor num_programs(int axis, Loc loc) {
 
 tensor arange(int start, int end, Loc loc) {
   TraceState &ts = current(loc);
-  if (end <= start)
+  int64_t n = int64_t(end) - int64_t(start);
+  if (n <= 0)
     fail(loc, fmt::format("arange({}, {}) is empty", start, end));
-  if (!std::has_single_bit(unsigned(end - start)))
+  if (!std::has_single_bit(uint64_t(n)))
     fail(loc, fmt::format("arange({}, {}) has {} elements; tile extents must be powers "
                           "of two (round up and mask the tail)",
-                          start, end, end - start));
-  auto type = RankedTensorType::get({end - start}, ts.builder.getI32Type());
+                          start, end, n));
+  checkTileShape({n}, loc, "arange");
+  auto type = RankedTensorType::get({n}, ts.builder.getI32Type());
   return wrap(tile::MakeRangeOp::create(ts.builder, toLoc(ts.ctx, loc), type, start, end));
 }
 
@@ -323,14 +326,15 @@ tensor scalar_const(operand value, DType dtype, Loc loc) {
 
 tensor full(const Shape &shape, operand value, DType dtype, Loc loc) {
   TraceState &ts = current(loc);
-  for (int64_t d : shape)
-    if (d <= 0 || !std::has_single_bit(uint64_t(d)))
-      fail(loc, fmt::format("tile extents must be positive powers of two, got {}",
-                            shapeString(shape)));
+  if (shape.empty()) // a rank-0 "tile" is a scalar
+    return scalar_const(value, dtype, loc);
+  checkTileShape(shape, loc, "tl::full");
   Type elem = toMlirType(ts.ctx, dtype);
   Location l = toLoc(ts.ctx, loc);
   if (value.kind == operand::Kind::Tensor) {
-    Value v = castTo(ts, unwrap(value.t, loc), elem, l);
+    Value raw = unwrap(value.t, loc);
+    requireNumber(raw, loc, "the tl::full value");
+    Value v = castTo(ts, raw, elem, l);
     if (!shapeOf(v).empty())
       fail(loc, "tl::full needs a scalar value");
     return wrap(broadcastTo(ts, v, shape, loc, "tl::full"));
@@ -345,6 +349,8 @@ tensor full(const Shape &shape, operand value, DType dtype, Loc loc) {
                                                      : int64_t(value.i)));
   if (isa<IntegerType>(elem) && value.kind == operand::Kind::Float)
     fail(loc, fmt::format("cannot fill a {} tile with {}", dtype_name(dtype), value.f));
+  if (isa<IntegerType>(elem))
+    checkLiteralFits(value, elem);
   return wrap(arith::ConstantOp::create(ts.builder, l, type,
                                         SplatElementsAttr::get(type, attr)));
 }
@@ -413,36 +419,34 @@ tensor operator!=(operand a, operand b) {
   return compare(a, b, arith::CmpIPredicate::ne, arith::CmpFPredicate::UNE, "operator!=");
 }
 
-tensor operator-(operand a) {
+tensor operator-(tile_operand a) {
   TraceState &ts = current(a.loc);
-  if (a.kind != operand::Kind::Tensor)
-    fail(a.loc, "unary minus needs a tile operand");
   Value v = unwrap(a.t, a.loc);
   Location l = toLoc(ts.ctx, a.loc);
   if (isa<FloatType>(elementOf(v)))
     return wrap(arith::NegFOp::create(ts.builder, l, v));
   if (isPtr(elementOf(v)))
     fail(a.loc, "cannot negate a pointer");
-  return operand(0, a.loc) - a;
+  return operand(0, a.loc) - operand(a.t, a.loc);
 }
 
-tensor operator!(operand a) {
-  TraceState &ts = current(a.loc);
-  if (a.kind != operand::Kind::Tensor)
-    fail(a.loc, "operator! needs a tile operand");
+tensor operator!(tile_operand a) {
+  current(a.loc);
   Value v = unwrap(a.t, a.loc);
   if (!elementOf(v).isInteger(1))
     fail(a.loc, fmt::format("operator! needs a boolean (i1) tile, got {}; compare "
                             "with 0 first",
-                            typeName(elementOf(v))));
-  (void)ts;
-  return a ^ operand(true, a.loc);
+                            describeType(elementOf(v))));
+  return operand(a.t, a.loc) ^ operand(true, a.loc);
 }
 
-tensor operator~(operand a) {
-  if (a.kind != operand::Kind::Tensor)
-    current(a.loc), fail(a.loc, "operator~ needs a tile operand");
-  return a ^ operand(-1, a.loc);
+tensor operator~(tile_operand a) {
+  current(a.loc);
+  Value v = unwrap(a.t, a.loc);
+  if (!isa<IntegerType>(elementOf(v)))
+    fail(a.loc, fmt::format("operator~ needs an integer tile, got {}",
+                            describeType(elementOf(v))));
+  return operand(a.t, a.loc) ^ operand(-1, a.loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -472,11 +476,24 @@ tensor abs(const tensor &x, Loc loc) {
   return wrap(math::AbsIOp::create(ts.builder, toLoc(ts.ctx, loc), v));
 }
 
+/// max/min: NaN-propagating for floats, unsigned for booleans (true > false).
+template <typename FOp, typename SIOp, typename UIOp>
+tensor extremum(const operand &a, const operand &b, llvm::StringRef what) {
+  TraceState &ts = current(a.loc);
+  Operands o = prepare(ts, a, b, what);
+  Location l = toLoc(ts.ctx, a.loc);
+  if (isa<FloatType>(o.elem))
+    return wrap(FOp::create(ts.builder, l, o.a, o.b));
+  if (o.elem.isInteger(1))
+    return wrap(UIOp::create(ts.builder, l, o.a, o.b));
+  return wrap(SIOp::create(ts.builder, l, o.a, o.b));
+}
+
 tensor maximum(operand a, operand b) {
-  return arith2<arith::MaxSIOp, arith::MaximumFOp>(a, b, "tl::maximum");
+  return extremum<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(a, b, "tl::maximum");
 }
 tensor minimum(operand a, operand b) {
-  return arith2<arith::MinSIOp, arith::MinimumFOp>(a, b, "tl::minimum");
+  return extremum<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(a, b, "tl::minimum");
 }
 
 tensor where(const tensor &cond, operand a, operand b) {
@@ -485,9 +502,16 @@ tensor where(const tensor &cond, operand a, operand b) {
   Value c = unwrap(cond, loc);
   if (!elementOf(c).isInteger(1))
     fail(loc, fmt::format("tl::where needs a boolean (i1) condition, got {}",
-                          typeName(elementOf(c))));
+                          describeType(elementOf(c))));
+  if (a.kind != operand::Kind::Tensor && b.kind != operand::Kind::Tensor) {
+    // Two literals: f32 if either is a float, else i32 (i1 for two bools).
+    DType t = a.kind == operand::Kind::Float || b.kind == operand::Kind::Float ? DType::f32
+              : a.kind == operand::Kind::Bool && b.kind == operand::Kind::Bool ? DType::i1
+                                                                              : DType::i32;
+    return where(cond, operand(scalar_const(a, t, a.loc), a.loc), b);
+  }
   Operands o = prepare(ts, a, b, "tl::where");
-  auto shape = broadcastShapes(shapeOf(c), o.shape, loc, "tl::where");
+  auto shape = commonShape(shapeOf(c), o.shape, loc, "tl::where");
   c = broadcastTo(ts, c, shape, loc, "tl::where");
   Value x = broadcastTo(ts, o.a, shape, loc, "tl::where");
   Value y = broadcastTo(ts, o.b, shape, loc, "tl::where");

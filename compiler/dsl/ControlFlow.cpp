@@ -60,6 +60,9 @@ range::range(operand lo, operand hi, operand step, std::vector<tensor *> carried
   for (Value v : {vlo, vhi, vstep})
     if (v && v.getType().getIntOrFloatBitWidth() > 32)
       type = ts.builder.getI64Type();
+  for (const operand *o : {&lo, &hi, &step})
+    if (o->kind == operand::Kind::Int && (o->i < INT32_MIN || o->i > INT32_MAX))
+      type = ts.builder.getI64Type();
   auto resolve = [&](Value v, const operand &o) {
     return v ? castTo(ts, v, type, l) : materializeLiteral(ts, o, type, l);
   };

@@ -17,7 +17,7 @@ struct Access {
   Value ptr, mask, value;
 };
 
-Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor &mask,
+Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor *mask,
                      const operand *value, const std::source_location &loc,
                      llvm::StringRef what) {
   Location l = toLoc(ts.ctx, loc);
@@ -25,23 +25,18 @@ Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor &mask,
   acc.ptr = unwrap(ptrs, loc);
   auto ptrType = dyn_cast<tile::PtrType>(elementOf(acc.ptr));
   if (!ptrType)
-    fail(loc, fmt::format("{} needs a pointer or a tile of pointers, got a {} of {}",
-                          what.str(), shapeString(shapeOf(acc.ptr)),
-                          dtype_name(toDType(elementOf(acc.ptr)))));
+    fail(loc, fmt::format("{} needs a pointer or a tile of pointers, got {} of {}",
+                          what.str(), shapeOf(acc.ptr).empty() ? "a scalar" : "a " + shapeString(shapeOf(acc.ptr)),
+                          describeType(elementOf(acc.ptr))));
   std::vector<int64_t> shape(shapeOf(acc.ptr).begin(), shapeOf(acc.ptr).end());
-  if (mask.impl()) {
-    acc.mask = unwrap(mask, loc);
+  if (mask) {
+    acc.mask = unwrap(*mask, loc); // an empty tensor is an error, not "no mask"
     if (!elementOf(acc.mask).isInteger(1))
       fail(loc, fmt::format("{} mask must be boolean (i1), got {}", what.str(),
-                            dtype_name(toDType(elementOf(acc.mask)))));
-    auto ms = shapeOf(acc.mask);
-    if (ms.size() > shape.size() ||
-        (ms.size() == shape.size() && ms != llvm::ArrayRef<int64_t>(shape))) {
-      // The pointers may need broadcasting to the mask's shape.
-      std::vector<int64_t> big(ms.begin(), ms.end());
-      acc.ptr = broadcastTo(ts, acc.ptr, big, loc, what);
-      shape = big;
-    }
+                            describeType(elementOf(acc.mask))));
+    // Pointers and mask broadcast to their common shape.
+    shape = commonShape(shape, shapeOf(acc.mask), loc, what);
+    acc.ptr = broadcastTo(ts, acc.ptr, shape, loc, what);
     acc.mask = broadcastTo(ts, acc.mask, shape, loc, what);
   }
   if (value) {
@@ -51,9 +46,12 @@ Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor &mask,
       if (isa<tile::PtrType>(elementOf(v)))
         fail(loc, fmt::format("{} cannot write pointers to memory", what.str()));
       auto vs = shapeOf(v);
-      if (vs.size() > shape.size() || (vs.size() == shape.size() &&
-                                       vs != llvm::ArrayRef<int64_t>(shape) &&
-                                       !llvm::is_contained(vs, 1)))
+      bool fits = vs.size() <= shape.size();
+      for (size_t i = 0; fits && i < vs.size(); ++i) {
+        int64_t want = shape[shape.size() - vs.size() + i];
+        fits = vs[i] == 1 || vs[i] == want;
+      }
+      if (!fits)
         fail(loc, fmt::format("{}: value shape {} does not match pointer shape {}",
                               what.str(), shapeString(vs), shapeString(shape)));
       acc.value = broadcastTo(ts, castTo(ts, v, pointee, l), shape, loc, what);
@@ -97,10 +95,11 @@ int normalizeAxis(int axis, Value v, const std::source_location &loc, llvm::Stri
   int rank = int(shapeOf(v).size());
   if (rank == 0)
     fail(loc, fmt::format("tl::{} needs a tile, got a scalar", fn.str()));
+  int given = axis;
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis >= rank)
-    fail(loc, fmt::format("tl::{} axis {} is out of range for a {} tile", fn.str(), axis,
+    fail(loc, fmt::format("tl::{} axis {} is out of range for a {} tile", fn.str(), given,
                           shapeString(shapeOf(v))));
   return axis;
 }
@@ -115,9 +114,13 @@ tensor reduceSimple(const tensor &x, int axis, Reduction kind, const std::source
   Type elem = elementOf(v);
   if (isa<tile::PtrType>(elem))
     fail(loc, fmt::format("tl::{} is not defined for pointers", fn.str()));
-  if (elem.isInteger(1) && kind == Reduction::Sum) // count, not xor
+  // Sums accumulate small types in 32 bits: counting booleans, adding bytes,
+  // and bf16/f16 sums that would otherwise lose all precision.
+  if (kind == Reduction::Sum && isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
     v = castTo(ts, v, ts.builder.getI32Type(), toLoc(ts.ctx, loc)), elem = elementOf(v);
-  bool isF = isa<FloatType>(elem);
+  if (kind == Reduction::Sum && (elem.isBF16() || elem.isF16()))
+    v = castTo(ts, v, ts.builder.getF32Type(), toLoc(ts.ctx, loc)), elem = elementOf(v);
+  bool isF = isa<FloatType>(elem), isBool = elem.isInteger(1);
   auto results = buildReduce(
       ts, v, axis, loc,
       [&](OpBuilder &b, Location l, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
@@ -127,11 +130,17 @@ tensor reduceSimple(const tensor &x, int axis, Reduction kind, const std::source
           return {isF ? Value(arith::AddFOp::create(b, l, a, c))
                       : Value(arith::AddIOp::create(b, l, a, c))};
         case Reduction::Max:
-          return {isF ? Value(arith::MaximumFOp::create(b, l, a, c))
-                      : Value(arith::MaxSIOp::create(b, l, a, c))};
+          if (isF)
+            return {arith::MaximumFOp::create(b, l, a, c)};
+          if (isBool) // "any"
+            return {arith::MaxUIOp::create(b, l, a, c)};
+          return {arith::MaxSIOp::create(b, l, a, c)};
         case Reduction::Min:
-          return {isF ? Value(arith::MinimumFOp::create(b, l, a, c))
-                      : Value(arith::MinSIOp::create(b, l, a, c))};
+          if (isF)
+            return {arith::MinimumFOp::create(b, l, a, c)};
+          if (isBool) // "all"
+            return {arith::MinUIOp::create(b, l, a, c)};
+          return {arith::MinSIOp::create(b, l, a, c)};
         }
         llvm_unreachable("reduction kind");
       });
@@ -208,7 +217,7 @@ using namespace tegula::dsl;
 // Memory
 //===----------------------------------------------------------------------===//
 
-static tensor loadImpl(const tensor &ptrs, const tensor &mask, const operand *other,
+static tensor loadImpl(const tensor &ptrs, const tensor *mask, const operand *other,
                        const Loc &loc) {
   TraceState &ts = current(loc);
   Access a = prepareAccess(ts, ptrs, mask, nullptr, loc, "tl::load");
@@ -219,8 +228,11 @@ static tensor loadImpl(const tensor &ptrs, const tensor &mask, const operand *ot
     Type pointee = elementOf(Value(a.ptr));
     pointee = cast<tile::PtrType>(pointee).getPointeeType();
     std::vector<int64_t> shape(shapeOf(a.ptr).begin(), shapeOf(a.ptr).end());
-    if (other->kind == operand::Kind::Tensor)
-      otherV = castTo(ts, unwrap(other->t, loc), pointee, l);
+    if (other->kind == operand::Kind::Tensor) {
+      otherV = unwrap(other->t, loc);
+      requireNumber(otherV, loc, "the 'other' value of tl::load");
+      otherV = castTo(ts, otherV, pointee, l);
+    }
     else
       otherV = materializeLiteral(ts, *other, pointee, l);
     otherV = broadcastTo(ts, otherV, shape, loc, "tl::load other");
@@ -229,27 +241,39 @@ static tensor loadImpl(const tensor &ptrs, const tensor &mask, const operand *ot
   return wrap(tile::LoadOp::create(ts.builder, l, a.ptr, a.mask, otherV));
 }
 
-tensor load(const tensor &ptrs, Loc loc) { return loadImpl(ptrs, tensor(), nullptr, loc); }
+tensor load(const tensor &ptrs, Loc loc) { return loadImpl(ptrs, nullptr, nullptr, loc); }
 tensor load(const tensor &ptrs, const tensor &mask, Loc loc) {
-  return loadImpl(ptrs, mask, nullptr, loc);
+  return loadImpl(ptrs, &mask, nullptr, loc);
 }
 tensor load(const tensor &ptrs, const tensor &mask, operand other) {
-  return loadImpl(ptrs, mask, &other, other.loc);
+  return loadImpl(ptrs, &mask, &other, other.loc);
 }
 
-static void storeImpl(const tensor &ptrs, const operand &value, const tensor &mask) {
+static void storeImpl(const tensor &ptrs, const operand &value, const tensor *mask) {
   TraceState &ts = current(value.loc);
   Access a = prepareAccess(ts, ptrs, mask, &value, value.loc, "tl::store");
   tile::StoreOp::create(ts.builder, toLoc(ts.ctx, value.loc), a.ptr, a.value, a.mask);
 }
 
-void store(const tensor &ptrs, operand value) { storeImpl(ptrs, value, tensor()); }
+void store(const tensor &ptrs, operand value) { storeImpl(ptrs, value, nullptr); }
 void store(const tensor &ptrs, operand value, const tensor &mask) {
-  storeImpl(ptrs, value, mask);
+  storeImpl(ptrs, value, &mask);
 }
 
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask,
-                  Loc loc) {
+/// Atomics exist for i32/i64 integers and f16..f64 floats on the GPU.
+static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &loc) {
+  if (isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
+    fail(loc, fmt::format("atomics on {} memory are not supported; use i32 or i64",
+                          describeType(elem)));
+  if (isa<FloatType>(elem) && (kind == tile::AtomicRMWKind::And ||
+                               kind == tile::AtomicRMWKind::Or ||
+                               kind == tile::AtomicRMWKind::Xor))
+    fail(loc, fmt::format("bitwise atomics need integer memory, got {}", describeType(elem)));
+}
+
+static tensor atomicImpl(atomic_op op, const tensor &ptrs, const operand &value,
+                         const tensor *mask) {
+  const Loc &loc = value.loc;
   TraceState &ts = current(loc);
   Access a = prepareAccess(ts, ptrs, mask, &value, loc, "atomic");
   tile::AtomicRMWKind kind = tile::AtomicRMWKind::Add;
@@ -262,25 +286,27 @@ tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor 
   case atomic_op::or_: kind = tile::AtomicRMWKind::Or; break;
   case atomic_op::xor_: kind = tile::AtomicRMWKind::Xor; break;
   }
-  Type elem = elementOf(a.value);
-  if (isa<FloatType>(elem) && (kind == tile::AtomicRMWKind::And ||
-                               kind == tile::AtomicRMWKind::Or ||
-                               kind == tile::AtomicRMWKind::Xor))
-    fail(loc, "bitwise atomics need integer pointers");
-  if (elem.isInteger(1))
-    fail(loc, "atomics on i1 (bool) memory are not supported; use i32");
+  checkAtomicElement(elementOf(a.value), kind, loc);
   return wrap(tile::AtomicRMWOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
                                         kind, a.ptr, a.value, a.mask));
+}
+
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value) {
+  return atomicImpl(op, ptrs, value, nullptr);
+}
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask) {
+  return atomicImpl(op, ptrs, value, &mask);
 }
 
 tensor atomic_cas(const tensor &ptrs, operand cmp, operand value) {
   const Loc &loc = cmp.loc;
   TraceState &ts = current(loc);
-  Access a = prepareAccess(ts, ptrs, tensor(), &value, loc, "tl::atomic_cas");
-  Access c = prepareAccess(ts, ptrs, tensor(), &cmp, loc, "tl::atomic_cas");
+  Access a = prepareAccess(ts, ptrs, nullptr, &value, loc, "tl::atomic_cas");
+  Access c = prepareAccess(ts, ptrs, nullptr, &cmp, loc, "tl::atomic_cas");
   unsigned width = elementOf(a.value).getIntOrFloatBitWidth();
   if (width != 32 && width != 64 && width != 16)
-    fail(loc, "tl::atomic_cas needs 16-, 32- or 64-bit elements");
+    fail(loc, fmt::format("tl::atomic_cas needs 16-, 32- or 64-bit elements, got {}",
+                          describeType(elementOf(a.value))));
   return wrap(tile::AtomicCASOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
                                         a.ptr, c.value, a.value));
 }
@@ -320,12 +346,18 @@ tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc
     fail(loc, fmt::format("tl::dot accumulator must be [{}, {}], got {}", sa[0], sb[1],
                           shapeString(sc)));
   Type ea = elementOf(va), eb = elementOf(vb), ec = elementOf(vc);
+  for (Type t : {ea, eb, ec})
+    if (isa<tile::PtrType>(t))
+      fail(loc, fmt::format("tl::dot operands must be numbers, got {}", describeType(t)));
   if (ea != eb)
     fail(loc, fmt::format("tl::dot operands must have the same element type, got {} and "
                           "{}; convert one with .to()",
                           dtype_name(toDType(ea)), dtype_name(toDType(eb))));
   if (isa<FloatType>(ea) && !ec.isF32() && ec != ea)
     fail(loc, fmt::format("tl::dot accumulator must be f32, got {}", dtype_name(toDType(ec))));
+  if (ea.isInteger(8) && !ec.isInteger(32))
+    fail(loc, fmt::format("tl::dot of i8 operands accumulates in i32, got {}",
+                          dtype_name(toDType(ec))));
   if (!isa<FloatType>(ea) && !ea.isInteger(8))
     fail(loc, fmt::format("tl::dot operands must be floating-point or i8, got {}",
                           dtype_name(toDType(ea))));

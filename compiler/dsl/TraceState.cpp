@@ -2,6 +2,7 @@
 #include "compiler/dsl/TraceState.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <atomic>
@@ -60,16 +61,24 @@ void checkInScope(TraceState &ts, Value v, const std::source_location &loc) {
   Region *defRegion = v.getParentRegion();
   if (!defRegion || defRegion->isAncestor(block->getParent()))
     return;
-  // The value was made inside a loop body or branch that is now closed.
+  // The value was made inside a loop body or branch that is now closed:
+  // name the outermost closed construct (the one the user is now outside of).
   Operation *owner = defRegion->getParentOp();
-  std::string where = "a tl::range loop or tl::if_ branch";
+  while (owner->getParentRegion() &&
+         !owner->getParentRegion()->isAncestor(block->getParent()))
+    owner = owner->getParentOp();
+  std::string line;
   if (auto fileLoc = dyn_cast<FileLineColLoc>(owner->getLoc()))
-    where += fmt::format(" (started at line {})", fileLoc.getLine());
-  fail(loc, fmt::format(
-                "this value was computed inside {} and cannot be used after it; "
-                "list the variable as a carried value of tl::range, or return it "
-                "from the tl::if_ branches",
-                where));
+    line = fmt::format(" (line {})", fileLoc.getLine());
+  if (isa<scf::IfOp>(owner))
+    fail(loc, fmt::format("this value was computed inside a tl::if_ branch{} and cannot be "
+                          "used after it; return it from both branches: "
+                          "x = tl::if_(c, [&] {{ return ...; }}, [&] {{ return ...; }})",
+                          line));
+  fail(loc, fmt::format("this value was computed inside a tl::range loop body{} and cannot "
+                        "be used after it; list the variable as a carried value: "
+                        "tl::range(lo, hi, step, var)",
+                        line));
 }
 
 Type toMlirType(MLIRContext *ctx, DType t) {
@@ -126,6 +135,57 @@ Type withElement(Type like, Type elem) {
   return elem;
 }
 
+std::string describeType(Type elem) {
+  if (auto p = dyn_cast<tile::PtrType>(elem))
+    return fmt::format("pointer to {}", dtype_name(toDType(p.getPointeeType())));
+  return std::string(dtype_name(toDType(elem)));
+}
+
+std::vector<int64_t> commonShape(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
+                                 const std::source_location &loc, llvm::StringRef what) {
+  size_t rank = std::max(x.size(), y.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t dx = i < rank - x.size() ? 1 : x[i - (rank - x.size())];
+    int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
+    if (dx != dy && dx != 1 && dy != 1)
+      fail(loc, fmt::format("shapes {} and {} are not compatible in {}: dimension "
+                            "{} is {} vs {}",
+                            shapeString(x), shapeString(y), what.str(), i, dx, dy));
+    out[i] = dx == 1 ? dy : dx;
+  }
+  return out;
+}
+
+void checkTileShape(llvm::ArrayRef<int64_t> shape, const std::source_location &loc,
+                    llvm::StringRef what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
+      fail(loc, fmt::format("{}: tile extents must be positive powers of two, got {}",
+                            what.str(), shapeString(shape)));
+    n *= d;
+    if (n > kMaxTileElements)
+      fail(loc, fmt::format("{}: a tile of shape {} has more than {} elements; split the "
+                            "work over more programs",
+                            what.str(), shapeString(shape), kMaxTileElements));
+  }
+}
+
+void requireNumber(Value v, const std::source_location &loc, llvm::StringRef what) {
+  if (isa<tile::PtrType>(elementOf(v)))
+    fail(loc, fmt::format("{} must be a number, got a {}", what.str(),
+                          describeType(elementOf(v))));
+}
+
+void checkLiteralFits(const tl::operand &o, Type type) {
+  unsigned w = type.getIntOrFloatBitWidth();
+  int64_t v = o.i;
+  if (o.kind == tl::operand::Kind::Int && w > 1 && w < 64 &&
+      (v < -(int64_t(1) << (w - 1)) || v >= (int64_t(1) << (w - 1))))
+    fail(o.loc, fmt::format("the integer {} does not fit in {}", v, describeType(type)));
+}
+
 Value materializeLiteral(TraceState &ts, const tl::operand &o, Type type, Location loc) {
   OpBuilder &b = ts.builder;
   if (auto ft = dyn_cast<FloatType>(type)) {
@@ -136,9 +196,8 @@ Value materializeLiteral(TraceState &ts, const tl::operand &o, Type type, Locati
   if (o.kind == tl::operand::Kind::Float)
     fail(o.loc, fmt::format("cannot use the floating-point literal {} as {}", o.f,
                             dtype_name(toDType(type))));
-  int64_t v = o.i;
-  if (it.getWidth() == 1)
-    v = v != 0;
+  checkLiteralFits(o, type);
+  int64_t v = it.getWidth() == 1 ? o.i != 0 : o.i;
   return arith::ConstantOp::create(b, loc, it, b.getIntegerAttr(it, v));
 }
 
@@ -153,6 +212,7 @@ Value broadcastTo(TraceState &ts, Value v, llvm::ArrayRef<int64_t> shape,
   auto target = RankedTensorType::get(shape, elem);
   if (src.empty())
     return tile::SplatOp::create(b, l, target, v);
+  checkTileShape(shape, loc, what);
   if (src.size() > shape.size())
     fail(loc, fmt::format("cannot broadcast shape {} to {} in {}", shapeString(src),
                           shapeString(shape), what.str()));
@@ -179,6 +239,8 @@ Value castTo(TraceState &ts, Value v, Type elem, Location loc) {
   Type from = elementOf(v);
   if (from == elem)
     return v;
+  if (isa<tile::PtrType>(from) || isa<tile::PtrType>(elem))
+    throw Error("internal error: castTo called with a pointer type");
   Type to = withElement(v.getType(), elem);
   auto zeroLike = [&](Type e) -> Value {
     TypedAttr attr = isa<FloatType>(e) ? TypedAttr(b.getFloatAttr(e, 0.0))

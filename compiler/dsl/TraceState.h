@@ -48,7 +48,23 @@ mlir::Type toMlirType(mlir::MLIRContext *ctx, DType t);
 DType toDType(mlir::Type elem);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
-/// Build `value` (an int/float/bool literal operand) as a scalar of `type`.
+/// "f32", "pointer to bf16": an element type as users know it.
+std::string describeType(mlir::Type elem);
+/// NumPy broadcast of two shapes; fails naming `what` when incompatible.
+std::vector<int64_t> commonShape(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> y,
+                                 const std::source_location &loc, llvm::StringRef what);
+/// Tiles have positive power-of-two extents and at most kMaxTileElements.
+void checkTileShape(llvm::ArrayRef<int64_t> shape, const std::source_location &loc,
+                    llvm::StringRef what);
+constexpr int64_t kMaxTileElements = int64_t(1) << 20;
+/// Fails unless `v` is a number (not a pointer); `what` names the argument.
+void requireNumber(mlir::Value v, const std::source_location &loc, llvm::StringRef what);
+
+/// Fails (at the literal's location) when an integer literal does not fit
+/// the integer type `type`.
+void checkLiteralFits(const tl::operand &o, mlir::Type type);
+/// Build `value` (an int/float/bool literal operand) as a scalar of `type`;
+/// fails when an integer literal does not fit the type.
 mlir::Value materializeLiteral(TraceState &ts, const tl::operand &o, mlir::Type type,
                                mlir::Location loc);
 /// Splat / expand / broadcast `v` to `shape` following NumPy rules; fails

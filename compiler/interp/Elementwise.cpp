@@ -10,6 +10,8 @@
 
 #include <cmath>
 
+#include "llvm/ADT/APFloat.h"
+
 using namespace mlir;
 
 namespace tegula::interp {
@@ -128,23 +130,47 @@ bool cmpI(arith::CmpIPredicate p, Type t, int64_t x, int64_t y) {
   return false;
 }
 
-double nanMax(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
-double nanMin(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
-
 } // namespace
 
-std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in,
-                                       const DivByZeroFn &divByZero) {
+double fmaximum(double x, double y) {
+  if (std::isnan(x) || std::isnan(y))
+    return NAN;
+  if (x == y) // +0 beats -0
+    return std::signbit(x) ? y : x;
+  return x > y ? x : y;
+}
+
+double fminimum(double x, double y) {
+  if (std::isnan(x) || std::isnan(y))
+    return NAN;
+  if (x == y) // -0 beats +0
+    return std::signbit(x) ? x : y;
+  return x < y ? x : y;
+}
+
+double intToFloat(int64_t v, bool isUnsigned, Type t) {
+  // One correct rounding straight to the target type (no double detour).
+  llvm::APFloat f(isa<FloatType>(t) ? cast<FloatType>(t).getFloatSemantics()
+                                    : llvm::APFloat::IEEEdouble());
+  f.convertFromAPInt(llvm::APInt(64, uint64_t(v), !isUnsigned), !isUnsigned,
+                     llvm::APFloat::rmNearestTiesToEven);
+  bool lost;
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return f.convertToDouble();
+}
+
+std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in) {
   Type resElem = op->getNumResults() ? tile::getElementTypeOrSelf(op->getResult(0).getType())
                                      : Type();
   auto a = [&]() -> const Tile & { return *in[0]; };
   auto b = [&]() -> const Tile & { return *in[1]; };
+  // A zero divisor gives what the GPU's div/rem give: all ones, and x.
   auto checkedDiv = [&](bool isRem) {
     return zipInt(a(), b(), [&](int64_t x, int64_t y) -> int64_t {
       if (y == 0)
-        divByZero(op);
+        return isRem ? x : -1;
       if (y == -1) // avoid INT_MIN / -1 overflow; wrapTo handles the width
-        return isRem ? 0 : -x;
+        return isRem ? 0 : int64_t(0 - uint64_t(x));
       return isRem ? x % y : x / y;
     });
   };
@@ -156,8 +182,8 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case([&](arith::MulFOp) { return zipFloat(a(), b(), std::multiplies<>()); })
       .Case([&](arith::DivFOp) { return zipFloat(a(), b(), std::divides<>()); })
       .Case([&](arith::RemFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmod(x, y); }); })
-      .Case([&](arith::MaximumFOp) { return zipFloat(a(), b(), nanMax); })
-      .Case([&](arith::MinimumFOp) { return zipFloat(a(), b(), nanMin); })
+      .Case([&](arith::MaximumFOp) { return zipFloat(a(), b(), fmaximum); })
+      .Case([&](arith::MinimumFOp) { return zipFloat(a(), b(), fminimum); })
       .Case([&](arith::MaxNumFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmax(x, y); }); })
       .Case([&](arith::MinNumFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmin(x, y); }); })
       .Case([&](arith::NegFOp) { return mapFloat(a(), resElem, std::negate<>()); })
@@ -170,15 +196,13 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case([&](arith::DivUIOp) {
         Type t = a().elem;
         return zipInt(a(), b(), [&](int64_t x, int64_t y) {
-          if (y == 0) divByZero(op);
-          return int64_t(unsignedOf(t, x) / unsignedOf(t, y));
+          return y == 0 ? int64_t(-1) : int64_t(unsignedOf(t, x) / unsignedOf(t, y));
         });
       })
       .Case([&](arith::RemUIOp) {
         Type t = a().elem;
         return zipInt(a(), b(), [&](int64_t x, int64_t y) {
-          if (y == 0) divByZero(op);
-          return int64_t(unsignedOf(t, x) % unsignedOf(t, y));
+          return y == 0 ? x : int64_t(unsignedOf(t, x) % unsignedOf(t, y));
         });
       })
       .Case([&](arith::AndIOp) { return zipInt(a(), b(), std::bit_and<>()); })
@@ -186,6 +210,14 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case([&](arith::XOrIOp) { return zipInt(a(), b(), std::bit_xor<>()); })
       .Case([&](arith::MaxSIOp) { return zipInt(a(), b(), [](int64_t x, int64_t y) { return std::max(x, y); }); })
       .Case([&](arith::MinSIOp) { return zipInt(a(), b(), [](int64_t x, int64_t y) { return std::min(x, y); }); })
+      .Case([&](arith::MaxUIOp) {
+        Type t = a().elem;
+        return zipInt(a(), b(), [t](int64_t x, int64_t y) { return unsignedOf(t, x) >= unsignedOf(t, y) ? x : y; });
+      })
+      .Case([&](arith::MinUIOp) {
+        Type t = a().elem;
+        return zipInt(a(), b(), [t](int64_t x, int64_t y) { return unsignedOf(t, x) <= unsignedOf(t, y) ? x : y; });
+      })
       .Case([&](arith::ShLIOp) {
         unsigned w = a().elem.getIntOrFloatBitWidth();
         return zipInt(a(), b(), [w](int64_t x, int64_t y) {
@@ -252,18 +284,25 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
         bool isUnsigned = isa<arith::UIToFPOp>(cvt.getOperation());
         auto r = makeTile(resElem, a().shape);
         for (size_t k = 0; k < r->f.size(); ++k)
-          r->f[k] = roundTo(resElem, isUnsigned ? double(unsignedOf(a().elem, a().i[k]))
-                                                : double(a().i[k]));
+          r->f[k] = intToFloat(isUnsigned ? int64_t(unsignedOf(a().elem, a().i[k])) : a().i[k],
+                               isUnsigned, resElem);
         return TileRef(r);
       })
       .Case<arith::FPToSIOp, arith::FPToUIOp>([&](auto) {
         // Out-of-range and NaN inputs saturate (PTX cvt.rzi semantics).
         auto r = makeTile(resElem, a().shape);
         unsigned w = resElem.getIntOrFloatBitWidth();
-        double lo = -std::ldexp(1.0, int(w) - 1), hi = std::ldexp(1.0, int(w) - 1) - 1;
+        if (w == 1) { // fptosi to i1: only 0 and -1 (true) are representable
+          for (size_t k = 0; k < r->i.size(); ++k)
+            r->i[k] = std::trunc(a().f[k]) != 0 && !std::isnan(a().f[k]);
+          return TileRef(r);
+        }
+        double limit = std::ldexp(1.0, int(w) - 1); // 2^(w-1), exact in double
+        int64_t maxV = w >= 64 ? INT64_MAX : (int64_t(1) << (w - 1)) - 1;
+        int64_t minV = w >= 64 ? INT64_MIN : -(int64_t(1) << (w - 1));
         for (size_t k = 0; k < r->i.size(); ++k) {
           double x = std::trunc(a().f[k]);
-          r->i[k] = std::isnan(x) ? 0 : int64_t(std::clamp(x, lo, hi));
+          r->i[k] = std::isnan(x) ? 0 : x >= limit ? maxV : x < -limit ? minV : int64_t(x);
         }
         return TileRef(r);
       })

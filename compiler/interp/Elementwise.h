@@ -10,12 +10,12 @@
 
 namespace tegula::interp {
 
-/// Called (and expected to throw) on an integer division by zero.
-using DivByZeroFn = std::function<void(mlir::Operation *)>;
-
 /// Evaluate an elementwise `arith` or `math` op on its operand tiles; empty
 /// when `op` is not one of them.
-std::optional<TileRef> evalElementwise(mlir::Operation *op, llvm::ArrayRef<TileRef> operands,
-                                       const DivByZeroFn &divByZero);
+std::optional<TileRef> evalElementwise(mlir::Operation *op, llvm::ArrayRef<TileRef> operands);
+
+/// IEEE maximum/minimum: NaN-propagating, and +0 > -0.
+double fmaximum(double x, double y);
+double fminimum(double x, double y);
 
 } // namespace tegula::interp

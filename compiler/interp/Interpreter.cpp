@@ -147,7 +147,8 @@ private:
     } else if (isa<FloatType>(type)) {
       t->f[0] = roundTo(type, a.as_float());
     } else {
-      t->i[0] = wrapTo(type, a.as_int());
+      // Launch checks ranges; a bool is any nonzero value, as in C++.
+      t->i[0] = type.isInteger(1) ? a.as_int() != 0 : wrapTo(type, a.as_int());
     }
     return t;
   }
@@ -177,9 +178,7 @@ private:
     if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp>(op))
       for (Value v : op->getOperands())
         in.push_back(get(v));
-    if (auto r = evalElementwise(op, in, [this](Operation *o) {
-          error(o, "integer division by zero");
-        })) {
+    if (auto r = evalElementwise(op, in)) {
       env_[op->getResult(0)] = *r;
       return;
     }
@@ -392,8 +391,8 @@ private:
         double o = readFloat(p, pointee), v = val.f[k], n = v;
         switch (a.getKind()) {
         case tile::AtomicRMWKind::Add: n = o + v; break;
-        case tile::AtomicRMWKind::Max: n = std::isnan(o) || std::isnan(v) ? NAN : std::max(o, v); break;
-        case tile::AtomicRMWKind::Min: n = std::isnan(o) || std::isnan(v) ? NAN : std::min(o, v); break;
+        case tile::AtomicRMWKind::Max: n = fmaximum(o, v); break;
+        case tile::AtomicRMWKind::Min: n = fminimum(o, v); break;
         case tile::AtomicRMWKind::Xchg: n = v; break;
         default: error(a, "bitwise atomics need integer elements");
         }
@@ -501,9 +500,7 @@ private:
           TileRef acc = element(*srcs[0], at(0));
           for (int64_t j = 1; j < len; ++j) {
             TileRef pair[2] = {acc, element(*srcs[0], at(j))};
-            acc = *evalElementwise(single, pair, [this](Operation *op) {
-              error(op, "integer division by zero");
-            });
+            acc = *evalElementwise(single, pair);
           }
           setElement(*outs[0], dst, *acc);
           continue;

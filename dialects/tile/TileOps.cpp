@@ -330,28 +330,20 @@ void StoreOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 LogicalResult AtomicRMWOp::verify() {
   Type elem = getElementTypeOrSelf(getValue().getType());
-  bool isFloat = isa<FloatType>(elem);
+  // What GPUs provide: 32/64-bit integer atomics and f16..f64 float ones.
+  if (isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
+    return emitOpError() << "integer atomics need i32 or i64 elements, got " << elem;
   switch (getKind()) {
-  case AtomicRMWKind::Add:
-  case AtomicRMWKind::Max:
-  case AtomicRMWKind::Min:
-    if (elem.isInteger(1))
-      return emitOpError() << stringifyAtomicRMWKind(getKind())
-                           << " is not defined for i1 elements";
-    return success();
-  case AtomicRMWKind::Xchg:
-    if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() < 16)
-      return emitOpError() << "xchg needs 16-, 32- or 64-bit elements, got " << elem;
-    return success();
   case AtomicRMWKind::And:
   case AtomicRMWKind::Or:
   case AtomicRMWKind::Xor:
-    if (isFloat)
+    if (isa<FloatType>(elem))
       return emitOpError() << stringifyAtomicRMWKind(getKind())
                            << " needs an integer element, got " << elem;
     return success();
+  default:
+    return success();
   }
-  return success();
 }
 
 LogicalResult AtomicCASOp::verify() {

@@ -47,15 +47,15 @@ public:
   tensor() = default;
 
   /// Element type (for a pointer tile: the pointee's type).
-  DType dtype() const;
+  DType dtype(Loc loc = Loc::current()) const;
   /// True for tiles of pointers (and pointer scalars).
-  bool is_pointer() const;
+  bool is_pointer(Loc loc = Loc::current()) const;
   /// Tile extents; empty for a scalar.
-  Shape shape() const;
-  int rank() const { return int(shape().size()); }
-  bool is_scalar() const { return shape().empty(); }
+  Shape shape(Loc loc = Loc::current()) const;
+  int rank(Loc loc = Loc::current()) const { return int(shape(loc).size()); }
+  bool is_scalar(Loc loc = Loc::current()) const { return shape(loc).empty(); }
   /// Text of the type, e.g. "tensor<128xf32>" (for messages and tests).
-  std::string type_str() const;
+  std::string type_str(Loc loc = Loc::current()) const;
 
   /// Convert the element type (f32/f16/bf16/i32/i64/i1 in any direction).
   tensor to(DType t, Loc loc = Loc::current()) const;
@@ -181,9 +181,16 @@ tensor operator>(operand a, operand b);
 tensor operator>=(operand a, operand b);
 tensor operator==(operand a, operand b);
 tensor operator!=(operand a, operand b);
-tensor operator-(operand a);
-tensor operator!(operand a);
-tensor operator~(operand a);
+/// The operand of a unary operator: a tile only (so `!flag` on a
+/// tl::constant<bool> stays a C++ expression), with the caller's location.
+struct tile_operand {
+  tensor t;
+  Loc loc;
+  tile_operand(const tensor &v, Loc l = Loc::current()) : t(v), loc(l) {}
+};
+tensor operator-(tile_operand a);
+tensor operator!(tile_operand a);
+tensor operator~(tile_operand a);
 inline tensor &operator+=(tensor &a, operand b) { return a = operand(a, b.loc) + b; }
 inline tensor &operator-=(tensor &a, operand b) { return a = operand(a, b.loc) - b; }
 inline tensor &operator*=(tensor &a, operand b) { return a = operand(a, b.loc) * b; }
@@ -218,6 +225,7 @@ template <class T> tensor cast(const tensor &x, Loc loc = Loc::current()) {
 // Reductions along `axis`; a 1-D tile reduces to a scalar.
 //===----------------------------------------------------------------------===//
 
+/// Sums of i1/i8/i16 accumulate and return i32; of f16/bf16, f32.
 tensor sum(const tensor &x, int axis, Loc loc = Loc::current());
 tensor max(const tensor &x, int axis, Loc loc = Loc::current());
 tensor min(const tensor &x, int axis, Loc loc = Loc::current());
@@ -244,25 +252,23 @@ tensor load(const tensor &ptrs, const tensor &mask, operand other);
 void store(const tensor &ptrs, operand value);
 void store(const tensor &ptrs, operand value, const tensor &mask);
 
-/// Atomic read-modify-write per element; returns the old values.
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value,
-                  const tensor &mask = tensor(), Loc loc = Loc::current());
-inline tensor atomic_add(const tensor &p, operand v, const tensor &mask = tensor(),
-                         Loc loc = Loc::current()) {
-  return atomic_rmw(atomic_op::add, p, v, mask, loc);
-}
-inline tensor atomic_max(const tensor &p, operand v, const tensor &mask = tensor(),
-                         Loc loc = Loc::current()) {
-  return atomic_rmw(atomic_op::max, p, v, mask, loc);
-}
-inline tensor atomic_min(const tensor &p, operand v, const tensor &mask = tensor(),
-                         Loc loc = Loc::current()) {
-  return atomic_rmw(atomic_op::min, p, v, mask, loc);
-}
-inline tensor atomic_xchg(const tensor &p, operand v, const tensor &mask = tensor(),
-                          Loc loc = Loc::current()) {
-  return atomic_rmw(atomic_op::xchg, p, v, mask, loc);
-}
+/// Atomic read-modify-write per element; returns the old values. Integer
+/// atomics need i32 or i64 memory; float add/max/min/xchg take f16..f64.
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value);
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask);
+#define TEGULA_TL_ATOMIC(name, op)                                                       \
+  inline tensor name(const tensor &p, operand v) { return atomic_rmw(op, p, v); }        \
+  inline tensor name(const tensor &p, operand v, const tensor &mask) {                   \
+    return atomic_rmw(op, p, v, mask);                                                   \
+  }
+TEGULA_TL_ATOMIC(atomic_add, atomic_op::add)
+TEGULA_TL_ATOMIC(atomic_max, atomic_op::max)
+TEGULA_TL_ATOMIC(atomic_min, atomic_op::min)
+TEGULA_TL_ATOMIC(atomic_xchg, atomic_op::xchg)
+TEGULA_TL_ATOMIC(atomic_and, atomic_op::and_)
+TEGULA_TL_ATOMIC(atomic_or, atomic_op::or_)
+TEGULA_TL_ATOMIC(atomic_xor, atomic_op::xor_)
+#undef TEGULA_TL_ATOMIC
 tensor atomic_cas(const tensor &ptrs, operand cmp, operand value);
 
 //===----------------------------------------------------------------------===//

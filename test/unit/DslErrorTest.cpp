@@ -90,7 +90,7 @@ void escapes_loop(tl::ptr<float> x, tl::scalar<int32_t> n) {
 TEST(DslErrors, ValueEscapingALoopBody) {
   auto x = buf();
   expectAtMarkedLine(errorOf(kernel("escape", escapes_loop), {x, 4}),
-                     "computed inside a tl::range loop or tl::if_ branch");
+                     "computed inside a tl::range loop body (line");
 }
 
 void carried_changes_type(tl::ptr<float> x, tl::scalar<int32_t> n) {

@@ -1,0 +1,316 @@
+// DslCornerCasesTest.cpp - corner cases of the DSL and interpreter semantics
+// (each once a bug): literal ranges, i1 ordering, signed zeros, saturation,
+// mask broadcasting, small-type sums, and mistakes caught with the user's line.
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+using namespace tegula;
+using ::testing::HasSubstr;
+
+namespace {
+
+int g_line = 0;
+#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
+
+std::string errorOf(const Kernel &k, const std::vector<Arg> &args) {
+  try {
+    k.launch({.grid = {1}}, args);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a tegula::Error";
+  return "";
+}
+
+void expectAtMarkedLine(const std::string &err, const std::string &what) {
+  EXPECT_THAT(err, HasSubstr(fmt::format("DslCornerCasesTest.cpp:{}: error: ", g_line))) << err;
+  EXPECT_THAT(err, HasSubstr(what)) << err;
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+void wide_literals(tl::ptr<int8_t> x, tl::ptr<int32_t> out, tl::ptr<int64_t> big) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, (v < 300).to(tl::i32));          // 300 promotes, not truncates
+  tl::store(big + offs, offs + 5000000000LL);             // i32 tile + i64 literal -> i64
+}
+
+TEST(DslCornerCases, IntegerLiteralsThatDoNotFitPromote) {
+  auto k = kernel("wide", wide_literals);
+  std::vector<int8_t> x = {1, 50, 100, -5};
+  std::vector<int32_t> out(4);
+  std::vector<int64_t> big(4);
+  k({.grid = {1}}, x, out, big);
+  EXPECT_EQ(out, (std::vector<int32_t>{1, 1, 1, 1}));
+  EXPECT_EQ(big[3], 5000000003LL);
+}
+
+void narrow_fill(tl::ptr<int8_t> x) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 2), tl::full({2}, 300, tl::i8));
+}
+
+TEST(DslCornerCases, ExplicitTypeThatCannotHoldTheLiteralIsAnError) {
+  std::vector<int8_t> x(2);
+  expectAtMarkedLine(errorOf(kernel("narrow", narrow_fill), {x}), "the integer 300 does not fit in i8");
+}
+
+void far_pointer(tl::ptr<int32_t> x, tl::ptr<int32_t> out) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(out, tl::load(x + 4294967297LL));
+}
+
+TEST(DslCornerCases, SixtyFourBitOffsetsAreNotTruncated) {
+  std::vector<int32_t> x = {10, 11, 12}, out(1);
+  std::string err = errorOf(kernel("far", far_pointer, {"x", "out"}), {x, out});
+  EXPECT_THAT(err, HasSubstr("reads element 4294967297 of argument 'x'"));
+}
+
+void long_loop(tl::ptr<int64_t> out) {
+  tl::tensor c = tl::scalar_const(0, tl::i64);
+  for (auto i : tl::range(0, 5000000000LL, 1000000000, c))
+    c = c + 1 + i * 0;
+  tl::store(out, c);
+}
+
+TEST(DslCornerCases, LoopBoundsBeyondI32UseI64) {
+  std::vector<int64_t> out(1);
+  kernel("long_loop", long_loop)({.grid = {1}}, out);
+  EXPECT_EQ(out[0], 5);
+}
+
+void saturate(tl::ptr<float> x, tl::ptr<int64_t> out, tl::ptr<int64_t> big) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::store(out + offs, tl::load(x + offs).to(tl::i64));
+  tl::store(big + offs, tl::load(out + offs).to(tl::f32).to(tl::i64));
+}
+
+TEST(DslCornerCases, FloatToI64Saturates) {
+  std::vector<float> x = {1e30f, -1e30f, NAN, -2.75f};
+  std::vector<int64_t> out(4), big(4);
+  kernel("saturate", saturate)({.grid = {1}}, x, out, big);
+  EXPECT_EQ(out, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0, -2}));
+}
+
+void int_to_float(tl::ptr<int64_t> x, tl::ptr<float> out) {
+  tl::store(out + tl::arange(0, 2), tl::load(x + tl::arange(0, 2)).to(tl::f32));
+}
+
+TEST(DslCornerCases, I64ToF32RoundsOnce) {
+  std::vector<int64_t> x = {(int64_t(1) << 62) + (int64_t(1) << 38) + 1, -3};
+  std::vector<float> out(2);
+  kernel("i2f", int_to_float)({.grid = {1}}, x, out);
+  EXPECT_EQ(out[0], float(x[0])); // C++'s conversion is correctly rounded
+  EXPECT_EQ(out[1], -3.0f);
+}
+
+void bool_order(tl::ptr<int32_t> x, tl::ptr<int32_t> out) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::tensor v = tl::load(x + offs);
+  tl::tensor a = v > 0, b = v > 1;
+  tl::store(out + offs, (a > b).to(tl::i32));
+  tl::store(out + 4 + offs, tl::maximum(a, b).to(tl::i32));
+  tl::tensor t = tl::full({4}, true, tl::i1), f = tl::full({4}, false, tl::i1);
+  tl::store(out + 8 + offs, (t > f).to(tl::i32));          // constant-folded
+  tl::store(out + 12 + offs, tl::maximum(t, f).to(tl::i32));
+  tl::store(out + 16, tl::max(a, 0).to(tl::i32));          // any
+  tl::store(out + 17, tl::min(a, 0).to(tl::i32));          // all
+}
+
+TEST(DslCornerCases, BooleansOrderFalseBeforeTrueFoldedOrNot) {
+  std::vector<int32_t> x = {0, 1, 2, 3}, out(18);
+  kernel("bool_order", bool_order)({.grid = {1}}, x, out);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 4), (std::vector<int32_t>{0, 1, 0, 0}));
+  EXPECT_EQ(std::vector<int32_t>(out.begin() + 4, out.begin() + 8), (std::vector<int32_t>{0, 1, 1, 1}));
+  EXPECT_EQ(out[8], 1);
+  EXPECT_EQ(out[12], 1);
+  EXPECT_EQ(out[16], 1);
+  EXPECT_EQ(out[17], 0);
+}
+
+void signed_zero(tl::ptr<float> x, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 2);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, tl::maximum(v, 0.0f));
+  tl::store(out + 2 + offs, tl::minimum(v, 0.0f));
+  tl::store(out + 4, tl::max(v, 0));
+}
+
+TEST(DslCornerCases, MaximumPrefersPositiveZero) {
+  std::vector<float> x = {-0.0f, 0.0f}, out(5, NAN);
+  kernel("signed_zero", signed_zero)({.grid = {1}}, x, out);
+  EXPECT_FALSE(std::signbit(out[0]));
+  EXPECT_FALSE(std::signbit(out[1]));
+  EXPECT_TRUE(std::signbit(out[2]));  // min(-0, +0) = -0
+  EXPECT_FALSE(std::signbit(out[3])); // min(+0, +0) = +0
+  EXPECT_FALSE(std::signbit(out[4]));
+}
+
+void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {
+  tl::tensor r = tl::arange(0, 4).expand_dims(1), c = tl::arange(0, 8).expand_dims(0);
+  tl::tensor m = r < rows; // [4, 1] against [4, 8] pointers
+  tl::store(out + r * 8 + c, tl::load(x + r * 8 + c, m, -1.0f), m);
+}
+
+TEST(DslCornerCases, MasksBroadcastAgainstPointers) {
+  std::vector<float> x(32, 2.0f), out(32, 0.0f);
+  kernel("row_mask", row_mask)({.grid = {1}}, x, out, 3);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_EQ(out[size_t(i)], i < 24 ? 2.0f : 0.0f) << i;
+}
+
+void small_sums(tl::ptr<int8_t> x, tl::ptr<bfloat16> b, tl::ptr<int32_t> si, tl::ptr<float> sf) {
+  tl::tensor offs = tl::arange(0, 512);
+  tl::store(si, tl::sum(tl::load(x + offs), 0));
+  tl::store(sf, tl::sum(tl::load(b + offs), 0));
+}
+
+TEST(DslCornerCases, SumsOfSmallTypesAccumulateIn32Bits) {
+  std::vector<int8_t> x(512, 100);
+  std::vector<bfloat16> b(512, bfloat16(1.0f));
+  std::vector<int32_t> si(1);
+  std::vector<float> sf(1);
+  kernel("sums", small_sums)({.grid = {1}}, x, b, si, sf);
+  EXPECT_EQ(si[0], 51200);
+  EXPECT_EQ(sf[0], 512.0f);
+}
+
+void where_literals(tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::store(out + offs, tl::where(offs < 2, 1.0f, 0.0f));
+}
+
+TEST(DslCornerCases, WhereWithTwoLiterals) {
+  std::vector<float> out(4);
+  kernel("where", where_literals)({.grid = {1}}, out);
+  EXPECT_EQ(out, (std::vector<float>{1, 1, 0, 0}));
+}
+
+void unary_on_constants(tl::ptr<int32_t> out, tl::constant<bool> flag, tl::constant<int> B) {
+  if (!flag) // plain C++ on constants: specialises the trace
+    tl::store(out, -B + ~B);
+  else
+    tl::store(out, 1);
+}
+
+TEST(DslCornerCases, UnaryOperatorsOnConstantsAreCpp) {
+  std::vector<int32_t> out(1);
+  auto k = kernel("unary", unary_on_constants);
+  k({.grid = {1}}, out, false, 5);
+  EXPECT_EQ(out[0], -5 + ~5);
+  k({.grid = {1}}, out, true, 5);
+  EXPECT_EQ(out[0], 1);
+}
+
+TEST(DslCornerCases, LaunchScalarsAreRangeChecked) {
+  auto k = kernel("simple", +[](tl::ptr<int32_t> out, tl::scalar<int32_t> n, tl::scalar<bool> b) {
+    tl::store(out, n + b.to(tl::i32));
+  }, {"out", "n", "b"});
+  std::vector<int32_t> out(1);
+  EXPECT_THAT(errorOf(k, {out, 5000000000L, true}),
+              HasSubstr("argument 'n' (#1) of kernel 'simple' is 5000000000, which does not fit "
+                        "in i32"));
+  k({.grid = {1}}, out, 3, 2); // any nonzero bool is true
+  EXPECT_EQ(out[0], 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Mistakes caught by the DSL with the user's line
+//===----------------------------------------------------------------------===//
+
+void pointer_fill(tl::ptr<int32_t> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::full({4}, o, tl::i32));
+}
+void pointer_other(tl::ptr<int32_t> o) {
+  tl::tensor a = tl::arange(0, 4);
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + a, tl::load(o + a, a < 2, o));
+}
+void i8_dot(tl::ptr<int8_t> x) {
+  tl::tensor r = tl::arange(0, 16).expand_dims(1) * 16 + tl::arange(0, 16).expand_dims(0);
+  tl::tensor v = tl::load(x + r);
+  FAILS_ON_NEXT_LINE();
+  tl::dot(v, v, tl::zeros({16, 16}, tl::f32));
+}
+void i8_atomic(tl::ptr<int8_t> x) {
+  FAILS_ON_NEXT_LINE();
+  tl::atomic_xchg(x, 3);
+}
+void empty_mask(tl::ptr<float> o) {
+  tl::tensor m;
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, 1.0f, m);
+}
+void bad_broadcast(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), v.broadcast_to({3}).reshape({4}));
+}
+void huge_tile(tl::ptr<float> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::sum(tl::zeros({int64_t(1) << 40}, tl::f32), 0));
+}
+void scalar_reshape(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 1));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, v.reshape({}));
+}
+void escapes_if(tl::ptr<float> o, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({4}, tl::f32);
+  for (auto i : tl::range(0, n, 1, acc)) {
+    tl::if_(i > 2, [&] { acc = acc + 1.0f; }); // reassigned in a branch, not returned
+    FAILS_ON_NEXT_LINE();
+    acc = acc * 2.0f;
+  }
+  tl::store(o + tl::arange(0, 4), acc);
+}
+void pointer_mask(tl::ptr<bool> p) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(p, true, p);
+}
+void query_empty(tl::ptr<float> o) {
+  tl::tensor t;
+  FAILS_ON_NEXT_LINE();
+  if (t.dtype() == tl::f32)
+    tl::store(o, 1.0f);
+}
+void bad_axis(tl::ptr<float> o) {
+  tl::tensor v = tl::zeros({4, 4}, tl::f32);
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::sum(tl::sum(v, -3), 0));
+}
+
+TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
+  std::vector<int32_t> i(16);
+  std::vector<int8_t> b(256);
+  std::vector<float> f(16);
+  std::vector<uint8_t> m(1);
+  auto check = [](const std::string &expected, auto fn, std::vector<Arg> args) {
+    expectAtMarkedLine(errorOf(kernel("k", fn), args), expected);
+  };
+  check("the tl::full value must be a number, got a pointer to i32", pointer_fill, {i});
+  check("the 'other' value of tl::load must be a number, got a pointer to i32", pointer_other, {i});
+  check("tl::dot of i8 operands accumulates in i32, got f32", i8_dot, {b});
+  check("atomics on i8 memory are not supported; use i32 or i64", i8_atomic, {b});
+  check("use of an empty tl::tensor", empty_mask, {f});
+  check("broadcast_to: tile extents must be positive powers of two, got [3]", bad_broadcast, {f});
+  check("has more than 1048576 elements", huge_tile, {f});
+  check("reshape needs at least one dimension", scalar_reshape, {f});
+  check("computed inside a tl::if_ branch", escapes_if, {f, 4});
+  check("mask must be boolean (i1), got pointer to i1", pointer_mask,
+        {Arg::buffer(m.data(), 1, DType::i1)});
+  check("use of an empty tl::tensor", query_empty, {f});
+  check("tl::sum axis -3 is out of range for a [4, 4] tile", bad_axis, {f});
+}
+
+} // namespace
