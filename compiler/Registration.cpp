@@ -3,6 +3,7 @@
 
 #include "compiler/Pipeline.h"
 #include "dialects/tile/TileDialect.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,7 +18,7 @@
 namespace tegula {
 
 void registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+  registry.insert<tile::TileDialect, tilegpu::TileGPUDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::scf::SCFDialect, mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
                   mlir::NVVM::NVVMDialect>();
 }

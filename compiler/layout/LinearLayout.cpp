@@ -406,6 +406,15 @@ LinearLayout LinearLayout::transposeIns(const std::vector<std::string> &order) c
   return r;
 }
 
+LinearLayout LinearLayout::renameOuts(const std::vector<std::string> &names) const {
+  if (names.size() != outs_.size())
+    throw Error("renameOuts: one name per output dimension is needed");
+  LinearLayout r = *this;
+  for (size_t i = 0; i < names.size(); ++i)
+    r.outs_[i].name = names[i];
+  return r;
+}
+
 LinearLayout LinearLayout::sliceOut(const std::string &name) const {
   int off = outBitOffset(name);
   if (off < 0)

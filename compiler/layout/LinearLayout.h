@@ -83,6 +83,8 @@ public:
   LinearLayout transposeOuts(const std::vector<std::string> &order) const;
   /// Reorder input dims.
   LinearLayout transposeIns(const std::vector<std::string> &order) const;
+  /// Give the output dims new names (same order and sizes).
+  LinearLayout renameOuts(const std::vector<std::string> &names) const;
   /// Drop output dim `name` (a reduction's result: the slice layout).
   LinearLayout sliceOut(const std::string &name) const;
   /// Zero the basis vectors that point outside `shape` (per output dim), so

@@ -411,9 +411,14 @@ LogicalResult ReduceOp::verifyRegions() {
     auto srcT = cast<RankedTensorType>(src.getType());
     if (srcT.getShape() != first.getShape())
       return emitOpError() << "all operands must have the same shape";
+    // Layout encodings (tilegpu) may differ; shape and element type may not.
     Type expected = shape.empty() ? srcT.getElementType()
                                   : Type(RankedTensorType::get(shape, srcT.getElementType()));
-    if (res.getType() != expected)
+    auto resT = dyn_cast<RankedTensorType>(res.getType());
+    bool matches = resT ? !shape.empty() && resT.getShape() == ArrayRef<int64_t>(shape) &&
+                              resT.getElementType() == srcT.getElementType()
+                        : res.getType() == expected;
+    if (!matches)
       return emitOpError() << "result type must be " << expected << ", got "
                            << res.getType();
   }

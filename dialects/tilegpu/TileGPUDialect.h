@@ -1,0 +1,31 @@
+//===- TileGPUDialect.h - the tilegpu dialect -------------------*- C++ -*-===//
+#pragma once
+
+#include "compiler/layout/LinearLayout.h"
+#include "dialects/tile/TileDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include "dialects/tilegpu/TileGPUDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/tilegpu/TileGPUAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/tilegpu/TileGPUOps.h.inc"
+
+namespace tegula::tilegpu {
+
+/// The linear layout of a tile of `shape` with layout `encoding` (blocked or
+/// slice). Throws tegula::Error for an unknown encoding.
+layout::LinearLayout toLinearLayout(mlir::Attribute encoding, llvm::ArrayRef<int64_t> shape);
+
+/// The default layout of a tile of `shape` over `numWarps` warps: one element
+/// per thread, lanes along the fastest (last) dimension first, warps along
+/// the slowest.
+BlockedEncodingAttr defaultBlockedEncoding(mlir::MLIRContext *ctx,
+                                           llvm::ArrayRef<int64_t> shape, int numWarps);
+
+} // namespace tegula::tilegpu

@@ -1,0 +1,30 @@
+// RUN: tegula-opt %s | tegula-opt | FileCheck %s
+// RUN: tegula-opt %s -mlir-print-op-generic | tegula-opt | FileCheck %s
+
+// Layout encodings on tile tensors, and convert_layout, round-trip.
+
+// CHECK-DAG: #[[B1:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-DAG: #[[B2:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+// CHECK-DAG: #[[S:slice[0-9]*]] = #tilegpu.slice<{dim = 1, parent = #[[B2]]}>
+#b1 = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b2 = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+#s = #tilegpu.slice<{dim = 1, parent = #b2}>
+#b3 = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// CHECK-LABEL: func.func @layouts(
+// CHECK:         tile.make_range {{.*}} : tensor<512xi32, #[[B1]]>
+// CHECK:         tilegpu.convert_layout %{{.*}} : tensor<512xf32, #[[B1]]> -> tensor<512xf32, #{{blocked[0-9]*}}>
+// CHECK:         tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xf32, #[[S]]> -> tensor<64x1xf32, #[[B2]]>
+// CHECK:         tile.reduce
+// CHECK:         -> tensor<64xf32, #[[S]]>
+func.func @layouts(%x: tensor<512xf32, #b1>, %y: tensor<64xf32, #s>, %t: tensor<64x64xf32, #b2>) -> (tensor<512xf32, #b3>, tensor<64x1xf32, #b2>, tensor<64xf32, #s>) {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32, #b1>
+  %c = tilegpu.convert_layout %x : tensor<512xf32, #b1> -> tensor<512xf32, #b3>
+  %e = tile.expand_dims %y {axis = 1 : i32} : tensor<64xf32, #s> -> tensor<64x1xf32, #b2>
+  %sum = tile.reduce(%t) {axis = 1 : i32} : (tensor<64x64xf32, #b2>) -> tensor<64xf32, #s> {
+  ^bb0(%a: f32, %b: f32):
+    %add = arith.addf %a, %b : f32
+    tile.reduce.return %add : f32
+  }
+  return %c, %e, %sum : tensor<512xf32, #b3>, tensor<64x1xf32, #b2>, tensor<64xf32, #s>
+}
