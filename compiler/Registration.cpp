@@ -2,6 +2,7 @@
 #include "compiler/Registration.h"
 
 #include "compiler/Pipeline.h"
+#include "compiler/transforms/Passes.h"
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
 
@@ -28,6 +29,7 @@ void registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
+  registerTegulaPasses();
   mlir::PassPipelineRegistration<>(
       "tegula-tile-pipeline",
       "What a traced kernel goes through before the interpreter or GPU lowering",

@@ -1,0 +1,110 @@
+//===- ConvertTileToTileGPU.cpp - assign layouts to every tile ------------===//
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace tegula {
+#define GEN_PASS_DEF_CONVERTTILETOTILEGPU
+#include "compiler/transforms/Passes.h.inc"
+} // namespace tegula
+
+using namespace mlir;
+using namespace tegula;
+
+namespace {
+
+RankedTensorType withEncoding(RankedTensorType t, Attribute encoding) {
+  return RankedTensorType::get(t.getShape(), t.getElementType(), encoding);
+}
+
+/// Insert `convert_layout(v) -> type` before `user`, or return v if it
+/// already has that type.
+Value convertTo(OpBuilder &b, Value v, Type type, Operation *user) {
+  if (v.getType() == type)
+    return v;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(user);
+  return tilegpu::ConvertLayoutOp::create(b, user->getLoc(), type, v);
+}
+
+struct ConvertTileToTileGPUPass
+    : tegula::impl::ConvertTileToTileGPUBase<ConvertTileToTileGPUPass> {
+  using ConvertTileToTileGPUBase::ConvertTileToTileGPUBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (numWarps < 1 || (numWarps & (numWarps - 1)) != 0) {
+      module.emitError() << "num-warps must be a power of two, got " << int(numWarps);
+      return signalPassFailure();
+    }
+    auto defaultType = [&](Type t) -> Type {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      if (!tensor || tensor.getEncoding())
+        return t;
+      return withEncoding(tensor, tilegpu::defaultBlockedEncoding(ctx, tensor.getShape(),
+                                                                  numWarps));
+    };
+
+    // 1. Every tensor value (block arguments and results) gets its default.
+    module.walk([&](Operation *op) {
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            arg.setType(defaultType(arg.getType()));
+      for (OpResult r : op->getResults())
+        r.setType(defaultType(r.getType()));
+      // A tensor constant's value carries its type too.
+      if (auto cst = dyn_cast<arith::ConstantOp>(op))
+        if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
+          if (dense.getType() != cst.getType())
+            cst.setValueAttr(dense.reshape(cast<ShapedType>(cst.getType())));
+    });
+    module.walk([&](func::FuncOp fn) {
+      if (fn.isExternal())
+        return;
+      SmallVector<Type> results;
+      for (Type t : fn.getFunctionType().getResults())
+        results.push_back(defaultType(t));
+      fn.setType(FunctionType::get(ctx, fn.getBody().getArgumentTypes(), results));
+    });
+
+    // 2. Make layout relations hold.
+    OpBuilder b(ctx);
+    module.walk([&](Operation *op) {
+      if (auto reduce = dyn_cast<tile::ReduceOp>(op)) {
+        auto srcType = cast<RankedTensorType>(reduce.getSrcs()[0].getType());
+        for (OpResult r : reduce.getResults()) {
+          auto resType = dyn_cast<RankedTensorType>(r.getType());
+          if (!resType)
+            continue; // a 1-D reduction yields a scalar
+          Type sliced = withEncoding(
+              resType, tilegpu::SliceEncodingAttr::get(ctx, uint32_t(reduce.getAxis()),
+                                                       srcType.getEncoding()));
+          r.setType(sliced);
+          // Users keep seeing the default layout.
+          b.setInsertionPointAfter(reduce);
+          auto back = tilegpu::ConvertLayoutOp::create(b, reduce.getLoc(), resType, r);
+          r.replaceAllUsesExcept(back, back);
+        }
+      } else if (auto expand = dyn_cast<tile::ExpandDimsOp>(op)) {
+        auto resType = cast<RankedTensorType>(expand.getType());
+        auto srcType = cast<RankedTensorType>(expand.getSrc().getType());
+        Type want = withEncoding(srcType, tilegpu::SliceEncodingAttr::get(
+                                              ctx, uint32_t(expand.getAxis()),
+                                              resType.getEncoding()));
+        expand.getSrcMutable().assign(convertTo(b, expand.getSrc(), want, op));
+      } else if (auto bcast = dyn_cast<tile::BroadcastOp>(op)) {
+        auto resType = cast<RankedTensorType>(bcast.getType());
+        auto srcType = cast<RankedTensorType>(bcast.getSrc().getType());
+        Type want = withEncoding(srcType, resType.getEncoding());
+        bcast.getSrcMutable().assign(convertTo(b, bcast.getSrc(), want, op));
+      }
+    });
+    module->setAttr("tilegpu.num_warps", b.getI32IntegerAttr(numWarps));
+  }
+};
+
+} // namespace

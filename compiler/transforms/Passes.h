@@ -1,0 +1,18 @@
+//===- Passes.h - Tegula's passes -------------------------------*- C++ -*-===//
+#pragma once
+
+#include "dialects/tile/TileDialect.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace tegula {
+
+#define GEN_PASS_DECL
+#include "compiler/transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/transforms/Passes.h.inc"
+
+} // namespace tegula

@@ -1,0 +1,25 @@
+//===- Passes.td - Tegula's passes -------------------------*- tablegen -*-===//
+#ifndef TEGULA_PASSES
+#define TEGULA_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
+  let summary = "Give every tile a layout: tile IR becomes tilegpu IR";
+  let description = [{
+    Every tensor gets the default blocked layout for its shape over
+    `num-warps` warps. Where an op relates its operands' and results' layouts
+    the pass makes that relation hold, inserting `tilegpu.convert_layout`:
+    a reduction's result is the slice of its operand's layout, an
+    expand_dims operand is the slice of its result's layout, and a broadcast
+    operand shares its result's layout. The module records
+    `tilegpu.num_warps`. Later passes (coalesce, remove-layout-conversions)
+    improve the choice; this one only makes it consistent.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int", "4", "warps per CTA (program)">
+  ];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
+}
+
+#endif // TEGULA_PASSES
