@@ -3,6 +3,7 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/backend/PtxBackend.h"
 #include "compiler/dsl/TraceState.h"
 #include "compiler/interp/Interpreter.h"
 
@@ -242,6 +243,33 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   m.print(os, flags);
   return text;
+}
+
+CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
+  detail::Specialization &spec = impl_->specialize(args);
+  MLIRContext &ctx = globalContext();
+  OwningOpRef<ModuleOp> module = spec.tile->clone();
+  {
+    detail::DiagnosticCollector diags(ctx);
+    if (failed(runGpuPipeline(*module, opts.num_warps)))
+      throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", impl_->name,
+                              diags.text));
+  }
+  CompiledKernel out;
+  backend::Target target{opts.chip, "+ptx80", 3};
+  out.ptx = backend::translateToPtx(*module, target);
+  if (opts.assemble && backend::findPtxas()) {
+    backend::Cubin cubin = backend::assemble(out.ptx, target);
+    out.cubin = std::move(cubin.data);
+    out.ptxas_log = cubin.log;
+    for (const auto &k : cubin.kernels)
+      if (k.kernel == impl_->name) {
+        out.registers = k.registers;
+        out.shared_bytes = k.sharedBytes;
+        out.spill_bytes = k.spillStoreBytes + k.spillLoadBytes;
+      }
+  }
+  return out;
 }
 
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {

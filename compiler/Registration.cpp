@@ -34,6 +34,15 @@ void registerAllPasses() {
       "tegula-tile-pipeline",
       "What a traced kernel goes through before the interpreter or GPU lowering",
       [](mlir::OpPassManager &pm) { buildTilePipeline(pm); });
+  struct GpuPipelineOptions : mlir::PassPipelineOptions<GpuPipelineOptions> {
+    Option<int> numWarps{*this, "num-warps", llvm::cl::desc("warps per program"),
+                         llvm::cl::init(4)};
+  };
+  mlir::PassPipelineRegistration<GpuPipelineOptions>(
+      "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
+      [](mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
+        buildGpuPipeline(pm, o.numWarps);
+      });
 }
 
 } // namespace tegula

@@ -4,6 +4,8 @@
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -22,4 +22,17 @@ def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
+  let summary = "tilegpu IR to per-thread code: LLVM dialect + NVVM";
+  let description = [{
+    Each tile becomes the registers a thread holds (1:N type conversion),
+    with index math from the tile's linear layout. Kernels become
+    `llvm.func` with `nvvm.kernel` and `nvvm.maxntid`; math calls libdevice.
+    Not lowered yet (the op is named in the failure): reductions, dot,
+    loops and branches, atomics, print/assert, and layout conversions that
+    move data between threads.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // TEGULA_PASSES

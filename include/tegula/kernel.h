@@ -134,6 +134,23 @@ using Trampoline = std::function<void(const std::vector<tl::tensor> &values,
                                       const std::vector<Arg> &args)>;
 } // namespace detail
 
+/// How to compile a kernel for the GPU.
+struct CompileOptions {
+  std::string chip = "sm_80"; // or sm_90a
+  int num_warps = 4;
+  /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
+  /// resource report.
+  bool assemble = true;
+};
+
+/// A kernel compiled for the GPU: PTX, and the cubin with ptxas's report.
+struct CompiledKernel {
+  std::string ptx;
+  std::vector<char> cubin; // empty unless assembled
+  int registers = 0, shared_bytes = 0, spill_bytes = 0;
+  std::string ptxas_log;
+};
+
 /// A traced, specialisable, launchable kernel. Cheap to copy (shared state).
 class Kernel {
 public:
@@ -154,6 +171,10 @@ public:
   /// `debug_info` prints each op's source location.
   std::string ir(const std::vector<Arg> &args, const std::string &stage = "tile",
                  bool debug_info = false) const;
+  /// Compile the specialisation these arguments select to PTX (and a cubin).
+  /// Throws tegula::Error naming the op and source line when part of the
+  /// kernel cannot be lowered yet.
+  CompiledKernel compile(const std::vector<Arg> &args, const CompileOptions &opts = {}) const;
   /// Number of distinct specialisations traced so far.
   size_t num_specializations() const;
 

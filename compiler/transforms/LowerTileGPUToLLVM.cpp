@@ -1,0 +1,497 @@
+//===- LowerTileGPUToLLVM.cpp - tilegpu IR to per-thread LLVM + NVVM ------===//
+//
+// Each tile becomes the registers one thread holds: a tensor with layout L
+// converts 1:N into L's register count of scalars. Index math comes from
+// the layout: register r of thread (lane, warp) holds element
+// L(r) ^ L(lane) ^ L(warp). Masked memory accesses are predicated PTX.
+//
+// Lowered today: program ids, make_range, splat, addptr, constants,
+// elementwise arith/math, broadcast / expand_dims / convert_layout that stay
+// within a thread, masked loads and stores (duplicated elements are stored
+// once). Reductions, dot, loops, atomics and cross-thread layout conversions
+// fail with a message naming the op.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <fmt/format.h>
+
+namespace tegula {
+#define GEN_PASS_DEF_LOWERTILEGPUTOLLVM
+#include "compiler/transforms/Passes.h.inc"
+} // namespace tegula
+
+using namespace mlir;
+using namespace tegula;
+using layout::LinearLayout;
+
+namespace {
+
+constexpr int kWarpSize = 32;
+
+LinearLayout layoutOf(Type t) {
+  auto tensor = cast<RankedTensorType>(t);
+  return tilegpu::toLinearLayout(tensor.getEncoding(), tensor.getShape());
+}
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(int32_t(v)));
+}
+
+/// lane and warp of the current thread.
+std::pair<Value, Value> laneAndWarp(OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  Value lane = LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, kWarpSize - 1));
+  Value warp = LLVM::LShrOp::create(b, loc, tid, i32Const(b, loc, 5));
+  return {lane, warp};
+}
+
+/// XOR over the set bits of `index` of the basis vectors of `inDim`, per
+/// output dimension: the thread-dependent part of every coordinate.
+SmallVector<Value> threadPart(OpBuilder &b, Location loc, const LinearLayout &ll,
+                              const std::string &inDim, Value index) {
+  size_t rank = ll.outDims().size();
+  SmallVector<Value> parts(rank, i32Const(b, loc, 0));
+  int bits = std::countr_zero(uint32_t(ll.inDimSize(inDim)));
+  for (int i = 0; i < bits; ++i) {
+    std::vector<int32_t> basis = ll.basis(inDim, i);
+    Value bit = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, index, i32Const(b, loc, i)), i32Const(b, loc, 1));
+    for (size_t d = 0; d < rank; ++d)
+      if (basis[d])
+        parts[d] = LLVM::XOrOp::create(
+            b, loc, parts[d], LLVM::MulOp::create(b, loc, bit, i32Const(b, loc, basis[d])));
+  }
+  return parts;
+}
+
+/// The coordinates (one i32 per dim) of every register of this thread.
+SmallVector<SmallVector<Value>> coordinates(OpBuilder &b, Location loc, const LinearLayout &ll) {
+  auto [lane, warp] = laneAndWarp(b, loc);
+  SmallVector<Value> lanePart = threadPart(b, loc, ll, "lane", lane);
+  SmallVector<Value> warpPart = threadPart(b, loc, ll, "warp", warp);
+  SmallVector<SmallVector<Value>> out;
+  for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
+    std::vector<int32_t> regPart = ll.apply({{"register", r}});
+    SmallVector<Value> c;
+    for (size_t d = 0; d < regPart.size(); ++d)
+      c.push_back(LLVM::XOrOp::create(
+          b, loc, LLVM::XOrOp::create(b, loc, lanePart[d], warpPart[d]),
+          i32Const(b, loc, regPart[d])));
+    out.push_back(c);
+  }
+  return out;
+}
+
+/// For each register of `dst`, the register of `src` in the same thread that
+/// holds the element `project` maps it to; fails when data would have to
+/// cross threads.
+FailureOr<SmallVector<int32_t>>
+registerMap(const LinearLayout &src, const LinearLayout &dst,
+            llvm::function_ref<std::vector<int32_t>(std::vector<int32_t>)> project) {
+  // Thread-dependent parts must agree, or elements move between threads.
+  for (const char *dim : {"lane", "warp"}) {
+    int bits = std::max(std::countr_zero(uint32_t(src.inDimSize(dim))),
+                        std::countr_zero(uint32_t(dst.inDimSize(dim))));
+    for (int i = 0; i < bits; ++i) {
+      std::vector<int32_t> s = i < std::countr_zero(uint32_t(src.inDimSize(dim)))
+                                   ? src.basis(dim, i)
+                                   : std::vector<int32_t>(src.outDims().size(), 0);
+      std::vector<int32_t> d = i < std::countr_zero(uint32_t(dst.inDimSize(dim)))
+                                   ? dst.basis(dim, i)
+                                   : std::vector<int32_t>(dst.outDims().size(), 0);
+      if (project(d) != s)
+        return failure();
+    }
+  }
+  SmallVector<int32_t> map;
+  for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
+    std::vector<int32_t> want = project(dst.apply({{"register", r}}));
+    int32_t found = -1;
+    for (int32_t s = 0; s < src.inDimSize("register") && found < 0; ++s)
+      if (src.apply({{"register", s}}) == want)
+        found = s;
+    if (found < 0)
+      return failure();
+    map.push_back(found);
+  }
+  return map;
+}
+
+struct TileTypeConverter : LLVMTypeConverter {
+  explicit TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
+    addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
+    addConversion([this](RankedTensorType t, SmallVectorImpl<Type> &out)
+                      -> std::optional<LogicalResult> {
+      if (!t.getEncoding())
+        return std::nullopt;
+      Type elem = convertType(t.getElementType());
+      if (!elem)
+        return failure();
+      out.append(size_t(layoutOf(t).inDimSize("register")), elem);
+      return success();
+    });
+  }
+};
+
+/// Element type in memory: i1 is stored as a byte.
+Type memoryType(Type pointee) {
+  return pointee.isInteger(1) ? IntegerType::get(pointee.getContext(), 8) : pointee;
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// Any elementwise arith/math op on tiles becomes one scalar op per register
+/// (which the arith/math-to-LLVM patterns then lower).
+struct ElementwisePattern : ConversionPattern {
+  ElementwisePattern(const TypeConverter &tc, MLIRContext *ctx)
+      : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
+                                ConversionPatternRewriter &rw) const override {
+    if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1 ||
+        !isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+      return failure();
+    auto tensor = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!tensor)
+      return failure();
+    Type scalar = getTypeConverter()->convertType(tensor.getElementType());
+    size_t n = size_t(layoutOf(tensor).inDimSize("register"));
+    SmallVector<Value> results;
+    for (size_t k = 0; k < n; ++k) {
+      SmallVector<Value> args;
+      for (ValueRange v : operands)
+        args.push_back(v.size() == 1 ? v[0] : v[k]);
+      OperationState state(op->getLoc(), op->getName().getStringRef(), args, {scalar},
+                           op->getAttrs());
+      results.push_back(rw.create(state)->getResult(0));
+    }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+struct ConstantPattern : OpConversionPattern<arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(arith::ConstantOp op, OneToNOpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto tensor = dyn_cast<RankedTensorType>(op.getType());
+    if (!tensor)
+      return failure();
+    auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
+    if (!splat)
+      return rw.notifyMatchFailure(op, "only splat tile constants are lowered");
+    Type scalar = getTypeConverter()->convertType(tensor.getElementType());
+    Value v = LLVM::ConstantOp::create(rw, op.getLoc(), scalar,
+                                       cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+    rw.replaceOpWithMultiple(
+        op, {SmallVector<Value>(size_t(layoutOf(tensor).inDimSize("register")), v)});
+    return success();
+  }
+};
+
+template <typename TileOp, typename NvvmOp>
+struct GridQueryPattern : OpConversionPattern<TileOp> {
+  using OpConversionPattern<TileOp>::OpConversionPattern;
+  LogicalResult matchAndRewrite(TileOp op, typename TileOp::Adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (op.getAxis() != tile::ProgramAxis::X)
+      return rw.notifyMatchFailure(op, "only axis x is lowered");
+    rw.replaceOp(op, NvvmOp::create(rw, op.getLoc(), rw.getI32Type()));
+    return success();
+  }
+};
+
+struct MakeRangePattern : OpConversionPattern<tile::MakeRangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::MakeRangeOp op, OneToNOpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    LinearLayout ll = layoutOf(op.getType());
+    SmallVector<Value> values;
+    Value start = i32Const(rw, op.getLoc(), int32_t(op.getStart()));
+    for (auto &c : coordinates(rw, op.getLoc(), ll))
+      values.push_back(LLVM::AddOp::create(rw, op.getLoc(), c[0], start));
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct SplatPattern : OpConversionPattern<tile::SplatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::SplatOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    size_t n = size_t(layoutOf(op.getType()).inDimSize("register"));
+    rw.replaceOpWithMultiple(op, {SmallVector<Value>(n, adaptor.getSrc()[0])});
+    return success();
+  }
+};
+
+struct AddPtrPattern : OpConversionPattern<tile::AddPtrOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::AddPtrOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto ptrType = cast<tile::PtrType>(tile::getElementTypeOrSelf(op.getType()));
+    Type elem = memoryType(ptrType.getPointeeType());
+    Type llvmPtr = LLVM::LLVMPointerType::get(rw.getContext(), 1);
+    SmallVector<Value> values;
+    for (auto [p, off] : llvm::zip(adaptor.getPtr(), adaptor.getOffset()))
+      values.push_back(LLVM::GEPOp::create(rw, op.getLoc(), llvmPtr, elem, p, ValueRange{off}));
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+/// broadcast, expand_dims and convert_layout: register moves within a thread.
+template <typename OpTy>
+struct RegisterRemapPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpConversionPattern<OpTy>::OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto srcType = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto dstType = cast<RankedTensorType>(op.getType());
+    LinearLayout src = layoutOf(srcType), dst = layoutOf(dstType);
+    std::function<std::vector<int32_t>(std::vector<int32_t>)> project;
+    if constexpr (std::is_same_v<OpTy, tile::BroadcastOp>) {
+      project = [&](std::vector<int32_t> c) {
+        for (size_t d = 0; d < c.size(); ++d)
+          if (srcType.getDimSize(int64_t(d)) == 1)
+            c[d] = 0;
+        return c;
+      };
+    } else if constexpr (std::is_same_v<OpTy, tile::ExpandDimsOp>) {
+      unsigned axis = op.getAxis();
+      project = [axis](std::vector<int32_t> c) {
+        c.erase(c.begin() + axis);
+        return c;
+      };
+    } else {
+      project = [](std::vector<int32_t> c) { return c; };
+    }
+    FailureOr<SmallVector<int32_t>> map = registerMap(src, dst, project);
+    if (failed(map))
+      return rw.notifyMatchFailure(op, "moving data between threads is not lowered yet");
+    SmallVector<Value> values;
+    ValueRange in = adaptor.getOperands()[0];
+    for (int32_t r : *map)
+      values.push_back(in[size_t(r)]);
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+/// Registers, and lane/warp bits, that only repeat other threads' elements.
+struct Ownership {
+  SmallVector<bool> ownsRegister;
+  int32_t laneMask = 0, warpMask = 0; // bits that must be zero to own
+
+  explicit Ownership(const LinearLayout &ll) {
+    for (int b : ll.freeBits("lane"))
+      laneMask |= 1 << b;
+    for (int b : ll.freeBits("warp"))
+      warpMask |= 1 << b;
+    std::vector<int> freeRegs = ll.freeBits("register");
+    for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
+      bool owns = true;
+      for (int b : freeRegs)
+        owns &= ((r >> b) & 1) == 0;
+      ownsRegister.push_back(owns);
+    }
+  }
+  /// i1: this thread stores the elements it holds (or nullptr: always).
+  Value threadPredicate(OpBuilder &b, Location loc) const {
+    if (!laneMask && !warpMask)
+      return nullptr;
+    auto [lane, warp] = laneAndWarp(b, loc);
+    Value bits = LLVM::OrOp::create(
+        b, loc, LLVM::AndOp::create(b, loc, lane, i32Const(b, loc, laneMask)),
+        LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, warp, i32Const(b, loc, warpMask)),
+                            i32Const(b, loc, 5)));
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, bits, i32Const(b, loc, 0));
+  }
+};
+
+/// The integer type and PTX register constraint used to move `elem` through
+/// inline assembly.
+std::pair<Type, std::string> asmRegister(Type elem) {
+  MLIRContext *ctx = elem.getContext();
+  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
+  if (w <= 16)
+    return {IntegerType::get(ctx, 16), "h"};
+  if (w == 32)
+    return {IntegerType::get(ctx, 32), "r"};
+  return {IntegerType::get(ctx, 64), "l"};
+}
+
+Value toAsmInt(OpBuilder &b, Location loc, Value v, Type asmType) {
+  Type t = v.getType();
+  if (isa<FloatType>(t)) {
+    Type same = IntegerType::get(b.getContext(), t.getIntOrFloatBitWidth());
+    v = LLVM::BitcastOp::create(b, loc, same, v);
+    t = same;
+  }
+  if (t.getIntOrFloatBitWidth() < asmType.getIntOrFloatBitWidth())
+    v = LLVM::ZExtOp::create(b, loc, asmType, v);
+  return v;
+}
+
+Value fromAsmInt(OpBuilder &b, Location loc, Value v, Type elem) {
+  if (elem.isInteger(1))
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v,
+                                LLVM::ConstantOp::create(b, loc, v.getType(),
+                                                         b.getIntegerAttr(v.getType(), 0)));
+  unsigned w = elem.getIntOrFloatBitWidth();
+  if (v.getType().getIntOrFloatBitWidth() > w)
+    v = LLVM::TruncOp::create(b, loc, IntegerType::get(b.getContext(), w), v);
+  if (isa<FloatType>(elem))
+    v = LLVM::BitcastOp::create(b, loc, elem, v);
+  return v;
+}
+
+std::string ptxType(Type elem) {
+  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
+  return w == 8 ? "u8" : fmt::format("b{}", w);
+}
+
+struct LoadPattern : OpConversionPattern<tile::LoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::LoadOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Type elem = tile::getElementTypeOrSelf(op.getType());
+    Type scalar = getTypeConverter()->convertType(elem);
+    auto [asmType, reg] = asmRegister(elem);
+    SmallVector<Value> values;
+    ValueRange ptrs = adaptor.getPtr();
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      if (!op.getMask()) {
+        Value v = LLVM::LoadOp::create(rw, loc, memoryType(elem), ptrs[k],
+                                       memoryType(elem).getIntOrFloatBitWidth() / 8);
+        values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
+        continue;
+      }
+      Value other = op.getOther()
+                        ? adaptor.getOther()[k]
+                        : LLVM::ConstantOp::create(rw, loc, scalar, rw.getZeroAttr(scalar));
+      // mov the default, then load where the predicate holds.
+      std::string body = fmt::format("mov.b{0} $0, $3;\n\t@$2 ld.global.{1} $0, [ $1 + 0 ];",
+                                     asmType.getIntOrFloatBitWidth(), ptxType(elem));
+      auto asmOp = LLVM::InlineAsmOp::create(
+          rw, loc, asmType,
+          ValueRange{ptrs[k], adaptor.getMask()[k], toAsmInt(rw, loc, other, asmType)}, body,
+          fmt::format("={0},l,b,{0}", reg), /*has_side_effects=*/true, false,
+          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+      values.push_back(fromAsmInt(rw, loc, asmOp.getResult(0), elem));
+    }
+    if (isa<RankedTensorType>(op.getType()))
+      rw.replaceOpWithMultiple(op, {values});
+    else
+      rw.replaceOp(op, values[0]);
+    return success();
+  }
+};
+
+struct StorePattern : OpConversionPattern<tile::StoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::StoreOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
+    auto [asmType, reg] = asmRegister(elem);
+    std::optional<Ownership> owner;
+    if (auto t = dyn_cast<RankedTensorType>(op.getPtr().getType()))
+      owner.emplace(layoutOf(t));
+    Value threadOwns = owner ? owner->threadPredicate(rw, loc) : Value();
+    ValueRange ptrs = adaptor.getPtr(), vals = adaptor.getValue();
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      if (owner && !owner->ownsRegister[k])
+        continue; // another register of this thread stores the same element
+      Value pred = op.getMask() ? adaptor.getMask()[k] : Value();
+      if (threadOwns)
+        pred = pred ? Value(LLVM::AndOp::create(rw, loc, pred, threadOwns)) : threadOwns;
+      Value v = vals[k];
+      if (!pred) {
+        if (elem.isInteger(1))
+          v = LLVM::ZExtOp::create(rw, loc, rw.getI8Type(), v);
+        LLVM::StoreOp::create(rw, loc, v, ptrs[k], memoryType(elem).getIntOrFloatBitWidth() / 8);
+        continue;
+      }
+      std::string body = fmt::format("@$2 st.global.{0} [ $0 + 0 ], $1;",
+                                     ptxType(elem) == "u8" ? "b8" : ptxType(elem));
+      LLVM::InlineAsmOp::create(rw, loc, TypeRange{},
+                                ValueRange{ptrs[k], toAsmInt(rw, loc, v, asmType), pred}, body,
+                                fmt::format("l,{},b", reg), /*has_side_effects=*/true, false,
+                                LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                ArrayAttr());
+    }
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTileGPUToLLVMPass
+    : tegula::impl::LowerTileGPUToLLVMBase<LowerTileGPUToLLVMPass> {
+  using LowerTileGPUToLLVMBase::LowerTileGPUToLLVMBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto warpsAttr = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
+    if (!warpsAttr) {
+      module.emitError() << "run convert-tile-to-tilegpu first (no tilegpu.num_warps)";
+      return signalPassFailure();
+    }
+    // Kernel entry points, and attributes LLVM translation would not know.
+    SmallVector<std::string> kernels;
+    module.walk([&](func::FuncOp fn) {
+      if (fn->hasAttr("tile.kernel"))
+        kernels.push_back(fn.getName().str());
+      for (StringRef attr : {"tile.kernel", "tile.constants"})
+        fn->removeAttr(attr);
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        fn.removeArgAttr(i, "tile.name");
+    });
+
+    TileTypeConverter types(ctx);
+    RewritePatternSet patterns(ctx);
+    patterns.add<ElementwisePattern>(types, ctx);
+    patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
+                 StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp>,
+                 GridQueryPattern<tile::NumProgramsOp, NVVM::GridDimXOp>,
+                 RegisterRemapPattern<tile::BroadcastOp>, RegisterRemapPattern<tile::ExpandDimsOp>,
+                 RegisterRemapPattern<tilegpu::ConvertLayoutOp>>(types, ctx);
+    populateFuncToLLVMConversionPatterns(types, patterns);
+    populateLibDeviceConversionPatterns(types, patterns, /*benefit=*/10);
+    arith::populateArithToLLVMConversionPatterns(types, patterns);
+    populateMathToLLVMConversionPatterns(types, patterns);
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
+    target.addIllegalDialect<tile::TileDialect, tilegpu::TileGPUDialect, arith::ArithDialect,
+                             math::MathDialect, func::FuncDialect>();
+    target.addLegalOp<ModuleOp>();
+    if (failed(applyFullConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    int32_t threads = int32_t(warpsAttr.getInt()) * kWarpSize;
+    for (const std::string &name : kernels)
+      if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
+        fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+        fn->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+      }
+  }
+};
+
+} // namespace

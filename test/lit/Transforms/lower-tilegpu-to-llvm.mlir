@@ -1,0 +1,57 @@
+// RUN: tegula-opt %s -split-input-file --lower-tilegpu-to-llvm | FileCheck %s
+
+// A 256-element tile over 4 warps x 32 lanes: 2 registers per thread.
+// Registers hold elements tid and tid + 128; masked accesses are predicated
+// PTX with the `other` value moved in first.
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @scale(
+  // CHECK-SAME:    %[[X:.*]]: !llvm.ptr<1>, %[[N:.*]]: i32)
+  // CHECK-SAME:    attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
+  // CHECK-DAG:     nvvm.read.ptx.sreg.tid.x : i32
+  // CHECK-DAG:     nvvm.read.ptx.sreg.ctaid.x : i32
+  // CHECK-COUNT-2: llvm.getelementptr %[[X]]
+  // CHECK-COUNT-2: llvm.inline_asm has_side_effects "mov.b32 $0, $3;\0A\09@$2 ld.global.b32 $0, [ $1 + 0 ];", "=r,l,b,r"
+  // CHECK-COUNT-2: llvm.fmul {{.*}} : f32
+  // CHECK-COUNT-2: llvm.inline_asm has_side_effects "@$2 st.global.b32 [ $0 + 0 ], $1;", "l,r,b"
+  // CHECK-NOT:     tile.
+  func.func @scale(%x: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
+    %pid = tile.program_id x
+    %c256 = arith.constant 256 : i32
+    %base = arith.muli %pid, %c256 : i32
+    %r = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32, #b>
+    %bs = tile.splat %base : tensor<256xi32, #b>
+    %offs = arith.addi %bs, %r : tensor<256xi32, #b>
+    %ns = tile.splat %n : tensor<256xi32, #b>
+    %m = arith.cmpi slt, %offs, %ns : tensor<256xi32, #b>
+    %xs = tile.splat %x : tensor<256x!tile.ptr<f32>, #b>
+    %p = tile.addptr %xs, %offs : tensor<256x!tile.ptr<f32>, #b>, tensor<256xi32, #b>
+    %zero = arith.constant dense<0.0> : tensor<256xf32, #b>
+    %v = tile.load %p, %m, %zero : tensor<256x!tile.ptr<f32>, #b>
+    %two = arith.constant dense<2.0> : tensor<256xf32, #b>
+    %s = arith.mulf %v, %two : tensor<256xf32, #b>
+    tile.store %p, %s, %m : tensor<256x!tile.ptr<f32>, #b>
+    return
+  }
+}
+
+// -----
+
+// 32 elements over 128 threads: warps 1..3 hold copies of warp 0's data and
+// must not store them: the store is predicated on warp bits being zero.
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @small(
+  // CHECK:         %[[WBITS:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
+  // CHECK:         %[[ANY:.*]] = llvm.or %{{.*}}, %[[WBITS]] : i32
+  // CHECK:         %[[OWNS:.*]] = llvm.icmp "eq" %[[ANY]]
+  // CHECK-NEXT:    llvm.inline_asm has_side_effects "@$2 st.global.b32 [ $0 + 0 ], $1;", "l,r,b" %{{.*}}, %{{.*}}, %[[OWNS]]
+  func.func @small(%x: !tile.ptr<i32>) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32, #b>
+    %xs = tile.splat %x : tensor<32x!tile.ptr<i32>, #b>
+    %p = tile.addptr %xs, %r : tensor<32x!tile.ptr<i32>, #b>, tensor<32xi32, #b>
+    tile.store %p, %r : tensor<32x!tile.ptr<i32>, #b>
+    return
+  }
+}
+
