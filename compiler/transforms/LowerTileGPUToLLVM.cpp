@@ -15,6 +15,12 @@
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -482,8 +488,26 @@ struct LowerTileGPUToLLVMPass
     target.addIllegalDialect<tile::TileDialect, tilegpu::TileGPUDialect, arith::ArithDialect,
                              math::MathDialect, func::FuncDialect>();
     target.addLegalOp<ModuleOp>();
+    // Loops and branches keep their structure; their tiles become registers.
+    scf::populateSCFStructuralTypeConversionsAndLegality(types, patterns, target);
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+
+    // Then structured control flow becomes branches, and branches LLVM.
+    {
+      RewritePatternSet toCF(ctx);
+      populateSCFToControlFlowConversionPatterns(toCF);
+      if (failed(applyPatternsGreedily(module, std::move(toCF))))
+        return signalPassFailure();
+      RewritePatternSet toLLVM(ctx);
+      cf::populateControlFlowToLLVMConversionPatterns(types, toLLVM);
+      arith::populateArithToLLVMConversionPatterns(types, toLLVM);
+      ConversionTarget llvmTarget(*ctx);
+      llvmTarget.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
+      llvmTarget.addLegalOp<ModuleOp>();
+      if (failed(applyFullConversion(module, llvmTarget, std::move(toLLVM))))
+        return signalPassFailure();
+    }
 
     int32_t threads = int32_t(warpsAttr.getInt()) * kWarpSize;
     for (const std::string &name : kernels)

@@ -4,6 +4,7 @@
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -28,11 +28,13 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     Each tile becomes the registers a thread holds (1:N type conversion),
     with index math from the tile's linear layout. Kernels become
     `llvm.func` with `nvvm.kernel` and `nvvm.maxntid`; math calls libdevice.
-    Not lowered yet (the op is named in the failure): reductions, dot,
-    loops and branches, atomics, print/assert, and layout conversions that
-    move data between threads.
+    Loops and branches (scf) keep their structure with converted types, then
+    become LLVM branches. Not lowered yet (the op is named in the failure):
+    reductions, dot, atomics, print/assert, and layout conversions that move
+    data between threads.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::cf::ControlFlowDialect"];
 }
 
 #endif // TEGULA_PASSES
