@@ -12,6 +12,7 @@
 // fail with a message naming the op.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -42,64 +43,9 @@ namespace tegula {
 using namespace mlir;
 using namespace tegula;
 using layout::LinearLayout;
+using namespace tegula::lowering;
 
 namespace {
-
-constexpr int kWarpSize = 32;
-
-LinearLayout layoutOf(Type t) {
-  auto tensor = cast<RankedTensorType>(t);
-  return tilegpu::toLinearLayout(tensor.getEncoding(), tensor.getShape());
-}
-
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(int32_t(v)));
-}
-
-/// lane and warp of the current thread.
-std::pair<Value, Value> laneAndWarp(OpBuilder &b, Location loc) {
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
-  Value lane = LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, kWarpSize - 1));
-  Value warp = LLVM::LShrOp::create(b, loc, tid, i32Const(b, loc, 5));
-  return {lane, warp};
-}
-
-/// XOR over the set bits of `index` of the basis vectors of `inDim`, per
-/// output dimension: the thread-dependent part of every coordinate.
-SmallVector<Value> threadPart(OpBuilder &b, Location loc, const LinearLayout &ll,
-                              const std::string &inDim, Value index) {
-  size_t rank = ll.outDims().size();
-  SmallVector<Value> parts(rank, i32Const(b, loc, 0));
-  int bits = std::countr_zero(uint32_t(ll.inDimSize(inDim)));
-  for (int i = 0; i < bits; ++i) {
-    std::vector<int32_t> basis = ll.basis(inDim, i);
-    Value bit = LLVM::AndOp::create(
-        b, loc, LLVM::LShrOp::create(b, loc, index, i32Const(b, loc, i)), i32Const(b, loc, 1));
-    for (size_t d = 0; d < rank; ++d)
-      if (basis[d])
-        parts[d] = LLVM::XOrOp::create(
-            b, loc, parts[d], LLVM::MulOp::create(b, loc, bit, i32Const(b, loc, basis[d])));
-  }
-  return parts;
-}
-
-/// The coordinates (one i32 per dim) of every register of this thread.
-SmallVector<SmallVector<Value>> coordinates(OpBuilder &b, Location loc, const LinearLayout &ll) {
-  auto [lane, warp] = laneAndWarp(b, loc);
-  SmallVector<Value> lanePart = threadPart(b, loc, ll, "lane", lane);
-  SmallVector<Value> warpPart = threadPart(b, loc, ll, "warp", warp);
-  SmallVector<SmallVector<Value>> out;
-  for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
-    std::vector<int32_t> regPart = ll.apply({{"register", r}});
-    SmallVector<Value> c;
-    for (size_t d = 0; d < regPart.size(); ++d)
-      c.push_back(LLVM::XOrOp::create(
-          b, loc, LLVM::XOrOp::create(b, loc, lanePart[d], warpPart[d]),
-          i32Const(b, loc, regPart[d])));
-    out.push_back(c);
-  }
-  return out;
-}
 
 /// For each register of `dst`, the register of `src` in the same thread that
 /// holds the element `project` maps it to; fails when data would have to
@@ -134,27 +80,6 @@ registerMap(const LinearLayout &src, const LinearLayout &dst,
     map.push_back(found);
   }
   return map;
-}
-
-struct TileTypeConverter : LLVMTypeConverter {
-  explicit TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
-    addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
-    addConversion([this](RankedTensorType t, SmallVectorImpl<Type> &out)
-                      -> std::optional<LogicalResult> {
-      if (!t.getEncoding())
-        return std::nullopt;
-      Type elem = convertType(t.getElementType());
-      if (!elem)
-        return failure();
-      out.append(size_t(layoutOf(t).inDimSize("register")), elem);
-      return success();
-    });
-  }
-};
-
-/// Element type in memory: i1 is stored as a byte.
-Type memoryType(Type pointee) {
-  return pointee.isInteger(1) ? IntegerType::get(pointee.getContext(), 8) : pointee;
 }
 
 //===----------------------------------------------------------------------===//
@@ -209,14 +134,19 @@ struct ConstantPattern : OpConversionPattern<arith::ConstantOp> {
   }
 };
 
-template <typename TileOp, typename NvvmOp>
+/// program_id / num_programs: the CTA's index / the grid's size.
+template <typename TileOp, typename X, typename Y, typename Z>
 struct GridQueryPattern : OpConversionPattern<TileOp> {
   using OpConversionPattern<TileOp>::OpConversionPattern;
   LogicalResult matchAndRewrite(TileOp op, typename TileOp::Adaptor,
                                 ConversionPatternRewriter &rw) const override {
-    if (op.getAxis() != tile::ProgramAxis::X)
-      return rw.notifyMatchFailure(op, "only axis x is lowered");
-    rw.replaceOp(op, NvvmOp::create(rw, op.getLoc(), rw.getI32Type()));
+    Location loc = op.getLoc();
+    Type i32 = rw.getI32Type();
+    switch (op.getAxis()) {
+    case tile::ProgramAxis::X: rw.replaceOp(op, X::create(rw, loc, i32)); break;
+    case tile::ProgramAxis::Y: rw.replaceOp(op, Y::create(rw, loc, i32)); break;
+    case tile::ProgramAxis::Z: rw.replaceOp(op, Z::create(rw, loc, i32)); break;
+    }
     return success();
   }
 };
@@ -329,48 +259,6 @@ struct Ownership {
   }
 };
 
-/// The integer type and PTX register constraint used to move `elem` through
-/// inline assembly.
-std::pair<Type, std::string> asmRegister(Type elem) {
-  MLIRContext *ctx = elem.getContext();
-  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
-  if (w <= 16)
-    return {IntegerType::get(ctx, 16), "h"};
-  if (w == 32)
-    return {IntegerType::get(ctx, 32), "r"};
-  return {IntegerType::get(ctx, 64), "l"};
-}
-
-Value toAsmInt(OpBuilder &b, Location loc, Value v, Type asmType) {
-  Type t = v.getType();
-  if (isa<FloatType>(t)) {
-    Type same = IntegerType::get(b.getContext(), t.getIntOrFloatBitWidth());
-    v = LLVM::BitcastOp::create(b, loc, same, v);
-    t = same;
-  }
-  if (t.getIntOrFloatBitWidth() < asmType.getIntOrFloatBitWidth())
-    v = LLVM::ZExtOp::create(b, loc, asmType, v);
-  return v;
-}
-
-Value fromAsmInt(OpBuilder &b, Location loc, Value v, Type elem) {
-  if (elem.isInteger(1))
-    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v,
-                                LLVM::ConstantOp::create(b, loc, v.getType(),
-                                                         b.getIntegerAttr(v.getType(), 0)));
-  unsigned w = elem.getIntOrFloatBitWidth();
-  if (v.getType().getIntOrFloatBitWidth() > w)
-    v = LLVM::TruncOp::create(b, loc, IntegerType::get(b.getContext(), w), v);
-  if (isa<FloatType>(elem))
-    v = LLVM::BitcastOp::create(b, loc, elem, v);
-  return v;
-}
-
-std::string ptxType(Type elem) {
-  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
-  return w == 8 ? "u8" : fmt::format("b{}", w);
-}
-
 struct LoadPattern : OpConversionPattern<tile::LoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::LoadOp op, OneToNOpAdaptor adaptor,
@@ -415,11 +303,16 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
-    auto [asmType, reg] = asmRegister(elem);
     std::optional<Ownership> owner;
     if (auto t = dyn_cast<RankedTensorType>(op.getPtr().getType()))
       owner.emplace(layoutOf(t));
-    Value threadOwns = owner ? owner->threadPredicate(rw, loc) : Value();
+    // A tile's duplicates are stored once; a scalar (held by every thread)
+    // by thread 0 only.
+    Value threadOwns = owner ? owner->threadPredicate(rw, loc)
+                             : LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
+                                                    NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type()),
+                                                    i32Const(rw, loc, 0))
+                                   .getResult();
     ValueRange ptrs = adaptor.getPtr(), vals = adaptor.getValue();
     for (size_t k = 0; k < ptrs.size(); ++k) {
       if (owner && !owner->ownsRegister[k])
@@ -434,13 +327,7 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
         LLVM::StoreOp::create(rw, loc, v, ptrs[k], memoryType(elem).getIntOrFloatBitWidth() / 8);
         continue;
       }
-      std::string body = fmt::format("@$2 st.global.{0} [ $0 + 0 ], $1;",
-                                     ptxType(elem) == "u8" ? "b8" : ptxType(elem));
-      LLVM::InlineAsmOp::create(rw, loc, TypeRange{},
-                                ValueRange{ptrs[k], toAsmInt(rw, loc, v, asmType), pred}, body,
-                                fmt::format("l,{},b", reg), /*has_side_effects=*/true, false,
-                                LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                ArrayAttr());
+      predicatedStore(rw, loc, ptrs[k], v, pred, "global");
     }
     rw.eraseOp(op);
     return success();
@@ -470,14 +357,37 @@ struct LowerTileGPUToLLVMPass
         fn.removeArgAttr(i, "tile.name");
     });
 
+    // Shared-memory scratch: every user (cross-warp reductions, exchanges) works
+    // between barriers, so they share one buffer sized for the largest.
+    int64_t scratch = 0;
+    module.walk([&](Operation *op) {
+      if (auto reduce = dyn_cast<tile::ReduceOp>(op))
+        scratch = std::max(scratch, reduceScratchBytes(reduce));
+      scratch = std::max(scratch, exchangeScratchBytes(op));
+    });
+    if (scratch > 0) {
+      OpBuilder b(ctx);
+      b.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), scratch),
+                             /*isConstant=*/false, LLVM::Linkage::Internal, kScratchSymbol,
+                             Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+    }
+    module->setAttr("tilegpu.shared_bytes", IntegerAttr::get(IntegerType::get(ctx, 32), scratch));
+
     TileTypeConverter types(ctx);
     RewritePatternSet patterns(ctx);
+    populateReducePatterns(types, patterns);
+    populateExchangePatterns(types, patterns);
     patterns.add<ElementwisePattern>(types, ctx);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
-                 StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp>,
-                 GridQueryPattern<tile::NumProgramsOp, NVVM::GridDimXOp>,
-                 RegisterRemapPattern<tile::BroadcastOp>, RegisterRemapPattern<tile::ExpandDimsOp>,
-                 RegisterRemapPattern<tilegpu::ConvertLayoutOp>>(types, ctx);
+                 StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
+                                  NVVM::BlockIdZOp>,
+                 GridQueryPattern<tile::NumProgramsOp, NVVM::GridDimXOp, NVVM::GridDimYOp,
+                                  NVVM::GridDimZOp>,
+                 RegisterRemapPattern<tile::BroadcastOp>, RegisterRemapPattern<tile::ExpandDimsOp>>(
+        types, ctx);
+    // In-thread moves beat the shared-memory exchange when both apply.
+    patterns.add<RegisterRemapPattern<tilegpu::ConvertLayoutOp>>(types, ctx, /*benefit=*/2);
     populateFuncToLLVMConversionPatterns(types, patterns);
     populateLibDeviceConversionPatterns(types, patterns, /*benefit=*/10);
     arith::populateArithToLLVMConversionPatterns(types, patterns);

@@ -59,19 +59,67 @@ TEST_P(PtxCompile, GeluBf16) {
   expectCompiles(k, {x, out, 1000, 512}, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Chips, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
-
-TEST(PtxCompileLimits, UnloweredOpsNameTheOpAndLine) {
+TEST_P(PtxCompile, SoftmaxF32) {
   std::vector<float> x(4096), out(4096);
   auto k = kernel("softmax", examples::softmax<float>, {"x", "out", "n_cols", "BLOCK"});
+  expectCompiles(k, {x, out, 1000, 1024}, GetParam());
+  // Row reductions: butterfly shuffles in warps, shared memory across them.
+  std::string ptx = k.compile({x, out, 1000, 1024}, {.chip = GetParam(), .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("shfl.sync.bfly.b32"));
+  EXPECT_THAT(ptx, HasSubstr("bar.sync"));
+  EXPECT_THAT(ptx, HasSubstr("st.shared"));
+}
+
+TEST_P(PtxCompile, SoftmaxBf16) {
+  std::vector<bfloat16> x(4096), out(4096);
+  auto k = kernel("softmax_bf16", examples::softmax<bfloat16>, {"x", "out", "n_cols", "BLOCK"});
+  expectCompiles(k, {x, out, 1000, 1024}, GetParam());
+}
+
+TEST_P(PtxCompile, LayerNormF32) {
+  std::vector<float> x(4096), w(1024), b(1024), y(4096), mean(4), rstd(4);
+  auto k = kernel("layernorm", examples::layernorm<float>,
+                  {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
+  expectCompiles(k, {x, w, b, y, mean, rstd, 1000, 1e-5f, 256}, GetParam());
+}
+
+TEST_P(PtxCompile, LayerNormBf16) {
+  std::vector<bfloat16> x(4096), w(1024), b(1024), y(4096);
+  std::vector<float> mean(4), rstd(4);
+  auto k = kernel("layernorm_bf16", examples::layernorm<bfloat16>,
+                  {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
+  expectCompiles(k, {x, w, b, y, mean, rstd, 1000, 1e-5f, 256}, GetParam());
+}
+
+TEST_P(PtxCompile, Transpose) {
+  std::vector<float> x(4096), out(4096);
+  auto k = kernel("transpose", examples::transpose<float>, {"x", "out", "M", "N", "BM", "BN"});
+  expectCompiles(k, {x, out, 64, 64, 32, 32}, GetParam());
+  // Elements cross threads through shared memory.
+  std::string ptx = k.compile({x, out, 64, 64, 32, 32}, {.chip = GetParam(), .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("st.shared"));
+  EXPECT_THAT(ptx, HasSubstr("ld.shared"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Chips, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
+
+void expectNotLoweredYet(const Kernel &k, const std::vector<Arg> &args, const std::string &op) {
   try {
-    k.compile({x, out, 1000, 1024});
-    FAIL() << "softmax's reductions are not lowered yet";
+    k.compile(args);
+    FAIL() << k.name() << " uses " << op << ", which is not lowered yet";
   } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("kernel 'softmax' cannot be compiled for the GPU yet"));
+    EXPECT_THAT(e.what(), HasSubstr("kernel '" + k.name() + "' cannot be compiled for the GPU yet"));
     EXPECT_THAT(e.what(), HasSubstr("kernels.h:"));
-    EXPECT_THAT(e.what(), HasSubstr("tile.reduce"));
+    EXPECT_THAT(e.what(), HasSubstr(op));
   }
+}
+
+TEST(PtxCompileLimits, UnloweredOpsNameTheOpAndLine) {
+  std::vector<float> a(4096), b(4096), c(4096);
+  expectNotLoweredYet(kernel("matmul", examples::matmul<float>),
+                      {a, b, c, 64, 64, 64, 32, 32, 16}, "tile.dot");
+  expectNotLoweredYet(kernel("row_sum_atomic", examples::row_sum_atomic), {a, b, 1000, 256},
+                      "tile.atomic_rmw");
 }
 
 } // namespace

@@ -1,0 +1,176 @@
+//===- ExchangeToLLVM.cpp - moving tiles between threads ------------------===//
+//
+// convert_layout, trans and reshape all move elements between threads when
+// their layouts disagree. They share one lowering: every element's owner
+// writes it to shared memory at the row-major index of where it goes, a
+// barrier, every thread reads the elements its destination registers hold,
+// a barrier. (Conversions that stay within a thread are register moves,
+// handled with higher priority elsewhere; swizzling and shuffles come later.)
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <bit>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::lowering {
+namespace {
+
+int64_t slotBytes(Type elem) { return std::max<int64_t>(1, (elem.getIntOrFloatBitWidth() + 7) / 8); }
+
+/// Row-major linear index of `coords` in `shape`.
+Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
+  Value idx = i32Const(b, loc, 0);
+  int64_t stride = 1;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    idx = LLVM::AddOp::create(
+        b, loc, idx, LLVM::MulOp::create(b, loc, coords[size_t(d)], i32Const(b, loc, stride)));
+    stride *= shape[size_t(d)];
+  }
+  return idx;
+}
+
+/// Write `values` (layout `src`) through shared memory and read them back
+/// in layout `dst`. `destCoords` maps a source element's coordinates to the
+/// coordinates (in `dstShape`) it must land at.
+SmallVector<Value>
+exchange(ConversionPatternRewriter &rw, Location loc, ValueRange values, Type elem,
+         const LinearLayout &src, const LinearLayout &dst, ArrayRef<int64_t> dstShape,
+         llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> destCoords) {
+  Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+  bool isPtr = isa<LLVM::LLVMPointerType>(elem);
+  Type slot = isPtr ? rw.getI64Type() : memoryType(elem);
+  Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
+  // Owners: registers and threads that are not copies of others.
+  int32_t dupRegs = 0, laneMask = 0, warpMask = 0;
+  for (int b : src.freeBits("register")) dupRegs |= 1 << b;
+  for (int b : src.freeBits("lane")) laneMask |= 1 << b;
+  for (int b : src.freeBits("warp")) warpMask |= 1 << b;
+  auto [lane, warp] = laneAndWarp(rw, loc);
+  Value owner = LLVM::ICmpOp::create(
+      rw, loc, LLVM::ICmpPredicate::eq,
+      LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
+                         LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
+      i32Const(rw, loc, 0));
+
+  NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+  auto srcCoords = coordinates(rw, loc, src);
+  for (int32_t r = 0; r < src.inDimSize("register"); ++r) {
+    if (r & dupRegs)
+      continue;
+    Value idx = linearIndex(rw, loc, destCoords(srcCoords[size_t(r)]), dstShape);
+    Value p = LLVM::GEPOp::create(rw, loc, ptr3, slot, scratch, ValueRange{idx});
+    Value v = values[size_t(r)];
+    if (elem.isInteger(1))
+      v = LLVM::ZExtOp::create(rw, loc, slot, v);
+    if (isPtr)
+      v = LLVM::PtrToIntOp::create(rw, loc, slot, v);
+    predicatedStore(rw, loc, p, v, owner, "shared");
+  }
+  NVVM::Barrier0Op::create(rw, loc);
+  SmallVector<Value> out;
+  auto dstCoords = coordinates(rw, loc, dst);
+  for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
+    Value idx = linearIndex(rw, loc, dstCoords[size_t(r)], dstShape);
+    Value p = LLVM::GEPOp::create(rw, loc, ptr3, slot, scratch, ValueRange{idx});
+    Value v = LLVM::LoadOp::create(rw, loc, slot, p);
+    if (elem.isInteger(1))
+      v = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ne, v,
+                               LLVM::ConstantOp::create(rw, loc, slot, rw.getIntegerAttr(slot, 0)));
+    if (isPtr)
+      v = LLVM::IntToPtrOp::create(rw, loc, elem, v);
+    out.push_back(v);
+  }
+  NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
+  return out;
+}
+
+Type convertedElement(const TypeConverter *tc, RankedTensorType t) {
+  return tc->convertType(t.getElementType());
+}
+
+struct ConvertLayoutThroughShared : OpConversionPattern<tilegpu::ConvertLayoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto srcT = cast<RankedTensorType>(op.getSrc().getType());
+    auto dstT = cast<RankedTensorType>(op.getType());
+    auto values = exchange(rw, op.getLoc(), adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+                           layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
+                           [](ArrayRef<Value> c) { return SmallVector<Value>(c); });
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct TransThroughShared : OpConversionPattern<tile::TransOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::TransOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto srcT = cast<RankedTensorType>(op.getSrc().getType());
+    auto dstT = cast<RankedTensorType>(op.getType());
+    SmallVector<int32_t> order(op.getOrder());
+    // Result dim i is source dim order[i].
+    auto values = exchange(rw, op.getLoc(), adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+                           layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
+                           [&](ArrayRef<Value> c) {
+                             SmallVector<Value> d;
+                             for (int32_t s : order)
+                               d.push_back(c[size_t(s)]);
+                             return d;
+                           });
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct ReshapeThroughShared : OpConversionPattern<tile::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::ReshapeOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto srcT = cast<RankedTensorType>(op.getSrc().getType());
+    auto dstT = cast<RankedTensorType>(op.getType());
+    Location loc = op.getLoc();
+    // Same row-major position: source coordinates -> linear -> result coordinates.
+    auto values = exchange(rw, loc, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+                           layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
+                           [&](ArrayRef<Value> c) {
+                             Value lin = linearIndex(rw, loc, c, srcT.getShape());
+                             SmallVector<Value> d(size_t(dstT.getRank()));
+                             for (int64_t k = dstT.getRank() - 1; k >= 0; --k) {
+                               int64_t ext = dstT.getDimSize(k);
+                               d[size_t(k)] = LLVM::URemOp::create(rw, loc, lin, i32Const(rw, loc, ext));
+                               lin = LLVM::UDivOp::create(rw, loc, lin, i32Const(rw, loc, ext));
+                             }
+                             return d;
+                           });
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+} // namespace
+
+int64_t exchangeScratchBytes(Operation *op) {
+  if (!isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
+    return 0;
+  auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!t || !t.getEncoding())
+    return 0;
+  Type elem = t.getElementType();
+  return t.getNumElements() * slotBytes(isa<tile::PtrType>(elem) ? Type(IntegerType::get(elem.getContext(), 64)) : elem);
+}
+
+void populateExchangePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  // Benefit 1: in-thread register moves (benefit 2 or more) win when possible.
+  patterns.add<ConvertLayoutThroughShared, TransThroughShared, ReshapeThroughShared>(
+      types, patterns.getContext(), /*benefit=*/1);
+}
+
+} // namespace tegula::lowering

@@ -1,0 +1,142 @@
+//===- LoweringCommon.cpp - shared pieces of the tilegpu -> LLVM lowering -===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include <bit>
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::lowering {
+
+LinearLayout layoutOf(Type t) {
+  auto tensor = cast<RankedTensorType>(t);
+  return tilegpu::toLinearLayout(tensor.getEncoding(), tensor.getShape());
+}
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(int32_t(v)));
+}
+
+std::pair<Value, Value> laneAndWarp(OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  Value lane = LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, kWarpSize - 1));
+  Value warp = LLVM::LShrOp::create(b, loc, tid, i32Const(b, loc, 5));
+  return {lane, warp};
+}
+
+namespace {
+/// XOR over the set bits of `index` of the basis vectors of `inDim`, per
+/// output dimension: the thread-dependent part of every coordinate.
+SmallVector<Value> threadPart(OpBuilder &b, Location loc, const LinearLayout &ll,
+                              const std::string &inDim, Value index) {
+  size_t rank = ll.outDims().size();
+  SmallVector<Value> parts(rank, i32Const(b, loc, 0));
+  int bits = std::countr_zero(uint32_t(ll.inDimSize(inDim)));
+  for (int i = 0; i < bits; ++i) {
+    std::vector<int32_t> basis = ll.basis(inDim, i);
+    Value bit = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, index, i32Const(b, loc, i)), i32Const(b, loc, 1));
+    for (size_t d = 0; d < rank; ++d)
+      if (basis[d])
+        parts[d] = LLVM::XOrOp::create(
+            b, loc, parts[d], LLVM::MulOp::create(b, loc, bit, i32Const(b, loc, basis[d])));
+  }
+  return parts;
+}
+} // namespace
+
+SmallVector<SmallVector<Value>> coordinates(OpBuilder &b, Location loc, const LinearLayout &ll) {
+  auto [lane, warp] = laneAndWarp(b, loc);
+  SmallVector<Value> lanePart = threadPart(b, loc, ll, "lane", lane);
+  SmallVector<Value> warpPart = threadPart(b, loc, ll, "warp", warp);
+  SmallVector<SmallVector<Value>> out;
+  for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
+    std::vector<int32_t> regPart = ll.apply({{"register", r}});
+    SmallVector<Value> c;
+    for (size_t d = 0; d < regPart.size(); ++d)
+      c.push_back(LLVM::XOrOp::create(
+          b, loc, LLVM::XOrOp::create(b, loc, lanePart[d], warpPart[d]),
+          i32Const(b, loc, regPart[d])));
+    out.push_back(c);
+  }
+  return out;
+}
+
+/// The integer type and PTX register constraint used to move `elem` through
+/// inline assembly.
+std::pair<Type, std::string> asmRegister(Type elem) {
+  MLIRContext *ctx = elem.getContext();
+  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
+  if (w <= 16)
+    return {IntegerType::get(ctx, 16), "h"};
+  if (w == 32)
+    return {IntegerType::get(ctx, 32), "r"};
+  return {IntegerType::get(ctx, 64), "l"};
+}
+
+Value toAsmInt(OpBuilder &b, Location loc, Value v, Type asmType) {
+  Type t = v.getType();
+  if (isa<FloatType>(t)) {
+    Type same = IntegerType::get(b.getContext(), t.getIntOrFloatBitWidth());
+    v = LLVM::BitcastOp::create(b, loc, same, v);
+    t = same;
+  }
+  if (t.getIntOrFloatBitWidth() < asmType.getIntOrFloatBitWidth())
+    v = LLVM::ZExtOp::create(b, loc, asmType, v);
+  return v;
+}
+
+Value fromAsmInt(OpBuilder &b, Location loc, Value v, Type elem) {
+  if (elem.isInteger(1))
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, v,
+                                LLVM::ConstantOp::create(b, loc, v.getType(),
+                                                         b.getIntegerAttr(v.getType(), 0)));
+  unsigned w = elem.getIntOrFloatBitWidth();
+  if (v.getType().getIntOrFloatBitWidth() > w)
+    v = LLVM::TruncOp::create(b, loc, IntegerType::get(b.getContext(), w), v);
+  if (isa<FloatType>(elem))
+    v = LLVM::BitcastOp::create(b, loc, elem, v);
+  return v;
+}
+
+std::string ptxType(Type elem) {
+  unsigned w = memoryType(elem).getIntOrFloatBitWidth();
+  return w == 8 ? "u8" : fmt::format("b{}", w);
+}
+
+void predicatedStore(OpBuilder &b, Location loc, Value ptr, Value value, Value pred,
+                     llvm::StringRef space) {
+  Type elem = value.getType();
+  auto [asmType, reg] = asmRegister(elem);
+  std::string type = ptxType(elem) == "u8" ? "b8" : ptxType(elem);
+  std::string body = fmt::format("@$2 st.{0}.{1} [ $0 + 0 ], $1;", space.str(), type);
+  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{ptr, toAsmInt(b, loc, value, asmType), pred},
+                            body, fmt::format("l,{},b", reg), /*has_side_effects=*/true, false,
+                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                            ArrayAttr());
+}
+
+Type memoryType(Type pointee) {
+  return pointee.isInteger(1) ? IntegerType::get(pointee.getContext(), 8) : pointee;
+}
+
+TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
+  addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
+  addConversion([this](RankedTensorType t, SmallVectorImpl<Type> &out)
+                    -> std::optional<LogicalResult> {
+    if (!t.getEncoding())
+      return std::nullopt;
+    Type elem = convertType(t.getElementType());
+    if (!elem)
+      return failure();
+    out.append(size_t(layoutOf(t).inDimSize("register")), elem);
+    return success();
+  });
+}
+
+} // namespace tegula::lowering

@@ -1,0 +1,62 @@
+//===- LoweringCommon.h - shared pieces of the tilegpu -> LLVM lowering ---===//
+//
+// Internal to compiler/transforms: the type converter (a tile with layout L
+// becomes L's registers, 1:N), per-thread index math derived from linear
+// layouts, and the pattern sets of each lowering file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/layout/LinearLayout.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace tegula::lowering {
+
+constexpr int kWarpSize = 32;
+/// The module-level shared-memory scratch buffer (address space 3).
+constexpr const char *kScratchSymbol = "tegula_scratch";
+
+/// The linear layout of an encoded tile type.
+layout::LinearLayout layoutOf(mlir::Type tensorType);
+mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+/// lane (tid.x % 32) and warp (tid.x / 32) of the current thread.
+std::pair<mlir::Value, mlir::Value> laneAndWarp(mlir::OpBuilder &b, mlir::Location loc);
+/// For every register of this thread, its coordinates (one i32 per dim).
+llvm::SmallVector<llvm::SmallVector<mlir::Value>>
+coordinates(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
+/// Memory element type: i1 is stored as a byte.
+mlir::Type memoryType(mlir::Type pointee);
+
+/// The integer type and PTX register constraint ("h", "r", "l") that carry
+/// `elem` through inline assembly, and conversions to and from it.
+std::pair<mlir::Type, std::string> asmRegister(mlir::Type elem);
+mlir::Value toAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Type asmType);
+mlir::Value fromAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Type elem);
+/// PTX type suffix for loads of `elem`: u8, b16, b32, b64.
+std::string ptxType(mlir::Type elem);
+/// `@pred st.<space>.bN [ptr], value` (space: "global" or "shared").
+void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value value,
+                     mlir::Value pred, llvm::StringRef space);
+
+/// Tiles with a tilegpu encoding become one value per register; pointers
+/// become `!llvm.ptr<1>`.
+struct TileTypeConverter : mlir::LLVMTypeConverter {
+  explicit TileTypeConverter(mlir::MLIRContext *ctx);
+};
+
+/// Shared-memory bytes a reduction needs to combine partial results across
+/// warps (0 when the reduced axis stays within each warp).
+int64_t reduceScratchBytes(tile::ReduceOp op);
+
+/// Shared-memory bytes a convert_layout / trans / reshape needs to move its
+/// tile between threads.
+int64_t exchangeScratchBytes(mlir::Operation *op);
+
+void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+
+} // namespace tegula::lowering

@@ -1,0 +1,286 @@
+//===- ReduceToLLVM.cpp - tile.reduce as per-thread code ------------------===//
+//
+// A reduction along `axis` of a tile with layout L runs in up to three
+// steps, each read off L's basis vectors:
+//   1. registers of one thread that differ only along `axis` combine;
+//   2. lane bits that move along `axis` combine with butterfly shuffles;
+//   3. warp bits that move along `axis` exchange partials through shared
+//      memory (write, barrier, every thread reads and combines, barrier).
+// Every thread then holds the result for its slice of the tile, which is
+// what the result's slice layout says.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "tegula/error.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <bit>
+#include <map>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::lowering {
+namespace {
+
+std::vector<int> bitsAlong(const LinearLayout &ll, const std::string &inDim, size_t axis) {
+  std::vector<int> bits;
+  int n = std::countr_zero(uint32_t(ll.inDimSize(inDim)));
+  for (int i = 0; i < n; ++i)
+    if (ll.basis(inDim, i)[axis] != 0)
+      bits.push_back(i);
+  return bits;
+}
+
+/// True when every basis of `inDim` moves along `axis` only, or not at all
+/// along it: the shape of layouts step 2 and 3 handle.
+bool separable(const LinearLayout &ll, const std::string &inDim, size_t axis) {
+  int n = std::countr_zero(uint32_t(ll.inDimSize(inDim)));
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> b = ll.basis(inDim, i);
+    bool along = b[axis] != 0, other = false;
+    for (size_t d = 0; d < b.size(); ++d)
+      other |= d != axis && b[d] != 0;
+    if (along && other)
+      return false;
+  }
+  return true;
+}
+
+int64_t elementBytes(Type t) { return std::max<int64_t>(4, (t.getIntOrFloatBitWidth() + 7) / 8); }
+
+int64_t resultElements(tile::ReduceOp op) {
+  auto src = cast<RankedTensorType>(op.getSrcs()[0].getType());
+  return src.getNumElements() / src.getDimSize(int64_t(op.getAxis()));
+}
+
+/// Run the combiner region on (acc, next), returning the combined values.
+SmallVector<Value> combine(ConversionPatternRewriter &rw, tile::ReduceOp op, ValueRange acc,
+                           ValueRange next) {
+  Block &body = op.getCombiner().front();
+  IRMapping map;
+  size_t n = acc.size();
+  for (size_t i = 0; i < n; ++i) {
+    map.map(body.getArgument(unsigned(i)), acc[i]);
+    map.map(body.getArgument(unsigned(n + i)), next[i]);
+  }
+  for (Operation &inner : body.without_terminator())
+    rw.clone(inner, map);
+  SmallVector<Value> out;
+  for (Value v : body.getTerminator()->getOperands())
+    out.push_back(map.lookup(v));
+  return out;
+}
+
+/// Butterfly shuffle of any scalar up to 64 bits (through i32 pieces).
+Value shuffleXor(OpBuilder &b, Location loc, Value v, int laneMask) {
+  Type t = v.getType();
+  unsigned w = t.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type();
+  auto shfl = [&](Value x) {
+    return NVVM::ShflOp::create(b, loc, i32, i32Const(b, loc, -1), x, i32Const(b, loc, laneMask),
+                                i32Const(b, loc, 0x1f), NVVM::ShflKind::bfly, UnitAttr())
+        .getResult();
+  };
+  Type asInt = IntegerType::get(b.getContext(), w);
+  Value bits = isa<FloatType>(t) ? LLVM::BitcastOp::create(b, loc, asInt, v).getResult() : v;
+  Value result;
+  if (w == 64) {
+    Value lo = LLVM::TruncOp::create(b, loc, i32, bits);
+    Value hi = LLVM::TruncOp::create(
+        b, loc, i32,
+        LLVM::LShrOp::create(b, loc, bits,
+                             LLVM::ConstantOp::create(b, loc, asInt, b.getIntegerAttr(asInt, 32))));
+    Value l = LLVM::ZExtOp::create(b, loc, asInt, shfl(lo));
+    Value h = LLVM::ShlOp::create(b, loc, LLVM::ZExtOp::create(b, loc, asInt, shfl(hi)),
+                                  LLVM::ConstantOp::create(b, loc, asInt, b.getIntegerAttr(asInt, 32)));
+    result = LLVM::OrOp::create(b, loc, l, h);
+  } else if (w == 32) {
+    result = shfl(bits);
+  } else {
+    result = LLVM::TruncOp::create(b, loc, asInt, shfl(LLVM::ZExtOp::create(b, loc, i32, bits)));
+  }
+  return isa<FloatType>(t) ? LLVM::BitcastOp::create(b, loc, t, result).getResult() : result;
+}
+
+struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(tile::ReduceOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto srcType = cast<RankedTensorType>(op.getSrcs()[0].getType());
+    LinearLayout ll = layoutOf(srcType);
+    size_t axis = op.getAxis(), nOps = op.getSrcs().size();
+    if (!separable(ll, "lane", axis) || !separable(ll, "warp", axis))
+      return rw.notifyMatchFailure(op, "lanes or warps move along several dims at once");
+
+    // 1. Within each thread: one accumulator per distinct non-axis position.
+    std::vector<std::vector<int32_t>> keys; // register-part coordinates, axis zeroed
+    std::vector<int32_t> keyRegister;       // a register holding each key
+    std::vector<SmallVector<Value>> acc;
+    int32_t duplicateRegs = 0; // registers repeating another one's element
+    for (int b : ll.freeBits("register"))
+      duplicateRegs |= 1 << b;
+    for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
+      if (r & duplicateRegs)
+        continue;
+      std::vector<int32_t> key = ll.apply({{"register", r}});
+      key[axis] = 0;
+      SmallVector<Value> vals;
+      for (size_t o = 0; o < nOps; ++o)
+        vals.push_back(adaptor.getSrcs()[o][size_t(r)]);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        keys.push_back(key);
+        keyRegister.push_back(r);
+        acc.push_back(vals);
+      } else {
+        size_t k = size_t(it - keys.begin());
+        acc[k] = combine(rw, op, acc[k], vals);
+      }
+    }
+    // 2. Across lanes: butterfly over the lane bits that move along axis.
+    for (int bit : bitsAlong(ll, "lane", axis))
+      for (auto &vals : acc) {
+        SmallVector<Value> other;
+        for (Value v : vals)
+          other.push_back(shuffleXor(rw, loc, v, 1 << bit));
+        vals = combine(rw, op, vals, other);
+      }
+
+    // 3. Across warps: partials through shared memory.
+    std::vector<int> warpBits = bitsAlong(ll, "warp", axis);
+    if (!warpBits.empty()) {
+      int64_t numWarpSlots = int64_t(1) << warpBits.size();
+      auto [lane, warp] = laneAndWarp(rw, loc);
+      // One writer per partial: lanes along the axis hold the same value
+      // after step 2, and free lane/warp bits hold copies.
+      int32_t laneMask = 0, warpMask = 0;
+      for (int b : bitsAlong(ll, "lane", axis))
+        laneMask |= 1 << b;
+      for (int b : ll.freeBits("lane"))
+        laneMask |= 1 << b;
+      for (int b : ll.freeBits("warp"))
+        warpMask |= 1 << b;
+      Value writer = LLVM::ICmpOp::create(
+          rw, loc, LLVM::ICmpPredicate::eq,
+          LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
+                             LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
+          i32Const(rw, loc, 0));
+      // This warp's index among the warps along the axis.
+      Value warpSlot = i32Const(rw, loc, 0);
+      for (size_t j = 0; j < warpBits.size(); ++j) {
+        Value bit = LLVM::AndOp::create(
+            rw, loc, LLVM::LShrOp::create(rw, loc, warp, i32Const(rw, loc, warpBits[j])),
+            i32Const(rw, loc, 1));
+        warpSlot = LLVM::OrOp::create(rw, loc, warpSlot,
+                                      LLVM::ShlOp::create(rw, loc, bit, i32Const(rw, loc, int(j))));
+      }
+      // The linear index of each key's result element (axis removed).
+      auto coords = coordinates(rw, loc, ll);
+      SmallVector<int64_t> strides;
+      int64_t stride = 1;
+      for (int64_t d = srcType.getRank() - 1; d >= 0; --d) {
+        strides.insert(strides.begin(), size_t(d) == axis ? 0 : stride);
+        if (size_t(d) != axis)
+          stride *= srcType.getDimSize(d);
+      }
+      Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+      Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
+      int64_t base = 0;
+      SmallVector<Value> slotIndex;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        Value idx = i32Const(rw, loc, 0);
+        for (size_t d = 0; d < strides.size(); ++d)
+          if (strides[d])
+            idx = LLVM::AddOp::create(
+                rw, loc, idx,
+                LLVM::MulOp::create(rw, loc, coords[size_t(keyRegister[k])][d],
+                                    i32Const(rw, loc, strides[d])));
+        slotIndex.push_back(LLVM::MulOp::create(rw, loc, idx, i32Const(rw, loc, numWarpSlots)));
+      }
+      NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+      std::vector<int64_t> bases;
+      for (size_t o = 0; o < nOps; ++o) {
+        Type t = acc[0][o].getType();
+        bases.push_back(base);
+        Value region = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
+                                           ValueRange{i32Const(rw, loc, base)});
+        for (size_t k = 0; k < keys.size(); ++k) {
+          Value slot = LLVM::AddOp::create(rw, loc, slotIndex[k], warpSlot);
+          Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
+          predicatedStore(rw, loc, p, acc[k][o], writer, "shared");
+        }
+        base += resultElements(op) * numWarpSlots * elementBytes(t);
+      }
+      NVVM::Barrier0Op::create(rw, loc);
+      for (size_t k = 0; k < keys.size(); ++k) {
+        SmallVector<Value> total;
+        for (int64_t j = 0; j < numWarpSlots; ++j) {
+          SmallVector<Value> part;
+          for (size_t o = 0; o < nOps; ++o) {
+            Type t = acc[k][o].getType();
+            Value region = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
+                                               ValueRange{i32Const(rw, loc, bases[o])});
+            Value slot = LLVM::AddOp::create(rw, loc, slotIndex[k], i32Const(rw, loc, j));
+            Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
+            part.push_back(LLVM::LoadOp::create(rw, loc, t, p));
+          }
+          total = j == 0 ? part : combine(rw, op, total, part);
+        }
+        acc[k] = total;
+      }
+      NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
+    }
+
+    // 4. Results: scalars (1-D) or the registers of the slice layout.
+    if (!isa<RankedTensorType>(op.getResult(0).getType())) {
+      if (keys.size() != 1)
+        return rw.notifyMatchFailure(op, "a scalar result needs one key");
+      rw.replaceOp(op, acc[0]);
+      return success();
+    }
+    LinearLayout resultLL = layoutOf(op.getResult(0).getType());
+    SmallVector<SmallVector<Value>> results(nOps);
+    for (int32_t r = 0; r < resultLL.inDimSize("register"); ++r) {
+      std::vector<int32_t> want = resultLL.apply({{"register", r}});
+      want.insert(want.begin() + std::ptrdiff_t(axis), 0);
+      auto it = std::find(keys.begin(), keys.end(), want);
+      if (it == keys.end())
+        return rw.notifyMatchFailure(op, "result layout is not the slice of the operand's");
+      for (size_t o = 0; o < nOps; ++o)
+        results[o].push_back(acc[size_t(it - keys.begin())][o]);
+    }
+    rw.replaceOpWithMultiple(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+int64_t reduceScratchBytes(tile::ReduceOp op) {
+  auto srcType = cast<RankedTensorType>(op.getSrcs()[0].getType());
+  if (!srcType.getEncoding())
+    return 0;
+  LinearLayout ll = layoutOf(srcType);
+  std::vector<int> warpBits = bitsAlong(ll, "warp", op.getAxis());
+  if (warpBits.empty())
+    return 0;
+  int64_t bytes = 0;
+  for (Value src : op.getSrcs())
+    bytes += resultElements(op) * (int64_t(1) << warpBits.size()) *
+             elementBytes(cast<RankedTensorType>(src.getType()).getElementType());
+  return bytes;
+}
+
+void populateReducePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  patterns.add<ReducePattern>(types, patterns.getContext());
+}
+
+} // namespace tegula::lowering
