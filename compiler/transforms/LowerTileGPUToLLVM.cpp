@@ -363,7 +363,10 @@ struct LowerTileGPUToLLVMPass
     module.walk([&](Operation *op) {
       if (auto reduce = dyn_cast<tile::ReduceOp>(op))
         scratch = std::max(scratch, reduceScratchBytes(reduce));
+      if (auto dot = dyn_cast<tile::DotOp>(op))
+        scratch = std::max(scratch, dotScratchBytes(dot));
       scratch = std::max(scratch, exchangeScratchBytes(op));
+      scratch = std::max(scratch, atomicScratchBytes(op));
     });
     if (scratch > 0) {
       OpBuilder b(ctx);
@@ -378,6 +381,8 @@ struct LowerTileGPUToLLVMPass
     RewritePatternSet patterns(ctx);
     populateReducePatterns(types, patterns);
     populateExchangePatterns(types, patterns);
+    populateDotPatterns(types, patterns);
+    populateAtomicPatterns(types, patterns);
     patterns.add<ElementwisePattern>(types, ctx);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
                  StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,

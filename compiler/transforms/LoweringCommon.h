@@ -56,6 +56,13 @@ int64_t reduceScratchBytes(tile::ReduceOp op);
 /// tile between threads.
 int64_t exchangeScratchBytes(mlir::Operation *op);
 
+/// Shared-memory bytes of the FMA dot (both operand tiles) and of scalar
+/// atomics whose old value is used.
+int64_t dotScratchBytes(tile::DotOp op);
+int64_t atomicScratchBytes(mlir::Operation *op);
+
+void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 

@@ -101,25 +101,47 @@ TEST_P(PtxCompile, Transpose) {
   EXPECT_THAT(ptx, HasSubstr("ld.shared"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Chips, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
+TEST_P(PtxCompile, MatmulFmaF32) {
+  std::vector<float> a(4096), b(4096), c(4096);
+  auto k = kernel("matmul", examples::matmul<float>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  expectCompiles(k, {a, b, c, 64, 64, 64, 32, 32, 16}, GetParam());
+  std::string ptx = k.compile({a, b, c, 64, 64, 64, 32, 32, 16}, {.chip = GetParam(), .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("fma.rn.f32"));
+}
 
-void expectNotLoweredYet(const Kernel &k, const std::vector<Arg> &args, const std::string &op) {
-  try {
-    k.compile(args);
-    FAIL() << k.name() << " uses " << op << ", which is not lowered yet";
-  } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("kernel '" + k.name() + "' cannot be compiled for the GPU yet"));
-    EXPECT_THAT(e.what(), HasSubstr("kernels.h:"));
-    EXPECT_THAT(e.what(), HasSubstr(op));
-  }
+TEST_P(PtxCompile, MatmulFmaBf16) {
+  std::vector<bfloat16> a(4096), b(4096), c(4096);
+  auto k = kernel("matmul_bf16", examples::matmul<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  expectCompiles(k, {a, b, c, 64, 64, 64, 32, 32, 16}, GetParam());
+}
+
+TEST_P(PtxCompile, RowSumAtomicAdd) {
+  std::vector<float> x(4096), out(4);
+  auto k = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
+  expectCompiles(k, {x, out, 1000, 256}, GetParam());
+  std::string ptx = k.compile({x, out, 1000, 256}, {.chip = GetParam(), .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("atom.global.add.f32"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
+
+void float_atomic_max(tl::ptr<float> out, tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 128);
+  tl::atomic_max(out + offs, tl::load(x + offs)); // line checked below
 }
 
 TEST(PtxCompileLimits, UnloweredOpsNameTheOpAndLine) {
-  std::vector<float> a(4096), b(4096), c(4096);
-  expectNotLoweredYet(kernel("matmul", examples::matmul<float>),
-                      {a, b, c, 64, 64, 64, 32, 32, 16}, "tile.dot");
-  expectNotLoweredYet(kernel("row_sum_atomic", examples::row_sum_atomic), {a, b, 1000, 256},
-                      "tile.atomic_rmw");
+  std::vector<float> a(128), b(128);
+  auto k = kernel("float_atomic_max", float_atomic_max);
+  try {
+    k.compile({a, b});
+    FAIL() << "float atomic max needs a CAS loop, not lowered yet";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("kernel 'float_atomic_max' cannot be compiled for the GPU yet"));
+    EXPECT_THAT(e.what(), HasSubstr("PtxCompileTest.cpp:"));
+    EXPECT_THAT(e.what(), HasSubstr("tile.atomic_rmw"));
+  }
 }
 
 } // namespace

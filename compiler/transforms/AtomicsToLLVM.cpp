@@ -1,0 +1,175 @@
+//===- AtomicsToLLVM.cpp - tile.atomic_rmw / atomic_cas as PTX atom -------===//
+//
+// Each element is updated exactly once: by the thread and register that own
+// it in the pointer tile's layout (copies skip it), or, for a scalar pointer,
+// by thread 0, which then shares the old value through shared memory when
+// the result is used. Predicated `atom.global` keeps the code branch-free,
+// so atomics inside loops lower like everything else.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::lowering {
+namespace {
+
+/// The PTX `atom` operation and type for a kind on an element type, or ""
+/// when PTX has no such atomic.
+std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
+  unsigned w = elem.getIntOrFloatBitWidth();
+  bool isFloat = isa<FloatType>(elem);
+  switch (kind) {
+  case tile::AtomicRMWKind::Add:
+    if (isFloat)
+      return (w == 32 || w == 64) ? fmt::format("add.f{}", w) : "";
+    return fmt::format("add.u{}", w);
+  case tile::AtomicRMWKind::Max:
+  case tile::AtomicRMWKind::Min:
+    if (isFloat)
+      return ""; // needs a compare-and-swap loop
+    return fmt::format("{}.s{}", kind == tile::AtomicRMWKind::Max ? "max" : "min", w);
+  case tile::AtomicRMWKind::Xchg:
+    return (w == 32 || w == 64) ? fmt::format("exch.b{}", w) : "";
+  case tile::AtomicRMWKind::And: return fmt::format("and.b{}", w);
+  case tile::AtomicRMWKind::Or: return fmt::format("or.b{}", w);
+  case tile::AtomicRMWKind::Xor: return fmt::format("xor.b{}", w);
+  }
+  return "";
+}
+
+/// `mov $0, 0; @p atom.global.<op> $0, [ptr], operands...`
+Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type elem, Value ptr,
+                     ValueRange operands, Value pred) {
+  auto [asmType, reg] = asmRegister(elem);
+  unsigned w = asmType.getIntOrFloatBitWidth();
+  std::string ops, constraints = fmt::format("={},l", reg);
+  SmallVector<Value> args = {ptr};
+  for (size_t i = 0; i < operands.size(); ++i) {
+    ops += fmt::format(", ${}", i + 2);
+    constraints += "," + reg;
+    args.push_back(toAsmInt(b, loc, operands[i], asmType));
+  }
+  int predIdx = int(operands.size()) + 2;
+  constraints += ",b";
+  args.push_back(pred);
+  std::string body = fmt::format("mov.b{0} $0, 0;\n\t@${1} atom.global.{2} $0, [ $1 + 0 ]{3};", w,
+                                 predIdx, op, ops);
+  auto asmOp = LLVM::InlineAsmOp::create(b, loc, asmType, args, body, constraints,
+                                         /*has_side_effects=*/true, false,
+                                         LLVM::tailcallkind::TailCallKind::None,
+                                         LLVM::AsmDialectAttr(), ArrayAttr());
+  return fromAsmInt(b, loc, asmOp.getResult(0), elem);
+}
+
+/// Thread 0 holds `v`; give every thread its value (scratch, barriers).
+Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0) {
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value scratch = LLVM::AddressOfOp::create(b, loc, ptr3, kScratchSymbol);
+  NVVM::Barrier0Op::create(b, loc);
+  predicatedStore(b, loc, scratch, v, isThread0, "shared");
+  NVVM::Barrier0Op::create(b, loc);
+  Value out = LLVM::LoadOp::create(b, loc, v.getType(), scratch);
+  NVVM::Barrier0Op::create(b, loc);
+  return out;
+}
+
+/// Per element: which register/thread performs it, and the values it needs.
+template <typename OpTy>
+LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operands,
+                          ValueRange mask, const std::string &atom,
+                          ConversionPatternRewriter &rw) {
+  Location loc = op.getLoc();
+  Type elem = tile::getElementTypeOrSelf(op.getResult().getType());
+  auto ptrTensor = dyn_cast<RankedTensorType>(op.getPtr().getType());
+  bool used = !op.getResult().use_empty();
+  if (!ptrTensor) {
+    Value isThread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
+                                           NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type()),
+                                           i32Const(rw, loc, 0));
+    Value pred = mask.empty() ? isThread0 : LLVM::AndOp::create(rw, loc, mask[0], isThread0).getResult();
+    SmallVector<Value> args;
+    for (ValueRange v : operands)
+      args.push_back(v[0]);
+    Value old = predicatedAtom(rw, loc, atom, elem, ptrs[0], args, pred);
+    rw.replaceOp(op, used ? broadcastFromThread0(rw, loc, old, isThread0) : old);
+    return success();
+  }
+  LinearLayout ll = layoutOf(ptrTensor);
+  if (used && !ll.isInjective())
+    return rw.notifyMatchFailure(op, "old values of atomics on a tile with duplicated "
+                                     "elements are not lowered yet");
+  int32_t dupRegs = 0, laneMask = 0, warpMask = 0;
+  for (int b : ll.freeBits("register")) dupRegs |= 1 << b;
+  for (int b : ll.freeBits("lane")) laneMask |= 1 << b;
+  for (int b : ll.freeBits("warp")) warpMask |= 1 << b;
+  auto [lane, warp] = laneAndWarp(rw, loc);
+  Value owner = LLVM::ICmpOp::create(
+      rw, loc, LLVM::ICmpPredicate::eq,
+      LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
+                         LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
+      i32Const(rw, loc, 0));
+  SmallVector<Value> results;
+  for (size_t r = 0; r < ptrs.size(); ++r) {
+    Value pred = (int32_t(r) & dupRegs) ? LLVM::ConstantOp::create(rw, loc, rw.getI1Type(),
+                                                                   rw.getBoolAttr(false))
+                                               .getResult()
+                                        : owner;
+    if (!mask.empty())
+      pred = LLVM::AndOp::create(rw, loc, pred, mask[r]);
+    SmallVector<Value> args;
+    for (ValueRange v : operands)
+      args.push_back(v[r]);
+    results.push_back(predicatedAtom(rw, loc, atom, elem, ptrs[r], args, pred));
+  }
+  rw.replaceOpWithMultiple(op, {results});
+  return success();
+}
+
+struct AtomicRMWPattern : OpConversionPattern<tile::AtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::AtomicRMWOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
+    std::string atom = atomSuffix(op.getKind(), elem);
+    if (atom.empty())
+      return rw.notifyMatchFailure(op, "this atomic kind and element type are not lowered yet");
+    return lowerAtomic(op, adaptor.getPtr(), {adaptor.getValue()},
+                       op.getMask() ? adaptor.getMask() : ValueRange(), atom, rw);
+  }
+};
+
+struct AtomicCASPattern : OpConversionPattern<tile::AtomicCASOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::AtomicCASOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
+    unsigned w = elem.getIntOrFloatBitWidth();
+    if (w != 32 && w != 64)
+      return rw.notifyMatchFailure(op, "16-bit compare-and-swap is not lowered yet");
+    return lowerAtomic(op, adaptor.getPtr(), {adaptor.getCmp(), adaptor.getValue()}, ValueRange(),
+                       fmt::format("cas.b{}", w), rw);
+  }
+};
+
+} // namespace
+
+int64_t atomicScratchBytes(Operation *op) {
+  if (!isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op) || op->getResult(0).use_empty() ||
+      isa<RankedTensorType>(op->getResult(0).getType()))
+    return 0;
+  return 8; // a scalar's old value, shared from thread 0
+}
+
+void populateAtomicPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  patterns.add<AtomicRMWPattern, AtomicCASPattern>(types, patterns.getContext());
+}
+
+} // namespace tegula::lowering
