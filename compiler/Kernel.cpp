@@ -6,6 +6,7 @@
 #include "compiler/backend/PtxBackend.h"
 #include "compiler/dsl/TraceState.h"
 #include "compiler/interp/Interpreter.h"
+#include "runtime/KernelCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +17,8 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <sstream>
 #include <map>
 #include <mutex>
 
@@ -40,11 +43,83 @@ Backend parse_backend(const std::string &name) {
   throw Error(fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp", name));
 }
 
+namespace {
+
+/// TEGULA_DUMP=tile,tilegpu,llvm,ptx (or "all") prints those stages to stderr.
+bool dumpEnabled(const char *stage) {
+  const char *env = std::getenv("TEGULA_DUMP");
+  if (!env || !*env)
+    return false;
+  std::string list = std::string(",") + env + ",";
+  return list.find(",all,") != std::string::npos ||
+         list.find(fmt::format(",{},", stage)) != std::string::npos;
+}
+
+void dumpStage(const std::string &kernel, const char *stage, const std::string &text) {
+  fmt::print(stderr, "// ----- tegula: kernel '{}' after stage '{}' ----- //\n{}\n", kernel, stage,
+             text);
+}
+
+std::string printModule(ModuleOp m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os);
+  return text;
+}
+
+/// Process-wide compiled-kernel cache (memory + $TEGULA_CACHE_DIR).
+runtime::KernelCache &kernelCache() {
+  static runtime::KernelCache cache;
+  return cache;
+}
+
+// A CompiledKernel as a cache blob: length-prefixed fields.
+void putString(std::vector<char> &out, const std::string &s) {
+  uint64_t n = s.size();
+  out.insert(out.end(), reinterpret_cast<const char *>(&n), reinterpret_cast<const char *>(&n) + 8);
+  out.insert(out.end(), s.begin(), s.end());
+}
+std::string getString(const std::vector<char> &in, size_t &pos) {
+  uint64_t n;
+  if (pos + 8 > in.size())
+    throw Error("corrupt compiled-kernel cache entry");
+  std::memcpy(&n, in.data() + pos, 8);
+  pos += 8;
+  if (pos + n > in.size())
+    throw Error("corrupt compiled-kernel cache entry");
+  std::string s(in.data() + pos, n);
+  pos += n;
+  return s;
+}
+std::vector<char> serialize(const CompiledKernel &k) {
+  std::vector<char> out;
+  putString(out, k.ptx);
+  putString(out, std::string(k.cubin.begin(), k.cubin.end()));
+  putString(out, fmt::format("{} {} {}", k.registers, k.shared_bytes, k.spill_bytes));
+  putString(out, k.ptxas_log);
+  return out;
+}
+CompiledKernel deserialize(const std::vector<char> &in) {
+  CompiledKernel k;
+  size_t pos = 0;
+  k.ptx = getString(in, pos);
+  std::string cubin = getString(in, pos);
+  k.cubin.assign(cubin.begin(), cubin.end());
+  std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes;
+  k.ptxas_log = getString(in, pos);
+  return k;
+}
+
+} // namespace
+
 namespace detail {
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
   OwningOpRef<ModuleOp> tile;   // after the tile-level pipeline
+  std::string tileText;         // `tile` printed: the IR part of cache keys
+  std::mutex compileMutex;
+  std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
 };
 
 struct KernelImpl {
@@ -199,6 +274,11 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   spec->tile = spec->traced->clone();
   if (failed(runTilePipeline(*spec->tile)))
     throw Error(fmt::format("kernel '{}': the tile pipeline failed:\n{}", name, diags.text));
+  spec->tileText = printModule(*spec->tile);
+  if (dumpEnabled("traced"))
+    dumpStage(name, "traced", printModule(*spec->traced));
+  if (dumpEnabled("tile"))
+    dumpStage(name, "tile", spec->tileText);
   return spec;
 }
 
@@ -247,29 +327,51 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
   detail::Specialization &spec = impl_->specialize(args);
-  MLIRContext &ctx = globalContext();
-  OwningOpRef<ModuleOp> module = spec.tile->clone();
-  {
-    detail::DiagnosticCollector diags(ctx);
-    if (failed(runGpuPipeline(*module, opts.num_warps)))
-      throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", impl_->name,
-                              diags.text));
-  }
-  CompiledKernel out;
-  backend::Target target{opts.chip, "+ptx80", 3};
-  out.ptx = backend::translateToPtx(*module, target);
-  if (opts.assemble && backend::findPtxas()) {
-    backend::Cubin cubin = backend::assemble(out.ptx, target);
-    out.cubin = std::move(cubin.data);
-    out.ptxas_log = cubin.log;
-    for (const auto &k : cubin.kernels)
-      if (k.kernel == impl_->name) {
-        out.registers = k.registers;
-        out.shared_bytes = k.sharedBytes;
-        out.spill_bytes = k.spillStoreBytes + k.spillLoadBytes;
-      }
-  }
-  return out;
+  bool assemble = opts.assemble && backend::findPtxas().has_value();
+  std::string optionKey = fmt::format("chip={};num_warps={};cubin={}", opts.chip, opts.num_warps,
+                                      assemble);
+  std::lock_guard<std::mutex> lock(spec.compileMutex);
+  if (auto it = spec.compiled.find(optionKey); it != spec.compiled.end())
+    return *it->second; // the fast path: no hashing, no I/O
+
+  const std::string &name = impl_->name;
+  auto compileNow = [&]() -> std::vector<char> {
+    MLIRContext &ctx = globalContext();
+    OwningOpRef<ModuleOp> module = spec.tile->clone();
+    {
+      detail::DiagnosticCollector diags(ctx);
+      auto dump = [&](const char *stage, ModuleOp m) {
+        if (dumpEnabled(stage))
+          dumpStage(name, stage, printModule(m));
+      };
+      if (failed(runGpuPipeline(*module, opts.num_warps, dump)))
+        throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
+                                diags.text));
+    }
+    CompiledKernel out;
+    backend::Target target{opts.chip, "+ptx80", 3};
+    out.ptx = backend::translateToPtx(*module, target);
+    if (dumpEnabled("ptx"))
+      dumpStage(name, "ptx", out.ptx);
+    if (assemble) {
+      backend::Cubin cubin = backend::assemble(out.ptx, target);
+      out.cubin = std::move(cubin.data);
+      out.ptxas_log = cubin.log;
+      for (const auto &k : cubin.kernels)
+        if (k.kernel == name) {
+          out.registers = k.registers;
+          out.shared_bytes = k.sharedBytes;
+          out.spill_bytes = k.spillStoreBytes + k.spillLoadBytes;
+        }
+    }
+    return serialize(out);
+  };
+  runtime::CacheKey key{spec.tileText, optionKey, opts.chip, TEGULA_VERSION,
+                        assemble ? backend::ptxasVersion() : "none"};
+  auto compiled = std::make_shared<const CompiledKernel>(
+      deserialize(kernelCache().getOrCompile(key, compileNow)));
+  spec.compiled.emplace(optionKey, compiled);
+  return *compiled;
 }
 
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {

@@ -4,6 +4,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <functional>
+
 namespace mlir {
 class OpPassManager;
 }
@@ -17,7 +19,12 @@ void buildTilePipeline(mlir::OpPassManager &pm);
 /// tile IR -> tilegpu (layouts) -> per-thread LLVM dialect + NVVM, ready for
 /// the PTX back end. Also `--tegula-gpu-pipeline{num-warps=N}` in tegula-opt.
 void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps);
-mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps);
+/// Runs the GPU pipeline; `dump(stage, module)` (if set) sees the module
+/// after "tilegpu" (layouts assigned) and "llvm" (per-thread code).
+/// TEGULA_TIMING=1 prints MLIR's per-pass timing report to stderr.
+mlir::LogicalResult
+runGpuPipeline(mlir::ModuleOp module, int numWarps,
+               const std::function<void(const char *, mlir::ModuleOp)> &dump = {});
 
 /// Tile-level clean-up after tracing: canonicalize (including the tile
 /// dialect's patterns) and CSE. The result is what the interpreter runs and

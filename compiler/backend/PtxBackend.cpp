@@ -159,6 +159,8 @@ std::string translateToPtx(mlir::ModuleOp module, const Target &target) {
   return std::string(ptx.str());
 }
 
+std::string queryPtxasVersion();
+
 std::optional<std::string> findPtxas() {
   if (const char *p = std::getenv("TEGULA_PTXAS"); p && *p)
     return std::string(p);
@@ -171,6 +173,11 @@ std::optional<std::string> findPtxas() {
 }
 
 std::string ptxasVersion() {
+  static const std::string version = [] { return queryPtxasVersion(); }();
+  return version;
+}
+
+std::string queryPtxasVersion() {
   auto ptxas = findPtxas();
   if (!ptxas)
     return "none";

@@ -53,7 +53,8 @@ struct Cubin {
 /// The ptxas found in $TEGULA_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin or
 /// PATH; empty when there is none.
 std::optional<std::string> findPtxas();
-/// `ptxas --version`'s last line, or "none" (part of cache keys).
+/// `ptxas --version`'s last line, or "none" (part of cache keys); asked
+/// once per process.
 std::string ptxasVersion();
 
 /// Assemble PTX into a cubin. On failure the error shows the command to

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 
 using namespace tegula;
@@ -122,6 +123,36 @@ TEST_P(PtxCompile, RowSumAtomicAdd) {
   expectCompiles(k, {x, out, 1000, 256}, GetParam());
   std::string ptx = k.compile({x, out, 1000, 256}, {.chip = GetParam(), .assemble = false}).ptx;
   EXPECT_THAT(ptx, HasSubstr("atom.global.add.f32"));
+}
+
+TEST(PtxCompileCache, SecondCompileIsAMemoryHit) {
+  std::vector<float> x(4096), y(4096), out(4096);
+  auto k = kernel("vector_add_cached", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  CompiledKernel first = k.compile({x, y, out, 1000, 1024});
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledKernel again = k.compile({x, y, out, 777, 1024}); // runtime n: same kernel
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(first.ptx, again.ptx);
+  EXPECT_EQ(first.cubin, again.cubin);
+  std::printf("[cache] second compile took %.1f us\n", us);
+  // Another kernel object compiling the same IR finds it in the process cache.
+  auto k2 = kernel("vector_add_cached", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  EXPECT_EQ(k2.compile({x, y, out, 1000, 1024}).ptx, first.ptx);
+}
+
+TEST(PtxCompileDump, StagesGoToStderrOnRequest) {
+  std::vector<float> x(4096), y(4096), out(4096);
+  auto k = kernel("vector_add_dumped", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  ::setenv("TEGULA_DUMP", "tilegpu,ptx", 1);
+  ::testing::internal::CaptureStderr();
+  k.compile({x, y, out, 1000, 512}, {.assemble = false});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("TEGULA_DUMP");
+  EXPECT_THAT(err, HasSubstr("kernel 'vector_add_dumped' after stage 'tilegpu'"));
+  EXPECT_THAT(err, HasSubstr("#tilegpu.blocked"));
+  EXPECT_THAT(err, HasSubstr("after stage 'ptx'"));
+  EXPECT_THAT(err, HasSubstr(".entry vector_add_dumped"));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("after stage 'llvm'")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
