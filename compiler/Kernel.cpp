@@ -18,6 +18,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <map>
 #include <mutex>
@@ -65,6 +66,22 @@ std::string printModule(ModuleOp m) {
   llvm::raw_string_ostream os(text);
   m.print(os);
   return text;
+}
+
+/// The compiler's identity in cache keys: the version plus the size and
+/// modification time of the running binary, so a rebuilt compiler never
+/// reads binaries an older build wrote.
+const std::string &compilerIdentity() {
+  static const std::string id = [] {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+      return std::string(TEGULA_VERSION);
+    auto size = std::filesystem::file_size(exe, ec);
+    auto mtime = std::filesystem::last_write_time(exe, ec).time_since_epoch().count();
+    return fmt::format("{}+{}:{}:{}", TEGULA_VERSION, exe.string(), size, mtime);
+  }();
+  return id;
 }
 
 /// Process-wide compiled-kernel cache (memory + $TEGULA_CACHE_DIR).
@@ -184,8 +201,23 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
   }
 }
 
+namespace {
+/// Like Triton, kernels specialise on 16-byte alignment of pointers and
+/// divisibility by 16 of integer scalars: the GPU code can then vectorise.
+bool divisibleBy16(const ParamInfo &p, const Arg &a) {
+  if (p.kind == ParamInfo::Kind::Pointer)
+    return reinterpret_cast<uintptr_t>(a.data()) % 16 == 0;
+  if (p.kind == ParamInfo::Kind::Scalar && is_int(p.dtype) && p.dtype != DType::i1)
+    return a.as_int() % 16 == 0;
+  return false;
+}
+} // namespace
+
 std::string KernelImpl::key(const std::vector<Arg> &args) const {
   std::string k;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].kind != ParamInfo::Kind::Constant && divisibleBy16(params[i], args[i]))
+      k += fmt::format("d{};", i);
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].any_dtype)
       k += fmt::format("{};", dtype_name(args[i].dtype()));
@@ -260,6 +292,8 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].kind != ParamInfo::Kind::Constant) {
       fn.setArgAttr(argNo, "tile.name", ts.builder.getStringAttr(paramNames[i]));
+      if (divisibleBy16(params[i], args[i]))
+        fn.setArgAttr(argNo, "tile.divisibility", ts.builder.getI32IntegerAttr(16));
       values[i] = dsl::wrap(entry->getArgument(argNo++));
     }
   ts.builder.setInsertionPointToStart(entry);
@@ -330,8 +364,10 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   bool assemble = opts.assemble && backend::findPtxas().has_value();
   std::string optionKey = fmt::format("chip={};num_warps={};cubin={}", opts.chip, opts.num_warps,
                                       assemble);
+  // Dumping GPU stages means compiling for real, not reading a cache.
+  bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
-  if (auto it = spec.compiled.find(optionKey); it != spec.compiled.end())
+  if (auto it = spec.compiled.find(optionKey); it != spec.compiled.end() && !dumping)
     return *it->second; // the fast path: no hashing, no I/O
 
   const std::string &name = impl_->name;
@@ -366,8 +402,10 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
     }
     return serialize(out);
   };
-  runtime::CacheKey key{spec.tileText, optionKey, opts.chip, TEGULA_VERSION,
+  runtime::CacheKey key{spec.tileText, optionKey, opts.chip, compilerIdentity(),
                         assemble ? backend::ptxasVersion() : "none"};
+  if (dumping)
+    return deserialize(compileNow());
   auto compiled = std::make_shared<const CompiledKernel>(
       deserialize(kernelCache().getOrCompile(key, compileNow)));
   spec.compiled.emplace(optionKey, compiled);

@@ -21,6 +21,7 @@ void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps) {
   layouts.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(layouts));
   pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createCoalesce());
   pm.addPass(createLowerTileGPUToLLVM());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -41,6 +42,7 @@ mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
   options.numWarps = numWarps;
   layouts.addPass(createConvertTileToTileGPU(options));
   layouts.addPass(mlir::createCanonicalizerPass());
+  layouts.addPass(createCoalesce());
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();

@@ -259,6 +259,13 @@ struct Ownership {
   }
 };
 
+/// Elements per access chosen by the coalesce pass (1 when absent).
+int64_t vectorWidth(Operation *op) {
+  if (auto w = op->getAttrOfType<IntegerAttr>("tilegpu.vector_width"))
+    return w.getInt();
+  return 1;
+}
+
 struct LoadPattern : OpConversionPattern<tile::LoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::LoadOp op, OneToNOpAdaptor adaptor,
@@ -266,28 +273,60 @@ struct LoadPattern : OpConversionPattern<tile::LoadOp> {
     Location loc = op.getLoc();
     Type elem = tile::getElementTypeOrSelf(op.getType());
     Type scalar = getTypeConverter()->convertType(elem);
+    Type mem = memoryType(elem);
     auto [asmType, reg] = asmRegister(elem);
+    unsigned bits = asmType.getIntOrFloatBitWidth();
+    size_t w = size_t(vectorWidth(op));
     SmallVector<Value> values;
     ValueRange ptrs = adaptor.getPtr();
-    for (size_t k = 0; k < ptrs.size(); ++k) {
+    for (size_t k = 0; k < ptrs.size(); k += w) {
       if (!op.getMask()) {
-        Value v = LLVM::LoadOp::create(rw, loc, memoryType(elem), ptrs[k],
-                                       memoryType(elem).getIntOrFloatBitWidth() / 8);
-        values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
+        if (w == 1) {
+          Value v = LLVM::LoadOp::create(rw, loc, mem, ptrs[k], mem.getIntOrFloatBitWidth() / 8);
+          values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
+          continue;
+        }
+        auto vecType = VectorType::get({int64_t(w)}, mem);
+        Value vec = LLVM::LoadOp::create(rw, loc, vecType, ptrs[k],
+                                         unsigned(w * mem.getIntOrFloatBitWidth() / 8));
+        for (size_t i = 0; i < w; ++i) {
+          Value v = LLVM::ExtractElementOp::create(rw, loc, vec, i32Const(rw, loc, int64_t(i)));
+          values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
+        }
         continue;
       }
-      Value other = op.getOther()
-                        ? adaptor.getOther()[k]
-                        : LLVM::ConstantOp::create(rw, loc, scalar, rw.getZeroAttr(scalar));
-      // mov the default, then load where the predicate holds.
-      std::string body = fmt::format("mov.b{0} $0, $3;\n\t@$2 ld.global.{1} $0, [ $1 + 0 ];",
-                                     asmType.getIntOrFloatBitWidth(), ptxType(elem));
+      // mov the defaults, then one (vector) load where the predicate holds;
+      // the coalesce pass proved the mask constant over the group.
+      std::string body, constraints, outs;
+      SmallVector<Value> args = {ptrs[k], adaptor.getMask()[k]};
+      for (size_t i = 0; i < w; ++i) {
+        Value other = op.getOther()
+                          ? adaptor.getOther()[k + i]
+                          : LLVM::ConstantOp::create(rw, loc, scalar, rw.getZeroAttr(scalar));
+        args.push_back(toAsmInt(rw, loc, other, asmType));
+        body += fmt::format("mov.b{} ${}, ${};\n\t", bits, i, w + 2 + i);
+        outs += fmt::format("{}${}", i ? ", " : "", i);
+        constraints += fmt::format("={},", reg);
+      }
+      constraints += "l,b";
+      for (size_t i = 0; i < w; ++i)
+        constraints += "," + reg;
+      body += fmt::format("@${} ld.global{}.{} {}, [ ${} + 0 ];", w + 1,
+                          w > 1 ? fmt::format(".v{}", w) : "", ptxType(elem),
+                          w > 1 ? "{" + outs + "}" : outs, w);
+      Type resultType = w == 1 ? asmType
+                               : Type(LLVM::LLVMStructType::getLiteral(
+                                     rw.getContext(), SmallVector<Type>(w, asmType)));
       auto asmOp = LLVM::InlineAsmOp::create(
-          rw, loc, asmType,
-          ValueRange{ptrs[k], adaptor.getMask()[k], toAsmInt(rw, loc, other, asmType)}, body,
-          fmt::format("={0},l,b,{0}", reg), /*has_side_effects=*/true, false,
+          rw, loc, resultType, args, body, constraints, /*has_side_effects=*/true, false,
           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-      values.push_back(fromAsmInt(rw, loc, asmOp.getResult(0), elem));
+      for (size_t i = 0; i < w; ++i) {
+        Value raw = w == 1 ? asmOp.getResult(0)
+                           : LLVM::ExtractValueOp::create(rw, loc, asmOp.getResult(0),
+                                                          ArrayRef<int64_t>{int64_t(i)})
+                                 .getResult();
+        values.push_back(fromAsmInt(rw, loc, raw, elem));
+      }
     }
     if (isa<RankedTensorType>(op.getType()))
       rw.replaceOpWithMultiple(op, {values});
@@ -314,20 +353,32 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
                                                     i32Const(rw, loc, 0))
                                    .getResult();
     ValueRange ptrs = adaptor.getPtr(), vals = adaptor.getValue();
-    for (size_t k = 0; k < ptrs.size(); ++k) {
+    size_t w = size_t(vectorWidth(op));
+    for (size_t k = 0; k < ptrs.size(); k += w) {
       if (owner && !owner->ownsRegister[k])
-        continue; // another register of this thread stores the same element
+        continue; // another register of this thread stores the same element(s)
       Value pred = op.getMask() ? adaptor.getMask()[k] : Value();
       if (threadOwns)
         pred = pred ? Value(LLVM::AndOp::create(rw, loc, pred, threadOwns)) : threadOwns;
-      Value v = vals[k];
-      if (!pred) {
-        if (elem.isInteger(1))
-          v = LLVM::ZExtOp::create(rw, loc, rw.getI8Type(), v);
-        LLVM::StoreOp::create(rw, loc, v, ptrs[k], memoryType(elem).getIntOrFloatBitWidth() / 8);
+      SmallVector<Value> group;
+      for (size_t i = 0; i < w; ++i)
+        group.push_back(elem.isInteger(1)
+                            ? LLVM::ZExtOp::create(rw, loc, rw.getI8Type(), vals[k + i]).getResult()
+                            : vals[k + i]);
+      if (pred) {
+        predicatedStore(rw, loc, ptrs[k], group, pred, "global");
         continue;
       }
-      predicatedStore(rw, loc, ptrs[k], v, pred, "global");
+      Type mem = memoryType(elem);
+      unsigned align = unsigned(w * mem.getIntOrFloatBitWidth() / 8);
+      if (w == 1) {
+        LLVM::StoreOp::create(rw, loc, group[0], ptrs[k], align);
+        continue;
+      }
+      Value vec = LLVM::PoisonOp::create(rw, loc, VectorType::get({int64_t(w)}, mem));
+      for (size_t i = 0; i < w; ++i)
+        vec = LLVM::InsertElementOp::create(rw, loc, vec, group[i], i32Const(rw, loc, int64_t(i)));
+      LLVM::StoreOp::create(rw, loc, vec, ptrs[k], align);
     }
     rw.eraseOp(op);
     return success();
@@ -354,7 +405,8 @@ struct LowerTileGPUToLLVMPass
       for (StringRef attr : {"tile.kernel", "tile.constants"})
         fn->removeAttr(attr);
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-        fn.removeArgAttr(i, "tile.name");
+        for (StringRef attr : {"tile.name", "tile.divisibility"})
+          fn.removeArgAttr(i, attr);
     });
 
     // Shared-memory scratch: every user (cross-warp reductions, exchanges) works

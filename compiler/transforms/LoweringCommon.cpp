@@ -109,14 +109,26 @@ std::string ptxType(Type elem) {
   return w == 8 ? "u8" : fmt::format("b{}", w);
 }
 
-void predicatedStore(OpBuilder &b, Location loc, Value ptr, Value value, Value pred,
+void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, Value pred,
                      llvm::StringRef space) {
-  Type elem = value.getType();
+  Type elem = values[0].getType();
   auto [asmType, reg] = asmRegister(elem);
+  size_t w = values.size();
   std::string type = ptxType(elem) == "u8" ? "b8" : ptxType(elem);
-  std::string body = fmt::format("@$2 st.{0}.{1} [ $0 + 0 ], $1;", space.str(), type);
-  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{ptr, toAsmInt(b, loc, value, asmType), pred},
-                            body, fmt::format("l,{},b", reg), /*has_side_effects=*/true, false,
+  SmallVector<Value> args = {ptr};
+  std::string regs, constraints = "l";
+  for (size_t i = 0; i < w; ++i) {
+    args.push_back(toAsmInt(b, loc, values[i], asmType));
+    regs += fmt::format("{}${}", i ? ", " : "", i + 1);
+    constraints += "," + reg;
+  }
+  args.push_back(pred);
+  constraints += ",b";
+  std::string body =
+      fmt::format("@${0} st.{1}{2}.{3} [ $0 + 0 ], {4};", w + 1, space.str(),
+                  w > 1 ? fmt::format(".v{}", w) : "", type, w > 1 ? "{" + regs + "}" : regs);
+  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, args, body, constraints,
+                            /*has_side_effects=*/true, false,
                             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
                             ArrayAttr());
 }

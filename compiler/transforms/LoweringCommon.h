@@ -38,9 +38,10 @@ mlir::Value toAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir
 mlir::Value fromAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Type elem);
 /// PTX type suffix for loads of `elem`: u8, b16, b32, b64.
 std::string ptxType(mlir::Type elem);
-/// `@pred st.<space>.bN [ptr], value` (space: "global" or "shared").
-void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value value,
-                     mlir::Value pred, llvm::StringRef space);
+/// `@pred st.<space>[.vN].bW [ptr], {values}` (space: "global" or
+/// "shared"); several values make one vector store.
+void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
+                     mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
 
 /// Tiles with a tilegpu encoding become one value per register; pointers
 /// become `!llvm.ptr<1>`.

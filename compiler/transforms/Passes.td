@@ -22,6 +22,19 @@ def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
+  let summary = "Choose the vector width of every load and store";
+  let description = [{
+    From the contiguity, divisibility and constancy of the pointers and masks
+    (AxisInfo: make_range runs, 16-byte aligned pointer arguments and
+    integer arguments divisible by 16 from kernel specialisation), and from
+    the registers the layout keeps contiguous, each tile load, store and
+    atomic gets `tilegpu.vector_width` (elements per access, up to 16
+    bytes) and `tilegpu.vector_dim`. The lowering emits one vector access per
+    group, e.g. `ld.global.v4.b32` for f32.
+  }];
+}
+
 def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
   let summary = "tilegpu IR to per-thread code: LLVM dialect + NVVM";
   let description = [{

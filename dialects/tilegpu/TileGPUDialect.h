@@ -22,9 +22,10 @@ namespace tegula::tilegpu {
 /// slice). Throws tegula::Error for an unknown encoding.
 layout::LinearLayout toLinearLayout(mlir::Attribute encoding, llvm::ArrayRef<int64_t> shape);
 
-/// The default layout of a tile of `shape` over `numWarps` warps: one element
-/// per thread, lanes along the fastest (last) dimension first, warps along
-/// the slowest.
+/// The default layout of a tile of `shape` over `numWarps` warps: up to 4
+/// contiguous elements per thread along the fastest (last) dimension when
+/// the tile is large enough, lanes along the fastest dimensions first,
+/// warps along the slowest.
 BlockedEncodingAttr defaultBlockedEncoding(mlir::MLIRContext *ctx,
                                            llvm::ArrayRef<int64_t> shape, int numWarps);
 

@@ -125,6 +125,31 @@ TEST_P(PtxCompile, RowSumAtomicAdd) {
   EXPECT_THAT(ptx, HasSubstr("atom.global.add.f32"));
 }
 
+// 128-bit accesses: aligned buffers and sizes divisible by 16 specialise the
+// kernel, the coalesce pass proves 4 contiguous f32 per thread under a mask
+// constant over them, and the lowering emits v4 loads and stores.
+TEST(PtxVectorize, ContiguousF32AccessesAre128Bit) {
+  std::vector<float> x(8192), y(8192), out(8192), w(1024), b(1024), mean(8), rstd(8);
+  auto add = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  std::string ptx = add.compile({x, y, out, 4096, 1024}, {.assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("ld.global.v4.b32"));
+  EXPECT_THAT(ptx, HasSubstr("st.global.v4.b32"));
+  // n = 1000 is not divisible by 4: the mask may change inside a vector.
+  std::string ragged = add.compile({x, y, out, 1000, 1024}, {.assemble = false}).ptx;
+  EXPECT_THAT(ragged, ::testing::Not(HasSubstr(".v4.")));
+
+  auto softmax = kernel("softmax", examples::softmax<float>, {"x", "out", "n_cols", "BLOCK"});
+  ptx = softmax.compile({x, out, 1024, 1024}, {.assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("ld.global.v4.b32"));
+  EXPECT_THAT(ptx, HasSubstr("st.global.v4.b32"));
+
+  auto ln = kernel("layernorm", examples::layernorm<float>,
+                   {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
+  ptx = ln.compile({x, w, b, out, mean, rstd, 1024, 1e-5f, 512}, {.assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("ld.global.v4.b32"));
+  EXPECT_THAT(ptx, HasSubstr("st.global.v4.b32"));
+}
+
 TEST(PtxCompileCache, SecondCompileIsAMemoryHit) {
   std::vector<float> x(4096), y(4096), out(4096);
   auto k = kernel("vector_add_cached", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});

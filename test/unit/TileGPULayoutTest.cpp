@@ -57,14 +57,19 @@ TEST_F(TileGPULayout, SliceHoldsTheParentsRows) {
 
 TEST_F(TileGPULayout, DefaultLayouts) {
   auto v = defaultBlockedEncoding(&ctx, {1024}, 4);
+  EXPECT_EQ(v.getSizePerThread(), llvm::ArrayRef<int32_t>({4})); // 128-bit f32 access
   EXPECT_EQ(v.getThreadsPerWarp(), llvm::ArrayRef<int32_t>({32}));
   EXPECT_EQ(v.getWarpsPerCTA(), llvm::ArrayRef<int32_t>({4}));
   auto m = defaultBlockedEncoding(&ctx, {16, 64}, 4);
-  EXPECT_EQ(m.getThreadsPerWarp(), llvm::ArrayRef<int32_t>({1, 32}));
+  EXPECT_EQ(m.getSizePerThread(), llvm::ArrayRef<int32_t>({1, 4}));
+  EXPECT_EQ(m.getThreadsPerWarp(), llvm::ArrayRef<int32_t>({2, 16}));
   EXPECT_EQ(m.getWarpsPerCTA(), llvm::ArrayRef<int32_t>({4, 1}));
   EXPECT_EQ(m.getOrder(), llvm::ArrayRef<int32_t>({1, 0}));
   auto narrow = defaultBlockedEncoding(&ctx, {64, 8}, 8);
-  EXPECT_EQ(narrow.getThreadsPerWarp(), llvm::ArrayRef<int32_t>({4, 8}));
+  EXPECT_EQ(narrow.getSizePerThread(), llvm::ArrayRef<int32_t>({1, 2})); // 512 elements, 256 threads
+  EXPECT_EQ(narrow.getThreadsPerWarp(), llvm::ArrayRef<int32_t>({8, 4}));
+  auto small = defaultBlockedEncoding(&ctx, {128}, 4); // one element per thread
+  EXPECT_EQ(small.getSizePerThread(), llvm::ArrayRef<int32_t>({1}));
   EXPECT_EQ(narrow.getWarpsPerCTA(), llvm::ArrayRef<int32_t>({8, 1}));
   // Every default layout covers its tile.
   for (auto [shape, warps] : std::vector<std::pair<std::vector<int64_t>, int>>{

@@ -4,9 +4,10 @@
 
 // BAD: num-warps must be a power of two, got 3
 
-// 1-D tiles: one element per thread, 32 lanes, warps along the tile;
-// constants are retyped with their values.
-// CHECK: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// 1-D tiles: 4 contiguous elements per thread (128-bit f32 accesses) when
+// the tile has that many, 32 lanes, warps along the tile; constants are
+// retyped with their values.
+// CHECK: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 // CHECK: module attributes {tilegpu.num_warps = 4 : i32}
 // CHECK-LABEL: func.func @vector(
 // CHECK:         arith.constant dense<0xFF800000> : tensor<1024xf32, #[[B]]>
@@ -32,7 +33,7 @@ func.func @vector(%x: !tile.ptr<f32>, %n: i32) {
 // the slice of its operand's layout, converted back for its users; an
 // expand_dims operand is converted to the slice of its result's layout; a
 // broadcast operand shares its result's layout.
-// CHECK-DAG: #[[B2:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+// CHECK-DAG: #[[B2:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
 // CHECK-DAG: #[[ROW:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 // CHECK-DAG: #[[COL:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}>
 // CHECK-DAG: #[[S:slice[0-9]*]] = #tilegpu.slice<{dim = 1, parent = #[[B2]]}>

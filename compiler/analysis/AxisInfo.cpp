@@ -1,0 +1,219 @@
+//===- AxisInfo.cpp - contiguity, divisibility, constancy of tiles --------===//
+#include "compiler/analysis/AxisInfo.h"
+
+#include "dialects/tile/TileDialect.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace tegula::analysis {
+namespace {
+
+constexpr int64_t kMaxDivisibility = int64_t(1) << 30;
+
+int64_t pow2Divisor(int64_t v) {
+  if (v == 0)
+    return kMaxDivisibility;
+  int64_t d = v & -v;
+  return std::min(d < 0 ? -d : d, kMaxDivisibility);
+}
+
+std::vector<int64_t> shapeOf(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
+  return {};
+}
+
+AxisInfo unknown(Value v) {
+  AxisInfo info;
+  size_t rank = shapeOf(v).size();
+  info.contiguity.assign(rank, 1);
+  info.divisibility.assign(rank, 1);
+  info.constancy.assign(rank, 1);
+  return info;
+}
+
+/// A value equal everywhere, with the given divisibility.
+AxisInfo uniform(Value v, int64_t divisibility) {
+  AxisInfo info;
+  auto shape = shapeOf(v);
+  info.contiguity.assign(shape.size(), 1);
+  info.divisibility.assign(shape.size(), divisibility);
+  info.constancy = shape;
+  info.scalarDivisibility = divisibility;
+  return info;
+}
+
+int64_t elementBytes(Type ptrLike) {
+  auto ptr = cast<tile::PtrType>(tile::getElementTypeOrSelf(ptrLike));
+  Type t = ptr.getPointeeType();
+  return t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
+}
+
+} // namespace
+
+std::string AxisInfo::toString() const {
+  return fmt::format("contiguity=[{}] divisibility=[{}] constancy=[{}] scalar_divisibility={}",
+                     fmt::join(contiguity, ","), fmt::join(divisibility, ","),
+                     fmt::join(constancy, ","), scalarDivisibility);
+}
+
+AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto fn = dyn_cast<func::FuncOp>(op)) {
+      for (BlockArgument arg : fn.getArguments()) {
+        int64_t div = 1;
+        if (auto a = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "tile.divisibility"))
+          div = a.getInt();
+        info_[arg] = uniform(arg, div);
+      }
+    }
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (!info_.count(arg))
+            info_[arg] = unknown(arg);
+    for (Value r : op->getResults())
+      info_[r] = compute(op, r);
+  });
+}
+
+const AxisInfo &AxisInfoAnalysis::get(Value v) {
+  auto it = info_.find(v);
+  if (it == info_.end())
+    it = info_.insert({v, unknown(v)}).first;
+  return it->second;
+}
+
+AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
+  auto shape = shapeOf(result);
+  size_t rank = shape.size();
+  // Constants.
+  APInt cst;
+  if (matchPattern(result, m_ConstantInt(&cst)))
+    return uniform(result, pow2Divisor(cst.getSExtValue()));
+  if (auto splat = dyn_cast<tile::SplatOp>(op))
+    return uniform(result, get(splat.getSrc()).scalarDivisibility);
+  if (auto range = dyn_cast<tile::MakeRangeOp>(op)) {
+    AxisInfo info;
+    info.contiguity = {shape[0]};
+    info.divisibility = {pow2Divisor(int32_t(range.getStart()))};
+    info.constancy = {1};
+    info.scalarDivisibility = info.divisibility[0];
+    return info;
+  }
+  if (isa<tilegpu::ConvertLayoutOp>(op))
+    return get(op->getOperand(0));
+  if (auto bcast = dyn_cast<tile::BroadcastOp>(op)) {
+    AxisInfo src = get(bcast.getSrc()), info = src;
+    auto srcShape = shapeOf(bcast.getSrc());
+    for (size_t d = 0; d < rank; ++d)
+      if (srcShape[d] == 1 && shape[d] != 1) {
+        info.contiguity[d] = 1;
+        info.constancy[d] = shape[d];
+      }
+    return info;
+  }
+  if (auto expand = dyn_cast<tile::ExpandDimsOp>(op)) {
+    AxisInfo src = get(expand.getSrc()), info = src;
+    unsigned axis = expand.getAxis();
+    auto at = [&](std::vector<int64_t> &v, int64_t x) { v.insert(v.begin() + axis, x); };
+    if (src.contiguity.empty()) { // a scalar source has no per-dim info
+      info = uniform(result, src.scalarDivisibility);
+      return info;
+    }
+    at(info.contiguity, 1);
+    at(info.divisibility, kMaxDivisibility);
+    at(info.constancy, 1);
+    return info;
+  }
+  auto binary = [&](auto combineContig, auto combineDiv) {
+    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
+    AxisInfo info = unknown(result);
+    info.scalarDivisibility = combineDiv(a.scalarDivisibility, b.scalarDivisibility);
+    for (size_t d = 0; d < rank; ++d) {
+      info.contiguity[d] = combineContig(a, b, d);
+      info.divisibility[d] = combineDiv(a.divisibility[d], b.divisibility[d]);
+      info.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    }
+    return info;
+  };
+  auto addContig = [](const AxisInfo &a, const AxisInfo &b, size_t d) {
+    // A run plus something constant over the run stays a run.
+    return std::max(std::gcd(a.contiguity[d], b.constancy[d]),
+                    std::gcd(b.contiguity[d], a.constancy[d]));
+  };
+  auto minDiv = [](int64_t x, int64_t y) { return std::min(x, y); };
+  if (isa<arith::AddIOp>(op))
+    return binary(addContig, minDiv);
+  if (isa<arith::MulIOp>(op)) {
+    return binary(
+        [](const AxisInfo &, const AxisInfo &, size_t) -> int64_t { return 1; },
+        [](int64_t x, int64_t y) { return std::min(kMaxDivisibility, x * y); });
+  }
+  if (auto add = dyn_cast<tile::AddPtrOp>(op)) {
+    AxisInfo p = get(add.getPtr()), o = get(add.getOffset());
+    int64_t bytes = elementBytes(add.getType());
+    AxisInfo info = unknown(result);
+    info.scalarDivisibility = std::min(p.scalarDivisibility, o.scalarDivisibility * bytes);
+    for (size_t d = 0; d < rank; ++d) {
+      info.contiguity[d] = addContig(p, o, d);
+      info.divisibility[d] =
+          std::min(p.divisibility[d], std::min(kMaxDivisibility, o.divisibility[d] * bytes));
+      info.constancy[d] = std::gcd(p.constancy[d], o.constancy[d]);
+    }
+    return info;
+  }
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    // `run < n`: a run starting at a multiple of g with n a multiple of g
+    // compares the same for all its g elements.
+    AxisInfo a = get(cmp.getLhs()), b = get(cmp.getRhs());
+    AxisInfo info = unknown(result);
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t c = std::gcd(a.constancy[d], b.constancy[d]);
+      if (b.constancy[d] == shape[d])
+        c = std::max(c, std::gcd(a.contiguity[d], std::min(a.divisibility[d], b.divisibility[d])));
+      if (a.constancy[d] == shape[d])
+        c = std::max(c, std::gcd(b.contiguity[d], std::min(a.divisibility[d], b.divisibility[d])));
+      info.constancy[d] = c;
+    }
+    return info;
+  }
+  if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op)) {
+    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
+    AxisInfo info = unknown(result);
+    for (size_t d = 0; d < rank; ++d)
+      info.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    return info;
+  }
+  return unknown(result);
+}
+
+int64_t maxVectorWidth(AxisInfoAnalysis &axis, Value ptr, Value mask, unsigned dim) {
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  if (!type)
+    return 1;
+  const AxisInfo &p = axis.get(ptr);
+  int64_t bytes = elementBytes(type);
+  int64_t width = std::min<int64_t>(p.contiguity[dim], 16 / bytes);
+  width = std::min(width, std::max<int64_t>(1, p.divisibility[dim] / bytes));
+  if (mask)
+    width = std::min(width, axis.get(mask).constancy[dim]);
+  // Round down to a power of two.
+  int64_t w = 1;
+  while (w * 2 <= width)
+    w *= 2;
+  return w;
+}
+
+} // namespace tegula::analysis
