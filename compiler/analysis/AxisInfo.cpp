@@ -78,6 +78,12 @@ AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
         info_[arg] = uniform(arg, div);
       }
     }
+    // A loop's induction variable lb + k * step divides like gcd(lb, step);
+    // loop-carried values stay unknown.
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      info_[loop.getInductionVar()] =
+          uniform(loop.getInductionVar(), std::min(get(loop.getLowerBound()).scalarDivisibility,
+                                                   get(loop.getStep()).scalarDivisibility));
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
