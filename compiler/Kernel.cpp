@@ -6,6 +6,7 @@
 #include "compiler/backend/PtxBackend.h"
 #include "compiler/dsl/TraceState.h"
 #include "compiler/interp/Interpreter.h"
+#include "runtime/GpuLaunch.h"
 #include "runtime/KernelCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,7 +42,9 @@ mlir::MLIRContext &globalContext() {
 Backend parse_backend(const std::string &name) {
   if (name == "interp")
     return Backend::Interp;
-  throw Error(fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp", name));
+  if (name == "gpu" || name == "cuda")
+    return Backend::GPU;
+  throw Error(fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp, gpu", name));
 }
 
 namespace {
@@ -137,6 +140,7 @@ struct Specialization {
   std::string tileText;         // `tile` printed: the IR part of cache keys
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
+  std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
 };
 
 struct KernelImpl {
@@ -434,6 +438,22 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
         launch.argIndex.push_back(i);
     auto fn = *spec.tile->getOps<func::FuncOp>().begin();
     interp::run(fn, launch);
+    return;
+  }
+  case Backend::GPU: {
+    const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
+    CompileOptions copts{.chip = device.chip(), .num_warps = opts.num_warps};
+    CompiledKernel compiled = compile(args, copts);
+    std::shared_ptr<runtime::LoadedKernel> kernel;
+    {
+      std::lock_guard<std::mutex> lock(spec.compileMutex);
+      std::string key = fmt::format("{}:{}", copts.chip, copts.num_warps);
+      auto &slot = spec.loaded[key];
+      if (!slot)
+        slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name);
+      kernel = slot;
+    }
+    runtime::launchStaged(*kernel, opts.grid, opts.num_warps, impl_->params, args);
     return;
   }
   }

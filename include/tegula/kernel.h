@@ -23,8 +23,9 @@ namespace tegula {
 
 constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Where a launch runs. Today: the CPU interpreter over the `tile` IR.
-enum class Backend { Interp };
+/// Where a launch runs: the CPU interpreter over the `tile` IR, or the GPU
+/// (compiled to PTX/cubin, host buffers staged to the device and back).
+enum class Backend { Interp, GPU };
 /// Parses a TEGULA_BACKEND value; throws tegula::Error naming the choices.
 Backend parse_backend(const std::string &name);
 

@@ -191,12 +191,13 @@ TEST(Dsl, CastsBetweenElementTypes) {
 
 TEST(Dsl, BackendFromEnvironmentIsValidated) {
   EXPECT_EQ(parse_backend("interp"), Backend::Interp);
+  EXPECT_EQ(parse_backend("gpu"), Backend::GPU);
   try {
     parse_backend("cuda-please");
     FAIL() << "expected an error";
   } catch (const Error &e) {
     EXPECT_THAT(e.what(), HasSubstr("unknown backend 'cuda-please'"));
-    EXPECT_THAT(e.what(), HasSubstr("available: interp"));
+    EXPECT_THAT(e.what(), HasSubstr("available: interp, gpu"));
   }
 }
 

@@ -1,0 +1,145 @@
+//===- GpuLaunch.cpp - load and launch compiled kernels -------------------===//
+#include "runtime/GpuLaunch.h"
+
+#include "runtime/CudaDriver.h"
+#include "tegula/error.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <array>
+#include <cstring>
+
+namespace tegula::runtime {
+
+std::string GpuDevice::chip() const {
+  // Hopper's wgmma/TMA need the arch-specific target.
+  return fmt::format("sm_{}{}{}", major, minor, major == 9 ? "a" : "");
+}
+
+const GpuDevice &currentDevice() {
+  static GpuDevice device = [] {
+    Driver &d = Driver::get();
+    GpuDevice dev;
+    if (const char *env = std::getenv("TEGULA_DEVICE"); env && *env)
+      dev.ordinal = std::atoi(env);
+    int count = 0;
+    d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (dev.ordinal < 0 || dev.ordinal >= count)
+      throw Error(fmt::format("TEGULA_DEVICE={} but the driver sees {} device(s)", dev.ordinal,
+                              count));
+    CUdevice handle;
+    d.check(d.cuDeviceGet(&handle, dev.ordinal), "cuDeviceGet");
+    char name[256] = {};
+    d.check(d.cuDeviceGetName(name, sizeof name, handle), "cuDeviceGetName");
+    dev.name = name;
+    d.check(d.cuDeviceGetAttribute(&dev.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                   handle),
+            "cuDeviceGetAttribute");
+    d.check(d.cuDeviceGetAttribute(&dev.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                   handle),
+            "cuDeviceGetAttribute");
+    if (dev.major < 8)
+      throw Error(fmt::format("{} (sm_{}{}) is older than sm_80, the oldest GPU Tegula targets",
+                              dev.name, dev.major, dev.minor));
+    CUcontext ctx;
+    d.check(d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
+    d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    return dev;
+  }();
+  // Threads other than the first need the context made current too.
+  CUcontext ctx;
+  Driver &d = Driver::get();
+  CUdevice handle;
+  d.check(d.cuDeviceGet(&handle, device.ordinal), "cuDeviceGet");
+  d.check(d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
+  d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  d.check(d.cuDevicePrimaryCtxRelease(handle), "cuDevicePrimaryCtxRelease");
+  return device;
+}
+
+std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
+                                                 const std::string &ptx, const std::string &name) {
+  currentDevice();
+  Driver &d = Driver::get();
+  std::shared_ptr<LoadedKernel> k(new LoadedKernel());
+  k->name_ = name;
+  CUmodule module;
+  const void *image = cubin.empty() ? static_cast<const void *>(ptx.c_str())
+                                    : static_cast<const void *>(cubin.data());
+  d.check(d.cuModuleLoadData(&module, image), "cuModuleLoadData", name);
+  k->module_ = module;
+  CUfunction fn;
+  d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
+  k->function_ = fn;
+  return k;
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (module_ && Driver::available())
+    Driver::get().cuModuleUnload(static_cast<CUmodule>(module_)); // best effort at exit
+}
+
+void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
+                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args) {
+  Driver &d = Driver::get();
+  const std::string &name = kernel.name();
+  struct DeviceCopy {
+    CUdeviceptr ptr = 0;
+    const Arg *arg = nullptr;
+  };
+  std::vector<DeviceCopy> copies;
+  // Scalars live here until the launch reads them.
+  std::vector<std::array<char, 8>> scalars(args.size());
+  std::vector<void *> kernelParams;
+  auto freeAll = [&] {
+    for (DeviceCopy &c : copies)
+      if (c.ptr)
+        d.cuMemFree(c.ptr);
+  };
+  try {
+    copies.reserve(args.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo &p = params[i];
+      const Arg &a = args[i];
+      if (p.kind == ParamInfo::Kind::Constant)
+        continue;
+      if (p.kind == ParamInfo::Kind::Pointer) {
+        DeviceCopy c{0, &a};
+        d.check(d.cuMemAlloc(&c.ptr, std::max<size_t>(a.bytes(), 1)), "cuMemAlloc", name);
+        copies.push_back(c);
+        if (a.bytes())
+          d.check(d.cuMemcpyHtoD(c.ptr, a.data(), a.bytes()), "cuMemcpyHtoD", name);
+        std::memcpy(scalars[i].data(), &copies.back().ptr, sizeof(CUdeviceptr));
+      } else {
+        switch (p.dtype) {
+        case DType::i1: { int8_t v = a.as_int() != 0; std::memcpy(scalars[i].data(), &v, 1); break; }
+        case DType::i8: { int8_t v = int8_t(a.as_int()); std::memcpy(scalars[i].data(), &v, 1); break; }
+        case DType::i16: { int16_t v = int16_t(a.as_int()); std::memcpy(scalars[i].data(), &v, 2); break; }
+        case DType::i32: { int32_t v = int32_t(a.as_int()); std::memcpy(scalars[i].data(), &v, 4); break; }
+        case DType::i64: { int64_t v = a.as_int(); std::memcpy(scalars[i].data(), &v, 8); break; }
+        case DType::f32: { float v = float(a.as_float()); std::memcpy(scalars[i].data(), &v, 4); break; }
+        case DType::f64: { double v = a.as_float(); std::memcpy(scalars[i].data(), &v, 8); break; }
+        default:
+          throw Error(fmt::format("kernel '{}': {} scalar arguments are not supported on the GPU",
+                                  name, dtype_name(p.dtype)));
+        }
+      }
+      kernelParams.push_back(scalars[i].data());
+    }
+    d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), grid.x, grid.y, grid.z,
+                             unsigned(32 * numWarps), 1, 1, 0, nullptr, kernelParams.data(),
+                             nullptr),
+            "cuLaunchKernel", name);
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
+    for (DeviceCopy &c : copies)
+      if (!c.arg->readonly() && c.arg->bytes())
+        d.check(d.cuMemcpyDtoH(c.arg->data(), c.ptr, c.arg->bytes()), "cuMemcpyDtoH", name);
+  } catch (...) {
+    freeAll();
+    throw;
+  }
+  freeAll();
+}
+
+} // namespace tegula::runtime

@@ -1,0 +1,56 @@
+//===- GpuLaunch.h - load and launch compiled kernels -----------*- C++ -*-===//
+//
+// The GPU half of a launch: the current device (primary context of
+// $TEGULA_DEVICE, default 0), modules loaded from cubin (or PTX through the
+// driver's JIT), and a staged launch that copies host buffers to the device,
+// runs the grid and copies written buffers back. Every driver call is
+// checked and errors name the call, the code and the kernel.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tegula/kernel.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tegula::runtime {
+
+struct GpuDevice {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0;
+  /// The compile target for this device: sm_80, sm_86, sm_90a, ...
+  std::string chip() const;
+};
+
+/// The device kernels run on; initialises the driver and its context on
+/// first use. Throws tegula::Error ("no CUDA driver ...") without one.
+const GpuDevice &currentDevice();
+
+/// A kernel loaded into the current context.
+class LoadedKernel {
+public:
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel &) = delete;
+  LoadedKernel &operator=(const LoadedKernel &) = delete;
+  /// Load from a cubin, or from PTX (driver JIT) when the cubin is empty.
+  static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
+                                            const std::string &name);
+  const std::string &name() const { return name_; }
+  void *function() const { return function_; }
+
+private:
+  LoadedKernel() = default;
+  std::string name_;
+  void *module_ = nullptr, *function_ = nullptr;
+};
+
+/// Copy host buffers in, launch (32 * numWarps threads per program), wait,
+/// copy the buffers that are not read-only back, free. Arguments follow the
+/// kernel's parameters; tl::constant ones are not passed.
+void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
+                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args);
+
+} // namespace tegula::runtime
