@@ -138,8 +138,13 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
       info = uniform(result, src.scalarDivisibility);
       return info;
     }
+    // Every element along the new axis is a first element of some run:
+    // only what holds for all elements (not just run starts) carries over.
+    int64_t div = kMaxDivisibility;
+    for (size_t d = 0; d < src.contiguity.size(); ++d)
+      div = std::min(div, src.contiguity[d] > 1 ? int64_t(1) : src.divisibility[d]);
     at(info.contiguity, 1);
-    at(info.divisibility, kMaxDivisibility);
+    at(info.divisibility, div);
     at(info.constancy, 1);
     return info;
   }
@@ -163,9 +168,19 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
   if (isa<arith::AddIOp>(op))
     return binary(addContig, minDiv);
   if (isa<arith::MulIOp>(op)) {
-    return binary(
-        [](const AxisInfo &, const AxisInfo &, size_t) -> int64_t { return 1; },
-        [](int64_t x, int64_t y) { return std::min(kMaxDivisibility, x * y); });
+    // A run's divisibility describes its first element only; scaled, every
+    // element is a run start, so a run operand contributes divisibility 1.
+    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
+    AxisInfo info = unknown(result);
+    info.scalarDivisibility =
+        std::min(kMaxDivisibility, a.scalarDivisibility * b.scalarDivisibility);
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t da = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
+      int64_t db = b.contiguity[d] > 1 ? 1 : b.divisibility[d];
+      info.divisibility[d] = std::min(kMaxDivisibility, da * db);
+      info.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    }
+    return info;
   }
   if (auto add = dyn_cast<tile::AddPtrOp>(op)) {
     AxisInfo p = get(add.getPtr()), o = get(add.getOffset());
@@ -183,14 +198,21 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
   if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     // `run < n`: a run starting at a multiple of g with n a multiple of g
     // compares the same for all its g elements.
+    // Only ordered comparisons with the run on the "<" side have a boundary
+    // at a multiple of n: `run < n`, `run >= n`, `n > run`, `n <= run`.
+    using P = arith::CmpIPredicate;
+    P p = cmp.getPredicate();
+    bool runLeft = p == P::slt || p == P::ult || p == P::sge || p == P::uge;
+    bool runRight = p == P::sgt || p == P::ugt || p == P::sle || p == P::ule;
     AxisInfo a = get(cmp.getLhs()), b = get(cmp.getRhs());
     AxisInfo info = unknown(result);
     for (size_t d = 0; d < rank; ++d) {
       int64_t c = std::gcd(a.constancy[d], b.constancy[d]);
-      if (b.constancy[d] == shape[d])
-        c = std::max(c, std::gcd(a.contiguity[d], std::min(a.divisibility[d], b.divisibility[d])));
-      if (a.constancy[d] == shape[d])
-        c = std::max(c, std::gcd(b.contiguity[d], std::min(a.divisibility[d], b.divisibility[d])));
+      int64_t g = std::min(a.divisibility[d], b.divisibility[d]);
+      if (runLeft && b.constancy[d] == shape[d])
+        c = std::max(c, std::gcd(a.contiguity[d], g));
+      if (runRight && a.constancy[d] == shape[d])
+        c = std::max(c, std::gcd(b.contiguity[d], g));
       info.constancy[d] = c;
     }
     return info;

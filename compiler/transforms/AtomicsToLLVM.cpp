@@ -45,7 +45,7 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
   return "";
 }
 
-/// `mov $0, 0; @p atom.global.<op> $0, [ptr], operands...`
+/// `mov $0, 0; @p atom.acq_rel.gpu.global.<op> $0, [ptr], operands...`
 Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type elem, Value ptr,
                      ValueRange operands, Value pred) {
   auto [asmType, reg] = asmRegister(elem);
@@ -60,8 +60,11 @@ Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type ele
   int predIdx = int(operands.size()) + 2;
   constraints += ",b";
   args.push_back(pred);
-  std::string body = fmt::format("mov.b{0} $0, 0;\n\t@${1} atom.global.{2} $0, [ $1 + 0 ]{3};", w,
-                                 predIdx, op, ops);
+  // acq_rel at GPU scope (Triton's default): locks and flags built from
+  // atomics order the memory accesses around them.
+  std::string body = fmt::format(
+      "mov.b{0} $0, 0;\n\t@${1} atom.acq_rel.gpu.global.{2} $0, [ $1 + 0 ]{3};", w, predIdx, op,
+      ops);
   auto asmOp = LLVM::InlineAsmOp::create(b, loc, asmType, args, body, constraints,
                                          /*has_side_effects=*/true, false,
                                          LLVM::tailcallkind::TailCallKind::None,
@@ -106,16 +109,9 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
   if (used && !ll.isInjective())
     return rw.notifyMatchFailure(op, "old values of atomics on a tile with duplicated "
                                      "elements are not lowered yet");
-  int32_t dupRegs = 0, laneMask = 0, warpMask = 0;
-  for (int b : ll.freeBits("register")) dupRegs |= 1 << b;
-  for (int b : ll.freeBits("lane")) laneMask |= 1 << b;
-  for (int b : ll.freeBits("warp")) warpMask |= 1 << b;
-  auto [lane, warp] = laneAndWarp(rw, loc);
-  Value owner = LLVM::ICmpOp::create(
-      rw, loc, LLVM::ICmpPredicate::eq,
-      LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
-                         LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
-      i32Const(rw, loc, 0));
+  Owners owners = ownersOf(rw, loc, ll);
+  int32_t dupRegs = owners.duplicateRegisters;
+  Value owner = owners.threadOwns;
   SmallVector<Value> results;
   for (size_t r = 0; r < ptrs.size(); ++r) {
     Value pred = (int32_t(r) & dupRegs) ? LLVM::ConstantOp::create(rw, loc, rw.getI1Type(),

@@ -27,16 +27,9 @@ int64_t bytesOf(Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; }
 void storeTile(ConversionPatternRewriter &rw, Location loc, ValueRange values,
                const LinearLayout &ll, int64_t cols, Value base) {
   Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
-  int32_t dupRegs = 0, laneMask = 0, warpMask = 0;
-  for (int b : ll.freeBits("register")) dupRegs |= 1 << b;
-  for (int b : ll.freeBits("lane")) laneMask |= 1 << b;
-  for (int b : ll.freeBits("warp")) warpMask |= 1 << b;
-  auto [lane, warp] = laneAndWarp(rw, loc);
-  Value owner = LLVM::ICmpOp::create(
-      rw, loc, LLVM::ICmpPredicate::eq,
-      LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
-                         LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
-      i32Const(rw, loc, 0));
+  Owners owners = ownersOf(rw, loc, ll);
+  int32_t dupRegs = owners.duplicateRegisters;
+  Value owner = owners.threadOwns;
   auto coords = coordinates(rw, loc, ll);
   for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
     if (r & dupRegs)
@@ -74,8 +67,11 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
     auto widen = [&](Value v) -> Value {
       if (isInt)
         return LLVM::SExtOp::create(rw, loc, accElem, v);
-      if (v.getType() != accElem)
+      unsigned from = v.getType().getIntOrFloatBitWidth(), to = accElem.getIntOrFloatBitWidth();
+      if (from < to)
         return LLVM::FPExtOp::create(rw, loc, accElem, v);
+      if (from > to)
+        return LLVM::FPTruncOp::create(rw, loc, accElem, v);
       return v;
     };
     LinearLayout cl = layoutOf(cT);

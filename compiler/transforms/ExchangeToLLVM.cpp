@@ -48,16 +48,9 @@ exchange(ConversionPatternRewriter &rw, Location loc, ValueRange values, Type el
   Type slot = isPtr ? rw.getI64Type() : memoryType(elem);
   Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
   // Owners: registers and threads that are not copies of others.
-  int32_t dupRegs = 0, laneMask = 0, warpMask = 0;
-  for (int b : src.freeBits("register")) dupRegs |= 1 << b;
-  for (int b : src.freeBits("lane")) laneMask |= 1 << b;
-  for (int b : src.freeBits("warp")) warpMask |= 1 << b;
-  auto [lane, warp] = laneAndWarp(rw, loc);
-  Value owner = LLVM::ICmpOp::create(
-      rw, loc, LLVM::ICmpPredicate::eq,
-      LLVM::OrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, laneMask)),
-                         LLVM::AndOp::create(rw, loc, warp, i32Const(rw, loc, warpMask))),
-      i32Const(rw, loc, 0));
+  Owners owners = ownersOf(rw, loc, src);
+  int32_t dupRegs = owners.duplicateRegisters;
+  Value owner = owners.threadOwns;
 
   NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
   auto srcCoords = coordinates(rw, loc, src);

@@ -133,6 +133,21 @@ void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, V
                             ArrayAttr());
 }
 
+Owners ownersOf(OpBuilder &b, Location loc, const LinearLayout &ll) {
+  Owners o;
+  int32_t laneMask = 0, warpMask = 0;
+  for (int bit : ll.freeBits("register")) o.duplicateRegisters |= 1 << bit;
+  for (int bit : ll.freeBits("lane")) laneMask |= 1 << bit;
+  for (int bit : ll.freeBits("warp")) warpMask |= 1 << bit;
+  auto [lane, warp] = laneAndWarp(b, loc);
+  o.threadOwns = LLVM::ICmpOp::create(
+      b, loc, LLVM::ICmpPredicate::eq,
+      LLVM::OrOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, i32Const(b, loc, laneMask)),
+                         LLVM::AndOp::create(b, loc, warp, i32Const(b, loc, warpMask))),
+      i32Const(b, loc, 0));
+  return o;
+}
+
 Type memoryType(Type pointee) {
   return pointee.isInteger(1) ? IntegerType::get(pointee.getContext(), 8) : pointee;
 }

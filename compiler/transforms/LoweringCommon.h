@@ -28,6 +28,15 @@ std::pair<mlir::Value, mlir::Value> laneAndWarp(mlir::OpBuilder &b, mlir::Locati
 /// For every register of this thread, its coordinates (one i32 per dim).
 llvm::SmallVector<llvm::SmallVector<mlir::Value>>
 coordinates(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
+/// Which copies of a layout's elements act: registers with a set bit in
+/// `duplicateRegisters` repeat another register's element, and `threadOwns`
+/// (i1) is false in threads whose lane/warp bits only repeat other threads'.
+struct Owners {
+  int32_t duplicateRegisters = 0;
+  mlir::Value threadOwns;
+};
+Owners ownersOf(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
+
 /// Memory element type: i1 is stored as a byte.
 mlir::Type memoryType(mlir::Type pointee);
 

@@ -122,7 +122,7 @@ TEST_P(PtxCompile, RowSumAtomicAdd) {
   auto k = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
   expectCompiles(k, {x, out, 1000, 256}, GetParam());
   std::string ptx = k.compile({x, out, 1000, 256}, {.chip = GetParam(), .assemble = false}).ptx;
-  EXPECT_THAT(ptx, HasSubstr("atom.global.add.f32"));
+  EXPECT_THAT(ptx, HasSubstr("atom.acq_rel.gpu.global.add.f32"));
 }
 
 // 128-bit accesses: aligned buffers and sizes divisible by 16 specialise the

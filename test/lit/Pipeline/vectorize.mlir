@@ -29,3 +29,4 @@ func.func @scale(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   tile.store %p, %s, %m : tensor<1024x!tile.ptr<f32>>
   return
 }
+
