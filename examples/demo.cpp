@@ -45,5 +45,17 @@ int main() {
   }
   fmt::print("softmax {}x{}: max |error| = {:.3g} -> {}\n", rows, cols, worst,
              worst < 1e-6 ? "OK" : "MISMATCH");
+  // 3. The same vector add compiled for the GPU (no GPU needed to compile).
+  const int big = 1 << 20;
+  std::vector<float> bx(big), by(big), bout(big);
+  CompiledKernel c = add.compile({bx, by, bout, big, 1024}, {.chip = "sm_90a", .num_warps = 4});
+  fmt::print("vector_add for sm_90a: {} bytes of PTX", c.ptx.size());
+  if (!c.cubin.empty())
+    fmt::print(", cubin {} bytes, {} registers, {} B shared, {} B spills", c.cubin.size(),
+               c.registers, c.shared_bytes, c.spill_bytes);
+  fmt::print("\n");
+  for (std::string_view line : {"ld.global.v4.b32", "st.global.v4.b32"})
+    fmt::print("  PTX {} 128-bit accesses ({})\n",
+               c.ptx.find(line) != std::string::npos ? "uses" : "lacks", line);
   return maxErr == 0 && worst < 1e-6 ? 0 : 1;
 }
