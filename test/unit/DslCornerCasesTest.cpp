@@ -1,6 +1,7 @@
 // DslCornerCasesTest.cpp - corner cases of the DSL and interpreter semantics
 // (each once a bug): literal ranges, i1 ordering, signed zeros, saturation,
 // mask broadcasting, small-type sums, and mistakes caught with the user's line.
+#include "ErrorTestUtil.h"
 #include "tegula/tegula.h"
 
 #include <gmock/gmock.h>
@@ -11,26 +12,13 @@
 #include <cstdint>
 
 using namespace tegula;
+using tegula::testing::errorOf;
 using ::testing::HasSubstr;
 
 namespace {
 
-int g_line = 0;
-#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
-
-std::string errorOf(const Kernel &k, const std::vector<Arg> &args) {
-  try {
-    k.launch({.grid = {1}}, args);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a tegula::Error";
-  return "";
-}
-
 void expectAtMarkedLine(const std::string &err, const std::string &what) {
-  EXPECT_THAT(err, HasSubstr(fmt::format("DslCornerCasesTest.cpp:{}: error: ", g_line))) << err;
-  EXPECT_THAT(err, HasSubstr(what)) << err;
+  tegula::testing::expectAtMarkedLine(err, "DslCornerCasesTest.cpp", what);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,6 @@
 // DslErrorTest.cpp - DSL mistakes are reported as `file:line: error: ...`
 // naming the user's line; bad launch arguments name the parameter.
+#include "ErrorTestUtil.h"
 #include "tegula/tegula.h"
 
 #include <gmock/gmock.h>
@@ -7,32 +8,15 @@
 #include <fmt/format.h>
 
 using namespace tegula;
+using tegula::testing::errorOf;
+using tegula::testing::g_line;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 namespace {
 
-int g_line = 0; // the line a kernel below is expected to fail on
-#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
-
-/// Runs `k` with `args` and returns the error text (failing if none).
-std::string errorOf(const Kernel &k, const std::vector<Arg> &args) {
-  try {
-    k.launch({.grid = {1}}, args);
-  } catch (const Error &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected a tegula::Error";
-  return "";
-}
-
-/// The error must start with this file and the marked line.
 void expectAtMarkedLine(const std::string &err, const std::string &what) {
-  EXPECT_THAT(err, HasSubstr(fmt::format("DslErrorTest.cpp:{}: error: ", g_line))) << err;
-  EXPECT_THAT(err, HasSubstr(what)) << err;
+  tegula::testing::expectAtMarkedLine(err, "DslErrorTest.cpp", what);
 }
 
 std::vector<float> buf(size_t n = 1024) { return std::vector<float>(n); }

@@ -1,6 +1,7 @@
 // InterpreterTest.cpp - the interpreter's checks (bounds, asserts, division
 // by zero), its debugging output, and semantics the kernels rely on: grids,
 // masks, scalar accesses and atomics.
+#include "ErrorTestUtil.h"
 #include "tegula/tegula.h"
 
 #include <gmock/gmock.h>
@@ -12,17 +13,11 @@ using ::testing::HasSubstr;
 
 namespace {
 
-int g_line = 0;
-#define FAILS_ON_NEXT_LINE() (g_line = __LINE__ + 1)
+using tegula::testing::g_line;
 
+/// Interpreter errors, launched over `grid`.
 std::string errorOf(const Kernel &k, Grid grid, const std::vector<Arg> &args) {
-  try {
-    k.launch({.grid = grid, .backend = Backend::Interp}, args);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a tegula::Error";
-  return "";
+  return tegula::testing::errorOf(k, args, grid);
 }
 
 // Forgets the mask: the last program reads past the end of x.
