@@ -435,6 +435,7 @@ struct LowerTileGPUToLLVMPass
     populateExchangePatterns(types, patterns);
     populateDotPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
+    populatePrintPatterns(types, patterns);
     patterns.add<ElementwisePattern>(types, ctx);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
                  StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,

@@ -74,6 +74,7 @@ int64_t atomicScratchBytes(mlir::Operation *op);
 void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 
 } // namespace tegula::lowering

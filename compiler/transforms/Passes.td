@@ -42,12 +42,14 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     with index math from the tile's linear layout. Kernels become
     `llvm.func` with `nvvm.kernel` and `nvvm.maxntid`; math calls libdevice.
     Loops and branches (scf) keep their structure with converted types, then
-    become LLVM branches. Not lowered yet (the op is named in the failure):
-    reductions, dot, atomics, print/assert, and layout conversions that move
-    data between threads.
+    become LLVM branches. Reductions use shuffles and shared memory, layout
+    conversions/trans/reshape that cross threads go through shared memory,
+    dot becomes FMAs, atomics predicated `atom`, print `vprintf`. Not lowered
+    yet (the op is named in the failure): assert, float atomic max/min,
+    16-bit compare-and-swap.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
-                           "::mlir::cf::ControlFlowDialect"];
+                           "::mlir::cf::ControlFlowDialect", "::mlir::scf::SCFDialect"];
 }
 
 #endif // TEGULA_PASSES

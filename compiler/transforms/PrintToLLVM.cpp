@@ -1,0 +1,153 @@
+//===- PrintToLLVM.cpp - tile.print through CUDA's vprintf ----------------===//
+//
+// Every element is printed once, by the thread and register that own it,
+// as `pid (x, y, z) idx (i, j) PREFIX: value` (a scalar by thread 0). The
+// format string is a module constant; the arguments go through a local
+// buffer, as vprintf expects (floats widened to double).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::lowering {
+namespace {
+
+LLVM::LLVMFuncOp getOrInsertVprintf(OpBuilder &b, ModuleOp module) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf"))
+    return fn;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), "vprintf",
+                                  LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
+}
+
+Value formatString(OpBuilder &b, Location loc, ModuleOp module, const std::string &text) {
+  static int counter = 0; // names only need to be unique within a module
+  std::string name;
+  do {
+    name = fmt::format("tegula_printf_{}", counter++);
+  } while (module.lookupSymbol(name));
+  std::string bytes = text + '\0';
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                           b.getStringAttr(bytes), /*alignment=*/1, /*addrSpace=*/0);
+  }
+  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), name);
+}
+
+/// The printf conversion and the value vprintf receives for `v`.
+std::pair<std::string, Value> printable(OpBuilder &b, Location loc, Value v) {
+  Type t = v.getType();
+  if (isa<LLVM::LLVMPointerType>(t))
+    return {"%p", v};
+  if (isa<FloatType>(t))
+    return {"%f", t.isF64() ? v : LLVM::FPExtOp::create(b, loc, b.getF64Type(), v).getResult()};
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (w == 64)
+    return {"%lld", v};
+  if (w == 1)
+    return {"%d", LLVM::ZExtOp::create(b, loc, b.getI32Type(), v).getResult()};
+  if (w < 32)
+    return {"%d", LLVM::SExtOp::create(b, loc, b.getI32Type(), v).getResult()};
+  return {"%d", v};
+}
+
+struct PrintPattern : OpConversionPattern<tile::PrintOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::PrintOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    Operation *fn = op->getParentOfType<func::FuncOp>();
+    if (!fn)
+      fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    if (!module || !fn)
+      return rw.notifyMatchFailure(op, "print outside a kernel");
+    LLVM::LLVMFuncOp vprintf = getOrInsertVprintf(rw, module);
+    Type ptr = LLVM::LLVMPointerType::get(rw.getContext());
+    Type i32 = rw.getI32Type();
+    Value pid[3] = {NVVM::BlockIdXOp::create(rw, loc, i32), NVVM::BlockIdYOp::create(rw, loc, i32),
+                    NVVM::BlockIdZOp::create(rw, loc, i32)};
+    Value tid = NVVM::ThreadIdXOp::create(rw, loc, i32);
+    Value thread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rw, loc, 0));
+
+    auto emit = [&](Value cond, const std::string &idxFormat, ArrayRef<Value> idx, Value value) {
+      auto ifOp = scf::IfOp::create(rw, loc, cond, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(rw);
+      rw.setInsertionPointToStart(ifOp.thenBlock());
+      std::string conv;
+      SmallVector<Value> args = {pid[0], pid[1], pid[2]};
+      args.append(idx.begin(), idx.end());
+      if (value) {
+        auto [c, arg] = printable(rw, loc, value);
+        conv = c;
+        args.push_back(arg);
+      }
+      std::string text =
+          fmt::format("pid (%d, %d, %d){} {}{}\n", idxFormat, op.getPrefix().str(), conv);
+      SmallVector<Type> types;
+      for (Value a : args)
+        types.push_back(a.getType());
+      auto structType = LLVM::LLVMStructType::getLiteral(rw.getContext(), types);
+      Value buffer;
+      {
+        // One buffer per print, allocated at the function's entry.
+        OpBuilder::InsertionGuard entry(rw);
+        rw.setInsertionPointToStart(&fn->getRegion(0).front());
+        buffer = LLVM::AllocaOp::create(rw, loc, ptr, structType, i32Const(rw, loc, 1));
+      }
+      for (auto [i, a] : llvm::enumerate(args)) {
+        Value field = LLVM::GEPOp::create(rw, loc, ptr, structType, buffer,
+                                          ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+        LLVM::StoreOp::create(rw, loc, a, field);
+      }
+      LLVM::CallOp::create(rw, loc, vprintf,
+                           ValueRange{formatString(rw, loc, module, text), buffer});
+    };
+
+    for (auto [operand, values] : llvm::zip(op.getArgs(), adaptor.getArgs())) {
+      auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+      if (!tensor) {
+        emit(thread0, "", {}, values[0]);
+        continue;
+      }
+      LinearLayout ll = layoutOf(tensor);
+      Owners owners = ownersOf(rw, loc, ll);
+      auto coords = coordinates(rw, loc, ll);
+      std::string idxFormat = " idx (";
+      for (int64_t d = 0; d < tensor.getRank(); ++d)
+        idxFormat += d ? ", %d" : "%d";
+      idxFormat += ")";
+      for (int32_t r = 0; r < ll.inDimSize("register"); ++r)
+        if (!(r & owners.duplicateRegisters))
+          emit(owners.threadOwns, idxFormat, coords[size_t(r)], values[size_t(r)]);
+    }
+    if (op.getArgs().empty())
+      emit(thread0, "", {}, Value());
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void populatePrintPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  patterns.add<PrintPattern>(types, patterns.getContext());
+}
+
+} // namespace tegula::lowering

@@ -1,0 +1,25 @@
+// RUN: tegula-opt %s --tegula-gpu-pipeline=num-warps=4 | FileCheck %s
+// RUN: tegula-opt %s --tegula-gpu-pipeline=num-warps=4 | tegulac - --chip=sm_80 | FileCheck %s --check-prefix=PTX
+
+// tile.print becomes vprintf calls: one per element, by the element's owner
+// (here 64 elements over 128 threads: half the threads hold copies and stay
+// quiet), and a scalar by thread 0.
+
+// CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) idx (%d) v = %f\0A\00")
+// CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) n = %d\0A\00")
+// CHECK-DAG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
+// CHECK-LABEL: llvm.func @show(
+// CHECK:         llvm.alloca
+// CHECK:         llvm.cond_br
+// CHECK:         llvm.call @vprintf
+// PTX: .extern .func  (.param .b32 func_retval0) vprintf
+// PTX: call.uni (retval0),{{ *}}vprintf
+func.func @show(%x: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %xs = tile.splat %x : tensor<64x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
+  %v = tile.load %p : tensor<64x!tile.ptr<f32>>
+  tile.print "v = " %v : tensor<64xf32>
+  tile.print "n = " %n : i32
+  return
+}
