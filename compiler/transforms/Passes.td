@@ -44,9 +44,9 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     Loops and branches (scf) keep their structure with converted types, then
     become LLVM branches. Reductions use shuffles and shared memory, layout
     conversions/trans/reshape that cross threads go through shared memory,
-    dot becomes FMAs, atomics predicated `atom`, print `vprintf`. Not lowered
-    yet (the op is named in the failure): assert, float atomic max/min,
-    16-bit compare-and-swap.
+    dot becomes FMAs, atomics predicated `atom`, print `vprintf`, assert
+    `vprintf` + trap. Not lowered yet (the op is named in the failure): float
+    atomic max/min, 16-bit compare-and-swap.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::scf::SCFDialect"];

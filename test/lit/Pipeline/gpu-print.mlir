@@ -3,10 +3,12 @@
 
 // tile.print becomes vprintf calls: one per element, by the element's owner
 // (here 64 elements over 128 threads: half the threads hold copies and stay
-// quiet), and a scalar by thread 0.
+// quiet), and a scalar by thread 0. tile.assert prints where it fails, with
+// the source line, then traps.
 
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) idx (%d) v = %f\0A\00")
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) n = %d\0A\00")
+// CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("kernel.cpp:12: device assertion failed: x must be positive (pid (%d, %d, %d) idx (%d))\0A\00")
 // CHECK-DAG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
 // CHECK-LABEL: llvm.func @show(
 // CHECK:         llvm.alloca
@@ -14,6 +16,7 @@
 // CHECK:         llvm.call @vprintf
 // PTX: .extern .func  (.param .b32 func_retval0) vprintf
 // PTX: call.uni (retval0),{{ *}}vprintf
+// PTX: trap;
 func.func @show(%x: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
   %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
   %xs = tile.splat %x : tensor<64x!tile.ptr<f32>>
@@ -21,5 +24,8 @@ func.func @show(%x: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
   %v = tile.load %p : tensor<64x!tile.ptr<f32>>
   tile.print "v = " %v : tensor<64xf32>
   tile.print "n = " %n : i32
+  %zero = arith.constant dense<0.0> : tensor<64xf32>
+  %pos = arith.cmpf ogt, %v, %zero : tensor<64xf32>
+  tile.assert %pos, "x must be positive" : tensor<64xi1> loc("kernel.cpp":12:3)
   return
 }
