@@ -21,6 +21,8 @@ void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps) {
   layouts.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(layouts));
   pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createRemoveLayoutConversions());
+  pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());
   pm.addPass(createLowerTileGPUToLLVM());
   pm.addPass(mlir::createCanonicalizerPass());
@@ -42,6 +44,8 @@ mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
   options.numWarps = numWarps;
   layouts.addPass(createConvertTileToTileGPU(options));
   layouts.addPass(mlir::createCanonicalizerPass());
+  layouts.addPass(createRemoveLayoutConversions());
+  layouts.addPass(mlir::createCSEPass());
   layouts.addPass(createCoalesce());
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))

@@ -22,6 +22,17 @@ def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def RemoveLayoutConversions : Pass<"remove-layout-conversions", "mlir::ModuleOp"> {
+  let summary = "Rematerialise cheap values in the layout their users need";
+  let description = [{
+    A `convert_layout` of a value that is cheap to compute in any layout
+    (splat, make_range, splat constants, and elementwise ops or broadcasts
+    of such values) is replaced by computing the value directly in the
+    target layout, so it never moves between threads. Chains fold; what is
+    left is a conversion of genuinely distributed data (a load, a reduction).
+  }];
+}
+
 def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
   let summary = "Choose the vector width of every load and store";
   let description = [{
