@@ -33,8 +33,9 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
     return fmt::format("add.u{}", w);
   case tile::AtomicRMWKind::Max:
   case tile::AtomicRMWKind::Min:
-    if (isFloat)
-      return ""; // needs a compare-and-swap loop
+    if (isFloat) // NaN-propagating, like the interpreter: a compare-and-swap loop
+      return w == 32 ? fmt::format("casloop:{}.NaN.f32", kind == tile::AtomicRMWKind::Max ? "max" : "min")
+                     : "";
     return fmt::format("{}.s{}", kind == tile::AtomicRMWKind::Max ? "max" : "min", w);
   case tile::AtomicRMWKind::Xchg:
     return (w == 32 || w == 64) ? fmt::format("exch.b{}", w) : "";
@@ -45,9 +46,36 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
   return "";
 }
 
+/// Where PTX has no atomic for the operation (f32 max/min with NaN
+/// propagation): load, compute, compare-and-swap until no one intervened.
+Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, Value ptr,
+                        Value value, Value pred) {
+  Type i32 = b.getI32Type();
+  std::string body =
+      "{\n\t.reg .pred %tegula_p;\n\t.reg .b32 %tegula_old, %tegula_seen, %tegula_new;\n\t"
+      "mov.b32 $0, 0;\n\t"
+      "@!$3 bra TEGULA_CAS_DONE_${:uid};\n\t"
+      "ld.global.b32 %tegula_old, [ $1 + 0 ];\n"
+      "TEGULA_CAS_LOOP_${:uid}:\n\t"
+      "mov.b32 %tegula_seen, %tegula_old;\n\t" +
+      fmt::format("{} %tegula_new, %tegula_seen, $2;\n\t", compute) +
+      "atom.acq_rel.gpu.global.cas.b32 %tegula_old, [ $1 + 0 ], %tegula_seen, %tegula_new;\n\t"
+      "setp.ne.b32 %tegula_p, %tegula_old, %tegula_seen;\n\t"
+      "@%tegula_p bra TEGULA_CAS_LOOP_${:uid};\n\t"
+      "mov.b32 $0, %tegula_old;\n"
+      "TEGULA_CAS_DONE_${:uid}:\n\t}";
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, i32, ValueRange{ptr, toAsmInt(b, loc, value, i32), pred}, body, "=r,l,r,b",
+      /*has_side_effects=*/true, false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  return fromAsmInt(b, loc, asmOp.getResult(0), value.getType());
+}
+
 /// `mov $0, 0; @p atom.acq_rel.gpu.global.<op> $0, [ptr], operands...`
 Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type elem, Value ptr,
                      ValueRange operands, Value pred) {
+  if (llvm::StringRef(op).starts_with("casloop:"))
+    return predicatedCasLoop(b, loc, op.substr(8), ptr, operands[0], pred);
   auto [asmType, reg] = asmRegister(elem);
   unsigned w = asmType.getIntOrFloatBitWidth();
   std::string ops, constraints = fmt::format("={},l", reg);

@@ -56,8 +56,9 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     become LLVM branches. Reductions use shuffles and shared memory, layout
     conversions/trans/reshape that cross threads go through shared memory,
     dot becomes FMAs, atomics predicated `atom`, print `vprintf`, assert
-    `vprintf` + trap. Not lowered yet (the op is named in the failure): float
-    atomic max/min, 16-bit compare-and-swap.
+    `vprintf` + trap. f32 atomic max/min are
+    compare-and-swap loops. Not lowered yet (the op is named in the failure):
+    f64 atomic max/min, 16-bit compare-and-swap.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::scf::SCFDialect"];

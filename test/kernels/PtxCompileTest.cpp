@@ -183,18 +183,33 @@ TEST(PtxCompileDump, StagesGoToStderrOnRequest) {
 INSTANTIATE_TEST_SUITE_P(Kernels, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
 
 void float_atomic_max(tl::ptr<float> out, tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 512); // 4 loops per thread: labels must be unique
+  tl::atomic_max(out + offs, tl::load(x + offs));
+}
+
+TEST(PtxCompileAtomics, FloatMaxIsACompareAndSwapLoop) {
+  std::vector<float> a(512), b(512);
+  auto k = kernel("float_atomic_max", float_atomic_max);
+  CompiledKernel c = k.compile({a, b}, {.chip = "sm_80"});
+  EXPECT_THAT(c.ptx, HasSubstr("max.NaN.f32"));
+  EXPECT_THAT(c.ptx, HasSubstr("atom.acq_rel.gpu.global.cas.b32"));
+  if (havePtxas())
+    EXPECT_FALSE(c.cubin.empty()) << c.ptxas_log;
+}
+
+void f64_atomic_min(tl::ptr<double> out, tl::ptr<double> x) {
   tl::tensor offs = tl::arange(0, 128);
-  tl::atomic_max(out + offs, tl::load(x + offs)); // line checked below
+  tl::atomic_min(out + offs, tl::load(x + offs)); // no NaN-propagating f64 min in PTX
 }
 
 TEST(PtxCompileLimits, UnloweredOpsNameTheOpAndLine) {
-  std::vector<float> a(128), b(128);
-  auto k = kernel("float_atomic_max", float_atomic_max);
+  std::vector<double> a(128), b(128);
+  auto k = kernel("f64_atomic_min", f64_atomic_min);
   try {
     k.compile({a, b});
-    FAIL() << "float atomic max needs a CAS loop, not lowered yet";
+    FAIL() << "f64 atomic min is not lowered yet";
   } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("kernel 'float_atomic_max' cannot be compiled for the GPU yet"));
+    EXPECT_THAT(e.what(), HasSubstr("kernel 'f64_atomic_min' cannot be compiled for the GPU yet"));
     EXPECT_THAT(e.what(), HasSubstr("PtxCompileTest.cpp:"));
     EXPECT_THAT(e.what(), HasSubstr("tile.atomic_rmw"));
   }
