@@ -137,7 +137,7 @@ namespace detail {
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
   OwningOpRef<ModuleOp> tile;   // after the tile-level pipeline
-  std::string tileText;         // `tile` printed: the IR part of cache keys
+  std::string tileText;         // `tile` printed (on first GPU compile): part of cache keys
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
@@ -312,11 +312,10 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   spec->tile = spec->traced->clone();
   if (failed(runTilePipeline(*spec->tile)))
     throw Error(fmt::format("kernel '{}': the tile pipeline failed:\n{}", name, diags.text));
-  spec->tileText = printModule(*spec->tile);
   if (dumpEnabled("traced"))
     dumpStage(name, "traced", printModule(*spec->traced));
   if (dumpEnabled("tile"))
-    dumpStage(name, "tile", spec->tileText);
+    dumpStage(name, "tile", printModule(*spec->tile));
   return spec;
 }
 
@@ -365,7 +364,8 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
   detail::Specialization &spec = impl_->specialize(args);
-  bool assemble = opts.assemble && backend::findPtxas().has_value();
+  static const bool havePtxas = backend::findPtxas().has_value();
+  bool assemble = opts.assemble && havePtxas;
   std::string optionKey = fmt::format("chip={};num_warps={};cubin={}", opts.chip, opts.num_warps,
                                       assemble);
   // Dumping GPU stages means compiling for real, not reading a cache.
@@ -406,6 +406,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
     }
     return serialize(out);
   };
+  if (spec.tileText.empty())
+    spec.tileText = printModule(*spec.tile);
   runtime::CacheKey key{spec.tileText, optionKey, opts.chip, compilerIdentity(),
                         assemble ? backend::ptxasVersion() : "none"};
   if (dumping)

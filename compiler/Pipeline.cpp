@@ -16,17 +16,29 @@ void buildTilePipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
-void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps) {
-  ConvertTileToTileGPUOptions layouts;
-  layouts.numWarps = numWarps;
-  pm.addPass(createConvertTileToTileGPU(layouts));
+namespace {
+/// First half: layouts for every tile, then the vector width of accesses.
+void addLayoutPasses(mlir::OpPassManager &pm, int numWarps) {
+  ConvertTileToTileGPUOptions options;
+  options.numWarps = numWarps;
+  pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());
+}
+
+/// Second half: per-thread LLVM + NVVM.
+void addLoweringPasses(mlir::OpPassManager &pm) {
   pm.addPass(createLowerTileGPUToLLVM());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+}
+} // namespace
+
+void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps) {
+  addLayoutPasses(pm, numWarps);
+  addLoweringPasses(pm);
 }
 
 namespace {
@@ -40,22 +52,14 @@ mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
                                    const std::function<void(const char *, mlir::ModuleOp)> &dump) {
   // Two halves, so the layout-assigned IR can be shown on its own.
   mlir::PassManager layouts(module.getContext());
-  ConvertTileToTileGPUOptions options;
-  options.numWarps = numWarps;
-  layouts.addPass(createConvertTileToTileGPU(options));
-  layouts.addPass(mlir::createCanonicalizerPass());
-  layouts.addPass(createRemoveLayoutConversions());
-  layouts.addPass(mlir::createCSEPass());
-  layouts.addPass(createCoalesce());
+  addLayoutPasses(layouts, numWarps);
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();
   if (dump)
     dump("tilegpu", module);
   mlir::PassManager lower(module.getContext());
-  lower.addPass(createLowerTileGPUToLLVM());
-  lower.addPass(mlir::createCanonicalizerPass());
-  lower.addPass(mlir::createCSEPass());
+  addLoweringPasses(lower);
   enableTimingFromEnv(lower);
   if (mlir::failed(lower.run(module)))
     return mlir::failure();

@@ -159,7 +159,9 @@ std::string translateToPtx(mlir::ModuleOp module, const Target &target) {
   return std::string(ptx.str());
 }
 
+namespace {
 std::string queryPtxasVersion();
+} // namespace
 
 std::optional<std::string> findPtxas() {
   if (const char *p = std::getenv("TEGULA_PTXAS"); p && *p)
@@ -177,6 +179,7 @@ std::string ptxasVersion() {
   return version;
 }
 
+namespace {
 std::string queryPtxasVersion() {
   auto ptxas = findPtxas();
   if (!ptxas)
@@ -194,6 +197,7 @@ std::string queryPtxasVersion() {
   llvm::sys::fs::remove(out);
   return last.empty() ? "unknown" : last;
 }
+} // namespace
 
 std::vector<ResourceReport> parsePtxasLog(const std::string &log) {
   std::vector<ResourceReport> reports;
