@@ -8,6 +8,7 @@
 #include "compiler/interp/Interpreter.h"
 #include "runtime/GpuLaunch.h"
 #include "runtime/KernelCache.h"
+#include "simulator/Simulator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -44,7 +45,10 @@ Backend parse_backend(const std::string &name) {
     return Backend::Interp;
   if (name == "gpu" || name == "cuda")
     return Backend::GPU;
-  throw Error(fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp, gpu", name));
+  if (name == "sim")
+    return Backend::Sim;
+  throw Error(
+      fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp, gpu, sim", name));
 }
 
 namespace {
@@ -141,6 +145,7 @@ struct Specialization {
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
+  std::map<int, std::shared_ptr<sim::SimKernel>> simulated;               // by warps
 };
 
 struct KernelImpl {
@@ -418,6 +423,30 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   return *compiled;
 }
 
+namespace {
+/// The lowered module of `tile`, instrumented and JIT-compiled for the
+/// simulator.
+std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps) {
+  OwningOpRef<ModuleOp> module = tile.clone();
+  {
+    detail::DiagnosticCollector diags(globalContext());
+    auto dump = [&](const char *stage, ModuleOp m) {
+      if (dumpEnabled(stage))
+        dumpStage(name, stage, printModule(m));
+    };
+    if (failed(runGpuPipeline(*module, numWarps, dump)))
+      throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU (or the simulator) "
+                              "yet:\n{}",
+                              name, diags.text));
+  }
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
+  if (dumpEnabled("sim"))
+    dumpStage(name, "sim", simulated->instrumentedIR());
+  return simulated;
+}
+
+} // namespace
+
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
   detail::Specialization &spec = impl_->specialize(args);
   Backend backend = Backend::Interp;
@@ -456,6 +485,18 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       kernel = slot;
     }
     runtime::launchStaged(*kernel, opts.grid, opts.num_warps, impl_->params, args);
+    return;
+  }
+  case Backend::Sim: {
+    std::shared_ptr<sim::SimKernel> simulated;
+    {
+      std::lock_guard<std::mutex> lock(spec.compileMutex);
+      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[opts.num_warps];
+      if (!slot)
+        slot = simulate(impl_->name, *spec.tile, opts.num_warps);
+      simulated = slot;
+    }
+    simulated->run(opts.grid, impl_->params, impl_->paramNames, args);
     return;
   }
   }

@@ -5,6 +5,7 @@
 #include "compiler/transforms/Passes.h"
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
+#include "simulator/InstrumentForSimulator.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +31,7 @@ void registerAllPasses() {
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
   registerTegulaPasses();
+  sim::registerSimulatorPasses();
   mlir::PassPipelineRegistration<>(
       "tegula-tile-pipeline",
       "What a traced kernel goes through before the interpreter or GPU lowering",

@@ -23,9 +23,12 @@ namespace tegula {
 
 constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Where a launch runs: the CPU interpreter over the `tile` IR, or the GPU
-/// (compiled to PTX/cubin, host buffers staged to the device and back).
-enum class Backend { Interp, GPU };
+/// Where a launch runs: the CPU interpreter over the `tile` IR; the GPU
+/// (compiled to PTX/cubin, host buffers staged to the device and back); or
+/// the CTA simulator, which runs the lowered GPU code on the CPU, one fiber
+/// per thread, checking every access and shared-memory races
+/// (docs/simulator.md).
+enum class Backend { Interp, GPU, Sim };
 /// Parses a TEGULA_BACKEND value; throws tegula::Error naming the choices.
 Backend parse_backend(const std::string &name);
 

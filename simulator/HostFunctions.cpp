@@ -1,0 +1,222 @@
+//===- HostFunctions.cpp - what simulated kernel code calls ---------------===//
+//
+// The instrumented module calls these instead of NVVM intrinsics and inline
+// PTX; libdevice's __nv_* math and CUDA's vprintf get host definitions.
+//
+//===----------------------------------------------------------------------===//
+#include "simulator/HostFunctions.h"
+
+#include "simulator/PtxAsm.h"
+#include "simulator/Runtime.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace tegula::sim {
+namespace {
+thread_local const std::vector<std::shared_ptr<const AsmProgram>> *tPrograms = nullptr;
+thread_local std::string *tPrinted = nullptr;
+
+/// PTX shfl.sync: lanes read `value` from a lane picked by mode, b and c.
+struct ShuffleIO {
+  int32_t value, b, c, mode;
+  int32_t result;
+};
+
+void completeShuffle(void *const ios[kWarpSize], uint32_t site) {
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    auto *io = static_cast<ShuffleIO *>(ios[lane]);
+    if (!io)
+      continue;
+    int bval = io->b & 31, cval = io->c & 31, segmask = (io->c >> 8) & 31;
+    int maxLane = (lane & segmask) | (cval & ~segmask), minLane = lane & segmask;
+    int j = lane;
+    bool inRange = false;
+    switch (ShuffleMode(io->mode)) {
+    case ShuffleMode::Up: j = lane - bval; inRange = j >= maxLane; break;
+    case ShuffleMode::Down: j = lane + bval; inRange = j <= maxLane; break;
+    case ShuffleMode::Bfly: j = lane ^ bval; inRange = j <= maxLane; break;
+    case ShuffleMode::Idx: j = minLane | (bval & ~segmask); inRange = j <= maxLane; break;
+    }
+    if (!inRange)
+      j = lane;
+    if (!ios[j])
+      fail(site, fmt::format("shfl.sync: lane {} reads lane {}, which is not in the member mask "
+                             "(its value is undefined)",
+                             lane, j));
+    io->result = static_cast<ShuffleIO *>(ios[j])->value;
+  }
+}
+
+template <class F> F *fn(F *f) { return f; }
+
+// vprintf's argument buffer: each argument at its natural alignment; floats
+// arrive as doubles, as in C varargs.
+int simVprintf(const char *format, const char *args) {
+  std::string out;
+  size_t offset = 0;
+  auto take = [&](size_t bytes) {
+    offset = (offset + bytes - 1) / bytes * bytes;
+    const char *p = args + offset;
+    offset += bytes;
+    return p;
+  };
+  for (const char *f = format; *f;) {
+    if (*f != '%') {
+      out += *f++;
+      continue;
+    }
+    if (f[1] == '%') {
+      out += '%';
+      f += 2;
+      continue;
+    }
+    const char *start = f++;
+    while (*f && std::strchr("-+ #0123456789.*", *f))
+      ++f;
+    int longs = 0;
+    while (*f == 'l' || *f == 'h' || *f == 'z')
+      longs += *f++ == 'l';
+    char conv = *f ? *f++ : 'd';
+    std::string spec(start, f);
+    char buf[512];
+    if (std::strchr("diuxXoc", conv)) {
+      if (longs) {
+        long long v;
+        std::memcpy(&v, take(8), 8);
+        std::snprintf(buf, sizeof buf, spec.c_str(), v);
+      } else {
+        int v;
+        std::memcpy(&v, take(4), 4);
+        std::snprintf(buf, sizeof buf, spec.c_str(), v);
+      }
+    } else if (std::strchr("feEgGaA", conv)) {
+      double v;
+      std::memcpy(&v, take(8), 8);
+      std::snprintf(buf, sizeof buf, spec.c_str(), v);
+    } else if (conv == 's' || conv == 'p') {
+      const void *v;
+      std::memcpy(&v, take(8), 8);
+      std::snprintf(buf, sizeof buf, spec.c_str(), v);
+    } else {
+      std::snprintf(buf, sizeof buf, "%s", spec.c_str());
+    }
+    out += buf;
+  }
+  if (tPrinted)
+    *tPrinted += out;
+  else
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  return int(out.size());
+}
+
+} // namespace
+
+void setAsmPrograms(const std::vector<std::shared_ptr<const AsmProgram>> *programs) {
+  tPrograms = programs;
+}
+
+void capturePrintf(std::string *into) { tPrinted = into; }
+
+} // namespace tegula::sim
+
+using namespace tegula::sim;
+
+extern "C" {
+static int32_t tegula_sim_sreg(int32_t r) { return specialRegister(SpecialRegister(r)); }
+static void tegula_sim_barrier(int32_t site) { barrier(uint32_t(site)); }
+static int32_t tegula_sim_shfl(int32_t mode, int32_t mask, int32_t value, int32_t b, int32_t c,
+                               int32_t site) {
+  ShuffleIO io{value, b, c, mode, 0};
+  warpCollective("shfl.sync", uint32_t(site), uint32_t(mask), &io,
+                 [site](void *const ios[kWarpSize]) { completeShuffle(ios, uint32_t(site)); });
+  return io.result;
+}
+static void tegula_sim_access(const void *p, int64_t bytes, int32_t flags, int32_t site) {
+  checkAccess(p, size_t(bytes), AccessKind(flags & 3), Space(uint32_t(flags) >> 2), uint32_t(site));
+}
+static void *tegula_sim_shared(int64_t offset) { return sharedBase() + offset; }
+static void tegula_sim_asm(int32_t program, const uint64_t *in, uint64_t *out, int32_t site) {
+  (*tPrograms)[size_t(program)]->run(in, out, uint32_t(site));
+}
+static void tegula_sim_trap(int32_t site) {
+  fail(uint32_t(site), "trap (the kernel aborted, e.g. a failed device_assert)");
+}
+
+static float nv_rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static double nv_rsqrt(double x) { return 1.0 / std::sqrt(x); }
+static int nv_isnanf(float x) { return std::isnan(x); }
+static int nv_isinff(float x) { return std::isinf(x); }
+static int nv_finitef(float x) { return std::isfinite(x); }
+static int nv_isnand(double x) { return std::isnan(x); }
+static int nv_isinfd(double x) { return std::isinf(x); }
+static int nv_isfinited(double x) { return std::isfinite(x); }
+static float nv_powif(float x, int n) { return std::pow(x, float(n)); }
+static double nv_powi(double x, int n) { return std::pow(x, double(n)); }
+static void nv_sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std::cos(x); }
+static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = std::cos(x); }
+static int nv_abs(int x) { return x < 0 ? -x : x; }
+}
+
+namespace tegula::sim {
+
+std::vector<std::pair<std::string, void *>> hostSymbols() {
+  std::vector<std::pair<std::string, void *>> s = {
+      {"__tegula_sim_sreg", reinterpret_cast<void *>(tegula_sim_sreg)},
+      {"__tegula_sim_barrier", reinterpret_cast<void *>(tegula_sim_barrier)},
+      {"__tegula_sim_shfl", reinterpret_cast<void *>(tegula_sim_shfl)},
+      {"__tegula_sim_access", reinterpret_cast<void *>(tegula_sim_access)},
+      {"__tegula_sim_shared", reinterpret_cast<void *>(tegula_sim_shared)},
+      {"__tegula_sim_asm", reinterpret_cast<void *>(tegula_sim_asm)},
+      {"__tegula_sim_trap", reinterpret_cast<void *>(tegula_sim_trap)},
+      {"vprintf", reinterpret_cast<void *>(simVprintf)},
+      {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
+      {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},
+      {"__nv_isnanf", reinterpret_cast<void *>(nv_isnanf)},
+      {"__nv_isinff", reinterpret_cast<void *>(nv_isinff)},
+      {"__nv_finitef", reinterpret_cast<void *>(nv_finitef)},
+      {"__nv_isnand", reinterpret_cast<void *>(nv_isnand)},
+      {"__nv_isinfd", reinterpret_cast<void *>(nv_isinfd)},
+      {"__nv_isfinited", reinterpret_cast<void *>(nv_isfinited)},
+      {"__nv_powif", reinterpret_cast<void *>(nv_powif)},
+      {"__nv_powi", reinterpret_cast<void *>(nv_powi)},
+      {"__nv_sincosf", reinterpret_cast<void *>(nv_sincosf)},
+      {"__nv_fast_sincosf", reinterpret_cast<void *>(nv_sincosf)},
+      {"__nv_sincos", reinterpret_cast<void *>(nv_sincos)},
+      {"__nv_abs", reinterpret_cast<void *>(nv_abs)},
+  };
+  // libdevice functions that are plain C math: __nv_<name>f -> <name>f,
+  // __nv_<name> -> <name>, __nv_fast_<name>f -> <name>f.
+#define TEGULA_UNARY(name)                                                                     \
+  s.push_back({"__nv_" #name "f", reinterpret_cast<void *>(fn<float(float)>(::name##f))});     \
+  s.push_back({"__nv_" #name, reinterpret_cast<void *>(fn<double(double)>(::name))});
+#define TEGULA_BINARY(name)                                                                    \
+  s.push_back({"__nv_" #name "f", reinterpret_cast<void *>(fn<float(float, float)>(::name##f))}); \
+  s.push_back({"__nv_" #name, reinterpret_cast<void *>(fn<double(double, double)>(::name))});
+  TEGULA_UNARY(acos) TEGULA_UNARY(acosh) TEGULA_UNARY(asin) TEGULA_UNARY(asinh)
+  TEGULA_UNARY(atan) TEGULA_UNARY(atanh) TEGULA_UNARY(cbrt) TEGULA_UNARY(ceil)
+  TEGULA_UNARY(cos) TEGULA_UNARY(cosh) TEGULA_UNARY(erf) TEGULA_UNARY(erfc)
+  TEGULA_UNARY(exp) TEGULA_UNARY(exp2) TEGULA_UNARY(expm1) TEGULA_UNARY(fabs)
+  TEGULA_UNARY(floor) TEGULA_UNARY(log) TEGULA_UNARY(log10) TEGULA_UNARY(log1p)
+  TEGULA_UNARY(log2) TEGULA_UNARY(rint) TEGULA_UNARY(round) TEGULA_UNARY(sin)
+  TEGULA_UNARY(sinh) TEGULA_UNARY(sqrt) TEGULA_UNARY(tan) TEGULA_UNARY(tanh)
+  TEGULA_BINARY(atan2) TEGULA_BINARY(copysign) TEGULA_BINARY(fmax) TEGULA_BINARY(fmin)
+  TEGULA_BINARY(fmod) TEGULA_BINARY(pow)
+#undef TEGULA_UNARY
+#undef TEGULA_BINARY
+  s.push_back({"__nv_fmaf", reinterpret_cast<void *>(fn<float(float, float, float)>(::fmaf))});
+  s.push_back({"__nv_fma", reinterpret_cast<void *>(fn<double(double, double, double)>(::fma))});
+  for (const char *f : {"cos", "exp", "log10", "log2", "log", "sin", "tan"})
+    for (auto &[name, ptr] : std::vector<std::pair<std::string, void *>>(s))
+      if (name == fmt::format("__nv_{}f", f))
+        s.push_back({fmt::format("__nv_fast_{}f", f), ptr});
+  for (auto &[name, ptr] : std::vector<std::pair<std::string, void *>>(s))
+    if (name == "__nv_powf")
+      s.push_back({"__nv_fast_powf", ptr});
+  return s;
+}
+
+} // namespace tegula::sim

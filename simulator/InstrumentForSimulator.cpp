@@ -1,0 +1,397 @@
+//===- InstrumentForSimulator.cpp - make lowered GPU code run on the host -===//
+//
+// Pass `instrument-for-simulator`: rewrites the per-thread LLVM + NVVM module
+// the GPU back end would translate to PTX into one the host JIT can run, by
+// changing only what a CPU lacks:
+//   - special registers, bar.sync and shfl.sync become calls into the
+//     simulator runtime (which runs each thread as a fiber);
+//   - each inline PTX body is checked against the simulator's PTX subset and
+//     becomes a call that interprets exactly that text;
+//   - every global and shared load/store is preceded by a checking call
+//     (bounds, alignment, read-only buffers, races);
+//   - shared-memory globals become offsets into the CTA's shared memory, and
+//     all address spaces become the host's one;
+//   - traps report instead of killing the process.
+// Every instrumented op gets a "site" (what it is, and the user's source
+// line), listed in the module attribute `tegula.sim.sites`; the inline PTX
+// bodies are listed in `tegula.sim.asm`; `tegula.sim.shared_bytes` is the
+// shared memory a CTA needs.
+//
+//===----------------------------------------------------------------------===//
+#include "simulator/InstrumentForSimulator.h"
+
+#include "simulator/HostFunctions.h"
+#include "simulator/PtxAsm.h"
+#include "simulator/Runtime.h"
+#include "tegula/error.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+using namespace mlir;
+
+namespace tegula::sim {
+namespace {
+
+/// "file:line" of the first file location inside `loc`, or "".
+std::string sourceLine(Location loc) {
+  std::string out;
+  loc->walk([&](Location l) {
+    if (auto f = dyn_cast<FileLineColLoc>(l)) {
+      out = fmt::format("{}:{}", f.getFilename().str(), f.getLine());
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return out;
+}
+
+std::string oneLine(llvm::StringRef text, size_t max = 72) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n' || c == '\t')
+      c = ' ';
+    if (c == ' ' && (out.empty() || out.back() == ' '))
+      continue;
+    out += c;
+  }
+  return out.size() > max ? out.substr(0, max - 3) + "..." : out;
+}
+
+const std::map<llvm::StringRef, SpecialRegister> &specialRegisters() {
+  static const std::map<llvm::StringRef, SpecialRegister> m = {
+      {"nvvm.read.ptx.sreg.tid.x", SpecialRegister::TidX},
+      {"nvvm.read.ptx.sreg.tid.y", SpecialRegister::TidY},
+      {"nvvm.read.ptx.sreg.tid.z", SpecialRegister::TidZ},
+      {"nvvm.read.ptx.sreg.ntid.x", SpecialRegister::NTidX},
+      {"nvvm.read.ptx.sreg.ntid.y", SpecialRegister::NTidY},
+      {"nvvm.read.ptx.sreg.ntid.z", SpecialRegister::NTidZ},
+      {"nvvm.read.ptx.sreg.ctaid.x", SpecialRegister::CtaIdX},
+      {"nvvm.read.ptx.sreg.ctaid.y", SpecialRegister::CtaIdY},
+      {"nvvm.read.ptx.sreg.ctaid.z", SpecialRegister::CtaIdZ},
+      {"nvvm.read.ptx.sreg.nctaid.x", SpecialRegister::NCtaIdX},
+      {"nvvm.read.ptx.sreg.nctaid.y", SpecialRegister::NCtaIdY},
+      {"nvvm.read.ptx.sreg.nctaid.z", SpecialRegister::NCtaIdZ},
+      {"nvvm.read.ptx.sreg.laneid", SpecialRegister::LaneId},
+      {"nvvm.read.ptx.sreg.warpid", SpecialRegister::WarpId},
+      {"nvvm.read.ptx.sreg.nwarpid", SpecialRegister::NWarpId},
+  };
+  return m;
+}
+
+struct InstrumentForSimulatorPass
+    : PassWrapper<InstrumentForSimulatorPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InstrumentForSimulatorPass)
+  StringRef getArgument() const final { return "instrument-for-simulator"; }
+  StringRef getDescription() const final {
+    return "Rewrite lowered LLVM + NVVM code to run on the host under the CTA simulator";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<LLVM::LLVMDialect>();
+  }
+
+  ModuleOp module;
+  SmallVector<Attribute> sites, asmBodies;
+  Type ptrType, i32, i64;
+
+  int32_t addSite(Operation *op, const std::string &what) {
+    Builder b(op->getContext());
+    sites.push_back(b.getStrArrayAttr({what, sourceLine(op->getLoc())}));
+    return int32_t(sites.size() - 1);
+  }
+
+  Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(int32_t(v)));
+  }
+  Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  }
+
+  LLVM::LLVMFuncOp hook(StringRef name, Type result, ArrayRef<Type> args) {
+    if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+      return f;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Type r = result ? result : LLVM::LLVMVoidType::get(module.getContext());
+    return LLVM::LLVMFuncOp::create(b, module.getLoc(), name, LLVM::LLVMFunctionType::get(r, args));
+  }
+
+  Value call(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, ValueRange args) {
+    auto c = LLVM::CallOp::create(b, loc, fn, args);
+    return c.getNumResults() ? c.getResult() : Value();
+  }
+
+  /// Bits of a scalar in an i64 (zero-extended), and back.
+  Value toI64(OpBuilder &b, Location loc, Value v) {
+    Type t = v.getType();
+    if (isa<LLVM::LLVMPointerType>(t))
+      return LLVM::PtrToIntOp::create(b, loc, i64, v);
+    if (auto f = dyn_cast<FloatType>(t))
+      v = LLVM::BitcastOp::create(b, loc, b.getIntegerType(f.getWidth()), v);
+    unsigned w = v.getType().getIntOrFloatBitWidth();
+    return w == 64 ? v : LLVM::ZExtOp::create(b, loc, i64, v).getResult();
+  }
+  Value fromI64(OpBuilder &b, Location loc, Value v, Type t) {
+    if (isa<LLVM::LLVMPointerType>(t))
+      return LLVM::IntToPtrOp::create(b, loc, t, v);
+    unsigned w = t.getIntOrFloatBitWidth();
+    if (w < 64)
+      v = LLVM::TruncOp::create(b, loc, b.getIntegerType(w), v);
+    if (isa<FloatType>(t))
+      v = LLVM::BitcastOp::create(b, loc, t, v);
+    return v;
+  }
+
+  LogicalResult rewriteInlineAsm(LLVM::InlineAsmOp op, DataLayout &) {
+    std::string body = op.getAsmString().str(), constraints = op.getConstraints().str();
+    try {
+      AsmProgram::parse(body, constraints);
+    } catch (const Error &e) {
+      return op.emitOpError() << e.what();
+    }
+    Builder attrs(op.getContext());
+    asmBodies.push_back(attrs.getStrArrayAttr({body, constraints}));
+    int32_t program = int32_t(asmBodies.size() - 1);
+    int32_t site = addSite(op, "inline PTX `" + oneLine(body) + "`");
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    // Operand and result buffers live in the entry block (one per asm op).
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&fn.getBody().front());
+    auto slots = [&](size_t n) {
+      auto arrayType = LLVM::LLVMArrayType::get(i64, std::max<size_t>(n, 1));
+      return LLVM::AllocaOp::create(entry, loc, ptrType, arrayType, i64Const(entry, loc, 1));
+    };
+    Value in = slots(op.getOperands().size());
+    SmallVector<Type> resultTypes;
+    Type structType;
+    if (op.getNumResults()) {
+      Type t = op.getResult(0).getType();
+      if (auto s = dyn_cast<LLVM::LLVMStructType>(t)) {
+        structType = s;
+        llvm::append_range(resultTypes, s.getBody());
+      } else {
+        resultTypes.push_back(t);
+      }
+    }
+    Value out = slots(resultTypes.size());
+    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+      Value p = LLVM::GEPOp::create(b, loc, ptrType, i64, in, ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      LLVM::StoreOp::create(b, loc, toI64(b, loc, v), p);
+    }
+    call(b, loc, hook("__tegula_sim_asm", {}, {i32, ptrType, ptrType, i32}),
+         {i32Const(b, loc, program), in, out, i32Const(b, loc, site)});
+    SmallVector<Value> results;
+    for (auto [i, t] : llvm::enumerate(resultTypes)) {
+      Value p = LLVM::GEPOp::create(b, loc, ptrType, i64, out, ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      results.push_back(fromI64(b, loc, LLVM::LoadOp::create(b, loc, i64, p), t));
+    }
+    if (structType) {
+      Value s = LLVM::UndefOp::create(b, loc, structType);
+      for (auto [i, v] : llvm::enumerate(results))
+        s = LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{int64_t(i)});
+      op.getResult(0).replaceAllUsesWith(s);
+    } else if (!results.empty()) {
+      op.getResult(0).replaceAllUsesWith(results[0]);
+    }
+    op.erase();
+    return success();
+  }
+
+  LogicalResult rewriteNvvm(Operation *op) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    StringRef name = op->getName().getStringRef();
+    if (auto it = specialRegisters().find(name); it != specialRegisters().end()) {
+      Value v = call(b, loc, hook("__tegula_sim_sreg", i32, {i32}), {i32Const(b, loc, int32_t(it->second))});
+      op->getResult(0).replaceAllUsesWith(v);
+      op->erase();
+      return success();
+    }
+    if (isa<NVVM::Barrier0Op>(op) || (isa<NVVM::BarrierOp>(op) && op->getNumOperands() == 0 &&
+                                      op->getNumResults() == 0)) {
+      call(b, loc, hook("__tegula_sim_barrier", {}, {i32}), {i32Const(b, loc, addSite(op, "bar.sync 0"))});
+      op->erase();
+      return success();
+    }
+    if (auto shfl = dyn_cast<NVVM::ShflOp>(op)) {
+      Type t = shfl.getVal().getType();
+      if (shfl.getReturnValueAndIsValid() || !(t.isInteger(32) || t.isF32()))
+        return op->emitOpError("is not supported by the simulator (only 32-bit values without "
+                               "the valid flag)");
+      ShuffleMode mode = ShuffleMode::Bfly;
+      switch (shfl.getKind()) {
+      case NVVM::ShflKind::bfly: mode = ShuffleMode::Bfly; break;
+      case NVVM::ShflKind::up: mode = ShuffleMode::Up; break;
+      case NVVM::ShflKind::down: mode = ShuffleMode::Down; break;
+      case NVVM::ShflKind::idx: mode = ShuffleMode::Idx; break;
+      }
+      int32_t site = addSite(op, fmt::format("shfl.sync.{}", stringifyShflKind(shfl.getKind()).str()));
+      Value v = shfl.getVal();
+      if (t.isF32())
+        v = LLVM::BitcastOp::create(b, loc, i32, v);
+      Value r = call(b, loc, hook("__tegula_sim_shfl", i32, {i32, i32, i32, i32, i32, i32}),
+                     {i32Const(b, loc, int32_t(mode)), shfl.getThreadMask(), v, shfl.getOffset(),
+                      shfl.getMaskAndClamp(), i32Const(b, loc, site)});
+      if (t.isF32())
+        r = LLVM::BitcastOp::create(b, loc, t, r);
+      op->getResult(0).replaceAllUsesWith(r);
+      op->erase();
+      return success();
+    }
+    return op->emitOpError("is not supported by the simulator yet");
+  }
+
+  void runOnOperation() override {
+    module = getOperation();
+    MLIRContext *ctx = &getContext();
+    ptrType = LLVM::LLVMPointerType::get(ctx);
+    i32 = IntegerType::get(ctx, 32);
+    i64 = IntegerType::get(ctx, 64);
+    DataLayout layout(module);
+
+    // Shared-memory globals: consecutive 16-byte aligned offsets.
+    std::map<std::string, int64_t> sharedOffset;
+    int64_t sharedBytes = 0;
+    for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
+      if (global.getAddrSpace() != 3)
+        continue;
+      sharedBytes = (sharedBytes + 15) / 16 * 16;
+      sharedOffset[global.getSymName().str()] = sharedBytes;
+      sharedBytes += int64_t(layout.getTypeSize(global.getGlobalType()));
+    }
+
+    // What needs rewriting, noted before address spaces disappear.
+    struct Access {
+      Operation *op;
+      Value ptr;
+      Type type;
+      AccessKind kind;
+      unsigned space;
+    };
+    SmallVector<Access> accesses;
+    SmallVector<Operation *> nvvmOps, traps, casts;
+    SmallVector<LLVM::InlineAsmOp> asmOps;
+    SmallVector<LLVM::AddressOfOp> sharedRefs;
+    bool failedWalk = false;
+    module.walk([&](Operation *op) {
+      auto space = [](Value p) { return cast<LLVM::LLVMPointerType>(p.getType()).getAddressSpace(); };
+      if (auto l = dyn_cast<LLVM::LoadOp>(op))
+        accesses.push_back({op, l.getAddr(), l.getType(), AccessKind::Read, space(l.getAddr())});
+      else if (auto s = dyn_cast<LLVM::StoreOp>(op))
+        accesses.push_back({op, s.getAddr(), s.getValue().getType(), AccessKind::Write, space(s.getAddr())});
+      else if (auto a = dyn_cast<LLVM::AtomicRMWOp>(op))
+        accesses.push_back({op, a.getPtr(), a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
+      else if (auto a = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+        accesses.push_back({op, a.getPtr(), a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
+      else if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
+        asmOps.push_back(a);
+      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
+        sharedRefs.push_back(a);
+      else if (isa<LLVM::Trap>(op))
+        traps.push_back(op);
+      else if (isa<LLVM::AddrSpaceCastOp>(op))
+        casts.push_back(op);
+      else if (isa<NVVM::NVVMDialect>(op->getDialect()))
+        nvvmOps.push_back(op);
+      else if (auto call = dyn_cast<LLVM::CallOp>(op); call && !call.getCallee()) {
+        op->emitOpError("indirect calls are not supported by the simulator");
+        failedWalk = true;
+      }
+    });
+    if (failedWalk)
+      return signalPassFailure();
+
+    // One address space: the host's.
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([&](LLVM::LLVMPointerType t) -> std::optional<Type> {
+      return t.getAddressSpace() ? std::optional<Type>(ptrType) : std::nullopt;
+    });
+    replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+    for (Operation *cast : casts) {
+      cast->getResult(0).replaceAllUsesWith(cast->getOperand(0));
+      cast->erase();
+    }
+    for (LLVM::AddressOfOp ref : sharedRefs) {
+      OpBuilder b(ref);
+      Value base = call(b, ref.getLoc(), hook("__tegula_sim_shared", ptrType, {i64}),
+                        {i64Const(b, ref.getLoc(), sharedOffset[ref.getGlobalName().str()])});
+      ref.getResult().replaceAllUsesWith(base);
+      ref.erase();
+    }
+    for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
+      if (sharedOffset.count(global.getSymName().str()))
+        global.erase();
+      else if (global.getAddrSpace() != 0)
+        global.setAddrSpace(0);
+    }
+
+    for (const Access &a : accesses) {
+      if (a.space != 1 && a.space != 3)
+        continue; // thread-local stack (allocas): the host's own memory
+      OpBuilder b(a.op);
+      Location loc = a.op->getLoc();
+      uint64_t bytes = layout.getTypeSize(a.type);
+      const char *kind = a.kind == AccessKind::Read ? "load" : a.kind == AccessKind::Write ? "store" : "atomic";
+      int32_t site = addSite(a.op, fmt::format("{} of {} bytes ({})", kind, bytes,
+                                               a.space == 3 ? "shared" : "global"));
+      int32_t flags = int32_t(a.space << 2 | uint32_t(a.kind));
+      call(b, loc, hook("__tegula_sim_access", {}, {ptrType, i64, i32, i32}),
+           {a.ptr, i64Const(b, loc, int64_t(bytes)), i32Const(b, loc, flags), i32Const(b, loc, site)});
+    }
+    for (Operation *trap : traps) {
+      OpBuilder b(trap);
+      call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}),
+           {i32Const(b, trap->getLoc(), addSite(trap, "trap"))});
+      trap->erase();
+    }
+    for (Operation *op : nvvmOps)
+      if (failed(rewriteNvvm(op)))
+        return signalPassFailure();
+    for (LLVM::InlineAsmOp op : asmOps)
+      if (failed(rewriteInlineAsm(op, layout)))
+        return signalPassFailure();
+
+    // NVVM attributes mean nothing on the host; neither does the GPU target.
+    std::set<std::string> known;
+    for (auto &[name, ptr] : hostSymbols())
+      known.insert(name);
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+      for (NamedAttribute attr : llvm::to_vector(fn->getDiscardableAttrs()))
+        if (attr.getName().strref().starts_with("nvvm."))
+          fn->removeAttr(attr.getName());
+      if (fn.isExternal() && !known.count(fn.getName().str())) {
+        fn.emitOpError("is called by the kernel but the simulator has no host definition for it");
+        return signalPassFailure();
+      }
+    }
+    Builder b(ctx);
+    module->removeAttr("llvm.target_triple");
+    module->removeAttr("llvm.data_layout");
+    module->setAttr("tegula.sim.sites", b.getArrayAttr(sites));
+    module->setAttr("tegula.sim.asm", b.getArrayAttr(asmBodies));
+    module->setAttr("tegula.sim.shared_bytes", b.getI64IntegerAttr(sharedBytes));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createInstrumentForSimulator() {
+  return std::make_unique<InstrumentForSimulatorPass>();
+}
+
+void registerSimulatorPasses() { PassRegistration<InstrumentForSimulatorPass>(); }
+
+} // namespace tegula::sim

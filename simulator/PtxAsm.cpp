@@ -1,0 +1,450 @@
+//===- PtxAsm.cpp - parse and run the inline PTX subset -------------------===//
+#include "simulator/PtxAsm.h"
+
+#include "simulator/Runtime.h"
+#include "tegula/error.h"
+
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace tegula::sim {
+
+namespace {
+enum class Op { Mov, Load, Store, Atom, Max, Min, Setp, Bra };
+enum class Kind { Bits, Signed, Unsigned, Float };
+
+struct Operand {
+  enum { Register, Immediate, Vector, Address, Label } form = Immediate;
+  int reg = -1;        // Register; the base of an Address
+  int64_t value = 0;   // Immediate; an Address's offset; a Label's target
+  std::vector<int> regs; // Vector
+};
+} // namespace
+
+struct AsmProgram::Instruction {
+  Op op;
+  std::string text; // for errors
+  int guard = -1;
+  bool guardNegated = false;
+  Kind kind = Kind::Bits;
+  unsigned bits = 32;
+  unsigned vector = 1;
+  Space space = Space::Global;
+  std::string atomOp, compare;
+  bool nanPropagating = false;
+  std::vector<Operand> operands;
+};
+
+namespace {
+
+std::string trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+/// Split at `sep` outside `{...}` and `[...]` (nested: vector operands).
+/// Statements are split with nested = false: scope braces span statements.
+std::vector<std::string> split(const std::string &s, char sep, bool nested = true) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char ch : s) {
+    if (nested)
+      depth += (ch == '{' || ch == '[') - (ch == '}' || ch == ']');
+    if (ch == sep && depth == 0) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!trim(cur).empty())
+    out.push_back(trim(cur));
+  return out;
+}
+
+bool isIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%'; }
+
+/// Registers: $N operands first (outputs, then inputs), then declared `%name`s.
+struct Parser {
+  std::string body;
+  size_t numOperands = 0;
+  std::map<std::string, int> declared;
+  std::map<std::string, size_t> labels;
+  std::vector<std::pair<size_t, std::string>> branchFixups; // instruction, label
+  int nextRegister = 0;
+
+  [[noreturn]] void unsupported(const std::string &what) const {
+    throw Error(fmt::format("simulator: inline PTX not supported: {}\n  in:\n{}", what, body));
+  }
+
+  int registerOf(const std::string &name) {
+    if (name.size() > 1 && name[0] == '$' && std::isdigit(static_cast<unsigned char>(name[1]))) {
+      size_t n = std::stoul(name.substr(1));
+      if (n >= numOperands)
+        unsupported(fmt::format("operand {} (the asm has {})", name, numOperands));
+      return int(n);
+    }
+    auto it = declared.find(name);
+    if (it == declared.end())
+      unsupported(fmt::format("undeclared register '{}'", name));
+    return it->second;
+  }
+
+  Operand operand(const std::string &text) {
+    Operand o;
+    std::string t = trim(text);
+    if (t.empty())
+      unsupported("empty operand");
+    if (t.front() == '{') {
+      o.form = Operand::Vector;
+      for (const std::string &r : split(t.substr(1, t.size() - 2), ','))
+        o.regs.push_back(registerOf(r));
+    } else if (t.front() == '[') {
+      o.form = Operand::Address;
+      std::string inner = trim(t.substr(1, t.size() - 2));
+      size_t plus = inner.find('+');
+      o.reg = registerOf(trim(inner.substr(0, plus)));
+      if (plus != std::string::npos)
+        o.value = std::stoll(trim(inner.substr(plus + 1)), nullptr, 0);
+    } else if (t.front() == '$' || t.front() == '%') {
+      o.form = Operand::Register;
+      o.reg = registerOf(t);
+    } else if (std::isdigit(static_cast<unsigned char>(t.front())) || t.front() == '-') {
+      o.value = std::stoll(t, nullptr, 0);
+    } else {
+      o.form = Operand::Label;
+    }
+    return o;
+  }
+
+  static bool typeSuffix(const std::string &s, Kind &kind, unsigned &bits) {
+    if (s.size() < 2 || !std::isdigit(static_cast<unsigned char>(s[1])))
+      return false;
+    switch (s[0]) {
+    case 'b': kind = Kind::Bits; break;
+    case 's': kind = Kind::Signed; break;
+    case 'u': kind = Kind::Unsigned; break;
+    case 'f': kind = Kind::Float; break;
+    default: return false;
+    }
+    bits = unsigned(std::stoul(s.substr(1)));
+    return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  }
+
+  AsmProgram::Instruction instruction(const std::string &stmt) {
+    AsmProgram::Instruction in;
+    in.text = stmt;
+    std::string rest = stmt;
+    if (rest[0] == '@') {
+      size_t sp = rest.find_first_of(" \t");
+      std::string g = rest.substr(1, sp - 1);
+      in.guardNegated = g[0] == '!';
+      in.guard = registerOf(in.guardNegated ? g.substr(1) : g);
+      rest = trim(rest.substr(sp));
+    }
+    size_t sp = rest.find_first_of(" \t");
+    std::string opcode = rest.substr(0, sp);
+    std::string operands = sp == std::string::npos ? "" : rest.substr(sp);
+    std::vector<std::string> parts = split(opcode, '.');
+    const std::string &name = parts[0];
+    static const std::map<std::string, Op> ops = {
+        {"mov", Op::Mov}, {"ld", Op::Load}, {"st", Op::Store}, {"atom", Op::Atom},
+        {"max", Op::Max}, {"min", Op::Min}, {"setp", Op::Setp}, {"bra", Op::Bra}};
+    auto it = ops.find(name);
+    if (it == ops.end())
+      unsupported(fmt::format("instruction '{}'", opcode));
+    in.op = it->second;
+    bool typed = false;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const std::string &q = parts[i];
+      if (typeSuffix(q, in.kind, in.bits)) {
+        typed = true;
+      } else if (q == "global") {
+        in.space = Space::Global;
+      } else if (q == "shared") {
+        in.space = Space::Shared;
+      } else if (q.size() > 1 && q[0] == 'v' && std::isdigit(static_cast<unsigned char>(q[1]))) {
+        in.vector = unsigned(std::stoul(q.substr(1)));
+      } else if (q == "NaN") {
+        in.nanPropagating = true;
+      } else if (q == "acq_rel" || q == "relaxed" || q == "acquire" || q == "release" ||
+                 q == "gpu" || q == "cta" || q == "sys" || q == "uni") {
+        // Orderings and scopes: one simulated thread runs at a time.
+      } else if (name == "atom" && in.atomOp.empty()) {
+        in.atomOp = q;
+      } else if (name == "setp" && in.compare.empty()) {
+        in.compare = q;
+      } else {
+        unsupported(fmt::format("'{}' (qualifier .{})", opcode, q));
+      }
+    }
+    if (in.op != Op::Bra && !typed)
+      unsupported(fmt::format("'{}' has no type", opcode));
+    for (const std::string &o : split(operands, ','))
+      in.operands.push_back(operand(o));
+    if (in.op == Op::Bra) {
+      if (in.operands.size() != 1 || in.operands[0].form != Operand::Label)
+        unsupported(fmt::format("'{}' needs one label", stmt));
+      branchFixups.push_back({0, trim(operands)});
+    }
+    size_t expected = in.op == Op::Bra ? 1 : in.op == Op::Mov || in.op == Op::Load || in.op == Op::Store ? 2
+                    : in.op == Op::Atom ? (in.atomOp == "cas" ? 4 : 3) : 3;
+    if (in.operands.size() != expected)
+      unsupported(fmt::format("'{}' has {} operands, expected {}", stmt, in.operands.size(), expected));
+    return in;
+  }
+};
+
+uint64_t maskBits(uint64_t v, unsigned bits) { return bits >= 64 ? v : v & ((uint64_t(1) << bits) - 1); }
+
+int64_t signExtend(uint64_t v, unsigned bits) {
+  return bits >= 64 ? int64_t(v) : int64_t(v << (64 - bits)) >> (64 - bits);
+}
+
+double asFloat(uint64_t v, unsigned bits) {
+  return bits == 64 ? std::bit_cast<double>(v) : double(std::bit_cast<float>(uint32_t(v)));
+}
+uint64_t fromFloat(double v, unsigned bits) {
+  return bits == 64 ? std::bit_cast<uint64_t>(v) : std::bit_cast<uint32_t>(float(v));
+}
+
+/// max/min as PTX defines them: NaN operands are ignored unless .NaN, and
+/// +0 is greater than -0.
+double floatMaxMin(double a, double b, bool isMax, bool nan) {
+  if (std::isnan(a) || std::isnan(b)) {
+    if (nan)
+      return std::numeric_limits<double>::quiet_NaN();
+    return std::isnan(a) ? b : a;
+  }
+  if (a == b)
+    return (std::signbit(a) == isMax) ? b : a;
+  return isMax ? std::max(a, b) : std::min(a, b);
+}
+
+bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint64_t b) {
+  if (kind == Kind::Float) {
+    double x = asFloat(a, bits), y = asFloat(b, bits);
+    if (cmp == "eq") return x == y;
+    if (cmp == "ne") return x != y;
+    if (cmp == "lt") return x < y;
+    if (cmp == "le") return x <= y;
+    if (cmp == "gt") return x > y;
+    if (cmp == "ge") return x >= y;
+  } else if (kind == Kind::Signed) {
+    int64_t x = signExtend(a, bits), y = signExtend(b, bits);
+    if (cmp == "eq") return x == y;
+    if (cmp == "ne") return x != y;
+    if (cmp == "lt") return x < y;
+    if (cmp == "le") return x <= y;
+    if (cmp == "gt") return x > y;
+    if (cmp == "ge") return x >= y;
+  } else {
+    uint64_t x = maskBits(a, bits), y = maskBits(b, bits);
+    if (cmp == "eq") return x == y;
+    if (cmp == "ne") return x != y;
+    if (cmp == "lt" || cmp == "lo") return x < y;
+    if (cmp == "le" || cmp == "ls") return x <= y;
+    if (cmp == "gt" || cmp == "hi") return x > y;
+    if (cmp == "ge" || cmp == "hs") return x >= y;
+  }
+  return false;
+}
+
+/// The new value of an atomic read-modify-write, or nullopt when the
+/// operation/type pair is not one PTX has.
+std::optional<uint64_t> atomicResult(const std::string &op, Kind kind, unsigned bits, uint64_t old,
+                                     uint64_t v) {
+  if (op == "add") {
+    if (kind == Kind::Float)
+      return fromFloat(asFloat(old, bits) + asFloat(v, bits), bits);
+    return maskBits(old + v, bits);
+  }
+  if (op == "max" || op == "min") {
+    bool isMax = op == "max";
+    if (kind == Kind::Signed) {
+      int64_t a = signExtend(old, bits), b = signExtend(v, bits);
+      return maskBits(uint64_t(isMax ? std::max(a, b) : std::min(a, b)), bits);
+    }
+    if (kind == Kind::Unsigned)
+      return isMax ? std::max(old, v) : std::min(old, v);
+    if (kind == Kind::Float)
+      return fromFloat(floatMaxMin(asFloat(old, bits), asFloat(v, bits), isMax, false), bits);
+    return std::nullopt;
+  }
+  if (op == "exch") return v;
+  if (op == "and") return old & v;
+  if (op == "or") return old | v;
+  if (op == "xor") return old ^ v;
+  if (op == "inc") return old >= v ? 0 : old + 1;
+  if (op == "dec") return (old == 0 || old > v) ? v : old - 1;
+  return std::nullopt;
+}
+
+} // namespace
+
+AsmProgram::~AsmProgram() = default;
+
+std::shared_ptr<const AsmProgram> AsmProgram::parse(const std::string &body,
+                                                    const std::string &constraints) {
+  std::shared_ptr<AsmProgram> program(new AsmProgram());
+  for (const std::string &c : split(constraints, ',')) {
+    if (c.empty() || c[0] == '~')
+      continue; // clobbers
+    if (c[0] == '=')
+      ++program->numOutputs_;
+    else
+      ++program->numInputs_;
+  }
+  Parser p;
+  p.body = body;
+  p.numOperands = program->numOutputs_ + program->numInputs_;
+  p.nextRegister = int(p.numOperands);
+  // Every expansion of the asm is a separate program: one uid is enough.
+  std::string text = body;
+  for (size_t at; (at = text.find("${:uid}")) != std::string::npos;)
+    text.replace(at, 7, "0");
+  for (std::string stmt : split(text, ';', /*nested=*/false)) {
+    // Scope braces and labels may precede (or, for braces, follow) a statement.
+    for (bool changed = true; changed;) {
+      changed = false;
+      stmt = trim(stmt);
+      if (!stmt.empty() && (stmt[0] == '{' || stmt[0] == '}')) {
+        stmt = stmt.substr(1);
+        changed = true;
+        continue;
+      }
+      if (!stmt.empty() && stmt.back() == '}' && stmt.find('{') == std::string::npos) {
+        stmt.pop_back();
+        changed = true;
+        continue;
+      }
+      size_t n = 0;
+      while (n < stmt.size() && isIdentifierChar(stmt[n]) && stmt[n] != '$' && stmt[n] != '%')
+        ++n;
+      if (n > 0 && n < stmt.size() && stmt[n] == ':') {
+        p.labels[stmt.substr(0, n)] = program->code_.size();
+        stmt = stmt.substr(n + 1);
+        changed = true;
+      }
+    }
+    if (stmt.empty())
+      continue;
+    if (stmt.rfind(".reg", 0) == 0) {
+      // .reg .b32 %a, %b;
+      std::string names = trim(stmt.substr(4));
+      size_t sp = names.find_first_of(" \t");
+      for (const std::string &n : split(names.substr(sp), ','))
+        p.declared[n] = p.nextRegister++;
+      continue;
+    }
+    program->code_.push_back(p.instruction(stmt));
+    if (program->code_.back().op == Op::Bra)
+      p.branchFixups.back().first = program->code_.size() - 1;
+  }
+  for (auto &[index, label] : p.branchFixups) {
+    auto it = p.labels.find(label);
+    if (it == p.labels.end())
+      p.unsupported(fmt::format("branch to unknown label '{}'", label));
+    program->code_[index].operands[0].value = int64_t(it->second);
+  }
+  program->numRegisters_ = size_t(p.nextRegister);
+  return program;
+}
+
+void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) const {
+  uint64_t stackRegs[64];
+  std::vector<uint64_t> heapRegs;
+  uint64_t *r = stackRegs;
+  if (numRegisters_ > 64) {
+    heapRegs.resize(numRegisters_);
+    r = heapRegs.data();
+  }
+  std::fill(r, r + numRegisters_, 0);
+  std::copy(inputs, inputs + numInputs_, r + numOutputs_);
+  auto value = [&](const Operand &o) { return o.form == Operand::Register ? r[o.reg] : uint64_t(o.value); };
+
+  size_t steps = 0;
+  for (size_t pc = 0; pc < code_.size();) {
+    const Instruction &in = code_[pc++];
+    if (++steps > 10'000'000)
+      fail(site, "inline PTX ran 10^7 instructions without finishing (a livelocked loop?)");
+    if (in.guard >= 0 && (r[in.guard] != 0) == in.guardNegated)
+      continue;
+    const std::vector<Operand> &ops = in.operands;
+    unsigned bytes = in.bits / 8;
+    switch (in.op) {
+    case Op::Mov:
+      r[ops[0].reg] = maskBits(value(ops[1]), in.bits);
+      break;
+    case Op::Load:
+    case Op::Store: {
+      bool load = in.op == Op::Load;
+      const Operand &addr = ops[load ? 1 : 0], &data = ops[load ? 0 : 1];
+      std::vector<int> regs = data.form == Operand::Vector ? data.regs : std::vector<int>{data.reg};
+      if (regs.size() != in.vector)
+        fail(site, fmt::format("'{}': {} registers for .v{}", in.text, regs.size(), in.vector));
+      auto *p = reinterpret_cast<uint8_t *>(r[addr.reg] + uint64_t(addr.value));
+      checkAccess(p, bytes * in.vector, load ? AccessKind::Read : AccessKind::Write, in.space, site);
+      for (size_t i = 0; i < regs.size(); ++i) {
+        if (load) {
+          uint64_t v = 0;
+          std::memcpy(&v, p + i * bytes, bytes);
+          r[regs[i]] = v;
+        } else {
+          uint64_t v = r[regs[i]];
+          std::memcpy(p + i * bytes, &v, bytes);
+        }
+      }
+      break;
+    }
+    case Op::Atom: {
+      auto *p = reinterpret_cast<uint8_t *>(r[ops[1].reg] + uint64_t(ops[1].value));
+      checkAccess(p, bytes, AccessKind::Atomic, in.space, site);
+      uint64_t old = 0;
+      std::memcpy(&old, p, bytes);
+      uint64_t next;
+      if (in.atomOp == "cas") {
+        next = maskBits(old, in.bits) == maskBits(value(ops[2]), in.bits) ? value(ops[3]) : old;
+      } else {
+        std::optional<uint64_t> v = atomicResult(in.atomOp, in.kind, in.bits, old, value(ops[2]));
+        if (!v)
+          fail(site, fmt::format("'{}': no such atomic operation", in.text));
+        next = *v;
+      }
+      std::memcpy(p, &next, bytes);
+      r[ops[0].reg] = maskBits(old, in.bits);
+      break;
+    }
+    case Op::Max:
+    case Op::Min: {
+      bool isMax = in.op == Op::Max;
+      uint64_t a = value(ops[1]), b = value(ops[2]), d;
+      if (in.kind == Kind::Float)
+        d = fromFloat(floatMaxMin(asFloat(a, in.bits), asFloat(b, in.bits), isMax, in.nanPropagating), in.bits);
+      else if (in.kind == Kind::Signed)
+        d = uint64_t(isMax ? std::max(signExtend(a, in.bits), signExtend(b, in.bits))
+                           : std::min(signExtend(a, in.bits), signExtend(b, in.bits)));
+      else
+        d = isMax ? std::max(maskBits(a, in.bits), maskBits(b, in.bits))
+                  : std::min(maskBits(a, in.bits), maskBits(b, in.bits));
+      r[ops[0].reg] = maskBits(d, in.bits);
+      break;
+    }
+    case Op::Setp:
+      r[ops[0].reg] = compare(in.compare, in.kind, in.bits, value(ops[1]), value(ops[2]));
+      break;
+    case Op::Bra:
+      pc = size_t(ops[0].value);
+      break;
+    }
+  }
+  std::copy(r, r + numOutputs_, outputs);
+}
+
+} // namespace tegula::sim

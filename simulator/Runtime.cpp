@@ -1,0 +1,386 @@
+//===- Runtime.cpp - fibers, barriers, warp collectives, memory checks ----===//
+#include "simulator/Runtime.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <fmt/format.h>
+
+namespace tegula::sim {
+namespace {
+
+enum class State { Ready, AtBarrier, InCollective, Done, Failed };
+
+/// Per-thread fiber. Stacks are mmap'ed once per run (pages are committed
+/// only when touched) with a guard page below, and reused for every CTA.
+struct Thread {
+  ucontext_t context;
+  State state = State::Ready;
+  uint32_t waitSite = 0;
+  char *stack = nullptr;
+  std::shared_ptr<void> extension;
+};
+
+/// Last accesses of one shared byte, for the race detector. Epochs are
+/// barrier intervals, numbered across the whole run so nothing is reset
+/// between CTAs: an epoch before the CTA's first was written by another CTA.
+struct Shadow {
+  uint32_t writeEpoch = 0, readEpoch = 0;
+  uint32_t writeSite = 0, readSite = 0;
+  uint16_t writer = 0, reader = 0;
+  uint16_t otherReader = 0xffff; // a second reader in readEpoch, if any
+};
+
+/// One warp's collective in progress.
+struct Collective {
+  const char *kind = nullptr;
+  uint32_t site = 0, mask = 0, arrived = 0;
+  void *ios[kWarpSize] = {};
+};
+
+constexpr size_t kStackBytes = 256 * 1024, kGuardBytes = 4096;
+
+struct Cta {
+  const LaunchConfig *config = nullptr;
+  uint32_t id[3] = {0, 0, 0};
+  std::vector<Thread> threads;
+  std::vector<uint8_t> shared;
+  std::vector<Shadow> shadow;
+  std::vector<Collective> warps;
+  uint32_t firstEpoch = 1, epoch = 1;
+  ucontext_t scheduler;
+  int current = -1;
+  void (*entry)(void **) = nullptr;
+  void **args = nullptr;
+  std::string error; // set by fail()
+  RunStats stats;
+};
+
+thread_local Cta *tCta = nullptr;
+
+Cta &cta() { return *tCta; }
+
+/// Back to the scheduler; returns when this thread is resumed.
+void yieldToScheduler() {
+  Cta &c = cta();
+  ++c.stats.switches;
+  swapcontext(&c.threads[size_t(c.current)].context, &c.scheduler);
+}
+
+void threadMain() {
+  Cta &c = cta();
+  c.entry(c.args);
+  c.threads[size_t(c.current)].state = State::Done;
+  // uc_link returns to the scheduler.
+}
+
+std::string siteText(const Cta &c, uint32_t site) {
+  if (!c.config->sites || site >= c.config->sites->size())
+    return "";
+  const Site &s = (*c.config->sites)[site];
+  return s.location.empty() ? s.what : fmt::format("{} at {}", s.what, s.location);
+}
+
+std::string ctaText(const Cta &c) {
+  return fmt::format("kernel '{}', CTA ({}, {}, {})", c.config->kernel, c.id[0], c.id[1], c.id[2]);
+}
+
+std::string describeThread(int tid) {
+  return fmt::format("thread {} (warp {}, lane {})", tid, tid / kWarpSize, tid % kWarpSize);
+}
+
+/// A shared byte's previous access that conflicts with this one, if any.
+void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
+  auto tid = uint16_t(c.current);
+  for (size_t i = offset; i < offset + bytes; ++i) {
+    Shadow &s = c.shadow[i];
+    auto report = [&](const char *theirKind, uint16_t them, uint32_t theirSite) {
+      fail(site, fmt::format(
+                     "shared-memory race on byte {}: {} {} it here, {} {} it at {} in the same "
+                     "barrier interval",
+                     i, describeThread(tid), write ? "writes" : "reads", describeThread(them),
+                     theirKind, siteText(c, theirSite)));
+    };
+    bool writtenThisInterval = s.writeEpoch == c.epoch;
+    if (write) {
+      if (writtenThisInterval && s.writer != tid)
+        report("wrote", s.writer, s.writeSite);
+      if (s.readEpoch == c.epoch) {
+        if (s.reader != tid)
+          report("read", s.reader, s.readSite);
+        if (s.otherReader != 0xffff && s.otherReader != tid)
+          report("read", s.otherReader, s.readSite);
+      }
+      s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site;
+    } else {
+      if (s.writeEpoch < c.firstEpoch)
+        fail(site, fmt::format("{} reads shared byte {}, which no thread of this CTA has written",
+                               describeThread(tid), i));
+      if (writtenThisInterval && s.writer != tid)
+        report("wrote", s.writer, s.writeSite);
+      if (s.readEpoch != c.epoch)
+        s.reader = tid, s.readEpoch = c.epoch, s.readSite = site, s.otherReader = 0xffff;
+      else if (s.reader != tid)
+        s.otherReader = tid;
+    }
+  }
+}
+
+void checkGlobal(Cta &c, uintptr_t p, size_t bytes, AccessKind kind, uint32_t site) {
+  const std::vector<Buffer> &buffers = c.config->buffers;
+  // Buffers are sorted by start: the candidate is the last one starting at or before p.
+  auto it = std::upper_bound(buffers.begin(), buffers.end(), p,
+                             [](uintptr_t v, const Buffer &b) { return v < b.begin; });
+  const char *verb = kind == AccessKind::Read ? "reads" : kind == AccessKind::Write ? "writes" : "atomically updates";
+  if (it == buffers.begin() || p + bytes > std::prev(it)->end) {
+    std::string nearest;
+    if (it != buffers.begin()) {
+      const Buffer &b = *std::prev(it);
+      nearest = fmt::format(" ({} bytes past the end of '{}', which has {} bytes)",
+                            p + bytes - b.end, b.name, b.end - b.begin);
+    } else if (it != buffers.end()) {
+      nearest = fmt::format(" ({} bytes before the start of '{}')", it->begin - p, it->name);
+    }
+    fail(site, fmt::format("{} {} {} bytes out of bounds of every launch buffer{}",
+                           describeThread(c.current), verb, bytes, nearest));
+  }
+  const Buffer &b = *std::prev(it);
+  if (kind != AccessKind::Read && b.readonly)
+    fail(site, fmt::format("{} {} read-only buffer '{}' at byte {}", describeThread(c.current),
+                           verb, b.name, p - b.begin));
+}
+
+/// All threads blocked: release a complete barrier, or report the deadlock.
+void resolveBlocked(Cta &c) {
+  int atBarrier = 0, done = 0, inCollective = 0;
+  for (const Thread &t : c.threads) {
+    atBarrier += t.state == State::AtBarrier;
+    done += t.state == State::Done;
+    inCollective += t.state == State::InCollective;
+  }
+  int n = int(c.threads.size());
+  if (atBarrier == n) {
+    ++c.epoch;
+    for (Thread &t : c.threads)
+      t.state = State::Ready;
+    return;
+  }
+  // Deadlock: say who waits where.
+  std::string message;
+  if (atBarrier > 0) {
+    uint32_t site = 0;
+    for (const Thread &t : c.threads)
+      if (t.state == State::AtBarrier)
+        site = t.waitSite;
+    message = fmt::format("deadlock: barrier {} reached by {} of {} threads ({} exited, {} wait "
+                          "in warp collectives)",
+                          siteText(c, site), atBarrier, n, done, inCollective);
+  } else {
+    for (size_t w = 0; w < c.warps.size() && message.empty(); ++w) {
+      const Collective &col = c.warps[w];
+      if (!col.kind)
+        continue;
+      uint32_t missing = col.mask & ~col.arrived;
+      message = fmt::format(
+          "deadlock: {} in warp {} at {} with member mask {:#010x} waits for lanes {:#010x}, "
+          "which exited or wait elsewhere",
+          col.kind, w, siteText(c, col.site), col.mask, missing);
+    }
+  }
+  c.error = fmt::format("{}: {}", ctaText(c), message);
+}
+
+/// Run one CTA to completion or the first error.
+void runCta(Cta &c) {
+  std::fill(c.shared.begin(), c.shared.end(), uint8_t(0xff)); // NaN / -1: garbage shows
+  c.firstEpoch = c.epoch = c.epoch + 1;
+  for (Collective &w : c.warps)
+    w = Collective{};
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    Thread &th = c.threads[t];
+    th.state = State::Ready;
+    th.extension.reset();
+    getcontext(&th.context);
+    th.context.uc_stack.ss_sp = th.stack + kGuardBytes;
+    th.context.uc_stack.ss_size = kStackBytes - kGuardBytes;
+    th.context.uc_link = &c.scheduler;
+    makecontext(&th.context, threadMain, 0);
+  }
+  c.stats.threads += c.threads.size();
+  for (;;) {
+    bool ran = false;
+    for (size_t t = 0; t < c.threads.size(); ++t) {
+      if (c.threads[t].state != State::Ready)
+        continue;
+      ran = true;
+      c.current = int(t);
+      ++c.stats.switches;
+      swapcontext(&c.scheduler, &c.threads[t].context);
+      if (!c.error.empty())
+        return;
+    }
+    if (ran)
+      continue;
+    if (std::all_of(c.threads.begin(), c.threads.end(),
+                    [](const Thread &t) { return t.state == State::Done; }))
+      return;
+    resolveBlocked(c);
+    if (!c.error.empty())
+      return;
+  }
+}
+
+} // namespace
+
+std::shared_ptr<void> &threadExtension() { return cta().threads[size_t(cta().current)].extension; }
+
+int laneId() { return cta().current % kWarpSize; }
+int threadId() { return cta().current; }
+
+int32_t specialRegister(SpecialRegister r) {
+  Cta &c = cta();
+  const Grid &g = c.config->grid;
+  switch (r) {
+  case SpecialRegister::TidX: return c.current;
+  case SpecialRegister::TidY:
+  case SpecialRegister::TidZ: return 0;
+  case SpecialRegister::NTidX: return c.config->threads;
+  case SpecialRegister::NTidY:
+  case SpecialRegister::NTidZ: return 1;
+  case SpecialRegister::CtaIdX: return int32_t(c.id[0]);
+  case SpecialRegister::CtaIdY: return int32_t(c.id[1]);
+  case SpecialRegister::CtaIdZ: return int32_t(c.id[2]);
+  case SpecialRegister::NCtaIdX: return int32_t(g.x);
+  case SpecialRegister::NCtaIdY: return int32_t(g.y);
+  case SpecialRegister::NCtaIdZ: return int32_t(g.z);
+  case SpecialRegister::LaneId: return c.current % kWarpSize;
+  case SpecialRegister::WarpId: return c.current / kWarpSize;
+  case SpecialRegister::NWarpId: return (c.config->threads + kWarpSize - 1) / kWarpSize;
+  }
+  fail(0, fmt::format("unknown special register {}", int(r)));
+}
+
+void barrier(uint32_t site) {
+  Cta &c = cta();
+  Thread &t = c.threads[size_t(c.current)];
+  t.state = State::AtBarrier;
+  t.waitSite = site;
+  yieldToScheduler();
+}
+
+void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,
+                    const std::function<void(void *const ios[kWarpSize])> &complete) {
+  Cta &c = cta();
+  int lane = laneId(), warp = c.current / kWarpSize;
+  uint32_t bit = 1u << lane;
+  if (!(mask & bit))
+    fail(site, fmt::format("{} with member mask {:#010x} executed by lane {}, which is not a member",
+                           kind, mask, lane));
+  // Lanes past the end of a partial last warp do not exist.
+  int lanesInWarp = std::min(kWarpSize, c.config->threads - warp * kWarpSize);
+  uint32_t existing = lanesInWarp == 32 ? ~0u : (1u << lanesInWarp) - 1;
+  if (mask & ~existing)
+    fail(site, fmt::format("{} names lanes {:#010x} that this warp does not have", kind,
+                           mask & ~existing));
+  Collective &col = c.warps[size_t(warp)];
+  if (!col.kind) {
+    col.kind = kind, col.site = site, col.mask = mask, col.arrived = 0;
+    std::fill(std::begin(col.ios), std::end(col.ios), nullptr);
+  } else if (col.mask != mask || std::strcmp(col.kind, kind) != 0 || col.site != site) {
+    fail(site, fmt::format("lane {} meets {} with member mask {:#010x}, but other lanes of "
+                           "warp {} are in {} at {} with mask {:#010x}",
+                           lane, kind, mask, warp, col.kind, siteText(c, col.site), col.mask));
+  }
+  col.ios[lane] = io;
+  col.arrived |= bit;
+  if (col.arrived != col.mask) {
+    c.threads[size_t(c.current)].state = State::InCollective;
+    c.threads[size_t(c.current)].waitSite = site;
+    yieldToScheduler();
+    return; // the last lane to arrive has completed the operation
+  }
+  complete(col.ios);
+  for (int l = 0; l < kWarpSize; ++l)
+    if (col.mask & (1u << l) && l != lane)
+      c.threads[size_t(warp * kWarpSize + l)].state = State::Ready;
+  col = Collective{};
+}
+
+void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site) {
+  Cta &c = cta();
+  auto addr = reinterpret_cast<uintptr_t>(p);
+  // PTX requires naturally aligned accesses (a vector access: its whole size).
+  if (bytes && (bytes & (bytes - 1)) == 0 && addr % bytes != 0)
+    fail(site, fmt::format("{} makes a misaligned {}-byte access (address {:#x})",
+                           describeThread(c.current), bytes, addr));
+  if (space == Space::Global) {
+    ++c.stats.globalAccesses;
+    checkGlobal(c, addr, bytes, kind, site);
+    return;
+  }
+  ++c.stats.sharedAccesses;
+  auto base = reinterpret_cast<uintptr_t>(c.shared.data());
+  if (addr < base || addr + bytes > base + c.shared.size())
+    fail(site, fmt::format("{} accesses {} bytes at shared offset {} outside the CTA's {} bytes "
+                           "of shared memory",
+                           describeThread(c.current), bytes, int64_t(addr - base), c.shared.size()));
+  if (c.config->detectRaces)
+    raceCheck(c, addr - base, bytes, kind != AccessKind::Read, site);
+}
+
+uint8_t *sharedBase() { return cta().shared.data(); }
+
+void fail(uint32_t site, const std::string &message) {
+  Cta &c = cta();
+  std::string where = siteText(c, site);
+  c.error = fmt::format("{}, {}: {}{}", ctaText(c), describeThread(c.current), message,
+                        where.empty() ? "" : fmt::format(" [{}]", where));
+  c.threads[size_t(c.current)].state = State::Failed;
+  // Abandon this fiber: its stack is reused by the next CTA.
+  swapcontext(&c.threads[size_t(c.current)].context, &c.scheduler);
+  __builtin_unreachable();
+}
+
+RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args) {
+  if (config.threads <= 0 || config.threads > 1024)
+    throw Error(fmt::format("simulator: {} threads per CTA (1..1024 allowed)", config.threads));
+  Cta c;
+  c.config = &config;
+  c.entry = entry;
+  c.args = args;
+  c.threads.resize(size_t(config.threads));
+  c.warps.resize(size_t((config.threads + kWarpSize - 1) / kWarpSize));
+  c.shared.resize(config.sharedBytes);
+  c.shadow.resize(config.sharedBytes);
+  size_t mapBytes = kStackBytes * c.threads.size();
+  void *stacks = mmap(nullptr, mapBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stacks == MAP_FAILED)
+    throw Error(fmt::format("simulator: cannot map {} MiB of fiber stacks", mapBytes >> 20));
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    c.threads[t].stack = static_cast<char *>(stacks) + t * kStackBytes;
+    mprotect(c.threads[t].stack, kGuardBytes, PROT_NONE); // overflow faults, never corrupts
+  }
+  struct Unmap {
+    void *p; size_t n;
+    ~Unmap() { munmap(p, n); }
+  } unmap{stacks, mapBytes};
+
+  Cta *saved = tCta;
+  tCta = &c;
+  for (uint32_t z = 0; z < config.grid.z && c.error.empty(); ++z)
+    for (uint32_t y = 0; y < config.grid.y && c.error.empty(); ++y)
+      for (uint32_t x = 0; x < config.grid.x && c.error.empty(); ++x) {
+        c.id[0] = x, c.id[1] = y, c.id[2] = z;
+        runCta(c);
+        ++c.stats.ctas;
+      }
+  tCta = saved;
+  if (!c.error.empty())
+    throw Error(c.error);
+  return c.stats;
+}
+
+} // namespace tegula::sim

@@ -1,0 +1,105 @@
+//===- Runtime.h - executing the threads of a CTA on the CPU -----*- C++ -*-===//
+//
+// The simulator runs every thread of a CTA as a cooperative fiber
+// (ucontext), one CTA after another. Kernel code (JIT-compiled for the host
+// from the lowered LLVM + NVVM module) calls back into this runtime for what
+// only a GPU has: thread and block ids, barriers, warp collectives, shared
+// memory. Every memory access is checked against the launch's buffers or the
+// CTA's shared allocation, and shared memory goes through a race detector.
+//
+// Errors found on a fiber are recorded and the fiber is abandoned; the
+// scheduler then stops the CTA and throws tegula::Error on the host stack.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tegula/kernel.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tegula::sim {
+
+constexpr int kWarpSize = 32;
+
+/// One instrumented instruction: what it is and where the user wrote it.
+struct Site {
+  std::string what;     // e.g. "llvm.load (shared)", "ld.global.v4.b32"
+  std::string location; // e.g. "softmax.h:23"
+};
+
+/// A launch buffer: accesses outside [begin, end) are errors.
+struct Buffer {
+  uintptr_t begin = 0, end = 0;
+  std::string name;
+  bool readonly = false;
+};
+
+enum class Space : uint32_t { Global = 1, Shared = 3 };
+enum class AccessKind : uint32_t { Read = 0, Write = 1, Atomic = 2 };
+
+/// Special registers, as passed to __tegula_sim_sreg.
+enum class SpecialRegister : int32_t {
+  TidX, TidY, TidZ, NTidX, NTidY, NTidZ,
+  CtaIdX, CtaIdY, CtaIdZ, NCtaIdX, NCtaIdY, NCtaIdZ,
+  LaneId, WarpId, NWarpId,
+};
+
+struct LaunchConfig {
+  std::string kernel;
+  Grid grid;
+  int threads = 128;
+  size_t sharedBytes = 0;
+  std::vector<Buffer> buffers;
+  const std::vector<Site> *sites = nullptr;
+  /// Report two threads touching the same shared byte between barriers.
+  bool detectRaces = true;
+};
+
+/// What a run cost: fiber switches and instrumented accesses.
+struct RunStats {
+  uint64_t ctas = 0, threads = 0, switches = 0, globalAccesses = 0, sharedAccesses = 0;
+};
+
+/// Run `entry(args)` on every thread of every CTA of the grid. Throws
+/// tegula::Error for out-of-bounds or misaligned accesses, races, deadlocks,
+/// inconsistent warp collectives and traps.
+RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args);
+
+//===----------------------------------------------------------------------===//
+// The interface kernel code uses (through the extern "C" entry points and the
+// PTX interpreter). Only valid on a simulated thread.
+//===----------------------------------------------------------------------===//
+
+int32_t specialRegister(SpecialRegister r);
+/// bar.sync 0: every thread of the CTA arrives before any continues.
+void barrier(uint32_t site);
+/// Check (and, for shared memory, record) an access of `bytes` at `p`.
+void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
+/// The CTA's shared memory.
+uint8_t *sharedBase();
+/// Stop the simulation with `message` (prefixed with kernel, CTA, thread and
+/// the site's instruction and location).
+[[noreturn]] void fail(uint32_t site, const std::string &message);
+
+/// A warp-synchronous operation: every lane in `mask` calls this with its
+/// own `io`; once all have arrived, `complete` runs once with every lane's
+/// `io` (null for lanes outside the mask) and then all lanes continue.
+/// `kind` names the operation in errors; lanes of one warp that meet in
+/// different operations or with different masks are an error.
+void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,
+                    const std::function<void(void *const ios[kWarpSize])> &complete);
+
+/// Per-thread state other parts of the simulator keep (cp.async groups);
+/// cleared when a CTA starts.
+std::shared_ptr<void> &threadExtension();
+
+/// The calling thread's lane (0..31) and linear thread id.
+int laneId();
+int threadId();
+
+} // namespace tegula::sim

@@ -1,0 +1,216 @@
+//===- Simulator.cpp - instrument, JIT and run a lowered kernel -----------===//
+#include "simulator/Simulator.h"
+
+#include "simulator/HostFunctions.h"
+#include "simulator/InstrumentForSimulator.h"
+#include "simulator/PtxAsm.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+using namespace mlir;
+
+namespace tegula::sim {
+
+struct SimKernel::Impl {
+  std::string kernel;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<ExecutionEngine> engine;
+  void (*entry)(void **) = nullptr;
+  std::vector<Site> sites;
+  std::vector<std::shared_ptr<const AsmProgram>> programs;
+  std::vector<Type> argTypes;
+  size_t sharedBytes = 0;
+  int threads = 0;
+  mutable std::string ir;
+};
+
+namespace {
+
+void initHostTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string diagnosticText(Diagnostic &d) {
+  std::string where;
+  if (auto f = dyn_cast<FileLineColLoc>(d.getLocation()))
+    where = fmt::format("{}:{}: ", f.getFilename().str(), f.getLine());
+  return where + d.str();
+}
+
+/// Write one launch argument as the kernel's LLVM parameter type expects.
+void marshal(const Arg &a, Type t, uint64_t &slot) {
+  slot = 0;
+  if (isa<LLVM::LLVMPointerType>(t)) {
+    void *p = a.data();
+    std::memcpy(&slot, &p, sizeof p);
+  } else if (t.isF32()) {
+    float f = float(a.as_float());
+    std::memcpy(&slot, &f, 4);
+  } else if (t.isF64()) {
+    double f = a.as_float();
+    std::memcpy(&slot, &f, 8);
+  } else if (t.isF16() || t.isBF16()) {
+    // Stored as the DSL's 16-bit types hold them: the raw bits.
+    uint16_t bits = a.dtype() == DType::f16 ? float16(float(a.as_float())).bits
+                                            : bfloat16(float(a.as_float())).bits;
+    std::memcpy(&slot, &bits, 2);
+  } else {
+    int64_t v = a.as_int();
+    std::memcpy(&slot, &v, t.getIntOrFloatBitWidth() <= 8 ? 1 : t.getIntOrFloatBitWidth() / 8);
+  }
+}
+
+} // namespace
+
+std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::string &kernel) {
+  initHostTarget();
+  MLIRContext *ctx = lowered->getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+
+  auto impl = std::make_unique<Impl>();
+  impl->kernel = kernel;
+  impl->module = OwningOpRef<ModuleOp>(cast<ModuleOp>(lowered->clone()));
+  ModuleOp module = *impl->module;
+
+  std::string errors;
+  {
+    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+      errors += (errors.empty() ? "" : "\n") + diagnosticText(d);
+      return success();
+    });
+    PassManager pm(ctx);
+    pm.addPass(createInstrumentForSimulator());
+    if (failed(pm.run(module)))
+      throw Error(fmt::format("simulator: cannot simulate kernel '{}':\n{}", kernel, errors));
+  }
+
+  for (Attribute a : cast<ArrayAttr>(module->getAttr("tegula.sim.sites"))) {
+    auto pair = cast<ArrayAttr>(a);
+    impl->sites.push_back({cast<StringAttr>(pair[0]).str(), cast<StringAttr>(pair[1]).str()});
+  }
+  for (Attribute a : cast<ArrayAttr>(module->getAttr("tegula.sim.asm"))) {
+    auto pair = cast<ArrayAttr>(a);
+    impl->programs.push_back(
+        AsmProgram::parse(cast<StringAttr>(pair[0]).str(), cast<StringAttr>(pair[1]).str()));
+  }
+  impl->sharedBytes = size_t(cast<IntegerAttr>(module->getAttr("tegula.sim.shared_bytes")).getInt());
+  auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
+  impl->threads = int(warps ? warps.getInt() : 4) * kWarpSize;
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
+  if (!fn)
+    throw Error(fmt::format("simulator: the module has no kernel '{}'", kernel));
+  llvm::append_range(impl->argTypes, fn.getArgumentTypes());
+
+  // O2: the simulated code runs once per thread per CTA; its compile time
+  // is small next to that.
+  auto transformer = makeOptimizingTransformer(2, 0, nullptr);
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
+  options.enableGDBNotificationListener = false;
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine)
+    throw Error(fmt::format("simulator: JIT compilation of '{}' failed: {}", kernel,
+                            llvm::toString(engine.takeError())));
+  impl->engine = std::move(*engine);
+  impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    for (auto &[name, ptr] : hostSymbols())
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(ptr), llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+  auto entry = impl->engine->lookupPacked(kernel);
+  if (!entry)
+    throw Error(fmt::format("simulator: JIT lookup of '{}' failed: {}", kernel,
+                            llvm::toString(entry.takeError())));
+  impl->entry = *entry;
+
+  std::shared_ptr<SimKernel> k(new SimKernel());
+  k->impl_ = std::move(impl);
+  return k;
+}
+
+SimKernel::~SimKernel() = default;
+
+int SimKernel::threads() const { return impl_->threads; }
+
+const std::string &SimKernel::instrumentedIR() const {
+  if (impl_->ir.empty()) {
+    llvm::raw_string_ostream os(impl_->ir);
+    impl_->module->print(os);
+  }
+  return impl_->ir;
+}
+
+RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
+                        const std::vector<std::string> &paramNames, const std::vector<Arg> &args,
+                        const SimOptions &options) const {
+  LaunchConfig config;
+  config.kernel = impl_->kernel;
+  config.grid = grid;
+  config.threads = impl_->threads;
+  config.sharedBytes = impl_->sharedBytes;
+  config.sites = &impl_->sites;
+  config.detectRaces = options.detectRaces;
+
+  std::vector<uint64_t> slots;
+  slots.reserve(args.size());
+  for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
+    if (params[i].kind == ParamInfo::Kind::Constant)
+      continue;
+    if (slots.size() >= impl_->argTypes.size())
+      throw Error(fmt::format("simulator: kernel '{}' takes {} runtime arguments, got more",
+                              impl_->kernel, impl_->argTypes.size()));
+    slots.emplace_back();
+    marshal(args[i], impl_->argTypes[slots.size() - 1], slots.back());
+    if (params[i].kind == ParamInfo::Kind::Pointer && args[i].bytes() > 0) {
+      auto begin = reinterpret_cast<uintptr_t>(args[i].data());
+      config.buffers.push_back({begin, begin + args[i].bytes(),
+                                i < paramNames.size() ? paramNames[i] : fmt::format("arg{}", i),
+                                args[i].readonly()});
+    }
+  }
+  if (slots.size() != impl_->argTypes.size())
+    throw Error(fmt::format("simulator: kernel '{}' takes {} runtime arguments, got {}",
+                            impl_->kernel, impl_->argTypes.size(), slots.size()));
+  std::sort(config.buffers.begin(), config.buffers.end(),
+            [](const Buffer &a, const Buffer &b) { return a.begin < b.begin; });
+  std::vector<void *> packed;
+  for (uint64_t &s : slots)
+    packed.push_back(&s);
+
+  setAsmPrograms(&impl_->programs);
+  capturePrintf(options.printed);
+  struct Reset {
+    ~Reset() {
+      setAsmPrograms(nullptr);
+      capturePrintf(nullptr);
+    }
+  } reset;
+  return runGrid(config, impl_->entry, packed.data());
+}
+
+} // namespace tegula::sim

@@ -1,0 +1,53 @@
+//===- Simulator.h - run lowered GPU kernels on the CPU ----------*- C++ -*-===//
+//
+// `TEGULA_BACKEND=sim`: the per-thread LLVM + NVVM module the GPU back end
+// would turn into PTX is instrumented (InstrumentForSimulator.cpp), compiled
+// for the host with MLIR's ExecutionEngine, and run CTA by CTA with one fiber
+// per thread (Runtime.h). See docs/simulator.md.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "simulator/Runtime.h"
+#include "tegula/kernel.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class Operation;
+}
+
+namespace tegula::sim {
+
+struct SimOptions {
+  bool detectRaces = true;
+  /// Capture vprintf output here instead of printing it (tests).
+  std::string *printed = nullptr;
+};
+
+class SimKernel {
+public:
+  /// Instrument a copy of `lowered` (a module after the GPU pipeline) and
+  /// JIT-compile it. Throws tegula::Error if part of it cannot be simulated.
+  static std::shared_ptr<SimKernel> prepare(mlir::Operation *lowered, const std::string &kernel);
+  ~SimKernel();
+
+  /// Run the grid. Arguments follow the kernel's parameters (tl::constant
+  /// ones are compiled in and skipped); buffers are used in place.
+  RunStats run(Grid grid, const std::vector<ParamInfo> &params,
+               const std::vector<std::string> &paramNames, const std::vector<Arg> &args,
+               const SimOptions &options = {}) const;
+
+  /// The instrumented module, as text (TEGULA_DUMP=sim).
+  const std::string &instrumentedIR() const;
+  int threads() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tegula::sim

@@ -1,0 +1,121 @@
+// SimulatorKernelsTest.cpp - every example kernel through the CTA simulator
+// (the lowered GPU code run on the CPU) against the interpreter, with 1, 4
+// and 8 warps, on fresh random inputs with ragged sizes.
+#include "TestUtil.h"
+#include "examples/kernels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+
+namespace {
+
+class Simulated : public ::testing::TestWithParam<int> {
+protected:
+  int warps() const { return GetParam(); }
+  LaunchOptions sim(Grid g) const { return {.grid = g, .num_warps = warps(), .backend = Backend::Sim}; }
+  static LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
+};
+
+TEST_P(Simulated, VectorAdd) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  for (int n : {1, 1000, 1023, 1025, 4100}) {
+    SCOPED_TRACE(fmt::format("n={}", n));
+    auto x = random_vector<float>(size_t(n)), y = random_vector<float>(size_t(n));
+    auto a = poisoned<float>(size_t(n)), b = poisoned<float>(size_t(n));
+    Grid g{uint32_t(cdiv(n, 1024))};
+    k(interp(g), x, y, a, n, 1024);
+    k(sim(g), x, y, b, n, 1024);
+    EXPECT_EQ(rel_error(b, to_double(a)), 0.0);
+  }
+}
+
+TEST_P(Simulated, SoftmaxAndGelu) {
+  auto sm = kernel("softmax", examples::softmax<float>, {"x", "out", "n_cols", "BLOCK"});
+  auto ge = kernel("gelu", examples::gelu<float>, {"x", "out", "n", "BLOCK"});
+  for (int cols : {17, 1000, 1024, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    int block = 1 << int(std::ceil(std::log2(cols)));
+    const int rows = 3;
+    auto x = random_vector<float>(size_t(rows * cols), -5, 5);
+    auto a = poisoned<float>(x.size()), b = poisoned<float>(x.size());
+    sm(interp({rows}), x, a, cols, block);
+    sm(sim({rows}), x, b, cols, block);
+    EXPECT_LT(rel_error(b, to_double(a)), 1e-6);
+    int n = rows * cols;
+    ge(interp({uint32_t(cdiv(n, 512))}), x, a, n, 512);
+    ge(sim({uint32_t(cdiv(n, 512))}), x, b, n, 512);
+    EXPECT_LT(rel_error(b, to_double(a)), 1e-6);
+  }
+}
+
+TEST_P(Simulated, SoftmaxHalfPrecision) {
+  auto sm = kernel("softmax_bf16", examples::softmax<bfloat16>, {"x", "out", "n_cols", "BLOCK"});
+  const int rows = 2, cols = 300;
+  auto x = random_vector<bfloat16>(size_t(rows * cols), -4, 4);
+  auto a = poisoned<bfloat16>(x.size()), b = poisoned<bfloat16>(x.size());
+  sm(interp({rows}), x, a, cols, 512);
+  sm(sim({rows}), x, b, cols, 512);
+  EXPECT_LT(rel_error(b, to_double(a)), tolerance<bfloat16>());
+}
+
+TEST_P(Simulated, LayerNorm) {
+  auto k = kernel("layernorm", examples::layernorm<float>,
+                  {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
+  for (int cols : {64, 1000, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    const int rows = 3;
+    auto x = random_vector<float>(size_t(rows * cols), -2, 3);
+    auto w = random_vector<float>(size_t(cols)), b = random_vector<float>(size_t(cols));
+    auto y1 = poisoned<float>(x.size()), y2 = poisoned<float>(x.size());
+    auto m1 = poisoned<float>(rows), m2 = poisoned<float>(rows), r1 = poisoned<float>(rows),
+         r2 = poisoned<float>(rows);
+    k(interp({rows}), x, w, b, y1, m1, r1, cols, 1e-5f, 256);
+    k(sim({rows}), x, w, b, y2, m2, r2, cols, 1e-5f, 256);
+    EXPECT_LT(rel_error(y2, to_double(y1)), 1e-5);
+    EXPECT_LT(rel_error(m2, to_double(m1)), 1e-5);
+    EXPECT_LT(rel_error(r2, to_double(r1)), 1e-5);
+  }
+}
+
+TEST_P(Simulated, MatmulFma) {
+  auto k = kernel("matmul", examples::matmul<float>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K; };
+  for (Shape s : {Shape{65, 33, 40}, Shape{1, 17, 31}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={}", s.M, s.N, s.K));
+    auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.K * s.N));
+    auto c1 = poisoned<float>(size_t(s.M * s.N)), c2 = poisoned<float>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, 32)), uint32_t(cdiv(s.N, 32))};
+    k(interp(g), a, b, c1, s.M, s.N, s.K, 32, 32, 16);
+    k(sim(g), a, b, c2, s.M, s.N, s.K, 32, 32, 16);
+    EXPECT_LT(rel_error(c2, to_double(c1)), 1e-5);
+  }
+}
+
+TEST_P(Simulated, RowSumAtomicAndTranspose) {
+  auto rs = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
+  auto tr = kernel("transpose", examples::transpose<float>, {"x", "out", "M", "N", "BM", "BN"});
+  for (int cols : {100, 1025}) {
+    SCOPED_TRACE(fmt::format("cols={}", cols));
+    const int rows = 6;
+    auto x = random_vector<float>(size_t(rows * cols));
+    std::vector<float> s1(rows, 0.0f), s2(rows, 0.0f);
+    Grid g{rows, uint32_t(cdiv(cols, 256))};
+    rs(interp(g), x, s1, cols, 256);
+    rs(sim(g), x, s2, cols, 256);
+    EXPECT_LT(rel_error(s2, to_double(s1)), 1e-5);
+    auto t1 = poisoned<float>(x.size()), t2 = poisoned<float>(x.size());
+    Grid tg{uint32_t(cdiv(rows, 32)), uint32_t(cdiv(cols, 32))};
+    tr(interp(tg), x, t1, rows, cols, 32, 32);
+    tr(sim(tg), x, t2, rows, cols, 32, 32);
+    EXPECT_EQ(rel_error(t2, to_double(t1)), 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Warps, Simulated, ::testing::Values(1, 4, 8),
+                         [](const auto &info) { return fmt::format("w{}", info.param); });
+
+} // namespace
