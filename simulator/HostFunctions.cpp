@@ -19,6 +19,10 @@ namespace tegula::sim {
 namespace {
 thread_local const std::vector<std::shared_ptr<const AsmProgram>> *tPrograms = nullptr;
 thread_local std::string *tPrinted = nullptr;
+// The last line a simulated thread printed: a trap right after it (a failed
+// device_assert prints its message, then traps) quotes it.
+thread_local std::string tLastPrint;
+thread_local int tLastPrintThread = -1;
 
 /// PTX shfl.sync: lanes read `value` from a lane picked by mode, b and c.
 struct ShuffleIO {
@@ -106,10 +110,14 @@ int simVprintf(const char *format, const char *args) {
     }
     out += buf;
   }
-  if (tPrinted)
+  if (tPrinted) {
     *tPrinted += out;
-  else
+  } else {
     std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+  }
+  tLastPrint = out;
+  tLastPrintThread = threadId();
   return int(out.size());
 }
 
@@ -117,6 +125,7 @@ int simVprintf(const char *format, const char *args) {
 
 void setAsmPrograms(const std::vector<std::shared_ptr<const AsmProgram>> *programs) {
   tPrograms = programs;
+  tLastPrintThread = -1;
 }
 
 void capturePrintf(std::string *into) { tPrinted = into; }
@@ -143,7 +152,10 @@ static void tegula_sim_asm(int32_t program, const uint64_t *in, uint64_t *out, i
   (*tPrograms)[size_t(program)]->run(in, out, uint32_t(site));
 }
 static void tegula_sim_trap(int32_t site) {
-  fail(uint32_t(site), "trap (the kernel aborted, e.g. a failed device_assert)");
+  std::string said = tLastPrintThread == threadId() ? tLastPrint : "";
+  while (!said.empty() && said.back() == '\n')
+    said.pop_back();
+  fail(uint32_t(site), said.empty() ? "trap (the kernel aborted)" : "trap after printing: " + said);
 }
 
 static float nv_rsqrtf(float x) { return 1.0f / std::sqrt(x); }

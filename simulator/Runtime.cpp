@@ -42,6 +42,15 @@ struct Collective {
 
 constexpr size_t kStackBytes = 256 * 1024, kGuardBytes = 4096;
 
+/// A read of a shared byte no thread had written yet. Judged when the
+/// barrier interval ends: if another thread wrote the byte meanwhile the
+/// write reported a race; if nobody did, the read saw garbage.
+struct PendingRead {
+  size_t offset;
+  int thread;
+  uint32_t site;
+};
+
 struct Cta {
   const LaunchConfig *config = nullptr;
   uint32_t id[3] = {0, 0, 0};
@@ -54,6 +63,7 @@ struct Cta {
   int current = -1;
   void (*entry)(void **) = nullptr;
   void **args = nullptr;
+  std::vector<PendingRead> uninitialisedReads;
   std::string error; // set by fail()
   RunStats stats;
 };
@@ -91,6 +101,25 @@ std::string describeThread(int tid) {
   return fmt::format("thread {} (warp {}, lane {})", tid, tid / kWarpSize, tid % kWarpSize);
 }
 
+std::string errorText(const Cta &c, int thread, uint32_t site, const std::string &message) {
+  std::string where = siteText(c, site);
+  return fmt::format("{}, {}: {}{}", ctaText(c), describeThread(thread), message,
+                     where.empty() ? "" : fmt::format(" [{}]", where));
+}
+
+/// End of a barrier interval (or of the CTA): reads of bytes still unwritten.
+void judgeUninitialisedReads(Cta &c) {
+  for (const PendingRead &r : c.uninitialisedReads)
+    if (c.shadow[r.offset].writeEpoch < c.firstEpoch) {
+      c.error = errorText(c, r.thread, r.site,
+                          fmt::format("{} reads shared byte {}, which no thread of this CTA had "
+                                      "written",
+                                      describeThread(r.thread), r.offset));
+      break;
+    }
+  c.uninitialisedReads.clear();
+}
+
 /// A shared byte's previous access that conflicts with this one, if any.
 void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
   auto tid = uint16_t(c.current);
@@ -115,9 +144,8 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
       }
       s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site;
     } else {
-      if (s.writeEpoch < c.firstEpoch)
-        fail(site, fmt::format("{} reads shared byte {}, which no thread of this CTA has written",
-                               describeThread(tid), i));
+      if (s.writeEpoch < c.firstEpoch && c.uninitialisedReads.size() < 4096)
+        c.uninitialisedReads.push_back({i, int(tid), site});
       if (writtenThisInterval && s.writer != tid)
         report("wrote", s.writer, s.writeSite);
       if (s.readEpoch != c.epoch)
@@ -162,6 +190,9 @@ void resolveBlocked(Cta &c) {
   }
   int n = int(c.threads.size());
   if (atBarrier == n) {
+    judgeUninitialisedReads(c);
+    if (!c.error.empty())
+      return;
     ++c.epoch;
     for (Thread &t : c.threads)
       t.state = State::Ready;
@@ -196,6 +227,7 @@ void resolveBlocked(Cta &c) {
 void runCta(Cta &c) {
   std::fill(c.shared.begin(), c.shared.end(), uint8_t(0xff)); // NaN / -1: garbage shows
   c.firstEpoch = c.epoch = c.epoch + 1;
+  c.uninitialisedReads.clear();
   for (Collective &w : c.warps)
     w = Collective{};
   for (size_t t = 0; t < c.threads.size(); ++t) {
@@ -224,8 +256,10 @@ void runCta(Cta &c) {
     if (ran)
       continue;
     if (std::all_of(c.threads.begin(), c.threads.end(),
-                    [](const Thread &t) { return t.state == State::Done; }))
+                    [](const Thread &t) { return t.state == State::Done; })) {
+      judgeUninitialisedReads(c);
       return;
+    }
     resolveBlocked(c);
     if (!c.error.empty())
       return;
@@ -334,9 +368,7 @@ uint8_t *sharedBase() { return cta().shared.data(); }
 
 void fail(uint32_t site, const std::string &message) {
   Cta &c = cta();
-  std::string where = siteText(c, site);
-  c.error = fmt::format("{}, {}: {}{}", ctaText(c), describeThread(c.current), message,
-                        where.empty() ? "" : fmt::format(" [{}]", where));
+  c.error = errorText(c, c.current, site, message);
   c.threads[size_t(c.current)].state = State::Failed;
   // Abandon this fiber: its stack is reused by the next CTA.
   swapcontext(&c.threads[size_t(c.current)].context, &c.scheduler);

@@ -180,9 +180,12 @@ struct PrintPattern : OpConversionPattern<tile::PrintOp> {
         conv = c;
         args.push_back(arg);
       }
-      printIf(rw, loc, fn, cond,
-              fmt::format("pid (%d, %d, %d){} {}{}\n", idxFormat, op.getPrefix().str(), conv), args,
-              /*trap=*/false);
+      // "v =" and the value are separated by a space, as the interpreter prints.
+      std::string prefix = op.getPrefix().str();
+      if (!prefix.empty() && !conv.empty() && prefix.back() != ' ')
+        prefix += ' ';
+      printIf(rw, loc, fn, cond, fmt::format("pid (%d, %d, %d){} {}{}\n", idxFormat, prefix, conv),
+              args, /*trap=*/false);
     };
 
     for (auto [operand, values] : llvm::zip(op.getArgs(), adaptor.getArgs())) {

@@ -153,6 +153,20 @@ TEST(SimRuntime, SharedWriteReadWithoutBarrierIsARace) {
   EXPECT_THAT(e, HasSubstr("thread 1 (warp 0, lane 1)"));
 }
 
+TEST(SimRuntime, ReadBeforeAnotherThreadsWriteIsARaceNotGarbage) {
+  // Thread t reads slot t + 1 before thread t + 1 (which runs later) writes it.
+  std::string e = errorOf([] {
+    runThreads(64, [] {
+      auto *s = sharedBase();
+      int t = threadId();
+      checkAccess(s + 4 * t, 4, AccessKind::Write, Space::Shared, 0);
+      checkAccess(s + 4 * ((t + 1) % 64), 4, AccessKind::Read, Space::Shared, 0);
+    }, 256);
+  });
+  EXPECT_THAT(e, HasSubstr("shared-memory race on byte 4: thread 1 (warp 0, lane 1) writes it here, "
+                           "thread 0 (warp 0, lane 0) read it"));
+}
+
 TEST(SimRuntime, WriteAfterReadInTheSameIntervalIsARace) {
   std::string e = errorOf([] {
     runThreads(2, [] {
@@ -171,7 +185,7 @@ TEST(SimRuntime, UninitialisedSharedReadIsReported) {
   std::string e = errorOf([] {
     runThreads(32, [] { checkAccess(sharedBase() + 8, 4, AccessKind::Read, Space::Shared, 0); }, 64);
   });
-  EXPECT_THAT(e, HasSubstr("reads shared byte 8, which no thread of this CTA has written"));
+  EXPECT_THAT(e, HasSubstr("reads shared byte 8, which no thread of this CTA had written"));
 }
 
 TEST(SimRuntime, GlobalAccessesAreBoundsAlignmentAndReadOnlyChecked) {
@@ -382,7 +396,7 @@ TEST(SimTensorCore, ReadingACpAsyncDestinationBeforeWaitingIsReported) {
       checkAccess(sharedBase(), 4, AccessKind::Read, Space::Shared, 0);
     }, 64, buffers);
   });
-  EXPECT_THAT(e, HasSubstr("which no thread of this CTA has written"));
+  EXPECT_THAT(e, HasSubstr("which no thread of this CTA had written"));
 }
 
 } // namespace

@@ -1,0 +1,155 @@
+// SimulatorChecksTest.cpp - what the simulator reports on compiled DSL
+// kernels: out-of-bounds accesses at the user's line, writes to read-only
+// buffers, failed device_asserts, print output, and - with the reduction
+// lowering's barrier removed by a test hook - the shared-memory race.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
+#include "examples/kernels.h"
+#include "simulator/Simulator.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::string simErrorOf(const Kernel &k, const std::vector<Arg> &args, Grid grid = {1},
+                       int warps = 4) {
+  try {
+    k.launch({.grid = grid, .num_warps = warps, .backend = Backend::Sim}, args);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void reads_past_the_end(tl::ptr<float> x, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 128);
+  FAILS_ON_NEXT_LINE();
+  tl::tensor v = tl::load(x + offs); // no mask: x has 100 elements
+  tl::store(out + offs, v);
+}
+
+TEST(SimChecks, OutOfBoundsLoadNamesTheBufferThreadAndLine) {
+  auto k = kernel("reads_past_the_end", reads_past_the_end, {"x", "out"});
+  std::vector<float> x(100, 1.0f), out(128);
+  std::string e = simErrorOf(k, {x, out});
+  // 128 elements over 128 threads: thread 100 holds element 100, the first past the end.
+  EXPECT_THAT(e, HasSubstr("kernel 'reads_past_the_end', CTA (0, 0, 0), thread 100 (warp 3, lane 4)"));
+  EXPECT_THAT(e, HasSubstr("out of bounds of every launch buffer (4 bytes past the end of 'x', "
+                           "which has 400 bytes)"));
+  EXPECT_THAT(e, HasSubstr(fmt::format("SimulatorChecksTest.cpp:{}", g_line)));
+}
+
+void writes_input(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 64);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, tl::load(x + offs) * 2.0f);
+}
+
+TEST(SimChecks, WriteToAConstBufferIsAnError) {
+  auto k = kernel("writes_input", writes_input, {"x"});
+  const std::vector<float> x(64, 1.0f);
+  std::string e = simErrorOf(k, {x});
+  EXPECT_THAT(e, HasSubstr("read-only buffer 'x'"));
+  EXPECT_THAT(e, HasSubstr(fmt::format("SimulatorChecksTest.cpp:{}", g_line)));
+}
+
+void asserts_positive(tl::ptr<float> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 8));
+  FAILS_ON_NEXT_LINE();
+  tl::device_assert(v > 0.0f, "x must be positive");
+}
+
+TEST(SimChecks, FailedDeviceAssertStopsWithItsMessage) {
+  auto k = kernel("asserts", asserts_positive, {"x"});
+  std::vector<float> ok = {1, 2, 3, 4, 5, 6, 7, 8}, bad = {1, 2, 3, -4, 5, 6, 7, 8};
+  EXPECT_EQ(simErrorOf(k, {ok}), "(no error)");
+  ::testing::internal::CaptureStdout();
+  std::string e = simErrorOf(k, {bad});
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(e, HasSubstr("trap after printing:"));
+  EXPECT_THAT(e, HasSubstr(fmt::format("SimulatorChecksTest.cpp:{}: device assertion failed: x "
+                                       "must be positive (pid (0, 0, 0) idx (3))",
+                                       g_line)));
+}
+
+void printer(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  tl::print("v =", {v});
+  tl::print("n =", {n});
+}
+
+TEST(SimChecks, PrintGoesThroughVprintf) {
+  auto k = kernel("printer", printer, {"x", "n"});
+  std::vector<float> x = {1, 2, 3, 4.5};
+  ::testing::internal::CaptureStdout();
+  k({.grid = {2}, .num_warps = 1, .backend = Backend::Sim}, x, 7);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(out, HasSubstr("pid (0, 0, 0) idx (3) v = 4.500000\n"));
+  EXPECT_THAT(out, HasSubstr("pid (1, 0, 0) n = 7\n"));
+}
+
+TEST(SimChecks, UnknownBackendListsSim) {
+  try {
+    parse_backend("simulator");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("available: interp, gpu, sim"));
+  }
+  EXPECT_EQ(parse_backend("sim"), Backend::Sim);
+}
+
+/// Softmax's row max and sum combine warps through shared memory. Lowered
+/// normally, the simulator finds no race; with the barrier between the
+/// partials' writes and reads dropped (test hook), it reports one.
+TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
+  auto sm = kernel("softmax", examples::softmax<float>, {"x", "out", "n_cols", "BLOCK"});
+  const int rows = 2, cols = 1000;
+  auto x = random_vector<float>(size_t(rows * cols), -3, 3);
+  auto ref = poisoned<float>(x.size());
+  sm({.grid = {rows}, .backend = Backend::Interp}, x, ref, cols, 1024);
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::string tileIR = sm.ir({x, ref, cols, 1024}, "tile", /*debug_info=*/true);
+  std::vector<ParamInfo> params = sm.params();
+  std::vector<std::string> names = {"x", "out", "n_cols", "BLOCK"};
+  for (bool dropBarrier : {false, true}) {
+    SCOPED_TRACE(dropBarrier ? "barrier dropped" : "normal lowering");
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(tileIR, &ctx);
+    ASSERT_TRUE(module);
+    if (dropBarrier)
+      (*module)->setAttr("tegula.test.drop_reduce_barrier", mlir::UnitAttr::get(&ctx));
+    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4)));
+    auto simulated = sim::SimKernel::prepare(module->getOperation(), "softmax");
+    auto out = poisoned<float>(x.size());
+    std::vector<Arg> args = {Arg(x), Arg(out), Arg(cols), Arg(1024)};
+    if (!dropBarrier) {
+      simulated->run({rows}, params, names, args);
+      EXPECT_LT(rel_error(out, to_double(ref)), 1e-6);
+      continue;
+    }
+    try {
+      simulated->run({rows}, params, names, args);
+      ADD_FAILURE() << "expected the race to be reported";
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr("shared-memory race"));
+      EXPECT_THAT(e.what(), HasSubstr("in the same barrier interval"));
+      EXPECT_THAT(e.what(), HasSubstr("examples/kernels.h:"));
+    }
+  }
+}
+
+} // namespace
