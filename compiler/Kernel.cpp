@@ -53,7 +53,7 @@ Backend parse_backend(const std::string &name) {
 
 namespace {
 
-/// TEGULA_DUMP=tile,tilegpu,llvm,ptx (or "all") prints those stages to stderr.
+/// TEGULA_DUMP=tile,tilegpu,llvm,ptx,sim (or "all") prints those stages to stderr.
 bool dumpEnabled(const char *stage) {
   const char *env = std::getenv("TEGULA_DUMP");
   if (!env || !*env)
