@@ -9,6 +9,10 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
+#include <limits>
+#include <optional>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -184,6 +188,10 @@ struct Parser {
         unsupported(fmt::format("'{}' (qualifier .{})", opcode, q));
       }
     }
+    static const std::set<std::string> comparisons = {"eq", "ne", "lt", "le", "gt",
+                                                      "ge", "lo", "ls", "hi", "hs"};
+    if (in.op == Op::Setp && !comparisons.count(in.compare))
+      unsupported(fmt::format("'{}' (comparison .{})", opcode, in.compare));
     if (in.op != Op::Bra && !typed)
       unsupported(fmt::format("'{}' has no type", opcode));
     for (const std::string &o : split(operands, ','))
@@ -227,33 +235,22 @@ double floatMaxMin(double a, double b, bool isMax, bool nan) {
   return isMax ? std::max(a, b) : std::min(a, b);
 }
 
-bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint64_t b) {
-  if (kind == Kind::Float) {
-    double x = asFloat(a, bits), y = asFloat(b, bits);
-    if (cmp == "eq") return x == y;
-    if (cmp == "ne") return x != y;
-    if (cmp == "lt") return x < y;
-    if (cmp == "le") return x <= y;
-    if (cmp == "gt") return x > y;
-    if (cmp == "ge") return x >= y;
-  } else if (kind == Kind::Signed) {
-    int64_t x = signExtend(a, bits), y = signExtend(b, bits);
-    if (cmp == "eq") return x == y;
-    if (cmp == "ne") return x != y;
-    if (cmp == "lt") return x < y;
-    if (cmp == "le") return x <= y;
-    if (cmp == "gt") return x > y;
-    if (cmp == "ge") return x >= y;
-  } else {
-    uint64_t x = maskBits(a, bits), y = maskBits(b, bits);
-    if (cmp == "eq") return x == y;
-    if (cmp == "ne") return x != y;
-    if (cmp == "lt" || cmp == "lo") return x < y;
-    if (cmp == "le" || cmp == "ls") return x <= y;
-    if (cmp == "gt" || cmp == "hi") return x > y;
-    if (cmp == "ge" || cmp == "hs") return x >= y;
-  }
+template <class T> bool compareAs(const std::string &cmp, T x, T y) {
+  if (cmp == "eq") return x == y;
+  if (cmp == "ne") return x != y;
+  if (cmp == "lt" || cmp == "lo") return x < y;
+  if (cmp == "le" || cmp == "ls") return x <= y;
+  if (cmp == "gt" || cmp == "hi") return x > y;
+  if (cmp == "ge" || cmp == "hs") return x >= y;
   return false;
+}
+
+bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint64_t b) {
+  if (kind == Kind::Float)
+    return compareAs(cmp, asFloat(a, bits), asFloat(b, bits));
+  if (kind == Kind::Signed)
+    return compareAs(cmp, signExtend(a, bits), signExtend(b, bits));
+  return compareAs(cmp, maskBits(a, bits), maskBits(b, bits));
 }
 
 /// The new value of an atomic read-modify-write, or nullopt when the
