@@ -1,17 +1,21 @@
 //===- tegulac.cpp - compile lowered kernels to PTX and cubin ------------===//
 //
-//   tegulac kernel.mlir --chip=sm_90a -o kernel.ptx        # PTX
-//   tegulac kernel.mlir --chip=sm_80 --cubin -o k.cubin     # + ptxas, report
+//   tegulac kernels.mlir --chip=sm_90a -o kernels.ptx        # PTX
+//   tegulac kernels.mlir --chip=sm_80 --cubin -o k.cubin      # + ptxas, report
 //
-// Input: a module of per-thread code in the LLVM dialect with NVVM ops (what
-// the lowering produces). Prints each kernel's registers, shared memory and
-// spills when assembling.
+// Input: a kernel library in the `tile` dialect (what `Kernel::ir()` prints;
+// any number of kernels, compiled with --num-warps), or a module of
+// per-thread code in the LLVM dialect with NVVM ops (what the lowering
+// produces). Prints each kernel's registers, shared memory and spills when
+// assembling.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/backend/PtxBackend.h"
 #include "tegula/error.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -36,6 +40,8 @@ static cl::opt<std::string> features("features", cl::desc("PTX ISA feature, e.g.
                                      cl::init("+ptx80"));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(3));
 static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
+static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dialect input)"),
+                             cl::init(4));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -47,6 +53,11 @@ int main(int argc, char **argv) {
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(inputFile, sources, &ctx);
   if (!module)
     return 1; // the parser printed the error
+  // A tile-dialect library goes through the whole GPU pipeline first.
+  if (!module->getOps<mlir::func::FuncOp>().empty() &&
+      (mlir::failed(tegula::runTilePipeline(*module)) ||
+       mlir::failed(tegula::runGpuPipeline(*module, numWarps))))
+    return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};
     std::string ptx = tegula::backend::translateToPtx(*module, target);
