@@ -28,8 +28,9 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps) {
   pm.addPass(createCoalesce());
 }
 
-/// Second half: per-thread LLVM + NVVM.
+/// Second half: shared-memory offsets, then per-thread LLVM + NVVM.
 void addLoweringPasses(mlir::OpPassManager &pm) {
+  pm.addPass(createAllocateSharedMemory());
   pm.addPass(createLowerTileGPUToLLVM());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

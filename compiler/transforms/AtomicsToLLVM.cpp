@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/SharedMemoryUsage.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -100,10 +102,9 @@ Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type ele
   return fromAsmInt(b, loc, asmOp.getResult(0), elem);
 }
 
-/// Thread 0 holds `v`; give every thread its value (scratch, barriers).
-Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0) {
-  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  Value scratch = LLVM::AddressOfOp::create(b, loc, ptr3, kScratchSymbol);
+/// Thread 0 holds `v`; give every thread its value (through `scratch`, the
+/// op's shared-memory buffer, between barriers).
+Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0, Value scratch) {
   NVVM::Barrier0Op::create(b, loc);
   predicatedStore(b, loc, scratch, v, isThread0, "shared");
   NVVM::Barrier0Op::create(b, loc);
@@ -121,6 +122,8 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
   Type elem = tile::getElementTypeOrSelf(op.getResult().getType());
   auto ptrTensor = dyn_cast<RankedTensorType>(op.getPtr().getType());
   bool used = !op.getResult().use_empty();
+  if (!ptrTensor && used && !analysis::sharedOffset(op))
+    return rw.notifyMatchFailure(op, kNoSharedOffset);
   if (!ptrTensor) {
     Value isThread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
                                            NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type()),
@@ -130,7 +133,8 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     for (ValueRange v : operands)
       args.push_back(v[0]);
     Value old = predicatedAtom(rw, loc, atom, elem, ptrs[0], args, pred);
-    rw.replaceOp(op, used ? broadcastFromThread0(rw, loc, old, isThread0) : old);
+    rw.replaceOp(op, used ? broadcastFromThread0(rw, loc, old, isThread0, sharedBuffer(rw, loc, op))
+                          : old);
     return success();
   }
   LinearLayout ll = layoutOf(ptrTensor);
@@ -184,13 +188,6 @@ struct AtomicCASPattern : OpConversionPattern<tile::AtomicCASOp> {
 };
 
 } // namespace
-
-int64_t atomicScratchBytes(Operation *op) {
-  if (!isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op) || op->getResult(0).use_empty() ||
-      isa<RankedTensorType>(op->getResult(0).getType()))
-    return 0;
-  return 8; // a scalar's old value, shared from thread 0
-}
 
 void populateAtomicPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<AtomicRMWPattern, AtomicCASPattern>(types, patterns.getContext());

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/SharedMemoryUsage.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -46,6 +48,8 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
     Location loc = op.getLoc();
     auto aT = cast<RankedTensorType>(op.getA().getType());
     auto bT = cast<RankedTensorType>(op.getB().getType());
@@ -55,9 +59,9 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
     Type accElem = getTypeConverter()->convertType(cT.getElementType());
     bool isInt = isa<IntegerType>(accElem);
     Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
-    Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
-    Value aBase = scratch;
-    Value bBase = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
+    // a then b, row-major, in this op's buffer.
+    Value aBase = sharedBuffer(rw, loc, op);
+    Value bBase = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), aBase,
                                       ValueRange{i32Const(rw, loc, M * K * bytesOf(opElem))});
     NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
     storeTile(rw, loc, adaptor.getA(), layoutOf(aT), K, aBase);
@@ -102,15 +106,6 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
 };
 
 } // namespace
-
-int64_t dotScratchBytes(tile::DotOp op) {
-  auto aT = cast<RankedTensorType>(op.getA().getType());
-  auto bT = cast<RankedTensorType>(op.getB().getType());
-  if (!aT.getEncoding())
-    return 0;
-  int64_t elem = (aT.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  return (aT.getNumElements() + bT.getNumElements()) * elem;
-}
 
 void populateDotPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<DotFmaPattern>(types, patterns.getContext());

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/SharedMemoryUsage.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -21,8 +23,6 @@ using tegula::layout::LinearLayout;
 
 namespace tegula::lowering {
 namespace {
-
-int64_t slotBytes(Type elem) { return std::max<int64_t>(1, (elem.getIntOrFloatBitWidth() + 7) / 8); }
 
 /// Row-major linear index of `coords` in `shape`.
 Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
@@ -36,17 +36,20 @@ Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<i
   return idx;
 }
 
-/// Write `values` (layout `src`) through shared memory and read them back
-/// in layout `dst`. `destCoords` maps a source element's coordinates to the
-/// coordinates (in `dstShape`) it must land at.
+/// Write `values` (layout `src`) through `op`'s shared-memory buffer and
+/// read them back in layout `dst`. `destCoords` maps a source element's
+/// coordinates to the coordinates (in `dstShape`) it must land at.
 SmallVector<Value>
-exchange(ConversionPatternRewriter &rw, Location loc, ValueRange values, Type elem,
+exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type elem,
          const LinearLayout &src, const LinearLayout &dst, ArrayRef<int64_t> dstShape,
          llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> destCoords) {
+  Location loc = op->getLoc();
   Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
   bool isPtr = isa<LLVM::LLVMPointerType>(elem);
+  // Slot widths as analysis::exchangeSlotBytes counts them (pointers as
+  // i64, i1 as a byte).
   Type slot = isPtr ? rw.getI64Type() : memoryType(elem);
-  Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
+  Value scratch = sharedBuffer(rw, loc, op);
   // Owners: registers and threads that are not copies of others.
   Owners owners = ownersOf(rw, loc, src);
   int32_t dupRegs = owners.duplicateRegisters;
@@ -92,9 +95,11 @@ struct ConvertLayoutThroughShared : OpConversionPattern<tilegpu::ConvertLayoutOp
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
-    auto values = exchange(rw, op.getLoc(), adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+    auto values = exchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
                            layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
                            [](ArrayRef<Value> c) { return SmallVector<Value>(c); });
     rw.replaceOpWithMultiple(op, {values});
@@ -106,11 +111,13 @@ struct TransThroughShared : OpConversionPattern<tile::TransOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::TransOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
     SmallVector<int32_t> order(op.getOrder());
     // Result dim i is source dim order[i].
-    auto values = exchange(rw, op.getLoc(), adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+    auto values = exchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
                            layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
                            [&](ArrayRef<Value> c) {
                              SmallVector<Value> d;
@@ -127,11 +134,13 @@ struct ReshapeThroughShared : OpConversionPattern<tile::ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::ReshapeOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
     Location loc = op.getLoc();
     // Same row-major position: source coordinates -> linear -> result coordinates.
-    auto values = exchange(rw, loc, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+    auto values = exchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
                            layoutOf(srcT), layoutOf(dstT), dstT.getShape(),
                            [&](ArrayRef<Value> c) {
                              Value lin = linearIndex(rw, loc, c, srcT.getShape());
@@ -149,16 +158,6 @@ struct ReshapeThroughShared : OpConversionPattern<tile::ReshapeOp> {
 };
 
 } // namespace
-
-int64_t exchangeScratchBytes(Operation *op) {
-  if (!isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
-    return 0;
-  auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!t || !t.getEncoding())
-    return 0;
-  Type elem = t.getElementType();
-  return t.getNumElements() * slotBytes(isa<tile::PtrType>(elem) ? Type(IntegerType::get(elem.getContext(), 64)) : elem);
-}
 
 void populateExchangePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Benefit 1: in-thread register moves (benefit 2 or more) win when possible.

@@ -12,6 +12,7 @@
 // fail with a message naming the op.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/transforms/LoweringCommon.h"
 #include "compiler/transforms/Passes.h"
 
@@ -46,41 +47,6 @@ using layout::LinearLayout;
 using namespace tegula::lowering;
 
 namespace {
-
-/// For each register of `dst`, the register of `src` in the same thread that
-/// holds the element `project` maps it to; fails when data would have to
-/// cross threads.
-FailureOr<SmallVector<int32_t>>
-registerMap(const LinearLayout &src, const LinearLayout &dst,
-            llvm::function_ref<std::vector<int32_t>(std::vector<int32_t>)> project) {
-  // Thread-dependent parts must agree, or elements move between threads.
-  for (const char *dim : {"lane", "warp"}) {
-    int bits = std::max(std::countr_zero(uint32_t(src.inDimSize(dim))),
-                        std::countr_zero(uint32_t(dst.inDimSize(dim))));
-    for (int i = 0; i < bits; ++i) {
-      std::vector<int32_t> s = i < std::countr_zero(uint32_t(src.inDimSize(dim)))
-                                   ? src.basis(dim, i)
-                                   : std::vector<int32_t>(src.outDims().size(), 0);
-      std::vector<int32_t> d = i < std::countr_zero(uint32_t(dst.inDimSize(dim)))
-                                   ? dst.basis(dim, i)
-                                   : std::vector<int32_t>(dst.outDims().size(), 0);
-      if (project(d) != s)
-        return failure();
-    }
-  }
-  SmallVector<int32_t> map;
-  for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
-    std::vector<int32_t> want = project(dst.apply({{"register", r}}));
-    int32_t found = -1;
-    for (int32_t s = 0; s < src.inDimSize("register") && found < 0; ++s)
-      if (src.apply({{"register", s}}) == want)
-        found = s;
-    if (found < 0)
-      return failure();
-    map.push_back(found);
-  }
-  return map;
-}
 
 //===----------------------------------------------------------------------===//
 // Patterns
@@ -216,8 +182,8 @@ struct RegisterRemapPattern : OpConversionPattern<OpTy> {
     } else {
       project = [](std::vector<int32_t> c) { return c; };
     }
-    FailureOr<SmallVector<int32_t>> map = registerMap(src, dst, project);
-    if (failed(map))
+    std::optional<std::vector<int32_t>> map = analysis::inThreadRegisterMap(src, dst, project);
+    if (!map)
       return rw.notifyMatchFailure(op, "moving data between threads is not lowered yet");
     SmallVector<Value> values;
     ValueRange in = adaptor.getOperands()[0];
@@ -385,6 +351,31 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
   }
 };
 
+/// Every op that needs shared memory has an aligned buffer inside the
+/// module's `total` bytes (else the error names the op and the fix).
+LogicalResult checkSharedOffsets(ModuleOp module, int64_t total) {
+  WalkResult result = module.walk([&](Operation *op) {
+    int64_t bytes = analysis::sharedScratchBytes(op);
+    if (bytes == 0)
+      return WalkResult::advance();
+    std::optional<int64_t> offset = analysis::sharedOffset(op);
+    if (!offset) {
+      op->emitError() << "needs " << bytes << " bytes of shared memory but has no "
+                      << analysis::kSharedOffsetAttr << ": run allocate-shared-memory first";
+      return WalkResult::interrupt();
+    }
+    if (*offset < 0 || *offset % analysis::kSharedAlignment != 0 || *offset + bytes > total) {
+      op->emitError() << "shared-memory buffer [" << *offset << ", " << *offset + bytes
+                      << ") is not a " << analysis::kSharedAlignment
+                      << "-byte aligned part of the module's " << total << " bytes ("
+                      << analysis::kSharedBytesAttr << "): run allocate-shared-memory again";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 struct LowerTileGPUToLLVMPass
     : tegula::impl::LowerTileGPUToLLVMBase<LowerTileGPUToLLVMPass> {
   using LowerTileGPUToLLVMBase::LowerTileGPUToLLVMBase;
@@ -409,25 +400,24 @@ struct LowerTileGPUToLLVMPass
           fn.removeArgAttr(i, attr);
     });
 
-    // Shared-memory scratch: every user (cross-warp reductions, exchanges) works
-    // between barriers, so they share one buffer sized for the largest.
-    int64_t scratch = 0;
-    module.walk([&](Operation *op) {
-      if (auto reduce = dyn_cast<tile::ReduceOp>(op))
-        scratch = std::max(scratch, reduceScratchBytes(reduce));
-      if (auto dot = dyn_cast<tile::DotOp>(op))
-        scratch = std::max(scratch, dotScratchBytes(dot));
-      scratch = std::max(scratch, exchangeScratchBytes(op));
-      scratch = std::max(scratch, atomicScratchBytes(op));
-    });
-    if (scratch > 0) {
+    // Shared memory: allocate-shared-memory gave every user a buffer within
+    // the module's total; one global holds them all.
+    int64_t sharedBytes = 0;
+    if (auto total = module->getAttrOfType<IntegerAttr>(analysis::kSharedBytesAttr))
+      sharedBytes = total.getInt();
+    if (failed(checkSharedOffsets(module, sharedBytes)))
+      return signalPassFailure();
+    if (sharedBytes > 0) {
       OpBuilder b(ctx);
       b.setInsertionPointToStart(module.getBody());
-      LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), scratch),
+      LLVM::GlobalOp::create(b, module.getLoc(),
+                             LLVM::LLVMArrayType::get(b.getI8Type(), uint64_t(sharedBytes)),
                              /*isConstant=*/false, LLVM::Linkage::Internal, kScratchSymbol,
-                             Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+                             Attribute(), /*alignment=*/analysis::kSharedAlignment,
+                             /*addrSpace=*/3);
     }
-    module->setAttr("tilegpu.shared_bytes", IntegerAttr::get(IntegerType::get(ctx, 32), scratch));
+    module->setAttr(analysis::kSharedBytesAttr,
+                    IntegerAttr::get(IntegerType::get(ctx, 32), sharedBytes));
 
     TileTypeConverter types(ctx);
     RewritePatternSet patterns(ctx);

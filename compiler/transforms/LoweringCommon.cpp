@@ -1,6 +1,8 @@
 //===- LoweringCommon.cpp - shared pieces of the tilegpu -> LLVM lowering -===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/SharedMemoryUsage.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -146,6 +148,17 @@ Owners ownersOf(OpBuilder &b, Location loc, const LinearLayout &ll) {
                          LLVM::AndOp::create(b, loc, warp, i32Const(b, loc, warpMask))),
       i32Const(b, loc, 0));
   return o;
+}
+
+Value sharedBuffer(OpBuilder &b, Location loc, Operation *op) {
+  std::optional<int64_t> offset = analysis::sharedOffset(op);
+  assert(offset && "shared-memory user without an offset");
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value base = LLVM::AddressOfOp::create(b, loc, ptr3, kScratchSymbol);
+  if (*offset == 0)
+    return base;
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), base,
+                             ValueRange{i32Const(b, loc, *offset)});
 }
 
 Type memoryType(Type pointee) {

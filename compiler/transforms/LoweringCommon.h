@@ -17,7 +17,8 @@
 namespace tegula::lowering {
 
 constexpr int kWarpSize = 32;
-/// The module-level shared-memory scratch buffer (address space 3).
+/// The module's shared memory (address space 3), `tilegpu.shared_bytes`
+/// long; each user's buffer starts at its `tilegpu.shared_offset`.
 constexpr const char *kScratchSymbol = "tegula_scratch";
 
 /// The linear layout of an encoded tile type.
@@ -58,18 +59,13 @@ struct TileTypeConverter : mlir::LLVMTypeConverter {
   explicit TileTypeConverter(mlir::MLIRContext *ctx);
 };
 
-/// Shared-memory bytes a reduction needs to combine partial results across
-/// warps (0 when the reduced axis stays within each warp).
-int64_t reduceScratchBytes(tile::ReduceOp op);
-
-/// Shared-memory bytes a convert_layout / trans / reshape needs to move its
-/// tile between threads.
-int64_t exchangeScratchBytes(mlir::Operation *op);
-
-/// Shared-memory bytes of the FMA dot (both operand tiles) and of scalar
-/// atomics whose old value is used.
-int64_t dotScratchBytes(tile::DotOp op);
-int64_t atomicScratchBytes(mlir::Operation *op);
+/// The start (`!llvm.ptr<3>`) of the shared-memory buffer that
+/// allocate-shared-memory gave `op`. Patterns check that `op` has one
+/// (analysis::sharedOffset) before they build anything.
+mlir::Value sharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op);
+/// The failure a pattern reports for a shared-memory user without an offset.
+inline constexpr const char *kNoSharedOffset =
+    "no tilegpu.shared_offset: run allocate-shared-memory first";
 
 void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);

@@ -46,6 +46,23 @@ def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
   }];
 }
 
+def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
+  let summary = "Give every shared-memory user an offset; record the total";
+  let description = [{
+    Each op whose lowering needs shared memory (cross-warp reductions,
+    convert_layout / trans / reshape that move elements between threads,
+    the FMA dot's operands, the old value of a scalar atomic) owns a buffer
+    live over an interval of the program order: today only while the op
+    runs; a buffer that outlives its op (made before a loop and used in it,
+    or carried across iterations) lives for the whole loop. Buffers whose
+    intervals overlap get disjoint bytes; the rest reuse them. Offsets are
+    multiples of 16 (largest buffer first, lowest offset that fits) and are
+    recorded as `tilegpu.shared_offset` on each op; the module records the
+    total as `tilegpu.shared_bytes`. `lower-tilegpu-to-llvm` addresses each
+    buffer at its offset and keeps the barriers around every use.
+  }];
+}
+
 def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
   let summary = "tilegpu IR to per-thread code: LLVM dialect + NVVM";
   let description = [{
@@ -54,7 +71,9 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     `llvm.func` with `nvvm.kernel` and `nvvm.maxntid`; math calls libdevice.
     Loops and branches (scf) keep their structure with converted types, then
     become LLVM branches. Reductions use shuffles and shared memory, layout
-    conversions/trans/reshape that cross threads go through shared memory,
+    conversions/trans/reshape that cross threads go through shared memory
+    (each op at the `tilegpu.shared_offset` that allocate-shared-memory
+    gave it, in one global of the module's `tilegpu.shared_bytes`),
     dot becomes FMAs, atomics predicated `atom`, print `vprintf`, assert
     `vprintf` + trap. f32 atomic max/min are
     compare-and-swap loops. Not lowered yet (the op is named in the failure):

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/SharedMemoryUsage.h"
+
 #include "tegula/error.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -51,8 +53,6 @@ bool separable(const LinearLayout &ll, const std::string &inDim, size_t axis) {
   }
   return true;
 }
-
-int64_t elementBytes(Type t) { return std::max<int64_t>(4, (t.getIntOrFloatBitWidth() + 7) / 8); }
 
 int64_t resultElements(tile::ReduceOp op) {
   auto src = cast<RankedTensorType>(op.getSrcs()[0].getType());
@@ -119,6 +119,8 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
     size_t axis = op.getAxis(), nOps = op.getSrcs().size();
     if (!separable(ll, "lane", axis) || !separable(ll, "warp", axis))
       return rw.notifyMatchFailure(op, "lanes or warps move along several dims at once");
+    if (!bitsAlong(ll, "warp", axis).empty() && !analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
 
     // 1. Within each thread: one accumulator per distinct non-axis position.
     std::vector<std::vector<int32_t>> keys; // register-part coordinates, axis zeroed
@@ -192,7 +194,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
           stride *= srcType.getDimSize(d);
       }
       Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
-      Value scratch = LLVM::AddressOfOp::create(rw, loc, ptr3, kScratchSymbol);
+      Value scratch = sharedBuffer(rw, loc, op);
       int64_t base = 0;
       SmallVector<Value> slotIndex;
       for (size_t k = 0; k < keys.size(); ++k) {
@@ -217,8 +219,9 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
           Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
           predicatedStore(rw, loc, p, acc[k][o], writer, "shared");
         }
-        base += resultElements(op) * numWarpSlots * elementBytes(t);
+        base += resultElements(op) * numWarpSlots * analysis::reducePartialBytes(t);
       }
+      assert(base == analysis::sharedScratchBytes(op) && "layout disagrees with the allocation");
       // Test hook: a module marked `tegula.test.drop_reduce_barrier` loses
       // this barrier, so the simulator's race detector can be shown to work.
       if (!op->getParentOfType<ModuleOp>()->hasAttr("tegula.test.drop_reduce_barrier"))
@@ -266,21 +269,6 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
 };
 
 } // namespace
-
-int64_t reduceScratchBytes(tile::ReduceOp op) {
-  auto srcType = cast<RankedTensorType>(op.getSrcs()[0].getType());
-  if (!srcType.getEncoding())
-    return 0;
-  LinearLayout ll = layoutOf(srcType);
-  std::vector<int> warpBits = bitsAlong(ll, "warp", op.getAxis());
-  if (warpBits.empty())
-    return 0;
-  int64_t bytes = 0;
-  for (Value src : op.getSrcs())
-    bytes += resultElements(op) * (int64_t(1) << warpBits.size()) *
-             elementBytes(cast<RankedTensorType>(src.getType()).getElementType());
-  return bytes;
-}
 
 void populateReducePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<ReducePattern>(types, patterns.getContext());

@@ -17,3 +17,37 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 module {
   func.func @plain() { return }
 }
+
+// -----
+
+// Shared-memory users need the offsets of allocate-shared-memory.
+#r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
+#rs = #tilegpu.slice<{dim = 1, parent = #r}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @unallocated(%a: tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    // ERR: error: needs 64 bytes of shared memory but has no tilegpu.shared_offset: run allocate-shared-memory first
+    %s = tile.reduce(%a) {axis = 1 : i32} : (tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    ^bb0(%x: f32, %y: f32):
+      %sum = arith.addf %x, %y : f32
+      tile.reduce.return %sum : f32
+    }
+    return %s : tensor<4xf32, #rs>
+  }
+}
+
+// -----
+
+// An offset past the module's total (stale attributes) is caught too.
+#r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
+#rs = #tilegpu.slice<{dim = 1, parent = #r}>
+module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 64 : i32} {
+  func.func @outside(%a: tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    // ERR: error: shared-memory buffer [64, 128) is not a 16-byte aligned part of the module's 64 bytes (tilegpu.shared_bytes): run allocate-shared-memory again
+    %s = tile.reduce(%a) {axis = 1 : i32, tilegpu.shared_offset = 64 : i32} : (tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    ^bb0(%x: f32, %y: f32):
+      %sum = arith.addf %x, %y : f32
+      tile.reduce.return %sum : f32
+    }
+    return %s : tensor<4xf32, #rs>
+  }
+}

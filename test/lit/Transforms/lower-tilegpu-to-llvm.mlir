@@ -55,3 +55,31 @@ module attributes {tilegpu.num_warps = 4 : i32} {
   }
 }
 
+
+// -----
+
+// A reduction across warps keeps its partials at the offset
+// allocate-shared-memory gave it, in the module's one shared global of
+// tilegpu.shared_bytes, between barriers.
+#r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
+#rs = #tilegpu.slice<{dim = 1, parent = #r}>
+module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32} {
+  // CHECK: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64{{.*}}} : !llvm.array<80 x i8>
+  // CHECK-LABEL: llvm.func @at_offset(
+  // CHECK:         %[[BASE:.*]] = llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
+  // CHECK:         %[[BUF:.*]] = llvm.getelementptr %[[BASE]][16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+  // CHECK:         nvvm.barrier0
+  // CHECK:         llvm.getelementptr %[[BUF]]
+  // CHECK:         st.shared.b32
+  // CHECK:         nvvm.barrier0
+  // CHECK:         llvm.load
+  // CHECK:         nvvm.barrier0
+  func.func @at_offset(%a: tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    %s = tile.reduce(%a) {axis = 1 : i32, tilegpu.shared_offset = 16 : i32} : (tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    ^bb0(%x: f32, %y: f32):
+      %sum = arith.addf %x, %y : f32
+      tile.reduce.return %sum : f32
+    }
+    return %s : tensor<4xf32, #rs>
+  }
+}

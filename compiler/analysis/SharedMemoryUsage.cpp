@@ -1,0 +1,139 @@
+//===- SharedMemoryUsage.cpp - which ops need shared memory, and how much -===//
+#include "compiler/analysis/SharedMemoryUsage.h"
+
+#include "dialects/tile/TileDialect.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+#include <bit>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+
+namespace tegula::analysis {
+namespace {
+
+LinearLayout layoutOf(RankedTensorType t) {
+  return tilegpu::toLinearLayout(t.getEncoding(), t.getShape());
+}
+
+RankedTensorType encodedTensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && tensor.getEncoding() ? tensor : RankedTensorType();
+}
+
+int64_t bytesOf(Type t) { return (int64_t(t.getIntOrFloatBitWidth()) + 7) / 8; }
+
+/// Partials of each operand, one per result element and warp along the
+/// axis (ReduceToLLVM's step 3).
+int64_t reduceBytes(tile::ReduceOp op) {
+  RankedTensorType src = encodedTensor(op.getSrcs()[0].getType());
+  if (!src)
+    return 0;
+  LinearLayout ll = layoutOf(src);
+  int warpBits = 0;
+  for (int i = 0; i < std::countr_zero(uint32_t(ll.inDimSize("warp"))); ++i)
+    warpBits += ll.basis("warp", i)[op.getAxis()] != 0;
+  if (warpBits == 0)
+    return 0; // lanes and registers suffice
+  int64_t slots = (src.getNumElements() / src.getDimSize(int64_t(op.getAxis()))) << warpBits;
+  int64_t bytes = 0;
+  for (Value s : op.getSrcs())
+    bytes += slots * reducePartialBytes(cast<RankedTensorType>(s.getType()).getElementType());
+  return bytes;
+}
+
+/// The whole result tile, row-major (ExchangeToLLVM), unless a
+/// convert_layout only moves registers within each thread.
+int64_t exchangeBytes(Operation *op) {
+  RankedTensorType dst = encodedTensor(op->getResult(0).getType());
+  if (!dst)
+    return 0;
+  if (auto convert = dyn_cast<tilegpu::ConvertLayoutOp>(op)) {
+    RankedTensorType src = encodedTensor(convert.getSrc().getType());
+    if (!src)
+      return 0;
+    if (inThreadRegisterMap(layoutOf(src), layoutOf(dst), [](std::vector<int32_t> c) { return c; }))
+      return 0;
+  }
+  return dst.getNumElements() * exchangeSlotBytes(dst.getElementType());
+}
+
+/// Both operand tiles, row-major, a then b (DotToLLVM).
+int64_t dotBytes(tile::DotOp op) {
+  RankedTensorType a = encodedTensor(op.getA().getType());
+  if (!a)
+    return 0;
+  auto b = cast<RankedTensorType>(op.getB().getType());
+  return (a.getNumElements() + b.getNumElements()) * bytesOf(a.getElementType());
+}
+
+/// A scalar atomic runs in thread 0, which shares the old value when it is
+/// used (AtomicsToLLVM).
+int64_t atomicBytes(Operation *op) {
+  Value old = op->getResult(0);
+  if (old.use_empty() || isa<RankedTensorType>(old.getType()))
+    return 0;
+  return bytesOf(old.getType());
+}
+
+} // namespace
+
+int64_t reducePartialBytes(Type elem) { return std::max<int64_t>(4, bytesOf(elem)); }
+
+int64_t exchangeSlotBytes(Type elem) {
+  return isa<tile::PtrType>(elem) ? 8 : std::max<int64_t>(1, bytesOf(elem));
+}
+
+int64_t sharedScratchBytes(Operation *op) {
+  if (auto reduce = dyn_cast<tile::ReduceOp>(op))
+    return reduceBytes(reduce);
+  if (isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
+    return exchangeBytes(op);
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return dotBytes(dot);
+  if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))
+    return atomicBytes(op);
+  return 0;
+}
+
+std::optional<std::vector<int32_t>>
+inThreadRegisterMap(const LinearLayout &src, const LinearLayout &dst,
+                    const std::function<std::vector<int32_t>(std::vector<int32_t>)> &project) {
+  // The thread-dependent parts must agree, or elements move between threads.
+  for (const char *dim : {"lane", "warp"}) {
+    int srcBits = std::countr_zero(uint32_t(src.inDimSize(dim)));
+    int dstBits = std::countr_zero(uint32_t(dst.inDimSize(dim)));
+    for (int i = 0; i < std::max(srcBits, dstBits); ++i) {
+      std::vector<int32_t> s =
+          i < srcBits ? src.basis(dim, i) : std::vector<int32_t>(src.outDims().size(), 0);
+      std::vector<int32_t> d =
+          i < dstBits ? dst.basis(dim, i) : std::vector<int32_t>(dst.outDims().size(), 0);
+      if (project(d) != s)
+        return std::nullopt;
+    }
+  }
+  std::vector<int32_t> map;
+  for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
+    std::vector<int32_t> want = project(dst.apply({{"register", r}}));
+    int32_t found = -1;
+    for (int32_t s = 0; s < src.inDimSize("register") && found < 0; ++s)
+      if (src.apply({{"register", s}}) == want)
+        found = s;
+    if (found < 0)
+      return std::nullopt;
+    map.push_back(found);
+  }
+  return map;
+}
+
+std::optional<int64_t> sharedOffset(Operation *op) {
+  if (auto offset = op->getAttrOfType<IntegerAttr>(kSharedOffsetAttr))
+    return offset.getInt();
+  return std::nullopt;
+}
+
+} // namespace tegula::analysis

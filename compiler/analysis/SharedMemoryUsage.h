@@ -1,0 +1,58 @@
+//===- SharedMemoryUsage.h - which ops need shared memory, and how much -*- C++ -*-===//
+//
+// The one place that says how many bytes of shared memory an op's lowering
+// uses as scratch. `allocate-shared-memory` sizes its buffers from it and
+// `lower-tilegpu-to-llvm` lays its data out with the same element sizes, so
+// the two cannot drift apart.
+//
+// Today every user needs its buffer only while it runs (write, barrier,
+// read, barrier): cross-warp reductions, convert_layout / trans / reshape
+// that move elements between threads, the FMA dot's operands, and the old
+// value of a scalar atomic shared from thread 0.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/layout/LinearLayout.h"
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace tegula::analysis {
+
+/// Per op: the byte offset of its buffer in the module's shared memory.
+inline constexpr llvm::StringLiteral kSharedOffsetAttr = "tilegpu.shared_offset";
+/// Per module: the bytes of shared memory a program (CTA) needs.
+inline constexpr llvm::StringLiteral kSharedBytesAttr = "tilegpu.shared_bytes";
+/// Every buffer starts on a 16-byte boundary (the widest shared access).
+inline constexpr int64_t kSharedAlignment = 16;
+
+/// Bytes of shared memory `op` needs while it runs; 0 when it needs none
+/// (also for ops whose tiles have no layout yet).
+int64_t sharedScratchBytes(mlir::Operation *op);
+
+/// Bytes one cross-warp partial of a reduction takes (at least 32 bits, so
+/// sub-word partials never share a word).
+int64_t reducePartialBytes(mlir::Type elem);
+/// Bytes one element takes on its way between threads (pointers as i64, i1
+/// as a byte).
+int64_t exchangeSlotBytes(mlir::Type elem);
+
+/// For each register of `dst`, the register of `src` in the same thread
+/// holding the element that `project` maps it to; nullopt when some element
+/// would have to cross threads. Decides whether a broadcast, expand_dims or
+/// convert_layout is a register move or goes through shared memory.
+std::optional<std::vector<int32_t>>
+inThreadRegisterMap(const layout::LinearLayout &src, const layout::LinearLayout &dst,
+                    const std::function<std::vector<int32_t>(std::vector<int32_t>)> &project);
+
+/// The offset `allocate-shared-memory` gave `op`, if any.
+std::optional<int64_t> sharedOffset(mlir::Operation *op);
+
+} // namespace tegula::analysis

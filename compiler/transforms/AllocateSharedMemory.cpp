@@ -1,0 +1,50 @@
+//===- AllocateSharedMemory.cpp - offsets of shared-memory buffers --------===//
+//
+// One buffer per op that needs shared memory (SharedMemoryUsage), live over
+// an interval of the module's program order (SharedMemoryLiveness), packed
+// so that buffers live at the same time never share bytes. The lowering
+// reads each op's offset and the module's total.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/analysis/SharedMemoryLiveness.h"
+#include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/transforms/Passes.h"
+
+namespace tegula {
+#define GEN_PASS_DEF_ALLOCATESHAREDMEMORY
+#include "compiler/transforms/Passes.h.inc"
+} // namespace tegula
+
+using namespace mlir;
+using namespace tegula;
+using namespace tegula::analysis;
+
+namespace {
+
+struct AllocateSharedMemoryPass
+    : tegula::impl::AllocateSharedMemoryBase<AllocateSharedMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // One order for the whole module: kernels do not call each other, so
+    // buffers of different functions never overlap in time and reuse the
+    // same bytes, as they may (each launch runs one kernel).
+    ProgramOrder order(module);
+    std::vector<Operation *> owners;
+    std::vector<SharedBuffer> buffers;
+    module.walk([&](Operation *op) {
+      if (int64_t bytes = sharedScratchBytes(op)) {
+        owners.push_back(op);
+        // Today's users need their buffer only while they run.
+        buffers.push_back({order.liveRange(op), bytes});
+      }
+    });
+    int64_t total = packSharedBuffers(buffers, kSharedAlignment);
+
+    Builder b(&getContext());
+    for (auto [op, buffer] : llvm::zip(owners, buffers))
+      op->setAttr(kSharedOffsetAttr, b.getI32IntegerAttr(int32_t(buffer.offset)));
+    module->setAttr(kSharedBytesAttr, b.getI32IntegerAttr(int32_t(total)));
+  }
+};
+
+} // namespace

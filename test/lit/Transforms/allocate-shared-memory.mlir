@@ -1,0 +1,161 @@
+// RUN: tegula-opt %s -split-input-file --allocate-shared-memory | FileCheck %s
+// RUN: tegula-opt %s -split-input-file --allocate-shared-memory --lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+
+// Every op that needs shared memory gets `tilegpu.shared_offset` (a multiple
+// of 16); the module records the total as `tilegpu.shared_bytes`. Today's
+// users need their buffer only while they run, so buffers of different ops
+// never live at the same time: they all start at 0 and the total is the
+// largest. The lowering makes one global of that size; the barriers around
+// each use stay (three per reduction here).
+
+// No shared memory: register-only code and a convert_layout between two
+// layouts that place every element in the same thread (a register move).
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 0 : i32}
+// CHECK-LABEL: func.func @none(
+// CHECK-NOT:     tilegpu.shared_offset
+// CHECK:         return
+// LLVM-NOT:    @tegula_scratch
+// LLVM-LABEL:  llvm.func @none(
+#row = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#col = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}>
+#s = #tilegpu.slice<{dim = 1, parent = #col}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @none(%x: tensor<128xf32, #row>) -> tensor<128xf32, #s> {
+    %two = arith.constant dense<2.0> : tensor<128xf32, #row>
+    %y = arith.mulf %x, %two : tensor<128xf32, #row>
+    %z = tilegpu.convert_layout %y : tensor<128xf32, #row> -> tensor<128xf32, #s>
+    return %z : tensor<128xf32, #s>
+  }
+}
+
+// -----
+
+// Two reductions in a row, warps along the reduced axis: partials go
+// through shared memory, one per result row and warp (4 x 4), at least 32
+// bits each: f32 64 bytes, f64 128 bytes. The second reuses the first's
+// bytes; the total is the larger.
+// A reduction within warps (axis 0 of #w, lanes and registers only) needs
+// none.
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 128 : i32}
+// CHECK-LABEL: func.func @two_reductions(
+// CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf32
+// CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf64
+// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32} : (tensor<32x4xf32
+// LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64{{.*}}} : !llvm.array<128 x i8>
+// LLVM-LABEL: llvm.func @two_reductions(
+// LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
+// LLVM-COUNT-6: nvvm.barrier0
+// LLVM-NOT:     nvvm.barrier0
+// LLVM:         llvm.return
+#r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
+#rs = #tilegpu.slice<{dim = 1, parent = #r}>
+#w = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]}>
+#ws = #tilegpu.slice<{dim = 0, parent = #w}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @two_reductions(%a: tensor<4x512xf32, #r>, %b: tensor<4x512xf64, #r>, %c: tensor<32x4xf32, #w>)
+      -> (tensor<4xf32, #rs>, tensor<4xf64, #rs>, tensor<4xf32, #ws>) {
+    %sa = tile.reduce(%a) {axis = 1 : i32} : (tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      tile.reduce.return %s : f32
+    }
+    %sb = tile.reduce(%b) {axis = 1 : i32} : (tensor<4x512xf64, #r>) -> tensor<4xf64, #rs> {
+    ^bb0(%x: f64, %y: f64):
+      %m = arith.maximumf %x, %y : f64
+      tile.reduce.return %m : f64
+    }
+    %sc = tile.reduce(%c) {axis = 0 : i32} : (tensor<32x4xf32, #w>) -> tensor<4xf32, #ws> {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      tile.reduce.return %s : f32
+    }
+    return %sa, %sb, %sc : tensor<4xf32, #rs>, tensor<4xf64, #rs>, tensor<4xf32, #ws>
+  }
+}
+
+// -----
+
+// A convert_layout that moves elements between threads, inside a loop, with
+// a reduction before the loop and one after it. The loop does not make the
+// conversion's buffer outlive the conversion (it is rewritten every
+// iteration), so all three share offset 0; the total is the largest
+// (128 f32 = 512 bytes).
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 512 : i32}
+// CHECK-LABEL: func.func @loop(
+// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 0 : i32}
+// CHECK:         scf.for
+// CHECK:           tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xf32, #{{.*}}> -> tensor<128xf32, #{{.*}}>
+// CHECK:           scf.yield
+// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 0 : i32}
+// LLVM: llvm.mlir.global internal @tegula_scratch() {{.*}} : !llvm.array<512 x i8>
+// LLVM-LABEL: llvm.func @loop(
+// LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
+// LLVM:         llvm.cond_br
+// LLVM-COUNT-6: nvvm.barrier0
+// LLVM:         llvm.br
+#a = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#v = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @loop(%x: tensor<128xf32, #a>, %n: i32) -> (f32, f32) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %before = tile.reduce(%x) {axis = 0 : i32} : (tensor<128xf32, #a>) -> f32 {
+    ^bb0(%p: f32, %q: f32):
+      %s = arith.addf %p, %q : f32
+      tile.reduce.return %s : f32
+    }
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (tensor<128xf32, #a>) : i32 {
+      %cv = tilegpu.convert_layout %acc : tensor<128xf32, #a> -> tensor<128xf32, #v>
+      %sq = arith.mulf %cv, %cv : tensor<128xf32, #v>
+      %back = tilegpu.convert_layout %sq : tensor<128xf32, #v> -> tensor<128xf32, #a>
+      scf.yield %back : tensor<128xf32, #a>
+    }
+    %after = tile.reduce(%r) {axis = 0 : i32} : (tensor<128xf32, #a>) -> f32 {
+    ^bb0(%p: f32, %q: f32):
+      %s = arith.addf %p, %q : f32
+      tile.reduce.return %s : f32
+    }
+    return %before, %after : f32, f32
+  }
+}
+
+// -----
+
+// Sizes by element type and op: exchanges take the result tile (f16 2 bytes,
+// i1 1 byte, pointers 8 bytes per element), the FMA dot both operands
+// (bf16: (16x16 + 16x16) x 2), a scalar atomic whose old value is used one
+// element (i64: 8); an atomic whose old value is unused needs nothing.
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 2048 : i32}
+// CHECK-LABEL: func.func @sizes(
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xf16
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xi1
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128x!tile.ptr<f32>
+// CHECK:         tile.trans %{{.*}} {order = array<i32: 1, 0>, tilegpu.shared_offset = 0 : i32} : tensor<16x16xf64
+// CHECK:         tile.dot {{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<16x16xbf16
+// CHECK:         tile.atomic_rmw add, %{{.*}}, %{{.*}} {tilegpu.shared_offset = 0 : i32} : !tile.ptr<i64>
+// CHECK:         tile.atomic_rmw add, %{{.*}}, %{{.*}} : !tile.ptr<i64>
+// CHECK-NOT:     tilegpu.shared_offset
+// CHECK:         return
+// LLVM: llvm.mlir.global internal @tegula_scratch() {{.*}} : !llvm.array<2048 x i8>
+// LLVM-LABEL: llvm.func @sizes(
+#a = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#v = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#m = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#t = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @sizes(%h: tensor<128xf16, #a>, %k: tensor<128xi1, #a>, %p: tensor<128x!tile.ptr<f32>, #a>,
+                   %d: tensor<16x16xf64, #m>, %x: tensor<16x16xbf16, #m>, %acc: tensor<16x16xf32, #m>,
+                   %q: !tile.ptr<i64>, %one: i64)
+      -> (tensor<128xf16, #v>, tensor<128xi1, #v>, tensor<128x!tile.ptr<f32>, #v>, tensor<16x16xf64, #t>,
+          tensor<16x16xf32, #m>, i64) {
+    %h2 = tilegpu.convert_layout %h : tensor<128xf16, #a> -> tensor<128xf16, #v>
+    %k2 = tilegpu.convert_layout %k : tensor<128xi1, #a> -> tensor<128xi1, #v>
+    %p2 = tilegpu.convert_layout %p : tensor<128x!tile.ptr<f32>, #a> -> tensor<128x!tile.ptr<f32>, #v>
+    %dt = tile.trans %d {order = array<i32: 1, 0>} : tensor<16x16xf64, #m> -> tensor<16x16xf64, #t>
+    %mm = tile.dot %x, %x, %acc, ieee : tensor<16x16xbf16, #m> * tensor<16x16xbf16, #m> -> tensor<16x16xf32, #m>
+    %old = tile.atomic_rmw add, %q, %one : !tile.ptr<i64>
+    %unused = tile.atomic_rmw add, %q, %one : !tile.ptr<i64>
+    return %h2, %k2, %p2, %dt, %mm, %old : tensor<128xf16, #v>, tensor<128xi1, #v>, tensor<128x!tile.ptr<f32>, #v>,
+                                           tensor<16x16xf64, #t>, tensor<16x16xf32, #m>, i64
+  }
+}
