@@ -213,9 +213,12 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
 namespace {
 /// Like Triton, kernels specialise on 16-byte alignment of pointers and
 /// divisibility by 16 of integer scalars: the GPU code can then vectorise.
+/// A device buffer's alignment is its device address's; a staged host
+/// buffer is judged by its host address (its device copy is always aligned,
+/// so this can only be conservative).
 bool divisibleBy16(const ParamInfo &p, const Arg &a) {
   if (p.kind == ParamInfo::Kind::Pointer)
-    return reinterpret_cast<uintptr_t>(a.data()) % 16 == 0;
+    return a.address() % 16 == 0;
   if (p.kind == ParamInfo::Kind::Scalar && is_int(p.dtype) && p.dtype != DType::i1)
     return a.as_int() % 16 == 0;
   return false;
@@ -457,6 +460,17 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
+  // Only the GPU reads device memory; the CPU backends would need copies the
+  // caller did not ask for.
+  if (backend != Backend::GPU)
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].on_device())
+        throw Error(fmt::format(
+            "argument '{}' (#{}) of kernel '{}' is a DeviceBuffer, but this launch runs on the "
+            "{}, which reads host memory: pass a host buffer (download() it), or launch with "
+            ".backend = Backend::GPU",
+            impl_->paramNames[i], i, impl_->name,
+            backend == Backend::Sim ? "CTA simulator" : "CPU interpreter"));
   switch (backend) {
   case Backend::Interp: {
     interp::Launch launch;
@@ -474,17 +488,22 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   case Backend::GPU: {
     const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
     CompileOptions copts{.chip = device.chip(), .num_warps = opts.num_warps};
-    CompiledKernel compiled = compile(args, copts);
+    std::string key = fmt::format("{}:{}", copts.chip, copts.num_warps);
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
-      std::string key = fmt::format("{}:{}", copts.chip, copts.num_warps);
+      if (auto it = spec.loaded.find(key); it != spec.loaded.end())
+        kernel = it->second; // the fast path: no copy of the compiled binary
+    }
+    if (!kernel) {
+      CompiledKernel compiled = compile(args, copts);
+      std::lock_guard<std::mutex> lock(spec.compileMutex);
       auto &slot = spec.loaded[key];
       if (!slot)
         slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name);
       kernel = slot;
     }
-    runtime::launchStaged(*kernel, opts.grid, opts.num_warps, impl_->params, args);
+    runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args);
     return;
   }
   case Backend::Sim: {

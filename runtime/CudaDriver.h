@@ -25,6 +25,7 @@ namespace tegula::runtime {
   X(cuDeviceGetCount)                                                                      \
   X(cuDeviceGetName)                                                                       \
   X(cuDeviceGetAttribute)                                                                  \
+  X(cuDeviceTotalMem)                                                                      \
   X(cuDevicePrimaryCtxRetain)                                                              \
   X(cuDevicePrimaryCtxRelease)                                                             \
   X(cuCtxSetCurrent)                                                                       \

@@ -47,14 +47,19 @@ const GpuDevice &currentDevice() {
     d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
     return dev;
   }();
-  // Threads other than the first need the context made current too.
-  CUcontext ctx;
-  Driver &d = Driver::get();
-  CUdevice handle;
-  d.check(d.cuDeviceGet(&handle, device.ordinal), "cuDeviceGet");
-  d.check(d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
-  d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  d.check(d.cuDevicePrimaryCtxRelease(handle), "cuDevicePrimaryCtxRelease");
+  // Threads other than the first need the context made current too (once
+  // each: this runs on every launch, copy and event).
+  thread_local bool current = false;
+  if (!current) {
+    CUcontext ctx;
+    Driver &d = Driver::get();
+    CUdevice handle;
+    d.check(d.cuDeviceGet(&handle, device.ordinal), "cuDeviceGet");
+    d.check(d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
+    d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    d.check(d.cuDevicePrimaryCtxRelease(handle), "cuDevicePrimaryCtxRelease");
+    current = true;
+  }
   return device;
 }
 
@@ -80,7 +85,19 @@ LoadedKernel::~LoadedKernel() {
     Driver::get().cuModuleUnload(static_cast<CUmodule>(module_)); // best effort at exit
 }
 
-void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
+namespace {
+/// TEGULA_LAUNCH_BLOCKING=1: wait after every launch, so an asynchronous
+/// fault names the kernel that caused it.
+bool launchBlocking() {
+  static const bool on = [] {
+    const char *env = std::getenv("TEGULA_LAUNCH_BLOCKING");
+    return env && *env && std::string(env) != "0";
+  }();
+  return on;
+}
+} // namespace
+
+void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                   const std::vector<ParamInfo> &params, const std::vector<Arg> &args) {
   Driver &d = Driver::get();
   const std::string &name = kernel.name();
@@ -88,8 +105,8 @@ void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
     CUdeviceptr ptr = 0;
     const Arg *arg = nullptr;
   };
-  std::vector<DeviceCopy> copies;
-  // Scalars live here until the launch reads them.
+  std::vector<DeviceCopy> copies; // staged host buffers only
+  // Scalars and device addresses live here until the launch reads them.
   std::vector<std::array<char, 8>> scalars(args.size());
   std::vector<void *> kernelParams;
   auto freeAll = [&] {
@@ -104,7 +121,10 @@ void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
       const Arg &a = args[i];
       if (p.kind == ParamInfo::Kind::Constant)
         continue;
-      if (p.kind == ParamInfo::Kind::Pointer) {
+      if (p.kind == ParamInfo::Kind::Pointer && a.on_device()) {
+        CUdeviceptr ptr = a.device_ptr();
+        std::memcpy(scalars[i].data(), &ptr, sizeof(CUdeviceptr));
+      } else if (p.kind == ParamInfo::Kind::Pointer) {
         DeviceCopy c{0, &a};
         d.check(d.cuMemAlloc(&c.ptr, std::max<size_t>(a.bytes(), 1)), "cuMemAlloc", name);
         copies.push_back(c);
@@ -131,7 +151,10 @@ void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
                              unsigned(32 * numWarps), 1, 1, 0, nullptr, kernelParams.data(),
                              nullptr),
             "cuLaunchKernel", name);
-    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
+    // Only staged buffers force a wait (to copy back and free); launches on
+    // device buffers alone stay asynchronous, so they can be timed back to back.
+    if (!copies.empty() || launchBlocking())
+      d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
     for (DeviceCopy &c : copies)
       if (!c.arg->readonly() && c.arg->bytes())
         d.check(d.cuMemcpyDtoH(c.arg->data(), c.ptr, c.arg->bytes()), "cuMemcpyDtoH", name);

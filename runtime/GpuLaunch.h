@@ -2,9 +2,10 @@
 //
 // The GPU half of a launch: the current device (primary context of
 // $TEGULA_DEVICE, default 0), modules loaded from cubin (or PTX through the
-// driver's JIT), and a staged launch that copies host buffers to the device,
-// runs the grid and copies written buffers back. Every driver call is
-// checked and errors name the call, the code and the kernel.
+// driver's JIT), and a launch that passes device buffers as they are and
+// stages host buffers (copied to the device, written ones copied back).
+// Every driver call is checked and errors name the call, the code and the
+// kernel.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -47,10 +48,12 @@ private:
   void *module_ = nullptr, *function_ = nullptr;
 };
 
-/// Copy host buffers in, launch (32 * numWarps threads per program), wait,
-/// copy the buffers that are not read-only back, free. Arguments follow the
-/// kernel's parameters; tl::constant ones are not passed.
-void launchStaged(const LoadedKernel &kernel, Grid grid, int numWarps,
+/// Launch with 32 * numWarps threads per program. Device buffers are passed
+/// as they are; host buffers are staged: copied in, and after the wait the
+/// ones that are not read-only are copied back. A launch with no host
+/// buffers does not wait (TEGULA_LAUNCH_BLOCKING=1 makes it). Arguments
+/// follow the kernel's parameters; tl::constant ones are not passed.
+void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                   const std::vector<ParamInfo> &params, const std::vector<Arg> &args);
 
 } // namespace tegula::runtime

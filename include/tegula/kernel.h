@@ -7,6 +7,7 @@
 // the resulting module is cached in the kernel object.
 #pragma once
 
+#include "tegula/device.h"
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 #include "tegula/tl.h"
@@ -24,10 +25,10 @@ namespace tegula {
 constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Where a launch runs: the CPU interpreter over the `tile` IR; the GPU
-/// (compiled to PTX/cubin, host buffers staged to the device and back); or
-/// the CTA simulator, which runs the lowered GPU code on the CPU, one fiber
-/// per thread, checking every access and shared-memory races
-/// (docs/simulator.md).
+/// (compiled to PTX/cubin, host buffers staged to the device and back,
+/// DeviceBuffers passed as they are); or the CTA simulator, which runs the
+/// lowered GPU code on the CPU, one fiber per thread, checking every access
+/// and shared-memory races (docs/simulator.md).
 enum class Backend { Interp, GPU, Sim };
 /// Parses a TEGULA_BACKEND value; throws tegula::Error naming the choices.
 Backend parse_backend(const std::string &name);
@@ -45,6 +46,8 @@ struct LaunchOptions {
 
 /// One launch argument: a buffer (for tl::ptr), or a number (for tl::scalar
 /// and tl::constant). Buffers carry their size so every access is checked.
+/// A buffer is on the host (staged to the GPU and back per launch) or a
+/// DeviceBuffer (passed to the GPU as is; the interpreter refuses it).
 class Arg {
 public:
   enum class Kind { Buffer, Int, Float };
@@ -61,6 +64,14 @@ public:
   Arg(std::span<T> v)
       : kind_(Kind::Buffer), data_(const_cast<std::remove_const_t<T> *>(v.data())),
         bytes_(v.size_bytes()), dtype_(dtype_of_v<T>), readonly_(std::is_const_v<T>) {}
+  /// A device-resident buffer: no staging. Through a const reference it is
+  /// read-only, as host buffers are.
+  Arg(DeviceBuffer &b)
+      : kind_(Kind::Buffer), bytes_(b.bytes()), device_ptr_(b.device_ptr()), dtype_(b.dtype()),
+        on_device_(true) {}
+  Arg(const DeviceBuffer &b)
+      : kind_(Kind::Buffer), bytes_(b.bytes()), device_ptr_(b.device_ptr()), dtype_(b.dtype()),
+        readonly_(true), on_device_(true) {}
   Arg(int v) : kind_(Kind::Int), i_(v), dtype_(DType::i32) {}
   Arg(long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
   Arg(long long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
@@ -81,7 +92,16 @@ public:
   }
 
   Kind kind() const { return kind_; }
+  /// The host address of a host buffer; null for a device buffer.
   void *data() const { return data_; }
+  /// Whether this is a DeviceBuffer, and its device address.
+  bool on_device() const { return on_device_; }
+  uint64_t device_ptr() const { return device_ptr_; }
+  /// The address the kernel sees first (device or host): what alignment
+  /// specialisation looks at.
+  uint64_t address() const {
+    return on_device_ ? device_ptr_ : reinterpret_cast<uintptr_t>(data_);
+  }
   size_t bytes() const { return bytes_; }
   DType dtype() const { return dtype_; }
   bool readonly() const { return readonly_; }
@@ -92,10 +112,12 @@ private:
   Kind kind_;
   void *data_ = nullptr;
   size_t bytes_ = 0;
+  uint64_t device_ptr_ = 0;
   int64_t i_ = 0;
   double f_ = 0;
   DType dtype_;
   bool readonly_ = false;
+  bool on_device_ = false;
 };
 
 /// What a kernel parameter is, as declared in the C++ signature.
