@@ -21,6 +21,9 @@ struct Target {
   Backend backend;
   int warps;
 };
+void PrintTo(const Target &t, std::ostream *os) {
+  *os << (t.backend == Backend::GPU ? "gpu" : "sim") << ", " << t.warps << " warps";
+}
 
 class Compiled : public ::testing::TestWithParam<Target> {
 protected:
