@@ -8,6 +8,7 @@
 
 #include "simulator/PtxAsm.h"
 #include "simulator/Runtime.h"
+#include "simulator/TensorCore.h"
 
 #include <cmath>
 #include <cstdio>
@@ -158,6 +159,21 @@ static void tegula_sim_trap(int32_t site) {
   fail(uint32_t(site), said.empty() ? "trap (the kernel aborted)" : "trap after printing: " + said);
 }
 
+static void tegula_sim_mma(int32_t kind, const uint32_t *a, const uint32_t *b, const float *c,
+                           float *d, int32_t site) {
+  mmaSync(MmaKind(kind), a, b, c, d, uint32_t(site));
+}
+static void tegula_sim_ldmatrix(int32_t num, int32_t trans, const void *row, uint32_t *out,
+                                int32_t site) {
+  ldmatrix(num, trans != 0, row, out, uint32_t(site));
+}
+static void tegula_sim_cp_async(void *dst, const void *src, int32_t cpSize, int32_t srcSize,
+                                int32_t site) {
+  cpAsync(dst, src, cpSize, srcSize, uint32_t(site));
+}
+static void tegula_sim_cp_async_commit() { cpAsyncCommitGroup(); }
+static void tegula_sim_cp_async_wait(int32_t n, int32_t site) { cpAsyncWaitGroup(n, uint32_t(site)); }
+
 static float nv_rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static double nv_rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static int nv_isnanf(float x) { return std::isnan(x); }
@@ -184,6 +200,11 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_shared", reinterpret_cast<void *>(tegula_sim_shared)},
       {"__tegula_sim_asm", reinterpret_cast<void *>(tegula_sim_asm)},
       {"__tegula_sim_trap", reinterpret_cast<void *>(tegula_sim_trap)},
+      {"__tegula_sim_mma", reinterpret_cast<void *>(tegula_sim_mma)},
+      {"__tegula_sim_ldmatrix", reinterpret_cast<void *>(tegula_sim_ldmatrix)},
+      {"__tegula_sim_cp_async", reinterpret_cast<void *>(tegula_sim_cp_async)},
+      {"__tegula_sim_cp_async_commit", reinterpret_cast<void *>(tegula_sim_cp_async_commit)},
+      {"__tegula_sim_cp_async_wait", reinterpret_cast<void *>(tegula_sim_cp_async_wait)},
       {"vprintf", reinterpret_cast<void *>(simVprintf)},
       {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
       {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},

@@ -23,6 +23,7 @@
 #include "simulator/HostFunctions.h"
 #include "simulator/PtxAsm.h"
 #include "simulator/Runtime.h"
+#include "simulator/TensorCore.h"
 #include "tegula/error.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -152,6 +153,119 @@ struct InstrumentForSimulatorPass
     return v;
   }
 
+  /// `n` slots of `elem` in the function's entry block (registers that
+  /// the runtime reads or writes through a pointer).
+  Value entrySlots(Operation *op, Type elem, size_t n) {
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&fn.getBody().front());
+    auto arrayType = LLVM::LLVMArrayType::get(elem, std::max<size_t>(n, 1));
+    return LLVM::AllocaOp::create(entry, op->getLoc(), ptrType, arrayType, i64Const(entry, op->getLoc(), 1));
+  }
+  void storeSlots(OpBuilder &b, Location loc, Value slots, Type elem, ValueRange values) {
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value p = LLVM::GEPOp::create(b, loc, ptrType, elem, slots, ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      LLVM::StoreOp::create(b, loc, v, p);
+    }
+  }
+  /// Read `n` slots back as the struct (or, for one, the scalar) `resultType`.
+  Value loadSlots(OpBuilder &b, Location loc, Value slots, Type elem, Type resultType) {
+    auto s = dyn_cast<LLVM::LLVMStructType>(resultType);
+    size_t n = s ? s.getBody().size() : 1;
+    SmallVector<Value> values;
+    for (size_t i = 0; i < n; ++i) {
+      Value p = LLVM::GEPOp::create(b, loc, ptrType, elem, slots, ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      values.push_back(LLVM::LoadOp::create(b, loc, elem, p));
+    }
+    if (!s)
+      return values[0];
+    Value out = LLVM::UndefOp::create(b, loc, s);
+    for (auto [i, v] : llvm::enumerate(values))
+      out = LLVM::InsertValueOp::create(b, loc, out, v, ArrayRef<int64_t>{int64_t(i)});
+    return out;
+  }
+
+  /// nvvm.mma.sync, nvvm.ldmatrix and cp.async: the runtime's tensor-core
+  /// semantics (TensorCore.h). Only the shapes and types it models.
+  LogicalResult rewriteTensorCoreOp(Operation *op, bool &handled) {
+    handled = true;
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    Type f32 = b.getF32Type();
+    if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
+      auto shape = mma.getShape();
+      std::optional<NVVM::MMATypes> aType = mma.getMultiplicandAPtxType();
+      if (!aType)
+        aType = NVVM::MmaOp::inferOperandMMAType(
+            getElementTypeOrSelf(mma.getOperandA()[0].getType()), false);
+      std::optional<MmaKind> kind;
+      if (aType == NVVM::MMATypes::f16 && shape.getK() == 16) kind = MmaKind::F16;
+      if (aType == NVVM::MMATypes::bf16 && shape.getK() == 16) kind = MmaKind::BF16;
+      if (aType == NVVM::MMATypes::tf32 && shape.getK() == 8) kind = MmaKind::TF32;
+      if (!kind || shape.getM() != 16 || shape.getN() != 8 ||
+          mma.accumPtxType() != NVVM::MMATypes::f32 ||
+          mma.getLayoutA() != NVVM::MMALayout::row || mma.getLayoutB() != NVVM::MMALayout::col)
+        return op->emitOpError("is not modelled by the simulator (it has m16n8k16 f16/bf16 and "
+                               "m16n8k8 tf32, row.col, f32 accumulators)");
+      auto asI32 = [&](ValueRange vs) {
+        SmallVector<Value> out;
+        for (Value v : vs)
+          out.push_back(v.getType().isInteger(32) ? v : LLVM::BitcastOp::create(b, loc, i32, v).getResult());
+        return out;
+      };
+      Value a = entrySlots(op, i32, 4), bb = entrySlots(op, i32, 2), c = entrySlots(op, f32, 4),
+            d = entrySlots(op, f32, 4);
+      storeSlots(b, loc, a, i32, asI32(mma.getOperandA()));
+      storeSlots(b, loc, bb, i32, asI32(mma.getOperandB()));
+      storeSlots(b, loc, c, f32, mma.getOperandC());
+      int32_t site = addSite(op, fmt::format("mma.sync.m16n8k{}.{}", shape.getK(),
+                                             NVVM::stringifyMMATypes(*aType).str()));
+      call(b, loc, hook("__tegula_sim_mma", {}, {i32, ptrType, ptrType, ptrType, ptrType, i32}),
+           {i32Const(b, loc, int32_t(*kind)), a, bb, c, d, i32Const(b, loc, site)});
+      op->getResult(0).replaceAllUsesWith(loadSlots(b, loc, d, f32, op->getResult(0).getType()));
+      op->erase();
+      return success();
+    }
+    if (auto ld = dyn_cast<NVVM::LdMatrixOp>(op)) {
+      if (ld.getShape().getM() != 8 || ld.getShape().getN() != 8 ||
+          ld.getEltType() != NVVM::LdStMatrixEltType::B16)
+        return op->emitOpError("is not modelled by the simulator (it has m8n8 b16)");
+      bool trans = ld.getLayout() == NVVM::MMALayout::col;
+      int32_t site = addSite(op, fmt::format("ldmatrix.x{}{}", ld.getNum(), trans ? ".trans" : ""));
+      Value out = entrySlots(op, i32, 4);
+      call(b, loc, hook("__tegula_sim_ldmatrix", {}, {i32, i32, ptrType, ptrType, i32}),
+           {i32Const(b, loc, int32_t(ld.getNum())), i32Const(b, loc, trans), ld.getPtr(), out,
+            i32Const(b, loc, site)});
+      op->getResult(0).replaceAllUsesWith(loadSlots(b, loc, out, i32, op->getResult(0).getType()));
+      op->erase();
+      return success();
+    }
+    if (auto cp = dyn_cast<NVVM::CpAsyncOp>(op)) {
+      int32_t site = addSite(op, fmt::format("cp.async.{}.shared.global ({} bytes)",
+                                             NVVM::stringifyLoadCacheModifierKind(cp.getModifier()).str(),
+                                             cp.getSize()));
+      Value srcSize = cp.getCpSize() ? cp.getCpSize() : i32Const(b, loc, int32_t(cp.getSize()));
+      call(b, loc, hook("__tegula_sim_cp_async", {}, {ptrType, ptrType, i32, i32, i32}),
+           {cp.getDst(), cp.getSrc(), i32Const(b, loc, int32_t(cp.getSize())), srcSize,
+            i32Const(b, loc, site)});
+      op->erase();
+      return success();
+    }
+    if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
+      call(b, loc, hook("__tegula_sim_cp_async_commit", {}, {}), {});
+      op->erase();
+      return success();
+    }
+    if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
+      call(b, loc, hook("__tegula_sim_cp_async_wait", {}, {i32, i32}),
+           {i32Const(b, loc, int32_t(wait.getN())),
+            i32Const(b, loc, addSite(op, fmt::format("cp.async.wait_group {}", wait.getN())))});
+      op->erase();
+      return success();
+    }
+    handled = false;
+    return success();
+  }
+
   LogicalResult rewriteInlineAsm(LLVM::InlineAsmOp op, DataLayout &) {
     std::string body = op.getAsmString().str(), constraints = op.getConstraints().str();
     try {
@@ -167,13 +281,6 @@ struct InstrumentForSimulatorPass
     OpBuilder b(op);
     Location loc = op.getLoc();
     // Operand and result buffers live in the entry block (one per asm op).
-    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-    OpBuilder entry = OpBuilder::atBlockBegin(&fn.getBody().front());
-    auto slots = [&](size_t n) {
-      auto arrayType = LLVM::LLVMArrayType::get(i64, std::max<size_t>(n, 1));
-      return LLVM::AllocaOp::create(entry, loc, ptrType, arrayType, i64Const(entry, loc, 1));
-    };
-    Value in = slots(op.getOperands().size());
     SmallVector<Type> resultTypes;
     Type structType;
     if (op.getNumResults()) {
@@ -185,11 +292,12 @@ struct InstrumentForSimulatorPass
         resultTypes.push_back(t);
       }
     }
-    Value out = slots(resultTypes.size());
-    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
-      Value p = LLVM::GEPOp::create(b, loc, ptrType, i64, in, ArrayRef<LLVM::GEPArg>{int32_t(i)});
-      LLVM::StoreOp::create(b, loc, toI64(b, loc, v), p);
-    }
+    Value in = entrySlots(op, i64, op.getOperands().size());
+    Value out = entrySlots(op, i64, resultTypes.size());
+    SmallVector<Value> bits;
+    for (Value v : op.getOperands())
+      bits.push_back(toI64(b, loc, v));
+    storeSlots(b, loc, in, i64, bits);
     call(b, loc, hook("__tegula_sim_asm", {}, {i32, ptrType, ptrType, i32}),
          {i32Const(b, loc, program), in, out, i32Const(b, loc, site)});
     SmallVector<Value> results;
@@ -250,6 +358,11 @@ struct InstrumentForSimulatorPass
       op->erase();
       return success();
     }
+    bool handled = false;
+    if (failed(rewriteTensorCoreOp(op, handled)))
+      return failure();
+    if (handled)
+      return success();
     return op->emitOpError("is not supported by the simulator yet");
   }
 

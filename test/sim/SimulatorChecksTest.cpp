@@ -12,6 +12,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -150,6 +151,34 @@ TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
       EXPECT_THAT(e.what(), HasSubstr("examples/kernels.h:"));
     }
   }
+}
+
+/// test/lit/Simulator/tensor-core-ops.mlir is what the tensor-core lowering
+/// will emit (cp.async, ldmatrix, mma.sync in LLVM + NVVM); the simulator
+/// runs it end to end and D is the plain product.
+TEST(SimChecks, TensorCoreOpsRunEndToEnd) {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::SourceMgr sources;
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(
+      std::string(TEGULA_TEST_DIR) + "/lit/Simulator/tensor-core-ops.mlir", sources, &ctx);
+  ASSERT_TRUE(module);
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "mma_16x8x16");
+  auto a = random_vector<float16>(16 * 16), b = random_vector<float16>(16 * 8);
+  std::vector<float> d(16 * 8, NAN);
+  std::vector<ParamInfo> params = {{ParamInfo::Kind::Pointer, DType::f16},
+                                   {ParamInfo::Kind::Pointer, DType::f16},
+                                   {ParamInfo::Kind::Pointer, DType::f32}};
+  simulated->run({1}, params, {"a", "b", "d"}, {Arg(a), Arg(b), Arg(d)});
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double ref = 0;
+      for (int k = 0; k < 16; ++k)
+        ref += double(float(a[size_t(m * 16 + k)])) * double(float(b[size_t(k * 8 + n)]));
+      EXPECT_NEAR(d[size_t(m * 8 + n)], ref, 1e-5) << "m=" << m << " n=" << n;
+    }
 }
 
 } // namespace
