@@ -1,10 +1,11 @@
 //===- Runtime.cpp - fibers, barriers, warp collectives, memory checks ----===//
 #include "simulator/Runtime.h"
 
+#include "simulator/Fiber.h"
+
 #include <algorithm>
 #include <cstring>
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,7 @@ enum class State { Ready, AtBarrier, InCollective, Done, Failed };
 /// Per-thread fiber. Stacks are mmap'ed once per run (pages are committed
 /// only when touched) with a guard page below, and reused for every CTA.
 struct Thread {
-  ucontext_t context;
+  Fiber fiber;
   State state = State::Ready;
   uint32_t waitSite = 0;
   char *stack = nullptr;
@@ -59,7 +60,7 @@ struct Cta {
   std::vector<Shadow> shadow;
   std::vector<Collective> warps;
   uint32_t firstEpoch = 1, epoch = 1;
-  ucontext_t scheduler;
+  Fiber scheduler;
   int current = -1;
   void (*entry)(void **) = nullptr;
   void **args = nullptr;
@@ -76,14 +77,15 @@ Cta &cta() { return *tCta; }
 void yieldToScheduler() {
   Cta &c = cta();
   ++c.stats.switches;
-  swapcontext(&c.threads[size_t(c.current)].context, &c.scheduler);
+  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
 }
 
-void threadMain() {
+[[noreturn]] void threadMain() {
   Cta &c = cta();
   c.entry(c.args);
   c.threads[size_t(c.current)].state = State::Done;
-  // uc_link returns to the scheduler.
+  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
+  __builtin_unreachable(); // a finished thread is never resumed
 }
 
 std::string siteText(const Cta &c, uint32_t site) {
@@ -234,11 +236,7 @@ void runCta(Cta &c) {
     Thread &th = c.threads[t];
     th.state = State::Ready;
     th.extension.reset();
-    getcontext(&th.context);
-    th.context.uc_stack.ss_sp = th.stack + kGuardBytes;
-    th.context.uc_stack.ss_size = kStackBytes - kGuardBytes;
-    th.context.uc_link = &c.scheduler;
-    makecontext(&th.context, threadMain, 0);
+    fiberInit(th.fiber, th.stack + kGuardBytes, kStackBytes - kGuardBytes, threadMain);
   }
   c.stats.threads += c.threads.size();
   for (;;) {
@@ -249,7 +247,7 @@ void runCta(Cta &c) {
       ran = true;
       c.current = int(t);
       ++c.stats.switches;
-      swapcontext(&c.scheduler, &c.threads[t].context);
+      fiberSwitch(c.scheduler, c.threads[t].fiber);
       if (!c.error.empty())
         return;
     }
@@ -371,7 +369,7 @@ void fail(uint32_t site, const std::string &message) {
   c.error = errorText(c, c.current, site, message);
   c.threads[size_t(c.current)].state = State::Failed;
   // Abandon this fiber: its stack is reused by the next CTA.
-  swapcontext(&c.threads[size_t(c.current)].context, &c.scheduler);
+  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
   __builtin_unreachable();
 }
 
