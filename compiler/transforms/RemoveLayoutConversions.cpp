@@ -2,7 +2,10 @@
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <array>
 
 namespace tegula {
 #define GEN_PASS_DEF_REMOVELAYOUTCONVERSIONS
@@ -95,11 +98,179 @@ struct RematerialiseCheapSource : OpRewritePattern<tilegpu::ConvertLayoutOp> {
   }
 };
 
+
+//===----------------------------------------------------------------------===//
+// Moving conversions across elementwise ops (loaded or reduced data).
+//===----------------------------------------------------------------------===//
+
+/// What a set of conversions costs, compared lexicographically: shared-memory
+/// trips first, then shuffles, then register moves. A rewrite is taken only
+/// when it strictly lowers this, so shared-memory conversions never increase
+/// and the rewrites cannot cycle. Conversions that are identities of the
+/// linear layout (encodings may still differ) cost nothing: they lower to
+/// register renaming.
+struct Cost {
+  std::array<int, 3> n{}; // shared, warp, registers
+  void add(const Cost &o) {
+    for (size_t i = 0; i < n.size(); ++i)
+      n[i] += o.n[i];
+  }
+  bool operator<(const Cost &o) const { return n < o.n; }
+};
+
+Cost conversionCost(Type from, Attribute toEncoding) {
+  auto src = cast<RankedTensorType>(from);
+  Cost c;
+  if (src.getEncoding() == toEncoding)
+    return c;
+  auto kind = layout::classifyConversion(tilegpu::toLinearLayout(src.getEncoding(), src.getShape()),
+                                         tilegpu::toLinearLayout(toEncoding, src.getShape()));
+  if (kind == layout::ConversionKind::SharedMem)
+    c.n[0] = 1;
+  else if (kind == layout::ConversionKind::Warp)
+    c.n[1] = 1;
+  else if (kind == layout::ConversionKind::Registers)
+    c.n[2] = 1;
+  return c;
+}
+
+Cost conversionCost(tilegpu::ConvertLayoutOp cvt) {
+  return conversionCost(cvt.getSrc().getType(),
+                        cast<RankedTensorType>(cvt.getType()).getEncoding());
+}
+
+/// Ops that compute each element from the same element of their operands, so
+/// they can run in any layout: pure elementwise ops (arith, math, ...) and
+/// addptr, with every tile the shape of the single result.
+bool isElementwise(Operation *op) {
+  if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 || !isPure(op))
+    return false;
+  if (!op->hasTrait<OpTrait::Elementwise>() && !isa<tile::AddPtrOp>(op))
+    return false;
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!result || !result.getEncoding())
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value o) {
+    auto t = dyn_cast<RankedTensorType>(o.getType());
+    return !t || (t.getShape() == result.getShape() && t.getEncoding());
+  });
+}
+
+/// A cheap tile, or a conversion of one (about to be rematerialised): free
+/// in any layout.
+bool isCheapTile(Value v) {
+  if (auto cvt = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+    v = cvt.getSrc();
+  return isCheap(v);
+}
+
+/// True when every use of `cvt` is by `user` (it dies with the old user).
+bool onlyUsedBy(tilegpu::ConvertLayoutOp cvt, Operation *user) {
+  return llvm::all_of(cvt->getUsers(), [&](Operation *u) { return u == user; });
+}
+
+/// Plans `op` (elementwise) recomputed in layout `encoding`: for each tile
+/// operand the value to convert (a conversion operand is looked through), and
+/// what the plan adds and what it removes among the operand conversions.
+struct Plan {
+  SmallVector<Value> sources; // per operand: value to bring into `encoding`
+  Cost added, removed;
+};
+
+Plan planIn(Operation *op, Attribute encoding) {
+  Plan plan;
+  for (Value o : op->getOperands()) {
+    if (!isa<RankedTensorType>(o.getType()) || isCheapTile(o)) {
+      plan.sources.push_back(o); // cheap tiles are rematerialised: free
+      continue;
+    }
+    Value src = o;
+    if (auto cvt = o.getDefiningOp<tilegpu::ConvertLayoutOp>()) {
+      src = cvt.getSrc();
+      if (onlyUsedBy(cvt, op))
+        plan.removed.add(conversionCost(cvt));
+    }
+    plan.added.add(conversionCost(src.getType(), encoding));
+    plan.sources.push_back(src);
+  }
+  return plan;
+}
+
+/// Builds `op` over `sources` in layout `encoding` (operands converted where
+/// their layout differs; the other patterns then fold or remove those).
+Value buildIn(PatternRewriter &rewriter, Operation *op, ArrayRef<Value> sources,
+              Attribute encoding) {
+  auto target = cast<RankedTensorType>(op->getResult(0).getType());
+  auto like = RankedTensorType::get(target.getShape(), target.getElementType(), encoding);
+  SmallVector<Value> operands;
+  for (Value s : sources) {
+    if (auto t = dyn_cast<RankedTensorType>(s.getType()); t && t.getEncoding() != encoding)
+      s = tilegpu::ConvertLayoutOp::create(rewriter, op->getLoc(), withEncodingOf(t, like), s);
+    operands.push_back(s);
+  }
+  OperationState state(op->getLoc(), op->getName().getStringRef(), operands, {like},
+                       op->getAttrs());
+  return rewriter.create(state)->getResult(0);
+}
+
+/// convert_L(elementwise(convert(a), b, ...)) -> elementwise(a', b', ...) in
+/// L: hoisting the conversion onto the operands pays when operand
+/// conversions then cancel (a already in L) or merge, e.g. data converted for
+/// an add and converted straight back.
+struct HoistConversionAboveElementwise : OpRewritePattern<tilegpu::ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op,
+                                PatternRewriter &rewriter) const override {
+    Operation *def = op.getSrc().getDefiningOp();
+    if (!isElementwise(def) || !op.getSrc().hasOneUse() || isCheap(op.getSrc()))
+      return failure();
+    Attribute encoding = cast<RankedTensorType>(op.getType()).getEncoding();
+    Plan plan = planIn(def, encoding);
+    plan.removed.add(conversionCost(op));
+    if (!(plan.added < plan.removed))
+      return failure();
+    rewriter.replaceOp(op, buildIn(rewriter, def, plan.sources, encoding));
+    return success();
+  }
+};
+
+/// elementwise(convert(a), convert(b), ...) in L -> convert_L(elementwise(a,
+/// b, ...)) in a's layout: two conversions of the operands become one of the
+/// result (which may then cancel against a conversion of the result's users).
+struct SinkConversionBelowElementwise : RewritePattern {
+  SinkConversionBelowElementwise(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isElementwise(op) || isCheapTile(op->getResult(0)))
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    // Candidate layouts: those the operand conversions come from.
+    SmallVector<Attribute> candidates;
+    for (Value o : op->getOperands())
+      if (auto cvt = o.getDefiningOp<tilegpu::ConvertLayoutOp>())
+        if (!isCheap(cvt.getSrc()) && !llvm::is_contained(candidates, cvt.getSrc().getType().getEncoding()))
+          candidates.push_back(cvt.getSrc().getType().getEncoding());
+    for (Attribute encoding : candidates) {
+      Plan plan = planIn(op, encoding);
+      plan.added.add(conversionCost(
+          RankedTensorType::get(resultType.getShape(), resultType.getElementType(), encoding),
+          resultType.getEncoding()));
+      if (!(plan.added < plan.removed))
+        continue;
+      Value computed = buildIn(rewriter, op, plan.sources, encoding);
+      rewriter.replaceOpWithNewOp<tilegpu::ConvertLayoutOp>(op, resultType, computed);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct RemoveLayoutConversionsPass
     : tegula::impl::RemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RematerialiseCheapSource>(&getContext());
+    patterns.add<RematerialiseCheapSource>(&getContext(), /*benefit=*/2);
+    patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise>(&getContext());
     tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -57,3 +57,145 @@ func.func @loaded(%p: tensor<512x!tile.ptr<f32>, #a>) -> tensor<512xf32, #b> {
   %c = tilegpu.convert_layout %v : tensor<512xf32, #a> -> tensor<512xf32, #b>
   return %c : tensor<512xf32, #b>
 }
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Forward propagation, hoisting: data converted a->b for an add whose sum is
+// converted straight back to a. Computing the add in a leaves one conversion
+// (of %y) instead of two.
+// CHECK-DAG: #[[A:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4]
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1]
+// CHECK-LABEL: func.func @hoist_cancels(
+// CHECK-SAME:    %[[PX:.*]]: tensor<512x!tile.ptr<f32>, #[[A]]>, %[[PY:.*]]: tensor<512x!tile.ptr<f32>, #[[B]]>
+// CHECK:         %[[X:.*]] = tile.load %[[PX]]
+// CHECK:         %[[Y:.*]] = tile.load %[[PY]]
+// CHECK:         %[[YA:.*]] = tilegpu.convert_layout %[[Y]] : tensor<512xf32, #[[B]]> -> tensor<512xf32, #[[A]]>
+// CHECK:         %[[S:.*]] = arith.addf %[[X]], %[[YA]] : tensor<512xf32, #[[A]]>
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         return %[[S]]
+func.func @hoist_cancels(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile.ptr<f32>, #b>) -> tensor<512xf32, #a> {
+  %x = tile.load %px : tensor<512x!tile.ptr<f32>, #a>
+  %y = tile.load %py : tensor<512x!tile.ptr<f32>, #b>
+  %xb = tilegpu.convert_layout %x : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %s = arith.addf %xb, %y : tensor<512xf32, #b>
+  %sa = tilegpu.convert_layout %s : tensor<512xf32, #b> -> tensor<512xf32, #a>
+  return %sa : tensor<512xf32, #a>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Forward propagation, sinking: two operands converted from the same layout
+// merge into one conversion of the result.
+// CHECK-DAG: #[[A:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4]
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1]
+// CHECK-LABEL: func.func @sink_merges(
+// CHECK:         %[[S:.*]] = arith.mulf %{{.*}}, %{{.*}} : tensor<512xf32, #[[A]]>
+// CHECK:         %[[C:.*]] = tilegpu.convert_layout %[[S]] : tensor<512xf32, #[[A]]> -> tensor<512xf32, #[[B]]>
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         return %[[C]]
+func.func @sink_merges(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile.ptr<f32>, #a>) -> tensor<512xf32, #b> {
+  %x = tile.load %px : tensor<512x!tile.ptr<f32>, #a>
+  %y = tile.load %py : tensor<512x!tile.ptr<f32>, #a>
+  %xb = tilegpu.convert_layout %x : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %yb = tilegpu.convert_layout %y : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %s = arith.mulf %xb, %yb : tensor<512xf32, #b>
+  return %s : tensor<512xf32, #b>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Sinking then hoisting: a round trip a->b->a through two elementwise ops
+// (one with a constant operand, rematerialised) disappears entirely.
+// CHECK-LABEL: func.func @round_trip(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         arith.addf
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         arith.mulf
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         return
+func.func @round_trip(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile.ptr<f32>, #a>) -> tensor<512xf32, #a> {
+  %x = tile.load %px : tensor<512x!tile.ptr<f32>, #a>
+  %y = tile.load %py : tensor<512x!tile.ptr<f32>, #a>
+  %xb = tilegpu.convert_layout %x : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %yb = tilegpu.convert_layout %y : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %s = arith.addf %xb, %yb : tensor<512xf32, #b>
+  %two = arith.constant dense<2.0> : tensor<512xf32, #b>
+  %m = arith.mulf %s, %two : tensor<512xf32, #b>
+  %ma = tilegpu.convert_layout %m : tensor<512xf32, #b> -> tensor<512xf32, #a>
+  return %ma : tensor<512xf32, #a>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+
+// Pointer tiles (addptr of a splat and an index column, as matmul and
+// transpose build before a broadcast) are computed where they are needed.
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 4]
+// CHECK-LABEL: func.func @pointer_column(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.addptr {{.*}} : tensor<32x1x!tile.ptr<f32>, #[[B]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @pointer_column(%p: !tile.ptr<f32>, %k: i32) -> tensor<32x1x!tile.ptr<f32>, #b> {
+  %r = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>>
+  %e = tile.expand_dims %r {axis = 1 : i32} : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>> -> tensor<32x1xi32, #a>
+  %ks = tile.splat %k : tensor<32x1xi32, #a>
+  %o = arith.muli %e, %ks : tensor<32x1xi32, #a>
+  %ps = tile.splat %p : tensor<32x1x!tile.ptr<f32>, #a>
+  %q = tile.addptr %ps, %o : tensor<32x1x!tile.ptr<f32>, #a>, tensor<32x1xi32, #a>
+  %c = tilegpu.convert_layout %q : tensor<32x1x!tile.ptr<f32>, #a> -> tensor<32x1x!tile.ptr<f32>, #b>
+  return %c : tensor<32x1x!tile.ptr<f32>, #b>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Negative: hoisting above an add of two loads would need two conversions
+// instead of one; nothing changes.
+// CHECK-DAG: #[[A:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4]
+// CHECK-LABEL: func.func @hoist_not_worth(
+// CHECK:         arith.addf {{.*}} : tensor<512xf32, #[[A]]>
+// CHECK-NEXT:    tilegpu.convert_layout
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @hoist_not_worth(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile.ptr<f32>, #a>) -> tensor<512xf32, #b> {
+  %x = tile.load %px : tensor<512x!tile.ptr<f32>, #a>
+  %y = tile.load %py : tensor<512x!tile.ptr<f32>, #a>
+  %s = arith.addf %x, %y : tensor<512xf32, #a>
+  %c = tilegpu.convert_layout %s : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  return %c : tensor<512xf32, #b>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Negative: the sum is also used in b, so hoisting would keep it and add a
+// copy; sinking would trade one conversion for two. Both conversions stay.
+// CHECK-DAG: #[[A:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4]
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1]
+// CHECK-LABEL: func.func @shared_sum(
+// CHECK:         tilegpu.convert_layout {{.*}} -> tensor<512xf32, #[[B]]>
+// CHECK:         arith.addf {{.*}} : tensor<512xf32, #[[B]]>
+// CHECK:         tilegpu.convert_layout {{.*}} -> tensor<512xf32, #[[A]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @shared_sum(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile.ptr<f32>, #b>) -> (tensor<512xf32, #a>, tensor<512xf32, #b>) {
+  %x = tile.load %px : tensor<512x!tile.ptr<f32>, #a>
+  %y = tile.load %py : tensor<512x!tile.ptr<f32>, #b>
+  %xb = tilegpu.convert_layout %x : tensor<512xf32, #a> -> tensor<512xf32, #b>
+  %s = arith.addf %xb, %y : tensor<512xf32, #b>
+  %sa = tilegpu.convert_layout %s : tensor<512xf32, #b> -> tensor<512xf32, #a>
+  return %sa, %s : tensor<512xf32, #a>, tensor<512xf32, #b>
+}
