@@ -139,7 +139,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
     std::vector<Arg> args = {Arg(x), Arg(out), Arg(cols), Arg(1024)};
     if (!dropBarrier) {
       simulated->run({rows}, params, names, args);
-      EXPECT_LT(rel_error(out, to_double(ref)), 1e-6);
+      EXPECT_LT(rel_error(out, to_double(ref)), 1e-5); // f32, summed in another order
       continue;
     }
     try {
