@@ -370,6 +370,23 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
   return text;
 }
 
+namespace {
+/// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
+/// both the PTX back end and the simulator start from.
+OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps) {
+  OwningOpRef<ModuleOp> module = tile.clone();
+  detail::DiagnosticCollector diags(globalContext());
+  auto dump = [&](const char *stage, ModuleOp m) {
+    if (dumpEnabled(stage))
+      dumpStage(name, stage, printModule(m));
+  };
+  if (failed(runGpuPipeline(*module, numWarps, dump)))
+    throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
+                            diags.text));
+  return module;
+}
+} // namespace
+
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
@@ -384,18 +401,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
-    MLIRContext &ctx = globalContext();
-    OwningOpRef<ModuleOp> module = spec.tile->clone();
-    {
-      detail::DiagnosticCollector diags(ctx);
-      auto dump = [&](const char *stage, ModuleOp m) {
-        if (dumpEnabled(stage))
-          dumpStage(name, stage, printModule(m));
-      };
-      if (failed(runGpuPipeline(*module, opts.num_warps, dump)))
-        throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
-                                diags.text));
-    }
+    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps);
     CompiledKernel out;
     backend::Target target{opts.chip, "+ptx80", 3};
     out.ptx = backend::translateToPtx(*module, target);
@@ -430,18 +436,7 @@ namespace {
 /// The lowered module of `tile`, instrumented and JIT-compiled for the
 /// simulator.
 std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps) {
-  OwningOpRef<ModuleOp> module = tile.clone();
-  {
-    detail::DiagnosticCollector diags(globalContext());
-    auto dump = [&](const char *stage, ModuleOp m) {
-      if (dumpEnabled(stage))
-        dumpStage(name, stage, printModule(m));
-    };
-    if (failed(runGpuPipeline(*module, numWarps, dump)))
-      throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU (or the simulator) "
-                              "yet:\n{}",
-                              name, diags.text));
-  }
+  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
