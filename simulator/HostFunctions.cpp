@@ -9,7 +9,11 @@
 #include "simulator/PtxAsm.h"
 #include "simulator/Runtime.h"
 #include "simulator/TensorCore.h"
+#include "tegula/dtype.h"
 
+#include "llvm/ADT/APFloat.h"
+
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -187,6 +191,41 @@ static double nv_powi(double x, int n) { return std::pow(x, double(n)); }
 static void nv_sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std::cos(x); }
 static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = std::cos(x); }
 static int nv_abs(int x) { return x < 0 ? -x : x; }
+
+// Conversions the host code generator calls instead of inlining (compiler
+// runtime names). They are defined here rather than taken from whatever
+// libgcc or compiler-rt the machine has: gcc 12's libgcc lacks
+// __truncsfbf2, for one. A 16-bit float travels in the low 16 bits of an
+// SSE register (x86-64 psABI), the same register as a float whose bits
+// carry it, so float stands in for _Float16/__bf16 at the boundary.
+static float half_in_register(uint16_t bits) { return std::bit_cast<float>(uint32_t(bits)); }
+static uint16_t half_from_register(float f) { return uint16_t(std::bit_cast<uint32_t>(f)); }
+/// One correctly rounded (to nearest even) conversion between IEEE formats.
+static llvm::APFloat convert(llvm::APFloat value, const llvm::fltSemantics &to) {
+  bool lost;
+  value.convert(to, llvm::APFloat::rmNearestTiesToEven, &lost);
+  return value;
+}
+static float to16(double x, const llvm::fltSemantics &to) {
+  return half_in_register(uint16_t(convert(llvm::APFloat(x), to).bitcastToAPInt().getZExtValue()));
+}
+static float from16(float h, const llvm::fltSemantics &from) {
+  return convert(llvm::APFloat(from, llvm::APInt(16, half_from_register(h))),
+                 llvm::APFloat::IEEEsingle())
+      .convertToFloat();
+}
+// f32 -> bf16 is on every bf16 store: the DSL's own rounding, no APFloat.
+static float rt_truncsfbf2(float x) { return half_in_register(tegula::bfloat16(x).bits); }
+static float rt_truncdfbf2(double x) { return to16(x, llvm::APFloat::BFloat()); }
+static float rt_extendbfsf2(float h) { return std::bit_cast<float>(uint32_t(half_from_register(h)) << 16); }
+static float rt_truncsfhf2(float x) { return to16(x, llvm::APFloat::IEEEhalf()); }
+static float rt_truncdfhf2(double x) { return to16(x, llvm::APFloat::IEEEhalf()); }
+static float rt_extendhfsf2(float h) { return from16(h, llvm::APFloat::IEEEhalf()); }
+// The pre-2022 ARM/GNU names, which pass the half as an integer.
+static uint16_t rt_gnu_f2h_ieee(float x) { return half_from_register(rt_truncsfhf2(x)); }
+static float rt_gnu_h2f_ieee(uint16_t bits) { return rt_extendhfsf2(half_in_register(bits)); }
+static float rt_powisf2(float x, int n) { return std::pow(x, float(n)); }
+static double rt_powidf2(double x, int n) { return std::pow(x, double(n)); }
 }
 
 namespace tegula::sim {
@@ -220,15 +259,35 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__nv_fast_sincosf", reinterpret_cast<void *>(nv_sincosf)},
       {"__nv_sincos", reinterpret_cast<void *>(nv_sincos)},
       {"__nv_abs", reinterpret_cast<void *>(nv_abs)},
+      // Compiler-runtime conversions (see above).
+      {"__truncsfbf2", reinterpret_cast<void *>(rt_truncsfbf2)},
+      {"__truncdfbf2", reinterpret_cast<void *>(rt_truncdfbf2)},
+      {"__extendbfsf2", reinterpret_cast<void *>(rt_extendbfsf2)},
+      {"__truncsfhf2", reinterpret_cast<void *>(rt_truncsfhf2)},
+      {"__truncdfhf2", reinterpret_cast<void *>(rt_truncdfhf2)},
+      {"__extendhfsf2", reinterpret_cast<void *>(rt_extendhfsf2)},
+      {"__gnu_f2h_ieee", reinterpret_cast<void *>(rt_gnu_f2h_ieee)},
+      {"__gnu_h2f_ieee", reinterpret_cast<void *>(rt_gnu_h2f_ieee)},
+      {"__powisf2", reinterpret_cast<void *>(rt_powisf2)},
+      {"__powidf2", reinterpret_cast<void *>(rt_powidf2)},
+      // What the code generator lowers some LLVM intrinsics and large
+      // copies to: the C library's own, named explicitly.
+      {"memcpy", reinterpret_cast<void *>(fn<void *(void *, const void *, size_t)>(std::memcpy))},
+      {"memmove", reinterpret_cast<void *>(fn<void *(void *, const void *, size_t)>(std::memmove))},
+      {"memset", reinterpret_cast<void *>(fn<void *(void *, int, size_t)>(std::memset))},
   };
   // libdevice functions that are plain C math: __nv_<name>f -> <name>f,
-  // __nv_<name> -> <name>, __nv_fast_<name>f -> <name>f.
+  // __nv_<name> -> <name>, __nv_fast_<name>f -> <name>f. The C names
+  // themselves too: the host code generator lowers llvm.round, frem, ... to
+  // them when the baseline CPU has no instruction.
+#define TEGULA_MATH(type, name, cname)                                                         \
+  s.push_back({"__nv_" #name, reinterpret_cast<void *>(fn<type>(::cname))});                   \
+  s.push_back({#name, reinterpret_cast<void *>(fn<type>(::cname))});
 #define TEGULA_UNARY(name)                                                                     \
-  s.push_back({"__nv_" #name "f", reinterpret_cast<void *>(fn<float(float)>(::name##f))});     \
-  s.push_back({"__nv_" #name, reinterpret_cast<void *>(fn<double(double)>(::name))});
+  TEGULA_MATH(float(float), name##f, name##f) TEGULA_MATH(double(double), name, name)
 #define TEGULA_BINARY(name)                                                                    \
-  s.push_back({"__nv_" #name "f", reinterpret_cast<void *>(fn<float(float, float)>(::name##f))}); \
-  s.push_back({"__nv_" #name, reinterpret_cast<void *>(fn<double(double, double)>(::name))});
+  TEGULA_MATH(float(float, float), name##f, name##f)                                           \
+  TEGULA_MATH(double(double, double), name, name)
   TEGULA_UNARY(acos) TEGULA_UNARY(acosh) TEGULA_UNARY(asin) TEGULA_UNARY(asinh)
   TEGULA_UNARY(atan) TEGULA_UNARY(atanh) TEGULA_UNARY(cbrt) TEGULA_UNARY(ceil)
   TEGULA_UNARY(cos) TEGULA_UNARY(cosh) TEGULA_UNARY(erf) TEGULA_UNARY(erfc)
@@ -238,10 +297,14 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
   TEGULA_UNARY(sinh) TEGULA_UNARY(sqrt) TEGULA_UNARY(tan) TEGULA_UNARY(tanh)
   TEGULA_BINARY(atan2) TEGULA_BINARY(copysign) TEGULA_BINARY(fmax) TEGULA_BINARY(fmin)
   TEGULA_BINARY(fmod) TEGULA_BINARY(pow)
+  TEGULA_UNARY(trunc) TEGULA_UNARY(nearbyint)
+  TEGULA_MATH(float(float, float, float), fmaf, fmaf)
+  TEGULA_MATH(double(double, double, double), fma, fma)
+  TEGULA_MATH(float(float, int), ldexpf, ldexpf)
+  TEGULA_MATH(double(double, int), ldexp, ldexp)
 #undef TEGULA_UNARY
 #undef TEGULA_BINARY
-  s.push_back({"__nv_fmaf", reinterpret_cast<void *>(fn<float(float, float, float)>(::fmaf))});
-  s.push_back({"__nv_fma", reinterpret_cast<void *>(fn<double(double, double, double)>(::fma))});
+#undef TEGULA_MATH
   for (const char *f : {"cos", "exp", "log10", "log2", "log", "sin", "tan"})
     for (auto &[name, ptr] : std::vector<std::pair<std::string, void *>>(s))
       if (name == fmt::format("__nv_{}f", f))

@@ -486,7 +486,9 @@ struct InstrumentForSimulatorPass
         if (attr.getName().strref().starts_with("nvvm."))
           fn->removeAttr(attr.getName());
       if (fn.isExternal() && !known.count(fn.getName().str())) {
-        fn.emitOpError("is called by the kernel but the simulator has no host definition for it");
+        fn.emitError() << "the kernel calls '" << fn.getName()
+                       << "', which the simulator does not provide (its host symbol table is "
+                          "simulator/HostFunctions.cpp)";
         return signalPassFailure();
       }
     }

@@ -2,12 +2,11 @@
 #include "simulator/Simulator.h"
 
 #include "simulator/HostFunctions.h"
+#include "simulator/HostJit.h"
 #include "simulator/InstrumentForSimulator.h"
 #include "simulator/PtxAsm.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -16,12 +15,8 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/Support/TargetSelect.h"
-
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -32,8 +27,7 @@ namespace tegula::sim {
 struct SimKernel::Impl {
   std::string kernel;
   OwningOpRef<ModuleOp> module;
-  std::unique_ptr<ExecutionEngine> engine;
-  void (*entry)(void **) = nullptr;
+  std::unique_ptr<HostJit> jit;
   std::vector<Site> sites;
   std::vector<std::shared_ptr<const AsmProgram>> programs;
   std::vector<Type> argTypes;
@@ -43,14 +37,6 @@ struct SimKernel::Impl {
 };
 
 namespace {
-
-void initHostTarget() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-}
 
 std::string diagnosticText(Diagnostic &d) {
   std::string where;
@@ -85,7 +71,6 @@ void marshal(const Arg &a, Type t, uint64_t &slot) {
 } // namespace
 
 std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::string &kernel) {
-  initHostTarget();
   MLIRContext *ctx = lowered->getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
@@ -123,30 +108,7 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   if (!fn)
     throw Error(fmt::format("simulator: the module has no kernel '{}'", kernel));
   llvm::append_range(impl->argTypes, fn.getArgumentTypes());
-
-  // O2: the simulated code runs once per thread per CTA; its compile time
-  // is small next to that.
-  auto transformer = makeOptimizingTransformer(2, 0, nullptr);
-  ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
-  options.enableGDBNotificationListener = false;
-  auto engine = ExecutionEngine::create(module, options);
-  if (!engine)
-    throw Error(fmt::format("simulator: JIT compilation of '{}' failed: {}", kernel,
-                            llvm::toString(engine.takeError())));
-  impl->engine = std::move(*engine);
-  impl->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    for (auto &[name, ptr] : hostSymbols())
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(ptr), llvm::JITSymbolFlags::Exported};
-    return map;
-  });
-  auto entry = impl->engine->lookupPacked(kernel);
-  if (!entry)
-    throw Error(fmt::format("simulator: JIT lookup of '{}' failed: {}", kernel,
-                            llvm::toString(entry.takeError())));
-  impl->entry = *entry;
+  impl->jit = HostJit::compile(module, kernel);
 
   std::shared_ptr<SimKernel> k(new SimKernel());
   k->impl_ = std::move(impl);
@@ -156,6 +118,10 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
 SimKernel::~SimKernel() = default;
 
 int SimKernel::threads() const { return impl_->threads; }
+
+const std::vector<std::string> &SimKernel::externalSymbols() const {
+  return impl_->jit->externalSymbols();
+}
 
 const std::string &SimKernel::instrumentedIR() const {
   if (impl_->ir.empty()) {
@@ -210,7 +176,7 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
       capturePrintf(nullptr);
     }
   } reset;
-  return runGrid(config, impl_->entry, packed.data());
+  return runGrid(config, impl_->jit->entry(), packed.data());
 }
 
 } // namespace tegula::sim

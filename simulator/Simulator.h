@@ -2,7 +2,8 @@
 //
 // `TEGULA_BACKEND=sim`: the per-thread LLVM + NVVM module the GPU back end
 // would turn into PTX is instrumented (InstrumentForSimulator.cpp), compiled
-// for the host with MLIR's ExecutionEngine, and run CTA by CTA with one fiber
+// for a baseline host CPU and linked against the simulator's own symbol
+// table (HostJit.h), and run CTA by CTA with one fiber
 // per thread (Runtime.h). See docs/simulator.md.
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +44,9 @@ public:
   /// The instrumented module, as text (TEGULA_DUMP=sim).
   const std::string &instrumentedIR() const;
   int threads() const;
+  /// The functions the compiled kernel calls outside itself; each is
+  /// provided by the simulator's host symbol table (HostFunctions.cpp).
+  const std::vector<std::string> &externalSymbols() const;
 
   struct Impl;
 

@@ -9,7 +9,7 @@ llvm.func @uses_texture(%p: !llvm.ptr<1>) -> i32 {
 
 // -----
 
-// expected-error @+1 {{'llvm.func' op is called by the kernel but the simulator has no host definition for it}}
+// expected-error @+1 {{the kernel calls '__nv_mystery', which the simulator does not provide}}
 llvm.func @__nv_mystery(f32) -> f32
 llvm.func @k(%x: f32) -> f32 {
   %0 = llvm.call @__nv_mystery(%x) : (f32) -> f32
