@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 cd "${TEGULA_BUILD_DIR:-build}"
+# The tests choose their own backends, caches and dumps: a TEGULA_* setting
+# left in the caller's environment must not change what they check.
+for v in TEGULA_BACKEND TEGULA_CACHE_DIR TEGULA_DUMP TEGULA_TIMING TEGULA_LAUNCH_BLOCKING \
+         TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE; do
+  if [[ -n ${!v+x} ]]; then
+    echo "[test] ignoring $v=${!v} from the environment"
+    unset "$v"
+  fi
+done
 status=0
 ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" "$@" || status=$?
 # A skipped test is not a passed one: say which and why.
