@@ -1,0 +1,70 @@
+//===- SharedSwizzle.h - swizzled shared memory, derived ---------*- C++ -*-===//
+//
+// A 2-D tile in shared memory is stored row by row along its contiguous
+// dimension, in 16-byte chunks; a swizzle XORs each row's chunk index with a
+// linear function of the row index, so that the rows a warp touches at once
+// fall in different banks. Shared memory has 32 banks of 4 bytes: a 16-byte
+// access covers 4 banks, and 8 such accesses (a "phase", 128 bytes) run in
+// one wavefront when their chunks land in 8 different bank groups.
+//
+// The swizzle is not tabled: deriveSwizzle() takes the accesses the kernel
+// makes - the stores that fill the tile (from the distributed layout of the
+// global load, 16 bytes per thread) and the ldmatrix reads that drain it
+// (ldmatrixAddressLayout) - and picks the simplest XOR function of the row
+// bits under which every phase of every access is conflict-free.
+// bankConflicts() counts what any layout costs, swizzled or not.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/layout/LinearLayout.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tegula::layout {
+
+struct SharedTile {
+  std::vector<int32_t> shape; // [dim0, dim1]
+  int contiguousDim = 1;      // 1: rows are dim0 (row-major); 0: column-major
+  int elementBits = 16;
+  /// rowXor[i]: the chunk-index bits that bit i of the row index flips
+  /// (empty: no swizzle). Each entry is below the number of chunks per row.
+  std::vector<int32_t> rowXor;
+
+  int32_t rowBytes() const;
+  /// Byte offset of the element at (dim0, dim1).
+  int64_t offset(int32_t d0, int32_t d1) const;
+  /// e.g. "row-major 128x32 bf16, chunk ^= row[0:3] -> {1, 2, 4}".
+  std::string toString() const;
+};
+
+/// One kind of 16-byte access: a layout from (lane, and any of register,
+/// warp) to the tile coordinates of each access's first element. Lanes run
+/// in phases of 8 (128 bytes), the unit of a shared-memory wavefront.
+struct SharedAccess {
+  std::string name;
+  LinearLayout starts;
+};
+
+/// The accesses of a distributed layout that moves `vectorElements`
+/// contiguous elements per thread and register group (its register bits
+/// below log2(vectorElements) form the vector).
+SharedAccess vectorAccess(const std::string &name, const LinearLayout &distributed,
+                          int32_t vectorElements);
+
+struct ConflictCount {
+  int64_t phases = 0;        // phases of 8 accesses examined
+  int64_t extraWavefronts = 0; // summed over phases: wavefronts - 1
+  int32_t worst = 0;         // wavefronts of the worst phase (1: conflict-free)
+};
+/// Simulates every phase of `access` against 32 banks of 4 bytes.
+ConflictCount bankConflicts(const SharedTile &tile, const SharedAccess &access);
+
+/// The swizzle (tile.rowXor) with the fewest row bits, then the fewest
+/// flipped chunk bits, under which every access is conflict-free; when none
+/// is, the one with the fewest extra wavefronts. `tile.rowXor` is ignored.
+SharedTile deriveSwizzle(SharedTile tile, const std::vector<SharedAccess> &accesses);
+
+} // namespace tegula::layout
