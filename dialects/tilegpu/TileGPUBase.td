@@ -62,4 +62,38 @@ def TileGPU_SliceEncodingAttr : TileGPU_Attr<"SliceEncoding", "slice"> {
   let genVerifyDecl = 1;
 }
 
+def TileGPU_MmaEncodingAttr : TileGPU_Attr<"MmaEncoding", "mma"> {
+  let summary = "The accumulator of mma.sync (m16n8): a 2-D tile spread over warps as C fragments";
+  let description = [{
+    Each warp owns 16 x 8 instruction tiles of the [M, N] tile; within one, lane
+    l holds rows l/4 and l/4 + 8, columns 2*(l%4) and 2*(l%4) + 1. Warps are
+    row-major over `warpsPerCTA` ([warps along M, warps along N]); a larger
+    tile repeats in more registers (along N, then M). The linear layout is
+    `mmaAccumulatorLayout` (compiler/layout/MmaLayouts.h).
+    `#tilegpu.mma<{warpsPerCTA = [2, 2]}>`
+  }];
+  let parameters = (ins ArrayRefParameter<"int32_t">:$warpsPerCTA);
+  let assemblyFormat = "`<` `{` `warpsPerCTA` `=` `[` $warpsPerCTA `]` `}` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int32_t getNumWarps() const;
+  }];
+}
+
+def TileGPU_DotOperandEncodingAttr : TileGPU_Attr<"DotOperandEncoding", "dot_operand"> {
+  let summary = "Operand A (opIdx 0, [M, K]) or B (opIdx 1, [K, N]) of the mma whose accumulator is `parent`";
+  let description = [{
+    The registers mma.sync reads, for elements of `elementBits` (16: f16/bf16,
+    m16n8k16; 32: tf32, m16n8k8; 8: i8, m16n8k32), packed 32 / elementBits to
+    a register. A is the same in every warp along N, B in every warp along M.
+    The linear layout is `mmaOperandLayout`.
+    `#tilegpu.dot_operand<{opIdx = 0, parent = #mma, elementBits = 16}>`
+  }];
+  let parameters = (ins "unsigned":$opIdx, "::mlir::Attribute":$parent, "unsigned":$elementBits);
+  let assemblyFormat = [{
+    `<` `{` `opIdx` `=` $opIdx `,` `parent` `=` $parent `,` `elementBits` `=` $elementBits `}` `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 #endif // TEGULA_TILEGPU_BASE

@@ -1,6 +1,7 @@
 //===- TileGPUDialect.cpp - tilegpu dialect, layouts, convert_layout ------===//
 #include "dialects/tilegpu/TileGPUDialect.h"
 
+#include "compiler/layout/MmaLayouts.h"
 #include "tegula/error.h"
 
 #include "mlir/IR/Builders.h"
@@ -31,6 +32,14 @@ struct TileGPUOpAsmInterface : OpAsmDialectInterface {
     }
     if (isa<SliceEncodingAttr>(attr)) {
       os << "slice";
+      return AliasResult::FinalAlias;
+    }
+    if (isa<MmaEncodingAttr>(attr)) {
+      os << "mma";
+      return AliasResult::FinalAlias;
+    }
+    if (isa<DotOperandEncodingAttr>(attr)) {
+      os << "dot_op";
       return AliasResult::FinalAlias;
     }
     return AliasResult::NoAlias;
@@ -94,6 +103,8 @@ LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitE
   unsigned parentRank = 0;
   if (auto blocked = dyn_cast<BlockedEncodingAttr>(parent))
     parentRank = blocked.getRank();
+  else if (isa<MmaEncodingAttr>(parent))
+    parentRank = 2;
   else if (auto slice = dyn_cast<SliceEncodingAttr>(parent))
     return emitError() << "slice of a slice is not supported yet";
   else
@@ -104,7 +115,45 @@ LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitE
   return success();
 }
 
+LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      ArrayRef<int32_t> warpsPerCTA) {
+  if (warpsPerCTA.size() != 2)
+    return emitError() << "mma layouts are 2-D: warpsPerCTA needs 2 entries, got "
+                       << warpsPerCTA.size();
+  for (int32_t w : warpsPerCTA)
+    if (w <= 0 || !llvm::isPowerOf2_32(uint32_t(w)))
+      return emitError() << "warpsPerCTA must be positive powers of two, got " << w;
+  return success();
+}
+
+int32_t MmaEncodingAttr::getNumWarps() const {
+  return getWarpsPerCTA()[0] * getWarpsPerCTA()[1];
+}
+
+LogicalResult DotOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                             unsigned opIdx, Attribute parent,
+                                             unsigned elementBits) {
+  if (opIdx > 1)
+    return emitError() << "opIdx is 0 (A) or 1 (B), got " << opIdx;
+  if (!isa<MmaEncodingAttr>(parent))
+    return emitError() << "dot_operand parent must be an mma layout, got " << parent;
+  if (elementBits != 8 && elementBits != 16 && elementBits != 32)
+    return emitError() << "mma.sync operands have 8, 16 or 32 bits, got " << elementBits;
+  return success();
+}
+
 namespace tegula::tilegpu {
+
+namespace {
+/// How many elements along `dim` one pass of the CTA covers under `parent`
+/// (the extent a slice along `dim` collapses).
+int32_t passAlong(Attribute parent, unsigned dim) {
+  if (auto b = dyn_cast<BlockedEncodingAttr>(parent))
+    return b.getSizePerThread()[dim] * b.getThreadsPerWarp()[dim] * b.getWarpsPerCTA()[dim];
+  auto mma = cast<MmaEncodingAttr>(parent);
+  return (dim == 0 ? 16 : 8) * mma.getWarpsPerCTA()[dim];
+}
+} // namespace
 
 layout::LinearLayout toLinearLayout(Attribute encoding, ArrayRef<int64_t> shape) {
   std::vector<int32_t> s(shape.begin(), shape.end());
@@ -114,18 +163,18 @@ layout::LinearLayout toLinearLayout(Attribute encoding, ArrayRef<int64_t> shape)
     return layout::blockedLayout(s, b.getSizePerThread().vec(), b.getThreadsPerWarp().vec(),
                                  b.getWarpsPerCTA().vec(), b.getOrder().vec());
   }
+  if (auto mma = dyn_cast_if_present<MmaEncodingAttr>(encoding))
+    return layout::mmaAccumulatorLayout(s, mma.getWarpsPerCTA().vec());
+  if (auto op = dyn_cast_if_present<DotOperandEncodingAttr>(encoding))
+    return layout::mmaOperandLayout(int(op.getOpIdx()), s, int(op.getElementBits()),
+                                    cast<MmaEncodingAttr>(op.getParent()).getWarpsPerCTA().vec());
   if (auto sl = dyn_cast_if_present<SliceEncodingAttr>(encoding)) {
-    auto parent = cast<BlockedEncodingAttr>(sl.getParent());
     unsigned dim = sl.getDim();
     // The parent spans one CTA pass along `dim`; slicing makes those
     // threads hold the same elements.
-    int32_t pass = parent.getSizePerThread()[dim] * parent.getThreadsPerWarp()[dim] *
-                   parent.getWarpsPerCTA()[dim];
-    std::vector<int32_t> parentShape = s;
-    parentShape.insert(parentShape.begin() + dim, pass);
-    layout::LinearLayout full = layout::blockedLayout(
-        parentShape, parent.getSizePerThread().vec(), parent.getThreadsPerWarp().vec(),
-        parent.getWarpsPerCTA().vec(), parent.getOrder().vec());
+    std::vector<int64_t> parentShape(shape.begin(), shape.end());
+    parentShape.insert(parentShape.begin() + dim, passAlong(sl.getParent(), dim));
+    layout::LinearLayout full = toLinearLayout(sl.getParent(), parentShape);
     layout::LinearLayout sliced = full.sliceOut(layout::dimName(int(dim)));
     std::vector<std::string> names;
     for (size_t d = 0; d < shape.size(); ++d)
@@ -181,7 +230,8 @@ LogicalResult ConvertLayoutOp::verify() {
   auto src = cast<RankedTensorType>(getSrc().getType());
   auto dst = cast<RankedTensorType>(getType());
   for (auto t : {src, dst})
-    if (!isa_and_present<BlockedEncodingAttr, SliceEncodingAttr>(t.getEncoding()))
+    if (!isa_and_present<BlockedEncodingAttr, SliceEncodingAttr, MmaEncodingAttr, DotOperandEncodingAttr>(
+            t.getEncoding()))
       return emitOpError() << "operand and result need tilegpu layouts, got " << t;
   return success();
 }

@@ -18,8 +18,9 @@
 
 namespace tegula::tilegpu {
 
-/// The linear layout of a tile of `shape` with layout `encoding` (blocked or
-/// slice). Throws tegula::Error for an unknown encoding.
+/// The linear layout of a tile of `shape` with layout `encoding` (blocked,
+/// slice, mma or dot_operand). Throws tegula::Error for an unknown encoding
+/// or a shape the layout cannot hold (an mma tile smaller than 16 x 8).
 layout::LinearLayout toLinearLayout(mlir::Attribute encoding, llvm::ArrayRef<int64_t> shape);
 
 /// The default layout of a tile of `shape` over `numWarps` warps: up to 4

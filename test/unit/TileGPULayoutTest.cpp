@@ -1,7 +1,9 @@
 // TileGPULayoutTest.cpp - tilegpu layout encodings as linear layouts, and
 // the default layout choice.
 #include "compiler/Registration.h"
+#include "compiler/layout/MmaLayouts.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
+#include "tegula/error.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -31,6 +33,35 @@ TEST_F(TileGPULayout, BlockedEncodingIsTheBlockedLinearLayout) {
   EXPECT_EQ(toLinearLayout(enc, {64, 64}),
             layout::blockedLayout({64, 64}, {1, 4}, {8, 4}, {4, 1}, {1, 0}));
   EXPECT_EQ(enc.getNumWarps(), 4);
+}
+
+TEST_F(TileGPULayout, MmaEncodingsAreTheTensorCoreLinearLayouts) {
+  auto mma = MmaEncodingAttr::get(&ctx, {2, 2});
+  EXPECT_EQ(mma.getNumWarps(), 4);
+  EXPECT_EQ(toLinearLayout(mma, {64, 128}), layout::mmaAccumulatorLayout({64, 128}, {2, 2}));
+  auto a = DotOperandEncodingAttr::get(&ctx, 0, mma, 16);
+  auto b = DotOperandEncodingAttr::get(&ctx, 1, mma, 16);
+  EXPECT_EQ(toLinearLayout(a, {64, 32}), layout::mmaOperandLayout(0, {64, 32}, 16, {2, 2}));
+  EXPECT_EQ(toLinearLayout(b, {32, 128}), layout::mmaOperandLayout(1, {32, 128}, 16, {2, 2}));
+  // A row reduction of the accumulator: each thread keeps exactly its rows
+  // (two per instruction tile), the 4 lanes of a quad and the warps along N
+  // hold the same rows.
+  auto rows = toLinearLayout(SliceEncodingAttr::get(&ctx, 1, mma), {64});
+  auto full = toLinearLayout(mma, {64, 128});
+  EXPECT_TRUE(rows.isSurjective());
+  EXPECT_EQ(rows.freeBits("lane"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(rows.freeBits("warp"), (std::vector<int>{0}));
+  for (int32_t l = 0; l < 32; ++l)
+    for (int32_t w = 0; w < 4; ++w) {
+      std::set<int32_t> parentRows, sliceRows;
+      for (int32_t r = 0; r < full.inDimSize("register"); ++r)
+        parentRows.insert(full.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
+      for (int32_t r = 0; r < rows.inDimSize("register"); ++r)
+        sliceRows.insert(rows.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
+      EXPECT_EQ(sliceRows, parentRows) << "lane " << l << " warp " << w;
+    }
+  // Too small for one instruction per warp row: a clear error.
+  EXPECT_THROW(toLinearLayout(mma, {8, 8}), Error);
 }
 
 TEST_F(TileGPULayout, SliceHoldsTheParentsRows) {

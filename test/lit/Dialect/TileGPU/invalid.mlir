@@ -53,3 +53,34 @@ func.func @f(%x: tensor<64xf32, #b>) {
   %0 = tilegpu.convert_layout %x : tensor<64xf32, #b> -> tensor<32xf32, #b>
   return
 }
+
+// -----
+
+// mma layouts are 2-D.
+// expected-error @+1 {{mma layouts are 2-D: warpsPerCTA needs 2 entries, got 1}}
+#bad = #tilegpu.mma<{warpsPerCTA = [4]}>
+func.func @f(%x: tensor<64xf32, #bad>) { return }
+
+// -----
+
+// dot operands are A or B.
+#mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+// expected-error @+1 {{opIdx is 0 (A) or 1 (B), got 2}}
+#bad = #tilegpu.dot_operand<{opIdx = 2, parent = #mma, elementBits = 16}>
+func.func @f(%x: tensor<64x64xf16, #bad>) { return }
+
+// -----
+
+// mma.sync has no 4-bit operands here.
+#mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+// expected-error @+1 {{mma.sync operands have 8, 16 or 32 bits, got 4}}
+#bad = #tilegpu.dot_operand<{opIdx = 0, parent = #mma, elementBits = 4}>
+func.func @f(%x: tensor<64x64xf16, #bad>) { return }
+
+// -----
+
+// A dot operand belongs to an mma accumulator.
+#blocked = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+// expected-error @+1 {{dot_operand parent must be an mma layout}}
+#bad = #tilegpu.dot_operand<{opIdx = 0, parent = #blocked, elementBits = 16}>
+func.func @f(%x: tensor<64x64xf16, #bad>) { return }
