@@ -23,6 +23,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps) {
   options.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createAccelerateDot());
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());

@@ -62,11 +62,11 @@ int64_t exchangeBytes(Operation *op) {
   return dst.getNumElements() * exchangeSlotBytes(dst.getElementType());
 }
 
-/// Both operand tiles, row-major, a then b (DotToLLVM).
+/// Both operand tiles, row-major, a then b (DotToLLVM's FMA path).
 int64_t dotBytes(tile::DotOp op) {
   RankedTensorType a = encodedTensor(op.getA().getType());
-  if (!a)
-    return 0;
+  if (!a || isa<tilegpu::DotOperandEncodingAttr>(a.getEncoding()))
+    return 0; // mma.sync: the operands arrive in registers
   auto b = cast<RankedTensorType>(op.getB().getType());
   return (a.getNumElements() + b.getNumElements()) * bytesOf(a.getElementType());
 }

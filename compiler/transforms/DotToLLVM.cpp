@@ -1,6 +1,13 @@
-//===- DotToLLVM.cpp - tile.dot as FMAs (correct on any shape) ------------===//
+//===- DotToLLVM.cpp - tile.dot on tensor cores or as FMAs ----------------===//
 //
-// The FMA path: the owners of `a` (MxK) and `b` (KxN) write them to shared
+// The mma.sync path: a dot whose operands carry #tilegpu.dot_operand
+// layouts and whose accumulator carries #tilegpu.mma (accelerate-dot) is
+// already in the registers mma.sync reads: each thread packs its operand
+// values two to a 32-bit register and issues one m16n8k16 per instruction
+// tile of its warp, in the register order the layouts define
+// (compiler/layout/MmaLayouts.h).
+//
+// The FMA path, every other dot: the owners of `a` (MxK) and `b` (KxN) write them to shared
 // memory, and each thread computes the accumulator elements it holds,
 // acc[i][j] += sum_k a[i][k] * b[k][j], in fp32 (f16/bf16 operands are
 // widened; i8 accumulates in i32). tf32 precision is not emulated here: the
@@ -44,10 +51,76 @@ void storeTile(ConversionPatternRewriter &rw, Location loc, ValueRange values,
   }
 }
 
+bool onTensorCores(tile::DotOp op) {
+  return isa_and_present<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(op.getType()).getEncoding());
+}
+
+struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!onTensorCores(op))
+      return failure();
+    Location loc = op.getLoc();
+    auto aT = cast<RankedTensorType>(op.getA().getType());
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
+    const int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    // Instruction tiles per warp along each dimension (a tile smaller than
+    // the warps' reach is held in duplicate: one tile per warp).
+    const int64_t kTiles = K / 16, mTiles = std::max<int64_t>(1, M / (16 * wm)),
+                  nTiles = std::max<int64_t>(1, N / (8 * wn));
+    ValueRange a = adaptor.getA(), b = adaptor.getB(), c = adaptor.getAcc();
+    if (int64_t(a.size()) != 8 * kTiles * mTiles || int64_t(b.size()) != 4 * kTiles * nTiles ||
+        int64_t(c.size()) != 4 * mTiles * nTiles)
+      return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
+    Type elem = getTypeConverter()->convertType(aT.getElementType());
+    const bool bf16 = elem.isBF16();
+    auto pair = VectorType::get({2}, elem);
+    Type i32 = rw.getI32Type();
+    // Two 16-bit values in one 32-bit register, the first in the low half.
+    auto pack = [&](Value lo, Value hi) -> Value {
+      Value v = LLVM::PoisonOp::create(rw, loc, pair);
+      v = LLVM::InsertElementOp::create(rw, loc, v, lo, i32Const(rw, loc, 0));
+      v = LLVM::InsertElementOp::create(rw, loc, v, hi, i32Const(rw, loc, 1));
+      return bf16 ? Value(LLVM::BitcastOp::create(rw, loc, i32, v)) : v;
+    };
+    Type f32 = rw.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
+    const NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    SmallVector<Value> results(c.begin(), c.end());
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t ni = 0; ni < nTiles; ++ni) {
+        const int64_t cBase = 4 * (ni + nTiles * mi);
+        for (int64_t ki = 0; ki < kTiles; ++ki) {
+          const int64_t aBase = 8 * (ki + kTiles * mi), bBase = 4 * (ki + kTiles * ni);
+          SmallVector<Value> aRegs, bRegs;
+          for (int64_t r = 0; r < 4; ++r)
+            aRegs.push_back(pack(a[size_t(aBase + 2 * r)], a[size_t(aBase + 2 * r + 1)]));
+          for (int64_t r = 0; r < 2; ++r)
+            bRegs.push_back(pack(b[size_t(bBase + 2 * r)], b[size_t(bBase + 2 * r + 1)]));
+          ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
+          auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, 16},
+                                       std::nullopt, std::nullopt,
+                                       std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                                       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                      NVVM::MMALayout::col});
+          for (int64_t s = 0; s < 4; ++s)
+            results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
+        }
+      }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
 struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
+    if (onTensorCores(op))
+      return failure();
     if (!analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);
     Location loc = op.getLoc();
@@ -108,7 +181,7 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
 } // namespace
 
 void populateDotPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<DotFmaPattern>(types, patterns.getContext());
+  patterns.add<DotMmaPattern, DotFmaPattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

@@ -22,6 +22,21 @@ def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def AccelerateDot : Pass<"accelerate-dot", "mlir::ModuleOp"> {
+  let summary = "Put tile.dot on tensor cores: mma.sync layouts for its operands and result";
+  let description = [{
+    A `tile.dot` with f16 or bf16 operands, an f32 accumulator and a shape
+    mma.sync tiles (M a multiple of 16, N of 8, K of 16) gets the
+    `#tilegpu.mma` layout for its accumulator and result and the
+    `#tilegpu.dot_operand` layouts for its operands, with
+    `tilegpu.convert_layout`s in and out; `lower-tilegpu-to-llvm` then emits
+    `nvvm.mma.sync` (m16n8k16) for it. The CTA's warps split over M first
+    (as many as M has 16-row blocks), then N. Every other dot keeps its
+    blocked layouts and the FMA lowering (f32 `ieee` is never tf32).
+  }];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
+}
+
 def RemoveLayoutConversions : Pass<"remove-layout-conversions", "mlir::ModuleOp"> {
   let summary = "Rematerialise cheap values in the layout their users need";
   let description = [{

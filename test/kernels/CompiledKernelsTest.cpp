@@ -118,6 +118,32 @@ TEST_P(Compiled, MatmulFma) {
   }
 }
 
+/// bf16 and f16 dots with an f32 accumulator run on tensor cores
+/// (accelerate-dot -> mma.sync m16n8k16); ragged M, N, K exercise the masks
+/// that zero-fill the operand tiles, 32x32x16 and 64x64x32 tiles the warp
+/// splits and instruction repeats.
+template <class T> void tensorCoreMatmul(const LaunchOptions &target, const LaunchOptions &interp) {
+  auto k = kernel("matmul_tc", examples::matmul<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  for (Shape s : {Shape{65, 33, 40, 32, 32, 16}, Shape{100, 72, 96, 64, 64, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<T>(size_t(s.M * s.K)), b = random_vector<T>(size_t(s.K * s.N));
+    auto c1 = poisoned<T>(size_t(s.M * s.N)), c2 = poisoned<T>(size_t(s.M * s.N));
+    LaunchOptions ti = interp, tt = target;
+    ti.grid = tt.grid = Grid{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(ti, a, b, c1, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(tt, a, b, c2, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    // The f32 sums differ in order; the stored 16-bit results by an ulp at most.
+    EXPECT_LT(rel_error(c2, to_double(c1)), tolerance<T>());
+  }
+  std::vector<T> x(64 * 64);
+  std::string ptx = k.compile({x, x, x, 64, 64, 64, 32, 32, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32"));
+}
+
+TEST_P(Compiled, MatmulTensorCoresBf16) { tensorCoreMatmul<bfloat16>(target({1}), interp({1})); }
+TEST_P(Compiled, MatmulTensorCoresF16) { tensorCoreMatmul<float16>(target({1}), interp({1})); }
+
 TEST_P(Compiled, RowSumAtomicAndTranspose) {
   auto rs = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
   auto tr = kernel("transpose", examples::transpose<float>, {"x", "out", "M", "N", "BM", "BN"});

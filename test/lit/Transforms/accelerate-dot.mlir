@@ -1,0 +1,51 @@
+// RUN: tegula-opt %s -split-input-file -accelerate-dot | FileCheck %s
+// RUN: tegula-opt %s -split-input-file -accelerate-dot -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+
+// A bf16 dot with an f32 accumulator goes to tensor cores: its operands are
+// converted to the dot-operand layouts of an mma layout (4 warps: 2 along
+// M's 16-row blocks, 2 along N), the accumulator and result to that mma
+// layout, and the result back to the layout its users had.
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+// CHECK-DAG: #[[A:dot_op[0-9]*]] = #tilegpu.dot_operand<{opIdx = 0, parent = #[[MMA]], elementBits = 16}>
+// CHECK-DAG: #[[B:dot_op[0-9]*]] = #tilegpu.dot_operand<{opIdx = 1, parent = #[[MMA]], elementBits = 16}>
+// CHECK-LABEL: func.func @bf16
+// CHECK:   %[[A2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xbf16, #blocked> -> tensor<32x32xbf16, #[[A]]>
+// CHECK:   %[[B2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xbf16, #blocked> -> tensor<32x32xbf16, #[[B]]>
+// CHECK:   %[[C2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xf32, #blocked> -> tensor<32x32xf32, #[[MMA]]>
+// CHECK:   %[[D:.*]] = tile.dot %[[A2]], %[[B2]], %[[C2]], ieee : tensor<32x32xbf16, #[[A]]> * tensor<32x32xbf16, #[[B]]> -> tensor<32x32xf32, #[[MMA]]>
+// CHECK:   tilegpu.convert_layout %[[D]] : tensor<32x32xf32, #[[MMA]]> -> tensor<32x32xf32, #blocked>
+// One thread's share of a 32x32x32 dot at 4 warps: one 16x8 tile per warp
+// along each of N's 2 repeats, two k-steps: 4 mma.sync.
+// LLVM-LABEL: llvm.func @bf16
+// LLVM-COUNT-4: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// LLVM-NOT: nvvm.mma.sync
+  func.func @bf16(%a: tensor<32x32xbf16, #b>, %bb: tensor<32x32xbf16, #b>, %c: tensor<32x32xf32, #b>) -> tensor<32x32xf32, #b> {
+    %d = tile.dot %a, %bb, %c, ieee : tensor<32x32xbf16, #b> * tensor<32x32xbf16, #b> -> tensor<32x32xf32, #b>
+    return %d : tensor<32x32xf32, #b>
+  }
+}
+
+// -----
+
+// f32 operands stay on the FMA path (ieee is never tf32), as do shapes
+// mma.sync does not tile (N = 4) and, for now, i8 (m16n8k32 comes later).
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-LABEL: func.func @stays
+// CHECK-NOT: tilegpu.convert_layout
+// CHECK-NOT: #tilegpu.mma
+// CHECK: return
+// LLVM-LABEL: llvm.func @stays
+// LLVM-NOT: nvvm.mma.sync
+// LLVM: llvm.return
+  func.func @stays(%a: tensor<32x32xf32, #b>, %c: tensor<32x32xf32, #b>,
+                   %h: tensor<32x16xf16, #b>, %n: tensor<16x4xf16, #b>, %c4: tensor<32x4xf32, #b>,
+                   %i: tensor<32x32xi8, #b>, %ci: tensor<32x32xi32, #b>) {
+    %0 = tile.dot %a, %a, %c, ieee : tensor<32x32xf32, #b> * tensor<32x32xf32, #b> -> tensor<32x32xf32, #b>
+    %1 = tile.dot %h, %n, %c4, ieee : tensor<32x16xf16, #b> * tensor<16x4xf16, #b> -> tensor<32x4xf32, #b>
+    %2 = tile.dot %i, %i, %ci, ieee : tensor<32x32xi8, #b> * tensor<32x32xi8, #b> -> tensor<32x32xi32, #b>
+    return
+  }
+}
