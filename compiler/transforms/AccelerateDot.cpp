@@ -1,6 +1,8 @@
 //===- AccelerateDot.cpp - tile.dot onto mma.sync layouts -----------------===//
 #include "compiler/transforms/Passes.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 namespace tegula {
 #define GEN_PASS_DEF_ACCELERATEDOT
 #include "compiler/transforms/Passes.h.inc"
@@ -10,6 +12,48 @@ using namespace mlir;
 using namespace tegula;
 
 namespace {
+
+/// A dot accumulating across a loop: `acc` is the loop's iter_arg `i` and
+/// the loop yields the dot's result there, through the conversion back to
+/// the original layout. Then the iter_arg itself takes the mma layout: the
+/// accumulator stays in the mma registers for the whole loop, converted once
+/// before it and once after, instead of twice per iteration.
+void keepAccumulatorInLoop(tile::DotOp mmaDot, tilegpu::ConvertLayoutOp in,
+                           tilegpu::ConvertLayoutOp out) {
+  auto arg = dyn_cast<BlockArgument>(in.getSrc());
+  auto loop = arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!loop || arg.getArgNumber() == 0 || !out->hasOneUse())
+    return;
+  auto yield = dyn_cast<scf::YieldOp>(*out->getUsers().begin());
+  const unsigned i = arg.getArgNumber() - 1; // after the induction variable
+  if (!yield || yield->getParentOp() != loop || yield.getOperand(i) != out.getResult())
+    return;
+  Type mmaType = mmaDot.getType(), original = arg.getType();
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  // Before the loop: the initial accumulator, converted once.
+  OpOperand &init = loop.getInitArgsMutable()[i];
+  init.set(tilegpu::ConvertLayoutOp::create(b, loc, mmaType, init.get()));
+  // In the loop: the argument is the mma accumulator; other users (if any)
+  // get it back in their layout.
+  arg.setType(mmaType);
+  if (!arg.hasOneUse()) { // users besides `in` keep the original layout
+    OpBuilder inside = OpBuilder::atBlockBegin(arg.getOwner());
+    auto back = tilegpu::ConvertLayoutOp::create(inside, loc, original, arg);
+    arg.replaceAllUsesExcept(back, SmallPtrSet<Operation *, 2>{back, in});
+  }
+  in.getResult().replaceAllUsesWith(arg);
+  in.erase();
+  yield->setOperand(i, mmaDot.getResult());
+  if (out.use_empty())
+    out.erase();
+  // After the loop: the result, converted once.
+  Value result = loop.getResult(i);
+  result.setType(mmaType);
+  b.setInsertionPointAfter(loop);
+  auto after = tilegpu::ConvertLayoutOp::create(b, loc, original, result);
+  result.replaceAllUsesExcept(after, after);
+}
 
 /// The operand element width mma.sync m16n8k16 takes, or 0.
 unsigned mmaOperandBits(RankedTensorType a, RankedTensorType b, RankedTensorType c) {
@@ -51,11 +95,13 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       };
       Value a = convert(dot.getA(), retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)));
       Value bv = convert(dot.getB(), retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)));
-      Value acc = convert(dot.getAcc(), retype(cT, mma));
+      auto accIn = tilegpu::ConvertLayoutOp::create(b, loc, retype(cT, mma), dot.getAcc());
       auto onTensorCores =
-          tile::DotOp::create(b, loc, retype(cT, mma), a, bv, acc, dot.getPrecisionAttr());
-      dot.replaceAllUsesWith(convert(onTensorCores.getResult(), cT));
+          tile::DotOp::create(b, loc, retype(cT, mma), a, bv, accIn, dot.getPrecisionAttr());
+      auto resultOut = tilegpu::ConvertLayoutOp::create(b, loc, cT, onTensorCores.getResult());
+      dot.replaceAllUsesWith(resultOut.getResult());
       dot.erase();
+      keepAccumulatorInLoop(onTensorCores, accIn, resultOut);
     });
   }
 };

@@ -31,8 +31,12 @@ def AccelerateDot : Pass<"accelerate-dot", "mlir::ModuleOp"> {
     `#tilegpu.dot_operand` layouts for its operands, with
     `tilegpu.convert_layout`s in and out; `lower-tilegpu-to-llvm` then emits
     `nvvm.mma.sync` (m16n8k16) for it. The CTA's warps split over M first
-    (as many as M has 16-row blocks), then N. Every other dot keeps its
-    blocked layouts and the FMA lowering (f32 `ieee` is never tf32).
+    (as many as M has 16-row blocks), then N. A dot accumulating across an
+    `scf.for` (its accumulator the loop's iter_arg, its result yielded
+    there) keeps the accumulator in the mma layout: the iter_arg changes
+    layout, converted once before the loop and once after. Every other dot
+    keeps its blocked layouts and the FMA lowering (f32 `ieee` is never
+    tf32).
   }];
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }

@@ -49,3 +49,28 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return
   }
 }
+
+// -----
+
+// A dot accumulating across a loop keeps its accumulator in the mma layout:
+// the iter_arg takes it, converted once before the loop and once after,
+// and the loop body converts only the operands.
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-LABEL: func.func @loop
+// CHECK:   %[[INIT:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xf32, #blocked> -> tensor<32x32xf32, #[[MMA:mma[0-9]*]]>
+// CHECK:   %[[R:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<32x32xf32, #[[MMA]]>)
+// CHECK-NOT:   tensor<32x32xf32, #blocked>
+// CHECK:     %[[D:.*]] = tile.dot %{{.*}}, %{{.*}}, %[[ACC]], ieee
+// CHECK:     scf.yield %[[D]] : tensor<32x32xf32, #[[MMA]]>
+// CHECK:   tilegpu.convert_layout %[[R]] : tensor<32x32xf32, #[[MMA]]> -> tensor<32x32xf32, #blocked>
+  func.func @loop(%a: tensor<32x32xbf16, #b>, %bb: tensor<32x32xbf16, #b>, %c: tensor<32x32xf32, #b>, %n: i32) -> tensor<32x32xf32, #b> {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c) -> (tensor<32x32xf32, #b>) : i32 {
+      %d = tile.dot %a, %bb, %acc, ieee : tensor<32x32xbf16, #b> * tensor<32x32xbf16, #b> -> tensor<32x32xf32, #b>
+      scf.yield %d : tensor<32x32xf32, #b>
+    }
+    return %r : tensor<32x32xf32, #b>
+  }
+}
