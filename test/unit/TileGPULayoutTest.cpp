@@ -17,6 +17,20 @@ using namespace tegula::tilegpu;
 
 namespace {
 
+/// Every thread (4 warps) holds, in the slice `rows`, exactly the rows it
+/// held in the 2-D parent `full`.
+void expectSameRowsPerThread(const layout::LinearLayout &full, const layout::LinearLayout &rows) {
+  for (int32_t l = 0; l < 32; ++l)
+    for (int32_t w = 0; w < 4; ++w) {
+      std::set<int32_t> parentRows, sliceRows;
+      for (int32_t r = 0; r < full.inDimSize("register"); ++r)
+        parentRows.insert(full.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
+      for (int32_t r = 0; r < rows.inDimSize("register"); ++r)
+        sliceRows.insert(rows.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
+      EXPECT_EQ(sliceRows, parentRows) << "lane " << l << " warp " << w;
+    }
+}
+
 class TileGPULayout : public ::testing::Test {
 protected:
   TileGPULayout() {
@@ -51,15 +65,7 @@ TEST_F(TileGPULayout, MmaEncodingsAreTheTensorCoreLinearLayouts) {
   EXPECT_TRUE(rows.isSurjective());
   EXPECT_EQ(rows.freeBits("lane"), (std::vector<int>{0, 1}));
   EXPECT_EQ(rows.freeBits("warp"), (std::vector<int>{0}));
-  for (int32_t l = 0; l < 32; ++l)
-    for (int32_t w = 0; w < 4; ++w) {
-      std::set<int32_t> parentRows, sliceRows;
-      for (int32_t r = 0; r < full.inDimSize("register"); ++r)
-        parentRows.insert(full.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
-      for (int32_t r = 0; r < rows.inDimSize("register"); ++r)
-        sliceRows.insert(rows.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
-      EXPECT_EQ(sliceRows, parentRows) << "lane " << l << " warp " << w;
-    }
+  expectSameRowsPerThread(full, rows);
   // Too small for one instruction per warp row: a clear error.
   EXPECT_THROW(toLinearLayout(mma, {8, 8}), Error);
 }
@@ -72,15 +78,7 @@ TEST_F(TileGPULayout, SliceHoldsTheParentsRows) {
   ASSERT_EQ(rows.outDims().size(), 1u);
   EXPECT_EQ(rows.outDims()[0].name, "dim0");
   // Every thread holds, in the slice, exactly the rows it held in the parent.
-  for (int32_t l = 0; l < 32; ++l)
-    for (int32_t w = 0; w < 4; ++w) {
-      std::set<int32_t> parentRows, sliceRows;
-      for (int32_t r = 0; r < full.inDimSize("register"); ++r)
-        parentRows.insert(full.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
-      for (int32_t r = 0; r < rows.inDimSize("register"); ++r)
-        sliceRows.insert(rows.apply({{"register", r}, {"lane", l}, {"warp", w}})[0]);
-      EXPECT_EQ(sliceRows, parentRows) << "lane " << l << " warp " << w;
-    }
+  expectSameRowsPerThread(full, rows);
   EXPECT_TRUE(rows.isSurjective());
   // The 4 lanes along dim1 now hold the same row.
   EXPECT_EQ(rows.freeBits("lane"), (std::vector<int>{0, 1}));
