@@ -4,9 +4,8 @@
 #include "tegula/error.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +13,7 @@
 namespace tegula::layout {
 namespace {
 
-constexpr int kAccessBytes = 16, kPhaseLanes = 8, kBanks = 32, kBankBytes = 4;
+constexpr int kAccessBytes = 16, kPhaseBytes = 128, kBanks = 32, kBankBytes = 4;
 // Row bits a swizzle may use: 4 covers every pattern of 8 rows x 16 bytes
 // and keeps the search at 8^4 candidates.
 constexpr int kMaxSwizzleRowBits = 4;
@@ -63,13 +62,34 @@ std::string SharedTile::toString() const {
                          fmt::join(rowXor, ", "));
 }
 
+LinearLayout SharedTile::offsetLayout() const {
+  for (int32_t extent : shape)
+    if (!std::has_single_bit(uint32_t(extent)))
+      throw Error(fmt::format("shared tile {}: dimensions must be powers of two", toString()));
+  const int chunkBits = log2Of(kAccessBytes * 8 / elementBits); // elements in a chunk
+  const int32_t rowElements = shape[size_t(contiguousDim)];
+  std::vector<std::vector<int32_t>> bases[2];
+  // Along the contiguous dimension: the element index within the row.
+  for (int bit = 0; bit < log2Of(rowElements); ++bit)
+    bases[contiguousDim].push_back({int32_t(1) << bit});
+  // Along the other: a whole row, with its swizzle's chunk flips.
+  for (int bit = 0; bit < log2Of(shape[size_t(1 - contiguousDim)]); ++bit) {
+    int32_t flip = size_t(bit) < rowXor.size() ? rowXor[size_t(bit)] : 0;
+    bases[1 - contiguousDim].push_back({(rowElements << bit) ^ (flip << chunkBits)});
+  }
+  return LinearLayout::fromBases({{"dim0", bases[0]}, {"dim1", bases[1]}},
+                                 {{"offset", shape[0] * shape[1]}});
+}
+
 SharedAccess vectorAccess(const std::string &name, const LinearLayout &distributed,
-                          int32_t vectorElements) {
+                          int32_t vectorElements, int elementBits) {
   const int vecBits = log2Of(vectorElements);
+  const int64_t bytes = int64_t(vectorElements) * elementBits / 8;
   if (!std::has_single_bit(uint32_t(vectorElements)) ||
-      distributed.inDimSize("register") < vectorElements)
-    throw Error(fmt::format("{}: a vector of {} elements needs as many registers", name,
-                            vectorElements));
+      distributed.inDimSize("register") < vectorElements || bytes < 1 || bytes > kAccessBytes)
+    throw Error(fmt::format("{}: a vector of {} {}-bit elements needs as many registers and at "
+                            "most 16 bytes",
+                            name, vectorElements, elementBits));
   std::vector<std::pair<std::string, std::vector<std::vector<int32_t>>>> bases;
   for (const LinearLayout::Dim &d : distributed.inDims()) {
     std::vector<std::vector<int32_t>> dimBases;
@@ -88,41 +108,82 @@ SharedAccess vectorAccess(const std::string &name, const LinearLayout &distribut
   std::vector<std::pair<std::string, int32_t>> outs;
   for (const LinearLayout::Dim &d : distributed.outDims())
     outs.push_back({d.name, 1 << d.log2Size});
-  return {name, LinearLayout::fromBases(bases, outs)};
+  return {name, LinearLayout::fromBases(bases, outs), int32_t(bytes)};
 }
 
-ConflictCount bankConflicts(const SharedTile &tile, const SharedAccess &access) {
+namespace {
+
+/// The tile coordinates each lane of each phase of `access` starts at:
+/// computed once, then priced under any number of candidate swizzles.
+struct Phases {
+  int32_t bytes;
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> lanes;
+};
+
+Phases phasesOf(const SharedAccess &access) {
   const LinearLayout &l = access.starts;
   if (l.outDims().size() != 2)
     throw Error(fmt::format("{}: shared tiles are 2-D", access.name));
+  if (access.bytes < 1 || access.bytes > kAccessBytes)
+    throw Error(fmt::format("{}: accesses are 1 to 16 bytes, not {}", access.name, access.bytes));
   const int32_t lanes = l.hasInDim("lane") ? l.inDimSize("lane") : 1;
-  ConflictCount count;
+  const int32_t perPhase = std::max(1, kPhaseBytes / access.bytes);
+  Phases p{access.bytes, {}};
   for (auto &others : nonLaneInputs(l))
-    for (int32_t first = 0; first < lanes; first += kPhaseLanes) {
-      std::map<int, std::set<int64_t>> wordsPerBank;
-      for (int32_t lane = first; lane < std::min(lanes, first + kPhaseLanes); ++lane) {
+    for (int32_t first = 0; first < lanes; first += perPhase) {
+      auto &phase = p.lanes.emplace_back();
+      for (int32_t lane = first; lane < std::min(lanes, first + perPhase); ++lane) {
         auto in = others;
         in.push_back({"lane", lane});
         std::vector<int32_t> c = l.apply(in);
-        const int64_t byte = tile.offset(c[0], c[1]);
-        for (int64_t word = byte / kBankBytes; word < (byte + kAccessBytes) / kBankBytes; ++word)
-          wordsPerBank[int(word % kBanks)].insert(word);
+        phase.push_back({c[0], c[1]});
       }
-      int32_t wavefronts = 1;
-      for (auto &[bank, words] : wordsPerBank)
-        wavefronts = std::max(wavefronts, int32_t(words.size()));
-      ++count.phases;
-      count.extraWavefronts += wavefronts - 1;
-      count.worst = std::max(count.worst, wavefronts);
     }
+  return p;
+}
+
+ConflictCount price(const SharedTile &tile, const Phases &p) {
+  ConflictCount count;
+  // The distinct 4-byte words each bank serves in one phase (same word:
+  // a broadcast, not a conflict). Called thousands of times by
+  // deriveSwizzle: plain arrays, no allocation per phase.
+  std::array<std::array<int64_t, 32>, kBanks> words;
+  std::array<int32_t, kBanks> used;
+  for (auto &phase : p.lanes) {
+    used.fill(0);
+    int32_t wavefronts = 1;
+    for (auto [d0, d1] : phase) {
+      const int64_t byte = tile.offset(d0, d1);
+      for (int64_t word = byte / kBankBytes; word <= (byte + p.bytes - 1) / kBankBytes; ++word) {
+        const int bank = int(word % kBanks);
+        auto first = words[size_t(bank)].begin(), last = first + used[size_t(bank)];
+        if (std::find(first, last, word) == last && used[size_t(bank)] < 32) {
+          words[size_t(bank)][size_t(used[size_t(bank)]++)] = word;
+          wavefronts = std::max(wavefronts, used[size_t(bank)]);
+        }
+      }
+    }
+    ++count.phases;
+    count.extraWavefronts += wavefronts - 1;
+    count.worst = std::max(count.worst, wavefronts);
+  }
   return count;
 }
 
+} // namespace
+
+ConflictCount bankConflicts(const SharedTile &tile, const SharedAccess &access) {
+  return price(tile, phasesOf(access));
+}
+
 SharedTile deriveSwizzle(SharedTile tile, const std::vector<SharedAccess> &accesses) {
+  std::vector<Phases> phases;
+  for (const SharedAccess &a : accesses)
+    phases.push_back(phasesOf(a));
   auto cost = [&](const SharedTile &t) {
     int64_t extra = 0;
-    for (const SharedAccess &a : accesses)
-      extra += bankConflicts(t, a).extraWavefronts;
+    for (const Phases &p : phases)
+      extra += price(t, p).extraWavefronts;
     return extra;
   };
   tile.rowXor.clear();

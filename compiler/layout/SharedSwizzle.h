@@ -38,21 +38,28 @@ struct SharedTile {
   int64_t offset(int32_t d0, int32_t d1) const;
   /// e.g. "row-major 128x32 bf16, chunk ^= row[0:3] -> {1, 2, 4}".
   std::string toString() const;
+  /// The same placement as a linear layout from (dim0, dim1) to the element
+  /// index "offset" (offset(d0, d1) = its value * elementBits / 8): swizzling
+  /// only XORs chunk bits, so it composes with any distributed layout.
+  /// Requires power-of-two dimensions.
+  LinearLayout offsetLayout() const;
 };
 
-/// One kind of 16-byte access: a layout from (lane, and any of register,
-/// warp) to the tile coordinates of each access's first element. Lanes run
-/// in phases of 8 (128 bytes), the unit of a shared-memory wavefront.
+/// One kind of access of `bytes` (1 to 16) per lane: a layout from (lane,
+/// and any of register, warp) to the tile coordinates of each access's first
+/// element. Lanes run in phases of 128 / bytes (8 lanes of 16 bytes, 16 of
+/// 8, the whole warp below that), the unit of a shared-memory wavefront.
 struct SharedAccess {
   std::string name;
   LinearLayout starts;
+  int32_t bytes = 16;
 };
 
 /// The accesses of a distributed layout that moves `vectorElements`
-/// contiguous elements per thread and register group (its register bits
-/// below log2(vectorElements) form the vector).
+/// contiguous elements of `elementBits` per thread and register group (its
+/// register bits below log2(vectorElements) form the vector).
 SharedAccess vectorAccess(const std::string &name, const LinearLayout &distributed,
-                          int32_t vectorElements);
+                          int32_t vectorElements, int elementBits);
 
 struct ConflictCount {
   int64_t phases = 0;        // phases of 8 accesses examined

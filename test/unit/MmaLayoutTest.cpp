@@ -166,7 +166,7 @@ TEST(SharedSwizzle, DerivedSwizzlesMakeStoresAndLdmatrixConflictFree) {
   }
   for (SwizzleCase &c : cases) {
     SCOPED_TRACE(c.tile.toString());
-    SharedAccess store = vectorAccess("store", c.store, 8);
+    SharedAccess store = vectorAccess("store", c.store, 8, 16);
     SharedAccess read{"ldmatrix", c.reader};
     ConflictCount plainRead = bankConflicts(c.tile, read);
     SharedTile swizzled = deriveSwizzle(c.tile, {store, read});
@@ -187,7 +187,37 @@ TEST(SharedSwizzle, DerivedSwizzlesMakeStoresAndLdmatrixConflictFree) {
         offsets.insert(swizzled.offset(i, j));
     EXPECT_EQ(int64_t(offsets.size()), int64_t(c.tile.shape[0]) * c.tile.shape[1]);
     EXPECT_EQ(*offsets.rbegin(), int64_t(c.tile.shape[0]) * c.tile.shape[1] * 2 - 2);
+    // The lowering addresses the tile through offsetLayout(): same places.
+    LinearLayout asLayout = swizzled.offsetLayout();
+    for (int32_t i = 0; i < c.tile.shape[0]; ++i)
+      for (int32_t j = 0; j < c.tile.shape[1]; ++j)
+        ASSERT_EQ(int64_t(asLayout.apply({{"dim0", i}, {"dim1", j}})[0]) * 2, swizzled.offset(i, j))
+            << i << ", " << j;
   }
+}
+
+TEST(SharedSwizzle, OffsetLayoutOfAColumnMajorTile) {
+  SharedTile tile{{64, 32}, 0, 16, {1, 2, 4}};
+  LinearLayout l = tile.offsetLayout();
+  for (int32_t i = 0; i < 64; ++i)
+    for (int32_t j = 0; j < 32; ++j)
+      ASSERT_EQ(int64_t(l.apply({{"dim0", i}, {"dim1", j}})[0]) * 2, tile.offset(i, j));
+  EXPECT_THROW((SharedTile{{48, 32}, 1, 16, {}}.offsetLayout()), Error);
+}
+
+TEST(SharedSwizzle, NarrowAccessesRunInLongerPhases) {
+  // 8-byte accesses: 16 lanes a phase. Lanes 0-15 along a 128-byte row
+  // cover all 32 banks once (one wavefront); down a column they stack.
+  SharedTile tile{{64, 64}, 1, 16, {}};
+  LinearLayout along = LinearLayout::fromBases(
+      {{"lane", {{0, 4}, {0, 8}, {0, 16}, {0, 32}, {1, 0}}}}, {{"dim0", 64}, {"dim1", 64}});
+  ConflictCount c = bankConflicts(tile, {"row", along, 8});
+  EXPECT_EQ(c.phases, 2);
+  EXPECT_EQ(c.worst, 1);
+  LinearLayout down = LinearLayout::fromBases(
+      {{"lane", {{1, 0}, {2, 0}, {4, 0}, {8, 0}, {16, 0}}}}, {{"dim0", 64}, {"dim1", 64}});
+  EXPECT_EQ(bankConflicts(tile, {"column", down, 8}).worst, 16);
+  EXPECT_THROW(bankConflicts(tile, {"bad", down, 32}), Error);
 }
 
 TEST(SharedSwizzle, CountsConflictsOfAPlainColumnRead) {
