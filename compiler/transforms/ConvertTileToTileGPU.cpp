@@ -40,12 +40,25 @@ struct ConvertTileToTileGPUPass
       module.emitError() << "num-warps must be a power of two, got " << int(numWarps);
       return signalPassFailure();
     }
+    // 16-byte accesses for the narrowest element the kernel loads or
+    // stores (4 f32, 8 bf16, 16 i8 per thread): one layout for every tile,
+    // so the data, its pointers and its masks agree without conversions.
+    int minBits = 32;
+    module.walk([&](Operation *op) {
+      Value data = isa<tile::LoadOp>(op)    ? op->getResult(0)
+                   : isa<tile::StoreOp>(op) ? cast<tile::StoreOp>(op).getValue()
+                                            : Value();
+      if (auto t = data ? dyn_cast<RankedTensorType>(data.getType()) : nullptr)
+        if (t.getElementType().isIntOrFloat())
+          minBits = std::min<int>(minBits, std::max<int>(8, int(t.getElementType().getIntOrFloatBitWidth())));
+    });
+    const int vectorElements = 128 / minBits;
     auto defaultType = [&](Type t) -> Type {
       auto tensor = dyn_cast<RankedTensorType>(t);
       if (!tensor || tensor.getEncoding())
         return t;
       return withEncoding(tensor, tilegpu::defaultBlockedEncoding(ctx, tensor.getShape(),
-                                                                  numWarps));
+                                                                  numWarps, vectorElements));
     };
 
     // 1. Every tensor value (block arguments and results) gets its default.

@@ -263,36 +263,55 @@ struct LoadPattern : OpConversionPattern<tile::LoadOp> {
       }
       // mov the defaults, then one (vector) load where the predicate holds;
       // the coalesce pass proved the mask constant over the group.
-      std::string body, constraints, outs;
-      SmallVector<Value> args = {ptrs[k], adaptor.getMask()[k]};
+      SmallVector<Value> defaults;
       for (size_t i = 0; i < w; ++i) {
         Value other = op.getOther()
                           ? adaptor.getOther()[k + i]
                           : LLVM::ConstantOp::create(rw, loc, scalar, rw.getZeroAttr(scalar));
-        args.push_back(toAsmInt(rw, loc, other, asmType));
-        body += fmt::format("mov.b{} ${}, ${};\n\t", bits, i, w + 2 + i);
+        defaults.push_back(elem.isInteger(1) ? LLVM::ZExtOp::create(rw, loc, mem, other).getResult()
+                                             : other);
+      }
+      // PTX vectors have at most four elements: more narrow ones (8 x bf16,
+      // 16 x i8) move as 32-bit words.
+      const bool words = w > 4;
+      if (words)
+        defaults = packWords(rw, loc, defaults);
+      const size_t n = defaults.size();
+      Type regType = words ? rw.getI32Type() : asmType;
+      std::string regKind = words ? "r" : reg, type = words ? "b32" : ptxType(elem);
+      const unsigned regBits = words ? 32 : bits;
+      std::string body, constraints, outs;
+      SmallVector<Value> args = {ptrs[k], adaptor.getMask()[k]};
+      for (size_t i = 0; i < n; ++i) {
+        args.push_back(toAsmInt(rw, loc, defaults[i], regType));
+        body += fmt::format("mov.b{} ${}, ${};\n\t", regBits, i, n + 2 + i);
         outs += fmt::format("{}${}", i ? ", " : "", i);
-        constraints += fmt::format("={},", reg);
+        constraints += fmt::format("={},", regKind);
       }
       constraints += "l,b";
-      for (size_t i = 0; i < w; ++i)
-        constraints += "," + reg;
-      body += fmt::format("@${} ld.global{}.{} {}, [ ${} + 0 ];", w + 1,
-                          w > 1 ? fmt::format(".v{}", w) : "", ptxType(elem),
-                          w > 1 ? "{" + outs + "}" : outs, w);
-      Type resultType = w == 1 ? asmType
+      for (size_t i = 0; i < n; ++i)
+        constraints += "," + regKind;
+      body += fmt::format("@${} ld.global{}.{} {}, [ ${} + 0 ];", n + 1,
+                          n > 1 ? fmt::format(".v{}", n) : "", type,
+                          n > 1 ? "{" + outs + "}" : outs, n);
+      Type resultType = n == 1 ? regType
                                : Type(LLVM::LLVMStructType::getLiteral(
-                                     rw.getContext(), SmallVector<Type>(w, asmType)));
+                                     rw.getContext(), SmallVector<Type>(n, regType)));
       auto asmOp = LLVM::InlineAsmOp::create(
           rw, loc, resultType, args, body, constraints, /*has_side_effects=*/true, false,
           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-      for (size_t i = 0; i < w; ++i) {
-        Value raw = w == 1 ? asmOp.getResult(0)
-                           : LLVM::ExtractValueOp::create(rw, loc, asmOp.getResult(0),
-                                                          ArrayRef<int64_t>{int64_t(i)})
-                                 .getResult();
-        values.push_back(fromAsmInt(rw, loc, raw, elem));
-      }
+      SmallVector<Value> raw;
+      for (size_t i = 0; i < n; ++i)
+        raw.push_back(n == 1 ? asmOp.getResult(0)
+                             : LLVM::ExtractValueOp::create(rw, loc, asmOp.getResult(0),
+                                                            ArrayRef<int64_t>{int64_t(i)})
+                                   .getResult());
+      if (words)
+        for (Value v : unpackWords(rw, loc, raw, mem))
+          values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
+      else
+        for (Value v : raw)
+          values.push_back(fromAsmInt(rw, loc, v, elem));
     }
     if (isa<RankedTensorType>(op.getType()))
       rw.replaceOpWithMultiple(op, {values});
@@ -423,6 +442,7 @@ struct LowerTileGPUToLLVMPass
     RewritePatternSet patterns(ctx);
     populateReducePatterns(types, patterns);
     populateExchangePatterns(types, patterns);
+    populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
@@ -434,8 +454,8 @@ struct LowerTileGPUToLLVMPass
                                   NVVM::GridDimZOp>,
                  RegisterRemapPattern<tile::BroadcastOp>, RegisterRemapPattern<tile::ExpandDimsOp>>(
         types, ctx);
-    // In-thread moves beat the shared-memory exchange when both apply.
-    patterns.add<RegisterRemapPattern<tilegpu::ConvertLayoutOp>>(types, ctx, /*benefit=*/2);
+    // In-thread moves beat any exchange through shared memory when they apply.
+    patterns.add<RegisterRemapPattern<tilegpu::ConvertLayoutOp>>(types, ctx, /*benefit=*/3);
     populateFuncToLLVMConversionPatterns(types, patterns);
     populateLibDeviceConversionPatterns(types, patterns, /*benefit=*/10);
     arith::populateArithToLLVMConversionPatterns(types, patterns);

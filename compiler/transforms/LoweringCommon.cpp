@@ -111,8 +111,38 @@ std::string ptxType(Type elem) {
   return w == 8 ? "u8" : fmt::format("b{}", w);
 }
 
+SmallVector<Value> packWords(OpBuilder &b, Location loc, ValueRange values) {
+  Type elem = values[0].getType();
+  const unsigned perWord = 32 / elem.getIntOrFloatBitWidth();
+  auto vec = VectorType::get({int64_t(perWord)}, elem);
+  SmallVector<Value> words;
+  for (size_t i = 0; i < values.size(); i += perWord) {
+    Value v = LLVM::PoisonOp::create(b, loc, vec);
+    for (unsigned j = 0; j < perWord; ++j)
+      v = LLVM::InsertElementOp::create(b, loc, v, values[i + j], i32Const(b, loc, j));
+    words.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v));
+  }
+  return words;
+}
+
+SmallVector<Value> unpackWords(OpBuilder &b, Location loc, ValueRange words, Type elem) {
+  const unsigned perWord = 32 / elem.getIntOrFloatBitWidth();
+  auto vec = VectorType::get({int64_t(perWord)}, elem);
+  SmallVector<Value> values;
+  for (Value w : words) {
+    Value v = LLVM::BitcastOp::create(b, loc, vec, w);
+    for (unsigned j = 0; j < perWord; ++j)
+      values.push_back(LLVM::ExtractElementOp::create(b, loc, v, i32Const(b, loc, j)));
+  }
+  return values;
+}
+
 void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, Value pred,
                      llvm::StringRef space) {
+  if (values.size() > 4) { // e.g. 8 x bf16: st.v4.b32
+    SmallVector<Value> words = packWords(b, loc, values);
+    return predicatedStore(b, loc, ptr, words, pred, space);
+  }
   Type elem = values[0].getType();
   auto [asmType, reg] = asmRegister(elem);
   size_t w = values.size();

@@ -48,8 +48,14 @@ mlir::Value toAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir
 mlir::Value fromAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Type elem);
 /// PTX type suffix for loads of `elem`: u8, b16, b32, b64.
 std::string ptxType(mlir::Type elem);
+/// Elements narrower than 32 bits packed into 32-bit words, the first in
+/// the low bits (values.size() * width a multiple of 32), and back.
+llvm::SmallVector<mlir::Value> packWords(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values);
+llvm::SmallVector<mlir::Value> unpackWords(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::ValueRange words, mlir::Type elem);
 /// `@pred st.<space>[.vN].bW [ptr], {values}` (space: "global" or
-/// "shared"); several values make one vector store.
+/// "shared"); several values make one vector store (more than four narrow
+/// ones go as 32-bit words: PTX vectors have at most four elements).
 void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
                      mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
 
@@ -67,6 +73,7 @@ mlir::Value sharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation
 inline constexpr const char *kNoSharedOffset =
     "no tilegpu.shared_offset: run allocate-shared-memory first";
 
+void populateDotOperandPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);

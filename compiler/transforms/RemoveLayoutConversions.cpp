@@ -104,13 +104,15 @@ struct RematerialiseCheapSource : OpRewritePattern<tilegpu::ConvertLayoutOp> {
 //===----------------------------------------------------------------------===//
 
 /// What a set of conversions costs, compared lexicographically: shared-memory
-/// trips first, then shuffles, then register moves. A rewrite is taken only
+/// trips first, then the bytes they move (converting a result narrower than
+/// its operand, e.g. after a truncf, halves the scratch), then shuffles,
+/// then register moves. A rewrite is taken only
 /// when it strictly lowers this, so shared-memory conversions never increase
 /// and the rewrites cannot cycle. Conversions that are identities of the
 /// linear layout (encodings may still differ) cost nothing: they lower to
 /// register renaming.
 struct Cost {
-  std::array<int, 3> n{}; // shared, warp, registers
+  std::array<int64_t, 4> n{}; // shared, shared bytes, warp, registers
   void add(const Cost &o) {
     for (size_t i = 0; i < n.size(); ++i)
       n[i] += o.n[i];
@@ -125,12 +127,15 @@ Cost conversionCost(Type from, Attribute toEncoding) {
     return c;
   auto kind = layout::classifyConversion(tilegpu::toLinearLayout(src.getEncoding(), src.getShape()),
                                          tilegpu::toLinearLayout(toEncoding, src.getShape()));
-  if (kind == layout::ConversionKind::SharedMem)
+  if (kind == layout::ConversionKind::SharedMem) {
     c.n[0] = 1;
-  else if (kind == layout::ConversionKind::Warp)
-    c.n[1] = 1;
-  else if (kind == layout::ConversionKind::Registers)
+    Type elem = src.getElementType();
+    c.n[1] = src.getNumElements() * (elem.isIntOrFloat() ? (elem.getIntOrFloatBitWidth() + 7) / 8 : 8);
+  } else if (kind == layout::ConversionKind::Warp) {
     c.n[2] = 1;
+  } else if (kind == layout::ConversionKind::Registers) {
+    c.n[3] = 1;
+  }
   return c;
 }
 

@@ -185,20 +185,20 @@ layout::LinearLayout toLinearLayout(Attribute encoding, ArrayRef<int64_t> shape)
 }
 
 BlockedEncodingAttr defaultBlockedEncoding(MLIRContext *ctx, ArrayRef<int64_t> shape,
-                                           int numWarps) {
+                                           int numWarps, int vectorElements) {
   constexpr int kThreadsPerWarp = 32;
   size_t rank = shape.size();
   SmallVector<int32_t> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order;
   for (size_t i = 0; i < rank; ++i)
     order.push_back(int32_t(rank - 1 - i));
-  // Up to 4 contiguous elements per thread along the fastest dim (128-bit
-  // f32 accesses) when the tile has that many per thread.
+  // Up to `vectorElements` contiguous elements per thread along the fastest
+  // dim (128-bit accesses) when the tile has that many per thread.
   int64_t numel = 1;
   for (int64_t d : shape)
     numel *= d;
   int64_t perThread = std::max<int64_t>(1, numel / (int64_t(kThreadsPerWarp) * numWarps));
   spt[size_t(order[0])] =
-      int32_t(std::min<int64_t>({4, perThread, shape[size_t(order[0])]}));
+      int32_t(std::min<int64_t>({vectorElements, perThread, shape[size_t(order[0])]}));
   // Lanes along the fastest dims first, as far as the tile reaches; the
   // rest go to the slowest dim (as duplicates if the tile is small).
   int32_t lanes = 32;

@@ -23,11 +23,13 @@ namespace tegula::tilegpu {
 /// or a shape the layout cannot hold (an mma tile smaller than 16 x 8).
 layout::LinearLayout toLinearLayout(mlir::Attribute encoding, llvm::ArrayRef<int64_t> shape);
 
-/// The default layout of a tile of `shape` over `numWarps` warps: up to 4
-/// contiguous elements per thread along the fastest (last) dimension when
-/// the tile is large enough, lanes along the fastest dimensions first,
-/// warps along the slowest.
+/// The default layout of a tile of `shape` over `numWarps` warps: up to
+/// `vectorElements` contiguous elements per thread along the fastest (last)
+/// dimension when the tile is large enough (4: 128-bit f32 accesses; 8 for
+/// kernels whose memory is 16-bit), lanes along the fastest dimensions
+/// first, warps along the slowest.
 BlockedEncodingAttr defaultBlockedEncoding(mlir::MLIRContext *ctx,
-                                           llvm::ArrayRef<int64_t> shape, int numWarps);
+                                           llvm::ArrayRef<int64_t> shape, int numWarps,
+                                           int vectorElements = 4);
 
 } // namespace tegula::tilegpu
