@@ -1,6 +1,8 @@
 // compile_time.cpp - what compiling costs: a cold compile of the softmax
-// kernel (trace -> tile -> tilegpu -> LLVM -> PTX, then ptxas), and a
-// cache hit. A benchmark: it prints, it does not assert.
+// kernel (trace -> tile -> tilegpu -> LLVM -> PTX, then ptxas), a cache
+// hit, and cold compiles of the bf16 tensor-core GEMM at the tile configs
+// the GEMM benchmark uses (with ptxas's register and spill counts).
+// A benchmark: it prints, it does not assert.
 #include "examples/kernels.h"
 
 #include <fmt/format.h>
@@ -52,5 +54,33 @@ int main() {
   fmt::print("  registers {}  shared {} B  spills {} B  PTX {} bytes\n", full.registers,
              full.shared_bytes, full.spill_bytes, ptxOnly.ptx.size());
   (void)hit;
+
+  struct Config { int bm, bn, bk, warps; };
+  fmt::print("\nbf16 GEMM (examples::matmul, tensor cores), sm_80, cold, one new kernel each\n");
+  fmt::print("  {:>13} {:>5}  {:>10} {:>10} {:>10}  {:>5} {:>7} {:>7}\n", "tile", "warps",
+             "trace->PTX", "ptxas", "total", "regs", "spills", "shared");
+  for (Config c : {Config{128, 128, 32, 4}, Config{128, 128, 32, 8}, Config{128, 256, 64, 8},
+                   Config{64, 64, 32, 4}}) {
+    std::vector<bfloat16> m(64);
+    try {
+    auto a = Clock::now();
+    auto g = kernel(fmt::format("gemm_{}x{}x{}_w{}", c.bm, c.bn, c.bk, c.warps),
+                    examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+    std::vector<Arg> args = {m, m, m, 4096, 4096, 4096, c.bm, c.bn, c.bk};
+    CompiledKernel p = g.compile(args, {.chip = "sm_80", .num_warps = c.warps, .assemble = false});
+    auto b = Clock::now();
+    CompiledKernel f = g.compile(args, {.chip = "sm_80", .num_warps = c.warps, .assemble = true});
+    auto d = Clock::now();
+    fmt::print("  {:>13} {:>5}  {:>7.1f} ms {:>7.1f} ms {:>7.1f} ms  {:>5} {:>5} B {:>5} B{}\n",
+               fmt::format("{}x{}x{}", c.bm, c.bn, c.bk), c.warps, ms(a, b), ms(b, d), ms(a, d),
+               f.registers, f.spill_bytes, f.shared_bytes,
+               c.bm == 128 && c.bn == 128 && c.warps == 4 ? "   (goal: total <= 300 ms, 0 spills)" : "");
+    (void)p;
+    } catch (const Error &e) { // e.g. more shared memory than one CTA may have
+      std::string what = e.what();
+      fmt::print("  {:>13} {:>5}  does not compile: {}\n", fmt::format("{}x{}x{}", c.bm, c.bn, c.bk),
+                 c.warps, what.substr(0, what.find('\n')));
+    }
+  }
   std::filesystem::remove_all(dir);
 }

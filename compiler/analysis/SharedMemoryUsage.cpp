@@ -62,13 +62,19 @@ int64_t exchangeBytes(Operation *op) {
   return dst.getNumElements() * exchangeSlotBytes(dst.getElementType());
 }
 
-/// Both operand tiles, row-major, a then b (DotToLLVM's FMA path).
+/// The operand tiles that pass through shared memory, a then b: both on the
+/// FMA path; on mma.sync those not already in fragments (ldmatrix staging).
 int64_t dotBytes(tile::DotOp op) {
   RankedTensorType a = encodedTensor(op.getA().getType());
-  if (!a || isa<tilegpu::DotOperandEncodingAttr>(a.getEncoding()))
-    return 0; // mma.sync: the operands arrive in registers
+  if (!a)
+    return 0;
   auto b = cast<RankedTensorType>(op.getB().getType());
-  return (a.getNumElements() + b.getNumElements()) * bytesOf(a.getElementType());
+  auto staged = [](RankedTensorType t) {
+    return isa<tilegpu::DotOperandEncodingAttr>(t.getEncoding())
+               ? 0
+               : t.getNumElements() * bytesOf(t.getElementType());
+  };
+  return staged(a) + staged(b);
 }
 
 /// A scalar atomic runs in thread 0, which shares the old value when it is

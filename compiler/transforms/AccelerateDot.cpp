@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
+
 namespace tegula {
 #define GEN_PASS_DEF_ACCELERATEDOT
 #include "compiler/transforms/Passes.h.inc"
@@ -63,6 +65,30 @@ unsigned mmaOperandBits(RankedTensorType a, RankedTensorType b, RankedTensorType
   return ea.isF16() || ea.isBF16() ? 16 : 0;
 }
 
+/// Warps along M and N (wm * wn = warps): the split that gives each warp
+/// the fewest operand elements per k step (M/wm rows of A plus N/wn columns
+/// of B: what it reads from shared memory and holds per k-slice), among those
+/// where every warp has its own 16-row / 8-column instruction tiles; ties go
+/// to more warps along M. Leftover warps (a tile too small for them all)
+/// repeat along M.
+std::pair<int32_t, int32_t> warpGrid(int64_t M, int64_t N, int32_t warps) {
+  int32_t bestM = warps, bestN = 1;
+  int64_t bestCost = -1;
+  for (int32_t wm = warps; wm >= 1; wm /= 2) {
+    const int32_t wn = warps / wm;
+    if ((wm > 1 && M / wm < 16) || (wn > 1 && N / wn < 8))
+      continue;
+    const int64_t cost = std::max<int64_t>(16, M / wm) + std::max<int64_t>(8, N / wn);
+    if (bestCost < 0 || cost < bestCost)
+      bestM = wm, bestN = wn, bestCost = cost;
+  }
+  if (bestCost < 0) { // more warps than instruction tiles: the rest repeat along M
+    bestN = int32_t(std::clamp<int64_t>(N / 8, 1, warps));
+    bestM = warps / bestN;
+  }
+  return {bestM, bestN};
+}
+
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -79,11 +105,7 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
       if (!bits || M % 16 || N % 8 || K % 16)
         return; // the FMA lowering takes it
-      // Warps along M while there are 16-row blocks for them, the rest along N.
-      int32_t wm = 1;
-      while (wm < numWarps && 16 * wm * 2 <= M)
-        wm *= 2;
-      const int32_t wn = int32_t(numWarps) / wm;
+      auto [wm, wn] = warpGrid(M, N, int32_t(numWarps));
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn});
       auto retype = [](RankedTensorType t, Attribute enc) {
         return RankedTensorType::get(t.getShape(), t.getElementType(), enc);
@@ -93,8 +115,15 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       auto convert = [&](Value v, RankedTensorType to) -> Value {
         return tilegpu::ConvertLayoutOp::create(b, loc, to, v);
       };
-      Value a = convert(dot.getA(), retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)));
-      Value bv = convert(dot.getB(), retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)));
+      // 16-bit operands keep their layouts: the lowering stages them
+      // through swizzled shared memory and reads each k-slice's fragments
+      // with ldmatrix right before its mma.sync (DotToLLVM). Others become
+      // fragments first.
+      Value a = dot.getA(), bv = dot.getB();
+      if (bits != 16) {
+        a = convert(a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)));
+        bv = convert(bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)));
+      }
       auto accIn = tilegpu::ConvertLayoutOp::create(b, loc, retype(cT, mma), dot.getAcc());
       auto onTensorCores =
           tile::DotOp::create(b, loc, retype(cT, mma), a, bv, accIn, dot.getPrecisionAttr());

@@ -1,11 +1,13 @@
 //===- DotToLLVM.cpp - tile.dot on tensor cores or as FMAs ----------------===//
 //
-// The mma.sync path: a dot whose operands carry #tilegpu.dot_operand
-// layouts and whose accumulator carries #tilegpu.mma (accelerate-dot) is
-// already in the registers mma.sync reads: each thread packs its operand
-// values two to a 32-bit register and issues one m16n8k16 per instruction
-// tile of its warp, in the register order the layouts define
-// (compiler/layout/MmaLayouts.h).
+// The mma.sync path: a dot whose accumulator carries #tilegpu.mma
+// (accelerate-dot). Operands that carry this mma's #tilegpu.dot_operand
+// layouts are already in the registers mma.sync reads; operands in any
+// other layout are staged through swizzled shared memory and read back
+// with ldmatrix (LdmatrixOperand.h), one k-slice at a time. Each thread
+// packs its operand values two to a 32-bit register and issues one
+// m16n8k16 per instruction tile of its warp, in the register order the
+// layouts define (compiler/layout/MmaLayouts.h).
 //
 // The FMA path, every other dot: the owners of `a` (MxK) and `b` (KxN) write them to shared
 // memory, and each thread computes the accumulator elements it holds,
@@ -15,7 +17,7 @@
 // wgmma) replace this in the tensor-core issue.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/transforms/LoweringCommon.h"
+#include "compiler/transforms/LdmatrixOperand.h"
 
 #include "compiler/analysis/SharedMemoryUsage.h"
 
@@ -55,6 +57,22 @@ bool onTensorCores(tile::DotOp op) {
   return isa_and_present<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(op.getType()).getEncoding());
 }
 
+/// One mma operand's registers: the dot's own when they arrive as
+/// fragments (#tilegpu.dot_operand), else read from shared memory with
+/// ldmatrix as the k-slices need them.
+class MmaOperand {
+public:
+  MmaOperand(ValueRange fragments) : fragments_(fragments) {}
+  MmaOperand(std::unique_ptr<LdmatrixOperand> staged) : staged_(std::move(staged)) {}
+  int32_t registers() const { return staged_ ? staged_->registers() : int32_t(fragments_.size()); }
+  Value reg(int32_t r) { return staged_ ? staged_->reg(r) : fragments_[size_t(r)]; }
+  LdmatrixOperand *staged() { return staged_.get(); }
+
+private:
+  ValueRange fragments_;
+  std::unique_ptr<LdmatrixOperand> staged_;
+};
+
 struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
@@ -63,19 +81,62 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
       return failure();
     Location loc = op.getLoc();
     auto aT = cast<RankedTensorType>(op.getA().getType());
+    auto bT = cast<RankedTensorType>(op.getB().getType());
     auto cT = cast<RankedTensorType>(op.getType());
     auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    Type elem = getTypeConverter()->convertType(aT.getElementType());
+    if (!(elem.isBF16() || elem.isF16()) || bT.getElementType() != aT.getElementType() ||
+        !cT.getElementType().isF32())
+      return rw.notifyMatchFailure(op, "mma.sync m16n8k16 takes f16/bf16 operands, an f32 accumulator");
     const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
     const int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
     // Instruction tiles per warp along each dimension (a tile smaller than
     // the warps' reach is held in duplicate: one tile per warp).
     const int64_t kTiles = K / 16, mTiles = std::max<int64_t>(1, M / (16 * wm)),
                   nTiles = std::max<int64_t>(1, N / (8 * wn));
-    ValueRange a = adaptor.getA(), b = adaptor.getB(), c = adaptor.getAcc();
-    if (int64_t(a.size()) != 8 * kTiles * mTiles || int64_t(b.size()) != 4 * kTiles * nTiles ||
+
+    // Each operand: fragments of this mma already, or staged through shared
+    // memory (A's tile first, then B's).
+    const bool stageA = !isa<tilegpu::DotOperandEncodingAttr>(aT.getEncoding());
+    const bool stageB = !isa<tilegpu::DotOperandEncodingAttr>(bT.getEncoding());
+    if ((stageA || stageB) && !analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    auto operand = [&](unsigned idx, RankedTensorType t, ValueRange regs, bool stage,
+                       int64_t byteOffset) -> std::optional<MmaOperand> {
+      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
+      LinearLayout fragments = tilegpu::toLinearLayout(enc, t.getShape());
+      if (!stage) {
+        auto given = cast<tilegpu::DotOperandEncodingAttr>(t.getEncoding());
+        if (given.getParent() != mma || given.getOpIdx() != idx || given.getElementBits() != 16)
+          return std::nullopt;
+        return MmaOperand(regs);
+      }
+      if (!LdmatrixOperand::applies(t, fragments))
+        return std::nullopt;
+      Value base = sharedBuffer(rw, loc, op);
+      if (byteOffset)
+        base = LLVM::GEPOp::create(rw, loc, base.getType(), rw.getI8Type(), base,
+                                   ValueRange{i32Const(rw, loc, byteOffset)});
+      return MmaOperand(std::make_unique<LdmatrixOperand>(rw, loc, regs, t, fragments, idx == 0, base));
+    };
+    std::optional<MmaOperand> a = operand(0, aT, adaptor.getA(), stageA, 0);
+    std::optional<MmaOperand> b =
+        operand(1, bT, adaptor.getB(), stageB, stageA ? aT.getNumElements() * 2 : 0);
+    ValueRange c = adaptor.getAcc();
+    if (!a || !b)
+      return rw.notifyMatchFailure(op, "mma.sync: an operand is neither this mma's fragments nor "
+                                       "a 16-bit tile that ldmatrix can stage");
+    if (a->registers() != 8 * kTiles * mTiles || b->registers() != 4 * kTiles * nTiles ||
         int64_t(c.size()) != 4 * mTiles * nTiles)
       return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
-    Type elem = getTypeConverter()->convertType(aT.getElementType());
+    if (stageA || stageB) {
+      NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+      for (MmaOperand *o : {&*a, &*b})
+        if (o->staged())
+          o->staged()->store();
+      NVVM::Barrier0Op::create(rw, loc);
+    }
+
     const bool bf16 = elem.isBF16();
     auto pair = VectorType::get({2}, elem);
     Type i32 = rw.getI32Type();
@@ -90,16 +151,18 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
     const NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
     SmallVector<Value> results(c.begin(), c.end());
-    for (int64_t mi = 0; mi < mTiles; ++mi)
-      for (int64_t ni = 0; ni < nTiles; ++ni) {
-        const int64_t cBase = 4 * (ni + nTiles * mi);
-        for (int64_t ki = 0; ki < kTiles; ++ki) {
+    // k-slice by k-slice: a staged operand's ldmatrix runs just before the
+    // first mma that needs it, so one slice of each operand is live at a time.
+    for (int64_t ki = 0; ki < kTiles; ++ki)
+      for (int64_t mi = 0; mi < mTiles; ++mi)
+        for (int64_t ni = 0; ni < nTiles; ++ni) {
+          const int64_t cBase = 4 * (ni + nTiles * mi);
           const int64_t aBase = 8 * (ki + kTiles * mi), bBase = 4 * (ki + kTiles * ni);
           SmallVector<Value> aRegs, bRegs;
           for (int64_t r = 0; r < 4; ++r)
-            aRegs.push_back(pack(a[size_t(aBase + 2 * r)], a[size_t(aBase + 2 * r + 1)]));
+            aRegs.push_back(pack(a->reg(int32_t(aBase + 2 * r)), a->reg(int32_t(aBase + 2 * r + 1))));
           for (int64_t r = 0; r < 2; ++r)
-            bRegs.push_back(pack(b[size_t(bBase + 2 * r)], b[size_t(bBase + 2 * r + 1)]));
+            bRegs.push_back(pack(b->reg(int32_t(bBase + 2 * r)), b->reg(int32_t(bBase + 2 * r + 1))));
           ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
           auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, 16},
                                        std::nullopt, std::nullopt,
@@ -109,7 +172,8 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
           for (int64_t s = 0; s < 4; ++s)
             results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
         }
-      }
+    if (stageA || stageB)
+      NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {results});
     return success();
   }

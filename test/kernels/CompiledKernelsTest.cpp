@@ -139,6 +139,48 @@ template <class T> void tensorCoreMatmul(const LaunchOptions &target, const Laun
   std::vector<T> x(64 * 64);
   std::string ptx = k.compile({x, x, x, 64, 64, 64, 32, 32, 16}, {.chip = "sm_80", .assemble = false}).ptx;
   EXPECT_THAT(ptx, ::testing::HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32"));
+  // A (rows along K) without .trans, B (rows along N) with it.
+  EXPECT_THAT(ptx, ::testing::HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  EXPECT_THAT(ptx, ::testing::HasSubstr("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+}
+
+/// C = A B with both operands stored transposed (A as K x M, B as N x K),
+/// loaded as they lie and turned with .trans() in the kernel, as a user
+/// would write it.
+template <class T>
+void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::scalar<int32_t> M,
+                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                                tl::constant<int> BN, tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
+                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), 0.0f);
+    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
+                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
+    acc = tl::dot(a_t.trans(), b_t.trans(), acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+TEST_P(Compiled, MatmulTensorCoresTransposedOperands) {
+  auto k = kernel("matmul_tt", matmul_transposed_operands<bfloat16>,
+                  {"at", "bt", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  for (Shape s : {Shape{70, 40, 48, 32, 32, 16}, Shape{64, 128, 64, 64, 64, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<bfloat16>(size_t(s.K * s.M)), b = random_vector<bfloat16>(size_t(s.N * s.K));
+    auto c1 = poisoned<bfloat16>(size_t(s.M * s.N)), c2 = poisoned<bfloat16>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    LaunchOptions ti = interp(g), tt = target(g);
+    k(ti, a, b, c1, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(tt, a, b, c2, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(c2, to_double(c1)), tolerance<bfloat16>());
+  }
 }
 
 TEST_P(Compiled, MatmulTensorCoresBf16) { tensorCoreMatmul<bfloat16>(target({1}), interp({1})); }

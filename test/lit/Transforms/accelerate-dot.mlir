@@ -1,25 +1,34 @@
 // RUN: tegula-opt %s -split-input-file -accelerate-dot | FileCheck %s
 // RUN: tegula-opt %s -split-input-file -accelerate-dot -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
 
-// A bf16 dot with an f32 accumulator goes to tensor cores: its operands are
-// converted to the dot-operand layouts of an mma layout (4 warps: 2 along
-// M's 16-row blocks, 2 along N), the accumulator and result to that mma
-// layout, and the result back to the layout its users had.
+// A bf16 dot with an f32 accumulator goes to tensor cores: the accumulator
+// and result take an mma layout (4 warps on a 32x32 tile: 2 along M's
+// 16-row blocks, 2 along N, the fewest operand elements per warp), the
+// result goes back to the layout its users had. The 16-bit operands keep
+// their layouts: the lowering stages them through swizzled shared memory
+// and reads them with ldmatrix.
 #b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK-DAG: #[[MMA:mma[0-9]*]] = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
-// CHECK-DAG: #[[A:dot_op[0-9]*]] = #tilegpu.dot_operand<{opIdx = 0, parent = #[[MMA]], elementBits = 16}>
-// CHECK-DAG: #[[B:dot_op[0-9]*]] = #tilegpu.dot_operand<{opIdx = 1, parent = #[[MMA]], elementBits = 16}>
 // CHECK-LABEL: func.func @bf16
-// CHECK:   %[[A2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xbf16, #blocked> -> tensor<32x32xbf16, #[[A]]>
-// CHECK:   %[[B2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xbf16, #blocked> -> tensor<32x32xbf16, #[[B]]>
+// CHECK-SAME: (%[[A:.*]]: tensor<32x32xbf16, #blocked>, %[[B:.*]]: tensor<32x32xbf16, #blocked>,
 // CHECK:   %[[C2:.*]] = tilegpu.convert_layout %{{.*}} : tensor<32x32xf32, #blocked> -> tensor<32x32xf32, #[[MMA]]>
-// CHECK:   %[[D:.*]] = tile.dot %[[A2]], %[[B2]], %[[C2]], ieee : tensor<32x32xbf16, #[[A]]> * tensor<32x32xbf16, #[[B]]> -> tensor<32x32xf32, #[[MMA]]>
+// CHECK:   %[[D:.*]] = tile.dot %[[A]], %[[B]], %[[C2]], ieee : tensor<32x32xbf16, #blocked> * tensor<32x32xbf16, #blocked> -> tensor<32x32xf32, #[[MMA]]>
 // CHECK:   tilegpu.convert_layout %[[D]] : tensor<32x32xf32, #[[MMA]]> -> tensor<32x32xf32, #blocked>
 // One thread's share of a 32x32x32 dot at 4 warps: one 16x8 tile per warp
-// along each of N's 2 repeats, two k-steps: 4 mma.sync.
+// along each of N's 2 repeats, two k-steps: 4 mma.sync. The operands are
+// stored as 8-byte vectors (4 bf16 a thread), then each k-slice reads its
+// fragments (A: one ldmatrix.x4; B: one x4.trans covering both n-tiles,
+// rows of B run along N) right before its two mma.sync.
 // LLVM-LABEL: llvm.func @bf16
-// LLVM-COUNT-4: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// LLVM-COUNT-2: st.shared.v2.b32
+// LLVM: nvvm.barrier0
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// LLVM-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// LLVM-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // LLVM-NOT: nvvm.mma.sync
   func.func @bf16(%a: tensor<32x32xbf16, #b>, %bb: tensor<32x32xbf16, #b>, %c: tensor<32x32xf32, #b>) -> tensor<32x32xf32, #b> {
     %d = tile.dot %a, %bb, %c, ieee : tensor<32x32xbf16, #b> * tensor<32x32xbf16, #b> -> tensor<32x32xf32, #b>
