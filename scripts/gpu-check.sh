@@ -64,7 +64,7 @@ pack() {
     >"$CARRY/commit.txt"
   local payload tree total
   payload=$(stat -c %s "$CARRY/payload.tar.xz")
-  tree=$(git ls-files -co --exclude-standard -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
   total=$((payload + tree))
   echo "payload $(mib "$payload") MiB + working tree $(mib "$tree") MiB = $(mib "$total") MiB" \
     "(limit $((LIMIT / 1048576)) MiB)"
@@ -78,8 +78,9 @@ pack() {
 
 run() {
   local out=${OUT:-/tmp/tegula-gpu-out} root=/tmp/tegula-carry
-  mkdir -p "$out" "$root"
   [[ -f $CARRY/payload.tar.xz ]] || { echo "no $CARRY/payload.tar.xz: run 'gpu-check.sh pack' first"; exit 1; }
+  rm -rf "$root" # nothing left from an earlier payload on a warm machine
+  mkdir -p "$out" "$root"
   tar -C "$root" -xJf "$CARRY/payload.tar.xz"
   export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TEGULA_CACHE_DIR=/tmp/tegula-kernel-cache
@@ -101,13 +102,13 @@ run() {
     local s=0 log=$out/$name.log
     echo "== $kind $name"
     if [[ $kind == test ]]; then
-      "$root/bin/$name" --gtest_color=no 2>&1 | tee "$log" || s=$?
+      "$root/bin/$name" --gtest_color=no </dev/null 2>&1 | tee "$log" || s=$?
       rows+=("$(printf '%-9s %-22s rc=%-3s %s' "$kind" "$name" "$s" "$(awk '
         /^\[  PASSED  \] [0-9]+ test/ {p = $4} /^\[  SKIPPED \] [0-9]+ test/ {k = $4}
         /^\[  FAILED  \] [0-9]+ test/ {f = $4}
         END {printf "passed %d, skipped %d, failed %d", p, k, f}' "$log")")")
     else
-      "$root/bin/$name" 2>&1 | tee "$log" || s=$?
+      "$root/bin/$name" </dev/null 2>&1 | tee "$log" || s=$?
       rows+=("$(printf '%-9s %-22s rc=%-3s (log: %s)' "$kind" "$name" "$s" "$log")")
     fi
     ((s == 0)) || status=1

@@ -3,6 +3,7 @@
 
 #include "tegula/error.h"
 
+#include <algorithm>
 #include <bit>
 #include <string>
 #include <utility>
@@ -119,6 +120,12 @@ LinearLayout ldmatrixAddressLayout(const LinearLayout &operandLayout, int numMat
     throw Error(fmt::format("ldmatrix.x{}: the operand layout needs 32 lanes and at least {} "
                             "registers of 16-bit elements",
                             numMatrices, 2 * numMatrices));
+  // 16-bit fragments only: lane bit 0 steps K by e = 32 / elementBits = 2.
+  const Coords lane0 = operandLayout.basis("lane", 0);
+  if (*std::max_element(lane0.begin(), lane0.end()) != 2)
+    throw Error(fmt::format("ldmatrix.x{}: the operand layout is not a 16-bit mma fragment "
+                            "(ldmatrix moves 16-bit elements)",
+                            numMatrices));
   auto lane = [&](int bit) { return operandLayout.basis("lane", bit); };
   auto reg = [&](int bit) { return operandLayout.basis("register", bit); };
   // The 8 rows of one 8x8 matrix: the fragment's row bits, or with .trans

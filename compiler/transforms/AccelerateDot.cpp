@@ -1,6 +1,8 @@
 //===- AccelerateDot.cpp - tile.dot onto mma.sync layouts -----------------===//
 #include "compiler/transforms/Passes.h"
 
+#include "compiler/layout/MmaLayouts.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
@@ -57,12 +59,17 @@ void keepAccumulatorInLoop(tile::DotOp mmaDot, tilegpu::ConvertLayoutOp in,
   result.replaceAllUsesExcept(after, after);
 }
 
-/// The operand element width mma.sync m16n8k16 takes, or 0.
-unsigned mmaOperandBits(RankedTensorType a, RankedTensorType b, RankedTensorType c) {
+/// The operand element width of the mma.sync that computes `dot`, or 0:
+/// f16/bf16 (m16n8k16), and f32 where the kernel asked for tf32 or tf32x3
+/// (m16n8k8) - never for ieee, which stays exact on the FMA path.
+unsigned mmaOperandBits(tile::DotOp dot, RankedTensorType a, RankedTensorType b,
+                        RankedTensorType c) {
   Type ea = a.getElementType(), eb = b.getElementType();
   if (ea != eb || !c.getElementType().isF32())
     return 0;
-  return ea.isF16() || ea.isBF16() ? 16 : 0;
+  if (ea.isF16() || ea.isBF16())
+    return 16;
+  return ea.isF32() && dot.getPrecision() != tile::DotPrecision::IEEE ? 32 : 0;
 }
 
 /// Warps along M and N (wm * wn = warps): the split that gives each warp
@@ -101,9 +108,9 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       auto cT = cast<RankedTensorType>(dot.getType());
       if (!cT.getEncoding() || isa<tilegpu::MmaEncodingAttr>(cT.getEncoding()))
         return;
-      const unsigned bits = mmaOperandBits(aT, bT, cT);
+      const unsigned bits = mmaOperandBits(dot, aT, bT, cT);
       const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
-      if (!bits || M % 16 || N % 8 || K % 16)
+      if (!bits || M % 16 || N % 8 || K % layout::mmaInstructionShape(int(bits)).k)
         return; // the FMA lowering takes it
       auto [wm, wn] = warpGrid(M, N, int32_t(numWarps));
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn});

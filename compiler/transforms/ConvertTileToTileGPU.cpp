@@ -40,25 +40,29 @@ struct ConvertTileToTileGPUPass
       module.emitError() << "num-warps must be a power of two, got " << int(numWarps);
       return signalPassFailure();
     }
-    // 16-byte accesses for the narrowest element the kernel loads or
-    // stores (4 f32, 8 bf16, 16 i8 per thread): one layout for every tile,
-    // so the data, its pointers and its masks agree without conversions.
-    int minBits = 32;
-    module.walk([&](Operation *op) {
-      Value data = isa<tile::LoadOp>(op)    ? op->getResult(0)
-                   : isa<tile::StoreOp>(op) ? cast<tile::StoreOp>(op).getValue()
-                                            : Value();
-      if (auto t = data ? dyn_cast<RankedTensorType>(data.getType()) : nullptr)
-        if (t.getElementType().isIntOrFloat())
-          minBits = std::min<int>(minBits, std::max<int>(8, int(t.getElementType().getIntOrFloatBitWidth())));
+    // 16-byte accesses for the narrowest element a function loads or
+    // stores (4 f32, 8 bf16, 16 i8 per thread): one layout for every tile of
+    // the function, so data, pointers and masks agree without conversions.
+    llvm::DenseMap<Operation *, int> vectorElements;
+    module.walk([&](func::FuncOp fn) {
+      int minBits = 32;
+      fn.walk([&](Operation *op) {
+        Value data = isa<tile::LoadOp>(op)    ? op->getResult(0)
+                     : isa<tile::StoreOp>(op) ? cast<tile::StoreOp>(op).getValue()
+                                              : Value();
+        if (auto t = data ? dyn_cast<RankedTensorType>(data.getType()) : nullptr)
+          if (t.getElementType().isIntOrFloat())
+            minBits = std::min<int>(minBits, std::max<int>(8, int(t.getElementType().getIntOrFloatBitWidth())));
+      });
+      vectorElements[fn] = 128 / minBits;
     });
-    const int vectorElements = 128 / minBits;
-    auto defaultType = [&](Type t) -> Type {
+    auto defaultType = [&](Type t, Operation *where) -> Type {
       auto tensor = dyn_cast<RankedTensorType>(t);
       if (!tensor || tensor.getEncoding())
         return t;
-      return withEncoding(tensor, tilegpu::defaultBlockedEncoding(ctx, tensor.getShape(),
-                                                                  numWarps, vectorElements));
+      auto fn = isa<func::FuncOp>(where) ? cast<func::FuncOp>(where) : where->getParentOfType<func::FuncOp>();
+      return withEncoding(tensor, tilegpu::defaultBlockedEncoding(ctx, tensor.getShape(), numWarps,
+                                                                  fn ? vectorElements.lookup(fn) : 4));
     };
 
     // 1. Every tensor value (block arguments and results) gets its default.
@@ -66,9 +70,9 @@ struct ConvertTileToTileGPUPass
       for (Region &region : op->getRegions())
         for (Block &block : region)
           for (BlockArgument arg : block.getArguments())
-            arg.setType(defaultType(arg.getType()));
+            arg.setType(defaultType(arg.getType(), op));
       for (OpResult r : op->getResults())
-        r.setType(defaultType(r.getType()));
+        r.setType(defaultType(r.getType(), op));
       // A tensor constant's value carries its type too.
       if (auto cst = dyn_cast<arith::ConstantOp>(op))
         if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
@@ -80,7 +84,7 @@ struct ConvertTileToTileGPUPass
         return;
       SmallVector<Type> results;
       for (Type t : fn.getFunctionType().getResults())
-        results.push_back(defaultType(t));
+        results.push_back(defaultType(t, fn));
       fn.setType(FunctionType::get(ctx, fn.getBody().getArgumentTypes(), results));
     });
 

@@ -20,6 +20,7 @@
 #include "compiler/transforms/LdmatrixOperand.h"
 
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/MmaLayouts.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -85,14 +86,20 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     auto cT = cast<RankedTensorType>(op.getType());
     auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
     Type elem = getTypeConverter()->convertType(aT.getElementType());
-    if (!(elem.isBF16() || elem.isF16()) || bT.getElementType() != aT.getElementType() ||
+    const tile::DotPrecision precision = op.getPrecision();
+    const bool tf32 = elem.isF32() && precision != tile::DotPrecision::IEEE;
+    if (!(elem.isBF16() || elem.isF16() || tf32) || bT.getElementType() != aT.getElementType() ||
         !cT.getElementType().isF32())
-      return rw.notifyMatchFailure(op, "mma.sync m16n8k16 takes f16/bf16 operands, an f32 accumulator");
+      return rw.notifyMatchFailure(op, "mma.sync takes f16/bf16 operands (m16n8k16) or f32 ones "
+                                       "at tf32/tf32x3 precision (m16n8k8), an f32 accumulator");
+    const unsigned bits = elem.getIntOrFloatBitWidth();
+    const int64_t e = 32 / bits; // operand elements per 32-bit register
     const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
     const int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    const int64_t instrK = layout::mmaInstructionShape(int(bits)).k;
     // Instruction tiles per warp along each dimension (a tile smaller than
     // the warps' reach is held in duplicate: one tile per warp).
-    const int64_t kTiles = K / 16, mTiles = std::max<int64_t>(1, M / (16 * wm)),
+    const int64_t kTiles = K / instrK, mTiles = std::max<int64_t>(1, M / (16 * wm)),
                   nTiles = std::max<int64_t>(1, N / (8 * wn));
 
     // Each operand: fragments of this mma already, or staged through shared
@@ -103,15 +110,15 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
       return rw.notifyMatchFailure(op, kNoSharedOffset);
     auto operand = [&](unsigned idx, RankedTensorType t, ValueRange regs, bool stage,
                        int64_t byteOffset) -> std::optional<MmaOperand> {
-      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
+      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, bits);
       LinearLayout fragments = tilegpu::toLinearLayout(enc, t.getShape());
       if (!stage) {
         auto given = cast<tilegpu::DotOperandEncodingAttr>(t.getEncoding());
-        if (given.getParent() != mma || given.getOpIdx() != idx || given.getElementBits() != 16)
+        if (given.getParent() != mma || given.getOpIdx() != idx || given.getElementBits() != bits)
           return std::nullopt;
         return MmaOperand(regs);
       }
-      if (!LdmatrixOperand::applies(t, fragments))
+      if (bits != 16 || !LdmatrixOperand::applies(t, fragments))
         return std::nullopt;
       Value base = sharedBuffer(rw, loc, op);
       if (byteOffset)
@@ -126,7 +133,7 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     if (!a || !b)
       return rw.notifyMatchFailure(op, "mma.sync: an operand is neither this mma's fragments nor "
                                        "a 16-bit tile that ldmatrix can stage");
-    if (a->registers() != 8 * kTiles * mTiles || b->registers() != 4 * kTiles * nTiles ||
+    if (a->registers() != 4 * e * kTiles * mTiles || b->registers() != 2 * e * kTiles * nTiles ||
         int64_t(c.size()) != 4 * mTiles * nTiles)
       return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
     if (stageA || stageB) {
@@ -147,30 +154,66 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
       v = LLVM::InsertElementOp::create(rw, loc, v, hi, i32Const(rw, loc, 1));
       return bf16 ? Value(LLVM::BitcastOp::create(rw, loc, i32, v)) : v;
     };
+    // f32 -> tf32 bits, rounded to nearest (ties away) like cvt.rna.tf32.f32
+    // and the interpreter: mma.sync itself would truncate. Inf/NaN pass.
+    auto toTf32 = [&](Value f) -> Value {
+      Value u = LLVM::BitcastOp::create(rw, loc, i32, f);
+      Value exp = LLVM::AndOp::create(rw, loc, u, i32Const(rw, loc, 0x7f800000));
+      Value special = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, exp,
+                                           i32Const(rw, loc, 0x7f800000));
+      Value rounded = LLVM::AndOp::create(
+          rw, loc, LLVM::AddOp::create(rw, loc, u, i32Const(rw, loc, 0x1000)),
+          i32Const(rw, loc, int32_t(0xffffe000u)));
+      return LLVM::SelectOp::create(rw, loc, special, u, rounded);
+    };
     Type f32 = rw.getF32Type();
+    // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product
+    // is lo*hi + hi*lo + hi*hi (the lo*lo term is below f32 precision).
+    auto hiPart = [&](Value f) { return toTf32(f); };
+    auto loPart = [&](Value f) {
+      Value hi = LLVM::BitcastOp::create(rw, loc, f32, toTf32(f));
+      return toTf32(LLVM::FSubOp::create(rw, loc, f, hi));
+    };
     auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
-    const NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    const NVVM::MMATypes ptxType = tf32   ? NVVM::MMATypes::tf32
+                                   : bf16 ? NVVM::MMATypes::bf16
+                                          : NVVM::MMATypes::f16;
     SmallVector<Value> results(c.begin(), c.end());
+    auto mmaSync = [&](ValueRange aRegs, ValueRange bRegs, int64_t cBase) {
+      ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
+      auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, instrK},
+                                   std::nullopt, std::nullopt,
+                                   std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                                   std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                  NVVM::MMALayout::col});
+      for (int64_t s = 0; s < 4; ++s)
+        results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
+    };
+    // 32-bit registers of one instruction's operand, from `count` values
+    // starting at `base`, each through `part` (tf32) or packed in pairs.
+    auto registers = [&](MmaOperand &o, int64_t base, int64_t count,
+                         llvm::function_ref<Value(Value)> part) {
+      SmallVector<Value> regs;
+      for (int64_t r = 0; r < count; r += e)
+        regs.push_back(e == 2 ? pack(o.reg(int32_t(base + r)), o.reg(int32_t(base + r + 1)))
+                              : part(o.reg(int32_t(base + r))));
+      return regs;
+    };
+    const bool split = tf32 && precision == tile::DotPrecision::TF32x3;
     // k-slice by k-slice: a staged operand's ldmatrix runs just before the
     // first mma that needs it, so one slice of each operand is live at a time.
     for (int64_t ki = 0; ki < kTiles; ++ki)
       for (int64_t mi = 0; mi < mTiles; ++mi)
         for (int64_t ni = 0; ni < nTiles; ++ni) {
           const int64_t cBase = 4 * (ni + nTiles * mi);
-          const int64_t aBase = 8 * (ki + kTiles * mi), bBase = 4 * (ki + kTiles * ni);
-          SmallVector<Value> aRegs, bRegs;
-          for (int64_t r = 0; r < 4; ++r)
-            aRegs.push_back(pack(a->reg(int32_t(aBase + 2 * r)), a->reg(int32_t(aBase + 2 * r + 1))));
-          for (int64_t r = 0; r < 2; ++r)
-            bRegs.push_back(pack(b->reg(int32_t(bBase + 2 * r)), b->reg(int32_t(bBase + 2 * r + 1))));
-          ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
-          auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, 16},
-                                       std::nullopt, std::nullopt,
-                                       std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-                                       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                                                      NVVM::MMALayout::col});
-          for (int64_t s = 0; s < 4; ++s)
-            results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
+          const int64_t aBase = 4 * e * (ki + kTiles * mi), bBase = 2 * e * (ki + kTiles * ni);
+          SmallVector<Value> aHi = registers(*a, aBase, 4 * e, hiPart);
+          SmallVector<Value> bHi = registers(*b, bBase, 2 * e, hiPart);
+          if (split) { // small terms first
+            mmaSync(registers(*a, aBase, 4, loPart), bHi, cBase);
+            mmaSync(aHi, registers(*b, bBase, 2, loPart), cBase);
+          }
+          mmaSync(aHi, bHi, cBase);
         }
     if (stageA || stageB)
       NVVM::Barrier0Op::create(rw, loc); // the scratch is free again

@@ -167,6 +167,65 @@ void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
+/// f32 C = A B at a chosen dot precision.
+template <tl::precision P>
+void matmul_f32(tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                tl::constant<int> BN, tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                             (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(at, bt, acc, P);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+/// tf32 (m16n8k8, operands rounded to nearest like the interpreter) and
+/// tf32x3 (three products of the hi/lo split: f32 accuracy) on tensor cores.
+TEST_P(Compiled, MatmulTf32AndTf32x3) {
+  auto tf32 = kernel("matmul_tf32", matmul_f32<tl::precision::tf32>,
+                     {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  auto x3 = kernel("matmul_tf32x3", matmul_f32<tl::precision::tf32x3>,
+                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  auto ieee = kernel("matmul_ieee", matmul_f32<tl::precision::ieee>,
+                     {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  for (Shape s : {Shape{70, 40, 44, 32, 32, 16}, Shape{64, 96, 64, 64, 32, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.K * s.N));
+    const size_t n = size_t(s.M * s.N);
+    auto want = poisoned<float>(n), got = poisoned<float>(n), exact = poisoned<float>(n);
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    // tf32: the interpreter rounds the operands the same way; sums differ
+    // only in order.
+    tf32(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    tf32(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+    // ... and is measurably less exact than f32.
+    ieee(interp(g), a, b, exact, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    const double tf32Error = rel_error(got, to_double(exact));
+    EXPECT_GT(tf32Error, 1e-5);
+    EXPECT_LT(tf32Error, 5e-3);
+    // tf32x3 recovers f32 accuracy.
+    x3(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(got, to_double(exact)), 1e-5);
+  }
+  std::vector<float> x(64 * 64);
+  std::string ptx = x3.compile({x, x, x, 64, 64, 64, 32, 32, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::HasSubstr("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+  // ieee never runs on tensor cores.
+  ptx = ieee.compile({x, x, x, 64, 64, 64, 32, 32, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::Not(::testing::HasSubstr("mma.sync")));
+}
+
 TEST_P(Compiled, MatmulTensorCoresTransposedOperands) {
   auto k = kernel("matmul_tt", matmul_transposed_operands<bfloat16>,
                   {"at", "bt", "c", "M", "N", "K", "BM", "BN", "BK"});

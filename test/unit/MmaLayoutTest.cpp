@@ -138,6 +138,9 @@ TEST(MmaLayout, LdmatrixAddressesProduceTheOperandFragment) {
           ASSERT_EQ(at(c.operand, 2 * j + e, t), expect) << "matrix " << j << " thread " << t;
         }
   }
+  // ldmatrix moves 16-bit elements: a tf32 or i8 fragment is refused.
+  EXPECT_THROW(ldmatrixAddressLayout(mmaOperandLayout(0, {16, 8}, 32, {1, 1}), 4, false), Error);
+  EXPECT_THROW(ldmatrixAddressLayout(mmaOperandLayout(0, {16, 32}, 8, {1, 1}), 4, false), Error);
 }
 
 struct SwizzleCase {

@@ -83,3 +83,25 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return %r : tensor<32x32xf32, #b>
   }
 }
+
+// -----
+
+// f32 operands at tf32 precision: m16n8k8, the operands converted to 32-bit
+// fragments (ldmatrix moves 16-bit elements), each rounded to tf32 before
+// the mma; tf32x3 issues three mma per instruction tile (lo*hi, hi*lo, hi*hi).
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-LABEL: func.func @tf32
+// CHECK: tilegpu.convert_layout %{{.*}} : tensor<32x16xf32, #blocked> -> tensor<32x16xf32, #dot_op{{[0-9]*}}>
+// CHECK: tile.dot {{.*}}, tf32 : tensor<32x16xf32, #dot_op{{[0-9]*}}> * tensor<16x32xf32, #dot_op{{[0-9]*}}> -> tensor<32x32xf32, #mma{{[0-9]*}}>
+// CHECK: tile.dot {{.*}}, tf32x3 :
+// LLVM-LABEL: llvm.func @tf32
+// LLVM-COUNT-4: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 8>
+// LLVM-COUNT-12: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>
+// LLVM-NOT: nvvm.mma.sync
+  func.func @tf32(%a: tensor<32x16xf32, #b>, %bb: tensor<16x32xf32, #b>, %c: tensor<32x32xf32, #b>) {
+    %0 = tile.dot %a, %bb, %c, tf32 : tensor<32x16xf32, #b> * tensor<16x32xf32, #b> -> tensor<32x32xf32, #b>
+    %1 = tile.dot %a, %bb, %c, tf32x3 : tensor<32x16xf32, #b> * tensor<16x32xf32, #b> -> tensor<32x32xf32, #b>
+    return
+  }
+}
