@@ -73,7 +73,7 @@ int main() {
     auto d = Clock::now();
     fmt::print("  {:>13} {:>5}  {:>7.1f} ms {:>7.1f} ms {:>7.1f} ms  {:>5} {:>5} B {:>5} B{}\n",
                fmt::format("{}x{}x{}", c.bm, c.bn, c.bk), c.warps, ms(a, b), ms(b, d), ms(a, d),
-               f.registers, f.spill_bytes, f.shared_bytes,
+               f.registers, f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes,
                c.bm == 128 && c.bn == 128 && c.warps == 4 ? "   (goal: total <= 300 ms, 0 spills)" : "");
     (void)p;
     } catch (const Error &e) { // e.g. more shared memory than one CTA may have

@@ -119,7 +119,8 @@ std::vector<char> serialize(const CompiledKernel &k) {
   std::vector<char> out;
   putString(out, k.ptx);
   putString(out, std::string(k.cubin.begin(), k.cubin.end()));
-  putString(out, fmt::format("{} {} {}", k.registers, k.shared_bytes, k.spill_bytes));
+  putString(out, fmt::format("{} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
+                             k.dynamic_shared_bytes));
   putString(out, k.ptxas_log);
   return out;
 }
@@ -129,7 +130,8 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   k.ptx = getString(in, pos);
   std::string cubin = getString(in, pos);
   k.cubin.assign(cubin.begin(), cubin.end());
-  std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes;
+  std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
+      k.dynamic_shared_bytes;
   k.ptxas_log = getString(in, pos);
   return k;
 }
@@ -403,6 +405,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   auto compileNow = [&]() -> std::vector<char> {
     OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps);
     CompiledKernel out;
+    if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
+      out.dynamic_shared_bytes = int(dyn.getInt());
     backend::Target target{opts.chip, "+ptx80", 3};
     out.ptx = backend::translateToPtx(*module, target);
     if (dumpEnabled("ptx"))
@@ -495,7 +499,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       std::lock_guard<std::mutex> lock(spec.compileMutex);
       auto &slot = spec.loaded[key];
       if (!slot)
-        slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name);
+        slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
+                                           compiled.dynamic_shared_bytes);
       kernel = slot;
     }
     runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args);

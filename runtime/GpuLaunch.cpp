@@ -64,7 +64,8 @@ const GpuDevice &currentDevice() {
 }
 
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
-                                                 const std::string &ptx, const std::string &name) {
+                                                 const std::string &ptx, const std::string &name,
+                                                 int dynamicSharedBytes) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
@@ -77,6 +78,20 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   CUfunction fn;
   d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
   k->function_ = fn;
+  k->dynamicShared_ = dynamicSharedBytes;
+  if (dynamicSharedBytes > 48 * 1024) {
+    int device = currentDevice().ordinal, optin = 0;
+    d.check(d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                   device),
+            "cuDeviceGetAttribute", name);
+    if (dynamicSharedBytes > optin)
+      throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per program; {} allows "
+                              "at most {} (smaller tiles, fewer stages)",
+                              name, dynamicSharedBytes, currentDevice().name, optin));
+    d.check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 dynamicSharedBytes),
+            "cuFuncSetAttribute", name);
+  }
   return k;
 }
 
@@ -148,7 +163,8 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
       kernelParams.push_back(scalars[i].data());
     }
     d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), grid.x, grid.y, grid.z,
-                             unsigned(32 * numWarps), 1, 1, 0, nullptr, kernelParams.data(),
+                             unsigned(32 * numWarps), 1, 1, unsigned(kernel.dynamicSharedBytes()),
+                             nullptr, kernelParams.data(),
                              nullptr),
             "cuLaunchKernel", name);
     // Only staged buffers force a wait (to copy back and free); launches on

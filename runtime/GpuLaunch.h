@@ -37,14 +37,18 @@ public:
   LoadedKernel(const LoadedKernel &) = delete;
   LoadedKernel &operator=(const LoadedKernel &) = delete;
   /// Load from a cubin, or from PTX (driver JIT) when the cubin is empty.
+  /// `dynamicSharedBytes`: what each launch provides (above 48 KiB the
+  /// kernel is opted in first; an error names the device's limit).
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
-                                            const std::string &name);
+                                            const std::string &name, int dynamicSharedBytes = 0);
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
+  int dynamicSharedBytes() const { return dynamicShared_; }
 
 private:
   LoadedKernel() = default;
   std::string name_;
+  int dynamicShared_ = 0;
   void *module_ = nullptr, *function_ = nullptr;
 };
 

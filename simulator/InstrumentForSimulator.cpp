@@ -382,7 +382,13 @@ struct InstrumentForSimulatorPass
         continue;
       sharedBytes = (sharedBytes + 15) / 16 * 16;
       sharedOffset[global.getSymName().str()] = sharedBytes;
-      sharedBytes += int64_t(layout.getTypeSize(global.getGlobalType()));
+      int64_t size = int64_t(layout.getTypeSize(global.getGlobalType()));
+      // `extern .shared` (dynamic shared memory): as large as the launch
+      // makes it, which the lowering recorded.
+      if (global.getLinkage() == LLVM::Linkage::External && size == 0)
+        if (auto dyn = module->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
+          size = dyn.getInt();
+      sharedBytes += size;
     }
 
     // What needs rewriting, noted before address spaces disappear.

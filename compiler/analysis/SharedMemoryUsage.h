@@ -30,6 +30,12 @@ namespace tegula::analysis {
 inline constexpr llvm::StringLiteral kSharedOffsetAttr = "tilegpu.shared_offset";
 /// Per module: the bytes of shared memory a program (CTA) needs.
 inline constexpr llvm::StringLiteral kSharedBytesAttr = "tilegpu.shared_bytes";
+/// Set by the lowering when the scratch is dynamic shared memory (more than
+/// kMaxStaticSharedBytes): the bytes every launch must provide.
+inline constexpr llvm::StringLiteral kDynamicSharedBytesAttr = "tilegpu.dynamic_shared_bytes";
+/// The most shared memory a kernel may declare statically (48 KiB); beyond
+/// it, up to the device's opt-in limit, only dynamically.
+inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// Every buffer starts on a 16-byte boundary (the widest shared access).
 inline constexpr int64_t kSharedAlignment = 16;
 

@@ -427,13 +427,20 @@ struct LowerTileGPUToLLVMPass
     if (failed(checkSharedOffsets(module, sharedBytes)))
       return signalPassFailure();
     if (sharedBytes > 0) {
+      // Up to 48 KiB a static array; beyond, `extern .shared` (dynamic shared
+      // memory) whose size the launch provides.
+      const bool dynamic = sharedBytes > analysis::kMaxStaticSharedBytes;
       OpBuilder b(ctx);
       b.setInsertionPointToStart(module.getBody());
       LLVM::GlobalOp::create(b, module.getLoc(),
-                             LLVM::LLVMArrayType::get(b.getI8Type(), uint64_t(sharedBytes)),
-                             /*isConstant=*/false, LLVM::Linkage::Internal, kScratchSymbol,
-                             Attribute(), /*alignment=*/analysis::kSharedAlignment,
-                             /*addrSpace=*/3);
+                             LLVM::LLVMArrayType::get(b.getI8Type(), dynamic ? 0 : uint64_t(sharedBytes)),
+                             /*isConstant=*/false,
+                             dynamic ? LLVM::Linkage::External : LLVM::Linkage::Internal,
+                             kScratchSymbol, Attribute(),
+                             /*alignment=*/analysis::kSharedAlignment, /*addrSpace=*/3);
+      if (dynamic)
+        module->setAttr(analysis::kDynamicSharedBytesAttr,
+                        IntegerAttr::get(IntegerType::get(ctx, 32), sharedBytes));
     }
     module->setAttr(analysis::kSharedBytesAttr,
                     IntegerAttr::get(IntegerType::get(ctx, 32), sharedBytes));

@@ -174,6 +174,9 @@ struct CompiledKernel {
   std::string ptx;
   std::vector<char> cubin; // empty unless assembled
   int registers = 0, shared_bytes = 0, spill_bytes = 0;
+  /// Shared memory the launch provides dynamically: the kernel's scratch
+  /// when it exceeds the 48 KiB a kernel may declare statically (0 below).
+  int dynamic_shared_bytes = 0;
   std::string ptxas_log;
 };
 

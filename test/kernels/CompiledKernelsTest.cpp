@@ -265,6 +265,24 @@ TEST_P(Compiled, RowSumAtomicAndTranspose) {
   }
 }
 
+/// A 128x128 f32 transpose moves 64 KiB through shared memory: more than a
+/// kernel may declare statically, so the scratch is dynamic shared memory
+/// (extern .shared, sized and opted in at launch).
+TEST_P(Compiled, TransposeWithDynamicSharedMemory) {
+  auto tr = kernel("transpose_big", examples::transpose<float>, {"x", "out", "M", "N", "BM", "BN"});
+  const int rows = 130, cols = 200;
+  auto x = random_vector<float>(size_t(rows * cols));
+  auto t1 = poisoned<float>(x.size()), t2 = poisoned<float>(x.size());
+  Grid g{uint32_t(cdiv(rows, 128)), uint32_t(cdiv(cols, 128))};
+  tr(interp(g), x, t1, rows, cols, 128, 128);
+  tr(target(g), x, t2, rows, cols, 128, 128);
+  EXPECT_EQ(rel_error(t2, to_double(t1)), 0.0);
+  CompiledKernel c = tr.compile({x, t2, rows, cols, 128, 128},
+                                {.chip = "sm_80", .num_warps = GetParam().warps, .assemble = false});
+  EXPECT_GT(c.dynamic_shared_bytes, 48 * 1024);
+  EXPECT_THAT(c.ptx, ::testing::HasSubstr(".extern .shared .align 16 .b8 tegula_scratch[]"));
+}
+
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
   return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
 }

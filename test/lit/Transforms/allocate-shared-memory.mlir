@@ -159,3 +159,21 @@ module attributes {tilegpu.num_warps = 4 : i32} {
                                            tensor<16x16xf64, #t>, tensor<16x16xf32, #m>, i64
   }
 }
+
+// -----
+
+// A 128x128 f32 conversion needs 64 KiB: more than a kernel may declare
+// statically (48 KiB). The scratch becomes dynamic shared memory - an
+// external zero-length array - and the module records the bytes each launch
+// provides.
+// LLVM: module attributes {tilegpu.dynamic_shared_bytes = 65536 : i32, tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 65536 : i32}
+// LLVM: llvm.mlir.global external @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// LLVM-LABEL: llvm.func @big_conversion(
+#rows = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#cols = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @big_conversion(%a: tensor<128x128xf32, #rows>) -> tensor<128x128xf32, #cols> {
+    %b = tilegpu.convert_layout %a : tensor<128x128xf32, #rows> -> tensor<128x128xf32, #cols>
+    return %b : tensor<128x128xf32, #cols>
+  }
+}
