@@ -147,7 +147,7 @@ struct Specialization {
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
-  std::map<int, std::shared_ptr<sim::SimKernel>> simulated;               // by warps
+  std::map<std::pair<int, int>, std::shared_ptr<sim::SimKernel>> simulated; // by warps, stages
 };
 
 struct KernelImpl {
@@ -375,14 +375,15 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
 namespace {
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
-OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps) {
+OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps,
+                                  int numStages) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
   auto dump = [&](const char *stage, ModuleOp m) {
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
   };
-  if (failed(runGpuPipeline(*module, numWarps, dump)))
+  if (failed(runGpuPipeline(*module, numWarps, dump, numStages)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
                             diags.text));
   return module;
@@ -393,7 +394,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  std::string optionKey = fmt::format("chip={};num_warps={};cubin={}", opts.chip, opts.num_warps,
+  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={}", opts.chip,
+                                      opts.num_warps, opts.num_stages,
                                       assemble);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
@@ -403,7 +405,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
-    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps);
+    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages);
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -439,8 +441,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 namespace {
 /// The lowered module of `tile`, instrumented and JIT-compiled for the
 /// simulator.
-std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps) {
-  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps);
+std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps,
+                                         int numStages) {
+  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
@@ -486,8 +489,9 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   }
   case Backend::GPU: {
     const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
-    CompileOptions copts{.chip = device.chip(), .num_warps = opts.num_warps};
-    std::string key = fmt::format("{}:{}", copts.chip, copts.num_warps);
+    CompileOptions copts{.chip = device.chip(), .num_warps = opts.num_warps,
+                         .num_stages = opts.num_stages};
+    std::string key = fmt::format("{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages);
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -510,9 +514,9 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     std::shared_ptr<sim::SimKernel> simulated;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
-      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[opts.num_warps];
+      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[{opts.num_warps, opts.num_stages}];
       if (!slot)
-        slot = simulate(impl_->name, *spec.tile, opts.num_warps);
+        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages);
       simulated = slot;
     }
     simulated->run(opts.grid, impl_->params, impl_->paramNames, args);

@@ -18,7 +18,7 @@ void buildTilePipeline(mlir::OpPassManager &pm) {
 
 namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
-void addLayoutPasses(mlir::OpPassManager &pm, int numWarps) {
+void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages) {
   ConvertTileToTileGPUOptions options;
   options.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(options));
@@ -27,6 +27,9 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps) {
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());
+  PipelineDotOperandsOptions pipelining;
+  pipelining.numStages = numStages;
+  pm.addPass(createPipelineDotOperands(pipelining));
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.
@@ -38,8 +41,8 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
 }
 } // namespace
 
-void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps) {
-  addLayoutPasses(pm, numWarps);
+void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages) {
+  addLayoutPasses(pm, numWarps, numStages);
   addLoweringPasses(pm);
 }
 
@@ -51,10 +54,11 @@ void enableTimingFromEnv(mlir::PassManager &pm) {
 } // namespace
 
 mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
-                                   const std::function<void(const char *, mlir::ModuleOp)> &dump) {
+                                   const std::function<void(const char *, mlir::ModuleOp)> &dump,
+                                   int numStages) {
   // Two halves, so the layout-assigned IR can be shown on its own.
   mlir::PassManager layouts(module.getContext());
-  addLayoutPasses(layouts, numWarps);
+  addLayoutPasses(layouts, numWarps, numStages);
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();

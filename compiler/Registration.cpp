@@ -39,11 +39,14 @@ void registerAllPasses() {
   struct GpuPipelineOptions : mlir::PassPipelineOptions<GpuPipelineOptions> {
     Option<int> numWarps{*this, "num-warps", llvm::cl::desc("warps per program"),
                          llvm::cl::init(4)};
+    Option<int> numStages{*this, "num-stages",
+                          llvm::cl::desc("shared-memory stages for dot operands in loops (1: off)"),
+                          llvm::cl::init(3)};
   };
   mlir::PassPipelineRegistration<GpuPipelineOptions>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
       [](mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildGpuPipeline(pm, o.numWarps);
+        buildGpuPipeline(pm, o.numWarps, o.numStages);
       });
 }
 

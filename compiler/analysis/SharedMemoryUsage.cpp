@@ -103,6 +103,8 @@ int64_t sharedScratchBytes(Operation *op) {
     return dotBytes(dot);
   if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))
     return atomicBytes(op);
+  if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op))
+    return int64_t(ring.getType().getStages()) * ring.getType().tileBytes();
   return 0;
 }
 

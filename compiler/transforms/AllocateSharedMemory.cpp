@@ -34,8 +34,13 @@ struct AllocateSharedMemoryPass
     module.walk([&](Operation *op) {
       if (int64_t bytes = sharedScratchBytes(op)) {
         owners.push_back(op);
-        // Today's users need their buffer only while they run.
-        buffers.push_back({order.liveRange(op), bytes});
+        // A ring of shared tiles lives from its allocation to its last
+        // user (across the whole loop that fills and reads it); every other
+        // user needs its buffer only while it runs.
+        SmallVector<Operation *> users;
+        if (isa<tilegpu::AllocSharedOp>(op))
+          users = llvm::to_vector(op->getUsers());
+        buffers.push_back({order.liveRange(op, users), bytes});
       }
     });
     int64_t total = packSharedBuffers(buffers, kSharedAlignment);

@@ -35,57 +35,6 @@ using tegula::layout::LinearLayout;
 using tegula::layout::SharedTile;
 
 namespace tegula::lowering {
-namespace {
-
-constexpr int kChunkBytes = 16;
-
-/// The dimension that register bit 0 of `ll` steps by one element (the
-/// source's contiguous dimension), or -1.
-int contiguousDimOf(const LinearLayout &ll) {
-  if (ll.inDimSize("register") < 2)
-    return -1;
-  std::vector<int32_t> b = ll.basis("register", 0);
-  for (size_t d = 0; d < b.size(); ++d)
-    if (b[d] == 1 && std::count(b.begin(), b.end(), 0) == std::ptrdiff_t(b.size() - 1))
-      return int(d);
-  return -1;
-}
-
-/// Elements per vector store of a layout already composed with the tile's
-/// offsets: register bits stepping the offset by 1, 2, 4, ..., no other
-/// basis breaking the alignment, at most `maxElements`.
-int32_t vectorElements(const LinearLayout &offsets, int32_t maxElements) {
-  int32_t v = 1;
-  while (v < maxElements && 2 * v <= offsets.inDimSize("register") &&
-         offsets.basis("register", std::countr_zero(uint32_t(v)))[0] == v)
-    v *= 2;
-  for (const LinearLayout::Dim &d : offsets.inDims())
-    for (int bit = d.name == "register" ? std::countr_zero(uint32_t(v)) : 0; bit < d.log2Size; ++bit)
-      while (offsets.basis(d.name, bit)[0] % v)
-        v /= 2;
-  return v;
-}
-
-/// The lanes' ldmatrix row addresses for every group of 2 * `matrices`
-/// operand registers: register bits above the group (the operand layout's),
-/// the derived lane addresses, the operand layout's warp bits.
-LinearLayout ldmatrixRows(const LinearLayout &operand, int matrices, bool trans) {
-  LinearLayout rows = layout::ldmatrixAddressLayout(operand, matrices, trans);
-  std::vector<std::vector<int32_t>> regs, lanes, warps;
-  const int regBits = std::countr_zero(uint32_t(operand.inDimSize("register")));
-  for (int bit = std::countr_zero(uint32_t(2 * matrices)); bit < regBits; ++bit)
-    regs.push_back(operand.basis("register", bit));
-  for (int bit = 0; bit < 5; ++bit)
-    lanes.push_back(rows.basis("lane", bit));
-  for (int bit = 0; bit < std::countr_zero(uint32_t(operand.inDimSize("warp"))); ++bit)
-    warps.push_back(operand.basis("warp", bit));
-  std::vector<std::pair<std::string, int32_t>> outs;
-  for (const LinearLayout::Dim &d : operand.outDims())
-    outs.push_back({d.name, 1 << d.log2Size});
-  return LinearLayout::fromBases({{"register", regs}, {"lane", lanes}, {"warp", warps}}, outs);
-}
-
-} // namespace
 
 bool LdmatrixOperand::applies(RankedTensorType source, const LinearLayout &operand) {
   return source.getRank() == 2 && source.getElementType().getIntOrFloatBitWidth() == 16 &&
@@ -98,41 +47,21 @@ LdmatrixOperand::LdmatrixOperand(OpBuilder &b, Location loc, ValueRange values,
                                  RankedTensorType source, const LinearLayout &operand, bool isA,
                                  Value base)
     : b_(b), loc_(loc), values_(values.begin(), values.end()), source_(layoutOf(source)),
-      operand_(operand), elem_(values.front().getType()), base_(base) {
-  // B's registers run along K first: an x4 over register bits 1 and 2 would
-  // span two k-slices. Take the first register bit along N as the second
-  // matrix bit instead (two n-tiles of one k-slice), by swapping it with bit
-  // 2 in a renumbered copy of the layout.
-  const int regBits = std::countr_zero(uint32_t(operand.inDimSize("register")));
-  for (int bit = 2; !isA && bit < regBits && swapBit_ == 2; ++bit)
-    if (operand.basis("register", bit)[1] != 0)
-      swapBit_ = bit;
-  if (swapBit_ != 2) {
-    std::vector<std::vector<int32_t>> regs, lanes, warps;
-    for (int bit = 0; bit < regBits; ++bit)
-      regs.push_back(operand.basis("register", bit == 2 ? swapBit_ : bit == swapBit_ ? 2 : bit));
-    for (int bit = 0; bit < 5; ++bit)
-      lanes.push_back(operand.basis("lane", bit));
-    for (int bit = 0; bit < std::countr_zero(uint32_t(operand.inDimSize("warp"))); ++bit)
-      warps.push_back(operand.basis("warp", bit));
-    std::vector<std::pair<std::string, int32_t>> outs;
-    for (const LinearLayout::Dim &d : operand.outDims())
-      outs.push_back({d.name, 1 << d.log2Size});
-    operand_ = LinearLayout::fromBases({{"register", regs}, {"lane", lanes}, {"warp", warps}}, outs);
-  }
-  // Rows along the source's contiguous dimension (wide stores); K when the
-  // source has none (then ldmatrix needs no .trans).
-  int contiguous = contiguousDimOf(source_);
-  if (contiguous < 0)
-    contiguous = isA ? 1 : 0;
-  trans_ = isA ? contiguous == 0 : contiguous == 1;
-  matrices_ = int(std::min<int32_t>(4, operand_.inDimSize("register") / 2));
-  rows_ = ldmatrixRows(operand_, matrices_, trans_);
-  tile_ = SharedTile{{int32_t(source.getDimSize(0)), int32_t(source.getDimSize(1))}, contiguous, 16, {}};
-  vector_ = vectorElements(source_.compose(tile_.offsetLayout()), kChunkBytes / 2);
-  tile_ = layout::deriveSwizzle(
-      tile_, {{"ldmatrix", rows_, kChunkBytes}, layout::vectorAccess("store", source_, vector_, 16)});
-  loaded_.assign(size_t(operand_.inDimSize("register")), Value());
+      elem_(values.front().getType()), base_(base) {
+  int contiguous = layout::contiguousDimOf(source_);
+  SharedTile unswizzled{{int32_t(source.getDimSize(0)), int32_t(source.getDimSize(1))},
+                        contiguous < 0 ? (isA ? 1 : 0) : contiguous, 16, {}};
+  vector_ = layout::vectorElementsOf(source_.compose(unswizzled.offsetLayout()), 8);
+  tile_ = layout::planOperandTile(source_, operand, isA, vector_);
+  reads_ = layout::planLdmatrixReads(operand, isA, tile_.contiguousDim);
+  loaded_.assign(size_t(registers()), Value());
+}
+
+LdmatrixOperand::LdmatrixOperand(OpBuilder &b, Location loc, const SharedTile &tile,
+                                 const LinearLayout &operand, bool isA, Value base, Type elem)
+    : b_(b), loc_(loc), elem_(elem), base_(base), tile_(tile),
+      reads_(layout::planLdmatrixReads(operand, isA, tile.contiguousDim)) {
+  loaded_.assign(size_t(registers()), Value());
 }
 
 Value LdmatrixOperand::at(Value elementOffset) {
@@ -141,52 +70,39 @@ Value LdmatrixOperand::at(Value elementOffset) {
 }
 
 void LdmatrixOperand::store() {
-  Type i32 = b_.getI32Type();
-  auto pair = VectorType::get({2}, elem_);
   Owners owners = ownersOf(b_, loc_, source_);
   auto offsets = coordinates(b_, loc_, source_.compose(tile_.offsetLayout()));
   for (int32_t r = 0; r < source_.inDimSize("register"); r += vector_) {
     if (r & owners.duplicateRegisters)
       continue;
-    SmallVector<Value> words;
-    if (vector_ == 1)
-      words.push_back(values_[size_t(r)]);
-    for (int32_t i = 0; vector_ > 1 && i < vector_; i += 2) { // two elements a 32-bit word
-      Value v = LLVM::PoisonOp::create(b_, loc_, pair);
-      v = LLVM::InsertElementOp::create(b_, loc_, v, values_[size_t(r + i)], i32Const(b_, loc_, 0));
-      v = LLVM::InsertElementOp::create(b_, loc_, v, values_[size_t(r + i + 1)], i32Const(b_, loc_, 1));
-      words.push_back(LLVM::BitcastOp::create(b_, loc_, i32, v));
-    }
+    ValueRange group(ArrayRef<Value>(values_).slice(size_t(r), size_t(vector_)));
+    SmallVector<Value> words = vector_ == 1 ? SmallVector<Value>(group) : packWords(b_, loc_, group);
     predicatedStore(b_, loc_, at(offsets[size_t(r)][0]), words, owners.threadOwns, "shared");
   }
 }
 
 Value LdmatrixOperand::reg(int32_t original) {
-  // Register `original` of the operand layout is register r of operand_.
-  const int32_t hi = original >> swapBit_ & 1, lo = original >> 2 & 1;
-  const int32_t r = hi == lo ? original : original ^ (1 << swapBit_ | 1 << 2);
+  const int32_t r = layout::renumberedRegister(reads_, original);
   if (loaded_[size_t(r)])
     return loaded_[size_t(r)];
   if (rowOffsets_.empty())
-    for (auto &c : coordinates(b_, loc_, rows_.compose(tile_.offsetLayout())))
+    for (auto &c : coordinates(b_, loc_, reads_.rows.compose(tile_.offsetLayout())))
       rowOffsets_.push_back(c[0]);
-  const int32_t perGroup = 2 * matrices_, group = r / perGroup;
+  const int matrices = reads_.matrices;
+  const int32_t perGroup = 2 * matrices, group = r / perGroup;
   Type i32 = b_.getI32Type();
-  Type result = matrices_ == 1 ? i32
-                               : Type(LLVM::LLVMStructType::getLiteral(
-                                     b_.getContext(), SmallVector<Type>(size_t(matrices_), i32)));
+  Type result = matrices == 1 ? i32
+                              : Type(LLVM::LLVMStructType::getLiteral(
+                                    b_.getContext(), SmallVector<Type>(size_t(matrices), i32)));
   Value words = NVVM::LdMatrixOp::create(
-      b_, loc_, result, at(rowOffsets_[size_t(group)]), uint32_t(matrices_),
-      trans_ ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      b_, loc_, result, at(rowOffsets_[size_t(group)]), uint32_t(matrices),
+      reads_.trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
       NVVM::LdStMatrixShapeAttr::get(b_.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
-  auto pair = VectorType::get({2}, elem_);
-  for (int j = 0; j < matrices_; ++j) {
-    Value word = matrices_ == 1 ? words : LLVM::ExtractValueOp::create(b_, loc_, words, j);
-    Value halves = LLVM::BitcastOp::create(b_, loc_, pair, word);
-    for (int h = 0; h < 2; ++h)
-      loaded_[size_t(group * perGroup + 2 * j + h)] =
-          LLVM::ExtractElementOp::create(b_, loc_, halves, i32Const(b_, loc_, h));
-  }
+  SmallVector<Value> regs;
+  for (int j = 0; j < matrices; ++j)
+    regs.push_back(matrices == 1 ? words : LLVM::ExtractValueOp::create(b_, loc_, words, j));
+  for (auto [i, v] : llvm::enumerate(unpackWords(b_, loc_, regs, elem_)))
+    loaded_[size_t(group * perGroup) + i] = v;
   return loaded_[size_t(r)];
 }
 

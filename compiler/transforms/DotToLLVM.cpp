@@ -74,6 +74,99 @@ private:
   std::unique_ptr<LdmatrixOperand> staged_;
 };
 
+/// Instruction tiles per warp along K, M and N (a tile smaller than the
+/// warps' reach is held in duplicate: one tile per warp).
+std::array<int64_t, 3> instructionTiles(tilegpu::MmaEncodingAttr mma, int64_t M, int64_t N,
+                                        int64_t K, unsigned bits) {
+  const int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  return {K / layout::mmaInstructionShape(int(bits)).k, std::max<int64_t>(1, M / (16 * wm)),
+          std::max<int64_t>(1, N / (8 * wn))};
+}
+
+/// The mma.sync instructions of one warp's share of `a * b + c` (registers
+/// of the accumulator layout in, out), k-slice by k-slice: a staged
+/// operand's ldmatrix runs just before the first mma that needs it, so one
+/// slice of each operand is live at a time.
+SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type elem,
+                               tile::DotPrecision precision, int64_t kTiles, int64_t mTiles,
+                               int64_t nTiles, MmaOperand *a, MmaOperand *b, ValueRange c) {
+  const bool tf32 = elem.isF32();
+  const int64_t e = 32 / elem.getIntOrFloatBitWidth(); // operand elements per register
+  const int64_t instrK = layout::mmaInstructionShape(int(elem.getIntOrFloatBitWidth())).k;
+  const bool bf16 = elem.isBF16();
+  auto pair = VectorType::get({2}, elem);
+  Type i32 = rw.getI32Type();
+  // Two 16-bit values in one 32-bit register, the first in the low half.
+  auto pack = [&](Value lo, Value hi) -> Value {
+    Value v = LLVM::PoisonOp::create(rw, loc, pair);
+    v = LLVM::InsertElementOp::create(rw, loc, v, lo, i32Const(rw, loc, 0));
+    v = LLVM::InsertElementOp::create(rw, loc, v, hi, i32Const(rw, loc, 1));
+    return bf16 ? Value(LLVM::BitcastOp::create(rw, loc, i32, v)) : v;
+  };
+  // f32 -> tf32 bits, rounded to nearest (ties away) like cvt.rna.tf32.f32
+  // and the interpreter: mma.sync itself would truncate. Inf/NaN pass.
+  auto toTf32 = [&](Value f) -> Value {
+    Value u = LLVM::BitcastOp::create(rw, loc, i32, f);
+    Value exp = LLVM::AndOp::create(rw, loc, u, i32Const(rw, loc, 0x7f800000));
+    Value special = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, exp,
+                                         i32Const(rw, loc, 0x7f800000));
+    Value rounded = LLVM::AndOp::create(
+        rw, loc, LLVM::AddOp::create(rw, loc, u, i32Const(rw, loc, 0x1000)),
+        i32Const(rw, loc, int32_t(0xffffe000u)));
+    return LLVM::SelectOp::create(rw, loc, special, u, rounded);
+  };
+  Type f32 = rw.getF32Type();
+  // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product
+  // is lo*hi + hi*lo + hi*hi (the lo*lo term is below f32 precision).
+  auto hiPart = [&](Value f) { return toTf32(f); };
+  auto loPart = [&](Value f) {
+    Value hi = LLVM::BitcastOp::create(rw, loc, f32, toTf32(f));
+    return toTf32(LLVM::FSubOp::create(rw, loc, f, hi));
+  };
+  auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
+  const NVVM::MMATypes ptxType = tf32   ? NVVM::MMATypes::tf32
+                                 : bf16 ? NVVM::MMATypes::bf16
+                                        : NVVM::MMATypes::f16;
+  SmallVector<Value> results(c.begin(), c.end());
+  auto mmaSync = [&](ValueRange aRegs, ValueRange bRegs, int64_t cBase) {
+    ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
+    auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, instrK},
+                                 std::nullopt, std::nullopt,
+                                 std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                                 std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                NVVM::MMALayout::col});
+    for (int64_t s = 0; s < 4; ++s)
+      results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
+  };
+  // 32-bit registers of one instruction's operand, from `count` values
+  // starting at `base`, each through `part` (tf32) or packed in pairs.
+  auto registers = [&](MmaOperand &o, int64_t base, int64_t count,
+                       llvm::function_ref<Value(Value)> part) {
+    SmallVector<Value> regs;
+    for (int64_t r = 0; r < count; r += e)
+      regs.push_back(e == 2 ? pack(o.reg(int32_t(base + r)), o.reg(int32_t(base + r + 1)))
+                            : part(o.reg(int32_t(base + r))));
+    return regs;
+  };
+  const bool split = tf32 && precision == tile::DotPrecision::TF32x3;
+  // k-slice by k-slice: a staged operand's ldmatrix runs just before the
+  // first mma that needs it, so one slice of each operand is live at a time.
+  for (int64_t ki = 0; ki < kTiles; ++ki)
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t ni = 0; ni < nTiles; ++ni) {
+        const int64_t cBase = 4 * (ni + nTiles * mi);
+        const int64_t aBase = 4 * e * (ki + kTiles * mi), bBase = 2 * e * (ki + kTiles * ni);
+        SmallVector<Value> aHi = registers(*a, aBase, 4 * e, hiPart);
+        SmallVector<Value> bHi = registers(*b, bBase, 2 * e, hiPart);
+        if (split) { // small terms first
+          mmaSync(registers(*a, aBase, 4, loPart), bHi, cBase);
+          mmaSync(aHi, registers(*b, bBase, 2, loPart), cBase);
+        }
+        mmaSync(aHi, bHi, cBase);
+      }
+  return results;
+}
+
 struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
@@ -95,12 +188,7 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     const unsigned bits = elem.getIntOrFloatBitWidth();
     const int64_t e = 32 / bits; // operand elements per 32-bit register
     const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
-    const int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
-    const int64_t instrK = layout::mmaInstructionShape(int(bits)).k;
-    // Instruction tiles per warp along each dimension (a tile smaller than
-    // the warps' reach is held in duplicate: one tile per warp).
-    const int64_t kTiles = K / instrK, mTiles = std::max<int64_t>(1, M / (16 * wm)),
-                  nTiles = std::max<int64_t>(1, N / (8 * wn));
+    auto [kTiles, mTiles, nTiles] = instructionTiles(mma, M, N, K, bits);
 
     // Each operand: fragments of this mma already, or staged through shared
     // memory (A's tile first, then B's).
@@ -144,80 +232,40 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
       NVVM::Barrier0Op::create(rw, loc);
     }
 
-    const bool bf16 = elem.isBF16();
-    auto pair = VectorType::get({2}, elem);
-    Type i32 = rw.getI32Type();
-    // Two 16-bit values in one 32-bit register, the first in the low half.
-    auto pack = [&](Value lo, Value hi) -> Value {
-      Value v = LLVM::PoisonOp::create(rw, loc, pair);
-      v = LLVM::InsertElementOp::create(rw, loc, v, lo, i32Const(rw, loc, 0));
-      v = LLVM::InsertElementOp::create(rw, loc, v, hi, i32Const(rw, loc, 1));
-      return bf16 ? Value(LLVM::BitcastOp::create(rw, loc, i32, v)) : v;
-    };
-    // f32 -> tf32 bits, rounded to nearest (ties away) like cvt.rna.tf32.f32
-    // and the interpreter: mma.sync itself would truncate. Inf/NaN pass.
-    auto toTf32 = [&](Value f) -> Value {
-      Value u = LLVM::BitcastOp::create(rw, loc, i32, f);
-      Value exp = LLVM::AndOp::create(rw, loc, u, i32Const(rw, loc, 0x7f800000));
-      Value special = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, exp,
-                                           i32Const(rw, loc, 0x7f800000));
-      Value rounded = LLVM::AndOp::create(
-          rw, loc, LLVM::AddOp::create(rw, loc, u, i32Const(rw, loc, 0x1000)),
-          i32Const(rw, loc, int32_t(0xffffe000u)));
-      return LLVM::SelectOp::create(rw, loc, special, u, rounded);
-    };
-    Type f32 = rw.getF32Type();
-    // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product
-    // is lo*hi + hi*lo + hi*hi (the lo*lo term is below f32 precision).
-    auto hiPart = [&](Value f) { return toTf32(f); };
-    auto loPart = [&](Value f) {
-      Value hi = LLVM::BitcastOp::create(rw, loc, f32, toTf32(f));
-      return toTf32(LLVM::FSubOp::create(rw, loc, f, hi));
-    };
-    auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
-    const NVVM::MMATypes ptxType = tf32   ? NVVM::MMATypes::tf32
-                                   : bf16 ? NVVM::MMATypes::bf16
-                                          : NVVM::MMATypes::f16;
-    SmallVector<Value> results(c.begin(), c.end());
-    auto mmaSync = [&](ValueRange aRegs, ValueRange bRegs, int64_t cBase) {
-      ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
-      auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, instrK},
-                                   std::nullopt, std::nullopt,
-                                   std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-                                   std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                                                  NVVM::MMALayout::col});
-      for (int64_t s = 0; s < 4; ++s)
-        results[size_t(cBase + s)] = LLVM::ExtractValueOp::create(rw, loc, d, s);
-    };
-    // 32-bit registers of one instruction's operand, from `count` values
-    // starting at `base`, each through `part` (tf32) or packed in pairs.
-    auto registers = [&](MmaOperand &o, int64_t base, int64_t count,
-                         llvm::function_ref<Value(Value)> part) {
-      SmallVector<Value> regs;
-      for (int64_t r = 0; r < count; r += e)
-        regs.push_back(e == 2 ? pack(o.reg(int32_t(base + r)), o.reg(int32_t(base + r + 1)))
-                              : part(o.reg(int32_t(base + r))));
-      return regs;
-    };
-    const bool split = tf32 && precision == tile::DotPrecision::TF32x3;
-    // k-slice by k-slice: a staged operand's ldmatrix runs just before the
-    // first mma that needs it, so one slice of each operand is live at a time.
-    for (int64_t ki = 0; ki < kTiles; ++ki)
-      for (int64_t mi = 0; mi < mTiles; ++mi)
-        for (int64_t ni = 0; ni < nTiles; ++ni) {
-          const int64_t cBase = 4 * (ni + nTiles * mi);
-          const int64_t aBase = 4 * e * (ki + kTiles * mi), bBase = 2 * e * (ki + kTiles * ni);
-          SmallVector<Value> aHi = registers(*a, aBase, 4 * e, hiPart);
-          SmallVector<Value> bHi = registers(*b, bBase, 2 * e, hiPart);
-          if (split) { // small terms first
-            mmaSync(registers(*a, aBase, 4, loPart), bHi, cBase);
-            mmaSync(aHi, registers(*b, bBase, 2, loPart), cBase);
-          }
-          mmaSync(aHi, bHi, cBase);
-        }
+    SmallVector<Value> results =
+        emitMmaSync(rw, loc, elem, precision, kTiles, mTiles, nTiles, &*a, &*b, c);
     if (stageA || stageB)
       NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+/// dot_shared: both operands in stages of tilegpu.shared rings (filled by
+/// cp.async), read k-slice by k-slice with ldmatrix.
+struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::DotSharedOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    tilegpu::SharedTilesType aT = op.getA().getType(), bT = op.getB().getType();
+    Type elem = getTypeConverter()->convertType(aT.getElementType());
+    auto [kTiles, mTiles, nTiles] =
+        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), aT.getShape()[1], 16);
+    auto operand = [&](unsigned idx, tilegpu::SharedTilesType t, Value ring, Value stage) {
+      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
+      Value base = LLVM::GEPOp::create(
+          rw, loc, ring.getType(), rw.getI8Type(), ring,
+          ValueRange{LLVM::MulOp::create(rw, loc, stage, i32Const(rw, loc, t.tileBytes()))});
+      return MmaOperand(std::make_unique<LdmatrixOperand>(
+          rw, loc, t.tile(), tilegpu::toLinearLayout(enc, t.getShape()), idx == 0, base, elem));
+    };
+    MmaOperand a = operand(0, aT, adaptor.getA()[0], adaptor.getAStage()[0]);
+    MmaOperand b = operand(1, bT, adaptor.getB()[0], adaptor.getBStage()[0]);
+    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, tile::DotPrecision::IEEE, kTiles,
+                                              mTiles, nTiles, &a, &b, adaptor.getAcc())});
     return success();
   }
 };
@@ -288,7 +336,7 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
 } // namespace
 
 void populateDotPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<DotMmaPattern, DotFmaPattern>(types, patterns.getContext());
+  patterns.add<DotMmaPattern, DotSharedPattern, DotFmaPattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

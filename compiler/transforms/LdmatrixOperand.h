@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "compiler/layout/SharedSwizzle.h"
+#include "compiler/layout/OperandStaging.h"
 #include "compiler/transforms/LoweringCommon.h"
 
 namespace tegula::lowering {
@@ -29,12 +29,17 @@ public:
   LdmatrixOperand(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values,
                   mlir::RankedTensorType source, const layout::LinearLayout &operand,
                   bool isA, mlir::Value base);
+  /// An operand already in shared memory at `base`, placed as `tile` says
+  /// (a stage of a tilegpu.shared ring): reads only.
+  LdmatrixOperand(mlir::OpBuilder &b, mlir::Location loc, const layout::SharedTile &tile,
+                  const layout::LinearLayout &operand, bool isA, mlir::Value base,
+                  mlir::Type elem);
 
   /// The owners' vector stores (no barriers: the caller places them).
   void store();
   /// Operand register `r`; the first request of an ldmatrix group emits it.
   mlir::Value reg(int32_t r);
-  int32_t registers() const { return operand_.inDimSize("register"); }
+  int32_t registers() const { return reads_.operand.inDimSize("register"); }
   const layout::SharedTile &tile() const { return tile_; }
 
 private:
@@ -42,17 +47,14 @@ private:
 
   mlir::OpBuilder &b_;
   mlir::Location loc_;
-  mlir::SmallVector<mlir::Value> values_;
-  layout::LinearLayout source_, operand_;
+  mlir::SmallVector<mlir::Value> values_; // the source's registers (staging only)
+  layout::LinearLayout source_;
   mlir::Type elem_;
   mlir::Value base_;
   layout::SharedTile tile_;
-  int32_t vector_ = 1;  // elements per store
-  int matrices_ = 4;    // ldmatrix.x
-  bool trans_ = false;
-  int swapBit_ = 2; // register bit exchanged with bit 2 in operand_ (2: none)
-  layout::LinearLayout rows_; // ldmatrix row addresses per register group
-  mlir::SmallVector<mlir::Value> loaded_; // null until its group is read
+  layout::LdmatrixReads reads_;
+  int32_t vector_ = 1; // elements per store
+  mlir::SmallVector<mlir::Value> loaded_; // by renumbered register; null until read
   mlir::SmallVector<mlir::Value> rowOffsets_;
 };
 

@@ -451,6 +451,7 @@ struct LowerTileGPUToLLVMPass
     populateExchangePatterns(types, patterns);
     populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);
+    populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
     patterns.add<ElementwisePattern>(types, ctx);

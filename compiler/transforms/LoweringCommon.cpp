@@ -197,6 +197,8 @@ Type memoryType(Type pointee) {
 
 TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
   addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
+  // A ring of shared tiles is its base address.
+  addConversion([ctx](tilegpu::SharedTilesType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   addConversion([this](RankedTensorType t, SmallVectorImpl<Type> &out)
                     -> std::optional<LogicalResult> {
     if (!t.getEncoding())

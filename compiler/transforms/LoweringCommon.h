@@ -74,6 +74,7 @@ inline constexpr const char *kNoSharedOffset =
     "no tilegpu.shared_offset: run allocate-shared-memory first";
 
 void populateDotOperandPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateAsyncCopyPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);

@@ -52,6 +52,30 @@ def RemoveLayoutConversions : Pass<"remove-layout-conversions", "mlir::ModuleOp"
   }];
 }
 
+def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
+  let summary = "Software pipelining: a loop's dot operands arrive by cp.async, num-stages ahead";
+  let description = [{
+    In an `scf.for` with a constant positive step, a tensor-core `tile.dot`
+    (16-bit operands, #tilegpu.mma result) whose two operands are
+    `tile.load`s of that iteration (zero or no `other`, addresses computed
+    from the induction variable and values from outside the loop, copies of
+    4-16 bytes, no duplicated elements) is rewritten:
+    a ring of `num-stages` swizzled shared tiles per operand
+    (`tilegpu.alloc_shared`, swizzle from layout::planOperandTile); a
+    prologue issuing the loads of the first num-stages - 1 iterations as
+    `tilegpu.async_load` (cp.async; iterations past the end are masked off,
+    which zero-fills and reads nothing); in the loop, `tilegpu.async_wait`
+    (this iteration's stage complete, then a barrier), `tilegpu.dot_shared`
+    on this iteration's stages, and the loads of iteration i + num-stages - 1
+    into the stage just freed; after it, a wait for the rest. num-stages 1
+    (or 0) leaves loops alone.
+  }];
+  let options = [
+    Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">
+  ];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
+}
+
 def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
   let summary = "Choose the vector width of every load and store";
   let description = [{

@@ -17,6 +17,7 @@ def TileGPU_Dialect : Dialect {
   let cppNamespace = "::tegula::tilegpu";
   let summary = "Layout-aware tiles: which thread holds which element";
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let dependentDialects = ["::tegula::tile::TileDialect"];
 }
 
@@ -94,6 +95,35 @@ def TileGPU_DotOperandEncodingAttr : TileGPU_Attr<"DotOperandEncoding", "dot_ope
     `<` `{` `opIdx` `=` $opIdx `,` `parent` `=` $parent `,` `elementBits` `=` $elementBits `}` `>`
   }];
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def TileGPU_SharedTilesType : TypeDef<TileGPU_Dialect, "SharedTiles"> {
+  let mnemonic = "shared";
+  let summary = "`stages` tiles of one shape in shared memory, one after the other";
+  let description = [{
+    A ring of shared-memory tiles filled asynchronously (tilegpu.async_load)
+    and read by tilegpu.dot_shared. Each tile is stored row by row along
+    `contiguousDim`, its 16-byte chunks XORed with `swizzle` (bit i of the
+    row index flips chunk bits swizzle[i]; layout::SharedTile).
+    `!tilegpu.shared<3 x [128, 32] x bf16, contiguousDim = 1, swizzle = [0, 2, 1]>`
+  }];
+  let parameters = (ins "unsigned":$stages, ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType, "unsigned":$contiguousDim,
+                        OptionalArrayRefParameter<"int32_t">:$swizzle);
+  let assemblyFormat = [{
+    `<` $stages `x` `[` $shape `]` `x` $elementType `,` `contiguousDim` `=` $contiguousDim
+    (`,` `swizzle` `=` `[` $swizzle^ `]`)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// One stage's placement (shape, order, swizzle).
+    ::tegula::layout::SharedTile tile() const;
+    int64_t tileBytes() const;
+  }];
 }
 
 #endif // TEGULA_TILEGPU_BASE

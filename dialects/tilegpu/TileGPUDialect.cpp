@@ -18,6 +18,8 @@ using namespace tegula::tilegpu;
 #include "dialects/tilegpu/TileGPUDialect.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tilegpu/TileGPUAttrs.cpp.inc"
+#define GET_TYPEDEF_CLASSES
+#include "dialects/tilegpu/TileGPUTypes.cpp.inc"
 #define GET_OP_CLASSES
 #include "dialects/tilegpu/TileGPUOps.cpp.inc"
 
@@ -52,6 +54,10 @@ void TileGPUDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "dialects/tilegpu/TileGPUAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/tilegpu/TileGPUTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

@@ -13,6 +13,11 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tilegpu/TileGPUAttrs.h.inc"
 
+#include "compiler/layout/SharedSwizzle.h"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/tilegpu/TileGPUTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/tilegpu/TileGPUOps.h.inc"
 

@@ -24,4 +24,57 @@ def TileGPU_ConvertLayoutOp : TileGPU_Op<"convert_layout",
   let hasCanonicalizer = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Software pipelining: rings of shared tiles filled with cp.async
+//===----------------------------------------------------------------------===//
+
+def TileGPU_AllocSharedOp : TileGPU_Op<"alloc_shared"> {
+  let summary = "Shared memory for a ring of tiles (allocate-shared-memory places it)";
+  let results = (outs TileGPU_SharedTilesType:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def TileGPU_AsyncLoadOp : TileGPU_Op<"async_load"> {
+  let summary = "Copy a tile from global memory into one stage of a ring, asynchronously";
+  let description = [{
+    Each thread copies the elements its layout gives it (cp.async, up to 16
+    bytes at a time) into stage `stage` of `dst`; masked-off elements are
+    zero-filled (a source size of 0), so `other` is 0. Then one commit
+    group: tilegpu.async_wait counts these.
+  }];
+  let arguments = (ins TileGPU_SharedTilesType:$dst, I32:$stage, AnyRankedTensor:$ptr,
+                       Optional<AnyRankedTensor>:$mask);
+  let assemblyFormat = [{
+    $dst `[` $stage `]` `,` $ptr (`,` $mask^)? attr-dict `:` type($dst) `,` type($ptr) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
+  let summary = "Wait until at most `pending` async_load groups are in flight, then a barrier";
+  let description = [{
+    `buffers`: rings whose copies this wait completes when nothing else reads
+    them afterwards (the wait after a pipelined loop), so that their shared
+    memory is not reused while copies may still land in it.
+  }];
+  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$buffers, I32Attr:$pending);
+  let assemblyFormat = "($buffers^ `:` type($buffers))? attr-dict";
+}
+
+def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
+  let summary = "tile.dot on tensor cores with both operands read from ring stages";
+  let description = [{
+    `a[sa] * b[sb] + acc`: A [M, K] and B [K, N] are read from shared memory
+    with ldmatrix, k-slice by k-slice, into the fragments of the mma.sync
+    whose accumulator layout `acc` and the result carry (#tilegpu.mma).
+  }];
+  let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
+                       I32:$bStage, AnyRankedTensor:$acc);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $a `[` $aStage `]` `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TEGULA_TILEGPU_OPS

@@ -40,6 +40,10 @@ struct Grid {
 struct LaunchOptions {
   Grid grid;
   int num_warps = 4;
+  /// Shared-memory stages for the operands of dots in loops: the loads of
+  /// the next num_stages - 1 iterations are in flight (cp.async) while one
+  /// computes. 1 turns software pipelining off.
+  int num_stages = 3;
   /// Unset: $TEGULA_BACKEND, else the interpreter.
   std::optional<Backend> backend;
 };
@@ -164,6 +168,7 @@ using Trampoline = std::function<void(const std::vector<tl::tensor> &values,
 struct CompileOptions {
   std::string chip = "sm_80"; // or sm_90a
   int num_warps = 4;
+  int num_stages = 3; // as LaunchOptions::num_stages
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;

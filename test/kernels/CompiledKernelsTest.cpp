@@ -144,6 +144,36 @@ template <class T> void tensorCoreMatmul(const LaunchOptions &target, const Laun
   EXPECT_THAT(ptx, ::testing::HasSubstr("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
 }
 
+/// Software pipelining: the same bf16 GEMM with 1 (off) to 4 shared-memory
+/// stages, on K loops shorter and longer than the ring (the prologue's and
+/// the loop's loads past the end are masked off and zero-fill).
+TEST_P(Compiled, MatmulPipelineStages) {
+  auto k = kernel("matmul_stages", examples::matmul<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  for (Shape s : {Shape{64, 64, 16, 64, 64, 16}, Shape{70, 50, 72, 64, 64, 16}}) {
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    for (int stages : {1, 2, 3, 4}) {
+      SCOPED_TRACE(fmt::format("M={} N={} K={}, {} stages", s.M, s.N, s.K, stages));
+      auto got = poisoned<bfloat16>(size_t(s.M * s.N));
+      LaunchOptions t = target(g);
+      t.num_stages = stages;
+      k(t, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+    }
+  }
+  std::vector<bfloat16> x(64 * 64);
+  std::string ptx = k.compile({x, x, x, 64, 64, 64, 64, 64, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::HasSubstr("cp.async.cg.shared.global"));
+  EXPECT_THAT(ptx, ::testing::ContainsRegex("cp\\.async\\.wait_group\\s+2;"));
+  ptx = k.compile({x, x, x, 64, 64, 64, 64, 64, 16},
+                  {.chip = "sm_80", .num_stages = 1, .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::Not(::testing::HasSubstr("cp.async")));
+}
+
 /// C = A B with both operands stored transposed (A as K x M, B as N x K),
 /// loaded as they lie and turned with .trans() in the kernel, as a user
 /// would write it.

@@ -153,6 +153,49 @@ TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
   }
 }
 
+/// The pipelined GEMM waits for each stage's cp.async copies before its
+/// ldmatrix reads. Lowered normally the simulator finds nothing; with the
+/// waits dropped (test hook; the barriers stay) the reads of the first
+/// stage find shared memory no thread has written yet.
+TEST(SimChecks, RaceDetectorFindsTheMissingAsyncWait) {
+  auto mm = kernel("matmul", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 64, N = 64, K = 64;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto ref = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(16)};
+  mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 16);
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::string tileIR = mm.ir(refArgs, "tile", /*debug_info=*/true);
+  std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+  for (bool dropWait : {false, true}) {
+    SCOPED_TRACE(dropWait ? "wait dropped" : "normal lowering");
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(tileIR, &ctx);
+    ASSERT_TRUE(module);
+    if (dropWait)
+      (*module)->setAttr("tegula.test.drop_async_wait", mlir::UnitAttr::get(&ctx));
+    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, /*numStages=*/3)));
+    auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul");
+    auto out = poisoned<bfloat16>(size_t(M * N));
+    std::vector<Arg> args = {Arg(a), Arg(b), Arg(out), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(16)};
+    if (!dropWait) {
+      simulated->run({1, 1}, mm.params(), names, args);
+      EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+      continue;
+    }
+    try {
+      simulated->run({1, 1}, mm.params(), names, args);
+      ADD_FAILURE() << "expected the early reads to be reported";
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr("which no thread of this CTA had written"));
+      EXPECT_THAT(e.what(), HasSubstr("ldmatrix"));
+    }
+  }
+}
+
 /// test/lit/Simulator/tensor-core-ops.mlir is what the tensor-core lowering
 /// will emit (cp.async, ldmatrix, mma.sync in LLVM + NVVM); the simulator
 /// runs it end to end and D is the plain product.

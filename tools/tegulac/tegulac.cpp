@@ -42,6 +42,9 @@ static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(
 static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
 static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dialect input)"),
                              cl::init(4));
+static cl::opt<int> numStages("num-stages",
+                              cl::desc("shared-memory stages for dot operands in loops (1: off)"),
+                              cl::init(3));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -56,7 +59,7 @@ int main(int argc, char **argv) {
   // A tile-dialect library goes through the whole GPU pipeline first.
   if (!module->getOps<mlir::func::FuncOp>().empty() &&
       (mlir::failed(tegula::runTilePipeline(*module)) ||
-       mlir::failed(tegula::runGpuPipeline(*module, numWarps))))
+       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};

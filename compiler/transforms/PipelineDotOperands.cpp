@@ -1,0 +1,203 @@
+//===- PipelineDotOperands.cpp - cp.async rings for a loop's dot operands --===//
+//
+// Iteration i of a GEMM's K loop waits for its own operand tiles only: the
+// tiles of iterations i+1 .. i+S-1 are already on their way (cp.async into
+// the other stages of a ring), so global-memory latency hides behind the
+// mma.sync of the current stage. See Passes.td for the conditions; the rest
+// of the compiler sees three new ops (alloc_shared, async_load, async_wait)
+// and dot_shared in place of the dot.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/Passes.h"
+
+#include "compiler/layout/OperandStaging.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tegula {
+#define GEN_PASS_DEF_PIPELINEDOTOPERANDS
+#include "compiler/transforms/Passes.h.inc"
+} // namespace tegula
+
+using namespace mlir;
+using namespace tegula;
+
+namespace {
+
+/// The loop-body ops `roots` depend on, in body order, when they depend only
+/// on the induction variable and values from outside the loop (pure ops
+/// without regions); nothing otherwise.
+std::optional<SmallVector<Operation *>> addressSlice(scf::ForOp loop, ValueRange roots) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!v || v == loop.getInductionVar() || !loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
+      continue; // the induction variable, or defined outside the loop
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
+      return std::nullopt; // an iter_arg, nested, or with effects
+    if (slice.insert(def))
+      work.append(def->operand_begin(), def->operand_end());
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : *loop.getBody())
+    if (slice.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
+bool zeroOrAbsent(Value other) {
+  if (!other)
+    return true;
+  Attribute value;
+  if (!matchPattern(other, m_Constant(&value)))
+    return false;
+  auto splat = dyn_cast<SplatElementsAttr>(value);
+  if (!splat)
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(splat.getSplatValue<Attribute>()))
+    return f.getValue().isZero() && !f.getValue().isNegative();
+  if (auto i = dyn_cast<IntegerAttr>(splat.getSplatValue<Attribute>()))
+    return i.getValue().isZero();
+  return false;
+}
+
+/// An operand load that can become cp.async into a ring, and its ring.
+struct Operand {
+  tile::LoadOp load;
+  SmallVector<Operation *> slice; // address and mask computation
+  tilegpu::SharedTilesType ring;
+};
+
+std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages) {
+  Value v = idx == 0 ? dot.getA() : dot.getB();
+  auto load = v.getDefiningOp<tile::LoadOp>();
+  if (!load || !v.hasOneUse() || load->getBlock() != loop.getBody() || !zeroOrAbsent(load.getOther()))
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(v.getType());
+  Type elem = type.getElementType();
+  auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
+  const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
+  if (elem.getIntOrFloatBitWidth() != 16 || bytes < 4 || type.getRank() != 2)
+    return std::nullopt;
+  auto ptrType = cast<RankedTensorType>(load.getPtr().getType());
+  layout::LinearLayout source = tilegpu::toLinearLayout(ptrType.getEncoding(), ptrType.getShape());
+  if (!source.freeBits("register").empty() || !source.freeBits("lane").empty() ||
+      !source.freeBits("warp").empty())
+    return std::nullopt; // duplicated elements: two threads would copy one
+  SmallVector<Value> roots = {load.getPtr()};
+  if (load.getMask())
+    roots.push_back(load.getMask());
+  auto slice = addressSlice(loop, roots);
+  if (!slice)
+    return std::nullopt;
+  auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+  auto fragments = tilegpu::toLinearLayout(
+      tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), type.getShape());
+  layout::SharedTile tile = layout::planOperandTile(
+      source, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
+  auto ring = tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(), elem,
+                                            unsigned(tile.contiguousDim), tile.rowXor);
+  return Operand{load, std::move(*slice), ring};
+}
+
+/// Issues `op`'s load for the iteration whose induction variable is `iv`
+/// into stage `stage` of `ring`, masked off when that iteration does not
+/// exist (iv >= upper bound).
+void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage) {
+  Location loc = op.load.getLoc();
+  IRMapping map;
+  map.map(loop.getInductionVar(), iv);
+  for (Operation *o : op.slice)
+    b.clone(*o, map);
+  Value ptr = map.lookupOrDefault(op.load.getPtr());
+  auto ptrType = cast<RankedTensorType>(ptr.getType());
+  Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
+  Value mask = tile::SplatOp::create(
+      b, loc, RankedTensorType::get(ptrType.getShape(), b.getI1Type(), ptrType.getEncoding()), exists);
+  if (op.load.getMask())
+    mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(op.load.getMask()), mask);
+  auto copy = tilegpu::AsyncLoadOp::create(b, loc, ring, stage, ptr, mask);
+  if (auto w = op.load->getAttr("tilegpu.vector_width"))
+    copy->setAttr("tilegpu.vector_width", w);
+}
+
+void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stages) {
+  Location loc = dot.getLoc();
+  OpBuilder b(loop);
+  Type ivType = loop.getInductionVar().getType();
+  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
+    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
+  };
+  Value ringA = tilegpu::AllocSharedOp::create(b, loc, a.ring);
+  Value ringB = tilegpu::AllocSharedOp::create(b, loc, bOp.ring);
+  auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
+    return arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(s)));
+  };
+  // Prologue: iterations 0 .. stages-2 into stages 0 .. stages-2.
+  Value lb = loop.getLowerBound(), step = loop.getStep();
+  for (int s = 0; s < stages - 1; ++s) {
+    Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
+    issue(b, loop, a, ringA, iv, stageConst(b, s));
+    issue(b, loop, bOp, ringB, iv, stageConst(b, s));
+  }
+  // In the loop: wait for this iteration's stage (two groups, A and B, per
+  // stage; the later stages' may stay in flight), the dot on it, then the
+  // loads of iteration i + stages - 1 into the stage iteration i - 1 read.
+  OpBuilder in(dot);
+  Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
+  auto toI32 = [&](Value v) -> Value {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(in, loc, in.getI32Type(), v).getResult();
+  };
+  Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
+  tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (stages - 2));
+  auto onShared = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
+  in.setInsertionPointAfter(onShared);
+  Value ahead = arith::AddIOp::create(in, loc, loop.getInductionVar(),
+                                      arith::MulIOp::create(in, loc, step, constant(in, stages - 1)));
+  Value nextStage = toI32(arith::RemSIOp::create(
+      in, loc, arith::AddIOp::create(in, loc, iter, constant(in, stages - 1)), constant(in, stages)));
+  issue(in, loop, a, ringA, ahead, nextStage);
+  issue(in, loop, bOp, ringB, ahead, nextStage);
+  dot.replaceAllUsesWith(onShared.getResult());
+  dot.erase();
+  a.load.erase();
+  bOp.load.erase();
+  // After the loop: the copies still in flight (past the end: zero fills)
+  // land before the rings' memory is reused.
+  b.setInsertionPointAfter(loop);
+  tilegpu::AsyncWaitOp::create(b, loc, ValueRange{ringA, ringB}, 0);
+  // The original address computation is dead now.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}
+
+struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineDotOperandsPass> {
+  using PipelineDotOperandsBase::PipelineDotOperandsBase;
+  void runOnOperation() override {
+    if (numStages < 2)
+      return;
+    SmallVector<tile::DotOp> dots;
+    getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
+    for (tile::DotOp dot : dots) {
+      auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+      auto result = cast<RankedTensorType>(dot.getType());
+      APInt step;
+      if (!loop || !isa_and_present<tilegpu::MmaEncodingAttr>(result.getEncoding()) ||
+          !matchPattern(loop.getStep(), m_ConstantInt(&step)) || !step.isStrictlyPositive())
+        continue;
+      auto a = planOperand(loop, dot, 0, numStages);
+      auto b = planOperand(loop, dot, 1, numStages);
+      if (a && b)
+        pipeline(loop, dot, std::move(*a), std::move(*b), numStages);
+    }
+  }
+};
+
+} // namespace

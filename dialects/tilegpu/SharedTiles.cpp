@@ -1,0 +1,71 @@
+//===- SharedTiles.cpp - rings of shared tiles and their async ops --------===//
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace tegula;
+using namespace tegula::tilegpu;
+
+LogicalResult SharedTilesType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned stages,
+                                      ArrayRef<int64_t> shape, Type elementType,
+                                      unsigned contiguousDim, ArrayRef<int32_t> swizzle) {
+  if (stages < 1)
+    return emitError() << "a ring has at least one stage";
+  if (shape.size() != 2 || !llvm::all_of(shape, [](int64_t d) { return d > 0 && llvm::isPowerOf2_64(uint64_t(d)); }))
+    return emitError() << "shared tiles are 2-D with power-of-two sizes";
+  if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() < 8)
+    return emitError() << "shared tiles hold integers or floats of 8 bits or more, not " << elementType;
+  if (contiguousDim > 1)
+    return emitError() << "contiguousDim is 0 or 1";
+  const int64_t chunks = shape[contiguousDim] * elementType.getIntOrFloatBitWidth() / 8 / 16;
+  for (int32_t s : swizzle)
+    if (s < 0 || (s > 0 && s >= chunks))
+      return emitError() << "swizzle flips chunk bits " << s << " but a row has " << chunks
+                         << " 16-byte chunks";
+  return success();
+}
+
+layout::SharedTile SharedTilesType::tile() const {
+  return layout::SharedTile{{int32_t(getShape()[0]), int32_t(getShape()[1])}, int(getContiguousDim()),
+                            int(getElementType().getIntOrFloatBitWidth()),
+                            std::vector<int32_t>(getSwizzle().begin(), getSwizzle().end())};
+}
+
+int64_t SharedTilesType::tileBytes() const {
+  return getShape()[0] * getShape()[1] * getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+LogicalResult AsyncLoadOp::verify() {
+  auto ptrs = cast<RankedTensorType>(getPtr().getType());
+  auto ptr = dyn_cast<tile::PtrType>(ptrs.getElementType());
+  SharedTilesType dst = getDst().getType();
+  if (!ptr || ptr.getPointeeType() != dst.getElementType())
+    return emitOpError() << "copies " << dst.getElementType() << " elements, from pointers "
+                         << ptrs.getElementType();
+  if (ptrs.getShape() != dst.getShape() || !ptrs.getEncoding())
+    return emitOpError() << "needs a laid-out pointer tile of the ring's tile shape";
+  if (getMask()) {
+    auto mask = cast<RankedTensorType>(getMask().getType());
+    if (mask.getShape() != ptrs.getShape() || !mask.getElementType().isInteger(1) ||
+        mask.getEncoding() != ptrs.getEncoding())
+      return emitOpError() << "mask must be i1 in the pointers' shape and layout";
+  }
+  return success();
+}
+
+LogicalResult DotSharedOp::verify() {
+  SharedTilesType a = getA().getType(), b = getB().getType();
+  auto acc = cast<RankedTensorType>(getAcc().getType());
+  if (acc != getType() || !isa_and_present<MmaEncodingAttr>(acc.getEncoding()))
+    return emitOpError() << "accumulator and result are one tile type with an mma layout";
+  if (a.getShape()[1] != b.getShape()[0] || a.getShape()[0] != acc.getDimSize(0) ||
+      b.getShape()[1] != acc.getDimSize(1))
+    return emitOpError() << "shapes do not multiply: [" << a.getShape()[0] << ", " << a.getShape()[1]
+                         << "] x [" << b.getShape()[0] << ", " << b.getShape()[1] << "] -> " << acc;
+  Type e = a.getElementType();
+  if (e != b.getElementType() || !(e.isBF16() || e.isF16()) || !acc.getElementType().isF32())
+    return emitOpError() << "takes f16/bf16 operands of one type and an f32 accumulator";
+  return success();
+}
