@@ -1,23 +1,28 @@
-// gemm.cpp - Tegula's matmul (examples::matmul, bf16 and f16 in, f32
-// accumulation on tensor cores, 16-bit out) against cuBLAS in the same
-// process, on the same device buffers. cuBLAS is opened at run time
-// (dlopen), like libcuda, so building needs neither a GPU nor cuBLAS.
-// Tegula's output is checked against cuBLAS's (relative L2 error); each
-// shape runs a small list of tile configurations and reports the best.
+// gemm.cpp - Tegula's matmul (examples::matmul: bf16 / f16 in, f32
+// accumulation on tensor cores, 16-bit out; and f32 at tf32 precision)
+// against cuBLAS in the same process, on the same device buffers. cuBLAS is
+// opened at run time (dlopen), like libcuda, so building needs neither a GPU
+// nor cuBLAS. Tegula's output is checked against cuBLAS's (relative L2
+// error); each shape runs a small list of tile configurations (BM, BN, BK,
+// warps, stages) and reports the best, and every row also goes to a CSV
+// ($TEGULA_BENCH_OUT/gemm.csv, else ./gemm.csv).
 // Without a driver it prints "skipped: ..." and exits 0.
 //
-//   gemm [--sizes 1024,2048,4096] [--iters 20]
+//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32] [--iters 10]
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
 #include <cublas_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -61,22 +66,45 @@ struct Cublas {
       destroy(handle);
   }
   /// Row-major C[M,N] = A[M,K] B[K,N], as column-major C^T = B^T A^T.
-  void gemm(cudaDataType type, const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &c,
-            int M, int N, int K) const {
+  /// `fastTf32`: f32 operands rounded to tf32 on tensor cores.
+  void gemm(cudaDataType type, bool fastTf32, const DeviceBuffer &a, const DeviceBuffer &b,
+            DeviceBuffer &c, int M, int N, int K) const {
     const float one = 1, zero = 0;
     cublasStatus_t s = gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
                               reinterpret_cast<const void *>(b.device_ptr()), type, N,
                               reinterpret_cast<const void *>(a.device_ptr()), type, K, &zero,
                               reinterpret_cast<void *>(c.device_ptr()), type, N,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                              fastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
       throw Error(fmt::format("cublasGemmEx failed: status {}", int(s)));
   }
 };
 
 struct Config {
-  int bm, bn, bk, warps;
+  int bm, bn, bk, warps, stages;
+  std::string name() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
 };
+
+struct Shape {
+  std::string name; // e.g. "4096^3", "gpt2 qkv"
+  int M, N, K;
+};
+
+/// Square shapes, and GPT-2 (124M)'s projections at 8192 tokens (batch 8 x
+/// 1024): qkv 768 -> 2304, mlp up 768 -> 3072, mlp down 3072 -> 768, logits
+/// 768 -> 50304 (the padded vocabulary).
+std::vector<Shape> shapesFor(const std::string &which) {
+  std::vector<Shape> out;
+  if (which == "squares" || which == "all")
+    for (int n : {1024, 2048, 4096, 8192})
+      out.push_back({fmt::format("{}^3", n), n, n, n});
+  if (which == "gpt2" || which == "all")
+    for (auto [name, n, k] : {std::tuple{"gpt2 qkv", 2304, 768}, {"gpt2 mlp up", 3072, 768},
+                              {"gpt2 mlp down", 768, 3072}, {"gpt2 logits", 50304, 768}})
+      out.push_back({name, 8192, n, k});
+  return out;
+}
 
 template <class T> double relError(const std::vector<T> &x, const std::vector<T> &ref) {
   double num = 0, den = 0;
@@ -89,17 +117,24 @@ template <class T> double relError(const std::vector<T> &x, const std::vector<T>
   return std::sqrt(num / (den > 0 ? den : 1));
 }
 
-template <class T>
-int runDtype(const char *dtype, cudaDataType cublasType, const Cublas &cublas,
-             const std::vector<int> &sizes, int iters) {
-  auto k = kernel(std::string("matmul_") + dtype, examples::matmul<T>,
+/// One dtype over every shape: `K` is the kernel, `T` its element type.
+template <class T, tl::precision P>
+int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cublas &cublas,
+             const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  auto k = kernel(std::string("matmul_") + dtype, examples::matmul<T, P>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  const std::vector<Config> configs = {{64, 64, 32, 4}, {128, 64, 32, 4}, {128, 128, 32, 8}};
+  // 16-bit: 128x128 and 128x256 tiles, 4 or 8 warps, 3-4 stages; tf32
+  // operands are twice the bytes: smaller K steps.
+  const bool wide = sizeof(T) == 2;
+  const std::vector<Config> configs =
+      wide ? std::vector<Config>{{128, 128, 32, 4, 3}, {128, 128, 32, 8, 4}, {128, 256, 32, 8, 3},
+                                 {128, 128, 64, 8, 3}, {64, 128, 32, 4, 4}}
+           : std::vector<Config>{{128, 128, 16, 4, 3}, {128, 128, 16, 8, 4}, {64, 128, 16, 4, 4}};
   int failures = 0;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
-  for (int n : sizes) {
-    const int M = n, N = n, K = n;
+  for (const Shape &shape : shapes) {
+    const int M = shape.M, N = shape.N, K = shape.K;
     std::vector<T> ha(size_t(M) * K), hb(size_t(K) * N);
     for (T &v : ha) v = T(dist(rng));
     for (T &v : hb) v = T(dist(rng));
@@ -109,8 +144,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, const Cublas &cublas,
     double refMs = NAN;
     std::vector<T> hostRef;
     if (cublas.handle) {
-      cublas.gemm(cublasType, a, b, ref, M, N, K);
-      refMs = time_ms([&] { cublas.gemm(cublasType, a, b, ref, M, N, K); }, iters).median;
+      cublas.gemm(cublasType, fastTf32, a, b, ref, M, N, K);
+      refMs = time_ms([&] { cublas.gemm(cublasType, fastTf32, a, b, ref, M, N, K); }, iters).median;
       hostRef = ref.to_host<T>();
     }
     double bestMs = INFINITY;
@@ -118,30 +153,49 @@ int runDtype(const char *dtype, cudaDataType cublasType, const Cublas &cublas,
     for (const Config &cfg : configs) {
       LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
                          .num_warps = cfg.warps,
+                         .num_stages = cfg.stages,
                          .backend = Backend::GPU};
       auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
-      c.fill_bytes(0xff);
-      launch();
       std::string check = "unchecked (no cuBLAS)";
-      if (!hostRef.empty()) {
-        double err = relError(c.to_host<T>(), hostRef);
-        check = fmt::format("rel err {:.1e}", err);
-        if (!(err < 1e-2)) {
-          fmt::print("{:<6} {:>5}^3  {:>3}x{:>3}x{:<3} w{}  FAILED: {} vs cuBLAS\n", dtype, n, cfg.bm,
-                     cfg.bn, cfg.bk, cfg.warps, check);
-          ++failures;
-          continue;
+      double err = NAN;
+      try {
+        c.fill_bytes(0xff);
+        launch();
+        if (!hostRef.empty()) {
+          err = relError(c.to_host<T>(), hostRef);
+          check = fmt::format("rel err {:.1e}", err);
+          if (!(err < 1e-2)) {
+            fmt::print("{:<5} {:<14} {:<18} FAILED: {} vs cuBLAS\n", dtype, shape.name, cfg.name(), check);
+            std::fprintf(csv, "%s,%s,%d,%d,%d,%s,,,%.3g,FAILED\n", dtype, shape.name.c_str(), M, N, K,
+                         cfg.name().c_str(), err);
+            ++failures;
+            continue;
+          }
         }
+      } catch (const Error &e) { // e.g. more shared memory than this GPU has
+        std::string what = e.what();
+        fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(),
+                   what.substr(0, what.find('\n')));
+        continue;
       }
       double ms = time_ms(launch, iters).median;
-      fmt::print("{:<6} {:>5}^3  {:>3}x{:>3}x{:<3} w{}  {:>9.3f} ms {:>8.1f} TFLOP/s  {}\n", dtype, n,
-                 cfg.bm, cfg.bn, cfg.bk, cfg.warps, ms, flops / ms / 1e9, check);
+      fmt::print("{:<5} {:<14} {:<18} {:>9.3f} ms {:>7.1f} TFLOP/s  {}\n", dtype, shape.name,
+                 cfg.name(), ms, flops / ms / 1e9, check);
+      std::fprintf(csv, "%s,%s,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", dtype, shape.name.c_str(), M, N, K,
+                   cfg.name().c_str(), ms, flops / ms / 1e9, err);
       if (ms < bestMs)
-        bestMs = ms, best = fmt::format("{}x{}x{} w{}", cfg.bm, cfg.bn, cfg.bk, cfg.warps);
+        bestMs = ms, best = cfg.name();
     }
-    fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, cuBLAS {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, n,
+    std::string id = shape.name;
+    for (char &ch : id)
+      if (ch == ' ' || ch == '^')
+        ch = '_';
+    fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, cuBLAS {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, id,
                best, flops / bestMs / 1e9, flops / refMs / 1e9, refMs / bestMs);
+    std::fprintf(csv, "%s,%s,%d,%d,%d,cuBLAS,%.4f,%.2f,,\n", dtype, shape.name.c_str(), M, N, K, refMs,
+                 flops / refMs / 1e9);
     std::fflush(stdout);
+    std::fflush(csv);
   }
   return failures;
 }
@@ -149,41 +203,64 @@ int runDtype(const char *dtype, cudaDataType cublasType, const Cublas &cublas,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<int> sizes = {1024, 2048, 4096};
-  int iters = 20;
+  std::string shapesArg = "all", dtypes = "bf16,f16,tf32";
+  int iters = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters"))
       iters = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--sizes")) {
-      sizes.clear();
-      for (const char *p = argv[i + 1]; *p;) {
-        sizes.push_back(std::atoi(p));
-        while (*p && *p != ',') ++p;
-        if (*p) ++p;
-      }
-    }
+    else if (!std::strcmp(argv[i], "--shapes"))
+      shapesArg = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--dtypes"))
+      dtypes = argv[i + 1];
   }
-  fmt::print("# gemm: Tegula (examples::matmul on mma.sync) vs cuBLAS (cublasGemmEx, "
-             "CUBLAS_COMPUTE_32F), same device buffers\n");
+  fmt::print("# gemm: Tegula (examples::matmul on mma.sync, cp.async pipelining) vs cuBLAS "
+             "(cublasGemmEx, f32 compute; tf32: CUBLAS_COMPUTE_32F_FAST_TF32), same device buffers\n");
   std::string why;
   if (!gpu_available(&why)) {
     fmt::print("skipped: {}\n", why);
     return 0;
   }
+  std::vector<Shape> shapes = shapesFor(shapesArg);
+  if (shapes.empty()) {
+    fmt::print("error: --shapes is squares, gpt2 or all, not '{}'\n", shapesArg);
+    return 2;
+  }
+  const char *outDir = std::getenv("TEGULA_BENCH_OUT");
+  std::string csvPath = outDir && *outDir ? std::string(outDir) + "/gemm.csv" : "gemm.csv";
+  std::FILE *csv = std::fopen(csvPath.c_str(), "w");
+  if (!csv) {
+    fmt::print("error: cannot write {}\n", csvPath);
+    return 1;
+  }
+  std::fprintf(csv, "dtype,shape,M,N,K,config,ms,tflops,rel_err,status\n");
   try {
     DeviceInfo info = device_info();
     fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
     fmt::print("timing: CUDA events, median of {}; row-major A[M,K] B[K,N] -> C[M,N], "
-               "TFLOP/s = 2MNK / time\n",
-               iters);
+               "TFLOP/s = 2MNK / time; csv: {}\n",
+               iters, csvPath);
     Cublas cublas;
     if (!cublas.handle)
       fmt::print("cuBLAS: {} (Tegula figures only)\n", cublas.why);
-    int failures = runDtype<bfloat16>("bf16", CUDA_R_16BF, cublas, sizes, iters) +
-                   runDtype<float16>("f16", CUDA_R_16F, cublas, sizes, iters);
+    std::vector<std::string> wanted;
+    for (size_t at = 0; at <= dtypes.size();) {
+      size_t comma = std::min(dtypes.find(',', at), dtypes.size());
+      wanted.push_back(dtypes.substr(at, comma - at));
+      at = comma + 1;
+    }
+    auto want = [&](const char *d) { return std::find(wanted.begin(), wanted.end(), d) != wanted.end(); };
+    int failures = 0;
+    if (want("bf16"))
+      failures += runDtype<bfloat16, tl::precision::ieee>("bf16", CUDA_R_16BF, false, cublas, shapes, iters, csv);
+    if (want("f16"))
+      failures += runDtype<float16, tl::precision::ieee>("f16", CUDA_R_16F, false, cublas, shapes, iters, csv);
+    if (want("tf32"))
+      failures += runDtype<float, tl::precision::tf32>("tf32", CUDA_R_32F, true, cublas, shapes, iters, csv);
+    std::fclose(csv);
     return failures ? 1 : 0;
   } catch (const Error &e) {
     fmt::print("error: {}\n", e.what());
+    std::fclose(csv);
     return 1;
   }
 }

@@ -85,7 +85,8 @@ void gelu(tl::ptr<T> x, tl::ptr<T> out, tl::scalar<int32_t> n, tl::constant<int>
 
 /// C = A @ B for row-major A (M x K), B (K x N), C (M x N); one program per
 /// BM x BN tile of C, looping over K in BK steps with an f32 accumulator.
-template <class T>
+/// `P`: the precision of f32 products (tf32 / tf32x3 run on tensor cores).
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
             tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
             tl::constant<int> BN, tl::constant<int> BK) {
@@ -99,7 +100,7 @@ void matmul(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
                                  (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
     tl::tensor b_tile = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(a_tile, b_tile, acc);
+    acc = tl::dot(a_tile, b_tile, acc, P);
   }
   tl::tensor mask = (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N);
   tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc, mask);

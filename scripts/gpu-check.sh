@@ -84,6 +84,7 @@ run() {
   tar -C "$root" -xJf "$CARRY/payload.tar.xz"
   export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TEGULA_CACHE_DIR=/tmp/tegula-kernel-cache
+  export TEGULA_BENCH_OUT=$out # benchmarks write their CSVs beside the logs
   # ptxas and libdevice come from the image's toolkit (CUDA_HOME, default
   # /usr/local/cuda); without ptxas the driver JIT-compiles the PTX.
   if [[ -z ${CUDA_HOME:-} && ! -d /usr/local/cuda ]] && command -v nvcc >/dev/null; then

@@ -197,35 +197,14 @@ void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
-/// f32 C = A B at a chosen dot precision.
-template <tl::precision P>
-void matmul_f32(tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::scalar<int32_t> M,
-                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                tl::constant<int> BN, tl::constant<int> BK) {
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
-                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
-    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
-                             (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(at, bt, acc, P);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
-}
-
 /// tf32 (m16n8k8, operands rounded to nearest like the interpreter) and
 /// tf32x3 (three products of the hi/lo split: f32 accuracy) on tensor cores.
 TEST_P(Compiled, MatmulTf32AndTf32x3) {
-  auto tf32 = kernel("matmul_tf32", matmul_f32<tl::precision::tf32>,
+  auto tf32 = kernel("matmul_tf32", examples::matmul<float, tl::precision::tf32>,
                      {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  auto x3 = kernel("matmul_tf32x3", matmul_f32<tl::precision::tf32x3>,
+  auto x3 = kernel("matmul_tf32x3", examples::matmul<float, tl::precision::tf32x3>,
                    {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  auto ieee = kernel("matmul_ieee", matmul_f32<tl::precision::ieee>,
+  auto ieee = kernel("matmul_ieee", examples::matmul<float, tl::precision::ieee>,
                      {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   struct Shape { int M, N, K, BM, BN, BK; };
   for (Shape s : {Shape{70, 40, 44, 32, 32, 16}, Shape{64, 96, 64, 64, 32, 32}}) {
