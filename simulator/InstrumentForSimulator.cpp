@@ -201,11 +201,12 @@ struct InstrumentForSimulatorPass
       if (aType == NVVM::MMATypes::f16 && shape.getK() == 16) kind = MmaKind::F16;
       if (aType == NVVM::MMATypes::bf16 && shape.getK() == 16) kind = MmaKind::BF16;
       if (aType == NVVM::MMATypes::tf32 && shape.getK() == 8) kind = MmaKind::TF32;
-      if (!kind || shape.getM() != 16 || shape.getN() != 8 ||
-          mma.accumPtxType() != NVVM::MMATypes::f32 ||
+      if (aType == NVVM::MMATypes::s8 && shape.getK() == 32) kind = MmaKind::S8;
+      const NVVM::MMATypes accum = kind == MmaKind::S8 ? NVVM::MMATypes::s32 : NVVM::MMATypes::f32;
+      if (!kind || shape.getM() != 16 || shape.getN() != 8 || mma.accumPtxType() != accum ||
           mma.getLayoutA() != NVVM::MMALayout::row || mma.getLayoutB() != NVVM::MMALayout::col)
         return op->emitOpError("is not modelled by the simulator (it has m16n8k16 f16/bf16 and "
-                               "m16n8k8 tf32, row.col, f32 accumulators)");
+                               "m16n8k8 tf32 with f32 accumulators, m16n8k32 s8 with s32, row.col)");
       auto asI32 = [&](ValueRange vs) {
         SmallVector<Value> out;
         for (Value v : vs)
@@ -216,12 +217,17 @@ struct InstrumentForSimulatorPass
             d = entrySlots(op, f32, 4);
       storeSlots(b, loc, a, i32, asI32(mma.getOperandA()));
       storeSlots(b, loc, bb, i32, asI32(mma.getOperandB()));
-      storeSlots(b, loc, c, f32, mma.getOperandC());
+      // s32 accumulators travel as their bits in the f32 slots.
+      SmallVector<Value> cValues;
+      for (Value v : mma.getOperandC())
+        cValues.push_back(v.getType().isInteger(32) ? LLVM::BitcastOp::create(b, loc, f32, v).getResult() : v);
+      storeSlots(b, loc, c, f32, cValues);
       int32_t site = addSite(op, fmt::format("mma.sync.m16n8k{}.{}", shape.getK(),
                                              NVVM::stringifyMMATypes(*aType).str()));
       call(b, loc, hook("__tegula_sim_mma", {}, {i32, ptrType, ptrType, ptrType, ptrType, i32}),
            {i32Const(b, loc, int32_t(*kind)), a, bb, c, d, i32Const(b, loc, site)});
-      op->getResult(0).replaceAllUsesWith(loadSlots(b, loc, d, f32, op->getResult(0).getType()));
+      op->getResult(0).replaceAllUsesWith(
+          loadSlots(b, loc, d, kind == MmaKind::S8 ? i32 : f32, op->getResult(0).getType()));
       op->erase();
       return success();
     }

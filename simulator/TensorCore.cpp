@@ -37,7 +37,40 @@ struct MmaIO {
   float *d;
 };
 
+/// m16n8k32 s8: A row g (+8 for registers 1, 3), columns 4 * tig + byte
+/// (+16 for registers 2, 3); B rows 4 * tig + byte (+16 for register 1),
+/// column g; exact integer sums wrapping to s32.
+void completeMmaS8(void *const ios[kWarpSize]) {
+  int32_t A[16][32], B[32][8], C[16][8];
+  auto byte = [](uint32_t reg, int i) { return int32_t(int8_t(uint8_t(reg >> (8 * i)))); };
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    auto *io = static_cast<MmaIO *>(ios[lane]);
+    int group = lane / 4, tig = lane % 4;
+    for (int r = 0; r < 4; ++r)
+      for (int i = 0; i < 4; ++i)
+        A[group + (r & 1) * 8][4 * tig + i + (r >= 2 ? 16 : 0)] = byte(io->a[r], i);
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 4; ++i)
+        B[4 * tig + i + 16 * r][group] = byte(io->b[r], i);
+    for (int i = 0; i < 4; ++i)
+      C[group + (i >= 2 ? 8 : 0)][2 * tig + (i & 1)] = std::bit_cast<int32_t>(io->c[i]);
+  }
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    auto *io = static_cast<MmaIO *>(ios[lane]);
+    int group = lane / 4, tig = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      int row = group + (i >= 2 ? 8 : 0), col = 2 * tig + (i & 1);
+      uint32_t acc = uint32_t(C[row][col]);
+      for (int k = 0; k < 32; ++k)
+        acc += uint32_t(A[row][k] * B[k][col]);
+      io->d[i] = std::bit_cast<float>(acc);
+    }
+  }
+}
+
 void completeMma(MmaKind kind, void *const ios[kWarpSize]) {
+  if (kind == MmaKind::S8)
+    return completeMmaS8(ios);
   bool k16 = kind != MmaKind::TF32;
   int K = k16 ? 16 : 8;
   float A[16][16], B[16][8], C[16][8];

@@ -21,11 +21,12 @@
 
 namespace tegula::sim {
 
-enum class MmaKind { F16, BF16, TF32 };
+enum class MmaKind { F16, BF16, TF32, S8 };
 
 /// mma.sync.aligned.{m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 |
-/// m16n8k8.row.col.f32.tf32.tf32.f32}: this lane's `a` (4 registers), `b` (2)
-/// and `c` (4 floats); writes its 4 floats of `d`.
+/// m16n8k8.row.col.f32.tf32.tf32.f32 | m16n8k32.row.col.s32.s8.s8.s32}: this
+/// lane's `a` (4 registers), `b` (2) and `c` (4 floats; for s8 the bits of 4
+/// s32 values, summed with wrap-around); writes its 4 of `d`.
 void mmaSync(MmaKind kind, const uint32_t a[4], const uint32_t b[2], const float c[4], float d[4],
              uint32_t site);
 

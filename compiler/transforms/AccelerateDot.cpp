@@ -60,12 +60,17 @@ void keepAccumulatorInLoop(tile::DotOp mmaDot, tilegpu::ConvertLayoutOp in,
 }
 
 /// The operand element width of the mma.sync that computes `dot`, or 0:
-/// f16/bf16 (m16n8k16), and f32 where the kernel asked for tf32 or tf32x3
-/// (m16n8k8) - never for ieee, which stays exact on the FMA path.
+/// f16/bf16 (m16n8k16), i8 with an i32 accumulator (m16n8k32), and f32
+/// where the kernel asked for tf32 or tf32x3 (m16n8k8) - never for ieee,
+/// which stays exact on the FMA path.
 unsigned mmaOperandBits(tile::DotOp dot, RankedTensorType a, RankedTensorType b,
                         RankedTensorType c) {
   Type ea = a.getElementType(), eb = b.getElementType();
-  if (ea != eb || !c.getElementType().isF32())
+  if (ea != eb)
+    return 0;
+  if (ea.isInteger(8) && c.getElementType().isInteger(32))
+    return 8; // m16n8k32 s8 -> s32
+  if (!c.getElementType().isF32())
     return 0;
   if (ea.isF16() || ea.isBF16())
     return 16;

@@ -90,7 +90,7 @@ std::array<int64_t, 3> instructionTiles(tilegpu::MmaEncodingAttr mma, int64_t M,
 SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type elem,
                                tile::DotPrecision precision, int64_t kTiles, int64_t mTiles,
                                int64_t nTiles, MmaOperand *a, MmaOperand *b, ValueRange c) {
-  const bool tf32 = elem.isF32();
+  const bool tf32 = elem.isF32(), s8 = elem.isInteger(8);
   const int64_t e = 32 / elem.getIntOrFloatBitWidth(); // operand elements per register
   const int64_t instrK = layout::mmaInstructionShape(int(elem.getIntOrFloatBitWidth())).k;
   const bool bf16 = elem.isBF16();
@@ -123,15 +123,19 @@ SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type
     Value hi = LLVM::BitcastOp::create(rw, loc, f32, toTf32(f));
     return toTf32(LLVM::FSubOp::create(rw, loc, f, hi));
   };
-  auto resultType = LLVM::LLVMStructType::getLiteral(rw.getContext(), {f32, f32, f32, f32});
+  Type accType = s8 ? i32 : f32;
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(rw.getContext(), {accType, accType, accType, accType});
   const NVVM::MMATypes ptxType = tf32   ? NVVM::MMATypes::tf32
                                  : bf16 ? NVVM::MMATypes::bf16
+                                 : s8   ? NVVM::MMATypes::s8
                                         : NVVM::MMATypes::f16;
   SmallVector<Value> results(c.begin(), c.end());
   auto mmaSync = [&](ValueRange aRegs, ValueRange bRegs, int64_t cBase) {
     ValueRange acc(ArrayRef<Value>(results).slice(size_t(cBase), 4));
     auto d = NVVM::MmaOp::create(rw, loc, resultType, aRegs, bRegs, acc, {16, 8, instrK},
-                                 std::nullopt, std::nullopt,
+                                 std::nullopt,
+                                 s8 ? std::optional(NVVM::MMAIntOverflow::wrapped) : std::nullopt,
                                  std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                                                 NVVM::MMALayout::col});
@@ -143,9 +147,17 @@ SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type
   auto registers = [&](MmaOperand &o, int64_t base, int64_t count,
                        llvm::function_ref<Value(Value)> part) {
     SmallVector<Value> regs;
-    for (int64_t r = 0; r < count; r += e)
+    for (int64_t r = 0; r < count; r += e) {
+      if (e == 4) { // four s8 in one register, the first in the low byte
+        SmallVector<Value> bytes;
+        for (int64_t i = 0; i < 4; ++i)
+          bytes.push_back(o.reg(int32_t(base + r + i)));
+        regs.push_back(packWords(rw, loc, bytes)[0]);
+        continue;
+      }
       regs.push_back(e == 2 ? pack(o.reg(int32_t(base + r)), o.reg(int32_t(base + r + 1)))
                             : part(o.reg(int32_t(base + r))));
+    }
     return regs;
   };
   const bool split = tf32 && precision == tile::DotPrecision::TF32x3;
@@ -181,10 +193,12 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     Type elem = getTypeConverter()->convertType(aT.getElementType());
     const tile::DotPrecision precision = op.getPrecision();
     const bool tf32 = elem.isF32() && precision != tile::DotPrecision::IEEE;
-    if (!(elem.isBF16() || elem.isF16() || tf32) || bT.getElementType() != aT.getElementType() ||
-        !cT.getElementType().isF32())
+    const bool s8 = elem.isInteger(8) && cT.getElementType().isInteger(32);
+    if (!(elem.isBF16() || elem.isF16() || tf32 || s8) || bT.getElementType() != aT.getElementType() ||
+        !(cT.getElementType().isF32() || s8))
       return rw.notifyMatchFailure(op, "mma.sync takes f16/bf16 operands (m16n8k16) or f32 ones "
-                                       "at tf32/tf32x3 precision (m16n8k8), an f32 accumulator");
+                                       "at tf32/tf32x3 precision (m16n8k8) with an f32 "
+                                       "accumulator, or i8 ones with an i32 accumulator (m16n8k32)");
     const unsigned bits = elem.getIntOrFloatBitWidth();
     const int64_t e = 32 / bits; // operand elements per 32-bit register
     const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);

@@ -9,6 +9,7 @@
 #include "runtime/CudaDriver.h"
 
 #include <gmock/gmock.h>
+#include <random>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
@@ -172,6 +173,51 @@ TEST_P(Compiled, MatmulPipelineStages) {
   ptx = k.compile({x, x, x, 64, 64, 64, 64, 64, 16},
                   {.chip = "sm_80", .num_stages = 1, .assemble = false}).ptx;
   EXPECT_THAT(ptx, ::testing::Not(::testing::HasSubstr("cp.async")));
+}
+
+/// i8 x i8 -> i32, accumulated exactly (wrapping like the hardware).
+void matmul_i8(tl::ptr<int8_t> a, tl::ptr<int8_t> b, tl::ptr<int32_t> c, tl::scalar<int32_t> M,
+               tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+               tl::constant<int> BN, tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::i32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0);
+    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                             (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0);
+    acc = tl::dot(at, bt, acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+/// i8 dots on mma.sync m16n8k32 (s8 -> s32): exact, so equal to the
+/// interpreter's sums; extreme values (-128 * -128 summed) included.
+TEST_P(Compiled, MatmulInt8TensorCores) {
+  auto k = kernel("matmul_i8", matmul_i8, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  for (Shape s : {Shape{70, 40, 100, 32, 32, 32}, Shape{64, 64, 64, 64, 64, 64}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    std::vector<int8_t> a(size_t(s.M * s.K)), b(size_t(s.K * s.N));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    a[0] = b[0] = -128;
+    std::vector<int32_t> want(size_t(s.M * s.N), -1), got(size_t(s.M * s.N), -1);
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_EQ(got, want);
+  }
+  std::vector<int8_t> x(64 * 64);
+  std::vector<int32_t> y(64 * 64);
+  std::string ptx = k.compile({x, x, y, 64, 64, 64, 32, 32, 32}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::HasSubstr("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
 }
 
 /// C = A B with both operands stored transposed (A as K x M, B as N x K),

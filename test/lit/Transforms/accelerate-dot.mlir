@@ -39,7 +39,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // -----
 
 // f32 operands stay on the FMA path (ieee is never tf32), as do shapes
-// mma.sync does not tile (N = 4) and, for now, i8 (m16n8k32 comes later).
+// mma.sync does not tile (N = 4) and i8 dots whose K is not a multiple of 32.
 #b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK-LABEL: func.func @stays
@@ -51,10 +51,10 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // LLVM: llvm.return
   func.func @stays(%a: tensor<32x32xf32, #b>, %c: tensor<32x32xf32, #b>,
                    %h: tensor<32x16xf16, #b>, %n: tensor<16x4xf16, #b>, %c4: tensor<32x4xf32, #b>,
-                   %i: tensor<32x32xi8, #b>, %ci: tensor<32x32xi32, #b>) {
+                   %i: tensor<32x16xi8, #b>, %i2: tensor<16x32xi8, #b>, %ci: tensor<32x32xi32, #b>) {
     %0 = tile.dot %a, %a, %c, ieee : tensor<32x32xf32, #b> * tensor<32x32xf32, #b> -> tensor<32x32xf32, #b>
     %1 = tile.dot %h, %n, %c4, ieee : tensor<32x16xf16, #b> * tensor<16x4xf16, #b> -> tensor<32x4xf32, #b>
-    %2 = tile.dot %i, %i, %ci, ieee : tensor<32x32xi8, #b> * tensor<32x32xi8, #b> -> tensor<32x32xi32, #b>
+    %2 = tile.dot %i, %i2, %ci, ieee : tensor<32x16xi8, #b> * tensor<16x32xi8, #b> -> tensor<32x32xi32, #b>
     return
   }
 }
@@ -103,5 +103,21 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     %0 = tile.dot %a, %bb, %c, tf32 : tensor<32x16xf32, #b> * tensor<16x32xf32, #b> -> tensor<32x32xf32, #b>
     %1 = tile.dot %a, %bb, %c, tf32x3 : tensor<32x16xf32, #b> * tensor<16x32xf32, #b> -> tensor<32x32xf32, #b>
     return
+  }
+}
+
+// -----
+
+// i8 x i8 -> i32: m16n8k32 (s8, wrapping), operands as 8-bit fragments.
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-LABEL: func.func @int8
+// CHECK: tile.dot {{.*}} : tensor<32x32xi8, #dot_op{{[0-9]*}}> * tensor<32x32xi8, #dot_op{{[0-9]*}}> -> tensor<32x32xi32, #mma{{[0-9]*}}>
+// LLVM-LABEL: llvm.func @int8
+// LLVM-COUNT-2: nvvm.mma.sync {{.*}}intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>{{.*}}multiplicandAPtxType = #nvvm.mma_type<s8>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 32>
+// LLVM-NOT: nvvm.mma.sync
+  func.func @int8(%a: tensor<32x32xi8, #b>, %bb: tensor<32x32xi8, #b>, %c: tensor<32x32xi32, #b>) -> tensor<32x32xi32, #b> {
+    %d = tile.dot %a, %bb, %c, ieee : tensor<32x32xi8, #b> * tensor<32x32xi8, #b> -> tensor<32x32xi32, #b>
+    return %d : tensor<32x32xi32, #b>
   }
 }
