@@ -82,5 +82,25 @@ int main() {
                  c.warps, what.substr(0, what.find('\n')));
     }
   }
+
+  // Flash attention: two chained dots per key block (Q K^T -> softmax -> P V).
+  struct AttnConfig { int d, bm, bn, warps; };
+  fmt::print("\nbf16 causal flash attention (examples::attention_fwd), sm_80, cold\n");
+  fmt::print("  {:>13} {:>5}  {:>10}  {:>5} {:>7} {:>7}\n", "d, BMxBN", "warps", "total", "regs",
+             "spills", "shared");
+  for (AttnConfig c : {AttnConfig{64, 64, 64, 4}, AttnConfig{64, 128, 64, 8},
+                       AttnConfig{128, 128, 64, 8}}) {
+    std::vector<bfloat16> m(64);
+    auto a = Clock::now();
+    auto att = kernel(fmt::format("attention_d{}_{}x{}_w{}", c.d, c.bm, c.bn, c.warps),
+                      examples::attention_fwd<bfloat16>,
+                      {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+    CompiledKernel f = att.compile({m, m, m, m, 1024, 0.125f, c.d, c.bm, c.bn, true},
+                                   {.chip = "sm_80", .num_warps = c.warps, .assemble = true});
+    auto b = Clock::now();
+    fmt::print("  {:>13} {:>5}  {:>7.1f} ms  {:>5} {:>5} B {:>5} B\n",
+               fmt::format("{}, {}x{}", c.d, c.bm, c.bn), c.warps, ms(a, b), f.registers,
+               f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes);
+  }
   std::filesystem::remove_all(dir);
 }

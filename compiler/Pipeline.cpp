@@ -24,6 +24,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages) {
   pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(createAccelerateDot());
+  pm.addPass(createPropagateMmaLayout());
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());

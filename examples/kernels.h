@@ -128,4 +128,47 @@ void transpose(tl::ptr<T> x, tl::ptr<T> out, tl::scalar<int32_t> M, tl::scalar<i
   tl::store(out + rn.expand_dims(1) * M + rm.expand_dims(0), v.trans(), mask.trans());
 }
 
+/// Flash-attention forward (FlashAttention-2's loop, written as a user
+/// would): q, k, v, out are [BH, T, D] row-major; one program per BM query
+/// rows (axis 0) of one batch*head (axis 1). Each BN-key block: S = Q K^T *
+/// scale (masked past T and, when `causal`, above the diagonal), an online
+/// softmax (running row max m and sum l), acc = acc * exp(m_old - m) + P V.
+/// The two dots chain: P is the first dot's result after elementwise math.
+template <class T>
+void attention_fwd(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
+                   tl::scalar<int32_t> seq_len, tl::scalar<float> scale, tl::constant<int> D,
+                   tl::constant<int> BM, tl::constant<int> BN, tl::constant<bool> causal) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM); // query rows
+  tl::tensor rd = tl::arange(0, D);
+  tl::tensor base = tl::program_id(1) * seq_len * D;
+  tl::tensor q_tile = tl::load(q + base + rm.expand_dims(1) * D + rd.expand_dims(0),
+                               rm.expand_dims(1) < seq_len, 0.0f);
+  tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
+  tl::tensor l = tl::zeros({BM}, tl::f32);
+  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
+  // Causal: keys past this block's last query row contribute nothing.
+  tl::tensor end = causal.value ? tl::minimum((tl::program_id(0) + 1) * BM, seq_len)
+                                : tl::tensor(seq_len);
+  for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
+    tl::tensor rn = start + tl::arange(0, BN); // key rows
+    tl::tensor k_t = tl::load(k + base + rn.expand_dims(0) * D + rd.expand_dims(1),
+                              rn.expand_dims(0) < seq_len, 0.0f); // [D, BN]
+    tl::tensor s = tl::dot(q_tile, k_t) * scale;
+    tl::tensor valid = rn.expand_dims(0) < seq_len;
+    if (causal.value)
+      valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
+    s = tl::where(valid, s, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor p = tl::exp(s - m_new.expand_dims(1));
+    tl::tensor alpha = tl::exp(m - m_new);
+    l = l * alpha + tl::sum(p, 1);
+    tl::tensor v_tile = tl::load(v + base + rn.expand_dims(1) * D + rd.expand_dims(0),
+                                 rn.expand_dims(1) < seq_len, 0.0f); // [BN, D]
+    acc = tl::dot(p.to(dtype_of_v<T>), v_tile, acc * alpha.expand_dims(1));
+    m = m_new;
+  }
+  tl::store(out + base + rm.expand_dims(1) * D + rd.expand_dims(0),
+            (acc / l.expand_dims(1)).to(dtype_of_v<T>), rm.expand_dims(1) < seq_len);
+}
+
 } // namespace tegula::examples

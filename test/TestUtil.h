@@ -61,4 +61,37 @@ template <class T> std::vector<double> to_double(const std::vector<T> &v) {
   return out;
 }
 
+/// Attention in double: out = softmax(q k^T * scale, masked past `causal`'s
+/// diagonal) v for `heads` independent [T, D] row-major q, k, v.
+template <class T>
+std::vector<double> attention_reference(const std::vector<T> &q, const std::vector<T> &k,
+                                        const std::vector<T> &v, int heads, int seq, int dim,
+                                        double scale, bool causal) {
+  std::vector<double> out(size_t(heads) * size_t(seq) * size_t(dim), 0.0);
+  std::vector<double> s(static_cast<size_t>(seq));
+  for (int h = 0; h < heads; ++h) {
+    const size_t base = size_t(h) * size_t(seq) * size_t(dim);
+    auto at = [&](const std::vector<T> &x, int row, int col) {
+      return double(float(x[base + size_t(row) * size_t(dim) + size_t(col)]));
+    };
+    for (int i = 0; i < seq; ++i) {
+      const int keys = causal ? i + 1 : seq;
+      double mx = -INFINITY, sum = 0;
+      for (int j = 0; j < keys; ++j) {
+        double dotp = 0;
+        for (int d = 0; d < dim; ++d)
+          dotp += at(q, i, d) * at(k, j, d);
+        s[size_t(j)] = dotp * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      for (int j = 0; j < keys; ++j)
+        sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
+      for (int j = 0; j < keys; ++j)
+        for (int d = 0; d < dim; ++d)
+          out[base + size_t(i) * size_t(dim) + size_t(d)] += s[size_t(j)] / sum * at(v, j, d);
+    }
+  }
+  return out;
+}
+
 } // namespace tegula::testing

@@ -32,9 +32,11 @@ LinearLayout build(const std::vector<int32_t> &shape, Bases reg, const Bases &la
       if (c[0] >= shape[0] || c[1] >= shape[1])
         c = {0, 0};
   };
+  Bases lanes = lane;
   clamp(reg);
+  clamp(lanes);
   clamp(warp);
-  return LinearLayout::fromBases({{"register", reg}, {"lane", lane}, {"warp", warp}},
+  return LinearLayout::fromBases({{"register", reg}, {"lane", lanes}, {"warp", warp}},
                                  {{dimName(0), shape[0]}, {dimName(1), shape[1]}});
 }
 
@@ -58,8 +60,11 @@ LinearLayout mmaAccumulatorLayout(const std::vector<int32_t> &shape,
     throw Error("mma layout: the accumulator is 2-D ([M, N]) with 2-D warpsPerCTA");
   requirePowerOfTwo(shape, "tile sizes");
   requirePowerOfTwo(warpsPerCTA, "warp counts");
-  if (shape[0] % 16 || shape[1] % 8)
-    throw Error(fmt::format("mma layout: an accumulator tile is a multiple of 16 x 8, got {} x {}",
+  // A dimension of 1 is a broadcast row or column (expand_dims of a slice
+  // of this layout): every thread holds its element.
+  if ((shape[0] % 16 && shape[0] != 1) || (shape[1] % 8 && shape[1] != 1))
+    throw Error(fmt::format("mma layout: an accumulator tile is a multiple of 16 x 8 (or 1 "
+                            "along a broadcast dimension), got {} x {}",
                             shape[0], shape[1]));
   const int32_t wm = warpsPerCTA[0], wn = warpsPerCTA[1];
   Bases reg = {{0, 1}, {8, 0}};

@@ -50,7 +50,9 @@ struct MmaShape {
 MmaShape mmaInstructionShape(int elementBits);
 
 /// The accumulator (C and D) of mma.sync over an [M, N] tile (f32 or i32).
-/// M must be a multiple of 16 and N of 8; throws tegula::Error otherwise.
+/// M must be a multiple of 16 and N of 8, or 1 (a row or column to
+/// broadcast: each thread holds the elements of its rows or columns);
+/// throws tegula::Error otherwise.
 LinearLayout mmaAccumulatorLayout(const std::vector<int32_t> &shape,
                                   const std::vector<int32_t> &warpsPerCTA);
 

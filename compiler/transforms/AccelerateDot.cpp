@@ -2,7 +2,9 @@
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/layout/MmaLayouts.h"
+#include "compiler/transforms/LayoutRewriting.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
@@ -101,12 +103,65 @@ std::pair<int32_t, int32_t> warpGrid(int64_t M, int64_t N, int32_t warps) {
   return {bestM, bestN};
 }
 
+/// Dots in a chain: the A operand of one computed from another's result
+/// (through elementwise ops, reductions, broadcasts, conversions) with the
+/// same M, as attention's P V after Q K^T. Both take warps along M only:
+/// then the first accumulator, cast to 16 bits, is the second's A operand
+/// register for register (propagate-mma-layout relies on it).
+llvm::DenseSet<Operation *> chainedDots(ModuleOp module) {
+  llvm::DenseSet<Operation *> chained;
+  module.walk([&](tile::DotOp second) {
+    const int64_t M = cast<RankedTensorType>(second.getType()).getDimSize(0);
+    SmallVector<Value> work{second.getA()};
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || !seen.insert(def).second)
+        continue;
+      if (auto first = dyn_cast<tile::DotOp>(def)) {
+        if (cast<RankedTensorType>(first.getType()).getDimSize(0) == M) {
+          chained.insert(first);
+          chained.insert(second);
+        }
+        continue;
+      }
+      if (isElementwise(def) ||
+          isa<tile::ReduceOp, tile::ExpandDimsOp, tile::BroadcastOp, tilegpu::ConvertLayoutOp>(def))
+        for (Value o : def->getOperands())
+          if (isa<RankedTensorType>(o.getType()))
+            work.push_back(o);
+    }
+  });
+  return chained;
+}
+
+/// A 16-bit operand computed outside the loop around its dot (attention's
+/// Q tile) is read into its fragments once, before the loop, rather than
+/// staged through shared memory every iteration - when its fragments fit in
+/// a few registers per thread.
+Value fragmentsBeforeLoop(tile::DotOp dot, Value operand, RankedTensorType fragmentType,
+                          int64_t numWarps) {
+  auto loop = dot->getParentOfType<scf::ForOp>();
+  constexpr int64_t kMaxElementsPerThread = 64;
+  if (!loop || !loop.isDefinedOutsideOfLoop(operand) ||
+      fragmentType.getNumElements() > kMaxElementsPerThread * 32 * numWarps)
+    return operand;
+  while (auto outer = loop->getParentOfType<scf::ForOp>()) {
+    if (!outer.isDefinedOutsideOfLoop(operand))
+      break;
+    loop = outer;
+  }
+  OpBuilder b(loop);
+  return tilegpu::ConvertLayoutOp::create(b, operand.getLoc(), fragmentType, operand);
+}
+
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto warpsAttr = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
     const int64_t numWarps = warpsAttr ? warpsAttr.getInt() : 4;
     MLIRContext *ctx = &getContext();
+    const llvm::DenseSet<Operation *> chained = chainedDots(module);
     module.walk([&](tile::DotOp dot) {
       auto aT = cast<RankedTensorType>(dot.getA().getType());
       auto bT = cast<RankedTensorType>(dot.getB().getType());
@@ -118,6 +173,10 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       if (!bits || M % 16 || N % 8 || K % layout::mmaInstructionShape(int(bits)).k)
         return; // the FMA lowering takes it
       auto [wm, wn] = warpGrid(M, N, int32_t(numWarps));
+      if (chained.contains(dot)) { // warps along M as far as M has 16-row blocks
+        wm = int32_t(std::min<int64_t>(numWarps, M / 16));
+        wn = int32_t(numWarps) / wm;
+      }
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn});
       auto retype = [](RankedTensorType t, Attribute enc) {
         return RankedTensorType::get(t.getShape(), t.getElementType(), enc);
@@ -132,7 +191,12 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // with ldmatrix right before its mma.sync (DotToLLVM). Others become
       // fragments first.
       Value a = dot.getA(), bv = dot.getB();
-      if (bits != 16) {
+      if (bits == 16) {
+        a = fragmentsBeforeLoop(
+            dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
+        bv = fragmentsBeforeLoop(
+            dot, bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)), numWarps);
+      } else {
         a = convert(a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)));
         bv = convert(bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)));
       }

@@ -41,6 +41,20 @@ def AccelerateDot : Pass<"accelerate-dot", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def PropagateMmaLayout : Pass<"propagate-mma-layout", "mlir::ModuleOp"> {
+  let summary = "Run the users of a tensor-core dot's result in the mma layout";
+  let description = [{
+    From every conversion out of a `#tilegpu.mma` dot result, the
+    elementwise ops, reductions (into slices of the mma layout), expand_dims
+    and broadcasts the data reaches move into the mma layout; conversions
+    are left where the data leaves them (stores, yields, other ops), and a
+    16-bit A operand of a following tensor-core dot is converted straight
+    into its `dot_operand` layout - with warps along M only, the same
+    registers (a dot chain, as in attention, moves no data). Tiles from
+    outside are converted in; run remove-layout-conversions after it.
+  }];
+}
+
 def RemoveLayoutConversions : Pass<"remove-layout-conversions", "mlir::ModuleOp"> {
   let summary = "Rematerialise cheap values in the layout their users need";
   let description = [{

@@ -1,6 +1,8 @@
 //===- RemoveLayoutConversions.cpp - compute cheap values where needed ----===//
 #include "compiler/transforms/Passes.h"
 
+#include "compiler/transforms/LayoutRewriting.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -16,11 +18,6 @@ using namespace mlir;
 using namespace tegula;
 
 namespace {
-
-RankedTensorType withEncodingOf(Type t, RankedTensorType like) {
-  auto tensor = cast<RankedTensorType>(t);
-  return RankedTensorType::get(tensor.getShape(), tensor.getElementType(), like.getEncoding());
-}
 
 /// Values that cost the same to produce in any layout.
 bool isCheap(Value v, int depth = 0) {
@@ -144,23 +141,6 @@ Cost conversionCost(tilegpu::ConvertLayoutOp cvt) {
                         cast<RankedTensorType>(cvt.getType()).getEncoding());
 }
 
-/// Ops that compute each element from the same element of their operands, so
-/// they can run in any layout: pure elementwise ops (arith, math, ...) and
-/// addptr, with every tile the shape of the single result.
-bool isElementwise(Operation *op) {
-  if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 || !isPure(op))
-    return false;
-  if (!op->hasTrait<OpTrait::Elementwise>() && !isa<tile::AddPtrOp>(op))
-    return false;
-  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!result || !result.getEncoding())
-    return false;
-  return llvm::all_of(op->getOperands(), [&](Value o) {
-    auto t = dyn_cast<RankedTensorType>(o.getType());
-    return !t || (t.getShape() == result.getShape() && t.getEncoding());
-  });
-}
-
 /// A cheap tile, or a conversion of one (about to be rematerialised): free
 /// in any layout.
 bool isCheapTile(Value v) {
@@ -270,12 +250,97 @@ struct SinkConversionBelowElementwise : RewritePattern {
   }
 };
 
+/// convert(broadcast(x)) -> broadcast(convert(x)) and convert(expand_dims(x))
+/// -> expand_dims(convert(x)): the source has fewer elements to move (a row
+/// statistic, a bias), so the conversion is never dearer there.
+struct ConvertBeforeBroadcast : OpRewritePattern<tilegpu::ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op,
+                                PatternRewriter &rewriter) const override {
+    auto target = cast<RankedTensorType>(op.getType());
+    Location loc = op.getLoc();
+    // Only blocked and mma layouts hold a size-1 dimension or have slices.
+    if (!isa<tilegpu::BlockedEncodingAttr, tilegpu::MmaEncodingAttr>(target.getEncoding()))
+      return failure();
+    if (auto bcast = op.getSrc().getDefiningOp<tile::BroadcastOp>()) {
+      Value in = tilegpu::ConvertLayoutOp::create(
+          rewriter, loc, withEncodingOf(bcast.getSrc().getType(), target), bcast.getSrc());
+      rewriter.replaceOpWithNewOp<tile::BroadcastOp>(op, target, in);
+      return success();
+    }
+    auto expand = op.getSrc().getDefiningOp<tile::ExpandDimsOp>();
+    if (!expand)
+      return failure();
+    auto sliced = withEncoding(expand.getSrc().getType(),
+                               tilegpu::SliceEncodingAttr::get(rewriter.getContext(),
+                                                               expand.getAxis(), target.getEncoding()));
+    Value in = tilegpu::ConvertLayoutOp::create(rewriter, loc, sliced, expand.getSrc());
+    rewriter.replaceOpWithNewOp<tile::ExpandDimsOp>(op, target, in, expand.getAxis());
+    return success();
+  }
+};
+
+/// A loop-carried tile that the body only converts, and that the loop yields
+/// as a conversion from layout L: carried in L instead. The conversion of the
+/// yielded value leaves the loop (once before it, once after), and the uses
+/// convert from L - taken when that costs less per iteration (e.g. a row
+/// statistic produced and consumed in the mma layout).
+struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(scf::ForOp loop, PatternRewriter &rewriter) const override {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+      auto cvt = yield.getOperand(unsigned(i)).getDefiningOp<tilegpu::ConvertLayoutOp>();
+      if (!cvt || !cvt->hasOneUse() || cvt->getParentOp() != loop.getOperation())
+        continue;
+      Type carried = cvt.getSrc().getType(), original = arg.getType();
+      if (carried == original ||
+          !llvm::all_of(arg.getUsers(), [](Operation *u) { return isa<tilegpu::ConvertLayoutOp>(u); }))
+        continue;
+      Cost before = conversionCost(cvt), after;
+      for (Operation *u : arg.getUsers()) {
+        Attribute to = cast<RankedTensorType>(u->getResult(0).getType()).getEncoding();
+        before.add(conversionCost(original, to));
+        after.add(conversionCost(carried, to));
+      }
+      if (!(after < before))
+        continue;
+      Location loc = loop.getLoc();
+      rewriter.setInsertionPoint(loop);
+      Value init = tilegpu::ConvertLayoutOp::create(rewriter, loc, carried, loop.getInitArgs()[i]);
+      Value result = loop.getResult(unsigned(i));
+      rewriter.modifyOpInPlace(loop, [&] {
+        loop.getInitArgsMutable()[unsigned(i)].set(init);
+        arg.setType(carried);
+        result.setType(carried);
+      });
+      rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(unsigned(i), cvt.getSrc()); });
+      rewriter.eraseOp(cvt);
+      rewriter.setInsertionPointAfter(loop);
+      auto back = tilegpu::ConvertLayoutOp::create(rewriter, loc, original, result);
+      rewriter.replaceAllUsesExcept(result, back, back);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct RemoveLayoutConversionsPass
     : tegula::impl::RemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
+    // Loop-carried values first, while their uses are still the conversions
+    // propagate-mma-layout left (the other rewrites may move those).
+    {
+      RewritePatternSet carry(&getContext());
+      carry.add<CarryInYieldedLayout>(&getContext());
+      tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(carry, &getContext());
+      if (failed(applyPatternsGreedily(getOperation(), std::move(carry))))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     patterns.add<RematerialiseCheapSource>(&getContext(), /*benefit=*/2);
-    patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise>(&getContext());
+    patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise,
+                 ConvertBeforeBroadcast, CarryInYieldedLayout>(&getContext());
     tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -300,6 +300,30 @@ TEST_P(Compiled, MatmulTensorCoresTransposedOperands) {
 TEST_P(Compiled, MatmulTensorCoresBf16) { tensorCoreMatmul<bfloat16>(target({1}), interp({1})); }
 TEST_P(Compiled, MatmulTensorCoresF16) { tensorCoreMatmul<float16>(target({1}), interp({1})); }
 
+/// Flash attention: dot(q, k^T) -> online softmax -> dot(p, v), the second
+/// dot's A operand computed from the first dot's accumulator; bf16 and f16,
+/// causal and not, sequence lengths that end mid-block.
+template <class T> void attentionForward(const LaunchOptions &target, const LaunchOptions &interp) {
+  auto k = kernel("attention_fwd", examples::attention_fwd<T>,
+                  {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  const int heads = 2, dim = 32, BM = 64, BN = 32;
+  for (bool causal : {false, true})
+    for (int seq : {40, 130}) {
+      SCOPED_TRACE(fmt::format("T={} causal={}", seq, causal));
+      const size_t n = size_t(heads * seq * dim);
+      auto q = random_vector<T>(n), kk = random_vector<T>(n), v = random_vector<T>(n);
+      auto want = poisoned<T>(n), got = poisoned<T>(n);
+      const float scale = 1.0f / std::sqrt(float(dim));
+      LaunchOptions ti = interp, tt = target;
+      ti.grid = tt.grid = Grid{uint32_t(cdiv(seq, BM)), uint32_t(heads)};
+      k(ti, q, kk, v, want, seq, scale, dim, BM, BN, causal);
+      k(tt, q, kk, v, got, seq, scale, dim, BM, BN, causal);
+      EXPECT_LT(rel_error(got, to_double(want)), tolerance<T>());
+    }
+}
+TEST_P(Compiled, AttentionForwardBf16) { attentionForward<bfloat16>(target({1}), interp({1})); }
+TEST_P(Compiled, AttentionForwardF16) { attentionForward<float16>(target({1}), interp({1})); }
+
 TEST_P(Compiled, RowSumAtomicAndTranspose) {
   auto rs = kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
   auto tr = kernel("transpose", examples::transpose<float>, {"x", "out", "M", "N", "BM", "BN"});

@@ -191,4 +191,27 @@ TYPED_TEST(ExampleKernel, Transpose2D) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// attention (two chained dots with an online softmax between them)
+//===----------------------------------------------------------------------===//
+
+TYPED_TEST(ExampleKernel, AttentionForward) {
+  using T = TypeParam;
+  auto k = kernel("attention_fwd", examples::attention_fwd<T>,
+                  {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  for (bool causal : {false, true})
+    for (int seq : {1, 37, 64, 100}) {
+      SCOPED_TRACE(fmt::format("T={} causal={}", seq, causal));
+      const int heads = 2, dim = 32, BM = 32, BN = 16;
+      const size_t n = size_t(heads * seq * dim);
+      auto q = random_vector<T>(n), kk = random_vector<T>(n), v = random_vector<T>(n);
+      auto out = poisoned<T>(n);
+      const float scale = 1.0f / std::sqrt(float(dim));
+      k(interp({uint32_t(cdiv(seq, BM)), uint32_t(heads)}), q, kk, v, out, seq, scale, dim, BM,
+        BN, causal);
+      EXPECT_LT(rel_error(out, attention_reference(q, kk, v, heads, seq, dim, scale, causal)),
+                tolerance<T>());
+    }
+}
+
 } // namespace

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 using namespace tegula;
 using namespace tegula::layout;
@@ -90,6 +91,32 @@ TEST(MmaLayout, WarpsTileTheAccumulatorAndShareOperands) {
   EXPECT_EQ(small.freeBits("warp"), (std::vector<int>{0, 1}));
 }
 
+// Dot chains (attention's P = softmax(Q K^T) feeding P V): with warps along
+// M only, the accumulator of an [M, N] dot holds, after a cast to 16 bits,
+// exactly the registers of the next dot's A operand with K = N - no
+// exchange between threads, not even a register move.
+TEST(MmaLayout, AccumulatorIsTheNextDotsSixteenBitOperandA) {
+  for (auto [M, N, warps] : {std::tuple{64, 32, 4}, {128, 64, 8}, {16, 16, 1}, {64, 128, 4}})
+    EXPECT_EQ(mmaAccumulatorLayout({M, N}, {warps, 1}), mmaOperandLayout(0, {M, N}, 16, {warps, 1}))
+        << M << "x" << N << ", " << warps << " warps";
+  // Warps along N hold different K columns of A: not the same layout.
+  EXPECT_NE(mmaAccumulatorLayout({64, 64}, {2, 2}), mmaOperandLayout(0, {64, 64}, 16, {2, 2}));
+}
+
+// A column to broadcast along N (expand_dims of a row statistic): each
+// thread holds the rows its accumulator registers hold.
+TEST(MmaLayout, BroadcastColumnHoldsEachThreadsRows) {
+  LinearLayout col = mmaAccumulatorLayout({64, 1}, {4, 1}), full = mmaAccumulatorLayout({64, 32}, {4, 1});
+  for (int32_t warp = 0; warp < 4; ++warp)
+    for (int32_t lane = 0; lane < 32; ++lane)
+      for (int32_t r = 0; r < 4; ++r) {
+        auto row = col.apply({{"register", r & 2}, {"lane", lane}, {"warp", warp}});
+        auto elem = full.apply({{"register", r}, {"lane", lane}, {"warp", warp}});
+        EXPECT_EQ(row[0], elem[0]);
+        EXPECT_EQ(row[1], 0);
+      }
+}
+
 TEST(MmaLayout, BadShapesAreClearErrors) {
   auto message = [](auto &&f) {
     try {
@@ -100,7 +127,7 @@ TEST(MmaLayout, BadShapesAreClearErrors) {
     return std::string("(no error)");
   };
   EXPECT_THAT(message([] { mmaAccumulatorLayout({8, 8}, {1, 1}); }),
-              ::testing::HasSubstr("multiple of 16 x 8, got 8 x 8"));
+              ::testing::AllOf(::testing::HasSubstr("multiple of 16 x 8"), ::testing::HasSubstr("got 8 x 8")));
   EXPECT_THAT(message([] { mmaOperandLayout(0, {16, 8}, 16, {1, 1}); }),
               ::testing::HasSubstr("operand A tile 16 x 8 is not a multiple of 16 x 16"));
   EXPECT_THAT(message([] { mmaOperandLayout(1, {16, 8}, 4, {1, 1}); }),

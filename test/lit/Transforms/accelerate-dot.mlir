@@ -121,3 +121,38 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return %d : tensor<32x32xi32, #b>
   }
 }
+
+// -----
+
+// A dot chain (the second dot's A operand computed from the first dot's
+// result, here through exp and a cast): both take warps along M only, where
+// a lone 64x64 dot would split 2x2, so that the first accumulator is the
+// second's A operand register for register. The first dot's A operand,
+// loop-invariant, becomes fragments once before the loop.
+#b = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-DAG: #[[M41:mma[0-9]*]] = #tilegpu.mma<{warpsPerCTA = [4, 1]}>
+// CHECK-DAG: #[[QOP:dot_op[0-9]*]] = #tilegpu.dot_operand<{opIdx = 0, parent = #[[M41]], elementBits = 16}>
+// CHECK-LABEL: func.func @chain
+// CHECK:         %[[Q:.*]] = tilegpu.convert_layout %{{.*}} : tensor<64x64xbf16, #blocked> -> tensor<64x64xbf16, #[[QOP]]>
+// CHECK:         scf.for
+// CHECK:           tile.dot %[[Q]], {{.*}} -> tensor<64x64xf32, #[[M41]]>
+// CHECK:           tile.dot {{.*}} -> tensor<64x64xf32, #[[M41]]>
+// LLVM-LABEL: llvm.func @chain
+// LLVM: nvvm.ldmatrix
+// LLVM: llvm.br
+// LLVM: nvvm.mma.sync
+func.func @chain(%q: tensor<64x64xbf16, #b>, %k: tensor<64x64xbf16, #b>, %v: tensor<64x64xbf16, #b>, %n: i32) -> tensor<64x64xf32, #b> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32, #b>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32, #b>) : i32 {
+    %s = tile.dot %q, %k, %zero, ieee : tensor<64x64xbf16, #b> * tensor<64x64xbf16, #b> -> tensor<64x64xf32, #b>
+    %p = math.exp %s : tensor<64x64xf32, #b>
+    %p16 = arith.truncf %p : tensor<64x64xf32, #b> to tensor<64x64xbf16, #b>
+    %o = tile.dot %p16, %v, %acc, ieee : tensor<64x64xbf16, #b> * tensor<64x64xbf16, #b> -> tensor<64x64xf32, #b>
+    scf.yield %o : tensor<64x64xf32, #b>
+  }
+  return %r : tensor<64x64xf32, #b>
+}
+}

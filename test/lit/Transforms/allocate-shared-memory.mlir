@@ -177,3 +177,28 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return %b : tensor<128x128xf32, #cols>
   }
 }
+
+// -----
+
+// A dot chain's hand-over: with warps along M only, the accumulator layout
+// (cast to bf16) is the next dot's A operand layout - a register renaming,
+// no shared memory. With warps along N too, the A operand spans columns
+// other warps hold: an exchange through shared memory.
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1]}>
+#dotA = #tilegpu.dot_operand<{opIdx = 0, parent = #mma, elementBits = 16}>
+#mma2 = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+#dotA2 = #tilegpu.dot_operand<{opIdx = 0, parent = #mma2, elementBits = 16}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// CHECK-LABEL: func.func @chain_hand_over_is_free
+// CHECK-NOT:     tilegpu.shared_offset
+func.func @chain_hand_over_is_free(%p: tensor<64x32xbf16, #mma>) -> tensor<64x32xbf16, #dotA> {
+  %a = tilegpu.convert_layout %p : tensor<64x32xbf16, #mma> -> tensor<64x32xbf16, #dotA>
+  return %a : tensor<64x32xbf16, #dotA>
+}
+// CHECK-LABEL: func.func @warps_along_n_exchange
+// CHECK:         tilegpu.convert_layout {{.*}}tilegpu.shared_offset = 0
+func.func @warps_along_n_exchange(%p: tensor<64x32xbf16, #mma2>) -> tensor<64x32xbf16, #dotA2> {
+  %a = tilegpu.convert_layout %p : tensor<64x32xbf16, #mma2> -> tensor<64x32xbf16, #dotA2>
+  return %a : tensor<64x32xbf16, #dotA2>
+}
+}

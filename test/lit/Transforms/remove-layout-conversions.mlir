@@ -199,3 +199,48 @@ func.func @shared_sum(%px: tensor<512x!tile.ptr<f32>, #a>, %py: tensor<512x!tile
   %sa = tilegpu.convert_layout %s : tensor<512xf32, #b> -> tensor<512xf32, #a>
   return %sa, %s : tensor<512xf32, #a>, tensor<512xf32, #b>
 }
+
+// -----
+
+// A loop-carried row statistic produced in one layout (a slice of mma) and
+// only converted by the body: carried in that layout, converted once before
+// the loop and once after - not twice per iteration.
+#bl = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1]}>
+#sm = #tilegpu.slice<{dim = 1, parent = #mma}>
+// CHECK-LABEL: func.func @carried_in_produced_layout(
+// CHECK:         %[[INIT:.*]] = tilegpu.convert_layout %{{.*}} : tensor<64xf32, #blocked> -> tensor<64xf32, #[[SM:slice[0-9]*]]>
+// CHECK:         %[[R:.*]] = scf.for {{.*}} iter_args(%[[M:.*]] = %[[INIT]]) -> (tensor<64xf32, #[[SM]]>)
+// CHECK-NOT:       tilegpu.convert_layout
+// CHECK:           arith.maximumf %[[M]], %{{.*}} : tensor<64xf32, #[[SM]]>
+// CHECK-NOT:       tilegpu.convert_layout
+// CHECK:         }
+// CHECK:         tilegpu.convert_layout %[[R]] : tensor<64xf32, #[[SM]]> -> tensor<64xf32, #blocked>
+func.func @carried_in_produced_layout(%init: tensor<64xf32, #bl>, %x: tensor<64xf32, #sm>, %n: i32) -> tensor<64xf32, #bl> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%m = %init) -> (tensor<64xf32, #bl>) : i32 {
+    %in = tilegpu.convert_layout %m : tensor<64xf32, #bl> -> tensor<64xf32, #sm>
+    %new = arith.maximumf %in, %x : tensor<64xf32, #sm>
+    %out = tilegpu.convert_layout %new : tensor<64xf32, #sm> -> tensor<64xf32, #bl>
+    scf.yield %out : tensor<64xf32, #bl>
+  }
+  return %r : tensor<64xf32, #bl>
+}
+
+// -----
+
+// A conversion of a broadcast row moves the row, not the broadcast tile.
+#a = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+// CHECK-LABEL: func.func @convert_the_row(
+// CHECK:         %[[ROW:.*]] = tilegpu.convert_layout %{{.*}} : tensor<64xf32, #slice{{[0-9]*}}> -> tensor<64xf32, #[[S:slice[0-9]*]]>
+// CHECK:         tile.expand_dims %[[ROW]] {axis = 0 : i32} : tensor<64xf32, #[[S]]> -> tensor<1x64xf32, #[[B:blocked[0-9]*]]>
+// CHECK:         tile.broadcast {{.*}} -> tensor<64x64xf32, #[[B]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @convert_the_row(%row: tensor<64xf32, #tilegpu.slice<{dim = 0, parent = #a}>>) -> tensor<64x64xf32, #b> {
+  %e = tile.expand_dims %row {axis = 0 : i32} : tensor<64xf32, #tilegpu.slice<{dim = 0, parent = #a}>> -> tensor<1x64xf32, #a>
+  %bc = tile.broadcast %e : tensor<1x64xf32, #a> -> tensor<64x64xf32, #a>
+  %c = tilegpu.convert_layout %bc : tensor<64x64xf32, #a> -> tensor<64x64xf32, #b>
+  return %c : tensor<64x64xf32, #b>
+}
