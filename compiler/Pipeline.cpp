@@ -24,8 +24,12 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages) {
   pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(createAccelerateDot());
-  pm.addPass(createPropagateMmaLayout());
-  pm.addPass(createRemoveLayoutConversions());
+  // Twice: cleaning up carries loop accumulators in the mma layout, whose
+  // users after the loop (attention's normalisation) then follow.
+  for (int round = 0; round < 2; ++round) {
+    pm.addPass(createPropagateMmaLayout());
+    pm.addPass(createRemoveLayoutConversions());
+  }
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());
   PipelineDotOperandsOptions pipelining;

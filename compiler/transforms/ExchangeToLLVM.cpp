@@ -11,6 +11,8 @@
 #include "compiler/transforms/LoweringCommon.h"
 
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/OperandStaging.h"
+#include "compiler/layout/SharedSwizzle.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -107,6 +109,84 @@ struct ConvertLayoutThroughShared : OpConversionPattern<tilegpu::ConvertLayoutOp
   }
 };
 
+/// A 2-D conversion whose source or destination holds several contiguous
+/// elements per thread (an mma accumulator's pairs, a blocked layout's
+/// 16-byte rows - the GEMM epilogue before its 128-bit global stores) moves
+/// them as vectors of up to 16 bytes, through a tile swizzled so that
+/// neither side's accesses conflict on banks (layout::deriveSwizzle, as for
+/// dot operands); otherwise the scalar exchange above takes it.
+struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLayoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto srcT = cast<RankedTensorType>(op.getSrc().getType());
+    auto dstT = cast<RankedTensorType>(op.getType());
+    Type elem = convertedElement(getTypeConverter(), srcT);
+    const unsigned bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 0;
+    auto operand = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(dstT.getEncoding());
+    if (operand && operand.getElementBits() == 16)
+      return failure(); // ldmatrix (DotOperandToLLVM.cpp)
+    if (srcT.getRank() != 2 || (bits != 8 && bits != 16 && bits != 32) ||
+        !llvm::all_of(srcT.getShape(), [](int64_t d) { return llvm::isPowerOf2_64(uint64_t(d)); }) ||
+        srcT.getDimSize(1) * bits < 128) // rows of whole 16-byte chunks
+      return failure();
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    LinearLayout src = layoutOf(srcT), dst = layoutOf(dstT);
+    layout::SharedTile tile{{int32_t(srcT.getDimSize(0)), int32_t(srcT.getDimSize(1))}, 1,
+                            int(bits), {}};
+    const int32_t maxVector = int32_t(128 / bits);
+    const int32_t vw = layout::vectorElementsOf(src.compose(tile.offsetLayout()), maxVector);
+    const int32_t vr = layout::vectorElementsOf(dst.compose(tile.offsetLayout()), maxVector);
+    if (vw == 1 && vr == 1)
+      return failure();
+    tile = layout::deriveSwizzle(tile, {layout::vectorAccess("store", src, vw, int(bits)),
+                                        layout::vectorAccess("load", dst, vr, int(bits))});
+    Location loc = op.getLoc();
+    Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+    Value scratch = sharedBuffer(rw, loc, op);
+    auto at = [&](Value offset) {
+      return LLVM::GEPOp::create(rw, loc, ptr3, elem, scratch, ValueRange{offset});
+    };
+    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    Owners owners = ownersOf(rw, loc, src);
+    auto storeOffsets = coordinates(rw, loc, src.compose(tile.offsetLayout()));
+    SmallVector<Value> values(adaptor.getSrc());
+    for (int32_t r = 0; r < src.inDimSize("register"); r += vw) {
+      if (r & owners.duplicateRegisters)
+        continue;
+      predicatedStore(rw, loc, at(storeOffsets[size_t(r)][0]), ArrayRef<Value>(values).slice(size_t(r), size_t(vw)),
+                      owners.threadOwns, "shared");
+    }
+    NVVM::Barrier0Op::create(rw, loc);
+    // Loads of whole 32-bit words where the vector has them (ld.shared.v4.b32
+    // for 8 x bf16), unpacked into elements.
+    auto loadOffsets = coordinates(rw, loc, dst.compose(tile.offsetLayout()));
+    const int32_t words = vr * int32_t(bits) / 32;
+    SmallVector<Value> out;
+    for (int32_t r = 0; r < dst.inDimSize("register"); r += vr) {
+      Value p = at(loadOffsets[size_t(r)][0]);
+      if (words == 0) {
+        out.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
+        continue;
+      }
+      auto vecType = VectorType::get({words}, rw.getI32Type());
+      Value vec = LLVM::LoadOp::create(rw, loc, vecType, p, /*alignment=*/unsigned(words * 4));
+      SmallVector<Value> loaded;
+      for (int32_t w = 0; w < words; ++w)
+        loaded.push_back(LLVM::ExtractElementOp::create(rw, loc, vec, i32Const(rw, loc, w)));
+      if (bits == 32)
+        for (Value w : loaded)
+          out.push_back(LLVM::BitcastOp::create(rw, loc, elem, w));
+      else
+        llvm::append_range(out, unpackWords(rw, loc, loaded, elem));
+    }
+    NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
+    rw.replaceOpWithMultiple(op, {out});
+    return success();
+  }
+};
+
 struct TransThroughShared : OpConversionPattern<tile::TransOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::TransOp op, OneToNOpAdaptor adaptor,
@@ -163,6 +243,8 @@ void populateExchangePatterns(const TileTypeConverter &types, RewritePatternSet 
   // Benefit 1: in-thread register moves (benefit 2 or more) win when possible.
   patterns.add<ConvertLayoutThroughShared, TransThroughShared, ReshapeThroughShared>(
       types, patterns.getContext(), /*benefit=*/1);
+  // Vectors through a swizzled tile where the layouts have them.
+  patterns.add<ConvertLayoutThroughSwizzledTile>(types, patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace tegula::lowering

@@ -159,11 +159,11 @@ void propagateFrom(tilegpu::ConvertLayoutOp anchor) {
   }
 }
 
-/// Conversions out of a tensor-core dot's result: where propagation starts.
+/// Conversions out of the mma layout (a dot's result, or a loop's
+/// accumulator carried in it): where propagation starts.
 bool isAnchor(tilegpu::ConvertLayoutOp cvt) {
-  auto dot = cvt.getSrc().getDefiningOp<tile::DotOp>();
-  return dot && isa<tilegpu::MmaEncodingAttr>(cvt.getSrc().getType().getEncoding()) &&
-         !isa<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(cvt.getType()).getEncoding());
+  return isa<tilegpu::MmaEncodingAttr>(cvt.getSrc().getType().getEncoding()) &&
+         isa<tilegpu::BlockedEncodingAttr>(cast<RankedTensorType>(cvt.getType()).getEncoding());
 }
 
 struct PropagateMmaLayoutPass : tegula::impl::PropagateMmaLayoutBase<PropagateMmaLayoutPass> {

@@ -263,3 +263,22 @@ TEST(SharedSwizzle, CountsConflictsOfAPlainColumnRead) {
 }
 
 } // namespace
+
+// The GEMM epilogue's exchange (ExchangeToLLVM): the bf16 accumulator's
+// pairs (4 bytes) in, 16-byte rows of the blocked layout out for 128-bit
+// global stores. Unswizzled the pair stores conflict (rows 256 bytes apart
+// share banks); the derived swizzle makes both sides conflict-free.
+TEST(SharedSwizzle, EpilogueExchangeIsConflictFree) {
+  for (auto [warpsM, warpsN] : {std::pair{2, 2}, std::pair{4, 2}}) {
+    const int32_t warps = warpsM * warpsN;
+    SharedTile tile{{128, 128}, 1, 16, {}};
+    LinearLayout acc = mmaAccumulatorLayout({128, 128}, {warpsM, warpsN});
+    LinearLayout rows = blockedLayout({128, 128}, {1, 8}, {2, 16}, {warps, 1}, {1, 0});
+    SharedAccess store = vectorAccess("store", acc, 2, 16), load = vectorAccess("load", rows, 8, 16);
+    EXPECT_GT(bankConflicts(tile, store).worst, 1);
+    SharedTile swizzled = deriveSwizzle(tile, {store, load});
+    SCOPED_TRACE(swizzled.toString());
+    EXPECT_EQ(bankConflicts(swizzled, store).extraWavefronts, 0);
+    EXPECT_EQ(bankConflicts(swizzled, load).extraWavefronts, 0);
+  }
+}

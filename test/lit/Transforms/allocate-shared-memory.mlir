@@ -202,3 +202,22 @@ func.func @warps_along_n_exchange(%p: tensor<64x32xbf16, #mma2>) -> tensor<64x32
   return %a : tensor<64x32xbf16, #dotA2>
 }
 }
+
+// -----
+
+// The epilogue exchange moves vectors through a swizzled tile: the bf16
+// accumulator's pairs as 4-byte stores, rows of 8 bf16 read back as 16 bytes.
+#mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+#rows = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+// LLVM-LABEL: llvm.func @epilogue_vectors
+// LLVM:         nvvm.barrier0
+// LLVM-COUNT-16: st.shared.v2.b16
+// LLVM:         nvvm.barrier0
+// LLVM-COUNT-2: llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// LLVM:         nvvm.barrier0
+func.func @epilogue_vectors(%p: tensor<64x64xbf16, #mma>) -> tensor<64x64xbf16, #rows> {
+  %a = tilegpu.convert_layout %p : tensor<64x64xbf16, #mma> -> tensor<64x64xbf16, #rows>
+  return %a : tensor<64x64xbf16, #rows>
+}
+}
