@@ -114,6 +114,9 @@ run() {
     fi
     ((s == 0)) || status=1
   done <"$CARRY/programs.txt"
+  # torch on the same shapes in the same session, where the image has it.
+  echo "== reference torch_reference.py"
+  python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
   echo
   echo "== summary ($(cat "$CARRY/commit.txt" 2>/dev/null)) =="
   printf '%s\n' "${rows[@]}"
@@ -122,6 +125,7 @@ run() {
   while read -r kind name; do
     [[ $kind == benchmark ]] && grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/$name.log"
   done <"$CARRY/programs.txt"
+  grep -hE '^torch_' "$out/torch_reference.log" || true
   echo "logs: $out (commit them under benchmarks/results/)"
   exit $status
 }

@@ -1,0 +1,177 @@
+// attention.cpp - examples::attention_fwd (flash attention written as a user
+// would: two chained dots and an online softmax per key block) on device
+// buffers, bf16, causal and not, at GPT-2's head size (64) and 128. Each
+// shape runs a few (BM, BN, warps) configurations and reports the best;
+// the output of two heads is checked against a double-precision reference
+// on the host. TFLOP/s counts 4 * BH * T^2 * d (halved when causal), as
+// FlashAttention and Triton do. Rows also go to $TEGULA_BENCH_OUT/attention.csv.
+// torch's SDPA on the same shapes: benchmarks/torch_reference.py (run by
+// scripts/gpu-check.sh when torch is importable). Without a driver it
+// prints "skipped: ..." and exits 0.
+//
+//   attention [--iters 10]
+#include "examples/kernels.h"
+#include "tegula/device.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+using namespace tegula;
+
+namespace {
+
+struct Shape {
+  int heads, seq, dim;
+  bool causal;
+  std::string name() const {
+    return fmt::format("BH={} T={} d={}{}", heads, seq, dim, causal ? " causal" : "");
+  }
+};
+
+struct Config {
+  int bm, bn, warps;
+  std::string name() const { return fmt::format("{}x{} w{}", bm, bn, warps); }
+};
+
+/// Relative L2 error of heads `h` of `out` against softmax(q k^T / sqrt(d)) v.
+double checkHead(const std::vector<bfloat16> &q, const std::vector<bfloat16> &k,
+                 const std::vector<bfloat16> &v, const std::vector<bfloat16> &out, const Shape &s,
+                 int h) {
+  const size_t base = size_t(h) * size_t(s.seq) * size_t(s.dim);
+  const double scale = 1.0 / std::sqrt(double(s.dim));
+  double num = 0, den = 0;
+  std::vector<double> p(size_t(s.seq)), o(size_t(s.dim));
+  for (int i = 0; i < s.seq; ++i) {
+    const int keys = s.causal ? i + 1 : s.seq;
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < keys; ++j) {
+      double d = 0;
+      for (int c = 0; c < s.dim; ++c)
+        d += double(float(q[base + size_t(i * s.dim + c)])) * double(float(k[base + size_t(j * s.dim + c)]));
+      p[size_t(j)] = d * scale;
+      mx = std::max(mx, p[size_t(j)]);
+    }
+    std::fill(o.begin(), o.end(), 0.0);
+    for (int j = 0; j < keys; ++j)
+      sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
+    for (int j = 0; j < keys; ++j)
+      for (int c = 0; c < s.dim; ++c)
+        o[size_t(c)] += p[size_t(j)] / sum * double(float(v[base + size_t(j * s.dim + c)]));
+    for (int c = 0; c < s.dim; ++c) {
+      const double got = double(float(out[base + size_t(i * s.dim + c)]));
+      if (std::isnan(got))
+        return INFINITY;
+      num += (got - o[size_t(c)]) * (got - o[size_t(c)]);
+      den += o[size_t(c)] * o[size_t(c)];
+    }
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int iters = 10;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (!std::strcmp(argv[i], "--iters"))
+      iters = std::atoi(argv[i + 1]);
+  fmt::print("# attention: examples::attention_fwd (flash attention in the DSL, bf16, f32 "
+             "softmax and accumulation) on device buffers\n");
+  std::string why;
+  if (!gpu_available(&why)) {
+    fmt::print("skipped: {}\n", why);
+    return 0;
+  }
+  const char *outDir = std::getenv("TEGULA_BENCH_OUT");
+  std::string csvPath = outDir && *outDir ? std::string(outDir) + "/attention.csv" : "attention.csv";
+  std::FILE *csv = std::fopen(csvPath.c_str(), "w");
+  if (!csv) {
+    fmt::print("error: cannot write {}\n", csvPath);
+    return 1;
+  }
+  std::fprintf(csv, "shape,heads,seq,dim,causal,config,ms,tflops,rel_err,status\n");
+  int failures = 0;
+  try {
+    DeviceInfo info = device_info();
+    fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
+    fmt::print("timing: CUDA events, median of {}; q, k, v, out [BH, T, d] row-major; "
+               "TFLOP/s = 4 BH T^2 d / time (/2 causal); csv: {}\n", iters, csvPath);
+    auto k = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
+                    {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+    // The first: the H100 run of 2026-11-22 measured a user's kernel at
+    // 11.6 TFLOP/s here (dots on CUDA cores), torch SDPA at 163.
+    const std::vector<Shape> shapes = {{96, 1024, 64, true},  {96, 1024, 64, false},
+                                       {32, 4096, 64, true},  {32, 4096, 128, true},
+                                       {16, 8192, 128, true}, {16, 8192, 128, false}};
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const Shape &s : shapes) {
+      const size_t n = size_t(s.heads) * size_t(s.seq) * size_t(s.dim);
+      std::vector<bfloat16> hq(n), hk(n), hv(n);
+      for (auto *h : {&hq, &hk, &hv})
+        for (bfloat16 &x : *h)
+          x = bfloat16(dist(rng));
+      DeviceBuffer q = DeviceBuffer::from(hq), kk = DeviceBuffer::from(hk), v = DeviceBuffer::from(hv);
+      DeviceBuffer out(n, DType::bf16);
+      const double flops = 4.0 * s.heads * double(s.seq) * s.seq * s.dim * (s.causal ? 0.5 : 1.0);
+      const float scale = 1.0f / std::sqrt(float(s.dim));
+      std::vector<Config> configs = s.dim <= 64
+                                        ? std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 4}}
+                                        : std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 8}};
+      double bestMs = INFINITY;
+      std::string best;
+      for (const Config &c : configs) {
+        LaunchOptions opts{.grid = {uint32_t(cdiv(s.seq, c.bm)), uint32_t(s.heads)},
+                           .num_warps = c.warps,
+                           .backend = Backend::GPU};
+        auto launch = [&] { k(opts, q, kk, v, out, s.seq, scale, s.dim, c.bm, c.bn, s.causal); };
+        double err = NAN;
+        try {
+          out.fill_bytes(0xff);
+          launch();
+          std::vector<bfloat16> got = out.to_host<bfloat16>();
+          err = std::max(checkHead(hq, hk, hv, got, s, 0), checkHead(hq, hk, hv, got, s, s.heads - 1));
+        } catch (const Error &e) {
+          std::string what = e.what();
+          fmt::print("{:<26} {:<11} not run: {}\n", s.name(), c.name(), what.substr(0, what.find('\n')));
+          continue;
+        }
+        if (!(err < 2e-2)) {
+          fmt::print("{:<26} {:<11} FAILED: rel err {:.1e} vs the host reference\n", s.name(), c.name(), err);
+          std::fprintf(csv, "%s,%d,%d,%d,%d,%s,,,%.3g,FAILED\n", s.name().c_str(), s.heads, s.seq,
+                       s.dim, int(s.causal), c.name().c_str(), err);
+          ++failures;
+          continue;
+        }
+        const double ms = time_ms(launch, iters).median;
+        fmt::print("{:<26} {:<11} {:>9.3f} ms {:>7.1f} TFLOP/s  rel err {:.1e}\n", s.name(), c.name(),
+                   ms, flops / ms / 1e9, err);
+        std::fprintf(csv, "%s,%d,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", s.name().c_str(), s.heads, s.seq,
+                     s.dim, int(s.causal), c.name().c_str(), ms, flops / ms / 1e9, err);
+        if (ms < bestMs)
+          bestMs = ms, best = c.name();
+      }
+      std::string id = fmt::format("attention_bh{}_t{}_d{}{}", s.heads, s.seq, s.dim, s.causal ? "_causal" : "");
+      // Ends with a number: gpu-check.sh's summary shows such lines.
+      fmt::print("{} best {}, TFLOP/s {:.1f}{}\n", id, best, flops / bestMs / 1e9,
+                 s.heads == 96 && s.causal
+                     ? fmt::format(", speed-up over the CUDA-core dots of 2026-11-22 (11.6) {:.2f}",
+                                   flops / bestMs / 1e9 / 11.6)
+                     : std::string());
+      std::fflush(stdout);
+      std::fflush(csv);
+    }
+  } catch (const Error &e) {
+    fmt::print("error: {}\n", e.what());
+    std::fclose(csv);
+    return 1;
+  }
+  std::fclose(csv);
+  return failures ? 1 : 0;
+}
