@@ -322,6 +322,23 @@ template <class T> void attentionForward(const LaunchOptions &target, const Laun
     }
 }
 TEST_P(Compiled, AttentionForwardBf16) { attentionForward<bfloat16>(target({1}), interp({1})); }
+/// The tile configurations benchmarks/attention runs (d = 64 and 128; 8
+/// warps there), against the double reference.
+TEST_P(Compiled, AttentionForwardBenchmarkConfigs) {
+  auto k = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  struct Config { int dim, bm, bn; };
+  for (Config c : {Config{64, 128, 64}, Config{128, 128, 32}}) {
+    const int seq = 150;
+    SCOPED_TRACE(fmt::format("d={} {}x{}", c.dim, c.bm, c.bn));
+    const size_t n = size_t(seq * c.dim);
+    auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+    auto got = poisoned<bfloat16>(n);
+    const float scale = 1.0f / std::sqrt(float(c.dim));
+    k(target({uint32_t(cdiv(seq, c.bm)), 1}), q, kk, v, got, seq, scale, c.dim, c.bm, c.bn, true);
+    EXPECT_LT(rel_error(got, attention_reference(q, kk, v, 1, seq, c.dim, scale, true)), 1e-2);
+  }
+}
 TEST_P(Compiled, AttentionForwardF16) { attentionForward<float16>(target({1}), interp({1})); }
 
 TEST_P(Compiled, RowSumAtomicAndTranspose) {
