@@ -86,12 +86,25 @@ public:
   Arg(double v) : kind_(Kind::Float), f_(v), dtype_(DType::f64) {}
 
   /// A host buffer of `count` elements of `dtype` at `data`.
-  static Arg buffer(void *data, size_t count, DType dtype) {
+  static Arg buffer(void *data, size_t count, DType dtype, bool readonly = false) {
     Arg a(0);
     a.kind_ = Kind::Buffer;
     a.data_ = data;
     a.bytes_ = count * dtype_size(dtype);
     a.dtype_ = dtype;
+    a.readonly_ = readonly;
+    return a;
+  }
+  /// A buffer in device memory that something else owns (a torch or cupy
+  /// array): passed to the GPU as is, like a DeviceBuffer.
+  static Arg device(uint64_t ptr, size_t count, DType dtype, bool readonly = false) {
+    Arg a(0);
+    a.kind_ = Kind::Buffer;
+    a.device_ptr_ = ptr;
+    a.bytes_ = count * dtype_size(dtype);
+    a.dtype_ = dtype;
+    a.readonly_ = readonly;
+    a.on_device_ = true;
     return a;
   }
 

@@ -1,0 +1,228 @@
+//===- Arguments.cpp - Python objects as kernel launch arguments ----------===//
+#include "Arguments.h"
+
+#include "DLPack.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace tegula::python {
+namespace {
+
+/// Tegula's element type for an array library's dtype name (numpy, and
+/// ml_dtypes' bfloat16).
+std::optional<DType> dtypeNamed(const std::string &name) {
+  static const std::pair<const char *, DType> names[] = {
+      {"float16", DType::f16}, {"bfloat16", DType::bf16}, {"float32", DType::f32},
+      {"float64", DType::f64}, {"int8", DType::i8},       {"int16", DType::i16},
+      {"int32", DType::i32},   {"int64", DType::i64},     {"bool", DType::i1}};
+  for (auto &[n, t] : names)
+    if (name == n)
+      return t;
+  return std::nullopt;
+}
+
+std::optional<DType> dtypeOf(const dlpack::DataType &t) {
+  if (t.lanes != 1)
+    return std::nullopt;
+  switch (t.code) {
+  case dlpack::kFloat:
+    return t.bits == 16 ? std::optional(DType::f16)
+           : t.bits == 32 ? std::optional(DType::f32)
+           : t.bits == 64 ? std::optional(DType::f64)
+                          : std::nullopt;
+  case dlpack::kBfloat: return t.bits == 16 ? std::optional(DType::bf16) : std::nullopt;
+  case dlpack::kInt:
+    return t.bits == 8 ? std::optional(DType::i8)
+           : t.bits == 16 ? std::optional(DType::i16)
+           : t.bits == 32 ? std::optional(DType::i32)
+           : t.bits == 64 ? std::optional(DType::i64)
+                          : std::nullopt;
+  case dlpack::kBool: return t.bits == 8 ? std::optional(DType::i1) : std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
+std::string dlpackTypeName(const dlpack::DataType &t) {
+  const char *codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  return fmt::format("{}{}{}", t.code < 7 ? codes[t.code] : "code?", int(t.bits),
+                     t.lanes != 1 ? fmt::format("x{}", t.lanes) : "");
+}
+
+/// The __cuda_array_interface__ / __array_interface__ typestr, e.g. "<f4".
+std::optional<DType> dtypeOfTypestr(const std::string &typestr) {
+  if (typestr.size() < 3)
+    return std::nullopt;
+  const char kind = typestr[1];
+  const int bytes = std::atoi(typestr.c_str() + 2);
+  if (kind == 'f')
+    return bytes == 2 ? std::optional(DType::f16)
+           : bytes == 4 ? std::optional(DType::f32)
+           : bytes == 8 ? std::optional(DType::f64)
+                        : std::nullopt;
+  if (kind == 'i')
+    return bytes == 1 ? std::optional(DType::i8)
+           : bytes == 2 ? std::optional(DType::i16)
+           : bytes == 4 ? std::optional(DType::i32)
+           : bytes == 8 ? std::optional(DType::i64)
+                        : std::nullopt;
+  if (kind == 'b' && bytes == 1)
+    return DType::i1;
+  return std::nullopt;
+}
+
+/// Whether `strides` (in elements, or bytes when `itemBytes` > 0) describe a
+/// compact row-major array of `shape`.
+bool rowMajor(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
+              int64_t unit) {
+  int64_t expected = unit;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expected)
+      return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+[[noreturn]] void notContiguous(const std::string &what) {
+  throw py::value_error(fmt::format("{}: the array is not contiguous (a strided view); Tegula "
+                                    "kernels take row-major contiguous arrays - pass a copy "
+                                    "(numpy.ascontiguousarray, tensor.contiguous())",
+                                    what));
+}
+
+ArrayView fromCudaArrayInterface(py::handle obj, const std::string &what) {
+  py::dict cai = obj.attr("__cuda_array_interface__");
+  ArrayView v;
+  v.on_device = true;
+  auto data = cai["data"].cast<py::tuple>();
+  v.address = data[0].cast<uint64_t>();
+  v.readonly = data[1].cast<bool>();
+  auto shape = cai["shape"].cast<std::vector<int64_t>>();
+  v.dtype_name = cai["typestr"].cast<std::string>();
+  v.dtype = dtypeOfTypestr(v.dtype_name);
+  v.count = 1;
+  for (int64_t d : shape)
+    v.count *= size_t(d);
+  if (cai.contains("strides") && !cai["strides"].is_none() && v.dtype &&
+      !rowMajor(shape, cai["strides"].cast<std::vector<int64_t>>(), int64_t(dtype_size(*v.dtype))))
+    notContiguous(what);
+  return v;
+}
+
+ArrayView fromDLPack(py::handle obj, const std::string &what, ArgumentLifetimes &keep) {
+  py::object capsule = obj.attr("__dlpack__")();
+  PyObject *raw = capsule.ptr();
+  if (!PyCapsule_IsValid(raw, "dltensor"))
+    throw py::type_error(fmt::format("{}: __dlpack__() did not return an unused 'dltensor' capsule",
+                                     what));
+  auto *managed = static_cast<dlpack::ManagedTensor *>(PyCapsule_GetPointer(raw, "dltensor"));
+  // Consumed: the capsule must not free it; we call the deleter after the launch.
+  PyCapsule_SetName(raw, "used_dltensor");
+  keep.consumed(managed);
+  const dlpack::Tensor &t = managed->dl_tensor;
+  ArrayView v;
+  v.dtype = dtypeOf(t.dtype);
+  v.dtype_name = dlpackTypeName(t.dtype);
+  if (t.device.device_type == dlpack::kCUDA || t.device.device_type == dlpack::kCUDAManaged)
+    v.on_device = true;
+  else if (t.device.device_type != dlpack::kCPU && t.device.device_type != dlpack::kCUDAHost)
+    throw py::value_error(fmt::format("{}: the array lives on DLPack device type {}, which Tegula "
+                                      "cannot use (CPU or CUDA only)",
+                                      what, t.device.device_type));
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  v.count = 1;
+  for (int64_t d : shape)
+    v.count *= size_t(d);
+  if (t.strides && !rowMajor(shape, std::vector<int64_t>(t.strides, t.strides + t.ndim), 1))
+    notContiguous(what);
+  v.address = reinterpret_cast<uint64_t>(t.data) + t.byte_offset;
+  return v;
+}
+
+ArrayView fromNumpy(py::handle obj, const std::string &what) {
+  ArrayView v;
+  py::object dtype = obj.attr("dtype");
+  v.dtype_name = dtype.attr("name").cast<std::string>();
+  v.dtype = dtypeNamed(v.dtype_name);
+  py::object flags = obj.attr("flags");
+  if (!flags.attr("c_contiguous").cast<bool>())
+    notContiguous(what);
+  v.readonly = !flags.attr("writeable").cast<bool>();
+  v.count = obj.attr("size").cast<size_t>();
+  v.address = obj.attr("__array_interface__")["data"].cast<py::tuple>()[0].cast<uint64_t>();
+  return v;
+}
+
+} // namespace
+
+ArgumentLifetimes::~ArgumentLifetimes() {
+  for (void *m : dlpack_) {
+    auto *managed = static_cast<dlpack::ManagedTensor *>(m);
+    if (managed->deleter)
+      managed->deleter(managed);
+  }
+}
+
+std::optional<ArrayView> viewArray(py::handle obj, const std::string &what, ArgumentLifetimes &keep) {
+  if (py::hasattr(obj, "__cuda_array_interface__"))
+    return fromCudaArrayInterface(obj, what);
+  // numpy arrays (and ml_dtypes' bfloat16 ones) are read directly; other
+  // host arrays (torch CPU tensors, ...) through DLPack.
+  if (py::hasattr(obj, "__array_interface__") && py::hasattr(obj, "flags"))
+    return fromNumpy(obj, what);
+  if (py::hasattr(obj, "__dlpack__"))
+    return fromDLPack(obj, what, keep);
+  return std::nullopt;
+}
+
+Arg arrayArg(const ArrayView &view, const ParamInfo &param, const std::string &what) {
+  if (!view.dtype)
+    throw py::type_error(fmt::format("{}: arrays of {} are not supported (Tegula has float16, "
+                                     "bfloat16, float32, float64, int8-int64 and bool)",
+                                     what, view.dtype_name));
+  if (!param.any_dtype && *view.dtype != param.dtype)
+    throw py::type_error(fmt::format("{} expects an array of {}, got one of {}", what,
+                                     dtype_name(param.dtype), view.dtype_name));
+  if (view.on_device)
+    return Arg::device(view.address, view.count, *view.dtype, view.readonly);
+  return Arg::buffer(reinterpret_cast<void *>(view.address), view.count, *view.dtype, view.readonly);
+}
+
+Arg scalarArg(py::handle obj, const ParamInfo &param, const std::string &what) {
+  const char *expects = is_int(param.dtype) ? (param.dtype == DType::i1 ? "a bool" : "an int")
+                                            : "a float";
+  if (obj.is_none())
+    throw py::type_error(fmt::format("{} expects {}, got None", what, expects));
+  // numpy scalars and 0-d arrays convert through item().
+  if (!PyBool_Check(obj.ptr()) && !PyLong_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
+      py::hasattr(obj, "item") && py::hasattr(obj, "dtype"))
+    return scalarArg(obj.attr("item")(), param, what);
+  if (PyBool_Check(obj.ptr()))
+    return Arg(obj.cast<bool>());
+  if (PyLong_Check(obj.ptr())) {
+    long long v = 0;
+    try {
+      v = obj.cast<long long>();
+    } catch (const py::cast_error &) {
+      throw py::value_error(fmt::format("{}: {} does not fit in 64 bits", what,
+                                        py::str(obj).cast<std::string>()));
+    }
+    if (is_int(param.dtype))
+      return Arg(v);
+    return Arg(double(v));
+  }
+  if (PyFloat_Check(obj.ptr())) {
+    if (is_int(param.dtype))
+      throw py::type_error(fmt::format("{} expects {}, got the float {}", what, expects,
+                                       py::repr(obj).cast<std::string>()));
+    return Arg(obj.cast<double>());
+  }
+  throw py::type_error(fmt::format("{} expects {}, got {}", what, expects,
+                                   py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>()));
+}
+
+} // namespace tegula::python

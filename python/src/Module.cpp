@@ -1,0 +1,299 @@
+//===- Module.cpp - tegula._tegula: the Python extension -------------------===//
+//
+// Defines tegula.Kernel (a tegula::python::KernelSet: the instantiations of
+// one DSL function published under a name), its Triton-style launcher
+// (`k[grid](*args, BLOCK=..., num_warps=...)`), introspection (ir, compile)
+// and tegula.Error. Kernel modules (TEGULA_PYTHON_MODULE) import this one
+// and publish KernelSets; the examples module is one of them.
+//
+//===----------------------------------------------------------------------===//
+#include "Arguments.h"
+
+#include "tegula/python.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace py = pybind11;
+using namespace tegula;
+using tegula::python::KernelSet;
+
+namespace {
+
+/// Names of the launch options a launcher takes by keyword.
+bool isLaunchOption(const std::string &name) {
+  return name == "num_warps" || name == "num_stages" || name == "backend" || name == "stream";
+}
+
+std::string paramWhat(const KernelSet &k, size_t i) {
+  return fmt::format("argument '{}' (#{}) of kernel '{}'", k.param_names[i], i, k.name);
+}
+
+/// Positional and keyword arguments matched to the kernel's parameters.
+std::vector<py::object> bindParameters(const KernelSet &k, py::args args, py::kwargs kwargs,
+                                       const std::vector<std::string> &skip) {
+  const size_t n = k.param_names.size();
+  if (args.size() > n)
+    throw py::type_error(fmt::format("kernel '{}' takes {} arguments ({}), {} were given", k.name, n,
+                                     fmt::join(k.param_names, ", "), args.size()));
+  std::vector<py::object> bound(n);
+  for (size_t i = 0; i < args.size(); ++i)
+    bound[i] = py::reinterpret_borrow<py::object>(args[i]);
+  for (auto [key, value] : kwargs) {
+    std::string name = key.cast<std::string>();
+    if (std::find(skip.begin(), skip.end(), name) != skip.end())
+      continue;
+    auto it = std::find(k.param_names.begin(), k.param_names.end(), name);
+    if (it == k.param_names.end())
+      throw py::type_error(fmt::format("kernel '{}' has no parameter '{}' (parameters: {})", k.name,
+                                       name, fmt::join(k.param_names, ", ")));
+    size_t i = size_t(it - k.param_names.begin());
+    if (bound[i])
+      throw py::type_error(fmt::format("kernel '{}' got two values for '{}'", k.name, name));
+    bound[i] = py::reinterpret_borrow<py::object>(value);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!bound[i])
+      throw py::type_error(fmt::format("kernel '{}' is missing argument '{}' (#{})", k.name,
+                                       k.param_names[i], i));
+  return bound;
+}
+
+/// The overload the arrays select, and the converted arguments.
+struct Resolved {
+  const Kernel *kernel = nullptr;
+  std::vector<Arg> args;
+};
+
+Resolved resolve(const KernelSet &k, const std::vector<py::object> &bound,
+                 python::ArgumentLifetimes &keep) {
+  const std::vector<ParamInfo> &params0 = k.overloads.front().params();
+  // Look at every array once (DLPack capsules are consumed).
+  std::vector<std::optional<python::ArrayView>> views(bound.size());
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (params0[i].kind != ParamInfo::Kind::Pointer)
+      continue;
+    if (bound[i].is_none())
+      throw py::type_error(fmt::format("{} expects an array, got None", paramWhat(k, i)));
+    views[i] = python::viewArray(bound[i], paramWhat(k, i), keep);
+    if (!views[i])
+      throw py::type_error(fmt::format(
+          "{} expects an array (numpy, or anything with __dlpack__ or __cuda_array_interface__), "
+          "got {}",
+          paramWhat(k, i), py::str(py::type::handle_of(bound[i]).attr("__name__")).cast<std::string>()));
+  }
+  const Kernel *chosen = &k.overloads.front();
+  if (k.overloads.size() > 1) {
+    chosen = nullptr;
+    for (const Kernel &o : k.overloads) {
+      bool fits = true;
+      for (size_t i = 0; i < bound.size() && fits; ++i) {
+        const ParamInfo &p = o.params()[i];
+        if (p.kind == ParamInfo::Kind::Pointer && !p.any_dtype)
+          fits = views[i]->dtype && *views[i]->dtype == p.dtype;
+      }
+      if (fits) {
+        chosen = &o;
+        break;
+      }
+    }
+    if (!chosen) {
+      std::vector<std::string> given, have;
+      for (size_t i = 0; i < bound.size(); ++i)
+        if (views[i])
+          given.push_back(views[i]->dtype_name);
+      for (const Kernel &o : k.overloads) {
+        std::vector<std::string> sig;
+        for (const ParamInfo &p : o.params())
+          if (p.kind == ParamInfo::Kind::Pointer)
+            sig.push_back(std::string(dtype_name(p.dtype)));
+        have.push_back(fmt::format("({})", fmt::join(sig, ", ")));
+      }
+      throw py::type_error(fmt::format("kernel '{}' has no instantiation for arrays of ({}); it has {}",
+                                       k.name, fmt::join(given, ", "), fmt::join(have, ", ")));
+    }
+  }
+  Resolved r{chosen, {}};
+  for (size_t i = 0; i < bound.size(); ++i) {
+    const ParamInfo &p = chosen->params()[i];
+    r.args.push_back(views[i] ? python::arrayArg(*views[i], p, paramWhat(k, i))
+                              : python::scalarArg(bound[i], p, paramWhat(k, i)));
+  }
+  return r;
+}
+
+Grid toGrid(py::handle g, const KernelSet &k, const std::vector<py::object> &bound) {
+  py::object value = py::reinterpret_borrow<py::object>(g);
+  if (PyCallable_Check(g.ptr())) { // grid(meta): meta maps parameter names to values
+    py::dict meta;
+    for (size_t i = 0; i < bound.size(); ++i)
+      meta[py::str(k.param_names[i])] = bound[i];
+    value = py::reinterpret_borrow<py::object>(g)(meta);
+  }
+  std::vector<int64_t> dims;
+  if (PyLong_Check(value.ptr()))
+    dims.push_back(value.cast<int64_t>());
+  else if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value))
+    for (py::handle d : value)
+      dims.push_back(py::cast<int64_t>(d.attr("__index__")()));
+  else
+    throw py::type_error(fmt::format("kernel '{}': the grid is a tuple of 1 to 3 ints (or a "
+                                     "callable of the arguments returning one), got {}",
+                                     k.name, py::repr(value).cast<std::string>()));
+  if (dims.empty() || dims.size() > 3)
+    throw py::value_error(fmt::format("kernel '{}': the grid has 1 to 3 dimensions, got {}", k.name,
+                                      dims.size()));
+  for (int64_t d : dims)
+    if (d < 0 || d > int64_t(UINT32_MAX))
+      throw py::value_error(fmt::format("kernel '{}': grid dimension {} is out of range", k.name, d));
+  Grid grid;
+  grid.x = uint32_t(dims[0]);
+  if (dims.size() > 1)
+    grid.y = uint32_t(dims[1]);
+  if (dims.size() > 2)
+    grid.z = uint32_t(dims[2]);
+  return grid;
+}
+
+std::optional<Backend> backendOf(py::kwargs kwargs) {
+  if (!kwargs.contains("backend") || kwargs["backend"].is_none())
+    return std::nullopt; // $TEGULA_BACKEND, else the interpreter
+  return parse_backend(kwargs["backend"].cast<std::string>());
+}
+
+int intOption(py::kwargs kwargs, const char *name, int fallback) {
+  return kwargs.contains(name) ? kwargs[name].cast<int>() : fallback;
+}
+
+/// `k[grid]`: launches over `grid` when called.
+struct Launcher {
+  KernelSet kernel;
+  py::object grid;
+
+  void operator()(py::args args, py::kwargs kwargs) const {
+    if (kwargs.contains("stream") && !kwargs["stream"].is_none())
+      throw py::value_error(fmt::format("kernel '{}': launches on a caller's stream are not "
+                                        "supported yet (launches run on Tegula's own stream)",
+                                        kernel.name));
+    std::vector<py::object> bound =
+        bindParameters(kernel, args, kwargs, {"num_warps", "num_stages", "backend", "stream"});
+    python::ArgumentLifetimes keep;
+    Resolved r = resolve(kernel, bound, keep);
+    LaunchOptions opts;
+    opts.grid = toGrid(grid, kernel, bound);
+    opts.num_warps = intOption(kwargs, "num_warps", 4);
+    opts.num_stages = intOption(kwargs, "num_stages", 3);
+    opts.backend = backendOf(kwargs);
+    py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
+    r.kernel->launch(opts, r.args);
+  }
+};
+
+std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
+  std::vector<py::object> bound = bindParameters(k, args, kwargs, {"stage", "debug_info"});
+  python::ArgumentLifetimes keep;
+  Resolved r = resolve(k, bound, keep);
+  std::string stage = kwargs.contains("stage") ? kwargs["stage"].cast<std::string>() : "tile";
+  bool debug = kwargs.contains("debug_info") && kwargs["debug_info"].cast<bool>();
+  return r.kernel->ir(r.args, stage, debug);
+}
+
+CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
+  std::vector<py::object> bound =
+      bindParameters(k, args, kwargs, {"chip", "num_warps", "num_stages", "assemble"});
+  python::ArgumentLifetimes keep;
+  Resolved r = resolve(k, bound, keep);
+  CompileOptions opts;
+  if (kwargs.contains("chip"))
+    opts.chip = kwargs["chip"].cast<std::string>();
+  opts.num_warps = intOption(kwargs, "num_warps", 4);
+  opts.num_stages = intOption(kwargs, "num_stages", 3);
+  if (kwargs.contains("assemble"))
+    opts.assemble = kwargs["assemble"].cast<bool>();
+  py::gil_scoped_release unlocked;
+  return r.kernel->compile(r.args, opts);
+}
+
+} // namespace
+
+PYBIND11_MODULE(_tegula, m) {
+  m.doc() = "Tegula's C++ core: kernels, launches, compilation (import tegula instead)";
+
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const Error &e) {
+      py::set_error(error, e.what());
+    }
+  });
+
+  py::class_<CompiledKernel>(m, "CompiledKernel",
+                             "A kernel compiled for the GPU: PTX, cubin and ptxas's report")
+      .def_readonly("ptx", &CompiledKernel::ptx)
+      .def_property_readonly("cubin",
+                             [](const CompiledKernel &c) { return py::bytes(c.cubin.data(), c.cubin.size()); })
+      .def_readonly("registers", &CompiledKernel::registers)
+      .def_readonly("shared_bytes", &CompiledKernel::shared_bytes)
+      .def_readonly("spill_bytes", &CompiledKernel::spill_bytes)
+      .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes)
+      .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
+      .def("__repr__", [](const CompiledKernel &c) {
+        return fmt::format("<CompiledKernel: {} bytes of PTX, cubin {} bytes, {} registers, {} B "
+                           "shared, {} B spilled>",
+                           c.ptx.size(), c.cubin.size(), c.registers,
+                           c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
+      });
+
+  py::class_<Launcher>(m, "Launcher", "A kernel bound to a grid: call it with the arguments")
+      .def("__call__", &Launcher::operator());
+
+  py::class_<KernelSet>(m, "Kernel", R"doc(A Tegula kernel written in the C++ DSL.
+
+Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
+num_stages=3, backend=None)``; ``grid`` is a tuple of 1-3 ints or a callable
+taking a dict of the arguments by parameter name. Arrays are numpy arrays or
+anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
+``backend`` is "interp", "sim" or "gpu" (default: $TEGULA_BACKEND, else
+"interp").)doc")
+      .def_readonly("name", &KernelSet::name)
+      .def_readonly("param_names", &KernelSet::param_names)
+      .def_property_readonly("signatures",
+                             [](const KernelSet &k) {
+                               std::vector<std::vector<std::string>> sigs;
+                               for (const Kernel &o : k.overloads) {
+                                 std::vector<std::string> s;
+                                 for (const ParamInfo &p : o.params())
+                                   s.push_back(fmt::format(
+                                       "{}{}",
+                                       p.kind == ParamInfo::Kind::Pointer    ? "*"
+                                       : p.kind == ParamInfo::Kind::Constant ? "constexpr "
+                                                                             : "",
+                                       p.any_dtype ? "any" : std::string(dtype_name(p.dtype))));
+                                 sigs.push_back(s);
+                               }
+                               return sigs;
+                             },
+                             "Per instantiation, each parameter's type ('*bf16': an array)")
+      .def("__getitem__",
+           [](const KernelSet &k, py::object grid) { return Launcher{k, std::move(grid)}; })
+      .def("ir", &ir,
+           "The tile IR of the specialisation these arguments select (stage='traced' or 'tile', "
+           "debug_info=False)")
+      .def("compile", &compile,
+           "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
+           "num_warps, num_stages, assemble=True; returns a CompiledKernel")
+      .def("__repr__", [](const KernelSet &k) {
+        return fmt::format("<tegula.Kernel {}({}), {} instantiation{}>", k.name,
+                           fmt::join(k.param_names, ", "), k.overloads.size(),
+                           k.overloads.size() == 1 ? "" : "s");
+      });
+
+  m.def("gpu_available", [] {
+    std::string why;
+    bool ok = gpu_available(&why);
+    return py::make_tuple(ok, why);
+  }, "(available, reason): whether a CUDA driver and device are usable");
+}

@@ -1,0 +1,94 @@
+"""tegula.load: compile a C++ kernel module at run time, cached by content."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from ._tegula import Error
+
+__all__ = ["load"]
+
+
+def _config():
+    from . import _build_config as c  # written by CMake (python/build_config.py.in)
+    return c
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("TEGULA_CACHE_DIR")
+    root = Path(base) if base else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tegula"
+    return root / "python"
+
+
+def _headers_near(sources: list[Path]) -> list[Path]:
+    """Headers beside the sources and Tegula's own: what a change of forces a rebuild."""
+    c = _config()
+    found = set()
+    for directory in {s.parent for s in sources}:
+        for pattern in ("*.h", "*.hpp"):
+            found.update(directory.glob(pattern))
+    for include in c.INCLUDE_DIRS[:1]:  # Tegula's include/ (tegula/*.h)
+        found.update(Path(include, "tegula").glob("*.h"))
+    return sorted(found)
+
+
+def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_directory=None,
+         verbose: bool = False):
+    """Compiles C++ sources that define ``TEGULA_PYTHON_MODULE(name, ...)`` into an
+    extension module, imports it and returns it.
+
+    The build is cached (``$TEGULA_CACHE_DIR/python``, else ``~/.cache/tegula/python``)
+    under a hash of the sources, the headers beside them, Tegula's headers, the
+    flags and the Python version, so a second call with nothing changed only
+    imports. A compile error raises :class:`tegula.Error` with the compiler's
+    messages (file:line of the user's code).
+    """
+    if not name.isidentifier():
+        raise ValueError(f"tegula.load: the module name must be a Python identifier, not {name!r}")
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    srcs = [Path(s).resolve() for s in sources]
+    if not srcs:
+        raise ValueError("tegula.load: no sources given")
+    for s in srcs:
+        if not s.is_file():
+            raise FileNotFoundError(f"tegula.load: source {s} does not exist")
+    c = _config()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    includes = [*map(str, extra_include_paths), *c.INCLUDE_DIRS, *c.CUDA_INCLUDE_DIRS]
+    flags = [f"-std={c.CXX_STANDARD}", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
+             *map(str, extra_cflags)]
+    digest = hashlib.sha256()
+    for part in [c.CXX, name, suffix, sys.version, *flags, *includes]:
+        digest.update(part.encode() + b"\0")
+    for f in [*srcs, *_headers_near(srcs)]:
+        digest.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    lib = Path(c.LIBRARY_DIR, "libtegula.so")
+    if lib.exists():
+        digest.update(str(lib.stat().st_mtime_ns).encode())
+    out_dir = Path(build_directory) if build_directory else _cache_root() / f"{name}-{digest.hexdigest()[:16]}"
+    target = out_dir / f"{name}{suffix}"
+    if not target.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, suffix=suffix, delete=False) as tmp:
+            partial = Path(tmp.name)
+        cmd = [c.CXX, *flags, *(f"-I{i}" for i in includes if i), *map(str, srcs),
+               f"-L{c.LIBRARY_DIR}", *(f"-l{l}" for l in c.LIBRARIES),
+               f"-Wl,-rpath,{c.LIBRARY_DIR}", "-o", str(partial)]
+        if verbose:
+            print("[tegula.load]", " ".join(cmd), file=sys.stderr)
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            raise Error(f"tegula.load: compiling module '{name}' failed:\n{result.stderr.strip()}")
+        os.replace(partial, target)  # atomic: concurrent loads see all or nothing
+    spec = importlib.util.spec_from_file_location(name, target)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

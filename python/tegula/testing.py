@@ -1,0 +1,60 @@
+"""Helpers for testing kernels: comparing results with tolerances."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["assert_close", "default_tolerance"]
+
+_TOLERANCES = {  # (rtol, atol) per element type, as the C++ tests use
+    "float64": (1e-12, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (2e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-2),
+}
+
+
+def default_tolerance(dtype) -> tuple[float, float]:
+    """(rtol, atol) for results of ``dtype`` (exact for integers and bool)."""
+    return _TOLERANCES.get(np.dtype(dtype).name, (0.0, 0.0))
+
+
+def _as_numpy(x):
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__") and not hasattr(x, "__cuda_array_interface__"):
+        return np.from_dlpack(x)
+    if hasattr(x, "get"):  # cupy
+        return x.get()
+    if hasattr(x, "cpu"):  # torch CUDA tensors
+        return x.cpu().numpy()
+    return np.asarray(x)
+
+
+def assert_close(actual, expected, rtol: float | None = None, atol: float | None = None):
+    """Asserts |actual - expected| <= atol + rtol * |expected| elementwise.
+
+    Shapes must match; a NaN in ``actual`` fails unless ``expected`` has a NaN
+    there. The default tolerances follow ``actual``'s dtype. The message names
+    the worst element, its index and both values.
+    """
+    a = _as_numpy(actual)
+    e = _as_numpy(expected)
+    if a.shape != e.shape:
+        raise AssertionError(f"shapes differ: actual {a.shape}, expected {e.shape}")
+    d_rtol, d_atol = default_tolerance(a.dtype)
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    a64 = a.astype(np.float64)
+    e64 = e.astype(np.float64)
+    nan_a, nan_e = np.isnan(a64), np.isnan(e64)
+    if np.any(nan_a != nan_e):
+        i = np.unravel_index(np.argmax(nan_a != nan_e), a.shape)
+        raise AssertionError(f"NaN mismatch at {i}: actual {a64[i]}, expected {e64[i]}")
+    err = np.where(nan_a, 0.0, np.abs(a64 - e64))
+    bound = atol + rtol * np.abs(np.where(nan_e, 0.0, e64))
+    bad = err > bound
+    if np.any(bad):
+        i = np.unravel_index(np.argmax(np.where(bad, err - bound, -np.inf)), a.shape)
+        raise AssertionError(
+            f"{int(bad.sum())} of {a.size} elements differ beyond rtol={rtol}, atol={atol}; "
+            f"worst at {i}: actual {a64[i]!r}, expected {e64[i]!r} (|diff| {err[i]:.3g})")
