@@ -468,9 +468,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].on_device())
         throw Error(fmt::format(
-            "argument '{}' (#{}) of kernel '{}' is a DeviceBuffer, but this launch runs on the "
-            "{}, which reads host memory: pass a host buffer (download() it), or launch with "
-            ".backend = Backend::GPU",
+            "argument '{}' (#{}) of kernel '{}' is in device memory (a DeviceBuffer or a device "
+            "array), but this launch runs on the {}, which reads host memory: pass a host buffer "
+            "(download() it, or .cpu() / .get() in Python), or launch on the GPU backend "
+            "(Backend::GPU, backend=\"gpu\")",
             impl_->paramNames[i], i, impl_->name,
             backend == Backend::Sim ? "CTA simulator" : "CPU interpreter"));
   switch (backend) {

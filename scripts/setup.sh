@@ -24,6 +24,25 @@ else
   echo "[setup] all packages present"
 fi
 
+# Python: the bindings' build (pybind11, scikit-build-core for pip install .)
+# and their tests (pytest, numpy, ml_dtypes for bfloat16 arrays), from PyPI
+# into the python3 on PATH. Pinned, so a fresh machine builds what CI built.
+PY_PACKAGES=(pybind11==3.1.0 numpy==2.4.6 ml_dtypes==0.6.0 pytest==9.2.0 scikit-build-core==1.1.2)
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" - "${PY_PACKAGES[@]}" <<'PY' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PY
+  echo "[setup] installing Python packages: ${PY_PACKAGES[*]}"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore "${PY_PACKAGES[@]}"
+else
+  echo "[setup] Python packages present ($("$PYTHON" --version))"
+fi
+
 if [[ -x /usr/local/cuda/bin/ptxas ]]; then
   echo "[setup] CUDA toolkit: $(/usr/local/cuda/bin/ptxas --version | tail -1)"
 else

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: GoogleTest suites and lit/FileCheck
-# tests, each listed by ctest as it runs; skipped tests are listed with
-# their reasons at the end.
+# tests, each listed by ctest as it runs (skipped ones listed with their
+# reasons), then the Python package's pytest suite against the same build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+root=$PWD
 cd "${TEGULA_BUILD_DIR:-build}"
 # The tests choose their own backends, caches and dumps: a TEGULA_* setting
 # left in the caller's environment must not change what they check.
@@ -22,4 +23,10 @@ ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" "$@" || status=$?
 awk '/^[0-9]+\/[0-9]+ Testing: /{name=$3}
      /: Skipped$/{getline reason; print "[skipped] " name ": " reason}
      /^UNSUPPORTED: /{print "[unsupported] " $0}' Testing/Temporary/LastTest.log || true
+# The Python package against the same build (pytest fails when it collects
+# nothing; -rs lists each skip with its reason).
+build=$PWD
+cd "$root"
+PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" \
+  python3 -m pytest -q -rs python/tests || status=$?
 exit $status

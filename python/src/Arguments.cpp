@@ -4,6 +4,7 @@
 #include "DLPack.h"
 
 #include <fmt/format.h>
+#include <pybind11/stl.h>
 
 #include <cstring>
 

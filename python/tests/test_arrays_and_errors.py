@@ -1,0 +1,123 @@
+"""Arrays through every protocol Tegula reads, and every refusal as a clear
+Python exception naming the parameter - never a crash."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tegula
+from tegula import examples
+
+
+class DLPackOnly:
+    """An array that offers only DLPack (as torch's CPU tensors do)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, stream=None):
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def add(x, y, out, n, **kw):
+    examples.vector_add[(tegula.cdiv(n, 128),)](x, y, out, n, BLOCK=128, **kw)
+
+
+def test_dlpack_round_trip(rng):
+    n = 300
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, dtype=np.float32)
+    add(DLPackOnly(x), DLPackOnly(y), DLPackOnly(out), n)
+    np.testing.assert_array_equal(out, x + y)  # written through the DLPack view, no copy
+
+
+def test_bfloat16_through_ml_dtypes(rng):
+    x = rng.uniform(-3, 3, size=(2, 64)).astype(ml_dtypes.bfloat16)
+    out = np.zeros_like(x)
+    examples.softmax[(2,)](x, out, 64, BLOCK=64)
+    assert out.dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(out.astype(np.float32).sum(axis=1), 1.0, rtol=2e-2)
+
+
+def test_numpy_scalars_and_keywords(rng):
+    n = np.int64(100)
+    x = rng.standard_normal(100).astype(np.float32)
+    out = np.zeros_like(x)
+    examples.vector_add[lambda m: (tegula.cdiv(m["n"], m["BLOCK"]),)](
+        x=x, y=x, out=out, n=n, BLOCK=np.int32(64))
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_each_error_names_the_problem():
+    x = np.zeros(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    cases = [
+        (lambda: add(x, x, None, 64), TypeError, "argument 'out' (#2) of kernel 'vector_add' expects an array, got None"),
+        (lambda: add(x, x[::2], out, 32), ValueError, "argument 'y' (#1) of kernel 'vector_add': the array is not contiguous"),
+        (lambda: add(x, x, out.astype(np.float64), 64), TypeError, "expects an array of f32, got one of float64"),
+        (lambda: add(x, x, out.astype(np.uint8), 64), TypeError, "arrays of uint8 are not supported"),
+        (lambda: add(x, x, [0.0] * 64, 64), TypeError, "expects an array (numpy, or anything with __dlpack__"),
+        (lambda: add(x, x, out, 64.5), TypeError, "argument 'n' (#3) of kernel 'vector_add' expects an int, got the float 64.5"),
+        (lambda: examples.vector_add[(1,)](x, x, out, 2**40, BLOCK=8), tegula.Error, "does not fit in i32"),
+        (lambda: examples.vector_add[(1,)](x, x, out, "64", BLOCK=8), TypeError, "expects an int, got str"),
+        (lambda: examples.vector_add[(1,)](x, x, out, 64), TypeError, "missing argument 'BLOCK' (#4)"),
+        (lambda: examples.vector_add[(1,)](x, x, out, 64, BLOCK=8, BLOK=8), TypeError, "has no parameter 'BLOK'"),
+        (lambda: examples.vector_add[(1,)](x, x, out, 64, 8, BLOCK=8), TypeError, "got two values for 'BLOCK'"),
+        (lambda: examples.vector_add[(1, 1, 1, 1)](x, x, out, 64, BLOCK=8), ValueError, "1 to 3 dimensions"),
+        (lambda: examples.vector_add["x"](x, x, out, 64, BLOCK=8), TypeError, "the grid is a tuple"),
+        (lambda: add(x, x, out, 64, backend="cuda"), tegula.Error, "cuda"),
+        (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
+         "has no instantiation for arrays of (int32, float32)"),
+        (lambda: add(x, x, out, 64, stream=7), ValueError, "stream"),
+    ]
+    for call, kind, message in cases:
+        with pytest.raises(kind) as info:
+            call()
+        assert message in str(info.value), (message, str(info.value))
+
+
+def test_a_kernel_writing_to_a_read_only_array_is_refused():
+    x = np.zeros(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    out.flags.writeable = False
+    with pytest.raises(tegula.Error, match="read-only"):
+        add(x, x, out, 64)
+
+
+def test_errors_from_the_dsl_keep_the_cpp_location():
+    x = np.zeros(64, dtype=np.float32)
+    with pytest.raises(tegula.Error) as info:  # arange needs a power-of-two extent
+        examples.vector_add[(1,)](x, x, x, 64, BLOCK=100)
+    assert "kernels.h:" in str(info.value)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_device_arrays_need_the_gpu_backend():
+    class FakeDeviceArray:  # what cupy and torch CUDA tensors look like
+        __cuda_array_interface__ = {"data": (0x1000, False), "shape": (64,), "typestr": "<f4",
+                                    "strides": None, "version": 3}
+    x = np.zeros(64, dtype=np.float32)
+    with pytest.raises(tegula.Error, match="in device memory"):
+        add(x, x, FakeDeviceArray(), 64, backend="interp")
+
+
+def test_torch_tensors():
+    torch = pytest.importorskip("torch", reason="torch is not installed (CI does not download it)")
+    x = torch.randn(300)
+    out = torch.zeros(300)
+    add(x, x, out, 300)
+    assert torch.equal(out, 2 * x)
+
+
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy", reason="cupy is not installed")
+    ok, why = tegula.gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    x = cupy.arange(300, dtype=cupy.float32)
+    out = cupy.zeros(300, dtype=cupy.float32)
+    add(x, x, out, 300, backend="gpu")
+    assert bool((out == 2 * x).all())

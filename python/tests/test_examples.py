@@ -1,0 +1,110 @@
+"""Every example kernel from Python, against numpy, in the interpreter and the
+CTA simulator (and on the GPU when one is present)."""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tegula
+from tegula import examples
+from tegula.testing import assert_close
+
+BACKENDS = ["interp", "sim", pytest.param("gpu", marks=pytest.mark.gpu)]
+FLOATS = [np.float32, ml_dtypes.bfloat16, np.float16]
+
+
+def rand(rng, shape, dtype, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float32).astype(dtype)
+
+
+def poisoned(shape, dtype):
+    return np.full(shape, np.nan, dtype=np.float32).astype(dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [1, 1000, 1025])
+def test_vector_add(rng, backend, n):
+    x, y = rand(rng, n, np.float32), rand(rng, n, np.float32)
+    out = poisoned(n, np.float32)
+    examples.vector_add[(tegula.cdiv(n, 256),)](x, y, out, n, BLOCK=256, backend=backend)
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax(rng, backend, dtype):
+    rows, cols = 3, 100
+    x = rand(rng, (rows, cols), dtype, -5, 5)
+    out = poisoned((rows, cols), dtype)
+    examples.softmax[(rows,)](x, out, cols, BLOCK=128, backend=backend)
+    xf = x.astype(np.float64)
+    ref = np.exp(xf - xf.max(axis=1, keepdims=True))
+    assert_close(out, ref / ref.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_layernorm(rng, backend):
+    rows, cols, eps = 4, 300, 1e-5
+    x, w, b = rand(rng, (rows, cols), np.float32), rand(rng, cols, np.float32), rand(rng, cols, np.float32)
+    y, mean, rstd = poisoned((rows, cols), np.float32), poisoned(rows, np.float32), poisoned(rows, np.float32)
+    examples.layernorm[(rows,)](x, w, b, y, mean, rstd, cols, eps, BLOCK=128, backend=backend)
+    xf = x.astype(np.float64)
+    mu, var = xf.mean(axis=1), xf.var(axis=1)
+    assert_close(mean, mu)
+    assert_close(rstd, 1 / np.sqrt(var + eps), rtol=1e-4)
+    assert_close(y, (xf - mu[:, None]) / np.sqrt(var[:, None] + eps) * w + b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gelu(rng, backend, dtype):
+    n = 777
+    x = rand(rng, n, dtype, -4, 4)
+    out = poisoned(n, dtype)
+    examples.gelu[(tegula.cdiv(n, 256),)](x, out, n, BLOCK=256, backend=backend)
+    xf = x.astype(np.float64)
+    ref = 0.5 * xf * (1 + np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf**3)))
+    assert_close(out, ref)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul(rng, backend, dtype):
+    M, N, K = 70, 40, 48
+    a, b = rand(rng, (M, K), dtype), rand(rng, (K, N), dtype)
+    c = poisoned((M, N), dtype)
+    grid = lambda meta: (tegula.cdiv(M, meta["BM"]), tegula.cdiv(N, meta["BN"]))
+    examples.matmul[grid](a, b, c, M, N, K, BM=32, BN=32, BK=16, backend=backend)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    rtol, atol = tegula.testing.default_tolerance(dtype)
+    assert_close(c, ref, rtol=rtol, atol=atol * 4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_transpose_and_row_sum(rng, backend):
+    M, N = 37, 50
+    x = rand(rng, (M, N), np.float32)
+    out = poisoned((N, M), np.float32)
+    examples.transpose[(tegula.cdiv(M, 16), tegula.cdiv(N, 16))](x, out, M, N, BM=16, BN=16, backend=backend)
+    np.testing.assert_array_equal(out, x.T)
+    sums = np.zeros(M, dtype=np.float32)
+    examples.row_sum_atomic[(M, tegula.cdiv(N, 16))](x, sums, N, BLOCK=16, backend=backend)
+    assert_close(sums, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention(rng, backend, causal):
+    heads, seq, dim = 2, 50, 32
+    q, k, v = (rand(rng, (heads, seq, dim), ml_dtypes.bfloat16) for _ in range(3))
+    out = poisoned((heads, seq, dim), ml_dtypes.bfloat16)
+    scale = 1 / math.sqrt(dim)
+    examples.attention_fwd[(tegula.cdiv(seq, 32), heads)](
+        q, k, v, out, seq, scale, D=dim, BM=32, BN=16, causal=causal, backend=backend)
+    qf, kf, vf = (t.astype(np.float64) for t in (q, k, v))
+    s = qf @ kf.transpose(0, 2, 1) * scale
+    if causal:
+        s = np.where(np.tril(np.ones((seq, seq), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=2, keepdims=True))
+    assert_close(out, (p / p.sum(axis=2, keepdims=True)) @ vf, rtol=2e-2, atol=2e-2)

@@ -1,0 +1,78 @@
+"""tegula.load (a kernel module compiled at run time, cached) and the
+introspection a kernel offers: IR, PTX, cubin and ptxas's report."""
+import time
+
+import numpy as np
+import pytest
+
+import tegula
+from tegula import examples
+
+KERNEL_SOURCE = r'''
+#include "tegula/python.h"
+using namespace tegula;
+
+// out[i] = alpha * x[i] + y[i]
+void axpy(tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::scalar<float> alpha,
+          tl::scalar<int32_t> n, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::store(out + offs, alpha * tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
+}
+
+TEGULA_PYTHON_MODULE(my_axpy, m) {
+  m.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});
+}
+'''
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_load_compiles_imports_and_caches(cache, rng):
+    src = cache / "axpy.cpp"
+    src.write_text(KERNEL_SOURCE)
+    mod = tegula.load("my_axpy", sources=[src])
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = rng.standard_normal(1000).astype(np.float32)
+    out = np.zeros_like(x)
+    for backend in ["interp", "sim"]:
+        mod.axpy[(tegula.cdiv(1000, 256),)](x, y, out, 2.5, 1000, BLOCK=256, backend=backend)
+        np.testing.assert_allclose(out, 2.5 * x + y, rtol=1e-6)
+    built = list((cache / "cache" / "python").glob("my_axpy-*/my_axpy*.so"))
+    assert len(built) == 1
+    start = time.perf_counter()
+    again = tegula.load("my_axpy", sources=[src])  # nothing changed: no compile
+    assert time.perf_counter() - start < 1.0
+    assert again.axpy.param_names == ["x", "y", "out", "alpha", "n", "BLOCK"]
+
+
+def test_load_reports_compile_errors_with_the_users_line(cache):
+    src = cache / "broken.cpp"
+    src.write_text(KERNEL_SOURCE.replace("alpha * tl::load", "alpha * tl::lod"))
+    with pytest.raises(tegula.Error) as info:
+        tegula.load("my_axpy", sources=[src])
+    assert "broken.cpp:10" in str(info.value)
+
+
+def test_load_refuses_bad_names_and_missing_files(cache):
+    with pytest.raises(ValueError, match="identifier"):
+        tegula.load("my-axpy", sources=[cache / "x.cpp"])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tegula.load("my_axpy", sources=[cache / "missing.cpp"])
+
+
+def test_ir_and_compile():
+    x = np.zeros(1024, dtype=np.float32)
+    ir = examples.vector_add.ir(x, x, x, 1024, BLOCK=256)
+    assert "tile.load" in ir and "func.func" in ir
+    compiled = examples.vector_add.compile(x, x, x, 1024, BLOCK=256, chip="sm_90a", num_warps=4)
+    assert ".target sm_90a" in compiled.ptx
+    assert compiled.spill_bytes == 0
+    if compiled.cubin:  # ptxas present
+        assert compiled.registers > 0
+    assert "vector_add" in repr(examples.vector_add)
+    assert examples.softmax.signatures[1] == ["*bf16", "*bf16", "i32", "constexpr i32"]
