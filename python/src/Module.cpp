@@ -291,6 +291,17 @@ anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
                            k.overloads.size() == 1 ? "" : "s");
       });
 
+  // For tegula.testing.do_bench: events on the stream launches use, and a
+  // buffer to overwrite between calls (an L2 flush).
+  py::class_<Event>(m, "_Event")
+      .def(py::init<>())
+      .def("record", &Event::record)
+      .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("elapsed_ms", &Event::elapsed_ms);
+  py::class_<DeviceBuffer>(m, "_DeviceBytes")
+      .def(py::init([](size_t bytes) { return DeviceBuffer(bytes, DType::i8); }))
+      .def("fill", [](DeviceBuffer &b, uint8_t value) { b.fill_bytes(value); });
+
   m.def("gpu_available", [] {
     std::string why;
     bool ok = gpu_available(&why);

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["assert_close", "default_tolerance"]
+__all__ = ["assert_close", "default_tolerance", "do_bench"]
 
 _TOLERANCES = {  # (rtol, atol) per element type, as the C++ tests use
     "float64": (1e-12, 1e-12),
@@ -58,3 +58,35 @@ def assert_close(actual, expected, rtol: float | None = None, atol: float | None
         raise AssertionError(
             f"{int(bad.sum())} of {a.size} elements differ beyond rtol={rtol}, atol={atol}; "
             f"worst at {i}: actual {a64[i]!r}, expected {e64[i]!r} (|diff| {err[i]:.3g})")
+
+
+def do_bench(fn, warmup: int = 3, rep: int = 20, quantiles=None, flush_l2: bool = False):
+    """GPU time of ``fn()`` (which launches on the GPU) in milliseconds.
+
+    Each of ``rep`` calls, after ``warmup`` untimed ones, is timed with a pair of
+    CUDA events on the stream Tegula launches on; returns the median, or the
+    given ``quantiles`` (e.g. ``[0.5, 0.2, 0.8]``) of the per-call times.
+    ``flush_l2`` overwrites a 256 MiB buffer before each call so that it starts
+    from a cold L2. Raises tegula.Error without a GPU.
+    """
+    from ._tegula import _DeviceBytes, _Event
+
+    if rep < 1:
+        raise ValueError("do_bench: rep must be at least 1")
+    flush = _DeviceBytes(256 << 20) if flush_l2 else None
+    for _ in range(warmup):
+        fn()
+    pairs = []
+    for _ in range(rep):
+        if flush is not None:
+            flush.fill(0)
+        start, end = _Event(), _Event()
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    pairs[-1][1].synchronize()
+    times = np.array([end.elapsed_ms(start) for start, end in pairs])
+    if quantiles is None:
+        return float(np.median(times))
+    return [float(q) for q in np.quantile(times, quantiles)]

@@ -121,3 +121,15 @@ def test_cupy_arrays():
     out = cupy.zeros(300, dtype=cupy.float32)
     add(x, x, out, 300, backend="gpu")
     assert bool((out == 2 * x).all())
+
+
+def test_do_bench_needs_a_gpu_or_times_one():
+    x = np.zeros(1 << 16, dtype=np.float32)
+    ok, _ = tegula.gpu_available()
+    run = lambda: add(x, x, x, x.size, backend="gpu")
+    if not ok:
+        with pytest.raises(tegula.Error, match="driver"):
+            tegula.testing.do_bench(run)
+        return
+    median, low, high = tegula.testing.do_bench(run, quantiles=[0.5, 0.2, 0.8], flush_l2=True)
+    assert 0 < low <= median <= high

@@ -1,0 +1,41 @@
+"""Type stubs for the tegula package (the C++ parts live in tegula._tegula)."""
+from os import PathLike
+from types import ModuleType
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+
+from . import testing as testing
+
+Grid = Union[int, Sequence[int], Callable[[Mapping[str, Any]], Union[int, Sequence[int]]]]
+
+class Error(RuntimeError):
+    """An error from Tegula's C++ core; DSL errors name the kernel's file:line."""
+
+class CompiledKernel:
+    ptx: str
+    cubin: bytes
+    registers: int
+    shared_bytes: int
+    spill_bytes: int
+    dynamic_shared_bytes: int
+    ptxas_log: str
+
+class Launcher:
+    def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
+                 backend: str | None = None, **constants: Any) -> None: ...
+
+class Kernel:
+    name: str
+    param_names: list[str]
+    signatures: list[list[str]]
+    def __getitem__(self, grid: Grid) -> Launcher: ...
+    def ir(self, *args: Any, stage: str = "tile", debug_info: bool = False, **constants: Any) -> str: ...
+    def compile(self, *args: Any, chip: str = "sm_80", num_warps: int = 4, num_stages: int = 3,
+                assemble: bool = True, **constants: Any) -> CompiledKernel: ...
+
+def cdiv(a: int, b: int) -> int: ...
+def gpu_available() -> tuple[bool, str]: ...
+def load(name: str, sources: Union[str, PathLike, Iterable[Union[str, PathLike]]],
+         extra_cflags: Iterable[str] = ..., extra_include_paths: Iterable[str] = ...,
+         build_directory: Union[str, PathLike, None] = None, verbose: bool = False) -> ModuleType: ...
+
+examples: ModuleType
