@@ -508,7 +508,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                                            compiled.dynamic_shared_bytes);
       kernel = slot;
     }
-    runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args);
+    runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream);
     return;
   }
   case Backend::Sim: {

@@ -113,7 +113,8 @@ bool launchBlocking() {
 } // namespace
 
 void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
-                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args) {
+                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
+                  uint64_t stream) {
   Driver &d = Driver::get();
   const std::string &name = kernel.name();
   struct DeviceCopy {
@@ -162,9 +163,13 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
       }
       kernelParams.push_back(scalars[i].data());
     }
+    // The staging copies ran on the default stream; a caller's stream (which
+    // may not synchronise with it) must not start the kernel before they land.
+    if (!copies.empty() && stream)
+      d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
     d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), grid.x, grid.y, grid.z,
                              unsigned(32 * numWarps), 1, 1, unsigned(kernel.dynamicSharedBytes()),
-                             nullptr, kernelParams.data(),
+                             reinterpret_cast<CUstream>(stream), kernelParams.data(),
                              nullptr),
             "cuLaunchKernel", name);
     // Only staged buffers force a wait (to copy back and free); launches on

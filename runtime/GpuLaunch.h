@@ -57,7 +57,9 @@ private:
 /// ones that are not read-only are copied back. A launch with no host
 /// buffers does not wait (TEGULA_LAUNCH_BLOCKING=1 makes it). Arguments
 /// follow the kernel's parameters; tl::constant ones are not passed.
+/// `stream`: a CUstream of the current context (0: the default stream).
 void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
-                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args);
+                  const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
+                  uint64_t stream = 0);
 
 } // namespace tegula::runtime

@@ -52,12 +52,22 @@ pack() {
   ldd "${paths[@]}" | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' |
     while read -r lib; do strip --strip-unneeded -o "$CARRY/lib/$(basename "$lib")" "$lib"; done
+  # The Python package (its extensions find libtegula.so through
+  # LD_LIBRARY_PATH there): the launch-overhead script and pytest use it.
+  local parts=(bin lib)
+  if [[ -d $build/python/tegula ]]; then
+    ninja -C "$build" _tegula examples tegula_python_files
+    mkdir -p "$CARRY/python/tegula"
+    cp "$build"/python/tegula/*.py "$CARRY/python/tegula/"
+    for so in "$build"/python/tegula/*.so; do strip --strip-unneeded -o "$CARRY/python/tegula/$(basename "$so")" "$so"; done
+    parts+=(python)
+  fi
   echo "programs: $(tr '\n' ' ' <"$CARRY/programs.txt")"
   echo "raw sizes (stripped):"
   du -b "$CARRY"/bin/* "$CARRY"/lib/* | sort -n | awk '{printf "  %6.1f MiB  %s\n", $1 / 1048576, $2}'
   echo "compressing (xz -9) ..."
-  tar -C "$CARRY" -cf - bin lib | xz -9 -T"${TEGULA_JOBS:-$(nproc)}" >"$CARRY.tar.xz.tmp"
-  rm -rf "$CARRY"/bin "$CARRY"/lib
+  tar -C "$CARRY" -cf - "${parts[@]}" | xz -9 -T"${TEGULA_JOBS:-$(nproc)}" >"$CARRY.tar.xz.tmp"
+  rm -rf "$CARRY"/bin "$CARRY"/lib "$CARRY"/python
   mv "$CARRY.tar.xz.tmp" "$CARRY/payload.tar.xz"
   # The GPU machine gets no .git: say here what was built.
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . && echo '' || echo ' (+ working tree)')" \
@@ -117,6 +127,18 @@ run() {
   # torch on the same shapes in the same session, where the image has it.
   echo "== reference torch_reference.py"
   python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
+  # Python: the launch overhead, and the pytest suite on the GPU (each says
+  # "skipped" when the package does not import with this machine's Python).
+  echo "== python launch_overhead.py"
+  PYTHONPATH="$root/python" python3 benchmarks/launch_overhead.py </dev/null 2>&1 |
+    tee "$out/launch_overhead_py.log" || true
+  echo "== python pytest"
+  if PYTHONPATH="$root/python" python3 -c "import tegula, pytest" 2>/dev/null; then
+    PYTHONPATH="$root/python" python3 -m pytest -q -rs python/tests </dev/null 2>&1 | tee "$out/pytest.log" ||
+      status=1
+  else
+    echo "skipped: tegula or pytest does not import with $(python3 --version 2>&1)" | tee "$out/pytest.log"
+  fi
   echo
   echo "== summary ($(cat "$CARRY/commit.txt" 2>/dev/null)) =="
   printf '%s\n' "${rows[@]}"
@@ -126,6 +148,8 @@ run() {
     [[ $kind == benchmark ]] && grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/$name.log"
   done <"$CARRY/programs.txt"
   grep -hE '^torch_' "$out/torch_reference.log" || true
+  grep -hE '^launch_overhead_' "$out/launch_overhead_py.log" || true
+  tail -1 "$out/pytest.log"
   echo "logs: $out (commit them under benchmarks/results/)"
   exit $status
 }

@@ -12,7 +12,8 @@
 // GPU (download, Event::synchronize, tegula::synchronize), or right after the
 // launch with TEGULA_LAUNCH_BLOCKING=1. Everything runs on the default stream
 // of the current device ($TEGULA_DEVICE, default 0), so launches, copies and
-// events are ordered with each other.
+// events are ordered with each other - except launches given a stream of
+// their own (LaunchOptions::stream, e.g. torch's current stream).
 //
 // No MLIR and no cuda.h here: device addresses are plain integers.
 #pragma once

@@ -46,6 +46,10 @@ struct LaunchOptions {
   int num_stages = 3;
   /// Unset: $TEGULA_BACKEND, else the interpreter.
   std::optional<Backend> backend;
+  /// GPU: the CUstream (of the device's primary context, which torch and
+  /// cupy share) to launch on, as an integer; 0 is the default stream.
+  /// Launches with host buffers still wait for the kernel (to copy back).
+  uint64_t stream = 0;
 };
 
 /// One launch argument: a buffer (for tl::ptr), or a number (for tl::scalar

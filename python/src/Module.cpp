@@ -166,16 +166,39 @@ int intOption(py::kwargs kwargs, const char *name, int fallback) {
   return kwargs.contains(name) ? kwargs[name].cast<int>() : fallback;
 }
 
+/// The CUstream a launch runs on: `stream=` (an int handle, a torch.cuda.Stream
+/// or a cupy Stream), else torch's current stream when a torch CUDA tensor is
+/// among the arguments (so launches are ordered with the caller's torch work),
+/// else 0 (the default stream).
+uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
+  if (kwargs.contains("stream") && !kwargs["stream"].is_none()) {
+    py::object s = kwargs["stream"];
+    if (PyLong_Check(s.ptr()))
+      return s.cast<uint64_t>();
+    if (py::hasattr(s, "cuda_stream")) // torch.cuda.Stream
+      return s.attr("cuda_stream").cast<uint64_t>();
+    if (py::hasattr(s, "ptr")) // cupy.cuda.Stream
+      return s.attr("ptr").cast<uint64_t>();
+    throw py::type_error(fmt::format("stream= takes an int (a CUstream), a torch.cuda.Stream or a "
+                                     "cupy Stream, not {}",
+                                     py::str(py::type::handle_of(s).attr("__name__")).cast<std::string>()));
+  }
+  for (const py::object &a : bound) {
+    py::object module = py::type::handle_of(a).attr("__module__");
+    if (py::str(module).cast<std::string>().rfind("torch", 0) == 0 && py::hasattr(a, "is_cuda") &&
+        a.attr("is_cuda").cast<bool>())
+      return py::module_::import("torch").attr("cuda").attr("current_stream")(a.attr("device"))
+          .attr("cuda_stream").cast<uint64_t>();
+  }
+  return 0;
+}
+
 /// `k[grid]`: launches over `grid` when called.
 struct Launcher {
   KernelSet kernel;
   py::object grid;
 
   void operator()(py::args args, py::kwargs kwargs) const {
-    if (kwargs.contains("stream") && !kwargs["stream"].is_none())
-      throw py::value_error(fmt::format("kernel '{}': launches on a caller's stream are not "
-                                        "supported yet (launches run on Tegula's own stream)",
-                                        kernel.name));
     std::vector<py::object> bound =
         bindParameters(kernel, args, kwargs, {"num_warps", "num_stages", "backend", "stream"});
     python::ArgumentLifetimes keep;
@@ -185,6 +208,7 @@ struct Launcher {
     opts.num_warps = intOption(kwargs, "num_warps", 4);
     opts.num_stages = intOption(kwargs, "num_stages", 3);
     opts.backend = backendOf(kwargs);
+    opts.stream = streamFor(kwargs, bound);
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
     r.kernel->launch(opts, r.args);
   }

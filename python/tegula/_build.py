@@ -60,6 +60,9 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
         if not s.is_file():
             raise FileNotFoundError(f"tegula.load: source {s} does not exist")
     c = _config()
+    if not Path(c.CXX).exists() or not Path(c.INCLUDE_DIRS[0], "tegula", "python.h").exists():
+        raise Error(f"tegula.load: this package was built elsewhere: its C++ compiler ({c.CXX}) "
+                    f"or Tegula's headers ({c.INCLUDE_DIRS[0]}) are not on this machine")
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     includes = [*map(str, extra_include_paths), *c.INCLUDE_DIRS, *c.CUDA_INCLUDE_DIRS]
     flags = [f"-std={c.CXX_STANDARD}", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",

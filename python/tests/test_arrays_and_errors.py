@@ -1,8 +1,9 @@
 """Arrays through every protocol Tegula reads, and every refusal as a clear
 Python exception naming the parameter - never a crash."""
-import ml_dtypes
 import numpy as np
 import pytest
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (bfloat16 arrays) is not installed")
 
 import tegula
 from tegula import examples
@@ -42,6 +43,14 @@ def test_bfloat16_through_ml_dtypes(rng):
     np.testing.assert_allclose(out.astype(np.float32).sum(axis=1), 1.0, rtol=2e-2)
 
 
+def test_a_stream_is_accepted_and_ignored_on_the_cpu(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    add(x, x, out, 64, stream=0)
+    add(x, x, out, 64, stream=None)
+    np.testing.assert_array_equal(out, 2 * x)
+
+
 def test_numpy_scalars_and_keywords(rng):
     n = np.int64(100)
     x = rng.standard_normal(100).astype(np.float32)
@@ -71,7 +80,7 @@ def test_each_error_names_the_problem():
         (lambda: add(x, x, out, 64, backend="cuda"), tegula.Error, "cuda"),
         (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
          "has no instantiation for arrays of (int32, float32)"),
-        (lambda: add(x, x, out, 64, stream=7), ValueError, "stream"),
+        (lambda: add(x, x, out, 64, stream="s"), TypeError, "stream= takes an int"),
     ]
     for call, kind, message in cases:
         with pytest.raises(kind) as info:
@@ -109,6 +118,25 @@ def test_torch_tensors():
     x = torch.randn(300)
     out = torch.zeros(300)
     add(x, x, out, 300)
+    assert torch.equal(out, 2 * x)
+
+
+def test_torch_cuda_tensors_on_torchs_stream():
+    torch = pytest.importorskip("torch", reason="torch is not installed (CI does not download it)")
+    ok, why = tegula.gpu_available()
+    if not ok or not torch.cuda.is_available():
+        pytest.skip(f"no GPU: {why}")
+    x = torch.randn(1 << 20, device="cuda")
+    out = torch.zeros_like(x)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # the launch joins torch's current stream
+        y = x * 3
+        add(y, y, out, y.numel(), backend="gpu")
+        z = out + 1
+    side.synchronize()
+    assert torch.equal(z, 2 * y + 1)
+    add(x, x, out, x.numel(), backend="gpu", stream=torch.cuda.current_stream())
+    torch.cuda.synchronize()
     assert torch.equal(out, 2 * x)
 
 

@@ -2,9 +2,10 @@
 CTA simulator (and on the GPU when one is present)."""
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (bfloat16 arrays) is not installed")
 
 import tegula
 from tegula import examples

@@ -26,8 +26,17 @@ TEGULA_PYTHON_MODULE(my_axpy, m) {
 '''
 
 
+def _can_build():
+    from pathlib import Path
+    from tegula import _build_config as c
+    return Path(c.CXX).exists() and Path(c.INCLUDE_DIRS[0], "tegula", "python.h").exists()
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
+    if not _can_build():
+        pytest.skip("the package was built on another machine (a GPU machine's payload): "
+                    "no compiler or headers for tegula.load here")
     monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path
 

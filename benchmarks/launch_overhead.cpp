@@ -1,0 +1,55 @@
+// launch_overhead.cpp - host cost of one launch: a 1-program vector_add on
+// device buffers (nothing staged, nothing waited for), in a host loop; the
+// time per launch is wall-clock over the loop plus one final wait. The
+// Python figure for the same launch: benchmarks/launch_overhead.py (run by
+// scripts/gpu-check.sh when the package imports there). Without a driver it
+// prints "skipped: ..." and exits 0.
+//
+//   launch-overhead [--launches 2000]
+#include "examples/kernels.h"
+#include "tegula/device.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+using namespace tegula;
+
+int main(int argc, char **argv) {
+  int launches = 2000;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (!std::strcmp(argv[i], "--launches"))
+      launches = std::atoi(argv[i + 1]);
+  fmt::print("# launch overhead: examples::vector_add, 1 program of 1024, device buffers, "
+             "host loop of {} launches\n", launches);
+  std::string why;
+  if (!gpu_available(&why)) {
+    fmt::print("skipped: {}\n", why);
+    return 0;
+  }
+  try {
+    DeviceInfo info = device_info();
+    fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
+    auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+    DeviceBuffer x(1024, DType::f32), y(1024, DType::f32), out(1024, DType::f32);
+    LaunchOptions opts{.grid = {1}, .backend = Backend::GPU};
+    for (int i = 0; i < 20; ++i) // compile, load, warm the caches
+      k(opts, x, y, out, 1024, 1024);
+    synchronize();
+    for (int round = 0; round < 3; ++round) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < launches; ++i)
+        k(opts, x, y, out, 1024, 1024);
+      synchronize();
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      // Ends with a number: gpu-check.sh's summary shows such lines.
+      fmt::print("launch_overhead_cpp round {} us per launch {:.2f}\n", round, us / launches);
+    }
+  } catch (const Error &e) {
+    fmt::print("error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
