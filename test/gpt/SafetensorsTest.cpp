@@ -1,0 +1,129 @@
+// SafetensorsTest.cpp - the safetensors reader and writer: round trips in
+// each stored dtype, a file laid out as Hugging Face's writer does, and a
+// clear error for each way a file can be wrong.
+#include "models/gpt/Safetensors.h"
+#include "tegula/error.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+using namespace tegula;
+using namespace tegula::gpt;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::vector<std::byte> fileWithHeader(const std::string &header, size_t dataBytes) {
+  std::vector<std::byte> f(8 + header.size() + dataBytes, std::byte(0));
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    f[size_t(i)] = std::byte(n >> (8 * i) & 0xff);
+  std::memcpy(f.data() + 8, header.data(), header.size());
+  return f;
+}
+
+std::string errorOf(const std::vector<std::byte> &contents) {
+  try {
+    SafetensorsFile::parse(contents, "bad.safetensors");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Safetensors, RoundTripInEachStoredType) {
+  std::vector<float> wte = {0.5f, -1.25f, 3.0f, 1e-3f, 65504.0f, -0.0f};
+  std::vector<float> bias = {1.0f, 2.0f, 3.0f};
+  auto bytes = serialize_safetensors({{"wte", {2, 3}, wte, "F32"},
+                                      {"b16", {3}, bias, "BF16"},
+                                      {"h16", {2, 3}, wte, "F16"}},
+                                     {{"format", "pt"}});
+  SafetensorsFile f = SafetensorsFile::parse(bytes, "mem");
+  EXPECT_EQ(f.names(), (std::vector<std::string>{"b16", "h16", "wte"}));
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  EXPECT_EQ(f.at("wte").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(f.at("wte").tegula_dtype(), DType::f32);
+  EXPECT_EQ(f.to_f32("wte", {2, 3}), wte); // exact
+  EXPECT_EQ(f.to_f32("b16"), bias);        // representable in bf16
+  std::vector<float> h = f.to_f32("h16");
+  for (size_t i = 0; i < wte.size(); ++i)
+    EXPECT_NEAR(h[i], wte[i], std::abs(wte[i]) * 1e-3) << i;
+  // The data starts 8-byte aligned after the header.
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+}
+
+TEST(Safetensors, ReadsAFileLaidOutAsHuggingFaceWritesIt) {
+  // Offsets as HF writes them (its own order), metadata first, padding spaces.
+  std::string header = R"({"__metadata__":{"format":"pt"},"h.0.ln_1.bias":{"dtype":"F32","shape":[2],)"
+                       R"("data_offsets":[8,16]},"h.0.ln_1.weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  auto f = fileWithHeader(header, 16);
+  float values[4] = {1.0f, 2.0f, -3.0f, 4.0f};
+  std::memcpy(f.data() + 8 + header.size(), values, 16);
+  SafetensorsFile file = SafetensorsFile::parse(f, "hf");
+  EXPECT_EQ(file.to_f32("h.0.ln_1.weight"), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(file.to_f32("h.0.ln_1.bias"), (std::vector<float>{-3.0f, 4.0f}));
+}
+
+TEST(Safetensors, WritesThroughATemporaryFileAndReadsBack) {
+  auto dir = std::filesystem::temp_directory_path() / ("tegula-st-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "model.safetensors").string();
+  std::vector<float> v = {1, 2, 3, 4};
+  write_safetensors(path, {{"x", {2, 2}, v}});
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(SafetensorsFile::read(path).to_f32("x", {2, 2}), v);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Safetensors, EachBadFileIsAClearError) {
+  EXPECT_THAT(errorOf(std::vector<std::byte>(5)), HasSubstr("too short for the 8-byte header length"));
+  auto claims = fileWithHeader("{}", 0);
+  claims[0] = std::byte(200); // a header length past the end of the file
+  EXPECT_THAT(errorOf(claims), HasSubstr("the header claims 200 bytes"));
+  EXPECT_THAT(errorOf(fileWithHeader("{not json", 0)), HasSubstr("not valid JSON"));
+  EXPECT_THAT(errorOf(fileWithHeader("[1, 2]", 0)), HasSubstr("not a JSON object"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[2]}})", 8)),
+              HasSubstr("tensor 'w': needs dtype, shape and data_offsets"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", 8)),
+              HasSubstr("tensor 'w': unknown dtype \"Q7\""));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
+              HasSubstr("negative or non-integer extent"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8)),
+              HasSubstr("data_offsets [0, 16] are outside the 8 data bytes"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
+              HasSubstr("8 bytes for shape [3] of F32 (12 bytes)"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
+              HasSubstr("tensors overlap"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"__metadata__":{"n":3}})", 0)),
+              HasSubstr("metadata value 'n' is not a string"));
+}
+
+TEST(Safetensors, LookupsAndConversionsNameTheProblem) {
+  std::vector<float> v = {1, 2};
+  SafetensorsFile f = SafetensorsFile::parse(serialize_safetensors({{"x", {2}, v}}), "ckpt");
+  auto message = [](auto &&fn) {
+    try {
+      fn();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_THAT(message([&] { f.at("y"); }), HasSubstr("ckpt has no tensor 'y'"));
+  EXPECT_THAT(message([&] { f.to_f32("x", {1, 2}); }), HasSubstr("tensor 'x' has shape [2], expected [1, 2]"));
+  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {3}, v}}); }), HasSubstr("2 values for shape [3]"));
+  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {2}, v, "I64"}}); }),
+              HasSubstr("writing I64 is not supported"));
+  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {2}, v}, {"x", {2}, v}}); }),
+              HasSubstr("'x' is given twice"));
+}
+
+} // namespace
