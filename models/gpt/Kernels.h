@@ -1,0 +1,194 @@
+// Kernels.h - GPT-2's memory-bound layers in Tegula's DSL, forward and
+// backward: token + position embedding, layernorm, GELU (tanh, "gelu_new"),
+// fused softmax + cross-entropy over a padded vocabulary, and AdamW.
+//
+// Conventions: activations are row-major [rows, C]; one program per row
+// where a row fits in one tile (BLOCK >= C, a power of two); f32 math
+// everywhere (T is the storage type). Reductions across rows (weight
+// gradients) run one program per column block looping over rows, so they
+// are deterministic; only the embedding's token scatter uses atomics.
+#pragma once
+
+#include "tegula/tegula.h"
+
+#include <cmath>
+
+namespace tegula::gpt::kernels {
+
+/// out[r] = wte[tokens[r]] + wpe[r % seq_len]; one program per row r of the
+/// [B * T, C] output.
+template <class T>
+void embedding_fwd(tl::ptr<int32_t> tokens, tl::ptr<T> wte, tl::ptr<T> wpe, tl::ptr<T> out,
+                   tl::scalar<int32_t> seq_len, tl::scalar<int32_t> C, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor tok = tl::load(tokens + row);
+  tl::tensor pos = row % seq_len;
+  tl::tensor v = tl::load(wte + tok * C + cols, mask, 0.0f).to(tl::f32) +
+                 tl::load(wpe + pos * C + cols, mask, 0.0f).to(tl::f32);
+  tl::store(out + row * C + cols, v, mask);
+}
+
+/// dwte[tokens[r]] += dout[r] (atomics: rows sharing a token meet there, so
+/// f32 sums are not bit-deterministic); one program per row.
+inline void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<float> dout, tl::ptr<float> dwte,
+                                 tl::scalar<int32_t> C, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor tok = tl::load(tokens + row);
+  tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f), mask);
+}
+
+/// dwpe[t] = sum over the batch of dout[b * T + t] (deterministic: one
+/// program per position t and column block loops over b).
+inline void embedding_bwd_positions(tl::ptr<float> dout, tl::ptr<float> dwpe, tl::scalar<int32_t> batch,
+                                    tl::scalar<int32_t> seq_len, tl::scalar<int32_t> C,
+                                    tl::constant<int> BLOCK) {
+  tl::tensor t = tl::program_id(0);
+  tl::tensor cols = tl::program_id(1) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor acc = tl::zeros({BLOCK}, tl::f32);
+  for (auto b : tl::range(0, batch, 1, acc))
+    acc = acc + tl::load(dout + (b * seq_len + t) * C + cols, mask, 0.0f);
+  tl::store(dwpe + t * C + cols, acc, mask);
+}
+
+/// LayerNorm forward with the row in registers: y = (x - mean) * rstd * w + b;
+/// saves mean and rstd per row for the backward pass.
+template <class T>
+void layernorm_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
+                   tl::ptr<float> rstd_out, tl::scalar<int32_t> C, tl::scalar<float> eps,
+                   tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor v = tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32);
+  tl::tensor mean = tl::sum(v, 0) / C.to(tl::f32);
+  tl::tensor d = tl::where(mask, v - mean, 0.0f);
+  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 0) / C.to(tl::f32) + eps);
+  tl::tensor out = d * rstd * tl::load(w + cols, mask).to(tl::f32) + tl::load(b + cols, mask).to(tl::f32);
+  tl::store(y + row * C + cols, out, mask);
+  tl::store(mean_out + row, mean);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// LayerNorm backward, the input gradient per row:
+/// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
+template <class T>
+void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> mean_in,
+                      tl::ptr<float> rstd_in, tl::ptr<T> dx, tl::scalar<int32_t> C,
+                      tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor rstd = tl::load(rstd_in + row);
+  tl::tensor xhat = tl::where(mask, (tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32) -
+                                     tl::load(mean_in + row)) * rstd, 0.0f);
+  tl::tensor g = tl::load(dy + row * C + cols, mask, 0.0f).to(tl::f32) *
+                 tl::load(w + cols, mask, 0.0f).to(tl::f32);
+  tl::tensor n = C.to(tl::f32);
+  tl::tensor out = rstd * (g - tl::sum(g, 0) / n - xhat * (tl::sum(g * xhat, 0) / n));
+  tl::store(dx + row * C + cols, out, mask);
+}
+
+/// LayerNorm backward, the parameter gradients: dw = sum over rows of
+/// dy * xhat, db = sum of dy (one program per column block, deterministic).
+template <class T>
+void layernorm_bwd_dwdb(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
+                        tl::ptr<float> dw, tl::ptr<float> db, tl::scalar<int32_t> rows,
+                        tl::scalar<int32_t> C, tl::constant<int> BLOCK) {
+  tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor acc_w = tl::zeros({BLOCK}, tl::f32);
+  tl::tensor acc_b = tl::zeros({BLOCK}, tl::f32);
+  for (auto r : tl::range(0, rows, 1, acc_w, acc_b)) {
+    tl::tensor g = tl::load(dy + r * C + cols, mask, 0.0f).to(tl::f32);
+    tl::tensor xhat = (tl::load(x + r * C + cols, mask, 0.0f).to(tl::f32) - tl::load(mean_in + r)) *
+                      tl::load(rstd_in + r);
+    acc_w = acc_w + g * xhat;
+    acc_b = acc_b + g;
+  }
+  tl::store(dw + cols, acc_w, mask);
+  tl::store(db + cols, acc_b, mask);
+}
+
+/// d/dx of GELU-tanh ("gelu_new"): dx = dy * gelu'(x).
+template <class T>
+void gelu_bwd(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<T> dx, tl::scalar<int32_t> n, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::tensor v = tl::load(x + offs, mask, 0.0f).to(tl::f32);
+  const float k = 0.7978845608028654f; // sqrt(2 / pi)
+  tl::tensor th = tl::tanh(k * (v + 0.044715f * v * v * v));
+  tl::tensor grad = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * v * v);
+  tl::store(dx + offs, tl::load(dy + offs, mask, 0.0f).to(tl::f32) * grad, mask);
+}
+
+/// Softmax + cross-entropy per row of logits [rows, Vp] (the vocabulary V
+/// padded to Vp columns; the padding is masked out): losses[r] =
+/// logsumexp(logits[r, :V]) - logits[r, target]. An online logsumexp over
+/// BLOCK-wide chunks, so V may be any size (50257).
+inline void cross_entropy_fwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
+                              tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
+  tl::tensor cols0 = tl::arange(0, BLOCK);
+  tl::tensor m = tl::full({BLOCK}, -INFINITY, tl::f32);
+  tl::tensor s = tl::zeros({BLOCK}, tl::f32);
+  for (auto c : tl::range(0, V, BLOCK.value, m, s)) {
+    tl::tensor cols = c + cols0;
+    tl::tensor v = tl::load(logits + base + cols, cols < V, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, v);
+    // Lanes that have seen only padding keep m = -inf: no NaN from inf - inf.
+    s = tl::where(m_new == -INFINITY, 0.0f, s * tl::exp(m - m_new) + tl::exp(v - m_new));
+    m = m_new;
+  }
+  tl::tensor mx = tl::max(m, 0);
+  tl::tensor lse = mx + tl::log(tl::sum(s * tl::exp(m - mx), 0));
+  tl::tensor target = tl::load(targets + row);
+  tl::store(losses + row, lse - tl::load(logits + base + target));
+}
+
+/// Its backward: dlogits[r, j] = (softmax_j - [j == target]) * dlosses[r]
+/// for j < V, 0 in the padding.
+inline void cross_entropy_bwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
+                              tl::ptr<float> dlosses, tl::ptr<float> dlogits, tl::scalar<int32_t> V,
+                              tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
+  tl::tensor target = tl::load(targets + row);
+  // logsumexp = loss + logit[target]: the forward pass already computed it.
+  tl::tensor lse = tl::load(losses + row) + tl::load(logits + base + target);
+  tl::tensor dl = tl::load(dlosses + row);
+  tl::tensor cols0 = tl::arange(0, BLOCK);
+  for (auto c : tl::range(0, Vp, BLOCK.value)) {
+    tl::tensor cols = c + cols0;
+    tl::tensor p = tl::exp(tl::load(logits + base + cols, cols < V, -INFINITY) - lse);
+    tl::tensor g = (p - tl::where(cols == target, 1.0f, 0.0f)) * dl;
+    tl::store(dlogits + base + cols, tl::where(cols < V, g, 0.0f), cols < Vp);
+  }
+}
+
+/// One AdamW step over n parameters (f32 master weights), bias-corrected,
+/// decoupled weight decay: p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p).
+/// `bias1` = 1 - beta1^t and `bias2` = 1 - beta2^t for step t.
+inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_state,
+                  tl::ptr<float> v_state, tl::scalar<float> lr, tl::scalar<float> beta1,
+                  tl::scalar<float> beta2, tl::scalar<float> eps, tl::scalar<float> weight_decay,
+                  tl::scalar<float> bias1, tl::scalar<float> bias2, tl::scalar<int64_t> n,
+                  tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::tensor g = tl::load(grads + offs, mask, 0.0f);
+  tl::tensor p = tl::load(params + offs, mask, 0.0f);
+  tl::tensor m = beta1 * tl::load(m_state + offs, mask, 0.0f) + (1.0f - beta1) * g;
+  tl::tensor v = beta2 * tl::load(v_state + offs, mask, 0.0f) + (1.0f - beta2) * g * g;
+  tl::tensor update = (m / bias1) / (tl::sqrt(v / bias2) + eps) + weight_decay * p;
+  tl::store(m_state + offs, m, mask);
+  tl::store(v_state + offs, v, mask);
+  tl::store(params + offs, p - lr * update, mask);
+}
+
+} // namespace tegula::gpt::kernels

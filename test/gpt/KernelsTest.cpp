@@ -1,0 +1,191 @@
+// KernelsTest.cpp - GPT-2's memory-bound layer kernels (models/gpt/Kernels.h)
+// in the interpreter and the CTA simulator: forwards against double
+// references; backwards against double references and against finite
+// differences of the forward at sampled coordinates. Ragged sizes (C not a
+// power of two, a vocabulary padded past V).
+#include "TestUtil.h"
+#include "models/gpt/Kernels.h"
+
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+using namespace tegula;
+using namespace tegula::testing;
+namespace k = tegula::gpt::kernels;
+
+namespace {
+
+class GptKernels : public ::testing::TestWithParam<Backend> {
+protected:
+  LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
+};
+
+double maxRelError(const std::vector<float> &got, const std::vector<double> &want) {
+  double worst = 0, scale = 1e-6;
+  for (double w : want)
+    scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i]))
+      return INFINITY;
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / scale);
+  }
+  return worst;
+}
+
+TEST_P(GptKernels, EmbeddingForwardAndBackward) {
+  const int B = 2, T = 5, C = 40, V = 7;
+  std::vector<int32_t> tokens = {3, 1, 3, 6, 0, 2, 3, 3, 5, 1};
+  auto wte = random_vector<float>(V * C), wpe = random_vector<float>(T * C);
+  auto out = poisoned<float>(B * T * C);
+  auto fwd = kernel("embedding_fwd", k::embedding_fwd<float>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"});
+  fwd(on({B * T}), tokens, wte, wpe, out, T, C, 64);
+  for (int r = 0; r < B * T; ++r)
+    for (int c = 0; c < C; ++c)
+      ASSERT_EQ(out[size_t(r * C + c)], wte[size_t(tokens[size_t(r)] * C + c)] + wpe[size_t((r % T) * C + c)]);
+
+  auto dout = random_vector<float>(B * T * C);
+  std::vector<float> dwte(V * C, 0.0f), dwpe(T * C);
+  auto bwdTok = kernel("embedding_bwd_tokens", k::embedding_bwd_tokens, {"tokens", "dout", "dwte", "C", "BLOCK"});
+  auto bwdPos = kernel("embedding_bwd_positions", k::embedding_bwd_positions,
+                       {"dout", "dwpe", "batch", "T", "C", "BLOCK"});
+  bwdTok(on({B * T}), tokens, dout, dwte, C, 64);
+  bwdPos(on({T, uint32_t(cdiv(C, 16))}), dout, dwpe, B, T, C, 16);
+  std::vector<double> wantTok(V * C, 0.0), wantPos(T * C, 0.0);
+  for (int r = 0; r < B * T; ++r)
+    for (int c = 0; c < C; ++c) {
+      wantTok[size_t(tokens[size_t(r)] * C + c)] += dout[size_t(r * C + c)];
+      wantPos[size_t((r % T) * C + c)] += dout[size_t(r * C + c)];
+    }
+  EXPECT_LT(maxRelError(dwte, wantTok), 1e-6);
+  EXPECT_LT(maxRelError(dwpe, wantPos), 1e-6);
+}
+
+TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
+  const int rows = 6, C = 100, BLOCK = 128;
+  const float eps = 1e-5f;
+  auto x = random_vector<float>(rows * C, -2, 2), w = random_vector<float>(C), b = random_vector<float>(C);
+  auto fwd = kernel("layernorm_fwd", k::layernorm_fwd<float>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  auto y = poisoned<float>(rows * C), mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
+  fwd(on({rows}), x, w, b, y, mean, rstd, C, eps, BLOCK);
+  std::vector<double> wantY(rows * C);
+  for (int r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < C; ++c) mu += x[size_t(r * C + c)];
+    mu /= C;
+    for (int c = 0; c < C; ++c) var += (x[size_t(r * C + c)] - mu) * (x[size_t(r * C + c)] - mu);
+    double rs = 1 / std::sqrt(var / C + eps);
+    EXPECT_NEAR(mean[size_t(r)], mu, 1e-5);
+    EXPECT_NEAR(rstd[size_t(r)], rs, 1e-4 * rs);
+    for (int c = 0; c < C; ++c)
+      wantY[size_t(r * C + c)] = (x[size_t(r * C + c)] - mu) * rs * w[size_t(c)] + b[size_t(c)];
+  }
+  EXPECT_LT(maxRelError(y, wantY), 1e-5);
+
+  // Backward of L = sum(y * dy): dx, dw, db.
+  auto dy = random_vector<float>(rows * C);
+  auto dx = poisoned<float>(rows * C), dw = poisoned<float>(C), db = poisoned<float>(C);
+  auto bwdX = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<float>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
+  auto bwdW = kernel("layernorm_bwd_dwdb", k::layernorm_bwd_dwdb<float>,
+                     {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "BLOCK"});
+  bwdX(on({rows}), dy, x, w, mean, rstd, dx, C, BLOCK);
+  bwdW(on({uint32_t(cdiv(C, 32))}), dy, x, mean, rstd, dw, db, rows, C, 32);
+  auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
+    auto yy = poisoned<float>(rows * C), mm = poisoned<float>(rows), rr = poisoned<float>(rows);
+    fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, C, eps, BLOCK);
+    double l = 0;
+    for (size_t i = 0; i < yy.size(); ++i) l += double(yy[i]) * dy[i];
+    return l;
+  };
+  std::mt19937 pick(11);
+  for (int s = 0; s < 6; ++s) { // central differences at sampled coordinates
+    const float h = 1e-2f;
+    size_t i = pick() % x.size(), c = pick() % size_t(C);
+    auto xp = x, xm = x;
+    xp[i] += h, xm[i] -= h;
+    EXPECT_NEAR(dx[i], (loss(xp, w, b) - loss(xm, w, b)) / (2 * h), 2e-2 * (1 + std::abs(dx[i]))) << "dx " << i;
+    auto wp = w, wm = w;
+    wp[c] += h, wm[c] -= h;
+    EXPECT_NEAR(dw[c], (loss(x, wp, b) - loss(x, wm, b)) / (2 * h), 2e-2 * (1 + std::abs(dw[c]))) << "dw " << c;
+    auto bp = b, bm = b;
+    bp[c] += h, bm[c] -= h;
+    EXPECT_NEAR(db[c], (loss(x, w, bp) - loss(x, w, bm)) / (2 * h), 2e-2 * (1 + std::abs(db[c]))) << "db " << c;
+  }
+  // And exactly against the double formula.
+  std::vector<double> wantDb(C, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < C; ++c) wantDb[size_t(c)] += dy[size_t(r * C + c)];
+  EXPECT_LT(maxRelError(db, wantDb), 1e-6);
+}
+
+TEST_P(GptKernels, GeluBackwardMatchesFiniteDifferences) {
+  const int n = 1000;
+  auto x = random_vector<float>(n, -5, 5), dy = random_vector<float>(n);
+  auto dx = poisoned<float>(n);
+  auto bwd = kernel("gelu_bwd", k::gelu_bwd<float>, {"x", "dy", "dx", "n", "BLOCK"});
+  bwd(on({uint32_t(cdiv(n, 256))}), x, dy, dx, n, 256);
+  auto gelu = [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); };
+  for (int i = 0; i < n; ++i) {
+    const double h = 1e-5, v = x[size_t(i)];
+    double want = dy[size_t(i)] * (gelu(v + h) - gelu(v - h)) / (2 * h);
+    ASSERT_NEAR(dx[size_t(i)], want, 1e-4 * (1 + std::abs(want))) << "x = " << v;
+  }
+}
+
+TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
+  const int rows = 5, V = 1000, Vp = 1024, BLOCK = 256;
+  auto logits = random_vector<float>(rows * Vp, -8, 8);
+  for (int r = 0; r < rows; ++r)
+    for (int j = V; j < Vp; ++j)
+      logits[size_t(r * Vp + j)] = 1e4f; // padding: must be ignored
+  std::vector<int32_t> targets = {0, 999, 17, 512, 3};
+  auto losses = poisoned<float>(rows);
+  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+  fwd(on({rows}), logits, targets, losses, V, Vp, BLOCK);
+  std::vector<double> lse(rows);
+  for (int r = 0; r < rows; ++r) {
+    double mx = -INFINITY, s = 0;
+    for (int j = 0; j < V; ++j) mx = std::max(mx, double(logits[size_t(r * Vp + j)]));
+    for (int j = 0; j < V; ++j) s += std::exp(logits[size_t(r * Vp + j)] - mx);
+    lse[size_t(r)] = mx + std::log(s);
+    EXPECT_NEAR(losses[size_t(r)], lse[size_t(r)] - logits[size_t(r * Vp + targets[size_t(r)])], 1e-4);
+  }
+  auto dlosses = random_vector<float>(rows);
+  auto dlogits = poisoned<float>(rows * Vp);
+  auto bwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd,
+                    {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
+  bwd(on({rows}), logits, targets, losses, dlosses, dlogits, V, Vp, BLOCK);
+  std::vector<double> want(rows * Vp, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < V; ++j)
+      want[size_t(r * Vp + j)] = (std::exp(logits[size_t(r * Vp + j)] - lse[size_t(r)]) -
+                                  (j == targets[size_t(r)] ? 1.0 : 0.0)) * dlosses[size_t(r)];
+  EXPECT_LT(maxRelError(dlogits, want), 1e-5); // the padding's gradient is exactly 0
+}
+
+TEST_P(GptKernels, AdamWStepMatchesTheReference) {
+  const int64_t n = 1000;
+  auto p = random_vector<float>(size_t(n)), g = random_vector<float>(size_t(n));
+  auto m = random_vector<float>(size_t(n), -0.1f, 0.1f), v = random_vector<float>(size_t(n), 0.0f, 0.01f);
+  const float lr = 3e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+  const int step = 3;
+  const float bias1 = 1 - std::pow(b1, float(step)), bias2 = 1 - std::pow(b2, float(step));
+  auto p2 = p, m2 = m, v2 = v;
+  auto step_k = kernel("adamw", k::adamw, {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
+                                          "weight_decay", "bias1", "bias2", "n", "BLOCK"});
+  step_k(on({uint32_t(cdiv(n, 256))}), p2, g, m2, v2, lr, b1, b2, eps, wd, bias1, bias2, n, 256);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    double mm = b1 * double(m[i]) + (1 - b1) * g[i], vv = b2 * double(v[i]) + (1 - b2) * double(g[i]) * g[i];
+    double want = p[i] - lr * ((mm / bias1) / (std::sqrt(vv / bias2) + eps) + wd * p[i]);
+    ASSERT_NEAR(m2[i], mm, 1e-6);
+    ASSERT_NEAR(v2[i], vv, 1e-7);
+    ASSERT_NEAR(p2[i], want, 1e-6) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GptKernels, ::testing::Values(Backend::Interp, Backend::Sim),
+                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+
+} // namespace
