@@ -1,6 +1,7 @@
-// Kernels.h - GPT-2's memory-bound layers in Tegula's DSL, forward and
-// backward: token + position embedding, layernorm, GELU (tanh, "gelu_new"),
-// fused softmax + cross-entropy over a padded vocabulary, and AdamW.
+// Kernels.h - GPT-2's layers in Tegula's DSL, forward and backward: token +
+// position embedding, layernorm, GELU (tanh, "gelu_new"), fused softmax +
+// cross-entropy over a padded vocabulary, AdamW, and the linear layers
+// (matmul + bias with an optional fused GELU; dx, dw, db).
 //
 // Conventions: activations are row-major [rows, C]; one program per row
 // where a row fits in one tile (BLOCK >= C, a power of two); f32 math
@@ -189,6 +190,95 @@ inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_
   tl::store(m_state + offs, m, mask);
   tl::store(v_state + offs, v, mask);
   tl::store(params + offs, p - lr * update, mask);
+}
+
+/// y = x @ w + b for x [M, K], w [K, N] (Hugging Face's Conv1D layout: [in,
+/// out]), b [N]; with `gelu`, y = gelu_tanh(x @ w + b) and the
+/// pre-activation is also stored in `pre` (the GELU backward needs it).
+/// One program per BM x BN tile of y; f32 accumulation (tensor cores for
+/// 16-bit T).
+template <class T>
+void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
+                     tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                     tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN,
+                     tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor a_tile = tl::load(x + rm.expand_dims(1) * K + ka.expand_dims(0),
+                                 (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+    tl::tensor b_tile = tl::load(w + ka.expand_dims(1) * N + rn.expand_dims(0),
+                                 (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(a_tile, b_tile, acc);
+  }
+  acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
+  tl::tensor mask = (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N);
+  tl::tensor offs = rm.expand_dims(1) * N + rn.expand_dims(0);
+  if (gelu.value) {
+    tl::store(pre + offs, acc, mask);
+    const float c = 0.7978845608028654f; // sqrt(2 / pi)
+    acc = 0.5f * acc * (1.0f + tl::tanh(c * (acc + 0.044715f * acc * acc * acc)));
+  }
+  tl::store(y + offs, acc, mask);
+}
+
+/// dx = dy @ w^T for dy [M, N], w [K, N]: dx [M, K], looping over N.
+template <class T>
+void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_t> M,
+                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                   tl::constant<int> BK, tl::constant<int> BN) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rk = tl::program_id(1) * BK + tl::arange(0, BK);
+  tl::tensor rn = tl::arange(0, BN);
+  tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
+  for (auto n : tl::range(0, N, BN.value, acc)) {
+    tl::tensor na = n + rn;
+    tl::tensor g = tl::load(dy + rm.expand_dims(1) * N + na.expand_dims(0),
+                            (rm.expand_dims(1) < M) & (na.expand_dims(0) < N), 0.0f);
+    tl::tensor wt = tl::load(w + rk.expand_dims(0) * N + na.expand_dims(1), // w^T tile [BN, BK]
+                             (na.expand_dims(1) < N) & (rk.expand_dims(0) < K), 0.0f);
+    acc = tl::dot(g, wt, acc);
+  }
+  tl::store(dx + rm.expand_dims(1) * K + rk.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K));
+}
+
+/// dw = x^T @ dy for x [M, K], dy [M, N]: dw [K, N] (f32), looping over M;
+/// deterministic (no atomics).
+template <class T>
+void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M,
+                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BK,
+                   tl::constant<int> BN, tl::constant<int> BM) {
+  tl::tensor rk = tl::program_id(0) * BK + tl::arange(0, BK);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rm = tl::arange(0, BM);
+  tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
+  for (auto m : tl::range(0, M, BM.value, acc)) {
+    tl::tensor ma = m + rm;
+    tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
+                             (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
+    tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
+                            (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(xt, g, acc);
+  }
+  tl::store(dw + rk.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N));
+}
+
+/// db = column sums of dy [M, N] (one program per column block, looping over
+/// rows: deterministic).
+template <class T>
+void bias_bwd(tl::ptr<T> dy, tl::ptr<float> db, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+              tl::constant<int> BLOCK) {
+  tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = cols < N;
+  tl::tensor acc = tl::zeros({BLOCK}, tl::f32);
+  for (auto r : tl::range(0, M, 1, acc))
+    acc = acc + tl::load(dy + r * N + cols, mask, 0.0f).to(tl::f32);
+  tl::store(db + cols, acc, mask);
 }
 
 } // namespace tegula::gpt::kernels
