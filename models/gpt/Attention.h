@@ -1,0 +1,151 @@
+// Attention.h - GPT-2's causal self-attention as flash attention in the DSL,
+// forward and backward, reading q, k and v where GPT-2's QKV projection puts
+// them: rows of `stride` elements (3C for the fused qkv buffer), head h's d
+// columns at h * D, q/k/v at element offsets q_off/k_off/v_off of one buffer.
+// One program per (block of queries or keys, batch * head); no T x T matrix
+// is ever stored.
+//
+//   forward:  o = softmax(q k^T * scale + causal mask) v, and per query row the
+//             logsumexp lse of its scaled scores (what the backward needs);
+//   backward: delta = rowsum(do * o), then per key block dk, dv (looping over
+//             query blocks) and per query block dq (looping over key blocks) -
+//             both recompute P = exp(s - lse), so nothing is atomic: the
+//             gradients are deterministic.
+#pragma once
+
+#include "tegula/tegula.h"
+
+#include <cmath>
+
+namespace tegula::gpt::kernels {
+
+namespace detail {
+/// Element offsets of rows `rows` of head bh (= b * H + h) in a [B, T, stride]
+/// buffer, starting at column `col0 + h * D`: a [rows, 1] column to add d to.
+inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const tl::tensor &H,
+                           const tl::tensor &T, const tl::tensor &stride, const tl::tensor &col0,
+                           int D) {
+  tl::tensor b = bh / H, h = bh % H;
+  return ((b * T + rows) * stride + col0 + h * D).expand_dims(1);
+}
+} // namespace detail
+
+/// o [B, T, H * D] and lse [B * H, T] from qkv (see above).
+template <class T_>
+void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
+                   tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
+                   tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
+                   tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BN) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd,
+                          rm.expand_dims(1) < T, 0.0f);
+  tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
+  tl::tensor l = tl::zeros({BM}, tl::f32);
+  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
+  tl::tensor end = tl::minimum((tl::program_id(0) + 1) * BM, T); // causal
+  for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
+    tl::tensor rn = start + tl::arange(0, BN);
+    tl::tensor kt = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D).trans() + rd.trans(),
+                             rn.expand_dims(0) < T, 0.0f); // [D, BN]
+    tl::tensor s = tl::dot(q, kt) * scale;
+    s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor p = tl::exp(s - m_new.expand_dims(1));
+    tl::tensor alpha = tl::exp(m - m_new);
+    l = l * alpha + tl::sum(p, 1);
+    tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd,
+                            rn.expand_dims(1) < T, 0.0f);
+    acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1));
+    m = m_new;
+  }
+  tl::tensor valid = rm < T;
+  tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
+            acc / l.expand_dims(1), valid.expand_dims(1));
+  tl::store(lse + bh * T + rm, m + tl::log(l), valid);
+}
+
+/// delta[bh, t] = sum over d of do * o (the backward's row correction).
+template <class T_>
+void attention_bwd_delta(tl::ptr<T_> o, tl::ptr<T_> dout, tl::ptr<float> delta, tl::scalar<int32_t> H,
+                         tl::scalar<int32_t> T, tl::constant<int> D, tl::constant<int> BM) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rows = detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) +
+                    tl::arange(0, D).expand_dims(0);
+  tl::tensor mask = rm.expand_dims(1) < T;
+  tl::tensor prod = tl::load(o + rows, mask, 0.0f).to(tl::f32) * tl::load(dout + rows, mask, 0.0f).to(tl::f32);
+  tl::store(delta + bh * T + rm, tl::sum(prod, 1), rm < T);
+}
+
+/// dk and dv for one block of BN keys (written into dqkv at k_off / v_off):
+/// dv = sum_i P_i^T do_i, dk = scale * sum_i dS_i^T q_i, dS = P * (dP - delta),
+/// dP = do v^T, over the query blocks at or after the keys (causal).
+template <class T_>
+void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
+                        tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
+                        tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
+                        tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
+                        tl::constant<int> BM, tl::constant<int> BN) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor rn = tl::program_id(0) * BN + tl::arange(0, BN);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor kmask = rn.expand_dims(1) < T;
+  tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, kmask, 0.0f);
+  tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, kmask, 0.0f);
+  tl::tensor dk = tl::zeros({BN, D}, tl::f32);
+  tl::tensor dv = tl::zeros({BN, D}, tl::f32);
+  tl::tensor first = (tl::program_id(0) * BN / BM) * BM; // the first query block that sees these keys
+  for (auto start : tl::range(first, T, BM.value, dk, dv)) {
+    tl::tensor rm = start + tl::arange(0, BM);
+    tl::tensor qmask = rm.expand_dims(1) < T;
+    tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, qmask, 0.0f);
+    tl::tensor g = tl::load(dout + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
+                            qmask, 0.0f);
+    tl::tensor s = tl::dot(q, k.trans()) * scale; // [BM, BN]
+    tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rm.expand_dims(1) < T);
+    tl::tensor p = tl::where(visible, tl::exp(s - tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(1)), 0.0f);
+    dv = tl::dot(p.to(tl::ptr<T_>::element).trans(), g, dv);
+    tl::tensor dp = tl::dot(g, v.trans()); // [BM, BN]
+    tl::tensor ds = p * (dp - tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(1));
+    dk = tl::dot(ds.to(tl::ptr<T_>::element).trans(), q, dk);
+  }
+  tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
+  tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
+}
+
+/// dq for one block of BM queries: dq = scale * sum_j dS_j k_j over the key
+/// blocks at or before the queries.
+template <class T_>
+void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
+                      tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
+                      tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
+                      tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
+                      tl::constant<int> BM, tl::constant<int> BN) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor qmask = rm.expand_dims(1) < T;
+  tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, qmask, 0.0f);
+  tl::tensor g = tl::load(dout + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
+                          qmask, 0.0f);
+  tl::tensor l = tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(1);
+  tl::tensor dl = tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(1);
+  tl::tensor dq = tl::zeros({BM, D}, tl::f32);
+  tl::tensor end = tl::minimum((tl::program_id(0) + 1) * BM, T);
+  for (auto start : tl::range(0, end, BN.value, dq)) {
+    tl::tensor rn = start + tl::arange(0, BN);
+    tl::tensor kmask = rn.expand_dims(1) < T;
+    tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, kmask, 0.0f);
+    tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, kmask, 0.0f);
+    tl::tensor s = tl::dot(q, k.trans()) * scale;
+    tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
+    tl::tensor p = tl::where(visible, tl::exp(s - l), 0.0f);
+    tl::tensor ds = p * (tl::dot(g, v.trans()) - dl);
+    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq);
+  }
+  tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
+}
+
+} // namespace tegula::gpt::kernels

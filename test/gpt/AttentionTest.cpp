@@ -1,0 +1,132 @@
+// AttentionTest.cpp - GPT-2's causal flash attention (models/gpt/Attention.h)
+// forward and backward on a fused qkv buffer, in the interpreter and the
+// simulator: against a double-precision reference (softmax attention and its
+// gradients) and, for the gradients, finite differences of the forward.
+#include "TestUtil.h"
+#include "models/gpt/Attention.h"
+
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+using namespace tegula;
+using namespace tegula::testing;
+namespace k = tegula::gpt::kernels;
+
+namespace {
+
+constexpr int B = 2, H = 2, T = 37, D = 16, C = H * D, BM = 16, BN = 16;
+
+struct Reference {
+  std::vector<double> o, lse, dqkv;
+};
+
+/// Softmax attention per (b, h) in double, and the gradients of sum(o * dout).
+Reference reference(const std::vector<double> &qkv, const std::vector<double> &dout, double scale) {
+  Reference r{std::vector<double>(B * T * C), std::vector<double>(B * H * T), std::vector<double>(qkv.size(), 0.0)};
+  auto at = [&](int b, int t, int which, int h, int d) { return size_t((b * T + t) * 3 * C + which * C + h * D + d); };
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      std::vector<double> P(T * T, 0.0), dP(T * T, 0.0);
+      for (int i = 0; i < T; ++i) {
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int d = 0; d < D; ++d) s += qkv[at(b, i, 0, h, d)] * qkv[at(b, j, 1, h, d)];
+          P[size_t(i * T + j)] = s * scale;
+          mx = std::max(mx, s * scale);
+        }
+        for (int j = 0; j <= i; ++j) sum += (P[size_t(i * T + j)] = std::exp(P[size_t(i * T + j)] - mx));
+        for (int j = 0; j <= i; ++j) P[size_t(i * T + j)] /= sum;
+        r.lse[size_t((b * H + h) * T + i)] = mx + std::log(sum);
+        for (int d = 0; d < D; ++d) {
+          double o = 0;
+          for (int j = 0; j <= i; ++j) o += P[size_t(i * T + j)] * qkv[at(b, j, 2, h, d)];
+          r.o[size_t((b * T + i) * C + h * D + d)] = o;
+        }
+      }
+      for (int i = 0; i < T; ++i) {
+        double rowDot = 0;
+        for (int j = 0; j <= i; ++j) {
+          double g = 0;
+          for (int d = 0; d < D; ++d) g += dout[size_t((b * T + i) * C + h * D + d)] * qkv[at(b, j, 2, h, d)];
+          dP[size_t(i * T + j)] = g;
+          rowDot += g * P[size_t(i * T + j)];
+        }
+        for (int j = 0; j <= i; ++j) {
+          const double p = P[size_t(i * T + j)], ds = p * (dP[size_t(i * T + j)] - rowDot);
+          for (int d = 0; d < D; ++d) {
+            r.dqkv[at(b, j, 2, h, d)] += p * dout[size_t((b * T + i) * C + h * D + d)];
+            r.dqkv[at(b, i, 0, h, d)] += ds * qkv[at(b, j, 1, h, d)] * scale;
+            r.dqkv[at(b, j, 1, h, d)] += ds * qkv[at(b, i, 0, h, d)] * scale;
+          }
+        }
+      }
+    }
+  return r;
+}
+
+class GptAttention : public ::testing::TestWithParam<Backend> {
+protected:
+  LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
+};
+
+template <class E> void forwardAndBackward(const LaunchOptions &base, double tol) {
+  auto qkv = random_vector<E>(B * T * 3 * C), dout = random_vector<E>(B * T * C);
+  const float scale = 1.0f / std::sqrt(float(D));
+  Reference ref = reference(to_double(qkv), to_double(dout), scale);
+  auto fwd = kernel("attention_fwd", k::attention_fwd<E>,
+                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"});
+  auto o = poisoned<E>(B * T * C);
+  auto lse = poisoned<float>(B * H * T);
+  LaunchOptions opts = base;
+  opts.grid = {uint32_t(cdiv(T, BM)), B * H};
+  fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+  EXPECT_LT(rel_error(o, ref.o), tol);
+  EXPECT_LT(rel_error(lse, ref.lse), 1e-5);
+
+  auto delta = poisoned<float>(B * H * T);
+  auto dqkv = poisoned<E>(qkv.size());
+  auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<E>, {"o", "dout", "delta", "H", "T", "D", "BM"});
+  auto dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E>,
+                     {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T",
+                      "scale", "D", "BM", "BN"});
+  auto dq = kernel("attention_bwd_dq", k::attention_bwd_dq<E>,
+                   {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T",
+                    "scale", "D", "BM", "BN"});
+  pre(opts, o, dout, delta, H, T, D, BM);
+  LaunchOptions keys = opts;
+  keys.grid = {uint32_t(cdiv(T, BN)), B * H};
+  dkdv(keys, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+  dq(opts, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+  EXPECT_LT(rel_error(dqkv, ref.dqkv), tol * 2);
+
+  if constexpr (std::is_same_v<E, float>) { // finite differences of the forward
+    auto loss = [&](const std::vector<float> &x) {
+      auto oo = poisoned<float>(B * T * C);
+      auto ll = poisoned<float>(B * H * T);
+      fwd({.grid = opts.grid, .backend = Backend::Interp}, x, oo, ll, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+      double l = 0;
+      for (size_t i = 0; i < oo.size(); ++i) l += double(oo[i]) * dout[i];
+      return l;
+    };
+    std::mt19937 pick(5);
+    for (int s = 0; s < 8; ++s) {
+      const size_t i = pick() % qkv.size();
+      const float h = 1e-2f;
+      auto xp = qkv, xm = qkv;
+      xp[i] += h, xm[i] -= h;
+      EXPECT_NEAR(dqkv[i], (loss(xp) - loss(xm)) / (2 * h), 2e-2 * (1 + std::abs(dqkv[i]))) << "element " << i;
+    }
+  }
+}
+
+TEST_P(GptAttention, CausalForwardAndBackwardF32) { forwardAndBackward<float>(on({1}), 1e-5); }
+TEST_P(GptAttention, CausalForwardAndBackwardBf16) { forwardAndBackward<bfloat16>(on({1}), 2e-2); }
+
+INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, ::testing::Values(Backend::Interp, Backend::Sim),
+                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+
+} // namespace
