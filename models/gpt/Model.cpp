@@ -1,0 +1,344 @@
+//===- Model.cpp - GPT-2: configuration, parameters, forward pass ---------===//
+#include "models/gpt/Model.h"
+
+#include "examples/kernels.h"
+#include "models/gpt/Attention.h"
+#include "models/gpt/Kernels.h"
+#include "models/gpt/Safetensors.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace tegula::gpt {
+
+void GptConfig::validate() const {
+  auto fail = [&](const std::string &why) { return Error(fmt::format("GPT config: {}", why)); };
+  if (n_layer < 1 || n_head < 1 || n_embd < 1 || vocab < 1 || n_ctx < 1)
+    throw fail("every size must be positive");
+  if (n_embd % n_head)
+    throw fail(fmt::format("n_embd {} is not a multiple of n_head {}", n_embd, n_head));
+  const int head = n_embd / n_head;
+  if (!std::has_single_bit(unsigned(head)) || head < 16)
+    throw fail(fmt::format("the head size n_embd / n_head = {} must be a power of two >= 16", head));
+  if (vocab_padded < vocab)
+    throw fail(fmt::format("vocab_padded {} is smaller than vocab {}", vocab_padded, vocab));
+}
+
+int64_t ParamSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<ParamSpec> parameterLayout(const GptConfig &c) {
+  std::vector<ParamSpec> p;
+  const int64_t C = c.n_embd;
+  auto add = [&](std::string name, std::vector<int64_t> shape) { p.push_back({std::move(name), std::move(shape)}); };
+  add("wte.weight", {c.vocab_padded, C}); // rows past vocab stay zero (the padded LM head)
+  add("wpe.weight", {c.n_ctx, C});
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string h = fmt::format("h.{}.", i);
+    add(h + "ln_1.weight", {C});
+    add(h + "ln_1.bias", {C});
+    add(h + "attn.c_attn.weight", {C, 3 * C});
+    add(h + "attn.c_attn.bias", {3 * C});
+    add(h + "attn.c_proj.weight", {C, C});
+    add(h + "attn.c_proj.bias", {C});
+    add(h + "ln_2.weight", {C});
+    add(h + "ln_2.bias", {C});
+    add(h + "mlp.c_fc.weight", {C, 4 * C});
+    add(h + "mlp.c_fc.bias", {4 * C});
+    add(h + "mlp.c_proj.weight", {4 * C, C});
+    add(h + "mlp.c_proj.bias", {C});
+  }
+  add("ln_f.weight", {C});
+  add("ln_f.bias", {C});
+  int64_t offset = 0;
+  for (ParamSpec &s : p) {
+    s.offset = offset;
+    offset += s.numel();
+  }
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// Arena
+//===----------------------------------------------------------------------===//
+
+Arena::Arena(int64_t elements, Backend backend) : size_(elements) {
+  if (backend == Backend::GPU) {
+    device_ = std::make_shared<DeviceBuffer>(size_t(elements), DType::f32);
+    device_->fill_bytes(0);
+  } else {
+    host_ = std::make_shared<std::vector<float>>(size_t(elements), 0.0f);
+  }
+}
+
+Arg Arena::view(int64_t offset, int64_t count) const {
+  if (offset < 0 || count < 0 || offset + count > size_)
+    throw Error(fmt::format("GPT arena: elements [{}, {}) are outside its {}", offset, offset + count, size_));
+  if (device_)
+    return Arg::device(device_->device_ptr() + uint64_t(offset) * 4, size_t(count), DType::f32);
+  return Arg::buffer(host_->data() + offset, size_t(count), DType::f32);
+}
+
+void Arena::upload(int64_t offset, const std::vector<float> &values) {
+  view(offset, int64_t(values.size())); // bounds
+  if (device_)
+    device_->upload(std::span<const float>(values), size_t(offset));
+  else
+    std::copy(values.begin(), values.end(), host_->begin() + offset);
+}
+
+std::vector<float> Arena::download(int64_t offset, int64_t count) const {
+  view(offset, count); // bounds
+  std::vector<float> out(static_cast<size_t>(count));
+  if (device_)
+    device_->download(std::span<float>(out), size_t(offset));
+  else
+    std::copy(host_->begin() + offset, host_->begin() + offset + count, out.begin());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+/// The kernel objects, traced once per shape specialisation and reused.
+struct GptModel::Kernels {
+  Kernel embedding = kernel("gpt_embedding_fwd", kernels::embedding_fwd<float>,
+                            {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"});
+  Kernel layernorm = kernel("gpt_layernorm_fwd", kernels::layernorm_fwd<float>,
+                            {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  Kernel linear = kernel("gpt_matmul_bias_fwd", kernels::matmul_bias_fwd<float>,
+                         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"});
+  Kernel lmHead = kernel("gpt_lm_head", kernels::matmul_bwd_dx<float>,
+                         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"});
+  Kernel attention = kernel("gpt_attention_fwd", kernels::attention_fwd<float>,
+                            {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D",
+                             "BM", "BN"});
+  Kernel residual = kernel("gpt_residual", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  Kernel crossEntropy = kernel("gpt_cross_entropy_fwd", kernels::cross_entropy_fwd,
+                               {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+};
+
+/// Activations of one forward pass for B x T tokens, in one arena.
+struct GptModel::Activations {
+  int B = 0, T = 0;
+  Arena arena;
+  int64_t encoded = 0, lnfOut = 0, lnfMean = 0, lnfRstd = 0, logits = 0, losses = 0;
+  struct Layer {
+    int64_t ln1, ln1Mean, ln1Rstd, qkv, atty, lse, attproj, residual2, ln2, ln2Mean, ln2Rstd, fchPre, fch,
+        fcproj, residual3;
+  };
+  std::vector<Layer> layers;
+  std::vector<int32_t> hostTokens, hostTargets;
+  std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
+};
+
+GptModel::GptModel(GptConfig config, Backend backend)
+    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>()) {
+  config_.validate();
+  params_ = parameterLayout(config_);
+  paramArena_ = Arena(params_.back().offset + params_.back().numel(), backend);
+}
+
+GptModel::~GptModel() = default;
+
+const ParamSpec &GptModel::parameter(const std::string &name) const {
+  for (const ParamSpec &p : params_)
+    if (p.name == name)
+      return p;
+  throw Error(fmt::format("GPT: no parameter '{}'", name));
+}
+
+std::vector<float> GptModel::read_parameter(const std::string &name) const {
+  const ParamSpec &p = parameter(name);
+  return paramArena_.download(p.offset, p.numel());
+}
+
+void GptModel::write_parameter(const std::string &name, const std::vector<float> &values) {
+  const ParamSpec &p = parameter(name);
+  if (int64_t(values.size()) != p.numel())
+    throw Error(fmt::format("GPT: parameter '{}' has {} elements, got {}", name, p.numel(), values.size()));
+  paramArena_.upload(p.offset, values);
+}
+
+void GptModel::load(const SafetensorsFile &file) {
+  for (const ParamSpec &p : params_) {
+    std::string name = p.name;
+    if (!file.contains(name) && file.contains("transformer." + name))
+      name = "transformer." + name;
+    if (p.name == "wte.weight") { // [vocab, C] in the file, padded rows here
+      std::vector<float> v = file.to_f32(name, {config_.vocab, config_.n_embd});
+      v.resize(size_t(p.numel()), 0.0f);
+      write_parameter(p.name, v);
+      continue;
+    }
+    write_parameter(p.name, file.to_f32(name, p.shape));
+  }
+}
+
+void GptModel::init_random(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  const float residualScale = 1.0f / std::sqrt(2.0f * float(config_.n_layer));
+  for (const ParamSpec &p : params_) {
+    std::vector<float> v(size_t(p.numel()), 0.0f);
+    const bool isWeight = p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+    if (p.name.find("ln_") != std::string::npos) {
+      if (isWeight)
+        std::fill(v.begin(), v.end(), 1.0f);
+    } else if (isWeight) {
+      const bool residual = p.name.find("c_proj") != std::string::npos;
+      const int64_t rows = p.name == "wte.weight" ? int64_t(config_.vocab) * config_.n_embd : p.numel();
+      for (int64_t i = 0; i < rows; ++i)
+        v[size_t(i)] = normal(rng) * (residual ? residualScale : 1.0f);
+    }
+    write_parameter(p.name, v);
+  }
+}
+
+LaunchOptions GptModel::launch(Grid grid, int warps) const {
+  return {.grid = grid, .num_warps = warps, .backend = backend_};
+}
+
+namespace {
+int pow2AtLeast(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
+} // namespace
+
+float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {
+  const GptConfig &c = config_;
+  const int C = c.n_embd, H = c.n_head, D = C / H, BT = B * T;
+  if (B < 1 || T < 1 || T > c.n_ctx)
+    throw Error(fmt::format("GPT forward: B = {} and T = {} (1..n_ctx = {})", B, T, c.n_ctx));
+  if (int64_t(tokens.size()) != int64_t(BT) || (!targets.empty() && targets.size() != tokens.size()))
+    throw Error(fmt::format("GPT forward: {} tokens and {} targets for B x T = {}", tokens.size(),
+                            targets.size(), BT));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.vocab)
+      throw Error(fmt::format("GPT forward: token {} is outside the vocabulary [0, {})", t, c.vocab));
+  for (int32_t t : targets)
+    if (t < 0 || t >= c.vocab)
+      throw Error(fmt::format("GPT forward: target {} is outside the vocabulary [0, {})", t, c.vocab));
+
+  // Activations, sized for this B x T (reused while it does not change).
+  if (!acts_ || acts_->B != B || acts_->T != T) {
+    acts_ = std::make_unique<Activations>();
+    Activations &a = *acts_;
+    a.B = B, a.T = T;
+    int64_t size = 0;
+    auto take = [&](int64_t n) { int64_t at = size; size += n; return at; };
+    a.encoded = take(int64_t(BT) * C);
+    for (int l = 0; l < c.n_layer; ++l) {
+      Activations::Layer L;
+      L.ln1 = take(int64_t(BT) * C), L.ln1Mean = take(BT), L.ln1Rstd = take(BT);
+      L.qkv = take(int64_t(BT) * 3 * C), L.atty = take(int64_t(BT) * C), L.lse = take(int64_t(B) * H * T);
+      L.attproj = take(int64_t(BT) * C), L.residual2 = take(int64_t(BT) * C);
+      L.ln2 = take(int64_t(BT) * C), L.ln2Mean = take(BT), L.ln2Rstd = take(BT);
+      L.fchPre = take(int64_t(BT) * 4 * C), L.fch = take(int64_t(BT) * 4 * C);
+      L.fcproj = take(int64_t(BT) * C), L.residual3 = take(int64_t(BT) * C);
+      a.layers.push_back(L);
+    }
+    a.lnfOut = take(int64_t(BT) * C), a.lnfMean = take(BT), a.lnfRstd = take(BT);
+    a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = take(BT);
+    a.arena = Arena(size, backend_);
+  }
+  Activations &a = *acts_;
+  a.hostTokens = tokens;
+  a.hostTargets = targets;
+  Arg tokArg(a.hostTokens), tgtArg(a.hostTargets);
+  if (backend_ == Backend::GPU) {
+    a.deviceTokens = std::make_unique<DeviceBuffer>(DeviceBuffer::from(a.hostTokens));
+    tokArg = Arg(*a.deviceTokens);
+    if (!targets.empty()) {
+      a.deviceTargets = std::make_unique<DeviceBuffer>(DeviceBuffer::from(a.hostTargets));
+      tgtArg = Arg(*a.deviceTargets);
+    }
+  }
+  const bool gpu = backend_ == Backend::GPU;
+  auto P = [&](const std::string &name) {
+    const ParamSpec &p = parameter(name);
+    return paramArena_.view(p.offset, p.numel());
+  };
+  auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
+  const int lnBlock = pow2AtLeast(C);
+  const float eps = 1e-5f;
+  // Tiles: large on the GPU, small where the CPU runs every thread.
+  const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16;
+  auto linear = [&](Arg x, const std::string &w, const std::string &b, Arg y, Arg pre, int N, int K, bool gelu) {
+    kernels_->linear(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}), x, P(w), P(b), y, pre, BT, N, K,
+                     gelu, BM, BN, BK);
+  };
+  const int64_t btc = int64_t(BT) * C;
+
+  kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
+                      lnBlock);
+  int64_t residual = a.encoded;
+  const int attBlock = gpu ? 64 : 16;
+  for (int l = 0; l < c.n_layer; ++l) {
+    const Activations::Layer &L = a.layers[size_t(l)];
+    const std::string h = fmt::format("h.{}.", l);
+    kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P(h + "ln_1.weight"), P(h + "ln_1.bias"),
+                        A(L.ln1, btc), A(L.ln1Mean, BT), A(L.ln1Rstd, BT), C, eps, lnBlock);
+    linear(A(L.ln1, btc), h + "attn.c_attn.weight", h + "attn.c_attn.bias", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc),
+           3 * C, C, false);
+    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc), A(L.atty, btc),
+                        A(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), D,
+                        attBlock, attBlock);
+    linear(A(L.atty, btc), h + "attn.c_proj.weight", h + "attn.c_proj.bias", A(L.attproj, btc),
+           A(L.attproj, btc), C, C, false);
+    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
+                       A(L.residual2, btc), int32_t(btc), 1024);
+    kernels_->layernorm(launch({uint32_t(BT)}), A(L.residual2, btc), P(h + "ln_2.weight"), P(h + "ln_2.bias"),
+                        A(L.ln2, btc), A(L.ln2Mean, BT), A(L.ln2Rstd, BT), C, eps, lnBlock);
+    linear(A(L.ln2, btc), h + "mlp.c_fc.weight", h + "mlp.c_fc.bias", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc),
+           4 * C, C, true);
+    linear(A(L.fch, 4 * btc), h + "mlp.c_proj.weight", h + "mlp.c_proj.bias", A(L.fcproj, btc),
+           A(L.fcproj, btc), C, 4 * C, false);
+    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(L.residual2, btc), A(L.fcproj, btc),
+                       A(L.residual3, btc), int32_t(btc), 1024);
+    residual = L.residual3;
+  }
+  kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
+                      A(a.lnfOut, btc), A(a.lnfMean, BT), A(a.lnfRstd, BT), C, eps, lnBlock);
+  const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
+  kernels_->lmHead(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}), A(a.lnfOut, btc),
+                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, BM, BN, BK);
+  if (targets.empty())
+    return NAN;
+  kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT), c.vocab,
+                         c.vocab_padded, gpu ? 1024 : 256);
+  std::vector<float> losses = a.arena.download(a.losses, BT);
+  double sum = 0;
+  for (float v : losses)
+    sum += v;
+  return float(sum / BT);
+}
+
+std::vector<float> GptModel::logits() const {
+  if (!acts_)
+    throw Error("GPT: logits() before forward()");
+  const int BT = acts_->B * acts_->T, Vp = config_.vocab_padded, V = config_.vocab;
+  std::vector<float> padded = acts_->arena.download(acts_->logits, int64_t(BT) * Vp), out;
+  out.reserve(size_t(BT) * size_t(V));
+  for (int r = 0; r < BT; ++r)
+    out.insert(out.end(), padded.begin() + int64_t(r) * Vp, padded.begin() + int64_t(r) * Vp + V);
+  return out;
+}
+
+std::vector<float> GptModel::block_output(int layer) const {
+  if (!acts_)
+    throw Error("GPT: block_output() before forward()");
+  if (layer < 0 || layer >= config_.n_layer)
+    throw Error(fmt::format("GPT: block {} of {}", layer, config_.n_layer));
+  return acts_->arena.download(acts_->layers[size_t(layer)].residual3,
+                               int64_t(acts_->B) * acts_->T * config_.n_embd);
+}
+
+} // namespace tegula::gpt

@@ -1,0 +1,110 @@
+//===- Model.h - GPT-2: configuration, parameters, forward pass -*- C++ -*-===//
+//
+// The model's parameters live in one arena (f32), laid out tensor after
+// tensor in Hugging Face's order and under its names (h.{i}.attn.c_attn.weight,
+// ...; Conv1D weights are [in, out], which is also what the kernels take, so
+// a checkpoint loads without transposes). The arena is host memory for the
+// interpreter and the simulator, device memory for the GPU: the same code
+// launches the same kernels (models/gpt/Kernels.h, Attention.h) on either.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tegula/device.h"
+#include "tegula/kernel.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tegula::gpt {
+
+struct GptConfig {
+  int n_layer = 12, n_head = 12, n_embd = 768;
+  int vocab = 50257;
+  int vocab_padded = 50304; // the LM head's columns, a multiple of 128 for speed
+  int n_ctx = 1024;
+
+  static GptConfig gpt2_124m() { return {}; }
+  /// Throws tegula::Error when the sizes do not fit together (n_embd % n_head,
+  /// vocab_padded >= vocab, power-of-two head size, ...).
+  void validate() const;
+};
+
+/// One parameter tensor: its Hugging Face name, shape and place in the arena.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0; // elements
+  int64_t numel() const;
+};
+
+/// The parameters of `config`, in Hugging Face's order, with offsets.
+std::vector<ParamSpec> parameterLayout(const GptConfig &config);
+
+class SafetensorsFile;
+
+/// f32 storage in host or device memory, viewed as kernel arguments.
+class Arena {
+public:
+  Arena() = default;
+  Arena(int64_t elements, Backend backend);
+  int64_t size() const { return size_; }
+  bool on_device() const { return device_ != nullptr; }
+  /// `count` elements from `offset` as a kernel argument.
+  Arg view(int64_t offset, int64_t count) const;
+  void upload(int64_t offset, const std::vector<float> &values);
+  std::vector<float> download(int64_t offset, int64_t count) const;
+
+private:
+  int64_t size_ = 0;
+  std::shared_ptr<std::vector<float>> host_;
+  std::shared_ptr<DeviceBuffer> device_;
+};
+
+/// GPT-2 for next-token prediction: forward to logits and the mean loss.
+class GptModel {
+public:
+  GptModel(GptConfig config, Backend backend);
+  ~GptModel();
+
+  const GptConfig &config() const { return config_; }
+  const std::vector<ParamSpec> &parameters() const { return params_; }
+  const ParamSpec &parameter(const std::string &name) const;
+  int64_t num_parameters() const { return paramArena_.size(); }
+
+  /// Sets every parameter from a checkpoint with Hugging Face's names (a
+  /// "transformer." prefix is accepted; the causal-mask buffers and the tied
+  /// lm_head.weight are ignored); throws naming a missing or misshapen one.
+  void load(const SafetensorsFile &file);
+  /// GPT-2's initialisation (normal(0, 0.02), residual projections scaled by
+  /// 1/sqrt(2 n_layer), layernorm 1/0), from `seed`.
+  void init_random(uint64_t seed);
+  std::vector<float> read_parameter(const std::string &name) const;
+  void write_parameter(const std::string &name, const std::vector<float> &values);
+
+  /// Runs the model on tokens [B, T] (B * T values); with targets (same
+  /// shape, or empty) also the cross-entropy. Returns the mean loss (NaN
+  /// without targets). The logits stay in the activations: logits().
+  float forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T);
+  /// Logits of the last forward, [B * T, vocab] (the padding dropped).
+  std::vector<float> logits() const;
+  /// The residual stream after block `layer` (n_layer - 1: before ln_f),
+  /// [B * T, n_embd], of the last forward - for layer-by-layer parity.
+  std::vector<float> block_output(int layer) const;
+
+private:
+  struct Kernels;
+  struct Activations;
+  LaunchOptions launch(Grid grid, int warps = 4) const;
+
+  GptConfig config_;
+  Backend backend_;
+  std::vector<ParamSpec> params_;
+  Arena paramArena_;
+  std::unique_ptr<Kernels> kernels_;
+  std::unique_ptr<Activations> acts_;
+};
+
+} // namespace tegula::gpt
