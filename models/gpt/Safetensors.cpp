@@ -186,6 +186,27 @@ std::vector<float> SafetensorsFile::to_f32(const std::string &name,
   return out;
 }
 
+std::vector<int32_t> SafetensorsFile::to_i32(const std::string &name) const {
+  const SafeTensor &t = at(name);
+  if (t.dtype != "I64" && t.dtype != "I32")
+    throw Error(fmt::format("safetensors: {}: tensor '{}' is {}, not an integer type", what_, name, t.dtype));
+  std::vector<int32_t> out(size_t(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t v = 0;
+    if (t.dtype == "I64") {
+      std::memcpy(&v, t.bytes.data() + 8 * i, 8);
+    } else {
+      int32_t w;
+      std::memcpy(&w, t.bytes.data() + 4 * i, 4);
+      v = w;
+    }
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw Error(fmt::format("safetensors: {}: tensor '{}' holds {}, which does not fit in i32", what_, name, v));
+    out[i] = int32_t(v);
+  }
+  return out;
+}
+
 std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite> &tensors,
                                              const std::map<std::string, std::string> &metadata) {
   std::vector<const TensorToWrite *> order;

@@ -54,6 +54,8 @@ public:
   /// The tensor's elements as f32 (from F32, F16, BF16 or F64), checking
   /// the shape when `expectShape` is given.
   std::vector<float> to_f32(const std::string &name, const std::vector<int64_t> &expectShape = {}) const;
+  /// The tensor's elements as i32 (from I64 or I32; values must fit).
+  std::vector<int32_t> to_i32(const std::string &name) const;
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
 
 private:
