@@ -42,15 +42,16 @@ inline void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<float> dout, t
   tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f), mask);
 }
 
-/// dwpe[t] = sum over the batch of dout[b * T + t] (deterministic: one
-/// program per position t and column block loops over b).
+/// dwpe[t] (+)= sum over the batch of dout[b * T + t] (deterministic: one
+/// program per position t and column block loops over b). `accumulate`
+/// adds to the gradient (micro-batches) instead of overwriting it.
 inline void embedding_bwd_positions(tl::ptr<float> dout, tl::ptr<float> dwpe, tl::scalar<int32_t> batch,
                                     tl::scalar<int32_t> seq_len, tl::scalar<int32_t> C,
-                                    tl::constant<int> BLOCK) {
+                                    tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
   tl::tensor t = tl::program_id(0);
   tl::tensor cols = tl::program_id(1) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
-  tl::tensor acc = tl::zeros({BLOCK}, tl::f32);
+  tl::tensor acc = accumulate.value ? tl::load(dwpe + t * C + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
   for (auto b : tl::range(0, batch, 1, acc))
     acc = acc + tl::load(dout + (b * seq_len + t) * C + cols, mask, 0.0f);
   tl::store(dwpe + t * C + cols, acc, mask);
@@ -94,16 +95,16 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
   tl::store(dx + row * C + cols, out, mask);
 }
 
-/// LayerNorm backward, the parameter gradients: dw = sum over rows of
-/// dy * xhat, db = sum of dy (one program per column block, deterministic).
+/// LayerNorm backward, the parameter gradients: dw (+)= sum over rows of
+/// dy * xhat, db (+)= sum of dy (one program per column block, deterministic).
 template <class T>
 void layernorm_bwd_dwdb(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
                         tl::ptr<float> dw, tl::ptr<float> db, tl::scalar<int32_t> rows,
-                        tl::scalar<int32_t> C, tl::constant<int> BLOCK) {
+                        tl::scalar<int32_t> C, tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
   tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
-  tl::tensor acc_w = tl::zeros({BLOCK}, tl::f32);
-  tl::tensor acc_b = tl::zeros({BLOCK}, tl::f32);
+  tl::tensor acc_w = accumulate.value ? tl::load(dw + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
+  tl::tensor acc_b = accumulate.value ? tl::load(db + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
   for (auto r : tl::range(0, rows, 1, acc_w, acc_b)) {
     tl::tensor g = tl::load(dy + r * C + cols, mask, 0.0f).to(tl::f32);
     tl::tensor xhat = (tl::load(x + r * C + cols, mask, 0.0f).to(tl::f32) - tl::load(mean_in + r)) *
@@ -225,7 +226,8 @@ void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl:
   tl::store(y + offs, acc, mask);
 }
 
-/// dx = dy @ w^T for dy [M, N], w [K, N]: dx [M, K], looping over N.
+/// dx = dy @ w^T for dy [M, N], w [K, N]: dx [M, K], looping over N. Also
+/// the tied LM head: logits = x @ wte^T.
 template <class T>
 void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_t> M,
                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
@@ -246,16 +248,18 @@ void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_
             (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K));
 }
 
-/// dw = x^T @ dy for x [M, K], dy [M, N]: dw [K, N] (f32), looping over M;
-/// deterministic (no atomics).
+/// dw (+)= x^T @ dy for x [M, K], dy [M, N]: dw [K, N] (f32), looping over M;
+/// deterministic (no atomics). Also the tied LM head's wte gradient.
 template <class T>
 void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M,
-                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BK,
-                   tl::constant<int> BN, tl::constant<int> BM) {
+                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<bool> accumulate,
+                   tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> BM) {
   tl::tensor rk = tl::program_id(0) * BK + tl::arange(0, BK);
   tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
   tl::tensor rm = tl::arange(0, BM);
-  tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
+  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
+  tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+  tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
   for (auto m : tl::range(0, M, BM.value, acc)) {
     tl::tensor ma = m + rm;
     tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
@@ -264,18 +268,17 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
                             (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
     acc = tl::dot(xt, g, acc);
   }
-  tl::store(dw + rk.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N));
+  tl::store(out, acc, outMask);
 }
 
-/// db = column sums of dy [M, N] (one program per column block, looping over
-/// rows: deterministic).
+/// db (+)= column sums of dy [M, N] (one program per column block, looping
+/// over rows: deterministic).
 template <class T>
 void bias_bwd(tl::ptr<T> dy, tl::ptr<float> db, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
-              tl::constant<int> BLOCK) {
+              tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
   tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = cols < N;
-  tl::tensor acc = tl::zeros({BLOCK}, tl::f32);
+  tl::tensor acc = accumulate.value ? tl::load(db + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
   for (auto r : tl::range(0, M, 1, acc))
     acc = acc + tl::load(dy + r * N + cols, mask, 0.0f).to(tl::f32);
   tl::store(db + cols, acc, mask);

@@ -125,6 +125,42 @@ struct GptModel::Kernels {
   Kernel residual = kernel("gpt_residual", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
   Kernel crossEntropy = kernel("gpt_cross_entropy_fwd", kernels::cross_entropy_fwd,
                                {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+  // Backward and optimiser.
+  Kernel crossEntropyBwd = kernel("gpt_cross_entropy_bwd", kernels::cross_entropy_bwd,
+                                  {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
+  Kernel fill = kernel("gpt_fill", fillKernel, {"out", "value", "n", "BLOCK"});
+  Kernel matmul = kernel("gpt_matmul", examples::matmul<float>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  Kernel matmulDx = kernel("gpt_matmul_bwd_dx", kernels::matmul_bwd_dx<float>,
+                           {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
+  Kernel matmulDw = kernel("gpt_matmul_bwd_dw", kernels::matmul_bwd_dw<float>,
+                           {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
+  Kernel biasBwd = kernel("gpt_bias_bwd", kernels::bias_bwd<float>, {"dy", "db", "M", "N", "accumulate", "BLOCK"});
+  Kernel layernormDx = kernel("gpt_layernorm_bwd_dx", kernels::layernorm_bwd_dx<float>,
+                              {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
+  Kernel layernormDwdb = kernel("gpt_layernorm_bwd_dwdb", kernels::layernorm_bwd_dwdb<float>,
+                                {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
+  Kernel geluBwd = kernel("gpt_gelu_bwd", kernels::gelu_bwd<float>, {"x", "dy", "dx", "n", "BLOCK"});
+  Kernel attentionDelta = kernel("gpt_attention_bwd_delta", kernels::attention_bwd_delta<float>,
+                                 {"o", "dout", "delta", "H", "T", "D", "BM"});
+  Kernel attentionDkdv = kernel("gpt_attention_bwd_dkdv", kernels::attention_bwd_dkdv<float>,
+                                {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H",
+                                 "T", "scale", "D", "BM", "BN"});
+  Kernel attentionDq = kernel("gpt_attention_bwd_dq", kernels::attention_bwd_dq<float>,
+                              {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H",
+                               "T", "scale", "D", "BM", "BN"});
+  Kernel embeddingTokens = kernel("gpt_embedding_bwd_tokens", kernels::embedding_bwd_tokens,
+                                  {"tokens", "dout", "dwte", "C", "BLOCK"});
+  Kernel embeddingPositions = kernel("gpt_embedding_bwd_positions", kernels::embedding_bwd_positions,
+                                     {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"});
+  Kernel adamw = kernel("gpt_adamw", kernels::adamw,
+                        {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1",
+                         "bias2", "n", "BLOCK"});
+
+  static void fillKernel(tl::ptr<float> out, tl::scalar<float> value, tl::scalar<int64_t> n,
+                         tl::constant<int> BLOCK) {
+    tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
+    tl::store(out + offs, tl::full({BLOCK}, value, tl::f32), offs < n);
+  }
 };
 
 /// Activations of one forward pass for B x T tokens, in one arena.
@@ -137,6 +173,8 @@ struct GptModel::Activations {
         fcproj, residual3;
   };
   std::vector<Layer> layers;
+  Arena grads;             // d(loss)/d(activation), at the activations' offsets
+  int64_t delta = 0;       // attention's rowsum(do * o), [B * H * T], in `grads`
   std::vector<int32_t> hostTokens, hostTargets;
   std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
 };
@@ -145,7 +183,9 @@ GptModel::GptModel(GptConfig config, Backend backend)
     : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>()) {
   config_.validate();
   params_ = parameterLayout(config_);
-  paramArena_ = Arena(params_.back().offset + params_.back().numel(), backend);
+  const int64_t n = params_.back().offset + params_.back().numel();
+  paramArena_ = Arena(n, backend);
+  gradArena_ = Arena(n, backend);
 }
 
 GptModel::~GptModel() = default;
@@ -247,7 +287,9 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     }
     a.lnfOut = take(int64_t(BT) * C), a.lnfMean = take(BT), a.lnfRstd = take(BT);
     a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = take(BT);
+    a.delta = take(int64_t(B) * H * T); // used in the gradients' arena only
     a.arena = Arena(size, backend_);
+    a.grads = Arena(size, backend_);
   }
   Activations &a = *acts_;
   a.hostTokens = tokens;
@@ -319,6 +361,120 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   for (float v : losses)
     sum += v;
   return float(sum / BT);
+}
+
+void GptModel::zero_grad() {
+  kernels_->fill(launch({uint32_t(cdiv(gradArena_.size(), 1024))}), gradArena_.view(0, gradArena_.size()), 0.0f,
+                 gradArena_.size(), 1024);
+}
+
+std::vector<float> GptModel::read_gradient(const std::string &name) const {
+  const ParamSpec &p = parameter(name);
+  return gradArena_.download(p.offset, p.numel());
+}
+
+void GptModel::backward() {
+  if (!acts_ || acts_->hostTargets.empty())
+    throw Error("GPT backward: run forward() with targets first");
+  const GptConfig &c = config_;
+  Activations &a = *acts_;
+  const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;
+  const bool gpu = backend_ == Backend::GPU;
+  const int64_t btc = int64_t(BT) * C, logitsSize = int64_t(BT) * Vp;
+  auto P = [&](const std::string &name) {
+    const ParamSpec &p = parameter(name);
+    return paramArena_.view(p.offset, p.numel());
+  };
+  auto G = [&](const std::string &name) { // parameter gradients
+    const ParamSpec &p = parameter(name);
+    return gradArena_.view(p.offset, p.numel());
+  };
+  auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
+  auto dA = [&](int64_t offset, int64_t count) { return a.grads.view(offset, count); };
+  const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16, lnBlock = pow2AtLeast(C);
+  const int attBlock = gpu ? 64 : 16, colBlock = 32;
+  Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
+  Arg tokArg = gpu ? Arg(*a.deviceTokens) : Arg(a.hostTokens);
+
+  // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
+  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
+    kernels_->matmulDx(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}), dy, P(w + ".weight"), dx, BT, N,
+                       K, BM, BN, BK);
+    kernels_->matmulDw(launch({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy, G(w + ".weight"), BT, N, K,
+                       true, BM, BN, BK);
+    kernels_->biasBwd(launch({uint32_t(cdiv(N, colBlock))}), dy, G(w + ".bias"), BT, N, true, colBlock);
+  };
+  // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
+  auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
+    kernels_->layernormDx(launch({uint32_t(BT)}), dy, A(x, btc), P(ln + ".weight"), A(mean, BT), A(rstd, BT), dx,
+                          C, lnBlock);
+    kernels_->layernormDwdb(launch({uint32_t(cdiv(C, colBlock))}), dy, A(x, btc), A(mean, BT), A(rstd, BT),
+                            G(ln + ".weight"), G(ln + ".bias"), BT, C, true, colBlock);
+  };
+  auto add = [&](Arg x, Arg y, Arg out) {
+    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, int32_t(btc), 1024);
+  };
+
+  // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
+  kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dA(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
+  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT),
+                            dA(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, gpu ? 1024 : 256);
+  // Tied LM head: logits = lnf wte^T.
+  kernels_->matmul(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
+                   P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
+  kernels_->matmulDw(launch({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
+                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
+  const int64_t last = a.layers.back().residual3;
+  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, dA(last, btc), "ln_f");
+
+  const float scale = 1.0f / std::sqrt(float(D));
+  for (int l = c.n_layer - 1; l >= 0; --l) {
+    const Activations::Layer &L = a.layers[size_t(l)];
+    const std::string h = fmt::format("h.{}.", l);
+    const int64_t in = l == 0 ? a.encoded : a.layers[size_t(l) - 1].residual3;
+    // residual3 = residual2 + mlp(ln2(residual2)).
+    linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fch, 4 * btc), h + "mlp.c_proj", C, 4 * C);
+    kernels_->geluBwd(launch({uint32_t(cdiv(4 * btc, 1024))}), A(L.fchPre, 4 * btc), dA(L.fch, 4 * btc),
+                      dA(L.fchPre, 4 * btc), int32_t(4 * btc), 1024);
+    linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C);
+    layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.fcproj, btc), h + "ln_2");
+    add(dA(L.residual3, btc), dA(L.fcproj, btc), dA(L.residual2, btc));
+    // residual2 = in + attn(ln1(in)).
+    linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C);
+    const int64_t bht = int64_t(B) * H * T;
+    kernels_->attentionDelta(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.atty, btc),
+                             dA(L.atty, btc), dA(a.delta, bht), H, T, D, attBlock);
+    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
+                            dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                            3 * C, H, T, scale, D, attBlock, attBlock);
+    kernels_->attentionDq(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
+                          dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                          3 * C, H, T, scale, D, attBlock, attBlock);
+    linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
+    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.attproj, btc), h + "ln_1");
+    add(dA(L.residual2, btc), dA(L.attproj, btc), dA(in, btc));
+  }
+  // Embeddings: wte (also the LM head's, accumulated above) and wpe.
+  kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);
+  kernels_->embeddingPositions(launch({uint32_t(T), uint32_t(cdiv(C, colBlock))}), dA(a.encoded, btc),
+                               G("wpe.weight"), B, T, C, true, colBlock);
+}
+
+void GptModel::step(const AdamW &opt) {
+  if (adamM_.size() == 0) {
+    adamM_ = Arena(paramArena_.size(), backend_);
+    adamV_ = Arena(paramArena_.size(), backend_);
+  }
+  ++steps_;
+  const float bias1 = 1.0f - std::pow(opt.beta1, float(steps_));
+  const float bias2 = 1.0f - std::pow(opt.beta2, float(steps_));
+  for (const ParamSpec &p : params_) { // one launch per tensor: decay on matrices only
+    const float decay = p.shape.size() >= 2 ? opt.weight_decay : 0.0f;
+    const int64_t n = p.numel();
+    kernels_->adamw(launch({uint32_t(cdiv(n, 1024))}), paramArena_.view(p.offset, n), gradArena_.view(p.offset, n),
+                    adamM_.view(p.offset, n), adamV_.view(p.offset, n), opt.lr, opt.beta1, opt.beta2, opt.eps,
+                    decay, bias1, bias2, n, 1024);
+  }
 }
 
 std::vector<float> GptModel::logits() const {

@@ -88,6 +88,21 @@ public:
   /// shape, or empty) also the cross-entropy. Returns the mean loss (NaN
   /// without targets). The logits stay in the activations: logits().
   float forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T);
+  /// Adds the gradients of the last forward's mean loss (it needs targets)
+  /// to the gradient arena: call zero_grad() first, or not, to accumulate
+  /// micro-batches. Deterministic except the token embedding's scatter.
+  void backward();
+  void zero_grad();
+  std::vector<float> read_gradient(const std::string &name) const;
+
+  /// AdamW's settings; weight decay applies to matrices (2-D) only.
+  struct AdamW {
+    float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  };
+  /// One AdamW step over every parameter with the accumulated gradients
+  /// (bias correction from the number of steps taken so far).
+  void step(const AdamW &opt);
+
   /// Logits of the last forward, [B * T, vocab] (the padding dropped).
   std::vector<float> logits() const;
   /// The residual stream after block `layer` (n_layer - 1: before ln_f),
@@ -102,7 +117,8 @@ private:
   GptConfig config_;
   Backend backend_;
   std::vector<ParamSpec> params_;
-  Arena paramArena_;
+  Arena paramArena_, gradArena_, adamM_, adamV_;
+  int steps_ = 0;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<Activations> acts_;
 };

@@ -50,9 +50,9 @@ TEST_P(GptKernels, EmbeddingForwardAndBackward) {
   std::vector<float> dwte(V * C, 0.0f), dwpe(T * C);
   auto bwdTok = kernel("embedding_bwd_tokens", k::embedding_bwd_tokens, {"tokens", "dout", "dwte", "C", "BLOCK"});
   auto bwdPos = kernel("embedding_bwd_positions", k::embedding_bwd_positions,
-                       {"dout", "dwpe", "batch", "T", "C", "BLOCK"});
+                       {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"});
   bwdTok(on({B * T}), tokens, dout, dwte, C, 64);
-  bwdPos(on({T, uint32_t(cdiv(C, 16))}), dout, dwpe, B, T, C, 16);
+  bwdPos(on({T, uint32_t(cdiv(C, 16))}), dout, dwpe, B, T, C, false, 16);
   std::vector<double> wantTok(V * C, 0.0), wantPos(T * C, 0.0);
   for (int r = 0; r < B * T; ++r)
     for (int c = 0; c < C; ++c) {
@@ -60,6 +60,9 @@ TEST_P(GptKernels, EmbeddingForwardAndBackward) {
       wantPos[size_t((r % T) * C + c)] += dout[size_t(r * C + c)];
     }
   EXPECT_LT(maxRelError(dwte, wantTok), 1e-6);
+  EXPECT_LT(maxRelError(dwpe, wantPos), 1e-6);
+  bwdPos(on({T, uint32_t(cdiv(C, 16))}), dout, dwpe, B, T, C, true, 16); // accumulates
+  for (double &v : wantPos) v *= 2;
   EXPECT_LT(maxRelError(dwpe, wantPos), 1e-6);
 }
 
@@ -89,9 +92,9 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   auto dx = poisoned<float>(rows * C), dw = poisoned<float>(C), db = poisoned<float>(C);
   auto bwdX = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<float>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   auto bwdW = kernel("layernorm_bwd_dwdb", k::layernorm_bwd_dwdb<float>,
-                     {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "BLOCK"});
+                     {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
   bwdX(on({rows}), dy, x, w, mean, rstd, dx, C, BLOCK);
-  bwdW(on({uint32_t(cdiv(C, 32))}), dy, x, mean, rstd, dw, db, rows, C, 32);
+  bwdW(on({uint32_t(cdiv(C, 32))}), dy, x, mean, rstd, dw, db, rows, C, false, 32);
   auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
     auto yy = poisoned<float>(rows * C), mm = poisoned<float>(rows), rr = poisoned<float>(rows);
     fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, C, eps, BLOCK);
@@ -218,14 +221,15 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   auto dx = poisoned<T>(M * K);
   std::vector<float> dw(K * N, NAN), db(N, NAN);
   auto bwdX = kernel("matmul_bwd_dx", k::matmul_bwd_dx<T>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
-  auto bwdW = kernel("matmul_bwd_dw", k::matmul_bwd_dw<T>, {"x", "dy", "dw", "M", "N", "K", "BK", "BN", "BM"});
-  auto bwdB = kernel("bias_bwd", k::bias_bwd<T>, {"dy", "db", "M", "N", "BLOCK"});
+  auto bwdW = kernel("matmul_bwd_dw", k::matmul_bwd_dw<T>,
+                     {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
+  auto bwdB = kernel("bias_bwd", k::bias_bwd<T>, {"dy", "db", "M", "N", "accumulate", "BLOCK"});
   o.grid = {uint32_t(cdiv(M, 32)), uint32_t(cdiv(K, 32))};
   bwdX(o, dy, w, dx, M, N, K, 32, 32, 16);
   o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
-  bwdW(o, x, dy, dw, M, N, K, 32, 32, 16);
+  bwdW(o, x, dy, dw, M, N, K, false, 32, 32, 16);
   o.grid = {uint32_t(cdiv(N, 32))};
-  bwdB(o, dy, db, M, N, 32);
+  bwdB(o, dy, db, M, N, false, 32);
   std::vector<double> wantDx(M * K, 0.0), wantDw(K * N, 0.0), wantDb(N, 0.0);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
@@ -238,6 +242,15 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
     }
   EXPECT_LT(rel_error(dx, wantDx), tolerance<T>());
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3)); // f32 out
+  EXPECT_LT(rel_error(db, wantDb), 1e-5);
+  // Accumulating (micro-batches): the same gradients again, added.
+  o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
+  bwdW(o, x, dy, dw, M, N, K, true, 32, 32, 16);
+  o.grid = {uint32_t(cdiv(N, 32))};
+  bwdB(o, dy, db, M, N, true, 32);
+  for (double &v : wantDw) v *= 2;
+  for (double &v : wantDb) v *= 2;
+  EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
 }
 
