@@ -175,15 +175,16 @@ inline void cross_entropy_bwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, t
 
 /// One AdamW step over n parameters (f32 master weights), bias-corrected,
 /// decoupled weight decay: p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p).
-/// `bias1` = 1 - beta1^t and `bias2` = 1 - beta2^t for step t.
+/// `bias1` = 1 - beta1^t and `bias2` = 1 - beta2^t for step t; the gradients
+/// are multiplied by `grad_scale` first (global-norm clipping, 1 otherwise).
 inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_state,
                   tl::ptr<float> v_state, tl::scalar<float> lr, tl::scalar<float> beta1,
                   tl::scalar<float> beta2, tl::scalar<float> eps, tl::scalar<float> weight_decay,
-                  tl::scalar<float> bias1, tl::scalar<float> bias2, tl::scalar<int64_t> n,
-                  tl::constant<int> BLOCK) {
+                  tl::scalar<float> bias1, tl::scalar<float> bias2, tl::scalar<float> grad_scale,
+                  tl::scalar<int64_t> n, tl::constant<int> BLOCK) {
   tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = offs < n;
-  tl::tensor g = tl::load(grads + offs, mask, 0.0f);
+  tl::tensor g = tl::load(grads + offs, mask, 0.0f) * grad_scale;
   tl::tensor p = tl::load(params + offs, mask, 0.0f);
   tl::tensor m = beta1 * tl::load(m_state + offs, mask, 0.0f) + (1.0f - beta1) * g;
   tl::tensor v = beta2 * tl::load(v_state + offs, mask, 0.0f) + (1.0f - beta2) * g * g;
@@ -191,6 +192,24 @@ inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_
   tl::store(m_state + offs, m, mask);
   tl::store(v_state + offs, v, mask);
   tl::store(params + offs, p - lr * update, mask);
+}
+
+/// partial[i] = sum of x^2 over the i-th BLOCK of x (n elements): the first
+/// pass of the gradients' global norm (deterministic: no atomics).
+inline void sum_of_squares(tl::ptr<float> x, tl::ptr<float> partial, tl::scalar<int64_t> n,
+                           tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor v = tl::load(x + offs, offs < n, 0.0f);
+  tl::store(partial + tl::program_id(0), tl::sum(v * v, 0));
+}
+
+/// out[0] = sum of x[0, n): the second pass, one program.
+inline void sum_all(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n, tl::constant<int> BLOCK) {
+  tl::tensor acc = tl::zeros({BLOCK}, tl::f32);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  for (auto c : tl::range(0, n, BLOCK.value, acc))
+    acc = acc + tl::load(x + c + cols, c + cols < n, 0.0f);
+  tl::store(out, tl::sum(acc, 0));
 }
 
 /// y = x @ w + b for x [M, K], w [K, N] (Hugging Face's Conv1D layout: [in,

@@ -154,7 +154,9 @@ struct GptModel::Kernels {
                                      {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"});
   Kernel adamw = kernel("gpt_adamw", kernels::adamw,
                         {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1",
-                         "bias2", "n", "BLOCK"});
+                         "bias2", "grad_scale", "n", "BLOCK"});
+  Kernel sumOfSquares = kernel("gpt_sum_of_squares", kernels::sum_of_squares, {"x", "partial", "n", "BLOCK"});
+  Kernel sumAll = kernel("gpt_sum_all", kernels::sum_all, {"x", "out", "n", "BLOCK"});
 
   static void fillKernel(tl::ptr<float> out, tl::scalar<float> value, tl::scalar<int64_t> n,
                          tl::constant<int> BLOCK) {
@@ -473,8 +475,40 @@ void GptModel::step(const AdamW &opt) {
     const int64_t n = p.numel();
     kernels_->adamw(launch({uint32_t(cdiv(n, 1024))}), paramArena_.view(p.offset, n), gradArena_.view(p.offset, n),
                     adamM_.view(p.offset, n), adamV_.view(p.offset, n), opt.lr, opt.beta1, opt.beta2, opt.eps,
-                    decay, bias1, bias2, n, 1024);
+                    decay, bias1, bias2, gradScale_, n, 1024);
   }
+  gradScale_ = 1.0f; // clipping applies to one step
+}
+
+float GptModel::clip_grad_norm(float max_norm) {
+  const int64_t n = gradArena_.size();
+  constexpr int kBlock = 4096;
+  const int64_t blocks = cdiv(n, kBlock);
+  Arena scratch(blocks + 1, backend_);
+  kernels_->sumOfSquares(launch({uint32_t(blocks)}), gradArena_.view(0, n), scratch.view(0, blocks), n, kBlock);
+  kernels_->sumAll(launch({1}), scratch.view(0, blocks), scratch.view(blocks, 1), int32_t(blocks), 1024);
+  const float norm = std::sqrt(scratch.download(blocks, 1)[0]);
+  gradScale_ = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+  return norm;
+}
+
+float GptModel::learning_rate(int step, int warmup, int total, float max_lr, float min_lr) {
+  if (step < warmup)
+    return max_lr * float(step + 1) / float(warmup);
+  if (step >= total)
+    return min_lr;
+  const float progress = float(step - warmup) / float(std::max(1, total - warmup));
+  return min_lr + 0.5f * (max_lr - min_lr) * (1.0f + std::cos(float(M_PI) * progress));
+}
+
+GptModel::Memory GptModel::memory() const {
+  Memory m;
+  m.parameters = paramArena_.size() * 4;
+  m.gradients = gradArena_.size() * 4;
+  m.optimizer = (adamM_.size() + adamV_.size()) * 4;
+  if (acts_)
+    m.activations = (acts_->arena.size() + acts_->grads.size()) * 4;
+  return m;
 }
 
 std::vector<float> GptModel::logits() const {

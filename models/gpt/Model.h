@@ -100,8 +100,22 @@ public:
     float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
   };
   /// One AdamW step over every parameter with the accumulated gradients
-  /// (bias correction from the number of steps taken so far).
+  /// (bias correction from the number of steps taken so far), scaled by the
+  /// factor clip_grad_norm() chose (1 without it).
   void step(const AdamW &opt);
+  /// The gradients' global L2 norm; when it exceeds `max_norm`, the next
+  /// step() scales them by max_norm / norm (GPT-2's clipping at 1.0).
+  float clip_grad_norm(float max_norm);
+  /// GPT-2's schedule: linear warm-up over `warmup` steps to `max_lr`, then a
+  /// cosine decay to `min_lr` at `total` steps.
+  static float learning_rate(int step, int warmup, int total, float max_lr, float min_lr);
+  /// Bytes of each part, as allocated: parameters, gradients, AdamW state,
+  /// activations (forward + their gradients) of the last forward's B x T.
+  struct Memory {
+    int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
+    int64_t total() const { return parameters + gradients + optimizer + activations; }
+  };
+  Memory memory() const;
 
   /// Logits of the last forward, [B * T, vocab] (the padding dropped).
   std::vector<float> logits() const;
@@ -119,6 +133,7 @@ private:
   std::vector<ParamSpec> params_;
   Arena paramArena_, gradArena_, adamM_, adamV_;
   int steps_ = 0;
+  float gradScale_ = 1.0f;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<Activations> acts_;
 };

@@ -168,6 +168,20 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
   EXPECT_LT(maxRelError(dlogits, want), 1e-5); // the padding's gradient is exactly 0
 }
 
+TEST_P(GptKernels, GlobalSumOfSquaresInTwoPasses) {
+  const int64_t n = 5000;
+  auto x = random_vector<float>(size_t(n));
+  const int BLOCK = 256, blocks = int(cdiv(n, BLOCK));
+  std::vector<float> partial(size_t(blocks), NAN), total(1, NAN);
+  auto squares = kernel("sum_of_squares", k::sum_of_squares, {"x", "partial", "n", "BLOCK"});
+  auto all = kernel("sum_all", k::sum_all, {"x", "out", "n", "BLOCK"});
+  squares(on({uint32_t(blocks)}), x, partial, n, BLOCK);
+  all(on({1}), partial, total, blocks, 64);
+  double want = 0;
+  for (float v : x) want += double(v) * v;
+  EXPECT_NEAR(total[0], want, 1e-5 * want);
+}
+
 TEST_P(GptKernels, AdamWStepMatchesTheReference) {
   const int64_t n = 1000;
   auto p = random_vector<float>(size_t(n)), g = random_vector<float>(size_t(n));
@@ -177,10 +191,12 @@ TEST_P(GptKernels, AdamWStepMatchesTheReference) {
   const float bias1 = 1 - std::pow(b1, float(step)), bias2 = 1 - std::pow(b2, float(step));
   auto p2 = p, m2 = m, v2 = v;
   auto step_k = kernel("adamw", k::adamw, {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
-                                          "weight_decay", "bias1", "bias2", "n", "BLOCK"});
-  step_k(on({uint32_t(cdiv(n, 256))}), p2, g, m2, v2, lr, b1, b2, eps, wd, bias1, bias2, n, 256);
+                                          "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"});
+  const float scale = 0.5f; // as global-norm clipping would pass
+  step_k(on({uint32_t(cdiv(n, 256))}), p2, g, m2, v2, lr, b1, b2, eps, wd, bias1, bias2, scale, n, 256);
   for (size_t i = 0; i < size_t(n); ++i) {
-    double mm = b1 * double(m[i]) + (1 - b1) * g[i], vv = b2 * double(v[i]) + (1 - b2) * double(g[i]) * g[i];
+    const double gs = double(g[i]) * scale;
+    double mm = b1 * double(m[i]) + (1 - b1) * gs, vv = b2 * double(v[i]) + (1 - b2) * gs * gs;
     double want = p[i] - lr * ((mm / bias1) / (std::sqrt(vv / bias2) + eps) + wd * p[i]);
     ASSERT_NEAR(m2[i], mm, 1e-6);
     ASSERT_NEAR(v2[i], vv, 1e-7);
