@@ -226,6 +226,22 @@ void GptModel::load(const SafetensorsFile &file) {
   }
 }
 
+void GptModel::save(const std::string &path, const std::map<std::string, std::string> &metadata) const {
+  std::vector<std::vector<float>> values;
+  std::vector<TensorToWrite> tensors;
+  values.reserve(params_.size());
+  for (const ParamSpec &p : params_) {
+    values.push_back(read_parameter(p.name));
+    std::vector<int64_t> shape = p.shape;
+    if (p.name == "wte.weight") {
+      shape[0] = config_.vocab;
+      values.back().resize(size_t(shape[0] * shape[1]));
+    }
+    tensors.push_back({p.name, shape, values.back()});
+  }
+  write_safetensors(path, tensors, metadata);
+}
+
 void GptModel::init_random(uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.02f);

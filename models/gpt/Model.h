@@ -14,6 +14,7 @@
 #include "tegula/kernel.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,9 @@ public:
   /// GPT-2's initialisation (normal(0, 0.02), residual projections scaled by
   /// 1/sqrt(2 n_layer), layernorm 1/0), from `seed`.
   void init_random(uint64_t seed);
+  /// Writes every parameter under Hugging Face's names (wte without its
+  /// padding rows), loadable by load() and by transformers.
+  void save(const std::string &path, const std::map<std::string, std::string> &metadata = {}) const;
   std::vector<float> read_parameter(const std::string &name) const;
   void write_parameter(const std::string &name, const std::vector<float> &values);
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tegula-gpt end to end on a tiny corpus: train a few steps (interpreter),
-# save, generate from the checkpoint; bad options are clear errors.
+# save, generate from the checkpoint - with byte tokens, and with GPT-2's BPE
+# through a token file; bad options are clear errors.
 set -euo pipefail
 tool=$1
+bpe=$2 # models/gpt/tokenizer/fixture
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for i in $(seq 40); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$work/input.txt"
@@ -15,8 +17,18 @@ grep -q '^\[memory\] after step' "$work/train.log"
 "$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 8 --temperature 0 "${small[@]}" \
   | tee "$work/gen.log"
 [[ $(head -c 4 "$work/gen.log") == "the " ]]
+"$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
+  --merges "$bpe/merges.txt" | tee "$work/tok.log"
+grep -q 'vocabulary 420' "$work/tok.log"
+"$tool" train --tokens "$work/tokens.bin" --steps 2 --batch 2 --val-every 0 --save "$work/b.safetensors" \
+  "${small[@]}" | tee "$work/train-bpe.log"
+grep -q 'vocabulary 420 (token file)' "$work/train-bpe.log"
+"$tool" generate --model "$work/b.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" \
+  --prompt "the quick" --tokens 4 "${small[@]}" | grep -q '^the quick'
 if "$tool" train --data "$work/input.txt" --stepz 3 2>"$work/err.log"; then exit 1; fi
 grep -q "unknown option '--stepz'" "$work/err.log"
 if "$tool" generate --model "$work/missing.safetensors" --prompt x 2>"$work/err.log"; then exit 1; fi
 grep -q "cannot open" "$work/err.log"
+if "$tool" train --tokens "$work/input.txt" 2>"$work/err.log"; then exit 1; fi
+grep -q "is not a token file" "$work/err.log"
 echo "tegula-gpt smoke test passed"

@@ -1,20 +1,25 @@
 //===- tegula-gpt: train and sample GPT-2 models written in Tegula ---------===//
 //
-//   tegula-gpt train --data input.txt [--steps 200] [--batch 4] [--seq 64]
+//   tegula-gpt tokenize --data input.txt --out tokens.bin [--vocab vocab.json --merges merges.txt]
+//   tegula-gpt train (--data input.txt | --tokens tokens.bin) [--steps 200] [--batch 4] [--seq 64]
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu]
 //   tegula-gpt generate --model model.safetensors [--layers/--heads/--embd as trained]
-//                    --prompt "text" [--tokens 100] [--temperature 0.8]
-//                    [--top-k 40] [--top-p 0.95] [--seed 1]
+//                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
+//                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
 //
-// Tokens are bytes (vocabulary 256). The text file is memory-mapped; the last
-// 10% is held out for the validation loss. Training is deterministic for a
-// seed (but for the order of the token-embedding gradient's atomic sums).
+// Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
+// (tokenize writes them to a token file: a 16-byte header "TGTK", version,
+// vocabulary size, then little-endian i32 ids). Text or token files are
+// memory-mapped; the last 10% is held out for the validation loss. Training
+// is deterministic for a seed (but for the order of the token-embedding
+// gradient's atomic sums).
 //
 //===----------------------------------------------------------------------===//
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
+#include "models/gpt/Tokenizer.h"
 
 #include "tegula/error.h"
 
@@ -27,7 +32,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -66,12 +73,14 @@ private:
   std::map<std::string, std::string> values_;
 };
 
-GptConfig configFrom(const Options &o) {
+GptConfig configFrom(const Options &o, int vocab) {
   GptConfig c;
   c.n_layer = o.integer("layers"), c.n_head = o.integer("heads"), c.n_embd = o.integer("embd");
-  c.vocab = 256, c.vocab_padded = 256, c.n_ctx = std::max(64, o.integer("seq"));
+  c.vocab = vocab, c.vocab_padded = int(cdiv(vocab, 128) * 128), c.n_ctx = std::max(64, o.integer("seq"));
   return c;
 }
+
+constexpr char kTokenMagic[4] = {'T', 'G', 'T', 'K'};
 
 Backend backendFrom(const Options &o) { return parse_backend(o.str("backend")); }
 
@@ -105,33 +114,84 @@ void printMemory(const char *phase, const GptModel &m) {
              mib(mem.parameters), mib(mem.gradients), mib(mem.optimizer), mib(mem.activations), mib(mem.total()));
 }
 
-/// B random windows of T + 1 bytes from [begin, end): inputs and next-byte targets.
-void sampleBatch(const MappedFile &f, size_t begin, size_t end, int B, int T, std::mt19937_64 &rng,
+/// The training stream: a text file's bytes, or a token file's ids, mapped.
+struct TokenStream {
+  std::unique_ptr<MappedFile> file;
+  size_t count = 0;
+  int vocab = 256;
+  bool bytes = true;
+  int32_t at(size_t i) const {
+    if (bytes)
+      return file->data[i];
+    int32_t v;
+    std::memcpy(&v, file->data + 16 + 4 * i, 4);
+    return v;
+  }
+  static TokenStream open(const Options &o) {
+    TokenStream s;
+    if (!o.str("tokens").empty()) {
+      s.file = std::make_unique<MappedFile>(o.str("tokens"));
+      uint32_t header[4] = {};
+      if (s.file->size < 16 || (std::memcpy(header, s.file->data, 16), std::memcmp(header, kTokenMagic, 4)) ||
+          header[1] != 1 || (s.file->size - 16) % 4)
+        throw Error(fmt::format("{} is not a token file (tegula-gpt tokenize writes them)", o.str("tokens")));
+      s.bytes = false, s.vocab = int(header[2]), s.count = (s.file->size - 16) / 4;
+    } else {
+      s.file = std::make_unique<MappedFile>(o.str("data"));
+      s.count = s.file->size;
+    }
+    return s;
+  }
+};
+
+/// B random windows of T + 1 tokens from [begin, end): inputs and next-token targets.
+void sampleBatch(const TokenStream &f, size_t begin, size_t end, int B, int T, std::mt19937_64 &rng,
                  std::vector<int32_t> &tokens, std::vector<int32_t> &targets) {
   tokens.resize(size_t(B * T)), targets.resize(size_t(B * T));
   std::uniform_int_distribution<size_t> pick(begin, end - size_t(T) - 1);
   for (int b = 0; b < B; ++b) {
     const size_t at = pick(rng);
     for (int t = 0; t < T; ++t) {
-      tokens[size_t(b * T + t)] = f.data[at + size_t(t)];
-      targets[size_t(b * T + t)] = f.data[at + size_t(t) + 1];
+      tokens[size_t(b * T + t)] = f.at(at + size_t(t));
+      targets[size_t(b * T + t)] = f.at(at + size_t(t) + 1);
     }
   }
 }
 
+int tokenize(const Options &o) {
+  MappedFile text(o.str("data"));
+  std::string_view view(reinterpret_cast<const char *>(text.data), text.size);
+  std::vector<int32_t> ids;
+  int vocab = 256;
+  if (!o.str("vocab").empty()) {
+    BpeTokenizer bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
+    ids = bpe.encode(view), vocab = bpe.vocab_size();
+  } else {
+    ids = ByteTokenizer::encode(view);
+  }
+  const std::string out = o.str("out");
+  std::FILE *f = std::fopen(out.c_str(), "wb");
+  const uint32_t header[4] = {0, 1, uint32_t(vocab), 0};
+  if (!f || std::fwrite(kTokenMagic, 1, 4, f) != 4 || std::fwrite(header + 1, 4, 3, f) != 3 ||
+      std::fwrite(ids.data(), 4, ids.size(), f) != ids.size() || std::fclose(f) != 0)
+    throw Error(fmt::format("cannot write {}", out));
+  fmt::print("{}: {} bytes -> {} tokens (vocabulary {}) in {}\n", o.str("data"), text.size, ids.size(), vocab, out);
+  return 0;
+}
+
 int train(const Options &o) {
-  const GptConfig config = configFrom(o);
+  const TokenStream data = TokenStream::open(o);
+  const GptConfig config = configFrom(o, data.vocab);
   const int B = o.integer("batch"), T = o.integer("seq"), steps = o.integer("steps");
-  MappedFile data(o.str("data"));
-  const size_t split = data.size * 9 / 10;
-  if (split < size_t(T) + 2 || data.size - split < size_t(T) + 2)
-    throw Error(fmt::format("{} has {} bytes: too few for windows of {} with a 10% validation split",
-                            o.str("data"), data.size, T + 1));
+  const size_t split = data.count * 9 / 10;
+  if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
+    throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
+                            data.count, T + 1));
   GptModel model(config, backendFrom(o));
   model.init_random(uint64_t(o.integer("seed")));
-  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary 256 (bytes); {:.2f}M parameters; B={} T={}; {}\n",
-             config.n_layer, config.n_head, config.n_embd, double(model.num_parameters()) / 1e6, B, T,
-             o.str("backend"));
+  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}\n",
+             config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
+             double(model.num_parameters()) / 1e6, B, T, data.count, o.str("backend"));
   printMemory("model", model);
   std::mt19937_64 rng(uint64_t(o.integer("seed")));
   std::vector<int32_t> tokens, targets;
@@ -157,20 +217,14 @@ int train(const Options &o) {
       std::mt19937_64 valRng(7); // the same validation windows every time
       double sum = 0;
       for (int i = 0; i < 4; ++i) {
-        sampleBatch(data, split, data.size, B, T, valRng, tokens, targets);
+        sampleBatch(data, split, data.count, B, T, valRng, tokens, targets);
         sum += model.forward(tokens, targets, B, T);
       }
       fmt::print("validation loss {:.4f}\n", sum / 4);
     }
   }
   if (!o.str("save").empty()) {
-    std::vector<std::vector<float>> values;
-    std::vector<TensorToWrite> tensors;
-    for (const ParamSpec &p : model.parameters())
-      values.push_back(model.read_parameter(p.name));
-    for (size_t i = 0; i < values.size(); ++i)
-      tensors.push_back({model.parameters()[i].name, model.parameters()[i].shape, values[i]});
-    write_safetensors(o.str("save"), tensors, {{"format", "pt"}, {"tokenizer", "bytes"}});
+    model.save(o.str("save"), {{"format", "pt"}, {"vocab", std::to_string(config.vocab)}});
     fmt::print("saved {}\n", o.str("save"));
   }
   return 0;
@@ -199,26 +253,28 @@ int sample(std::vector<float> logits, float temperature, int topK, float topP, s
 }
 
 int generate(const Options &o) {
-  const GptConfig config = configFrom(o);
+  std::optional<BpeTokenizer> bpe;
+  if (!o.str("vocab").empty())
+    bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
+  const GptConfig config = configFrom(o, bpe ? bpe->vocab_size() : 256);
   GptModel model(config, backendFrom(o));
   model.load(SafetensorsFile::read(o.str("model")));
-  std::string text = o.str("prompt");
-  if (text.empty())
+  const std::string prompt = o.str("prompt");
+  if (prompt.empty())
     throw Error("generate: --prompt must not be empty");
+  std::vector<int32_t> ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
+  auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
   std::mt19937_64 rng(uint64_t(o.integer("seed")));
-  fmt::print("{}", text);
+  fmt::print("{}", prompt);
   for (int i = 0; i < o.integer("tokens"); ++i) {
     // The whole (trailing) context each time: no KV cache yet.
-    const size_t T = std::min(text.size(), size_t(config.n_ctx));
-    std::vector<int32_t> tokens;
-    for (size_t j = text.size() - T; j < text.size(); ++j)
-      tokens.push_back(uint8_t(text[j]));
-    model.forward(tokens, {}, 1, int(T));
+    const size_t T = std::min(ids.size(), size_t(config.n_ctx));
+    std::vector<int32_t> context(ids.end() - std::ptrdiff_t(T), ids.end());
+    model.forward(context, {}, 1, int(T));
     std::vector<float> logits = model.logits();
     std::vector<float> last(logits.end() - config.vocab, logits.end());
-    const char next = char(sample(last, o.real("temperature"), o.integer("top-k"), o.real("top-p"), rng));
-    text.push_back(next);
-    fmt::print("{}", next);
+    ids.push_back(sample(last, o.real("temperature"), o.integer("top-k"), o.real("top-p"), rng));
+    fmt::print("{}", text({ids.back()}));
     std::fflush(stdout);
   }
   fmt::print("\n");
@@ -231,26 +287,33 @@ int main(int argc, char **argv) {
   const std::map<std::string, std::string> common = {
       {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"}};
   try {
+    if (argc >= 2 && !std::strcmp(argv[1], "tokenize")) {
+      Options o(argc, argv, 2, {{"data", ""}, {"out", ""}, {"vocab", ""}, {"merges", ""}});
+      if (o.str("data").empty() || o.str("out").empty())
+        throw Error("tokenize: --data FILE and --out FILE are required");
+      return tokenize(o);
+    }
     if (argc >= 2 && !std::strcmp(argv[1], "train")) {
       auto d = common;
-      d.insert({{"data", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
+      d.insert({{"data", ""}, {"tokens", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
                 {"val-every", "50"}, {"save", ""}});
       Options o(argc, argv, 2, d);
-      if (o.str("data").empty())
-        throw Error("train: --data FILE is required");
+      if (o.str("data").empty() == o.str("tokens").empty())
+        throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
       return train(o);
     }
     if (argc >= 2 && !std::strcmp(argv[1], "generate")) {
       auto d = common;
       d.insert({{"model", ""}, {"prompt", ""}, {"tokens", "100"}, {"temperature", "0.8"}, {"top-k", "40"},
-                {"top-p", "0.95"}});
+                {"top-p", "0.95"}, {"vocab", ""}, {"merges", ""}});
       Options o(argc, argv, 2, d);
       if (o.str("model").empty())
         throw Error("generate: --model FILE is required");
       return generate(o);
     }
-    fmt::print(stderr, "usage: tegula-gpt train --data FILE [options] | generate --model FILE --prompt TEXT "
-                       "[options]\n(see tools/tegula-gpt/main.cpp for the options)\n");
+    fmt::print(stderr, "usage: tegula-gpt tokenize --data FILE --out FILE [--vocab F --merges F] | train (--data "
+                       "FILE | --tokens FILE) [options] | generate --model FILE --prompt TEXT [options]\n"
+                       "(docs/gpt.md and tools/tegula-gpt/main.cpp list the options)\n");
     return 64;
   } catch (const Error &e) {
     fmt::print(stderr, "tegula-gpt: {}\n", e.what());

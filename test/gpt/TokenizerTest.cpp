@@ -1,0 +1,78 @@
+// TokenizerTest.cpp - GPT-2's byte-level BPE against Hugging Face's
+// tokenizers on a small trained vocabulary (models/gpt/tokenizer/fixture,
+// made by make_fixture.py): ids for text with contractions, numbers, runs of
+// spaces, tabs and new lines, accents, CJK and Cyrillic, emoji; decoding
+// restores the text; bad files are clear errors.
+#include "models/gpt/Tokenizer.h"
+#include "tegula/error.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace tegula;
+using namespace tegula::gpt;
+using ::testing::HasSubstr;
+
+namespace {
+
+const std::string kFixture = TEGULA_SOURCE_DIR "/models/gpt/tokenizer/fixture/";
+
+TEST(Tokenizer, MatchesHuggingFaceOnEveryCase) {
+  BpeTokenizer t = BpeTokenizer::load(kFixture + "vocab.json", kFixture + "merges.txt");
+  EXPECT_EQ(t.vocab_size(), 420);
+  std::ifstream in(kFixture + "cases.json");
+  nlohmann::json cases = nlohmann::json::parse(in);
+  ASSERT_GE(cases.size(), 10u);
+  for (const auto &c : cases) {
+    const std::string text = c["text"];
+    SCOPED_TRACE(text);
+    const std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(t.encode(text), want);
+    EXPECT_EQ(t.decode(want), text);
+  }
+}
+
+TEST(Tokenizer, PretokenizesAsGpt2sPattern) {
+  auto pieces = [](std::string_view s) {
+    std::vector<std::string> out;
+    for (std::string_view p : BpeTokenizer::pretokenize(s))
+      out.emplace_back(p);
+    return out;
+  };
+  EXPECT_EQ(pieces("Hello  world's 42!"), (std::vector<std::string>{"Hello", " ", " world", "'s", " 42", "!"}));
+  EXPECT_EQ(pieces("a\n\nb  "), (std::vector<std::string>{"a", "\n", "\n", "b", "  "}));
+  EXPECT_EQ(pieces("x 'y"), (std::vector<std::string>{"x", " '", "y"}));
+  EXPECT_EQ(pieces("naïve Москва"), (std::vector<std::string>{"naïve", " Москва"}));
+}
+
+TEST(Tokenizer, BytesRoundTripAndBadInputsAreClearErrors) {
+  const std::string text = "any bytes \xff\x01 here";
+  EXPECT_EQ(ByteTokenizer::decode(ByteTokenizer::encode(text)), text);
+  auto message = [](auto &&fn) {
+    try {
+      fn();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_THAT(message([] { ByteTokenizer::decode({300}); }), HasSubstr("id 300 is not a byte"));
+  EXPECT_THAT(message([] { BpeTokenizer::load("/nonexistent/vocab.json", "m"); }), HasSubstr("cannot open"));
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "bad.json") << "{\"a\": 1";
+  EXPECT_THAT(message([&] { BpeTokenizer::load(dir + "bad.json", kFixture + "merges.txt"); }),
+              HasSubstr("not valid JSON"));
+  std::ofstream(dir + "small.json") << "{\"a\": 0}";
+  EXPECT_THAT(message([&] { BpeTokenizer::load(dir + "small.json", kFixture + "merges.txt"); }),
+              HasSubstr("lacks the byte token"));
+  std::ofstream(dir + "bad.txt") << "#version: 0.2\nab\n";
+  EXPECT_THAT(message([&] { BpeTokenizer::load(kFixture + "vocab.json", dir + "bad.txt"); }),
+              HasSubstr("bad.txt:2: a merge is two symbols"));
+  BpeTokenizer t = BpeTokenizer::load(kFixture + "vocab.json", kFixture + "merges.txt");
+  EXPECT_THAT(message([&] { t.decode({420}); }), HasSubstr("id 420 is outside the vocabulary [0, 420)"));
+}
+
+} // namespace
