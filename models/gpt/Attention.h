@@ -30,21 +30,25 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
 }
 } // namespace detail
 
-/// o [B, T, H * D] and lse [B * H, T] from qkv (see above).
+/// o [B, T, H * D] and lse [B * H, T] from qkv (see above), for the query
+/// blocks from `first_block` on (a decoding step with a KV cache runs just
+/// the block holding its new position: grid x = 1, first_block = t / BM).
 template <class T_>
 void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
                    tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
                    tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
-                   tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BN) {
+                   tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
+                   tl::constant<int> BN) {
   tl::tensor bh = tl::program_id(1);
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor block = tl::program_id(0) + first_block;
+  tl::tensor rm = block * BM + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd,
                           rm.expand_dims(1) < T, 0.0f);
   tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
   tl::tensor l = tl::zeros({BM}, tl::f32);
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
-  tl::tensor end = tl::minimum((tl::program_id(0) + 1) * BM, T); // causal
+  tl::tensor end = tl::minimum((block + 1) * BM, T); // causal
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor kt = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D).trans() + rd.trans(),

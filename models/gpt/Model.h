@@ -121,6 +121,20 @@ public:
   };
   Memory memory() const;
 
+  /// How generate() picks each token: temperature 0 is greedy (argmax);
+  /// otherwise softmax(logits / temperature) restricted to the top_k most
+  /// likely (0: all) and to the smallest set reaching probability top_p.
+  struct Sampling {
+    float temperature = 0.0f;
+    int top_k = 0;
+    float top_p = 1.0f;
+    uint64_t seed = 1;
+  };
+  /// Appends `count` tokens to `prompt` (one sequence) and returns them. A
+  /// KV cache holds every layer's keys and values: each step runs the
+  /// layers on one new token, its attention over the cached positions.
+  std::vector<int32_t> generate(const std::vector<int32_t> &prompt, int count, const Sampling &sampling);
+
   /// Logits of the last forward, [B * T, vocab] (the padding dropped).
   std::vector<float> logits() const;
   /// The residual stream after block `layer` (n_layer - 1: before ln_f),
@@ -130,6 +144,9 @@ public:
 private:
   struct Kernels;
   struct Activations;
+  struct Decoder;
+  /// One decoding step at position `pos`: the new token's logits [vocab].
+  std::vector<float> decodeStep(Decoder &d, int32_t token, int pos);
   LaunchOptions launch(Grid grid, int warps = 4) const;
 
   GptConfig config_;

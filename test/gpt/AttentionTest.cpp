@@ -78,12 +78,13 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
   const float scale = 1.0f / std::sqrt(float(D));
   Reference ref = reference(to_double(qkv), to_double(dout), scale);
   auto fwd = kernel("attention_fwd", k::attention_fwd<E>,
-                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"});
+                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                     "BM", "BN"});
   auto o = poisoned<E>(B * T * C);
   auto lse = poisoned<float>(B * H * T);
   LaunchOptions opts = base;
   opts.grid = {uint32_t(cdiv(T, BM)), B * H};
-  fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+  fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM, BN);
   EXPECT_LT(rel_error(o, ref.o), tol);
   EXPECT_LT(rel_error(lse, ref.lse), 1e-5);
 
@@ -107,7 +108,8 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
     auto loss = [&](const std::vector<float> &x) {
       auto oo = poisoned<float>(B * T * C);
       auto ll = poisoned<float>(B * H * T);
-      fwd({.grid = opts.grid, .backend = Backend::Interp}, x, oo, ll, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+      fwd({.grid = opts.grid, .backend = Backend::Interp}, x, oo, ll, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM,
+          BN);
       double l = 0;
       for (size_t i = 0; i < oo.size(); ++i) l += double(oo[i]) * dout[i];
       return l;

@@ -100,6 +100,22 @@ TEST_P(GptParity, GradientsAndOneAdamWStepMatchHuggingFace) {
   }
 }
 
+TEST_P(GptParity, GreedyDecodingWithAKvCacheMatchesHuggingFace) {
+  SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  GptModel m(fixtureConfig(), GetParam());
+  m.load(model);
+  for (const ParamSpec &p : m.parameters()) // as make_fixture.py: matrices x 10
+    if (p.shape.size() >= 2) {
+      std::vector<float> v = m.read_parameter(p.name);
+      for (float &x : v) x *= 10.0f;
+      m.write_parameter(p.name, v);
+    }
+  const std::vector<int32_t> want = io.to_i32("greedy.tokens");
+  std::vector<int32_t> got = m.generate(io.to_i32("greedy.prompt"), int(want.size()), {});
+  EXPECT_EQ(got, want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptParity, ::testing::Values(Backend::Interp, Backend::Sim),
                          [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
 

@@ -9,7 +9,8 @@
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
 //
-// Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
+// generate decodes with a KV cache, up to the context length (--seq, at least
+// 64). Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
 // (tokenize writes them to a token file: a 16-byte header "TGTK", version,
 // vocabulary size, then little-endian i32 ids). Text or token files are
 // memory-mapped; the last 10% is held out for the validation loss. Training
@@ -230,28 +231,6 @@ int train(const Options &o) {
   return 0;
 }
 
-/// Samples a token from logits with temperature, top-k and top-p.
-int sample(std::vector<float> logits, float temperature, int topK, float topP, std::mt19937_64 &rng) {
-  std::vector<int> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
-  if (temperature <= 0)
-    return order[0]; // greedy
-  if (topK > 0 && size_t(topK) < order.size())
-    order.resize(size_t(topK));
-  std::vector<double> p;
-  const double mx = logits[size_t(order[0])];
-  double sum = 0;
-  for (int i : order)
-    sum += p.emplace_back(std::exp((logits[size_t(i)] - mx) / temperature));
-  double kept = 0;
-  size_t n = 0;
-  while (n < p.size() && (n == 0 || kept / sum < topP))
-    kept += p[n++];
-  std::discrete_distribution<size_t> pick(p.begin(), p.begin() + std::ptrdiff_t(n));
-  return order[pick(rng)];
-}
-
 int generate(const Options &o) {
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
@@ -264,19 +243,11 @@ int generate(const Options &o) {
     throw Error("generate: --prompt must not be empty");
   std::vector<int32_t> ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
   auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
-  std::mt19937_64 rng(uint64_t(o.integer("seed")));
-  fmt::print("{}", prompt);
-  for (int i = 0; i < o.integer("tokens"); ++i) {
-    // The whole (trailing) context each time: no KV cache yet.
-    const size_t T = std::min(ids.size(), size_t(config.n_ctx));
-    std::vector<int32_t> context(ids.end() - std::ptrdiff_t(T), ids.end());
-    model.forward(context, {}, 1, int(T));
-    std::vector<float> logits = model.logits();
-    std::vector<float> last(logits.end() - config.vocab, logits.end());
-    ids.push_back(sample(last, o.real("temperature"), o.integer("top-k"), o.real("top-p"), rng));
-    fmt::print("{}", text({ids.back()}));
-    std::fflush(stdout);
-  }
+  const int count = std::min(o.integer("tokens"), config.n_ctx - int(ids.size()));
+  GptModel::Sampling sampling{.temperature = o.real("temperature"), .top_k = o.integer("top-k"),
+                              .top_p = o.real("top-p"), .seed = uint64_t(o.integer("seed"))};
+  std::vector<int32_t> out = model.generate(ids, count, sampling);
+  fmt::print("{}{}", prompt, text(out));
   fmt::print("\n");
   return 0;
 }

@@ -10,7 +10,10 @@ float32. Writes, under --out (default: models/gpt/parity/fixture):
                       weights [in, out]); the tied lm_head is not stored
   io.safetensors      tokens and targets [B, T] (I64), the residual stream after
                       each block but the last ("block.{i}", before ln_f), the
-                      logits [B, T, V], the mean cross-entropy "loss" [1]
+                      logits [B, T, V], the mean cross-entropy "loss" [1], and
+                      greedy decoding: "greedy.prompt" (5 tokens) and the 12
+                      tokens generate(do_sample=False) appends ("greedy.tokens"),
+                      by the model with its 2-D parameters scaled by 10
   grads.safetensors   d loss / d parameter, HF names
   step.safetensors    the parameters after one torch.optim.AdamW step (lr 1e-3,
                       betas 0.9/0.95, eps 1e-8, weight decay 0.1 on 2-D tensors)
@@ -59,6 +62,18 @@ def main():
     # the last one has ln_f applied.
     for i in range(config.n_layer - 1):
         io[f"block.{i}"] = result.hidden_states[i + 1].detach().contiguous()
+    # Greedy decoding: 12 new tokens after the first 5 of the batch's first
+    # row, by the same model with its matrices (2-D parameters) scaled by 10 -
+    # at GPT-2's initial scale a random model repeats one token.
+    with torch.no_grad():
+        sharp = GPT2LMHeadModel(config).float().eval()
+        for name, p in sharp.transformer.named_parameters():
+            p.copy_(params[f"transformer.{name}"] * (10.0 if p.dim() >= 2 else 1.0))
+        prompt = tokens[:1, :5]
+        greedy = sharp.generate(prompt, max_new_tokens=12, do_sample=False, pad_token_id=0,
+                                attention_mask=torch.ones_like(prompt))
+    io["greedy.prompt"] = prompt[0].clone()
+    io["greedy.tokens"] = greedy[0, 5:].clone()
     save_file(io, str(out / "io.safetensors"))
 
     loss.backward()
