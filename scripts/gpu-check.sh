@@ -127,6 +127,8 @@ run() {
   # torch on the same shapes in the same session, where the image has it.
   echo "== reference torch_reference.py"
   python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
+  echo "== reference gpt2_torch.py"
+  python3 benchmarks/gpt2_torch.py </dev/null 2>&1 | tee "$out/gpt2_torch.log" || true
   # Python: the launch overhead, and the pytest suite on the GPU (each says
   # "skipped" when the package does not import with this machine's Python).
   echo "== python launch_overhead.py"
@@ -148,6 +150,7 @@ run() {
     [[ $kind == benchmark ]] && grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/$name.log"
   done <"$CARRY/programs.txt"
   grep -hE '^torch_' "$out/torch_reference.log" || true
+  grep -hE '^gpt2_' "$out/gpt2_torch.log" || true
   grep -hE '^launch_overhead_' "$out/launch_overhead_py.log" || true
   tail -1 "$out/pytest.log"
   echo "logs: $out (commit them under benchmarks/results/)"

@@ -11,6 +11,8 @@
 //             query blocks) and per query block dq (looping over key blocks) -
 //             both recompute P = exp(s - lse), so nothing is atomic: the
 //             gradients are deterministic.
+// Template parameter P: the precision of f32 dots (tf32 runs them on tensor
+// cores); 16-bit T runs on tensor cores anyway.
 #pragma once
 
 #include "tegula/tegula.h"
@@ -33,7 +35,7 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
 /// o [B, T, H * D] and lse [B * H, T] from qkv (see above), for the query
 /// blocks from `first_block` on (a decoding step with a KV cache runs just
 /// the block holding its new position: grid x = 1, first_block = t / BM).
-template <class T_>
+template <class T_, tl::precision P = tl::precision::ieee>
 void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
                    tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
                    tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
@@ -53,7 +55,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor kt = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D).trans() + rd.trans(),
                              rn.expand_dims(0) < T, 0.0f); // [D, BN]
-    tl::tensor s = tl::dot(q, kt) * scale;
+    tl::tensor s = tl::dot(q, kt, tl::zeros({BM, BN}, tl::f32), P) * scale;
     s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
     tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
     tl::tensor p = tl::exp(s - m_new.expand_dims(1));
@@ -61,7 +63,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
     l = l * alpha + tl::sum(p, 1);
     tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd,
                             rn.expand_dims(1) < T, 0.0f);
-    acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1));
+    acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1), P);
     m = m_new;
   }
   tl::tensor valid = rm < T;
@@ -86,7 +88,7 @@ void attention_bwd_delta(tl::ptr<T_> o, tl::ptr<T_> dout, tl::ptr<float> delta, 
 /// dk and dv for one block of BN keys (written into dqkv at k_off / v_off):
 /// dv = sum_i P_i^T do_i, dk = scale * sum_i dS_i^T q_i, dS = P * (dP - delta),
 /// dP = do v^T, over the query blocks at or after the keys (causal).
-template <class T_>
+template <class T_, tl::precision P = tl::precision::ieee>
 void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
                         tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                         tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
@@ -107,13 +109,13 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
     tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, qmask, 0.0f);
     tl::tensor g = tl::load(dout + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
                             qmask, 0.0f);
-    tl::tensor s = tl::dot(q, k.trans()) * scale; // [BM, BN]
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale; // [BM, BN]
     tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rm.expand_dims(1) < T);
     tl::tensor p = tl::where(visible, tl::exp(s - tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(1)), 0.0f);
-    dv = tl::dot(p.to(tl::ptr<T_>::element).trans(), g, dv);
-    tl::tensor dp = tl::dot(g, v.trans()); // [BM, BN]
+    dv = tl::dot(p.to(tl::ptr<T_>::element).trans(), g, dv, P);
+    tl::tensor dp = tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P); // [BM, BN]
     tl::tensor ds = p * (dp - tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(1));
-    dk = tl::dot(ds.to(tl::ptr<T_>::element).trans(), q, dk);
+    dk = tl::dot(ds.to(tl::ptr<T_>::element).trans(), q, dk, P);
   }
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
@@ -121,7 +123,7 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
 
 /// dq for one block of BM queries: dq = scale * sum_j dS_j k_j over the key
 /// blocks at or before the queries.
-template <class T_>
+template <class T_, tl::precision P = tl::precision::ieee>
 void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
                       tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                       tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
@@ -143,11 +145,11 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
     tl::tensor kmask = rn.expand_dims(1) < T;
     tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, kmask, 0.0f);
     tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, kmask, 0.0f);
-    tl::tensor s = tl::dot(q, k.trans()) * scale;
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
     tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
     tl::tensor p = tl::where(visible, tl::exp(s - l), 0.0f);
-    tl::tensor ds = p * (tl::dot(g, v.trans()) - dl);
-    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq);
+    tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - dl);
+    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
   }
   tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
 }

@@ -216,8 +216,8 @@ inline void sum_all(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n,
 /// out]), b [N]; with `gelu`, y = gelu_tanh(x @ w + b) and the
 /// pre-activation is also stored in `pre` (the GELU backward needs it).
 /// One program per BM x BN tile of y; f32 accumulation (tensor cores for
-/// 16-bit T).
-template <class T>
+/// 16-bit T, and for f32 at P = tf32). The linear layers' kernels all take P.
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
                      tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
                      tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN,
@@ -232,7 +232,7 @@ void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl:
                                  (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
     tl::tensor b_tile = tl::load(w + ka.expand_dims(1) * N + rn.expand_dims(0),
                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(a_tile, b_tile, acc);
+    acc = tl::dot(a_tile, b_tile, acc, P);
   }
   acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
   tl::tensor mask = (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N);
@@ -247,7 +247,7 @@ void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl:
 
 /// dx = dy @ w^T for dy [M, N], w [K, N]: dx [M, K], looping over N. Also
 /// the tied LM head: logits = x @ wte^T.
-template <class T>
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_t> M,
                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
                    tl::constant<int> BK, tl::constant<int> BN) {
@@ -261,7 +261,7 @@ void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_
                             (rm.expand_dims(1) < M) & (na.expand_dims(0) < N), 0.0f);
     tl::tensor wt = tl::load(w + rk.expand_dims(0) * N + na.expand_dims(1), // w^T tile [BN, BK]
                              (na.expand_dims(1) < N) & (rk.expand_dims(0) < K), 0.0f);
-    acc = tl::dot(g, wt, acc);
+    acc = tl::dot(g, wt, acc, P);
   }
   tl::store(dx + rm.expand_dims(1) * K + rk.expand_dims(0), acc,
             (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K));
@@ -269,7 +269,7 @@ void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_
 
 /// dw (+)= x^T @ dy for x [M, K], dy [M, N]: dw [K, N] (f32), looping over M;
 /// deterministic (no atomics). Also the tied LM head's wte gradient.
-template <class T>
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M,
                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<bool> accumulate,
                    tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> BM) {
@@ -285,7 +285,7 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
                              (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
     tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
                             (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(xt, g, acc);
+    acc = tl::dot(xt, g, acc, P);
   }
   tl::store(out, acc, outMask);
 }

@@ -112,17 +112,75 @@ std::vector<float> Arena::download(int64_t offset, int64_t count) const {
 
 /// The kernel objects, traced once per shape specialisation and reused.
 struct GptModel::Kernels {
+  /// The linear layers' and attention's dots at `precision` (f32 storage:
+  /// tf32 puts them on tensor cores; ieee is exact).
+  explicit Kernels(tl::precision precision)
+      : linear(pick<Linear>(precision)), lmHead(pick<LmHead>(precision)), attention(pick<Attention>(precision)),
+        matmulDx(pick<MatmulDx>(precision)), matmulDw(pick<MatmulDw>(precision)),
+        attentionDkdv(pick<AttentionDkdv>(precision)), attentionDq(pick<AttentionDq>(precision)),
+        matmul(pick<Matmul>(precision)) {}
+  template <class Maker> static Kernel pick(tl::precision p) {
+    switch (p) {
+    case tl::precision::tf32: return Maker::template make<tl::precision::tf32>();
+    case tl::precision::tf32x3: return Maker::template make<tl::precision::tf32x3>();
+    default: return Maker::template make<tl::precision::ieee>();
+    }
+  }
+  struct Linear {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_matmul_bias_fwd", kernels::matmul_bias_fwd<float, P>,
+                    {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"});
+    }
+  };
+  struct LmHead {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_lm_head", kernels::matmul_bwd_dx<float, P>, {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"});
+    }
+  };
+  struct Attention {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_attention_fwd", kernels::attention_fwd<float, P>,
+                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                     "BM", "BN"});
+    }
+  };
+  struct MatmulDx {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_matmul_bwd_dx", kernels::matmul_bwd_dx<float, P>,
+                    {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
+    }
+  };
+  struct MatmulDw {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_matmul_bwd_dw", kernels::matmul_bwd_dw<float, P>,
+                    {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
+    }
+  };
+  struct AttentionDkdv {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_attention_bwd_dkdv", kernels::attention_bwd_dkdv<float, P>,
+                    {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale",
+                     "D", "BM", "BN"});
+    }
+  };
+  struct AttentionDq {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_attention_bwd_dq", kernels::attention_bwd_dq<float, P>,
+                    {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale",
+                     "D", "BM", "BN"});
+    }
+  };
+  struct Matmul {
+    template <tl::precision P> static Kernel make() {
+      return kernel("gpt_matmul", examples::matmul<float, P>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+    }
+  };
+  Kernel linear, lmHead, attention, matmulDx, matmulDw, attentionDkdv, attentionDq, matmul;
+
   Kernel embedding = kernel("gpt_embedding_fwd", kernels::embedding_fwd<float>,
                             {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"});
   Kernel layernorm = kernel("gpt_layernorm_fwd", kernels::layernorm_fwd<float>,
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  Kernel linear = kernel("gpt_matmul_bias_fwd", kernels::matmul_bias_fwd<float>,
-                         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"});
-  Kernel lmHead = kernel("gpt_lm_head", kernels::matmul_bwd_dx<float>,
-                         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"});
-  Kernel attention = kernel("gpt_attention_fwd", kernels::attention_fwd<float>,
-                            {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale",
-                             "first_block", "D", "BM", "BN"});
   Kernel residual = kernel("gpt_residual", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
   Kernel crossEntropy = kernel("gpt_cross_entropy_fwd", kernels::cross_entropy_fwd,
                                {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
@@ -130,11 +188,6 @@ struct GptModel::Kernels {
   Kernel crossEntropyBwd = kernel("gpt_cross_entropy_bwd", kernels::cross_entropy_bwd,
                                   {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
   Kernel fill = kernel("gpt_fill", fillKernel, {"out", "value", "n", "BLOCK"});
-  Kernel matmul = kernel("gpt_matmul", examples::matmul<float>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  Kernel matmulDx = kernel("gpt_matmul_bwd_dx", kernels::matmul_bwd_dx<float>,
-                           {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
-  Kernel matmulDw = kernel("gpt_matmul_bwd_dw", kernels::matmul_bwd_dw<float>,
-                           {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
   Kernel biasBwd = kernel("gpt_bias_bwd", kernels::bias_bwd<float>, {"dy", "db", "M", "N", "accumulate", "BLOCK"});
   Kernel layernormDx = kernel("gpt_layernorm_bwd_dx", kernels::layernorm_bwd_dx<float>,
                               {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
@@ -143,12 +196,6 @@ struct GptModel::Kernels {
   Kernel geluBwd = kernel("gpt_gelu_bwd", kernels::gelu_bwd<float>, {"x", "dy", "dx", "n", "BLOCK"});
   Kernel attentionDelta = kernel("gpt_attention_bwd_delta", kernels::attention_bwd_delta<float>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"});
-  Kernel attentionDkdv = kernel("gpt_attention_bwd_dkdv", kernels::attention_bwd_dkdv<float>,
-                                {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H",
-                                 "T", "scale", "D", "BM", "BN"});
-  Kernel attentionDq = kernel("gpt_attention_bwd_dq", kernels::attention_bwd_dq<float>,
-                              {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H",
-                               "T", "scale", "D", "BM", "BN"});
   Kernel embeddingTokens = kernel("gpt_embedding_bwd_tokens", kernels::embedding_bwd_tokens,
                                   {"tokens", "dout", "dwte", "C", "BLOCK"});
   Kernel embeddingPositions = kernel("gpt_embedding_bwd_positions", kernels::embedding_bwd_positions,
@@ -182,8 +229,8 @@ struct GptModel::Activations {
   std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
 };
 
-GptModel::GptModel(GptConfig config, Backend backend)
-    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>()) {
+GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul)
+    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>(matmul)) {
   config_.validate();
   params_ = parameterLayout(config_);
   const int64_t n = params_.back().offset + params_.back().numel();
@@ -341,7 +388,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
                       lnBlock);
   int64_t residual = a.encoded;
-  const int attBlock = gpu ? 64 : 16;
+  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4;
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
@@ -349,7 +396,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                         A(L.ln1, btc), A(L.ln1Mean, BT), A(L.ln1Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln1, btc), h + "attn.c_attn.weight", h + "attn.c_attn.bias", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc),
            3 * C, C, false);
-    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc), A(L.atty, btc),
+    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc), A(L.atty, btc),
                         A(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
                         D, attBlock, attBlock);
     linear(A(L.atty, btc), h + "attn.c_proj.weight", h + "attn.c_proj.bias", A(L.attproj, btc),
@@ -411,7 +458,7 @@ void GptModel::backward() {
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
   auto dA = [&](int64_t offset, int64_t count) { return a.grads.view(offset, count); };
   const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16, lnBlock = pow2AtLeast(C);
-  const int attBlock = gpu ? 64 : 16, colBlock = 32;
+  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4, colBlock = 32;
   Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
   Arg tokArg = gpu ? Arg(*a.deviceTokens) : Arg(a.hostTokens);
 
@@ -463,10 +510,10 @@ void GptModel::backward() {
     const int64_t bht = int64_t(B) * H * T;
     kernels_->attentionDelta(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.atty, btc),
                              dA(L.atty, btc), dA(a.delta, bht), H, T, D, attBlock);
-    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
+    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                             dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                             3 * C, H, T, scale, D, attBlock, attBlock);
-    kernels_->attentionDq(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
+    kernels_->attentionDq(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                           dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                           3 * C, H, T, scale, D, attBlock, attBlock);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
@@ -540,7 +587,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const int C = c.n_embd, H = c.n_head, D = C / H;
   const bool gpu = backend_ == Backend::GPU;
   const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16, lnBlock = pow2AtLeast(C);
-  const int attBlock = gpu ? 64 : 16;
+  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4;
   auto P = [&](const std::string &name) {
     const ParamSpec &p = parameter(name);
     return paramArena_.view(p.offset, p.numel());
@@ -568,7 +615,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     linear(V(d.ln, C), h + "attn.c_attn", row, row, 3 * C, C, false);
     // Attention of the block holding `pos` over positions 0..pos (rows of
     // the block past pos are computed and ignored).
-    kernels_->attention(launch({1, uint32_t(H)}), V(d.cache[size_t(l)], cacheSize), V(d.att, int64_t(c.n_ctx) * C),
+    kernels_->attention(launch({1, uint32_t(H)}, attWarps), V(d.cache[size_t(l)], cacheSize), V(d.att, int64_t(c.n_ctx) * C),
                         V(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
                         1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock);
     linear(V(d.att + int64_t(pos) * C, C), h + "attn.c_proj", V(d.proj, C), V(d.proj, C), C, C, false);

@@ -12,6 +12,7 @@
 
 #include "tegula/device.h"
 #include "tegula/kernel.h"
+#include "tegula/tl.h"
 
 #include <cstdint>
 #include <map>
@@ -67,7 +68,10 @@ private:
 /// GPT-2 for next-token prediction: forward to logits and the mean loss.
 class GptModel {
 public:
-  GptModel(GptConfig config, Backend backend);
+  /// `matmul`: the precision of the f32 dots in the linear layers and
+  /// attention (tl::precision::tf32 puts them on tensor cores, as torch's
+  /// allow_tf32 does; ieee, the default, is exact).
+  GptModel(GptConfig config, Backend backend, tl::precision matmul = tl::precision::ieee);
   ~GptModel();
 
   const GptConfig &config() const { return config_; }

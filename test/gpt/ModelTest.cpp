@@ -141,6 +141,25 @@ TEST_P(GptModelTest, ForwardMatchesTheDoubleReferenceLayerByLayer) {
   EXPECT_NEAR(loss, std::log(100.0), 0.5); // a fresh model predicts ~uniformly
 }
 
+// f32 dots at tf32 (tensor cores, as torch's allow_tf32) stay close to exact.
+TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
+  const int B = 1, T = 16;
+  GptModel exact(tiny(), GetParam()), fast(tiny(), GetParam(), tl::precision::tf32);
+  exact.init_random(5);
+  for (const ParamSpec &p : exact.parameters())
+    fast.write_parameter(p.name, exact.read_parameter(p.name));
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t((i * 37) % 100), tgt[size_t(i)] = int32_t((i * 11 + 3) % 100);
+  const float a = exact.forward(tok, tgt, B, T), b = fast.forward(tok, tgt, B, T);
+  EXPECT_NEAR(a, b, 1e-3 * a);
+  EXPECT_LT(tegula::testing::rel_error(fast.logits(), tegula::testing::to_double(exact.logits())), 5e-3);
+  exact.zero_grad(), fast.zero_grad();
+  exact.backward(), fast.backward();
+  const std::vector<float> g = exact.read_gradient("h.0.mlp.c_fc.weight");
+  EXPECT_LT(tegula::testing::rel_error(fast.read_gradient("h.0.mlp.c_fc.weight"), tegula::testing::to_double(g)), 2e-2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptModelTest, ::testing::Values(Backend::Interp, Backend::Sim),
                          [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
 

@@ -4,7 +4,7 @@
 //   tegula-gpt train (--data input.txt | --tokens tokens.bin) [--steps 200] [--batch 4] [--seq 64]
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
-//                    [--backend interp|sim|gpu]
+//                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3]
 //   tegula-gpt generate --model model.safetensors [--layers/--heads/--embd as trained]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -84,6 +84,17 @@ GptConfig configFrom(const Options &o, int vocab) {
 constexpr char kTokenMagic[4] = {'T', 'G', 'T', 'K'};
 
 Backend backendFrom(const Options &o) { return parse_backend(o.str("backend")); }
+
+/// --precision of the f32 dots: tf32 (tensor cores) by default on the GPU.
+tl::precision precisionFrom(const Options &o) {
+  std::string p = o.str("precision");
+  if (p.empty())
+    p = backendFrom(o) == Backend::GPU ? "tf32" : "ieee";
+  if (p == "ieee") return tl::precision::ieee;
+  if (p == "tf32") return tl::precision::tf32;
+  if (p == "tf32x3") return tl::precision::tf32x3;
+  throw Error(fmt::format("--precision is ieee, tf32 or tf32x3, not '{}'", p));
+}
 
 /// A read-only memory map of a file: the token stream (bytes).
 struct MappedFile {
@@ -188,7 +199,7 @@ int train(const Options &o) {
   if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
                             data.count, T + 1));
-  GptModel model(config, backendFrom(o));
+  GptModel model(config, backendFrom(o), precisionFrom(o));
   model.init_random(uint64_t(o.integer("seed")));
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}\n",
              config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
@@ -236,7 +247,7 @@ int generate(const Options &o) {
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
   const GptConfig config = configFrom(o, bpe ? bpe->vocab_size() : 256);
-  GptModel model(config, backendFrom(o));
+  GptModel model(config, backendFrom(o), precisionFrom(o));
   model.load(SafetensorsFile::read(o.str("model")));
   const std::string prompt = o.str("prompt");
   if (prompt.empty())
@@ -256,7 +267,8 @@ int generate(const Options &o) {
 
 int main(int argc, char **argv) {
   const std::map<std::string, std::string> common = {
-      {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"}};
+      {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"},
+      {"precision", ""}};
   try {
     if (argc >= 2 && !std::strcmp(argv[1], "tokenize")) {
       Options o(argc, argv, 2, {{"data", ""}, {"out", ""}, {"vocab", ""}, {"merges", ""}});

@@ -1,0 +1,84 @@
+// gpt2_train.cpp - GPT-2 124M training steps (forward, backward, clipping,
+// AdamW) written in Tegula's DSL, on the GPU: tokens/s, ms per step, MFU and
+// the memory each part takes. f32 storage, dots at tf32 (tensor cores) like
+// torch with allow_tf32 - the comparison: benchmarks/gpt2_torch.py in the same
+// session. Without a driver it prints "skipped: ..." and exits 0.
+//
+//   gpt2-train [--batch 8] [--seq 1024] [--steps 10]
+#include "models/gpt/Model.h"
+
+#include "tegula/device.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::gpt;
+
+int main(int argc, char **argv) {
+  int B = 8, T = 1024, steps = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--batch")) B = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seq")) T = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+  }
+  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, f32 storage, tf32 dots, {} timed steps\n", B, T, steps);
+  std::string why;
+  if (!gpu_available(&why)) {
+    fmt::print("skipped: {}\n", why);
+    return 0;
+  }
+  try {
+    DeviceInfo info = device_info();
+    fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
+    GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32);
+    model.init_random(1);
+    std::mt19937 rng(1);
+    std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = int32_t(rng() % 50257), targets[i] = int32_t(rng() % 50257);
+    auto step = [&] {
+      float loss = model.forward(tokens, targets, B, T);
+      model.zero_grad();
+      model.backward();
+      model.clip_grad_norm(1.0f);
+      model.step({.lr = 3e-4f});
+      return loss;
+    };
+    for (int i = 0; i < 2; ++i) // compile, load, allocate
+      fmt::print("warm-up step {}: loss {:.4f}\n", i + 1, step());
+    synchronize();
+    auto start = std::chrono::steady_clock::now();
+    float loss = 0;
+    for (int i = 0; i < steps; ++i)
+      loss = step();
+    synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+    const GptConfig c = model.config();
+    const double N = double(model.num_parameters());
+    // Training FLOPs per token (PaLM's estimate): 6 N + 12 L C T.
+    const double flops = (6.0 * N + 12.0 * c.n_layer * c.n_embd * T) * B * T;
+    const std::string name = info.name;
+    const double peak = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ? 989e12
+                        : name.find("A100") != std::string::npos                                         ? 312e12
+                                                                                                       : 0;
+    GptModel::Memory mem = model.memory();
+    fmt::print("memory: parameters {:.0f} MiB, gradients {:.0f} MiB, AdamW {:.0f} MiB, activations {:.0f} MiB, "
+               "total {:.0f} MiB\n",
+               mem.parameters / 1048576.0, mem.gradients / 1048576.0, mem.optimizer / 1048576.0,
+               mem.activations / 1048576.0, mem.total() / 1048576.0);
+    fmt::print("last loss {:.4f}; {:.1f} ms per step\n", loss, s * 1e3);
+    // Ends with a number: gpu-check.sh's summary shows such lines.
+    fmt::print("gpt2_124m_train_tegula_tokens_per_s {:.0f}\n", B * T / s);
+    if (peak > 0)
+      fmt::print("gpt2_124m_train_tegula_mfu_vs_bf16_peak_percent {:.2f}\n", 100.0 * flops / s / peak);
+  } catch (const Error &e) {
+    fmt::print("error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
