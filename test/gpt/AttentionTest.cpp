@@ -3,6 +3,7 @@
 // simulator: against a double-precision reference (softmax attention and its
 // gradients) and, for the gradients, finite differences of the forward.
 #include "TestUtil.h"
+#include "gpt/GptTestUtil.h"
 #include "models/gpt/Attention.h"
 
 #include <gtest/gtest.h>
@@ -68,7 +69,7 @@ Reference reference(const std::vector<double> &qkv, const std::vector<double> &d
   return r;
 }
 
-class GptAttention : public ::testing::TestWithParam<Backend> {
+class GptAttention : public tegula::testing::GptBackendTest {
 protected:
   LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
 };
@@ -128,7 +129,6 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
 TEST_P(GptAttention, CausalForwardAndBackwardF32) { forwardAndBackward<float>(on({1}), 1e-5); }
 TEST_P(GptAttention, CausalForwardAndBackwardBf16) { forwardAndBackward<bfloat16>(on({1}), 2e-2); }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, ::testing::Values(Backend::Interp, Backend::Sim),
-                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace

@@ -4,6 +4,7 @@
 // differences of the forward at sampled coordinates. Ragged sizes (C not a
 // power of two, a vocabulary padded past V).
 #include "TestUtil.h"
+#include "gpt/GptTestUtil.h"
 #include "models/gpt/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ namespace k = tegula::gpt::kernels;
 
 namespace {
 
-class GptKernels : public ::testing::TestWithParam<Backend> {
+class GptKernels : public tegula::testing::GptBackendTest {
 protected:
   LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
 };
@@ -273,7 +274,6 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
 TEST_P(GptKernels, LinearLayerF32) { linearLayer<float>(on({1})); }
 TEST_P(GptKernels, LinearLayerBf16) { linearLayer<bfloat16>(on({1})); }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GptKernels, ::testing::Values(Backend::Interp, Backend::Sim),
-                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+INSTANTIATE_TEST_SUITE_P(Backends, GptKernels, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace

@@ -3,6 +3,7 @@
 // by layer; checkpoints round-trip through safetensors bit-exactly; bad
 // inputs are clear errors.
 #include "TestUtil.h"
+#include "gpt/GptTestUtil.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
 
@@ -117,7 +118,7 @@ Reference reference(const GptModel &m, const std::vector<int32_t> &tok, const st
   return ref;
 }
 
-class GptModelTest : public ::testing::TestWithParam<Backend> {};
+class GptModelTest : public tegula::testing::GptBackendTest {};
 
 TEST_P(GptModelTest, ForwardMatchesTheDoubleReferenceLayerByLayer) {
   const int B = 2, T = 19; // T not a multiple of the attention block
@@ -160,8 +161,7 @@ TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
   EXPECT_LT(tegula::testing::rel_error(fast.read_gradient("h.0.mlp.c_fc.weight"), tegula::testing::to_double(g)), 2e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GptModelTest, ::testing::Values(Backend::Interp, Backend::Sim),
-                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+INSTANTIATE_TEST_SUITE_P(Backends, GptModelTest, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 TEST(GptModel, LossFallsOnARepetitiveCorpusWithin30Steps) {
   GptConfig c = tiny();

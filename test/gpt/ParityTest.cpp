@@ -4,6 +4,7 @@
 // same tokens; every block's output, the logits and the loss compared, with
 // the errors printed. In the interpreter and the simulator.
 #include "TestUtil.h"
+#include "gpt/GptTestUtil.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
 
@@ -17,7 +18,7 @@ using namespace tegula::gpt;
 
 namespace {
 
-const std::string kFixture = TEGULA_SOURCE_DIR "/models/gpt/parity/fixture/";
+const std::string kFixture = tegula::testing::fixtureDir("models/gpt/parity/fixture");
 
 GptConfig fixtureConfig() {
   GptConfig c;
@@ -39,7 +40,7 @@ void compare(const char *what, const std::vector<float> &got, const std::vector<
   EXPECT_LT(rel, tol) << what;
 }
 
-class GptParity : public ::testing::TestWithParam<Backend> {};
+class GptParity : public tegula::testing::GptBackendTest {};
 
 TEST_P(GptParity, ForwardMatchesHuggingFace) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
@@ -116,7 +117,6 @@ TEST_P(GptParity, GreedyDecodingWithAKvCacheMatchesHuggingFace) {
   EXPECT_EQ(got, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GptParity, ::testing::Values(Backend::Interp, Backend::Sim),
-                         [](const auto &info) { return info.param == Backend::Sim ? "sim" : "interp"; });
+INSTANTIATE_TEST_SUITE_P(Backends, GptParity, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace

@@ -3,6 +3,7 @@
 // made by make_fixture.py): ids for text with contractions, numbers, runs of
 // spaces, tabs and new lines, accents, CJK and Cyrillic, emoji; decoding
 // restores the text; bad files are clear errors.
+#include "gpt/GptTestUtil.h"
 #include "models/gpt/Tokenizer.h"
 #include "tegula/error.h"
 
@@ -18,7 +19,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const std::string kFixture = TEGULA_SOURCE_DIR "/models/gpt/tokenizer/fixture/";
+const std::string kFixture = tegula::testing::fixtureDir("models/gpt/tokenizer/fixture");
 
 TEST(Tokenizer, MatchesHuggingFaceOnEveryCase) {
   BpeTokenizer t = BpeTokenizer::load(kFixture + "vocab.json", kFixture + "merges.txt");
