@@ -62,6 +62,22 @@ int64_t elementBytes(Type ptrLike) {
 
 } // namespace
 
+/// A run plus something constant over the run stays a run.
+int64_t addContig(const AxisInfo &a, const AxisInfo &b, size_t d) {
+  return std::max(std::gcd(a.contiguity[d], b.constancy[d]), std::gcd(b.contiguity[d], a.constancy[d]));
+}
+
+/// ptr + offset (elements of `bytes`), into `info` (shaped like the result).
+AxisInfo addPtrInfo(const AxisInfo &p, const AxisInfo &o, int64_t bytes, AxisInfo info) {
+  info.scalarDivisibility = std::min(p.scalarDivisibility, o.scalarDivisibility * bytes);
+  for (size_t d = 0; d < info.contiguity.size(); ++d) {
+    info.contiguity[d] = addContig(p, o, d);
+    info.divisibility[d] = std::min(p.divisibility[d], std::min(kMaxDivisibility, o.divisibility[d] * bytes));
+    info.constancy[d] = std::gcd(p.constancy[d], o.constancy[d]);
+  }
+  return info;
+}
+
 std::string AxisInfo::toString() const {
   return fmt::format("contiguity=[{}] divisibility=[{}] constancy=[{}] scalar_divisibility={}",
                      fmt::join(contiguity, ","), fmt::join(divisibility, ","),
@@ -69,6 +85,29 @@ std::string AxisInfo::toString() const {
 }
 
 AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
+  analyse(root);
+  // Loop-carried pointers advanced by the same offset every iteration
+  // (Triton's `ptrs += BK`) are init + k * offset: as contiguous as init,
+  // divisible like both. Set them, then analyse again so that their users
+  // see it (the offsets' own info is known after the first pass).
+  bool changed = false;
+  root->walk([&](scf::ForOp loop) {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+      auto next = yield.getOperand(unsigned(i)).getDefiningOp<tile::AddPtrOp>();
+      if (!next || next.getPtr() != arg)
+        continue;
+      info_[arg] = addPtrInfo(get(loop.getInitArgs()[i]), get(next.getOffset()), elementBytes(next.getType()),
+                              unknown(arg));
+      carried_.insert(arg);
+      changed = true;
+    }
+  });
+  if (changed)
+    analyse(root);
+}
+
+void AxisInfoAnalysis::analyse(Operation *root) {
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto fn = dyn_cast<func::FuncOp>(op)) {
       for (BlockArgument arg : fn.getArguments()) {
@@ -87,7 +126,7 @@ AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
-          if (!info_.count(arg))
+          if (!info_.count(arg) && !carried_.contains(arg))
             info_[arg] = unknown(arg);
     for (Value r : op->getResults())
       info_[r] = compute(op, r);
@@ -159,14 +198,12 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
     }
     return info;
   };
-  auto addContig = [](const AxisInfo &a, const AxisInfo &b, size_t d) {
-    // A run plus something constant over the run stays a run.
-    return std::max(std::gcd(a.contiguity[d], b.constancy[d]),
-                    std::gcd(b.contiguity[d], a.constancy[d]));
-  };
   auto minDiv = [](int64_t x, int64_t y) { return std::min(x, y); };
   if (isa<arith::AddIOp>(op))
     return binary(addContig, minDiv);
+  if (isa<arith::SubIOp>(op)) // a run minus a constant stays a run (not the reverse)
+    return binary([](const AxisInfo &a, const AxisInfo &b, size_t d) { return std::gcd(a.contiguity[d], b.constancy[d]); },
+                  minDiv);
   if (isa<arith::MulIOp>(op)) {
     // A run's divisibility describes its first element only; scaled, every
     // element is a run start, so a run operand contributes divisibility 1.
@@ -182,19 +219,8 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
     }
     return info;
   }
-  if (auto add = dyn_cast<tile::AddPtrOp>(op)) {
-    AxisInfo p = get(add.getPtr()), o = get(add.getOffset());
-    int64_t bytes = elementBytes(add.getType());
-    AxisInfo info = unknown(result);
-    info.scalarDivisibility = std::min(p.scalarDivisibility, o.scalarDivisibility * bytes);
-    for (size_t d = 0; d < rank; ++d) {
-      info.contiguity[d] = addContig(p, o, d);
-      info.divisibility[d] =
-          std::min(p.divisibility[d], std::min(kMaxDivisibility, o.divisibility[d] * bytes));
-      info.constancy[d] = std::gcd(p.constancy[d], o.constancy[d]);
-    }
-    return info;
-  }
+  if (auto add = dyn_cast<tile::AddPtrOp>(op))
+    return addPtrInfo(get(add.getPtr()), get(add.getOffset()), elementBytes(add.getType()), unknown(result));
   if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     // `run < n`: a run starting at a multiple of g with n a multiple of g
     // compares the same for all its g elements.

@@ -16,6 +16,7 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <cstdint>
 #include <vector>
@@ -31,14 +32,17 @@ struct AxisInfo {
 
 class AxisInfoAnalysis {
 public:
-  /// Analyse every value in `root` (forward, in program order; loop-carried
-  /// values are taken as unknown).
+  /// Analyse every value in `root` (forward, in program order). Loop-carried
+  /// values are unknown, except pointers advanced by the same offset every
+  /// iteration (init + k * offset).
   explicit AxisInfoAnalysis(mlir::Operation *root);
   const AxisInfo &get(mlir::Value v);
 
 private:
+  void analyse(mlir::Operation *root);
   AxisInfo compute(mlir::Operation *op, mlir::Value result);
   llvm::DenseMap<mlir::Value, AxisInfo> info_;
+  llvm::DenseSet<mlir::Value> carried_; // loop-carried pointers set by the constructor
 };
 
 /// The widest vector (in elements, a power of two, at most 16 bytes) that a

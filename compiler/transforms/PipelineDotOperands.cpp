@@ -28,19 +28,26 @@ using namespace tegula;
 
 namespace {
 
-/// The loop-body ops `roots` depend on, in body order, when they depend only
-/// on the induction variable and values from outside the loop (pure ops
-/// without regions); nothing otherwise.
-std::optional<SmallVector<Operation *>> addressSlice(scf::ForOp loop, ValueRange roots) {
+/// A loop-carried pointer tile that advances by a loop-invariant offset each
+/// iteration (Triton's `a_ptrs += BK`): at iteration k it is init + k * delta.
+struct AffinePointer {
+  BlockArgument arg;
+  Value init, delta;
+  SmallVector<Operation *> deltaOps; // loop-invariant ops in the body computing delta
+};
+
+/// The body ops `v` is computed with when they use only values from outside
+/// the loop (pure, no regions), in body order; nothing otherwise.
+std::optional<SmallVector<Operation *>> invariantSlice(scf::ForOp loop, Value v) {
   llvm::SetVector<Operation *> slice;
-  SmallVector<Value> work(roots.begin(), roots.end());
+  SmallVector<Value> work = {v};
   while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (!v || v == loop.getInductionVar() || !loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
-      continue; // the induction variable, or defined outside the loop
-    Operation *def = v.getDefiningOp();
+    Value w = work.pop_back_val();
+    if (loop.isDefinedOutsideOfLoop(w))
+      continue;
+    Operation *def = w.getDefiningOp();
     if (!def || def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
-      return std::nullopt; // an iter_arg, nested, or with effects
+      return std::nullopt; // the induction variable, an iter_arg, nested or with effects
     if (slice.insert(def))
       work.append(def->operand_begin(), def->operand_end());
   }
@@ -49,6 +56,48 @@ std::optional<SmallVector<Operation *>> addressSlice(scf::ForOp loop, ValueRange
     if (slice.contains(&op))
       ordered.push_back(&op);
   return ordered;
+}
+
+/// The address computation `roots` depend on: the loop-body ops in body
+/// order, when they depend only on the induction variable, values from
+/// outside the loop (pure ops without regions) and affine pointers (listed);
+/// nothing otherwise.
+struct AddressSlice {
+  SmallVector<Operation *> ops;
+  SmallVector<AffinePointer> pointers;
+};
+
+std::optional<AddressSlice> addressSlice(scf::ForOp loop, ValueRange roots) {
+  llvm::SetVector<Operation *> slice;
+  AddressSlice out;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!v || v == loop.getInductionVar() || !loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
+      continue; // the induction variable, or defined outside the loop
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == loop.getBody()) {
+      // An iter_arg: only pointers advanced by a loop-invariant offset.
+      auto next = yield.getOperand(arg.getArgNumber() - 1).getDefiningOp<tile::AddPtrOp>();
+      if (!next || next.getPtr() != arg)
+        return std::nullopt;
+      auto deltaOps = invariantSlice(loop, next.getOffset());
+      if (!deltaOps)
+        return std::nullopt;
+      if (llvm::none_of(out.pointers, [&](const AffinePointer &p) { return p.arg == arg; }))
+        out.pointers.push_back({arg, loop.getInitArgs()[arg.getArgNumber() - 1], next.getOffset(), *deltaOps});
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
+      return std::nullopt; // nested, or with effects
+    if (slice.insert(def))
+      work.append(def->operand_begin(), def->operand_end());
+  }
+  for (Operation &op : *loop.getBody())
+    if (slice.contains(&op))
+      out.ops.push_back(&op);
+  return out;
 }
 
 bool zeroOrAbsent(Value other) {
@@ -70,7 +119,7 @@ bool zeroOrAbsent(Value other) {
 /// An operand load that can become cp.async into a ring, and its ring.
 struct Operand {
   tile::LoadOp load;
-  SmallVector<Operation *> slice; // address and mask computation
+  AddressSlice slice; // address and mask computation
   tilegpu::SharedTilesType ring;
 };
 
@@ -113,7 +162,26 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   Location loc = op.load.getLoc();
   IRMapping map;
   map.map(loop.getInductionVar(), iv);
-  for (Operation *o : op.slice)
+  for (const AffinePointer &p : op.slice.pointers) { // init + k * delta, k = (iv - lb) / step
+    Value k = arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
+                                     loop.getStep());
+    IRMapping invariant;
+    for (Operation *o : p.deltaOps)
+      b.clone(*o, invariant);
+    Value delta = invariant.lookupOrDefault(p.delta);
+    Type deltaType = delta.getType();
+    auto tensor = dyn_cast<RankedTensorType>(deltaType);
+    Type elem = tensor ? tensor.getElementType() : deltaType;
+    if (elem != k.getType())
+      k = elem.getIntOrFloatBitWidth() > k.getType().getIntOrFloatBitWidth()
+              ? Value(arith::ExtSIOp::create(b, loc, elem, k))
+              : Value(arith::TruncIOp::create(b, loc, elem, k));
+    if (tensor)
+      k = tile::SplatOp::create(b, loc, tensor, k);
+    Value offset = arith::MulIOp::create(b, loc, delta, k);
+    map.map(p.arg, tile::AddPtrOp::create(b, loc, p.init.getType(), p.init, offset).getResult());
+  }
+  for (Operation *o : op.slice.ops)
     b.clone(*o, map);
   Value ptr = map.lookupOrDefault(op.load.getPtr());
   auto ptrType = cast<RankedTensorType>(ptr.getType());

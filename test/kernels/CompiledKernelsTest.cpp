@@ -175,6 +175,49 @@ TEST_P(Compiled, MatmulPipelineStages) {
   EXPECT_THAT(ptx, ::testing::Not(::testing::HasSubstr("cp.async")));
 }
 
+/// C = A @ B written as in Triton's tutorial: pointer tiles carried by the
+/// loop and advanced by BK each iteration, masks from the remaining K.
+template <class T>
+void matmul_pointer_increments(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
+                               tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                               tl::constant<int> BN, tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor a_ptrs = a + rm.expand_dims(1) * K + rk.expand_dims(0);
+  tl::tensor b_ptrs = b + rk.expand_dims(1) * N + rn.expand_dims(0);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc, a_ptrs, b_ptrs)) {
+    tl::tensor at = tl::load(a_ptrs, (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K - k), 0.0f);
+    tl::tensor bt = tl::load(b_ptrs, (rk.expand_dims(1) < K - k) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(at, bt, acc);
+    a_ptrs = a_ptrs + BK;
+    b_ptrs = b_ptrs + BK * N;
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+/// Pointer increments pipeline too: the loads of iteration i + stages - 1
+/// use init + (i + stages - 1) * BK, not the carried pointers.
+TEST_P(Compiled, MatmulPointerIncrementsPipelined) {
+  auto k = kernel("matmul_ptr_inc", matmul_pointer_increments<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K; };
+  for (Shape s : {Shape{70, 50, 72}, Shape{64, 64, 16}, Shape{33, 40, 200}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={}", s.M, s.N, s.K));
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = poisoned<bfloat16>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, 64)), uint32_t(cdiv(s.N, 64))};
+    k(interp(g), a, b, want, s.M, s.N, s.K, 64, 64, 16);
+    k(target(g), a, b, got, s.M, s.N, s.K, 64, 64, 16);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+  std::vector<bfloat16> x(64 * 64);
+  std::string ptx = k.compile({x, x, x, 64, 64, 64, 64, 64, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, ::testing::HasSubstr("cp.async.cg.shared.global"));
+}
+
 /// i8 x i8 -> i32, accumulated exactly (wrapping like the hardware).
 void matmul_i8(tl::ptr<int8_t> a, tl::ptr<int8_t> b, tl::ptr<int32_t> c, tl::scalar<int32_t> M,
                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
