@@ -72,8 +72,10 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     In an `scf.for` with a constant positive step, a tensor-core `tile.dot`
     (16-bit operands, #tilegpu.mma result) whose two operands are
     `tile.load`s of that iteration (zero or no `other`, addresses computed
-    from the induction variable and values from outside the loop, copies of
-    4-16 bytes, no duplicated elements) is rewritten:
+    from the induction variable, values from outside the loop and pointer
+    tiles carried by the loop and advanced by a loop-invariant offset - their
+    value at iteration k is init + k * offset -, copies of 4-16 bytes, no
+    duplicated elements) is rewritten:
     a ring of `num-stages` swizzled shared tiles per operand
     (`tilegpu.alloc_shared`, swizzle from layout::planOperandTile); a
     prologue issuing the loads of the first num-stages - 1 iterations as
