@@ -2,11 +2,13 @@
 #pragma once
 
 #include "tegula/dtype.h"
+#include "tegula/error.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace tegula::testing {
@@ -92,6 +94,16 @@ std::vector<double> attention_reference(const std::vector<T> &q, const std::vect
     }
   }
   return out;
+}
+
+/// The message of the tegula::Error `fn` throws, or "(no error)".
+template <class F> std::string error_of(F &&fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 } // namespace tegula::testing

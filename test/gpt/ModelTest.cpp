@@ -210,28 +210,20 @@ TEST(GptModel, CheckpointsRoundTripThroughSafetensors) {
 }
 
 TEST(GptModel, BadConfigsAndInputsAreClearErrors) {
-  auto message = [](auto &&fn) {
-    try {
-      fn();
-    } catch (const Error &e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   GptConfig c = tiny();
   c.n_embd = 66;
-  EXPECT_THAT(message([&] { GptModel(c, Backend::Interp); }), HasSubstr("n_embd 66 is not a multiple of n_head 4"));
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp); }), HasSubstr("n_embd 66 is not a multiple of n_head 4"));
   c.n_embd = 60;
-  EXPECT_THAT(message([&] { GptModel(c, Backend::Interp); }), HasSubstr("head size n_embd / n_head = 15"));
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp); }), HasSubstr("head size n_embd / n_head = 15"));
   c = tiny();
   c.vocab_padded = 50;
-  EXPECT_THAT(message([&] { GptModel(c, Backend::Interp); }), HasSubstr("vocab_padded 50 is smaller than vocab 100"));
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp); }), HasSubstr("vocab_padded 50 is smaller than vocab 100"));
   GptModel m(tiny(), Backend::Interp);
-  EXPECT_THAT(message([&] { m.forward({1, 2, 3}, {}, 1, 4); }), HasSubstr("3 tokens and 0 targets for B x T = 4"));
-  EXPECT_THAT(message([&] { m.forward({1, 200}, {}, 1, 2); }), HasSubstr("token 200 is outside the vocabulary"));
-  EXPECT_THAT(message([&] { m.forward(std::vector<int32_t>(40), {}, 1, 40); }), HasSubstr("n_ctx = 32"));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 2, 3}, {}, 1, 4); }), HasSubstr("3 tokens and 0 targets for B x T = 4"));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 200}, {}, 1, 2); }), HasSubstr("token 200 is outside the vocabulary"));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.forward(std::vector<int32_t>(40), {}, 1, 40); }), HasSubstr("n_ctx = 32"));
   std::vector<float> one = {1.0f};
-  EXPECT_THAT(message([&] { m.load(SafetensorsFile::parse(serialize_safetensors({{"wte.weight", {1}, one}}), "small")); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { m.load(SafetensorsFile::parse(serialize_safetensors({{"wte.weight", {1}, one}}), "small")); }),
               HasSubstr("tensor 'wte.weight' has shape [1], expected [100, 64]"));
 }
 

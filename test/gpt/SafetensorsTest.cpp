@@ -1,6 +1,7 @@
 // SafetensorsTest.cpp - the safetensors reader and writer: round trips in
 // each stored dtype, a file laid out as Hugging Face's writer does, and a
 // clear error for each way a file can be wrong.
+#include "TestUtil.h"
 #include "models/gpt/Safetensors.h"
 #include "tegula/error.h"
 
@@ -109,20 +110,12 @@ TEST(Safetensors, EachBadFileIsAClearError) {
 TEST(Safetensors, LookupsAndConversionsNameTheProblem) {
   std::vector<float> v = {1, 2};
   SafetensorsFile f = SafetensorsFile::parse(serialize_safetensors({{"x", {2}, v}}), "ckpt");
-  auto message = [](auto &&fn) {
-    try {
-      fn();
-    } catch (const Error &e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_THAT(message([&] { f.at("y"); }), HasSubstr("ckpt has no tensor 'y'"));
-  EXPECT_THAT(message([&] { f.to_f32("x", {1, 2}); }), HasSubstr("tensor 'x' has shape [2], expected [1, 2]"));
-  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {3}, v}}); }), HasSubstr("2 values for shape [3]"));
-  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {2}, v, "I64"}}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { f.at("y"); }), HasSubstr("ckpt has no tensor 'y'"));
+  EXPECT_THAT(tegula::testing::error_of([&] { f.to_f32("x", {1, 2}); }), HasSubstr("tensor 'x' has shape [2], expected [1, 2]"));
+  EXPECT_THAT(tegula::testing::error_of([&] { serialize_safetensors({{"x", {3}, v}}); }), HasSubstr("2 values for shape [3]"));
+  EXPECT_THAT(tegula::testing::error_of([&] { serialize_safetensors({{"x", {2}, v, "I64"}}); }),
               HasSubstr("writing I64 is not supported"));
-  EXPECT_THAT(message([&] { serialize_safetensors({{"x", {2}, v}, {"x", {2}, v}}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { serialize_safetensors({{"x", {2}, v}, {"x", {2}, v}}); }),
               HasSubstr("'x' is given twice"));
 }
 

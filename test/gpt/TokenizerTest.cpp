@@ -4,6 +4,7 @@
 // spaces, tabs and new lines, accents, CJK and Cyrillic, emoji; decoding
 // restores the text; bad files are clear errors.
 #include "gpt/GptTestUtil.h"
+#include "TestUtil.h"
 #include "models/gpt/Tokenizer.h"
 #include "tegula/error.h"
 
@@ -52,28 +53,20 @@ TEST(Tokenizer, PretokenizesAsGpt2sPattern) {
 TEST(Tokenizer, BytesRoundTripAndBadInputsAreClearErrors) {
   const std::string text = "any bytes \xff\x01 here";
   EXPECT_EQ(ByteTokenizer::decode(ByteTokenizer::encode(text)), text);
-  auto message = [](auto &&fn) {
-    try {
-      fn();
-    } catch (const Error &e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_THAT(message([] { ByteTokenizer::decode({300}); }), HasSubstr("id 300 is not a byte"));
-  EXPECT_THAT(message([] { BpeTokenizer::load("/nonexistent/vocab.json", "m"); }), HasSubstr("cannot open"));
+  EXPECT_THAT(tegula::testing::error_of([] { ByteTokenizer::decode({300}); }), HasSubstr("id 300 is not a byte"));
+  EXPECT_THAT(tegula::testing::error_of([] { BpeTokenizer::load("/nonexistent/vocab.json", "m"); }), HasSubstr("cannot open"));
   const std::string dir = ::testing::TempDir();
   std::ofstream(dir + "bad.json") << "{\"a\": 1";
-  EXPECT_THAT(message([&] { BpeTokenizer::load(dir + "bad.json", kFixture + "merges.txt"); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(dir + "bad.json", kFixture + "merges.txt"); }),
               HasSubstr("not valid JSON"));
   std::ofstream(dir + "small.json") << "{\"a\": 0}";
-  EXPECT_THAT(message([&] { BpeTokenizer::load(dir + "small.json", kFixture + "merges.txt"); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(dir + "small.json", kFixture + "merges.txt"); }),
               HasSubstr("lacks the byte token"));
   std::ofstream(dir + "bad.txt") << "#version: 0.2\nab\n";
-  EXPECT_THAT(message([&] { BpeTokenizer::load(kFixture + "vocab.json", dir + "bad.txt"); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(kFixture + "vocab.json", dir + "bad.txt"); }),
               HasSubstr("bad.txt:2: a merge is two symbols"));
   BpeTokenizer t = BpeTokenizer::load(kFixture + "vocab.json", kFixture + "merges.txt");
-  EXPECT_THAT(message([&] { t.decode({420}); }), HasSubstr("id 420 is outside the vocabulary [0, 420)"));
+  EXPECT_THAT(tegula::testing::error_of([&] { t.decode({420}); }), HasSubstr("id 420 is outside the vocabulary [0, 420)"));
 }
 
 } // namespace
