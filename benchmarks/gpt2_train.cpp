@@ -58,10 +58,7 @@ int main(int argc, char **argv) {
       loss = step();
     synchronize();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
-    const GptConfig c = model.config();
-    const double N = double(model.num_parameters());
-    // Training FLOPs per token (PaLM's estimate): 6 N + 12 L C T.
-    const double flops = (6.0 * N + 12.0 * c.n_layer * c.n_embd * T) * B * T;
+    const double flops = model.training_flops_per_token(T) * B * T;
     const std::string name = info.name;
     const double peak = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ? 989e12
                         : name.find("A100") != std::string::npos                                         ? 312e12

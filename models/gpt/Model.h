@@ -117,6 +117,11 @@ public:
   /// GPT-2's schedule: linear warm-up over `warmup` steps to `max_lr`, then a
   /// cosine decay to `min_lr` at `total` steps.
   static float learning_rate(int step, int warmup, int total, float max_lr, float min_lr);
+  /// Training FLOPs per token at sequence length T (PaLM's estimate, what
+  /// MFU figures use): 6 N + 12 n_layer n_embd T.
+  double training_flops_per_token(int T) const {
+    return 6.0 * double(num_parameters()) + 12.0 * config_.n_layer * config_.n_embd * T;
+  }
   /// Bytes of each part, as allocated: parameters, gradients, AdamW state,
   /// activations (forward + their gradients) of the last forward's B x T.
   struct Memory {

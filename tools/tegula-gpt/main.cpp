@@ -22,6 +22,7 @@
 #include "models/gpt/Safetensors.h"
 #include "models/gpt/Tokenizer.h"
 
+#include "tegula/device.h"
 #include "tegula/error.h"
 
 #include <fmt/format.h>
@@ -208,6 +209,15 @@ int train(const Options &o) {
   std::mt19937_64 rng(uint64_t(o.integer("seed")));
   std::vector<int32_t> tokens, targets;
   const float maxLr = o.real("lr");
+  // MFU against the device's dense bf16 peak (as llm.c reports it); only on
+  // GPUs whose peak is known.
+  double peakFlops = 0;
+  if (backendFrom(o) == Backend::GPU) {
+    const std::string name = device_info().name;
+    peakFlops = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ? 989e12
+                : name.find("A100") != std::string::npos                                         ? 312e12
+                                                                                               : 0;
+  }
   const int valEvery = o.integer("val-every");
   for (int step = 0; step < steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -223,8 +233,11 @@ int train(const Options &o) {
     if (step == 0)
       printMemory("after step", model);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print("step {:5}/{}  loss {:.4f}  lr {:.2e}  norm {:.3f}  {:.0f} tok/s\n", step + 1, steps, loss, lr, norm,
-               double(B * T) / s);
+    const double tokPerS = double(B * T) / s;
+    fmt::print("step {:5}/{}  loss {:.4f}  lr {:.2e}  norm {:.3f}  {:.0f} tok/s{}\n", step + 1, steps, loss, lr, norm,
+               tokPerS,
+               peakFlops > 0 ? fmt::format("  MFU {:.1f}%", 100.0 * tokPerS * model.training_flops_per_token(T) / peakFlops)
+                             : std::string());
     if (valEvery > 0 && ((step + 1) % valEvery == 0 || step + 1 == steps)) {
       std::mt19937_64 valRng(7); // the same validation windows every time
       double sum = 0;
