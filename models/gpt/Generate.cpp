@@ -19,9 +19,8 @@ struct GptModel::Decoder {
 std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H;
-  const bool gpu = backend_ == Backend::GPU;
-  const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16, lnBlock = pow2AtLeast(C);
-  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4;
+  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
+  const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps;
   auto P = [&](const std::string &name) {
     const ParamSpec &p = parameter(name);
     return paramArena_.view(p.offset, p.numel());

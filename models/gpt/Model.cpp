@@ -125,7 +125,8 @@ struct GptModel::Activations {
 };
 
 GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul)
-    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>(matmul)) {
+    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>(matmul)),
+      tiles_(backend == Backend::GPU ? gpu_tiles() : cpu_tiles()) {
   config_.validate();
   params_ = parameterLayout(config_);
   const int64_t n = params_.back().offset + params_.back().numel();
@@ -260,7 +261,6 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
       tgtArg = Arg(*a.deviceTargets);
     }
   }
-  const bool gpu = backend_ == Backend::GPU;
   auto P = [&](const std::string &name) {
     const ParamSpec &p = parameter(name);
     return paramArena_.view(p.offset, p.numel());
@@ -269,7 +269,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   const int lnBlock = pow2AtLeast(C);
   const float eps = 1e-5f;
   // Tiles: large on the GPU, small where the CPU runs every thread.
-  const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16;
+  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
   auto linear = [&](Arg x, const std::string &w, const std::string &b, Arg y, Arg pre, int N, int K, bool gelu) {
     kernels_->linear(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}), x, P(w), P(b), y, pre, BT, N, K,
                      gelu, BM, BN, BK);
@@ -279,7 +279,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
                       lnBlock);
   int64_t residual = a.encoded;
-  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4;
+  const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps;
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
@@ -312,7 +312,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   if (targets.empty())
     return NAN;
   kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT), c.vocab,
-                         c.vocab_padded, gpu ? 1024 : 256);
+                         c.vocab_padded, tiles_.vocab_block);
   std::vector<float> losses = a.arena.download(a.losses, BT);
   double sum = 0;
   for (float v : losses)
@@ -348,8 +348,8 @@ void GptModel::backward() {
   };
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
   auto dA = [&](int64_t offset, int64_t count) { return a.grads.view(offset, count); };
-  const int BM = gpu ? 64 : 32, BN = gpu ? 64 : 32, BK = gpu ? 32 : 16, lnBlock = pow2AtLeast(C);
-  const int attBlock = gpu ? 32 : 16, attWarps = gpu ? 8 : 4, colBlock = 32;
+  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
+  const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps, colBlock = 32;
   Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
   Arg tokArg = gpu ? Arg(*a.deviceTokens) : Arg(a.hostTokens);
 
@@ -375,7 +375,7 @@ void GptModel::backward() {
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
   kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dA(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
   kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT),
-                            dA(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, gpu ? 1024 : 256);
+                            dA(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
   // Tied LM head: logits = lnf wte^T.
   kernels_->matmul(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
                    P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);

@@ -74,6 +74,19 @@ public:
   GptModel(GptConfig config, Backend backend, tl::precision matmul = tl::precision::ieee);
   ~GptModel();
 
+  /// Tile sizes and warps the model launches with: large on the GPU, small
+  /// where the CPU runs every thread (interpreter, simulator). Tests run the
+  /// GPU's in the simulator.
+  struct Tiles {
+    int bm, bn, bk;                       // linear layers and the LM head
+    int attention_block, attention_warps; // flash attention (query and key blocks)
+    int vocab_block;                      // cross-entropy's chunks of the vocabulary
+  };
+  static Tiles gpu_tiles() { return {64, 64, 32, 32, 8, 1024}; }
+  static Tiles cpu_tiles() { return {32, 32, 16, 16, 4, 256}; }
+  void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
+  const Tiles &tiles() const { return tiles_; }
+
   const GptConfig &config() const { return config_; }
   const std::vector<ParamSpec> &parameters() const { return params_; }
   const ParamSpec &parameter(const std::string &name) const;
@@ -164,6 +177,7 @@ private:
   Arena paramArena_, gradArena_, adamM_, adamV_;
   int steps_ = 0;
   float gradScale_ = 1.0f;
+  Tiles tiles_;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<Activations> acts_;
 };

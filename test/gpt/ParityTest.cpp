@@ -117,6 +117,26 @@ TEST_P(GptParity, GreedyDecodingWithAKvCacheMatchesHuggingFace) {
   EXPECT_EQ(got, want);
 }
 
+// The GPU's tile sizes (64x64x32 linear layers, 32-row attention blocks at 8
+// warps, 1024-wide vocabulary chunks) checked before a GPU runs them: the
+// same forward and gradients in the simulator.
+TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
+  SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  SafetensorsFile grads = SafetensorsFile::read(kFixture + "grads.safetensors");
+  GptModel m(fixtureConfig(), Backend::Sim);
+  m.set_tiles(GptModel::gpu_tiles());
+  m.load(model);
+  const int B = int(io.at("tokens").shape[0]), T = int(io.at("tokens").shape[1]);
+  const float loss = m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
+  EXPECT_NEAR(loss, io.to_f32("loss")[0], 1e-5 * loss);
+  compare("logits", m.logits(), io.to_f32("logits"), 1e-5);
+  m.zero_grad();
+  m.backward();
+  for (const char *name : {"wte.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.bias"})
+    compare(name, m.read_gradient(name), grads.to_f32(std::string("transformer.") + name), 2e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptParity, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace
