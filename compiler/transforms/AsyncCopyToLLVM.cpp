@@ -31,6 +31,9 @@ struct AllocSharedPattern : OpConversionPattern<tilegpu::AllocSharedOp> {
                                 ConversionPatternRewriter &rw) const override {
     if (!analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);
+    // Like every user of shared memory, a ring begins with a barrier: earlier
+    // users of the same bytes are done reading before cp.async writes them.
+    NVVM::Barrier0Op::create(rw, op.getLoc());
     rw.replaceOp(op, sharedBuffer(rw, op.getLoc(), op));
     return success();
   }

@@ -103,14 +103,13 @@ Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type ele
 }
 
 /// Thread 0 holds `v`; give every thread its value (through `scratch`, the
-/// op's shared-memory buffer, between barriers).
+/// op's shared-memory buffer: a barrier before the store, one before the
+/// loads; the next user's leading barrier orders the loads before its writes).
 Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0, Value scratch) {
   NVVM::Barrier0Op::create(b, loc);
   predicatedStore(b, loc, scratch, v, isThread0, "shared");
   NVVM::Barrier0Op::create(b, loc);
-  Value out = LLVM::LoadOp::create(b, loc, v.getType(), scratch);
-  NVVM::Barrier0Op::create(b, loc);
-  return out;
+  return LLVM::LoadOp::create(b, loc, v.getType(), scratch);
 }
 
 /// Per element: which register/thread performs it, and the values it needs.

@@ -129,7 +129,6 @@ struct ConvertToDotOperandViaLdmatrix : OpConversionPattern<tilegpu::ConvertLayo
     SmallVector<Value> out;
     for (int32_t r = 0; r < operand.registers(); ++r)
       out.push_back(operand.reg(r));
-    NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {out});
     return success();
   }

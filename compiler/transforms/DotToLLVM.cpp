@@ -248,8 +248,6 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
 
     SmallVector<Value> results =
         emitMmaSync(rw, loc, elem, precision, kTiles, mTiles, nTiles, &*a, &*b, c);
-    if (stageA || stageB)
-      NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {results});
     return success();
   }
@@ -341,7 +339,6 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
       }
       results.push_back(acc);
     }
-    NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {results});
     return success();
   }

@@ -85,7 +85,6 @@ exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type e
       v = LLVM::IntToPtrOp::create(rw, loc, elem, v);
     out.push_back(v);
   }
-  NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
   return out;
 }
 
@@ -181,7 +180,6 @@ struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLa
       else
         llvm::append_range(out, unpackWords(rw, loc, loaded, elem));
     }
-    NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     rw.replaceOpWithMultiple(op, {out});
     return success();
   }

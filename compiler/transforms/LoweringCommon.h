@@ -66,7 +66,9 @@ struct TileTypeConverter : mlir::LLVMTypeConverter {
 };
 
 /// The start (`!llvm.ptr<3>`) of the shared-memory buffer that
-/// allocate-shared-memory gave `op`. Patterns check that `op` has one
+/// allocate-shared-memory gave `op`. Buffers of ops whose lives do not
+/// overlap share bytes, so every user begins with a barrier (the earlier
+/// users' reads are done) before it writes; none is needed at its end. Patterns check that `op` has one
 /// (analysis::sharedOffset) before they build anything.
 mlir::Value sharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op);
 /// The failure a pattern reports for a shared-memory user without an offset.

@@ -242,7 +242,6 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         }
         acc[k] = total;
       }
-      NVVM::Barrier0Op::create(rw, loc); // the scratch is free again
     }
 
     // 4. Results: scalars (1-D) or the registers of the slice layout.

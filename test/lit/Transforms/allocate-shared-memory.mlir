@@ -5,8 +5,9 @@
 // of 16); the module records the total as `tilegpu.shared_bytes`. Today's
 // users need their buffer only while they run, so buffers of different ops
 // never live at the same time: they all start at 0 and the total is the
-// largest. The lowering makes one global of that size; the barriers around
-// each use stay (three per reduction here).
+// largest. The lowering makes one global of that size; each user begins with
+// a barrier (earlier users of the bytes are done) and has one between its
+// writes and reads: two per reduction here, none after.
 
 // No shared memory: register-only code and a convert_layout between two
 // layouts that place every element in the same thread (a register move).
@@ -44,7 +45,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64{{.*}}} : !llvm.array<128 x i8>
 // LLVM-LABEL: llvm.func @two_reductions(
 // LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
-// LLVM-COUNT-6: nvvm.barrier0
+// LLVM-COUNT-4: nvvm.barrier0
 // LLVM-NOT:     nvvm.barrier0
 // LLVM:         llvm.return
 #r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
@@ -91,7 +92,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // LLVM-LABEL: llvm.func @loop(
 // LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
 // LLVM:         llvm.cond_br
-// LLVM-COUNT-6: nvvm.barrier0
+// LLVM-COUNT-4: nvvm.barrier0
 // LLVM:         llvm.br
 #a = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 #v = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
@@ -215,7 +216,8 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // LLVM-COUNT-16: st.shared.v2.b16
 // LLVM:         nvvm.barrier0
 // LLVM-COUNT-2: llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
-// LLVM:         nvvm.barrier0
+// LLVM-NOT:     nvvm.barrier0
+// LLVM:         llvm.return
 func.func @epilogue_vectors(%p: tensor<64x64xbf16, #mma>) -> tensor<64x64xbf16, #rows> {
   %a = tilegpu.convert_layout %p : tensor<64x64xbf16, #mma> -> tensor<64x64xbf16, #rows>
   return %a : tensor<64x64xbf16, #rows>

@@ -60,7 +60,9 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // A reduction across warps keeps its partials at the offset
 // allocate-shared-memory gave it, in the module's one shared global of
-// tilegpu.shared_bytes, between barriers.
+// tilegpu.shared_bytes: a barrier before the writes (earlier users of those
+// bytes are done), one before the reads, none after (the next user begins
+// with its own).
 #r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
 #rs = #tilegpu.slice<{dim = 1, parent = #r}>
 module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32} {
@@ -73,7 +75,8 @@ module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32}
   // CHECK:         st.shared.b32
   // CHECK:         nvvm.barrier0
   // CHECK:         llvm.load
-  // CHECK:         nvvm.barrier0
+  // CHECK-NOT:     nvvm.barrier0
+  // CHECK:         llvm.return
   func.func @at_offset(%a: tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
     %s = tile.reduce(%a) {axis = 1 : i32, tilegpu.shared_offset = 16 : i32} : (tensor<4x512xf32, #r>) -> tensor<4xf32, #rs> {
     ^bb0(%x: f32, %y: f32):
