@@ -439,7 +439,9 @@ float GptModel::clip_grad_norm(float max_norm) {
   const int64_t n = gradArena_.size();
   constexpr int kBlock = 4096;
   const int64_t blocks = cdiv(n, kBlock);
-  Arena scratch(blocks + 1, backend_);
+  if (normScratch_.size() != blocks + 1) // once: clipping runs every step
+    normScratch_ = Arena(blocks + 1, backend_);
+  Arena &scratch = normScratch_;
   kernels_->sumOfSquares(launch({uint32_t(blocks)}), gradArena_.view(0, n), scratch.view(0, blocks), n, kBlock);
   kernels_->sumAll(launch({1}), scratch.view(0, blocks), scratch.view(blocks, 1), int32_t(blocks), 1024);
   const float norm = std::sqrt(scratch.download(blocks, 1)[0]);

@@ -175,6 +175,7 @@ private:
   Backend backend_;
   std::vector<ParamSpec> params_;
   Arena paramArena_, gradArena_, adamM_, adamV_;
+  Arena normScratch_; // clip_grad_norm's partial sums
   int steps_ = 0;
   float gradScale_ = 1.0f;
   Tiles tiles_;
