@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <sstream>
 #include <map>
+#include <tuple>
 #include <mutex>
 
 using namespace mlir;
@@ -147,7 +148,8 @@ struct Specialization {
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
-  std::map<std::pair<int, int>, std::shared_ptr<sim::SimKernel>> simulated; // by warps, stages
+  // by chip, warps, stages
+  std::map<std::tuple<std::string, int, int>, std::shared_ptr<sim::SimKernel>> simulated;
 };
 
 struct KernelImpl {
@@ -376,14 +378,14 @@ namespace {
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
 OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps,
-                                  int numStages) {
+                                  int numStages, const std::string &chip) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
   auto dump = [&](const char *stage, ModuleOp m) {
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
   };
-  if (failed(runGpuPipeline(*module, numWarps, dump, numStages)))
+  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, chip)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
                             diags.text));
   return module;
@@ -405,7 +407,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
-    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages);
+    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages, opts.chip);
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -442,8 +444,8 @@ namespace {
 /// The lowered module of `tile`, instrumented and JIT-compiled for the
 /// simulator.
 std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps,
-                                         int numStages) {
-  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages);
+                                         int numStages, const std::string &chip) {
+  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages, chip);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
@@ -490,7 +492,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   }
   case Backend::GPU: {
     const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
-    CompileOptions copts{.chip = device.chip(), .num_warps = opts.num_warps,
+    CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
+                         .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages};
     std::string key = fmt::format("{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages);
     std::shared_ptr<runtime::LoadedKernel> kernel;
@@ -515,9 +518,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     std::shared_ptr<sim::SimKernel> simulated;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
-      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[{opts.num_warps, opts.num_stages}];
+      const std::string chip = opts.chip.empty() ? "sm_80" : opts.chip;
+      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[{chip, opts.num_warps, opts.num_stages}];
       if (!slot)
-        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages);
+        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages, chip);
       simulated = slot;
     }
     simulated->run(opts.grid, impl_->params, impl_->paramNames, args);

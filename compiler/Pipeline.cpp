@@ -18,12 +18,15 @@ void buildTilePipeline(mlir::OpPassManager &pm) {
 
 namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
-void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages) {
+void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
+                     const std::string &chip) {
   ConvertTileToTileGPUOptions options;
   options.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(createAccelerateDot());
+  AccelerateDotOptions accelerate;
+  accelerate.chip = chip;
+  pm.addPass(createAccelerateDot(accelerate));
   // Twice: cleaning up carries loop accumulators in the mma layout, whose
   // users after the loop (attention's normalisation) then follow.
   for (int round = 0; round < 2; ++round) {
@@ -46,8 +49,9 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
 }
 } // namespace
 
-void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages) {
-  addLayoutPasses(pm, numWarps, numStages);
+void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages,
+                      const std::string &chip) {
+  addLayoutPasses(pm, numWarps, numStages, chip);
   addLoweringPasses(pm);
 }
 
@@ -60,10 +64,10 @@ void enableTimingFromEnv(mlir::PassManager &pm) {
 
 mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
                                    const std::function<void(const char *, mlir::ModuleOp)> &dump,
-                                   int numStages) {
+                                   int numStages, const std::string &chip) {
   // Two halves, so the layout-assigned IR can be shown on its own.
   mlir::PassManager layouts(module.getContext());
-  addLayoutPasses(layouts, numWarps, numStages);
+  addLayoutPasses(layouts, numWarps, numStages, chip);
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();

@@ -42,11 +42,13 @@ void registerAllPasses() {
     Option<int> numStages{*this, "num-stages",
                           llvm::cl::desc("shared-memory stages for dot operands in loops (1: off)"),
                           llvm::cl::init(3)};
+    Option<std::string> chip{*this, "chip", llvm::cl::desc("target: sm_80, or sm_90a (wgmma)"),
+                             llvm::cl::init("sm_80")};
   };
   mlir::PassPipelineRegistration<GpuPipelineOptions>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
       [](mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildGpuPipeline(pm, o.numWarps, o.numStages);
+        buildGpuPipeline(pm, o.numWarps, o.numStages, o.chip);
       });
 }
 

@@ -2,6 +2,7 @@
 #include "simulator/PtxAsm.h"
 
 #include "simulator/Runtime.h"
+#include "simulator/Wgmma.h"
 #include "tegula/error.h"
 
 #include <bit>
@@ -19,7 +20,11 @@
 namespace tegula::sim {
 
 namespace {
-enum class Op { Mov, Load, Store, Atom, Max, Min, Setp, Bra };
+enum class Op {
+  Mov, Load, Store, Atom, Max, Min, Setp, Bra,
+  // sm_90a: warpgroup MMA and the async-proxy fence (Wgmma.h).
+  WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync
+};
 enum class Kind { Bits, Signed, Unsigned, Float };
 
 struct Operand {
@@ -42,6 +47,10 @@ struct AsmProgram::Instruction {
   std::string atomOp, compare;
   bool nanPropagating = false;
   std::vector<Operand> operands;
+  // wgmma.mma_async: operand type, N, transposes; wgmma.wait_group: N.
+  MmaKind mmaKind = MmaKind::BF16;
+  int wgmmaN = 0, waitPending = 0;
+  bool transA = false, transB = false;
 };
 
 namespace {
@@ -141,10 +150,77 @@ struct Parser {
     return bits == 8 || bits == 16 || bits == 32 || bits == 64;
   }
 
+  /// wgmma.* and fence.proxy.async (no guard, their own qualifiers).
+  AsmProgram::Instruction asyncInstruction(const std::string &opcode, const std::string &operands,
+                                           const std::string &stmt) {
+    AsmProgram::Instruction in;
+    in.text = stmt;
+    std::vector<std::string> parts = split(opcode, '.');
+    std::vector<Operand> ops;
+    for (const std::string &o : split(operands, ','))
+      ops.push_back(operand(o));
+    auto expect = [&](size_t n) {
+      if (ops.size() != n)
+        unsupported(fmt::format("'{}' has {} operands, expected {}", stmt, ops.size(), n));
+    };
+    if (opcode == "fence.proxy.async.shared::cta" || opcode == "fence.proxy.async") {
+      in.op = Op::FenceProxyAsync;
+      expect(0);
+    } else if (opcode == "wgmma.fence.sync.aligned") {
+      in.op = Op::WgmmaFence;
+      expect(0);
+    } else if (opcode == "wgmma.commit_group.sync.aligned") {
+      in.op = Op::WgmmaCommit;
+      expect(0);
+    } else if (opcode == "wgmma.wait_group.sync.aligned") {
+      in.op = Op::WgmmaWait;
+      expect(1);
+      if (ops[0].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': the group count is an immediate", stmt));
+      in.waitPending = int(ops[0].value);
+    } else if (parts.size() == 8 && parts[1] == "mma_async" && parts[2] == "sync" &&
+               parts[3] == "aligned") {
+      in.op = Op::WgmmaMma;
+      const std::string &shape = parts[4], &dtype = parts[5], &atype = parts[6];
+      if (dtype != "f32" || parts[7] != atype || (atype != "bf16" && atype != "f16" && atype != "tf32"))
+        unsupported(fmt::format("'{}' (the simulator models f32 += {{bf16, f16, tf32}} products)", opcode));
+      in.mmaKind = atype == "bf16" ? MmaKind::BF16 : atype == "f16" ? MmaKind::F16 : MmaKind::TF32;
+      const int k = in.mmaKind == MmaKind::TF32 ? 8 : 16;
+      size_t npos = shape.find('n'), kpos = shape.find('k');
+      if (shape.rfind("m64n", 0) != 0 || kpos == std::string::npos ||
+          std::stoi(shape.substr(kpos + 1)) != k)
+        unsupported(fmt::format("'{}' (shape .{})", opcode, shape));
+      in.wgmmaN = std::stoi(shape.substr(npos + 1, kpos - npos - 1));
+      const bool sixteen = in.mmaKind != MmaKind::TF32;
+      expect(sixteen ? 8 : 6);
+      if (ops[0].form != Operand::Vector || ops[0].regs.size() != size_t(in.wgmmaN / 2))
+        unsupported(fmt::format("'{}': D is a vector of N/2 = {} registers", stmt, in.wgmmaN / 2));
+      if (ops[3].form != Operand::Register && ops[3].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': scale-d is a predicate register", stmt));
+      if (ops[1].form != Operand::Register || ops[2].form != Operand::Register)
+        unsupported(fmt::format("'{}': the simulator models A and B from descriptors", stmt));
+      for (size_t i = 4; i < ops.size(); ++i)
+        if (ops[i].form != Operand::Immediate)
+          unsupported(fmt::format("'{}': scales and transposes are immediates", stmt));
+      if (ops[4].value != 1 || ops[5].value != 1)
+        unsupported(fmt::format("'{}': negated operands (imm-scale -1) are not modelled", stmt));
+      if (sixteen)
+        in.transA = ops[6].value != 0, in.transB = ops[7].value != 0;
+    } else {
+      unsupported(fmt::format("instruction '{}'", opcode));
+    }
+    in.operands = std::move(ops);
+    return in;
+  }
+
   AsmProgram::Instruction instruction(const std::string &stmt) {
     AsmProgram::Instruction in;
     in.text = stmt;
     std::string rest = stmt;
+    if (rest.rfind("wgmma.", 0) == 0 || rest.rfind("fence.proxy.async", 0) == 0) {
+      size_t sp = rest.find_first_of(" \t");
+      return asyncInstruction(rest.substr(0, sp), sp == std::string::npos ? "" : rest.substr(sp), stmt);
+    }
     if (rest[0] == '@') {
       size_t sp = rest.find_first_of(" \t");
       std::string g = rest.substr(1, sp - 1);
@@ -293,11 +369,19 @@ std::shared_ptr<const AsmProgram> AsmProgram::parse(const std::string &body,
   for (const std::string &c : split(constraints, ',')) {
     if (c.empty() || c[0] == '~')
       continue; // clobbers
-    if (c[0] == '=')
+    if (c[0] == '=') {
       ++program->numOutputs_;
-    else
+    } else {
+      // An input tied to an output ("0"): the output register starts with it.
+      if (std::all_of(c.begin(), c.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+        program->tied_.push_back({program->numInputs_, std::stoul(c)});
       ++program->numInputs_;
+    }
   }
+  for (auto [input, output] : program->tied_)
+    if (output >= program->numOutputs_)
+      throw Error(fmt::format("simulator: inline PTX input {} is tied to output {}, which does "
+                              "not exist", input, output));
   Parser p;
   p.body = body;
   p.numOperands = program->numOutputs_ + program->numInputs_;
@@ -364,6 +448,8 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
   }
   std::fill(r, r + numRegisters_, 0);
   std::copy(inputs, inputs + numInputs_, r + numOutputs_);
+  for (auto [input, output] : tied_)
+    r[output] = inputs[input];
   auto value = [&](const Operand &o) { return o.form == Operand::Register ? r[o.reg] : uint64_t(o.value); };
 
   size_t steps = 0;
@@ -439,6 +525,32 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     case Op::Bra:
       pc = size_t(ops[0].value);
       break;
+    case Op::FenceProxyAsync:
+      fenceProxyAsync();
+      break;
+    case Op::WgmmaFence:
+      wgmmaFence();
+      break;
+    case Op::WgmmaCommit:
+      wgmmaCommitGroup();
+      break;
+    case Op::WgmmaMma: {
+      std::vector<uint32_t> acc;
+      for (int reg : ops[0].regs)
+        acc.push_back(uint32_t(r[reg]));
+      wgmmaMmaAsync(in.mmaKind, in.wgmmaN, r[ops[1].reg], r[ops[2].reg], value(ops[3]) != 0,
+                    in.transA, in.transB, acc.data(), site);
+      for (size_t i = 0; i < acc.size(); ++i)
+        r[ops[0].regs[i]] = acc[i];
+      break;
+    }
+    case Op::WgmmaWait: {
+      // The accumulators pass through the wait as its (tied) outputs.
+      std::vector<uint32_t> values(r, r + numOutputs_);
+      wgmmaWaitGroup(in.waitPending, values.data(), values.size(), site);
+      std::copy(values.begin(), values.end(), r);
+      break;
+    }
     }
   }
   std::copy(r, r + numOutputs_, outputs);

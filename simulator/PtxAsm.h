@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tegula::sim {
@@ -36,6 +37,7 @@ public:
 private:
   AsmProgram() = default;
   size_t numOutputs_ = 0, numInputs_ = 0, numRegisters_ = 0;
+  std::vector<std::pair<size_t, size_t>> tied_; // (input, output) of "0"-style constraints
   std::vector<Instruction> code_;
 };
 

@@ -2,9 +2,12 @@
 #include "simulator/Runtime.h"
 
 #include "simulator/Fiber.h"
+#include "simulator/Wgmma.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sys/mman.h>
 
 #include <fmt/format.h>
@@ -21,7 +24,7 @@ struct Thread {
   State state = State::Ready;
   uint32_t waitSite = 0;
   char *stack = nullptr;
-  std::shared_ptr<void> extension;
+  std::shared_ptr<void> extensions[size_t(ThreadExtension::Count)];
 };
 
 /// Last accesses of one shared byte, for the race detector. Epochs are
@@ -52,11 +55,49 @@ struct PendingRead {
   uint32_t site;
 };
 
+/// The CTA's shared memory, aligned to 256 KiB so that the low 18 bits of
+/// an address are its offset in the shared window, as on the GPU: wgmma's
+/// matrix descriptors carry only those bits, and its swizzles act on them.
+class SharedMemory {
+public:
+  static constexpr size_t kWindow = size_t(1) << 18;
+  void resize(size_t n) {
+    size_ = n;
+    data_.reset(n ? static_cast<uint8_t *>(std::aligned_alloc(kWindow, (n + kWindow - 1) / kWindow * kWindow))
+                  : nullptr);
+    if (n && !data_)
+      throw Error(fmt::format("simulator: cannot allocate {} bytes of shared memory", n));
+  }
+  uint8_t *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  uint8_t *begin() const { return data(); }
+  uint8_t *end() const { return data() + size_; }
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t size_ = 0;
+};
+
+/// Who last wrote a shared byte through the generic proxy (ordinary stores,
+/// atomics, cp.async), and how many fence.proxy.async that thread had made
+/// by then: the async proxy (wgmma, bulk copies) may read it only after the
+/// writer's next fence.
+struct ProxyWrite {
+  uint32_t writer = 0; // thread + 1; 0: none
+  uint32_t fences = 0;
+  uint32_t site = 0;
+};
+
 struct Cta {
   const LaunchConfig *config = nullptr;
   uint32_t id[3] = {0, 0, 0};
   std::vector<Thread> threads;
-  std::vector<uint8_t> shared;
+  SharedMemory shared;
+  std::vector<ProxyWrite> proxyWrites;
+  std::vector<uint32_t> proxyFences; // per thread
   std::vector<Shadow> shadow;
   std::vector<Collective> warps;
   uint32_t firstEpoch = 1, epoch = 1;
@@ -83,6 +124,7 @@ void yieldToScheduler() {
 [[noreturn]] void threadMain() {
   Cta &c = cta();
   c.entry(c.args);
+  wgmmaThreadExit();
   c.threads[size_t(c.current)].state = State::Done;
   fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
   __builtin_unreachable(); // a finished thread is never resumed
@@ -228,6 +270,8 @@ void resolveBlocked(Cta &c) {
 /// Run one CTA to completion or the first error.
 void runCta(Cta &c) {
   std::fill(c.shared.begin(), c.shared.end(), uint8_t(0xff)); // NaN / -1: garbage shows
+  std::fill(c.proxyWrites.begin(), c.proxyWrites.end(), ProxyWrite{});
+  std::fill(c.proxyFences.begin(), c.proxyFences.end(), 0u);
   c.firstEpoch = c.epoch = c.epoch + 1;
   c.uninitialisedReads.clear();
   for (Collective &w : c.warps)
@@ -235,7 +279,8 @@ void runCta(Cta &c) {
   for (size_t t = 0; t < c.threads.size(); ++t) {
     Thread &th = c.threads[t];
     th.state = State::Ready;
-    th.extension.reset();
+    for (auto &e : th.extensions)
+      e.reset();
     fiberInit(th.fiber, th.stack + kGuardBytes, kStackBytes - kGuardBytes, threadMain);
   }
   c.stats.threads += c.threads.size();
@@ -266,7 +311,9 @@ void runCta(Cta &c) {
 
 } // namespace
 
-std::shared_ptr<void> &threadExtension() { return cta().threads[size_t(cta().current)].extension; }
+std::shared_ptr<void> &threadExtension(ThreadExtension which) {
+  return cta().threads[size_t(cta().current)].extensions[size_t(which)];
+}
 
 int laneId() { return cta().current % kWarpSize; }
 int threadId() { return cta().current; }
@@ -360,9 +407,37 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
                            describeThread(c.current), bytes, int64_t(addr - base), c.shared.size()));
   if (c.config->detectRaces)
     raceCheck(c, addr - base, bytes, kind != AccessKind::Read, site);
+  if (kind != AccessKind::Read) {
+    const ProxyWrite w{uint32_t(c.current) + 1, c.proxyFences[size_t(c.current)], site};
+    std::fill_n(c.proxyWrites.begin() + ptrdiff_t(addr - base), bytes, w);
+  }
+}
+
+void fenceProxyAsync() {
+  Cta &c = cta();
+  ++c.proxyFences[size_t(c.current)];
+}
+
+void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32_t site) {
+  Cta &c = cta();
+  auto addr = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(c.shared.data());
+  if (addr < base || addr + bytes > base + c.shared.size())
+    fail(site, fmt::format("{} reads {} bytes at shared offset {} outside the CTA's {} bytes of "
+                           "shared memory",
+                           reader, bytes, int64_t(addr - base), c.shared.size()));
+  for (size_t i = 0; i < bytes; ++i) {
+    const ProxyWrite &w = c.proxyWrites[addr - base + i];
+    if (w.writer && c.proxyFences[w.writer - 1] == w.fences)
+      fail(site, fmt::format("{} reads shared byte {}, which {} wrote at {} without a "
+                             "fence.proxy.async.shared::cta since: the tensor cores may read "
+                             "the old value",
+                             reader, addr - base + i, describeThread(int(w.writer - 1)),
+                             siteText(c, w.site)));
+  }
 }
 
 uint8_t *sharedBase() { return cta().shared.data(); }
+size_t sharedBytes() { return cta().shared.size(); }
 
 void fail(uint32_t site, const std::string &message) {
   Cta &c = cta();
@@ -384,6 +459,8 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
   c.warps.resize(size_t((config.threads + kWarpSize - 1) / kWarpSize));
   c.shared.resize(config.sharedBytes);
   c.shadow.resize(config.sharedBytes);
+  c.proxyWrites.resize(config.sharedBytes);
+  c.proxyFences.resize(c.threads.size());
   size_t mapBytes = kStackBytes * c.threads.size();
   void *stacks = mmap(nullptr, mapBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -82,6 +82,14 @@ void barrier(uint32_t site);
 void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
 /// The CTA's shared memory.
 uint8_t *sharedBase();
+size_t sharedBytes();
+/// fence.proxy.async.shared::cta: this thread's earlier shared-memory writes
+/// become visible to the async proxy (wgmma, bulk copies).
+void fenceProxyAsync();
+/// An async-proxy read (by `reader`, e.g. "wgmma.mma_async") of shared
+/// memory: fails if a byte was written through the generic proxy and its
+/// writer has not fenced since.
+void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32_t site);
 /// Stop the simulation with `message` (prefixed with kernel, CTA, thread and
 /// the site's instruction and location).
 [[noreturn]] void fail(uint32_t site, const std::string &message);
@@ -94,9 +102,10 @@ uint8_t *sharedBase();
 void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,
                     const std::function<void(void *const ios[kWarpSize])> &complete);
 
-/// Per-thread state other parts of the simulator keep (cp.async groups);
+/// Per-thread state other parts of the simulator keep, one slot each;
 /// cleared when a CTA starts.
-std::shared_ptr<void> &threadExtension();
+enum class ThreadExtension { AsyncCopies, Wgmma, Count };
+std::shared_ptr<void> &threadExtension(ThreadExtension which);
 
 /// The calling thread's lane (0..31) and linear thread id.
 int laneId();

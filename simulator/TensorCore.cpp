@@ -126,7 +126,7 @@ struct AsyncGroups {
 };
 
 AsyncGroups &asyncGroups() {
-  std::shared_ptr<void> &ext = threadExtension();
+  std::shared_ptr<void> &ext = threadExtension(ThreadExtension::AsyncCopies);
   if (!ext)
     ext = std::make_shared<AsyncGroups>();
   return *static_cast<AsyncGroups *>(ext.get());
@@ -144,6 +144,14 @@ void performCopy(const AsyncCopy &c) {
 }
 
 } // namespace
+
+float operandValue(MmaKind kind, uint32_t bits) {
+  if (kind == MmaKind::TF32)
+    return tf32(bits);
+  if (kind == MmaKind::S8)
+    return float(int8_t(uint8_t(bits)));
+  return element16(kind, bits & 0xffff, 0);
+}
 
 void mmaSync(MmaKind kind, const uint32_t a[4], const uint32_t b[2], const float c[4], float d[4],
              uint32_t site) {

@@ -23,6 +23,10 @@ namespace tegula::sim {
 
 enum class MmaKind { F16, BF16, TF32, S8 };
 
+/// The value of one operand element of `kind` from its bits (f16/bf16: the
+/// low 16; tf32: the top 19 of an f32; s8: the low byte).
+float operandValue(MmaKind kind, uint32_t bits);
+
 /// mma.sync.aligned.{m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 |
 /// m16n8k8.row.col.f32.tf32.tf32.f32 | m16n8k32.row.col.s32.s8.s8.s32}: this
 /// lane's `a` (4 registers), `b` (2) and `c` (4 floats; for s8 the bits of 4

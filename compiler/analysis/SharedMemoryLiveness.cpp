@@ -69,7 +69,7 @@ LiveInterval ProgramOrder::liveRange(Operation *def, ArrayRef<Operation *> users
 }
 
 int64_t packSharedBuffers(std::vector<SharedBuffer> &buffers, int64_t alignment) {
-  auto alignUp = [alignment](int64_t x) { return (x + alignment - 1) / alignment * alignment; };
+  auto alignUp = [](int64_t x, int64_t a) { return (x + a - 1) / a * a; };
   // Largest first (then in program order), so big buffers take low offsets
   // and small ones fill the gaps; deterministic for tests.
   std::vector<size_t> order(buffers.size());
@@ -89,11 +89,12 @@ int64_t packSharedBuffers(std::vector<SharedBuffer> &buffers, int64_t alignment)
         live.push_back(&buffers[j]);
     std::sort(live.begin(), live.end(),
               [](const SharedBuffer *a, const SharedBuffer *b) { return a->offset < b->offset; });
+    const int64_t align = std::max(alignment, buffer.alignment);
     int64_t offset = 0;
     for (const SharedBuffer *other : live) {
       if (offset + buffer.bytes <= other->offset)
         break; // fits in the gap below `other`
-      offset = std::max(offset, alignUp(other->offset + other->bytes));
+      offset = std::max(offset, alignUp(other->offset + other->bytes, align));
     }
     buffer.offset = offset;
     total = std::max(total, offset + buffer.bytes);

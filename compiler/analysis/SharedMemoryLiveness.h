@@ -53,6 +53,7 @@ struct SharedBuffer {
   LiveInterval live;
   int64_t bytes = 0;
   int64_t offset = -1;
+  int64_t alignment = 1; // at least packSharedBuffers' alignment
 };
 
 /// Gives every buffer an offset, a multiple of `alignment`, such that

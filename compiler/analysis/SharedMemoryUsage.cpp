@@ -62,6 +62,8 @@ int64_t exchangeBytes(Operation *op) {
   return dst.getNumElements() * exchangeSlotBytes(dst.getElementType());
 }
 
+int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
 /// The operand tiles that pass through shared memory, a then b: both on the
 /// FMA path; on mma.sync those not already in fragments (ldmatrix staging).
 int64_t dotBytes(tile::DotOp op) {
@@ -69,6 +71,9 @@ int64_t dotBytes(tile::DotOp op) {
   if (!a)
     return 0;
   auto b = cast<RankedTensorType>(op.getB().getType());
+  if (isWgmmaDot(op)) // both staged, B on the swizzle period after A
+    return alignTo(a.getNumElements() * bytesOf(a.getElementType()), kWgmmaTileAlignment) +
+           b.getNumElements() * bytesOf(b.getElementType());
   auto staged = [](RankedTensorType t) {
     return isa<tilegpu::DotOperandEncodingAttr>(t.getEncoding())
                ? 0
@@ -87,6 +92,18 @@ int64_t atomicBytes(Operation *op) {
 }
 
 } // namespace
+
+bool isWgmmaDot(Operation *op) {
+  auto dot = dyn_cast<tile::DotOp>(op);
+  auto mma = dot ? dyn_cast_if_present<tilegpu::MmaEncodingAttr>(
+                       cast<RankedTensorType>(dot.getType()).getEncoding())
+                 : nullptr;
+  return mma && mma.isWgmma();
+}
+
+int64_t sharedScratchAlignment(Operation *op) {
+  return isWgmmaDot(op) ? kWgmmaTileAlignment : kSharedAlignment;
+}
 
 int64_t reducePartialBytes(Type elem) { return std::max<int64_t>(4, bytesOf(elem)); }
 

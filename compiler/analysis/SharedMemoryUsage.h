@@ -38,10 +38,18 @@ inline constexpr llvm::StringLiteral kDynamicSharedBytesAttr = "tilegpu.dynamic_
 inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// Every buffer starts on a 16-byte boundary (the widest shared access).
 inline constexpr int64_t kSharedAlignment = 16;
+/// wgmma operand tiles start on the 128-byte swizzle's period (1024 bytes),
+/// and so does the scratch itself.
+inline constexpr int64_t kWgmmaTileAlignment = 1024;
 
 /// Bytes of shared memory `op` needs while it runs; 0 when it needs none
 /// (also for ops whose tiles have no layout yet).
 int64_t sharedScratchBytes(mlir::Operation *op);
+/// The alignment `op`'s buffer needs (kSharedAlignment, or
+/// kWgmmaTileAlignment for a tile.dot on wgmma).
+int64_t sharedScratchAlignment(mlir::Operation *op);
+/// A tile.dot whose accumulator has the wgmma layout (mma version 3).
+bool isWgmmaDot(mlir::Operation *op);
 
 /// Bytes one cross-warp partial of a reduction takes (at least 32 bits, so
 /// sub-word partials never share a word).

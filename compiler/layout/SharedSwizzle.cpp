@@ -40,22 +40,30 @@ std::vector<std::vector<std::pair<std::string, int32_t>>> nonLaneInputs(const Li
 } // namespace
 
 int32_t SharedTile::rowBytes() const {
-  return int32_t(int64_t(shape[size_t(contiguousDim)]) * elementBits / 8);
+  const int32_t row = shape[size_t(contiguousDim)];
+  return int32_t(int64_t(blockElements ? std::min(blockElements, row) : row) * elementBits / 8);
 }
 
 int64_t SharedTile::offset(int32_t d0, int32_t d1) const {
-  const int32_t row = contiguousDim == 1 ? d0 : d1, col = contiguousDim == 1 ? d1 : d0;
+  const int32_t row = contiguousDim == 1 ? d0 : d1;
+  int32_t col = contiguousDim == 1 ? d1 : d0;
+  int64_t block = 0;
+  if (blockElements && col >= blockElements)
+    block = col / blockElements, col %= blockElements;
   const int64_t byte = int64_t(col) * elementBits / 8;
   int64_t chunk = byte / kAccessBytes;
   for (size_t i = 0; i < rowXor.size(); ++i)
     if (row >> i & 1)
       chunk ^= rowXor[i];
-  return int64_t(row) * rowBytes() + chunk * kAccessBytes + byte % kAccessBytes;
+  const int64_t rows = shape[size_t(1 - contiguousDim)];
+  return (block * rows + row) * rowBytes() + chunk * kAccessBytes + byte % kAccessBytes;
 }
 
 std::string SharedTile::toString() const {
   std::string s = fmt::format("{} {}x{} {}-bit", contiguousDim == 1 ? "row-major" : "column-major",
                               shape[0], shape[1], elementBits);
+  if (blockElements)
+    s += fmt::format(" in blocks of {} elements per row", blockElements);
   if (rowXor.empty())
     return s + ", unswizzled";
   return s + fmt::format(", 16-byte chunk ^= row bits 0..{} -> {{{}}}", rowXor.size() - 1,
@@ -67,11 +75,18 @@ LinearLayout SharedTile::offsetLayout() const {
     if (!std::has_single_bit(uint32_t(extent)))
       throw Error(fmt::format("shared tile {}: dimensions must be powers of two", toString()));
   const int chunkBits = log2Of(kAccessBytes * 8 / elementBits); // elements in a chunk
-  const int32_t rowElements = shape[size_t(contiguousDim)];
+  const int32_t fullRow = shape[size_t(contiguousDim)];
+  const int32_t rowElements = blockElements ? std::min(blockElements, fullRow) : fullRow;
+  if (!std::has_single_bit(uint32_t(rowElements)))
+    throw Error(fmt::format("shared tile {}: blocks must be powers of two", toString()));
   std::vector<std::vector<int32_t>> bases[2];
-  // Along the contiguous dimension: the element index within the row.
-  for (int bit = 0; bit < log2Of(rowElements); ++bit)
-    bases[contiguousDim].push_back({int32_t(1) << bit});
+  // Along the contiguous dimension: the element index within the row, then
+  // (past a block) whole blocks of rows x rowElements.
+  const int32_t rows = shape[size_t(1 - contiguousDim)];
+  for (int bit = 0; bit < log2Of(fullRow); ++bit)
+    bases[contiguousDim].push_back({bit < log2Of(rowElements)
+                                        ? int32_t(1) << bit
+                                        : (rows * rowElements) << (bit - log2Of(rowElements))});
   // Along the other: a whole row, with its swizzle's chunk flips.
   for (int bit = 0; bit < log2Of(shape[size_t(1 - contiguousDim)]); ++bit) {
     int32_t flip = size_t(bit) < rowXor.size() ? rowXor[size_t(bit)] : 0;

@@ -32,7 +32,12 @@ struct SharedTile {
   /// rowXor[i]: the chunk-index bits that bit i of the row index flips
   /// (empty: no swizzle). Each entry is below the number of chunks per row.
   std::vector<int32_t> rowXor;
+  /// Elements of a row per block (0: the whole row). A tile whose rows are
+  /// wider is stored as consecutive [rows x blockElements] sub-tiles, each
+  /// swizzled alike - the swizzle atoms wgmma reads (WgmmaOperands.h).
+  int32_t blockElements = 0;
 
+  /// Bytes of one row of one block.
   int32_t rowBytes() const;
   /// Byte offset of the element at (dim0, dim1).
   int64_t offset(int32_t d0, int32_t d1) const;

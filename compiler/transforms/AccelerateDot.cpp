@@ -2,6 +2,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/layout/MmaLayouts.h"
+#include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/LayoutRewriting.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -155,7 +156,26 @@ Value fragmentsBeforeLoop(tile::DotOp dot, Value operand, RankedTensorType fragm
   return tilegpu::ConvertLayoutOp::create(b, operand.getLoc(), fragmentType, operand);
 }
 
+/// Whether Hopper's wgmma computes `dot` ([M, K] x [K, N], 16-bit operands):
+/// whole warpgroups along M, each warp with its own 16-row slices; N in
+/// m64nN instructions (N a multiple of 8, up to 256 at a time); each operand
+/// placeable in shared memory as wgmma reads it, whichever dimension it
+/// turns out to be contiguous along.
+bool fitsWgmma(int64_t M, int64_t N, int64_t K, int64_t numWarps) {
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (numWarps % 4 || M % (16 * numWarps) || N % 8 || (N > 256 && N % 256) || K % 16 ||
+      !pow2(M) || !pow2(N) || !pow2(K))
+    return false;
+  for (int contiguous : {0, 1})
+    if (!layout::planWgmmaOperandTile(0, {int32_t(M), int32_t(K)}, contiguous, 16) ||
+        !layout::planWgmmaOperandTile(1, {int32_t(K), int32_t(N)}, contiguous, 16))
+      return false;
+  return true;
+}
+
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
+  using AccelerateDotBase::AccelerateDotBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto warpsAttr = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
@@ -177,7 +197,13 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         wm = int32_t(std::min<int64_t>(numWarps, M / 16));
         wn = int32_t(numWarps) / wm;
       }
-      auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn});
+      // Hopper: wgmma where it fits. Chained dots stay on mma.sync for now
+      // (their A operand comes from registers).
+      const bool wgmma = chip == "sm_90a" && bits == 16 && !chained.contains(dot) &&
+                         fitsWgmma(M, N, K, numWarps);
+      if (wgmma)
+        wm = int32_t(numWarps), wn = 1;
+      auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn}, wgmma ? 3u : 2u);
       auto retype = [](RankedTensorType t, Attribute enc) {
         return RankedTensorType::get(t.getShape(), t.getElementType(), enc);
       };
@@ -191,7 +217,10 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // with ldmatrix right before its mma.sync (DotToLLVM). Others become
       // fragments first.
       Value a = dot.getA(), bv = dot.getB();
-      if (bits == 16) {
+      if (wgmma) {
+        // Both operands keep their layouts: the lowering stores them into
+        // the swizzled tiles wgmma's descriptors read.
+      } else if (bits == 16) {
         a = fragmentsBeforeLoop(
             dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
         bv = fragmentsBeforeLoop(

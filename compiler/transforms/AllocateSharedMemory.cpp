@@ -40,7 +40,7 @@ struct AllocateSharedMemoryPass
         SmallVector<Operation *> users;
         if (isa<tilegpu::AllocSharedOp>(op))
           users = llvm::to_vector(op->getUsers());
-        buffers.push_back({order.liveRange(op, users), bytes});
+        buffers.push_back({order.liveRange(op, users), bytes, -1, sharedScratchAlignment(op)});
       }
     });
     int64_t total = packSharedBuffers(buffers, kSharedAlignment);

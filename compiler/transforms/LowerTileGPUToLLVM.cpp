@@ -437,7 +437,7 @@ struct LowerTileGPUToLLVMPass
                              /*isConstant=*/false,
                              dynamic ? LLVM::Linkage::External : LLVM::Linkage::Internal,
                              kScratchSymbol, Attribute(),
-                             /*alignment=*/analysis::kSharedAlignment, /*addrSpace=*/3);
+                             /*alignment=*/analysis::kWgmmaTileAlignment, /*addrSpace=*/3);
       if (dynamic)
         module->setAttr(analysis::kDynamicSharedBytesAttr,
                         IntegerAttr::get(IntegerType::get(ctx, 32), sharedBytes));
@@ -451,6 +451,7 @@ struct LowerTileGPUToLLVMPass
     populateExchangePatterns(types, patterns);
     populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);
+    populateWgmmaPatterns(types, patterns);
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);

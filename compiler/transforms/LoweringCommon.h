@@ -78,6 +78,7 @@ inline constexpr const char *kNoSharedOffset =
 void populateDotOperandPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAsyncCopyPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateWgmmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);

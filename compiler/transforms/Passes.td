@@ -37,7 +37,17 @@ def AccelerateDot : Pass<"accelerate-dot", "mlir::ModuleOp"> {
     layout, converted once before the loop and once after. Every other dot
     keeps its blocked layouts and the FMA lowering (f32 `ieee` is never
     tf32).
+
+    With `chip=sm_90a` a 16-bit dot whose shape fits Hopper's warpgroup MMA
+    (warps a multiple of 4, M a multiple of 16 x warps, N a multiple of 8 and
+    at most 256 or a multiple of 256, K of 16; not chained to another dot)
+    gets `#tilegpu.mma<{..., version = 3}>`: wgmma.mma_async reads both
+    operands from shared memory (docs/hopper.md).
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_80\"",
+           "the target: sm_90a puts fitting dots on wgmma, others on mma.sync">
+  ];
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 

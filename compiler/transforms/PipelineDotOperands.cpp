@@ -257,7 +257,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       APInt step;
-      if (!loop || !isa_and_present<tilegpu::MmaEncodingAttr>(result.getEncoding()) ||
+      auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
+      if (!loop || !mma || mma.isWgmma() ||
           !matchPattern(loop.getStep(), m_ConstantInt(&step)) || !step.isStrictlyPositive())
         continue;
       auto a = planOperand(loop, dot, 0, numStages);

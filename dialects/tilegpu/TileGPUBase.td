@@ -64,20 +64,32 @@ def TileGPU_SliceEncodingAttr : TileGPU_Attr<"SliceEncoding", "slice"> {
 }
 
 def TileGPU_MmaEncodingAttr : TileGPU_Attr<"MmaEncoding", "mma"> {
-  let summary = "The accumulator of mma.sync (m16n8): a 2-D tile spread over warps as C fragments";
+  let summary = "The accumulator of mma.sync (m16n8) or wgmma (m64nN): a 2-D tile spread over warps as C fragments";
   let description = [{
     Each warp owns 16 x 8 instruction tiles of the [M, N] tile; within one, lane
     l holds rows l/4 and l/4 + 8, columns 2*(l%4) and 2*(l%4) + 1. Warps are
     row-major over `warpsPerCTA` ([warps along M, warps along N]); a larger
     tile repeats in more registers (along N, then M). The linear layout is
     `mmaAccumulatorLayout` (compiler/layout/MmaLayouts.h).
-    `#tilegpu.mma<{warpsPerCTA = [2, 2]}>`
+    `version` says which instruction computes it: 2, mma.sync (the default,
+    not printed); 3, Hopper's wgmma.mma_async, where warps 4g..4g+3 (all along
+    M) form warpgroup g and one m64nN instruction covers 64 rows x N columns
+    of the same registers.
+    `#tilegpu.mma<{warpsPerCTA = [2, 2]}>`, `#tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>`
   }];
-  let parameters = (ins ArrayRefParameter<"int32_t">:$warpsPerCTA);
-  let assemblyFormat = "`<` `{` `warpsPerCTA` `=` `[` $warpsPerCTA `]` `}` `>`";
+  let parameters = (ins ArrayRefParameter<"int32_t">:$warpsPerCTA,
+                        DefaultValuedParameter<"unsigned", "2">:$version);
+  let assemblyFormat = "`<` `{` `warpsPerCTA` `=` `[` $warpsPerCTA `]` (`,` `version` `=` $version^)? `}` `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<int32_t>":$warpsPerCTA), [{
+      return $_get($_ctxt, warpsPerCTA, 2u);
+    }]>
+  ];
   let extraClassDeclaration = [{
     int32_t getNumWarps() const;
+    /// wgmma (sm_90a) rather than mma.sync.
+    bool isWgmma() const { return getVersion() == 3; }
   }];
 }
 

@@ -122,7 +122,13 @@ LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitE
 }
 
 LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                      ArrayRef<int32_t> warpsPerCTA) {
+                                      ArrayRef<int32_t> warpsPerCTA, unsigned version) {
+  if (version != 2 && version != 3)
+    return emitError() << "mma version is 2 (mma.sync) or 3 (wgmma), got " << version;
+  if (version == 3 && warpsPerCTA.size() == 2 && (warpsPerCTA[1] != 1 || warpsPerCTA[0] % 4))
+    return emitError() << "a wgmma accumulator has whole warpgroups along M: warpsPerCTA = [4k, 1], "
+                          "got ["
+                       << warpsPerCTA[0] << ", " << warpsPerCTA[1] << "]";
   if (warpsPerCTA.size() != 2)
     return emitError() << "mma layouts are 2-D: warpsPerCTA needs 2 entries, got "
                        << warpsPerCTA.size();

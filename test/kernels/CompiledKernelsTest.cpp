@@ -419,7 +419,7 @@ TEST_P(Compiled, TransposeWithDynamicSharedMemory) {
   CompiledKernel c = tr.compile({x, t2, rows, cols, 128, 128},
                                 {.chip = "sm_80", .num_warps = GetParam().warps, .assemble = false});
   EXPECT_GT(c.dynamic_shared_bytes, 48 * 1024);
-  EXPECT_THAT(c.ptx, ::testing::HasSubstr(".extern .shared .align 16 .b8 tegula_scratch[]"));
+  EXPECT_THAT(c.ptx, ::testing::HasSubstr(".extern .shared .align 1024 .b8 tegula_scratch[]"));
 }
 
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {

@@ -1,0 +1,63 @@
+//===- WgmmaOperands.cpp - wgmma's operands in shared memory --------------===//
+#include "compiler/layout/WgmmaOperands.h"
+
+#include <bit>
+
+namespace tegula::layout {
+
+uint64_t WgmmaOperandTile::descriptorBase() const {
+  const uint64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
+  return (uint64_t(leadingByteOffset >> 4) & 0x3fff) << 16 |
+         (uint64_t(strideByteOffset >> 4) & 0x3fff) << 32 | mode << 62;
+}
+
+int64_t WgmmaOperandTile::instructionOffset(int32_t mnStart, int32_t kStart) const {
+  const int mnDim = kMajor ? 1 - tile.contiguousDim : tile.contiguousDim;
+  const int32_t rows = tile.shape[size_t(1 - tile.contiguousDim)];
+  const int64_t bytes = tile.elementBits / 8, blockElements = swizzleBytes / bytes;
+  (void)mnDim;
+  if (kMajor) // rows along M/N; K in the row, blocks along K
+    return (kStart / blockElements * rows + mnStart) * swizzleBytes +
+           kStart % blockElements * bytes;
+  // rows along K; M/N in the row, blocks along M/N (LBO apart)
+  return (mnStart / blockElements * rows + kStart) * swizzleBytes + mnStart % blockElements * bytes;
+}
+
+std::optional<WgmmaOperandTile> planWgmmaOperandTile(int operand, const std::vector<int32_t> &shape,
+                                                     int contiguousDim, int elementBits) {
+  if (shape.size() != 2 || (contiguousDim != 0 && contiguousDim != 1) ||
+      (elementBits != 8 && elementBits != 16 && elementBits != 32))
+    return std::nullopt;
+  for (int32_t d : shape)
+    if (d <= 0 || !std::has_single_bit(uint32_t(d)))
+      return std::nullopt;
+  const int kDim = operand == 0 ? 1 : 0;
+  WgmmaOperandTile t;
+  t.kMajor = contiguousDim == kDim;
+  if (!t.kMajor && elementBits != 16)
+    return std::nullopt; // only f16/bf16 have the transposed forms
+  const int64_t rowBytes = int64_t(shape[size_t(contiguousDim)]) * elementBits / 8;
+  if (rowBytes < 32)
+    return std::nullopt;
+  t.swizzleBytes = int32_t(std::min<int64_t>(128, rowBytes));
+  const int32_t rows = shape[size_t(1 - contiguousDim)];
+  if (rows < 8)
+    return std::nullopt;
+  // Chunk bit c is XORed with address bit 7 + c; row bit i is address bit
+  // i + log2(swizzle).
+  const int logSwizzle = std::countr_zero(uint32_t(t.swizzleBytes)), chunkBits = logSwizzle - 4;
+  std::vector<int32_t> rowXor;
+  for (int i = 0; i + logSwizzle < 7 + chunkBits; ++i) {
+    const int c = i + logSwizzle - 7;
+    rowXor.push_back(c >= 0 ? int32_t(1) << c : 0);
+  }
+  t.tile = SharedTile{shape, contiguousDim, elementBits, rowXor,
+                      int32_t(t.swizzleBytes * 8 / elementBits)};
+  t.strideByteOffset = 8 * int64_t(t.swizzleBytes);
+  // K-major: the instruction's K never leaves a row, LBO is unused (the ISA
+  // assumes 1); MN-major: the distance between blocks along M/N.
+  t.leadingByteOffset = t.kMajor ? 16 : int64_t(rows) * t.swizzleBytes;
+  return t;
+}
+
+} // namespace tegula::layout

@@ -1,0 +1,218 @@
+//===- WgmmaToLLVM.cpp - tile.dot on Hopper's warpgroup MMA ---------------===//
+//
+// A dot whose accumulator has the wgmma layout (`#tilegpu.mma<{..., version
+// = 3}>`, accelerate-dot with chip=sm_90a): its owners store A and B into
+// shared memory in the swizzled tiles wgmma's matrix descriptors describe
+// (layout/WgmmaOperands.h), fence the async proxy and meet at a barrier;
+// then each warpgroup issues one wgmma.mma_async per m64 x (N <= 256) x k16
+// piece of its rows, commits them as one group and waits for it. The
+// accumulator registers pass through the wait as in/out operands, so no
+// use of them can move above it. Inline PTX throughout: LLVM has no wgmma
+// intrinsics; the simulator runs the same text (simulator/Wgmma.h).
+//
+// The operands' layouts are those of the values the kernel computed; a dot
+// whose operand tiles wgmma cannot read falls to the mma.sync lowering,
+// which computes the same accumulator layout (DotToLLVM.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/OperandStaging.h"
+#include "compiler/layout/WgmmaOperands.h"
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using tegula::layout::LinearLayout;
+using tegula::layout::WgmmaOperandTile;
+
+namespace tegula::lowering {
+namespace {
+
+/// Inline PTX with side effects; returns its result (null for none).
+Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const std::string &body,
+                const std::string &constraints) {
+  auto op = LLVM::InlineAsmOp::create(b, loc, result ? TypeRange{result} : TypeRange{}, args, body,
+                                      constraints, /*has_side_effects=*/true, false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return result ? op.getResult(0) : Value();
+}
+
+/// The placement of operand `idx` (0: A, 1: B) staged from `t`: along the
+/// dimension its values are contiguous in, else K-major.
+std::optional<WgmmaOperandTile> planOperand(unsigned idx, RankedTensorType t) {
+  const std::vector<int32_t> shape = {int32_t(t.getDimSize(0)), int32_t(t.getDimSize(1))};
+  int contiguous = layout::contiguousDimOf(layoutOf(t));
+  if (contiguous < 0)
+    contiguous = idx == 0 ? 1 : 0;
+  if (auto plan = layout::planWgmmaOperandTile(int(idx), shape, contiguous, 16))
+    return plan;
+  return layout::planWgmmaOperandTile(int(idx), shape, 1 - contiguous, 16);
+}
+
+/// The owners of `values` (`t`'s registers) store them into `tile` at `base`,
+/// in vectors of up to 16 bytes.
+void storeTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType t,
+               const layout::SharedTile &tile, Value base) {
+  LinearLayout source = layoutOf(t);
+  LinearLayout offsets = source.compose(tile.offsetLayout());
+  const int32_t vector = layout::vectorElementsOf(offsets, 8);
+  Owners owners = ownersOf(b, loc, source);
+  auto at = coordinates(b, loc, offsets);
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
+    if (r & owners.duplicateRegisters)
+      continue;
+    ValueRange group(values.slice(size_t(r), size_t(vector)));
+    SmallVector<Value> words = vector == 1 ? SmallVector<Value>(group) : packWords(b, loc, group);
+    Value p = LLVM::GEPOp::create(b, loc, ptr3, values[size_t(r)].getType(), base,
+                                  ValueRange{at[size_t(r)][0]});
+    predicatedStore(b, loc, p, words, owners.threadOwns, "shared");
+  }
+}
+
+/// A matrix descriptor for the operand whose tile starts at `tile` (shared
+/// pointer) plus `byteOffset` (i32).
+Value descriptor(OpBuilder &b, Location loc, Value tile, Value byteOffset,
+                 const WgmmaOperandTile &plan) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value address = LLVM::AddOp::create(b, loc, LLVM::PtrToIntOp::create(b, loc, i32, tile), byteOffset);
+  Value field = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, address, i32Const(b, loc, 4)),
+                                    i32Const(b, loc, 0x3fff));
+  return LLVM::OrOp::create(
+      b, loc, LLVM::ZExtOp::create(b, loc, i64, field),
+      LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(plan.descriptorBase()))));
+}
+
+/// wgmma.mma_async m64n{count*2}k16 on accumulator registers `acc` (f32).
+SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange acc, Value descA,
+                             Value descB, bool transA, bool transB) {
+  const size_t count = acc.size();
+  std::string regs, constraints;
+  for (size_t i = 0; i < count; ++i) {
+    regs += fmt::format("{}${}", i ? ", " : "", i);
+    constraints += fmt::format("{}=f", i ? "," : "");
+  }
+  for (size_t i = 0; i < count; ++i)
+    constraints += fmt::format(",{}", i); // the accumulators in, tied to D
+  constraints += ",l,l,r";
+  const std::string type = elem.isBF16() ? "bf16" : "f16";
+  // scale-d is a predicate: always accumulate (the accumulator is explicit).
+  const std::string body = fmt::format(
+      "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, %scale_d, 1, 1, {}, {};\n}}",
+      2 * count + 2, count * 2, type, type, regs, 2 * count, 2 * count + 1, int(transA),
+      int(transB));
+  SmallVector<Value> args(acc.begin(), acc.end());
+  args.push_back(descA);
+  args.push_back(descB);
+  args.push_back(i32Const(b, loc, 1));
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(count, b.getF32Type()));
+  Value d = inlinePtx(b, loc, resultType, args, body, constraints);
+  SmallVector<Value> out;
+  for (size_t i = 0; i < count; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
+  return out;
+}
+
+/// wgmma.wait_group 0, with every accumulator register passing through it.
+SmallVector<Value> emitWaitAll(OpBuilder &b, Location loc, ValueRange acc) {
+  std::string constraints;
+  for (size_t i = 0; i < acc.size(); ++i)
+    constraints += fmt::format("{}=f", i ? "," : "");
+  for (size_t i = 0; i < acc.size(); ++i)
+    constraints += fmt::format(",{}", i);
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
+  Value d = inlinePtx(b, loc, resultType, acc, "wgmma.wait_group.sync.aligned 0;", constraints);
+  SmallVector<Value> out;
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
+  return out;
+}
+
+struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    if (!mma || !mma.isWgmma())
+      return failure();
+    auto aT = cast<RankedTensorType>(op.getA().getType());
+    auto bT = cast<RankedTensorType>(op.getB().getType());
+    Type elem = aT.getElementType();
+    if (!(elem.isBF16() || elem.isF16()) || bT.getElementType() != elem ||
+        !cT.getElementType().isF32())
+      return rw.notifyMatchFailure(op, "wgmma here takes f16/bf16 operands and an f32 accumulator");
+    std::optional<WgmmaOperandTile> planA = planOperand(0, aT), planB = planOperand(1, bT);
+    if (!planA || !planB)
+      return rw.notifyMatchFailure(op, "an operand tile wgmma cannot read from shared memory");
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    Location loc = op.getLoc();
+    const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
+    const int64_t warps = mma.getWarpsPerCTA()[0];
+    const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
+    ValueRange c = adaptor.getAcc();
+    if (int64_t(c.size()) != 4 * mTiles * nTiles)
+      return rw.notifyMatchFailure(op, "wgmma: accumulator registers do not match the layout");
+
+    Value aTile = sharedBuffer(rw, loc, op);
+    const int64_t aBytes = aT.getNumElements() * 2;
+    Value bTile = LLVM::GEPOp::create(
+        rw, loc, aTile.getType(), rw.getI8Type(), aTile,
+        ValueRange{i32Const(rw, loc, (aBytes + analysis::kWgmmaTileAlignment - 1) /
+                                         analysis::kWgmmaTileAlignment *
+                                         analysis::kWgmmaTileAlignment)});
+    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    storeTile(rw, loc, adaptor.getA(), aT, planA->tile, aTile);
+    storeTile(rw, loc, adaptor.getB(), bT, planB->tile, bTile);
+    // Ordinary stores, read next by the tensor cores (the async proxy).
+    inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
+    NVVM::Barrier0Op::create(rw, loc);
+
+    inlinePtx(rw, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
+    // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
+    auto [lane, warp] = laneAndWarp(rw, loc);
+    Value group = LLVM::LShrOp::create(rw, loc, warp, i32Const(rw, loc, 2));
+    Value groupRows = LLVM::MulOp::create(rw, loc, group,
+                                          i32Const(rw, loc, planA->instructionOffset(64, 0)));
+    SmallVector<Value> acc(c.begin(), c.end());
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t n0 = 0; n0 < N; n0 += instrN)
+        for (int64_t k0 = 0; k0 < K; k0 += 16) {
+          Value offA = LLVM::AddOp::create(
+              rw, loc, groupRows,
+              i32Const(rw, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
+          Value descA = descriptor(rw, loc, aTile, offA, *planA);
+          Value descB = descriptor(
+              rw, loc, bTile, i32Const(rw, loc, planB->instructionOffset(int32_t(n0), int32_t(k0))),
+              *planB);
+          const size_t first = size_t(4 * (nTiles * mi + n0 / 8)), count = size_t(instrN / 2);
+          SmallVector<Value> d =
+              emitWgmma(rw, loc, elem, ArrayRef<Value>(acc).slice(first, count), descA, descB,
+                        !planA->kMajor, !planB->kMajor);
+          std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
+        }
+    inlinePtx(rw, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");
+    rw.replaceOpWithMultiple(op, {emitWaitAll(rw, loc, acc)});
+    return success();
+  }
+};
+
+} // namespace
+
+void populateWgmmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  // Above the mma.sync lowering, which computes the same accumulator layout
+  // and takes the dots this one cannot.
+  patterns.add<DotWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
+}
+
+} // namespace tegula::lowering

@@ -1,0 +1,176 @@
+// HopperKernelsTest.cpp - dots on Hopper's warpgroup MMA (chip sm_90a:
+// wgmma.mma_async reading swizzled shared memory through matrix
+// descriptors), run in the CTA simulator - which models wgmma's
+// asynchrony, its descriptors and swizzles from the PTX ISA - and on an
+// sm_90a GPU when one is present, against the interpreter on fresh random
+// inputs with ragged shapes. Without such a GPU those cases skip with the
+// reason.
+#include "TestUtil.h"
+#include "examples/kernels.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuLaunch.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+struct Target {
+  Backend backend;
+  int warps;
+};
+void PrintTo(const Target &t, std::ostream *os) {
+  *os << (t.backend == Backend::GPU ? "gpu" : "sim") << ", " << t.warps << " warps";
+}
+
+class Hopper : public ::testing::TestWithParam<Target> {
+protected:
+  void SetUp() override {
+    if (GetParam().backend != Backend::GPU)
+      return;
+    std::string why;
+    if (!runtime::Driver::available(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+    if (std::string chip = runtime::currentDevice().chip(); chip != "sm_90a")
+      GTEST_SKIP() << "wgmma needs an sm_90a GPU; this one is " << chip;
+  }
+  LaunchOptions target(Grid g) const {
+    return {.grid = g, .num_warps = GetParam().warps, .backend = GetParam().backend, .chip = "sm_90a"};
+  }
+  static LaunchOptions interp(Grid g) { return {.grid = g, .backend = Backend::Interp}; }
+};
+
+struct Shape {
+  int M, N, K, BM, BN, BK;
+};
+
+template <class T> void checkMatmul(const LaunchOptions &target, const std::vector<Shape> &shapes) {
+  auto k = kernel("matmul_wgmma", examples::matmul<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  for (Shape s : shapes) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps", s.M, s.N, s.K, s.BM, s.BN,
+                             s.BK, target.num_warps));
+    auto a = random_vector<T>(size_t(s.M * s.K)), b = random_vector<T>(size_t(s.K * s.N));
+    auto want = poisoned<T>(size_t(s.M * s.N)), got = poisoned<T>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    LaunchOptions ti{.grid = g, .backend = Backend::Interp}, tt = target;
+    tt.grid = g;
+    k(ti, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(tt, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    // f32 sums in another order; the stored 16-bit results differ by an ulp at most.
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<T>());
+  }
+}
+
+/// Tiles with whole warpgroups along M (BM = 64 per 4 warps), N from one
+/// m64n32 instruction to m64n256, K of one to four k16 steps; ragged
+/// shapes need the masked loads' zero fill.
+std::vector<Shape> shapesFor(int warps) {
+  if (warps == 4)
+    return {{65, 33, 40, 64, 32, 16}, {100, 72, 96, 64, 64, 32}, {130, 130, 70, 128, 128, 64},
+            {64, 256, 32, 64, 256, 16}};
+  return {{130, 70, 40, 128, 64, 32}, {129, 128, 64, 128, 128, 32}};
+}
+
+TEST_P(Hopper, MatmulBf16) { checkMatmul<bfloat16>(target({1}), shapesFor(GetParam().warps)); }
+TEST_P(Hopper, MatmulF16) { checkMatmul<float16>(target({1}), shapesFor(GetParam().warps)); }
+
+/// Operands contiguous along M (A) or along K (B): wgmma's transposed
+/// (MN-major) A and its K-major B.
+template <class T>
+void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::scalar<int32_t> M,
+                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                                tl::constant<int> BN, tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
+                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), 0.0f);
+    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
+                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
+    acc = tl::dot(a_t.trans(), b_t.trans(), acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+TEST_P(Hopper, MatmulTransposedOperands) {
+  auto k = kernel("matmul_wgmma_tt", matmul_transposed_operands<bfloat16>,
+                  {"at", "bt", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int warps = GetParam().warps;
+  for (Shape s : {Shape{70 * warps / 4, 40, 48, 16 * warps, 64, 16},
+                  Shape{32 * warps, 128, 64, 16 * warps, 128, 64}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<bfloat16>(size_t(s.K * s.M)), b = random_vector<bfloat16>(size_t(s.N * s.K));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = poisoned<bfloat16>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+}
+
+std::string targetName(const ::testing::TestParamInfo<Target> &info) {
+  return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
+}
+INSTANTIATE_TEST_SUITE_P(Sim, Hopper,
+                         ::testing::Values(Target{Backend::Sim, 4}, Target{Backend::Sim, 8}),
+                         targetName);
+INSTANTIATE_TEST_SUITE_P(Gpu, Hopper,
+                         ::testing::Values(Target{Backend::GPU, 4}, Target{Backend::GPU, 8}),
+                         targetName);
+
+//===----------------------------------------------------------------------===//
+// What the compiler emits for sm_90a (no GPU needed)
+//===----------------------------------------------------------------------===//
+
+TEST(HopperPtx, DotsUseWgmmaAndFenceTheAsyncProxy) {
+  auto k = kernel("matmul_wgmma_ptx", examples::matmul<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(128 * 128);
+  std::string ptx = k.compile({x, x, x, 128, 128, 128, 128, 128, 32},
+                              {.chip = "sm_90a", .num_stages = 1, .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr(".target sm_90a"));
+  EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  EXPECT_THAT(ptx, HasSubstr("wgmma.fence.sync.aligned"));
+  EXPECT_THAT(ptx, HasSubstr("wgmma.commit_group.sync.aligned"));
+  EXPECT_THAT(ptx, HasSubstr("wgmma.wait_group.sync.aligned 0"));
+  EXPECT_THAT(ptx, HasSubstr("fence.proxy.async.shared::cta"));
+  EXPECT_THAT(ptx, Not(HasSubstr("mma.sync")));
+  EXPECT_THAT(ptx, Not(HasSubstr("ldmatrix")));
+  // The same kernel for sm_80 stays on mma.sync.
+  ptx = k.compile({x, x, x, 128, 128, 128, 128, 128, 32}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k16"));
+  EXPECT_THAT(ptx, Not(HasSubstr("wgmma.mma_async")));
+}
+
+/// ptxas accepts the wgmma code for sm_90a, without spills, at the tile
+/// sizes the tensor-core issue ships.
+TEST(HopperPtx, PtxasAssemblesWithoutSpills) {
+  const char *home = std::getenv("CUDA_HOME");
+  if (!std::filesystem::exists(std::string(home ? home : "/usr/local/cuda") + "/bin/ptxas"))
+    GTEST_SKIP() << "ptxas not found (set TEGULA_PTXAS or install the CUDA toolkit)";
+  auto k = kernel("matmul_wgmma_ptxas", examples::matmul<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(256 * 256);
+  struct Config { int BM, BN, BK, warps; };
+  for (Config c : {Config{128, 128, 32, 4}, Config{128, 256, 64, 8}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{}, {} warps", c.BM, c.BN, c.BK, c.warps));
+    CompiledKernel out = k.compile({x, x, x, 256, 256, 256, c.BM, c.BN, c.BK},
+                                   {.chip = "sm_90a", .num_warps = c.warps, .num_stages = 1});
+    EXPECT_FALSE(out.cubin.empty()) << out.ptxas_log;
+    EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
+  }
+}
+
+} // namespace
