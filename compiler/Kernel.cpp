@@ -375,17 +375,25 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
 }
 
 namespace {
+/// TEGULA_WGMMA=0: dots stay on mma.sync on sm_90a too (a way around the
+/// wgmma path, should it misbehave on a GPU).
+bool wgmmaDisabled() {
+  const char *v = std::getenv("TEGULA_WGMMA");
+  return v && std::string(v) == "0";
+}
+
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
 OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps,
                                   int numStages, const std::string &chip) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
+  const std::string layoutChip = wgmmaDisabled() ? "sm_80" : chip;
   auto dump = [&](const char *stage, ModuleOp m) {
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
   };
-  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, chip)))
+  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, layoutChip)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
                             diags.text));
   return module;
@@ -396,9 +404,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={}", opts.chip,
-                                      opts.num_warps, opts.num_stages,
-                                      assemble);
+  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={}",
+                                      opts.chip, opts.num_warps, opts.num_stages, assemble,
+                                      !wgmmaDisabled());
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);

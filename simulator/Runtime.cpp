@@ -97,6 +97,9 @@ struct Cta {
   std::vector<Thread> threads;
   SharedMemory shared;
   std::vector<ProxyWrite> proxyWrites;
+  // In-flight async reads (wgmma) of each shared byte, and the last issuer's site.
+  std::vector<uint16_t> asyncReads;
+  std::vector<uint32_t> asyncReadSites;
   std::vector<uint32_t> proxyFences; // per thread
   std::vector<Shadow> shadow;
   std::vector<Collective> warps;
@@ -271,6 +274,7 @@ void resolveBlocked(Cta &c) {
 void runCta(Cta &c) {
   std::fill(c.shared.begin(), c.shared.end(), uint8_t(0xff)); // NaN / -1: garbage shows
   std::fill(c.proxyWrites.begin(), c.proxyWrites.end(), ProxyWrite{});
+  std::fill(c.asyncReads.begin(), c.asyncReads.end(), uint16_t(0));
   std::fill(c.proxyFences.begin(), c.proxyFences.end(), 0u);
   c.firstEpoch = c.epoch = c.epoch + 1;
   c.uninitialisedReads.clear();
@@ -408,9 +412,32 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   if (c.config->detectRaces)
     raceCheck(c, addr - base, bytes, kind != AccessKind::Read, site);
   if (kind != AccessKind::Read) {
+    for (size_t i = 0; i < bytes; ++i)
+      if (c.asyncReads[addr - base + i])
+        fail(site, fmt::format("{} writes shared byte {}, which a wgmma.mma_async issued at {} may "
+                               "still be reading (no wgmma.wait_group has completed it)",
+                               describeThread(c.current), addr - base + i,
+                               siteText(c, c.asyncReadSites[addr - base + i])));
     const ProxyWrite w{uint32_t(c.current) + 1, c.proxyFences[size_t(c.current)], site};
     std::fill_n(c.proxyWrites.begin() + ptrdiff_t(addr - base), bytes, w);
   }
+}
+
+void asyncReadBegin(const void *p, size_t bytes, uint32_t site) {
+  Cta &c = cta();
+  const size_t offset = size_t(static_cast<const uint8_t *>(p) - c.shared.data());
+  for (size_t i = offset; i < offset + bytes && i < c.asyncReads.size(); ++i) {
+    ++c.asyncReads[i];
+    c.asyncReadSites[i] = site;
+  }
+}
+
+void asyncReadEnd(const void *p, size_t bytes) {
+  Cta &c = cta();
+  const size_t offset = size_t(static_cast<const uint8_t *>(p) - c.shared.data());
+  for (size_t i = offset; i < offset + bytes && i < c.asyncReads.size(); ++i)
+    if (c.asyncReads[i])
+      --c.asyncReads[i];
 }
 
 void fenceProxyAsync() {
@@ -460,6 +487,8 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
   c.shared.resize(config.sharedBytes);
   c.shadow.resize(config.sharedBytes);
   c.proxyWrites.resize(config.sharedBytes);
+  c.asyncReads.resize(config.sharedBytes);
+  c.asyncReadSites.resize(config.sharedBytes);
   c.proxyFences.resize(c.threads.size());
   size_t mapBytes = kStackBytes * c.threads.size();
   void *stacks = mmap(nullptr, mapBytes, PROT_READ | PROT_WRITE,

@@ -86,6 +86,11 @@ size_t sharedBytes();
 /// fence.proxy.async.shared::cta: this thread's earlier shared-memory writes
 /// become visible to the async proxy (wgmma, bulk copies).
 void fenceProxyAsync();
+/// An asynchronous read of shared memory in flight from `asyncReadBegin`
+/// to `asyncReadEnd` (wgmma between issue and wait): a write to those bytes
+/// meanwhile is reported, naming `site`.
+void asyncReadBegin(const void *p, size_t bytes, uint32_t site);
+void asyncReadEnd(const void *p, size_t bytes);
 /// An async-proxy read (by `reader`, e.g. "wgmma.mma_async") of shared
 /// memory: fails if a byte was written through the generic proxy and its
 /// writer has not fenced since.

@@ -60,20 +60,32 @@ float readElement(MmaKind kind, int64_t offset) {
   return operandValue(kind, bits);
 }
 
+/// What readOperands does besides reading: nothing, mark the bytes as read
+/// by an operation in flight (at issue), or check them and end that (at
+/// completion).
+enum class Tracking { None, Issue, Complete };
+
 /// A (64 x K, row-major) and B (K x N, row-major) as the descriptors address
-/// them now; with `check`, each element's bytes go through the shared-memory
-/// checks (bounds, races, the async-proxy fence).
-void readOperands(const PendingMma &m, std::vector<float> &a, std::vector<float> &b, bool check) {
+/// them now. The warpgroup's first thread stands for the tensor cores' one
+/// read: it tracks the bytes (Tracking).
+void readOperands(const PendingMma &m, std::vector<float> &a, std::vector<float> &b,
+                  Tracking tracking) {
+  if (threadId() % kWarpgroupThreads != 0)
+    tracking = Tracking::None;
   const int K = instructionK(m.kind), eb = elementBytes(m.kind);
   a.resize(size_t(64 * K));
   b.resize(size_t(K * m.n));
   auto read = [&](uint64_t desc, bool kMajor, int32_t mn, int32_t k) {
     const int64_t off = wgmmaElementOffset(desc, kMajor, eb, mn, k);
-    if (check) {
+    const float v = readElement(m.kind, off); // bounds-checked first
+    if (tracking == Tracking::Issue)
+      asyncReadBegin(sharedBase() + off, size_t(eb), m.site);
+    if (tracking == Tracking::Complete) {
+      asyncReadEnd(sharedBase() + off, size_t(eb));
       checkAccess(sharedBase() + off, size_t(eb), AccessKind::Read, Space::Shared, m.site);
       checkAsyncProxyRead(sharedBase() + off, size_t(eb), "wgmma.mma_async", m.site);
     }
-    return readElement(m.kind, off);
+    return v;
   };
   for (int32_t i = 0; i < 64; ++i)
     for (int32_t k = 0; k < K; ++k)
@@ -91,12 +103,11 @@ std::pair<int, int> fragmentPosition(int i) {
 
 void complete(WgmmaState &s, const PendingMma &m) {
   std::vector<float> a, b;
-  // The warpgroup's first thread stands for the tensor cores' one read.
   // fail() leaves the fiber for good: never from inside a catch block,
   // whose exception would stay in flight on this OS thread.
   std::string error;
   try {
-    readOperands(m, a, b, /*check=*/threadId() % kWarpgroupThreads == 0);
+    readOperands(m, a, b, Tracking::Complete);
   } catch (const Error &e) {
     error = e.what();
   }
@@ -173,7 +184,7 @@ void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool sca
   m.accIn.assign(acc, acc + n / 2);
   std::string error;
   try {
-    readOperands(m, m.a, m.b, /*check=*/false);
+    readOperands(m, m.a, m.b, Tracking::Issue);
   } catch (const Error &e) {
     error = e.what();
   }

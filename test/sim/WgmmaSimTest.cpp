@@ -2,13 +2,26 @@
 // shared-memory placement of wgmma operands (layout/WgmmaOperands.h) read
 // back through the simulator's independent decoding of matrix descriptors
 // (simulator/Wgmma.h, written from the PTX ISA's canonical layouts).
+#include "TestUtil.h"
+#include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
 #include "compiler/layout/WgmmaOperands.h"
+#include "examples/kernels.h"
+#include "simulator/Simulator.h"
 #include "simulator/Wgmma.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
 using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -48,6 +61,77 @@ TEST(WgmmaSim, DescriptorsAddressTheCompilersTiles) {
       }
     EXPECT_EQ(checked, MN * K);
   }
+}
+
+/// The wgmma GEMM lowered for sm_90a, then one of its synchronisation
+/// steps removed from the LLVM module (the inline PTX whose text contains
+/// `drop`; for the wait, its results become its operands), and run.
+void runWithout(const std::string &drop, const std::string &expectedError) {
+  auto mm = kernel("matmul", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 64, N = 64, K = 64;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto ref = poisoned<bfloat16>(size_t(M * N));
+  mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 32);
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(32)};
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(mm.ir(refArgs, "tile", true), &ctx);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, /*numStages=*/1, "sm_90a")));
+  int dropped = 0;
+  if (!drop.empty())
+    module->walk([&](mlir::LLVM::InlineAsmOp op) {
+      if (op.getAsmString().find(drop) == llvm::StringRef::npos)
+        return;
+      if (op.getNumResults()) { // the wait: its operands stand for its results
+        mlir::OpBuilder b(op);
+        mlir::Value s = mlir::LLVM::UndefOp::create(b, op.getLoc(), op.getResult(0).getType());
+        for (auto [i, v] : llvm::enumerate(op.getOperands()))
+          s = mlir::LLVM::InsertValueOp::create(b, op.getLoc(), s, v, llvm::ArrayRef<int64_t>{int64_t(i)});
+        op.getResult(0).replaceAllUsesWith(s);
+      }
+      op.erase();
+      ++dropped;
+    });
+  if (!drop.empty())
+    ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul");
+  auto out = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> args = {Arg(a), Arg(b), Arg(out), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(32)};
+  std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+  if (expectedError.empty()) {
+    simulated->run({1, 1}, mm.params(), names, args);
+    EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+    return;
+  }
+  try {
+    simulated->run({1, 1}, mm.params(), names, args);
+    ADD_FAILURE() << "expected the hazard to be reported";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr(expectedError));
+    EXPECT_THAT(e.what(), HasSubstr("examples/kernels.h:")); // the user's dot
+  }
+}
+
+TEST(WgmmaSim, TheLoweringIsHazardFree) { runWithout("", ""); }
+
+/// Without wgmma.wait_group the next iteration's operand stores overwrite
+/// the shared memory the tensor cores may still be reading.
+TEST(WgmmaSim, AMissingWaitIsReported) {
+  runWithout("wgmma.wait_group", "may still be reading (no wgmma.wait_group has completed it)");
+}
+
+/// Ordinary stores are not visible to the async proxy without a fence.
+TEST(WgmmaSim, AMissingProxyFenceIsReported) {
+  runWithout("fence.proxy.async", "without a fence.proxy.async.shared::cta since");
+}
+
+/// The accumulators were last written by ordinary instructions.
+TEST(WgmmaSim, AMissingWgmmaFenceIsReported) {
+  runWithout("wgmma.fence", "without a wgmma.fence.sync.aligned since");
 }
 
 } // namespace

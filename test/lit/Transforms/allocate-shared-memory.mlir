@@ -42,7 +42,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf32
 // CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf64
 // CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32} : (tensor<32x4xf32
-// LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64{{.*}}} : !llvm.array<128 x i8>
+// LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 1024 : i64{{.*}}} : !llvm.array<128 x i8>
 // LLVM-LABEL: llvm.func @two_reductions(
 // LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
 // LLVM-COUNT-4: nvvm.barrier0
@@ -168,7 +168,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // external zero-length array - and the module records the bytes each launch
 // provides.
 // LLVM: module attributes {tilegpu.dynamic_shared_bytes = 65536 : i32, tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 65536 : i32}
-// LLVM: llvm.mlir.global external @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// LLVM: llvm.mlir.global external @tegula_scratch() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // LLVM-LABEL: llvm.func @big_conversion(
 #rows = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
 #cols = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]}>

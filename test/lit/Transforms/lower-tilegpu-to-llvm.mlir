@@ -66,7 +66,7 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 #r = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
 #rs = #tilegpu.slice<{dim = 1, parent = #r}>
 module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32} {
-  // CHECK: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 16 : i64{{.*}}} : !llvm.array<80 x i8>
+  // CHECK: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 1024 : i64{{.*}}} : !llvm.array<80 x i8>
   // CHECK-LABEL: llvm.func @at_offset(
   // CHECK:         %[[BASE:.*]] = llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
   // CHECK:         %[[BUF:.*]] = llvm.getelementptr %[[BASE]][16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
