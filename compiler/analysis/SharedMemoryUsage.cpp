@@ -102,7 +102,9 @@ bool isWgmmaDot(Operation *op) {
 }
 
 int64_t sharedScratchAlignment(Operation *op) {
-  return isWgmmaDot(op) ? kWgmmaTileAlignment : kSharedAlignment;
+  // wgmma dots and rings (whose stages wgmma may read) start on the
+  // swizzle period.
+  return isWgmmaDot(op) || isa<tilegpu::AllocSharedOp>(op) ? kWgmmaTileAlignment : kSharedAlignment;
 }
 
 int64_t reducePartialBytes(Type elem) { return std::max<int64_t>(4, bytesOf(elem)); }

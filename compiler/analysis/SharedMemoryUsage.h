@@ -46,7 +46,7 @@ inline constexpr int64_t kWgmmaTileAlignment = 1024;
 /// (also for ops whose tiles have no layout yet).
 int64_t sharedScratchBytes(mlir::Operation *op);
 /// The alignment `op`'s buffer needs (kSharedAlignment, or
-/// kWgmmaTileAlignment for a tile.dot on wgmma).
+/// kWgmmaTileAlignment for a tile.dot on wgmma and a ring of shared tiles).
 int64_t sharedScratchAlignment(mlir::Operation *op);
 /// A tile.dot whose accumulator has the wgmma layout (mma version 3).
 bool isWgmmaDot(mlir::Operation *op);

@@ -91,6 +91,11 @@ struct AsyncWaitPattern : OpConversionPattern<tilegpu::AsyncWaitOp> {
     // wait (the barrier stays), so the simulator must report the early reads.
     if (!op->getParentOfType<ModuleOp>()->hasAttr("tegula.test.drop_async_wait"))
       NVVM::CpAsyncWaitGroupOp::create(rw, op.getLoc(), rw.getI32IntegerAttr(int32_t(op.getPending())));
+    if (op.getFenceAsyncProxy()) // cp.async writes through the generic proxy; wgmma reads next
+      LLVM::InlineAsmOp::create(rw, op.getLoc(), TypeRange{}, ValueRange{},
+                                "fence.proxy.async.shared::cta;", "", /*has_side_effects=*/true,
+                                false, LLVM::tailcallkind::TailCallKind::None,
+                                LLVM::AsmDialectAttr(), ArrayAttr());
     NVVM::Barrier0Op::create(rw, op.getLoc());
     rw.eraseOp(op);
     return success();

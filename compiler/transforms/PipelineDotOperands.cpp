@@ -11,6 +11,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/layout/OperandStaging.h"
+#include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
@@ -146,6 +147,19 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   if (!slice)
     return std::nullopt;
   auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+  if (mma.isWgmma()) { // the tiles wgmma's descriptors read, along the source's contiguous dimension
+    const int contiguous = layout::contiguousDimOf(source);
+    auto plan = contiguous < 0 ? std::nullopt
+                               : layout::planWgmmaOperandTile(
+                                     int(idx), {int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
+                                     contiguous, 16);
+    if (!plan)
+      return std::nullopt;
+    auto ring = tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(), elem,
+                                              unsigned(plan->tile.contiguousDim), plan->tile.rowXor,
+                                              plan->tile.blockElements);
+    return Operand{load, std::move(*slice), ring};
+  }
   auto fragments = tilegpu::toLinearLayout(
       tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), type.getShape());
   layout::SharedTile tile = layout::planOperandTile(
@@ -223,7 +237,9 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(in, loc, in.getI32Type(), v).getResult();
   };
   Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (stages - 2));
+  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (stages - 2));
+  if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
+    wait.setFenceAsyncProxy(true);
   auto onShared = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
   in.setInsertionPointAfter(onShared);
   Value ahead = arith::AddIOp::create(in, loc, loop.getInductionVar(),
@@ -258,7 +274,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto result = cast<RankedTensorType>(dot.getType());
       APInt step;
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
-      if (!loop || !mma || mma.isWgmma() ||
+      if (!loop || !mma ||
           !matchPattern(loop.getStep(), m_ConstantInt(&step)) || !step.isStrictlyPositive())
         continue;
       auto a = planOperand(loop, dot, 0, numStages);

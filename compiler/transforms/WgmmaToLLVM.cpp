@@ -137,6 +137,39 @@ SmallVector<Value> emitWaitAll(OpBuilder &b, Location loc, ValueRange acc) {
   return out;
 }
 
+/// `a * b + acc` on wgmma, both operands in shared memory at `aTile` and
+/// `bTile` (placed as the plans say): wgmma.fence, one wgmma.mma_async per
+/// warpgroup, m-tile, <= 256 columns and k16, one commit, one wait for all
+/// of it. Returns the accumulator registers.
+SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t warps, int64_t M,
+                                int64_t N, int64_t K, Value aTile, const WgmmaOperandTile &planA,
+                                Value bTile, const WgmmaOperandTile &planB, ValueRange c) {
+  const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
+  inlinePtx(b, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
+  // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
+  auto [lane, warp] = laneAndWarp(b, loc);
+  Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
+  Value groupRows =
+      LLVM::MulOp::create(b, loc, group, i32Const(b, loc, planA.instructionOffset(64, 0)));
+  SmallVector<Value> acc(c.begin(), c.end());
+  for (int64_t mi = 0; mi < mTiles; ++mi)
+    for (int64_t n0 = 0; n0 < N; n0 += instrN)
+      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        Value offA = LLVM::AddOp::create(
+            b, loc, groupRows,
+            i32Const(b, loc, planA.instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
+        Value descA = descriptor(b, loc, aTile, offA, planA);
+        Value descB = descriptor(
+            b, loc, bTile, i32Const(b, loc, planB.instructionOffset(int32_t(n0), int32_t(k0))), planB);
+        const size_t first = size_t(4 * (nTiles * mi + n0 / 8)), count = size_t(instrN / 2);
+        SmallVector<Value> d = emitWgmma(b, loc, elem, ArrayRef<Value>(acc).slice(first, count),
+                                         descA, descB, !planA.kMajor, !planB.kMajor);
+        std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
+      }
+  inlinePtx(b, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");
+  return emitWaitAll(b, loc, acc);
+}
+
 struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
@@ -159,9 +192,8 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     Location loc = op.getLoc();
     const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
     const int64_t warps = mma.getWarpsPerCTA()[0];
-    const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
     ValueRange c = adaptor.getAcc();
-    if (int64_t(c.size()) != 4 * mTiles * nTiles)
+    if (int64_t(c.size()) != 4 * (M / (16 * warps)) * (N / 8))
       return rw.notifyMatchFailure(op, "wgmma: accumulator registers do not match the layout");
 
     Value aTile = sharedBuffer(rw, loc, op);
@@ -177,32 +209,47 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     // Ordinary stores, read next by the tensor cores (the async proxy).
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     NVVM::Barrier0Op::create(rw, loc);
+    rw.replaceOpWithMultiple(
+        op, {emitWgmmaDot(rw, loc, elem, warps, M, N, K, aTile, *planA, bTile, *planB, c)});
+    return success();
+  }
+};
 
-    inlinePtx(rw, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
-    // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
-    auto [lane, warp] = laneAndWarp(rw, loc);
-    Value group = LLVM::LShrOp::create(rw, loc, warp, i32Const(rw, loc, 2));
-    Value groupRows = LLVM::MulOp::create(rw, loc, group,
-                                          i32Const(rw, loc, planA->instructionOffset(64, 0)));
-    SmallVector<Value> acc(c.begin(), c.end());
-    for (int64_t mi = 0; mi < mTiles; ++mi)
-      for (int64_t n0 = 0; n0 < N; n0 += instrN)
-        for (int64_t k0 = 0; k0 < K; k0 += 16) {
-          Value offA = LLVM::AddOp::create(
-              rw, loc, groupRows,
-              i32Const(rw, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
-          Value descA = descriptor(rw, loc, aTile, offA, *planA);
-          Value descB = descriptor(
-              rw, loc, bTile, i32Const(rw, loc, planB->instructionOffset(int32_t(n0), int32_t(k0))),
-              *planB);
-          const size_t first = size_t(4 * (nTiles * mi + n0 / 8)), count = size_t(instrN / 2);
-          SmallVector<Value> d =
-              emitWgmma(rw, loc, elem, ArrayRef<Value>(acc).slice(first, count), descA, descB,
-                        !planA->kMajor, !planB->kMajor);
-          std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
-        }
-    inlinePtx(rw, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");
-    rw.replaceOpWithMultiple(op, {emitWaitAll(rw, loc, acc)});
+/// dot_shared with a wgmma accumulator: the operands are stages of rings
+/// that pipeline-dot-operands placed as wgmma reads them (and whose wait
+/// fenced the async proxy), so the dot is the instructions alone.
+struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::DotSharedOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    if (!mma.isWgmma())
+      return failure();
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType aT = op.getA().getType(), bT = op.getB().getType();
+    // The rings' placement must be the one wgmma's descriptors describe.
+    auto plan = [&](int idx, tilegpu::SharedTilesType t) -> std::optional<WgmmaOperandTile> {
+      const layout::SharedTile tile = t.tile();
+      auto p = layout::planWgmmaOperandTile(idx, tile.shape, tile.contiguousDim, tile.elementBits);
+      if (!p || p->tile.rowXor != tile.rowXor || p->tile.blockElements != tile.blockElements)
+        return std::nullopt;
+      return p;
+    };
+    std::optional<WgmmaOperandTile> planA = plan(0, aT), planB = plan(1, bT);
+    if (!planA || !planB)
+      return rw.notifyMatchFailure(op, "a ring is not in a layout wgmma's descriptors describe");
+    auto stageBase = [&](Value ring, Value stage, tilegpu::SharedTilesType t) -> Value {
+      return LLVM::GEPOp::create(
+          rw, loc, ring.getType(), rw.getI8Type(), ring,
+          ValueRange{LLVM::MulOp::create(rw, loc, stage, i32Const(rw, loc, t.tileBytes()))});
+    };
+    Value aTile = stageBase(adaptor.getA()[0], adaptor.getAStage()[0], aT);
+    Value bTile = stageBase(adaptor.getB()[0], adaptor.getBStage()[0], bT);
+    rw.replaceOpWithMultiple(
+        op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
+                          cT.getDimSize(1), aT.getShape()[1], aTile, *planA, bTile, *planB,
+                          adaptor.getAcc())});
     return success();
   }
 };
@@ -212,7 +259,7 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
 void populateWgmmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Above the mma.sync lowering, which computes the same accumulator layout
   // and takes the dots this one cannot.
-  patterns.add<DotWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
+  patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace tegula::lowering

@@ -10,7 +10,8 @@ using namespace tegula::tilegpu;
 
 LogicalResult SharedTilesType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned stages,
                                       ArrayRef<int64_t> shape, Type elementType,
-                                      unsigned contiguousDim, ArrayRef<int32_t> swizzle) {
+                                      unsigned contiguousDim, ArrayRef<int32_t> swizzle,
+                                      int32_t blockElements) {
   if (stages < 1)
     return emitError() << "a ring has at least one stage";
   if (shape.size() != 2 || !llvm::all_of(shape, [](int64_t d) { return d > 0 && llvm::isPowerOf2_64(uint64_t(d)); }))
@@ -19,7 +20,11 @@ LogicalResult SharedTilesType::verify(function_ref<InFlightDiagnostic()> emitErr
     return emitError() << "shared tiles hold integers or floats of 8 bits or more, not " << elementType;
   if (contiguousDim > 1)
     return emitError() << "contiguousDim is 0 or 1";
-  const int64_t chunks = shape[contiguousDim] * elementType.getIntOrFloatBitWidth() / 8 / 16;
+  if (blockElements < 0 || (blockElements > 0 && !llvm::isPowerOf2_64(uint64_t(blockElements))))
+    return emitError() << "blockElements is 0 or a power of two, got " << blockElements;
+  const int64_t rowElements =
+      blockElements ? std::min<int64_t>(blockElements, shape[contiguousDim]) : shape[contiguousDim];
+  const int64_t chunks = rowElements * elementType.getIntOrFloatBitWidth() / 8 / 16;
   for (int32_t s : swizzle)
     if (s < 0 || (s > 0 && s >= chunks))
       return emitError() << "swizzle flips chunk bits " << s << " but a row has " << chunks
@@ -30,7 +35,8 @@ LogicalResult SharedTilesType::verify(function_ref<InFlightDiagnostic()> emitErr
 layout::SharedTile SharedTilesType::tile() const {
   return layout::SharedTile{{int32_t(getShape()[0]), int32_t(getShape()[1])}, int(getContiguousDim()),
                             int(getElementType().getIntOrFloatBitWidth()),
-                            std::vector<int32_t>(getSwizzle().begin(), getSwizzle().end())};
+                            std::vector<int32_t>(getSwizzle().begin(), getSwizzle().end()),
+                            getBlockElements()};
 }
 
 int64_t SharedTilesType::tileBytes() const {

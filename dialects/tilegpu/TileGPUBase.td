@@ -120,16 +120,27 @@ def TileGPU_SharedTilesType : TypeDef<TileGPU_Dialect, "SharedTiles"> {
     A ring of shared-memory tiles filled asynchronously (tilegpu.async_load)
     and read by tilegpu.dot_shared. Each tile is stored row by row along
     `contiguousDim`, its 16-byte chunks XORed with `swizzle` (bit i of the
-    row index flips chunk bits swizzle[i]; layout::SharedTile).
+    row index flips chunk bits swizzle[i]; layout::SharedTile). `blockElements`
+    (0: none): rows wider than that are stored as consecutive blocks of that
+    many elements per row - the swizzle atoms of wgmma's operands.
     `!tilegpu.shared<3 x [128, 32] x bf16, contiguousDim = 1, swizzle = [0, 2, 1]>`
+    `!tilegpu.shared<3 x [32, 128] x bf16, contiguousDim = 1, swizzle = [1, 2, 4], blockElements = 64>`
   }];
   let parameters = (ins "unsigned":$stages, ArrayRefParameter<"int64_t">:$shape,
                         "::mlir::Type":$elementType, "unsigned":$contiguousDim,
-                        OptionalArrayRefParameter<"int32_t">:$swizzle);
+                        OptionalArrayRefParameter<"int32_t">:$swizzle,
+                        DefaultValuedParameter<"int32_t", "0">:$blockElements);
   let assemblyFormat = [{
     `<` $stages `x` `[` $shape `]` `x` $elementType `,` `contiguousDim` `=` $contiguousDim
-    (`,` `swizzle` `=` `[` $swizzle^ `]`)? `>`
+    (`,` `swizzle` `=` `[` $swizzle^ `]`)? (`,` `blockElements` `=` $blockElements^)? `>`
   }];
+  let builders = [
+    TypeBuilder<(ins "unsigned":$stages, "::llvm::ArrayRef<int64_t>":$shape,
+                     "::mlir::Type":$elementType, "unsigned":$contiguousDim,
+                     "::llvm::ArrayRef<int32_t>":$swizzle), [{
+      return $_get($_ctxt, stages, shape, elementType, contiguousDim, swizzle, 0);
+    }]>
+  ];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// One stage's placement (shape, order, swizzle).

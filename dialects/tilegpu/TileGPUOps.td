@@ -56,8 +56,11 @@ def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
     `buffers`: rings whose copies this wait completes when nothing else reads
     them afterwards (the wait after a pipelined loop), so that their shared
     memory is not reused while copies may still land in it.
+    `fenceAsyncProxy`: the copies are read next by the async proxy (wgmma):
+    each thread fences (fence.proxy.async) between its wait and the barrier.
   }];
-  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$buffers, I32Attr:$pending);
+  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$buffers, I32Attr:$pending,
+                       UnitAttr:$fenceAsyncProxy);
   let assemblyFormat = "($buffers^ `:` type($buffers))? attr-dict";
 }
 
@@ -66,7 +69,9 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
   let description = [{
     `a[sa] * b[sb] + acc`: A [M, K] and B [K, N] are read from shared memory
     with ldmatrix, k-slice by k-slice, into the fragments of the mma.sync
-    whose accumulator layout `acc` and the result carry (#tilegpu.mma).
+    whose accumulator layout `acc` and the result carry (#tilegpu.mma); with
+    a wgmma accumulator (version 3) wgmma.mma_async reads the stages through
+    matrix descriptors (the rings are in its layouts).
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
                        I32:$bStage, AnyRankedTensor:$acc);

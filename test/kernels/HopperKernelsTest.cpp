@@ -164,13 +164,22 @@ TEST(HopperPtx, PtxasAssemblesWithoutSpills) {
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   std::vector<bfloat16> x(256 * 256);
   struct Config { int BM, BN, BK, warps; };
-  for (Config c : {Config{128, 128, 32, 4}, Config{128, 256, 64, 8}}) {
-    SCOPED_TRACE(fmt::format("{}x{}x{}, {} warps", c.BM, c.BN, c.BK, c.warps));
-    CompiledKernel out = k.compile({x, x, x, 256, 256, 256, c.BM, c.BN, c.BK},
-                                   {.chip = "sm_90a", .num_warps = c.warps, .num_stages = 1});
-    EXPECT_FALSE(out.cubin.empty()) << out.ptxas_log;
-    EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
-  }
+  for (Config c : {Config{128, 128, 32, 4}, Config{128, 256, 64, 8}})
+    for (int stages : {1, 3}) {
+      SCOPED_TRACE(fmt::format("{}x{}x{}, {} warps, {} stages", c.BM, c.BN, c.BK, c.warps, stages));
+      CompiledKernel out = k.compile({x, x, x, 256, 256, 256, c.BM, c.BN, c.BK},
+                                     {.chip = "sm_90a", .num_warps = c.warps, .num_stages = stages});
+      EXPECT_FALSE(out.cubin.empty()) << out.ptxas_log;
+      EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
+      EXPECT_THAT(out.ptx, HasSubstr("wgmma.mma_async"));
+      if (stages > 1)
+        EXPECT_THAT(out.ptx, HasSubstr("cp.async.cg.shared.global"));
+      if (out.ptxas_log.find("warning") != std::string::npos)
+        std::printf("%s\n", out.ptxas_log.c_str());
+      std::printf("[ptxas sm_90a] %dx%dx%d w%d s%d: %d registers, %d B shared, %d B spills\n", c.BM,
+                  c.BN, c.BK, c.warps, stages, out.registers, out.shared_bytes + out.dynamic_shared_bytes,
+                  out.spill_bytes);
+    }
 }
 
 } // namespace

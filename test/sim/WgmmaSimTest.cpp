@@ -63,10 +63,11 @@ TEST(WgmmaSim, DescriptorsAddressTheCompilersTiles) {
   }
 }
 
-/// The wgmma GEMM lowered for sm_90a, then one of its synchronisation
-/// steps removed from the LLVM module (the inline PTX whose text contains
-/// `drop`; for the wait, its results become its operands), and run.
-void runWithout(const std::string &drop, const std::string &expectedError) {
+/// The wgmma GEMM lowered for sm_90a (`stages` > 1: its operands pipelined
+/// through cp.async rings), then one of its synchronisation steps removed
+/// from the LLVM module (the inline PTX whose text contains `drop`; for the
+/// wait, its results become its operands), and run.
+void runWithout(const std::string &drop, const std::string &expectedError, int stages = 1) {
   auto mm = kernel("matmul", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   const int M = 64, N = 64, K = 64;
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
@@ -80,7 +81,12 @@ void runWithout(const std::string &drop, const std::string &expectedError) {
   std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(32)};
   auto module = mlir::parseSourceString<mlir::ModuleOp>(mm.ir(refArgs, "tile", true), &ctx);
   ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, /*numStages=*/1, "sm_90a")));
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, stages, "sm_90a")));
+  int fences = 0;
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    fences += op.getAsmString().contains("fence.proxy.async");
+  });
+  ASSERT_GT(fences, 0);
   int dropped = 0;
   if (!drop.empty())
     module->walk([&](mlir::LLVM::InlineAsmOp op) {
@@ -117,6 +123,13 @@ void runWithout(const std::string &drop, const std::string &expectedError) {
 }
 
 TEST(WgmmaSim, TheLoweringIsHazardFree) { runWithout("", ""); }
+TEST(WgmmaSim, ThePipelinedLoweringIsHazardFree) { runWithout("", "", /*stages=*/3); }
+
+/// cp.async writes through the generic proxy too: the pipelined loop's wait
+/// fences before its barrier.
+TEST(WgmmaSim, AMissingProxyFenceAfterCpAsyncIsReported) {
+  runWithout("fence.proxy.async", "without a fence.proxy.async.shared::cta since", /*stages=*/3);
+}
 
 /// Without wgmma.wait_group the next iteration's operand stores overwrite
 /// the shared memory the tensor cores may still be reading.
