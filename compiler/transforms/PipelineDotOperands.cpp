@@ -209,8 +209,30 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
     copy->setAttr("tilegpu.vector_width", w);
 }
 
+/// The iter_arg index when `dot` just accumulates across `loop` (its
+/// accumulator an iter_arg, its result used only by the yield there).
+std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {
+  auto arg = dyn_cast<BlockArgument>(dot.getAcc());
+  if (!arg || arg.getOwner() != loop.getBody() || arg.getArgNumber() == 0 || !dot->hasOneUse())
+    return std::nullopt;
+  const unsigned i = arg.getArgNumber() - 1;
+  auto yield = dyn_cast<scf::YieldOp>(*dot->getUsers().begin());
+  if (!yield || yield->getParentOp() != loop || yield.getOperand(i) != dot.getResult())
+    return std::nullopt;
+  return i;
+}
+
 void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stages) {
   Location loc = dot.getLoc();
+  // wgmma keeps one group in flight across iterations when the accumulator
+  // is only carried and the ring has 3+ stages: its stage is then still
+  // being read while the next iteration runs, so loads go one stage further
+  // behind (look ahead stages - 2 iterations instead of stages - 1).
+  const bool wgmma =
+      cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma();
+  const std::optional<unsigned> carried = carriedAccumulator(loop, dot);
+  const bool overlap = wgmma && stages >= 3 && carried;
+  const int lookahead = overlap ? stages - 2 : stages - 1;
   OpBuilder b(loop);
   Type ivType = loop.getInductionVar().getType();
   auto constant = [&](OpBuilder &at, int64_t v) -> Value {
@@ -221,9 +243,9 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
     return arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(s)));
   };
-  // Prologue: iterations 0 .. stages-2 into stages 0 .. stages-2.
+  // Prologue: iterations 0 .. lookahead-1 into stages 0 .. lookahead-1.
   Value lb = loop.getLowerBound(), step = loop.getStep();
-  for (int s = 0; s < stages - 1; ++s) {
+  for (int s = 0; s < lookahead; ++s) {
     Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
     issue(b, loop, a, ringA, iv, stageConst(b, s));
     issue(b, loop, bOp, ringB, iv, stageConst(b, s));
@@ -237,18 +259,22 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(in, loc, in.getI32Type(), v).getResult();
   };
   Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (stages - 2));
+  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (lookahead - 1));
   if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
     wait.setFenceAsyncProxy(true);
   auto onShared = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
   in.setInsertionPointAfter(onShared);
+  Value result = onShared.getResult();
+  if (wgmma) // all but this iteration's group (overlap), or all
+    result = tilegpu::WgmmaWaitOp::create(in, loc, result.getType(), result,
+                                          in.getI32IntegerAttr(overlap ? 1 : 0)).getResult();
   Value ahead = arith::AddIOp::create(in, loc, loop.getInductionVar(),
-                                      arith::MulIOp::create(in, loc, step, constant(in, stages - 1)));
+                                      arith::MulIOp::create(in, loc, step, constant(in, lookahead)));
   Value nextStage = toI32(arith::RemSIOp::create(
-      in, loc, arith::AddIOp::create(in, loc, iter, constant(in, stages - 1)), constant(in, stages)));
+      in, loc, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)), constant(in, stages)));
   issue(in, loop, a, ringA, ahead, nextStage);
   issue(in, loop, bOp, ringB, ahead, nextStage);
-  dot.replaceAllUsesWith(onShared.getResult());
+  dot.replaceAllUsesWith(result);
   dot.erase();
   a.load.erase();
   bOp.load.erase();
@@ -256,6 +282,11 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   // land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   tilegpu::AsyncWaitOp::create(b, loc, ValueRange{ringA, ringB}, 0);
+  if (overlap) { // the last iteration's wgmma group
+    Value acc = loop.getResult(*carried);
+    auto done = tilegpu::WgmmaWaitOp::create(b, loc, acc.getType(), acc, b.getI32IntegerAttr(0));
+    acc.replaceAllUsesExcept(done.getResult(), done);
+  }
   // The original address computation is dead now.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))

@@ -121,8 +121,9 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   return out;
 }
 
-/// wgmma.wait_group 0, with every accumulator register passing through it.
-SmallVector<Value> emitWaitAll(OpBuilder &b, Location loc, ValueRange acc) {
+/// wgmma.wait_group `pending`, with every accumulator register passing
+/// through it.
+SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending) {
   std::string constraints;
   for (size_t i = 0; i < acc.size(); ++i)
     constraints += fmt::format("{}=f", i ? "," : "");
@@ -130,7 +131,8 @@ SmallVector<Value> emitWaitAll(OpBuilder &b, Location loc, ValueRange acc) {
     constraints += fmt::format(",{}", i);
   auto resultType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
-  Value d = inlinePtx(b, loc, resultType, acc, "wgmma.wait_group.sync.aligned 0;", constraints);
+  Value d = inlinePtx(b, loc, resultType, acc,
+                      fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints);
   SmallVector<Value> out;
   for (size_t i = 0; i < acc.size(); ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
@@ -139,8 +141,8 @@ SmallVector<Value> emitWaitAll(OpBuilder &b, Location loc, ValueRange acc) {
 
 /// `a * b + acc` on wgmma, both operands in shared memory at `aTile` and
 /// `bTile` (placed as the plans say): wgmma.fence, one wgmma.mma_async per
-/// warpgroup, m-tile, <= 256 columns and k16, one commit, one wait for all
-/// of it. Returns the accumulator registers.
+/// warpgroup, m-tile, <= 256 columns and k16, one commit. Returns the
+/// accumulator registers, still in flight (emitWait completes them).
 SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t warps, int64_t M,
                                 int64_t N, int64_t K, Value aTile, const WgmmaOperandTile &planA,
                                 Value bTile, const WgmmaOperandTile &planB, ValueRange c) {
@@ -167,7 +169,7 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
         std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
       }
   inlinePtx(b, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");
-  return emitWaitAll(b, loc, acc);
+  return acc;
 }
 
 struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
@@ -210,7 +212,8 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     NVVM::Barrier0Op::create(rw, loc);
     rw.replaceOpWithMultiple(
-        op, {emitWgmmaDot(rw, loc, elem, warps, M, N, K, aTile, *planA, bTile, *planB, c)});
+        op, {emitWait(rw, loc, emitWgmmaDot(rw, loc, elem, warps, M, N, K, aTile, *planA, bTile, *planB, c),
+                      0)});
     return success();
   }
 };
@@ -254,12 +257,22 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   }
 };
 
+struct WgmmaWaitPattern : OpConversionPattern<tilegpu::WgmmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::WgmmaWaitOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    rw.replaceOpWithMultiple(op, {emitWait(rw, op.getLoc(), adaptor.getAcc(), int(op.getPending()))});
+    return success();
+  }
+};
+
 } // namespace
 
 void populateWgmmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Above the mma.sync lowering, which computes the same accumulator layout
   // and takes the dots this one cannot.
   patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
+  patterns.add<WgmmaWaitPattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

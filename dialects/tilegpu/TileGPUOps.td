@@ -71,7 +71,9 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     with ldmatrix, k-slice by k-slice, into the fragments of the mma.sync
     whose accumulator layout `acc` and the result carry (#tilegpu.mma); with
     a wgmma accumulator (version 3) wgmma.mma_async reads the stages through
-    matrix descriptors (the rings are in its layouts).
+    matrix descriptors (the rings are in its layouts) and the result is in
+    flight: only a tilegpu.wgmma_wait, or the accumulator of another such
+    dot_shared, may use it.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
                        I32:$bStage, AnyRankedTensor:$acc);
@@ -80,6 +82,20 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     $a `[` $aStage `]` `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Wait until at most `pending` wgmma groups are in flight; `acc` passes through";
+  let description = [{
+    wgmma.wait_group: the accumulator of a wgmma dot_shared, as its registers
+    are once all but the `pending` most recent groups have completed. With
+    `pending` = 1 the last group (whose result this is) may still be in
+    flight: the value is only a later dot_shared's accumulator or another
+    wgmma_wait's operand.
+  }];
+  let arguments = (ins AnyRankedTensor:$acc, I32Attr:$pending);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$acc attr-dict `:` type($acc)";
 }
 
 #endif // TEGULA_TILEGPU_OPS

@@ -69,7 +69,7 @@ TEST(WgmmaSim, DescriptorsAddressTheCompilersTiles) {
 /// wait, its results become its operands), and run.
 void runWithout(const std::string &drop, const std::string &expectedError, int stages = 1) {
   auto mm = kernel("matmul", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  const int M = 64, N = 64, K = 64;
+  const int M = 64, N = 64, K = 128; // 4 iterations: a 3-stage ring wraps around
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
   auto ref = poisoned<bfloat16>(size_t(M * N));
   mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 32);
@@ -124,6 +124,14 @@ void runWithout(const std::string &drop, const std::string &expectedError, int s
 
 TEST(WgmmaSim, TheLoweringIsHazardFree) { runWithout("", ""); }
 TEST(WgmmaSim, ThePipelinedLoweringIsHazardFree) { runWithout("", "", /*stages=*/3); }
+
+/// The pipelined loop keeps one wgmma group in flight (wait_group 1) and
+/// loads two stages behind; without that wait the loads overwrite a stage
+/// an earlier group may still read.
+TEST(WgmmaSim, APipelinedLoopWithoutItsWaitIsReported) {
+  runWithout("wgmma.wait_group.sync.aligned 1", "may still be reading (no wgmma.wait_group has completed it)",
+             /*stages=*/3);
+}
 
 /// cp.async writes through the generic proxy too: the pipelined loop's wait
 /// fences before its barrier.

@@ -1,6 +1,8 @@
 // RUN: tegula-opt %s -split-input-file --convert-tile-to-tilegpu=num-warps=4 --canonicalize --accelerate-dot --remove-layout-conversions --cse --coalesce --pipeline-dot-operands=num-stages=3 | FileCheck %s
 // RUN: tegula-opt %s -split-input-file --convert-tile-to-tilegpu=num-warps=4 --canonicalize --accelerate-dot --remove-layout-conversions --cse --coalesce --pipeline-dot-operands=num-stages=1 | FileCheck %s --check-prefix=OFF
 
+// RUN: tegula-opt %s -split-input-file --convert-tile-to-tilegpu=num-warps=4 --canonicalize --accelerate-dot=chip=sm_90a --remove-layout-conversions --cse --coalesce --pipeline-dot-operands=num-stages=3 | FileCheck %s --check-prefix=HOPPER
+
 // examples::matmul<bf16> traced at BM = BN = 64, BK = 16 (the tile IR the
 // DSL produces). With 3 stages: a ring of 3 swizzled tiles per operand, the
 // loads of iterations 0 and 1 issued before the loop (masked off past the
@@ -23,6 +25,26 @@
 // CHECK:       tilegpu.async_load %[[RB]]
 // CHECK:       scf.yield %[[D]]
 // CHECK:     tilegpu.async_wait %[[RA]], %[[RB]] : {{.*}} {pending = 0 : i32}
+// On sm_90a (wgmma): the rings are in wgmma's layouts (A 64x16 K-major with
+// the 32-byte swizzle, B 16x64 N-major with the 128-byte one); the wait
+// fences the async proxy; one wgmma group stays in flight (wgmma_wait 1) so
+// the loads look one iteration less ahead (into stage (i + 1) % 3, which
+// the group of iteration i - 2 read); after the loop the last group is waited for.
+// HOPPER-LABEL: func.func @gemm
+// HOPPER:     %[[RA:.*]] = tilegpu.alloc_shared : <3 x[64, 16] x bf16, contiguousDim = 1, swizzle = [0, 0, 1], blockElements = 16>
+// HOPPER:     %[[RB:.*]] = tilegpu.alloc_shared : <3 x[16, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4], blockElements = 64>
+// HOPPER:     tilegpu.async_load %[[RA]]
+// HOPPER:     tilegpu.async_load %[[RB]]
+// HOPPER-NOT: tilegpu.async_load
+// HOPPER:     scf.for
+// HOPPER:       tilegpu.async_wait {fenceAsyncProxy, pending = 0 : i32}
+// HOPPER-NEXT:  %[[D:.*]] = tilegpu.dot_shared %[[RA]][%[[S:.*]]], %[[RB]][%[[S]]], %{{.*}} :
+// HOPPER-NEXT:  %[[W:.*]] = tilegpu.wgmma_wait %[[D]] {pending = 1 : i32}
+// HOPPER:       tilegpu.async_load %[[RA]]
+// HOPPER:       tilegpu.async_load %[[RB]]
+// HOPPER:       scf.yield %[[W]]
+// HOPPER:     tilegpu.async_wait %[[RA]], %[[RB]] : {{.*}} {pending = 0 : i32}
+// HOPPER-NEXT: tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
 // OFF-LABEL: func.func @gemm
 // OFF-NOT:   tilegpu.async_load
 // OFF:       tile.dot
