@@ -83,7 +83,10 @@ struct Cublas {
 
 struct Config {
   int bm, bn, bk, warps, stages;
-  std::string name() const { return fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages); }
+  bool mmaSync = false; // on sm_90a: TEGULA_WGMMA=0, the mma.sync path for comparison
+  std::string name() const {
+    return fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "");
+  }
 };
 
 struct Shape {
@@ -126,10 +129,24 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   // 16-bit: 128x128 and 128x256 tiles, 4 or 8 warps, 3-4 stages; tf32
   // operands are twice the bytes: smaller K steps.
   const bool wide = sizeof(T) == 2;
-  const std::vector<Config> configs =
+  std::vector<Config> configs =
       wide ? std::vector<Config>{{128, 128, 32, 4, 3}, {128, 128, 32, 8, 4}, {128, 256, 32, 8, 3},
                                  {128, 128, 64, 8, 3}, {64, 128, 32, 4, 4}}
            : std::vector<Config>{{128, 128, 16, 4, 3}, {128, 128, 16, 8, 4}, {64, 128, 16, 4, 4}};
+  // Hopper: 16-bit dots run on wgmma (docs/hopper.md). Its tiles (whole
+  // warpgroups along M, 64-wide K steps), and the best mma.sync configs
+  // again with wgmma off, so one run shows both paths (unless the caller
+  // set TEGULA_WGMMA itself).
+  const bool bothPaths = wide && device_info().chip == "sm_90a" && !std::getenv("TEGULA_WGMMA");
+  if (bothPaths) {
+    for (Config c : {Config{128, 256, 64, 8, 3}, Config{256, 128, 64, 8, 3}, Config{128, 128, 64, 4, 4},
+                     Config{128, 256, 64, 8, 4}})
+      configs.push_back(c);
+    for (Config c : {Config{128, 128, 32, 4, 3}, Config{128, 256, 32, 8, 3}}) {
+      c.mmaSync = true;
+      configs.push_back(c);
+    }
+  }
   int failures = 0;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -155,6 +172,10 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU};
+      if (bothPaths && cfg.mmaSync)
+        setenv("TEGULA_WGMMA", "0", 1);
+      else if (bothPaths)
+        unsetenv("TEGULA_WGMMA");
       auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
       std::string check = "unchecked (no cuBLAS)";
       double err = NAN;
@@ -197,6 +218,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
     std::fflush(stdout);
     std::fflush(csv);
   }
+  if (bothPaths)
+    unsetenv("TEGULA_WGMMA");
   return failures;
 }
 
@@ -213,7 +236,7 @@ int main(int argc, char **argv) {
     else if (!std::strcmp(argv[i], "--dtypes"))
       dtypes = argv[i + 1];
   }
-  fmt::print("# gemm: Tegula (examples::matmul on mma.sync, cp.async pipelining) vs cuBLAS "
+  fmt::print("# gemm: Tegula (examples::matmul on mma.sync or, on sm_90a, wgmma; cp.async pipelining) vs cuBLAS "
              "(cublasGemmEx, f32 compute; tf32: CUBLAS_COMPUTE_32F_FAST_TF32), same device buffers\n");
   std::string why;
   if (!gpu_available(&why)) {

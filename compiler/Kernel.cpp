@@ -503,7 +503,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages};
-    std::string key = fmt::format("{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages);
+    std::string key = fmt::format("{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
+                                  !wgmmaDisabled());
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
