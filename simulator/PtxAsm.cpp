@@ -50,7 +50,7 @@ struct AsmProgram::Instruction {
   // wgmma.mma_async: operand type, N, transposes; wgmma.wait_group: N.
   MmaKind mmaKind = MmaKind::BF16;
   int wgmmaN = 0, waitPending = 0;
-  bool transA = false, transB = false;
+  bool transA = false, transB = false, aFromRegisters = false;
 };
 
 namespace {
@@ -192,19 +192,24 @@ struct Parser {
         unsupported(fmt::format("'{}' (shape .{})", opcode, shape));
       in.wgmmaN = std::stoi(shape.substr(npos + 1, kpos - npos - 1));
       const bool sixteen = in.mmaKind != MmaKind::TF32;
-      expect(sixteen ? 8 : 6);
+      // A from registers ({a0..a3}) has no imm-trans-a.
+      in.aFromRegisters = ops.size() > 1 && ops[1].form == Operand::Vector;
+      expect((sixteen ? 8 : 6) - (in.aFromRegisters && sixteen ? 1 : 0));
       if (ops[0].form != Operand::Vector || ops[0].regs.size() != size_t(in.wgmmaN / 2))
         unsupported(fmt::format("'{}': D is a vector of N/2 = {} registers", stmt, in.wgmmaN / 2));
       if (ops[3].form != Operand::Register && ops[3].form != Operand::Immediate)
         unsupported(fmt::format("'{}': scale-d is a predicate register", stmt));
-      if (ops[1].form != Operand::Register || ops[2].form != Operand::Register)
-        unsupported(fmt::format("'{}': the simulator models A and B from descriptors", stmt));
+      if ((in.aFromRegisters ? ops[1].regs.size() != 4 : ops[1].form != Operand::Register) ||
+          ops[2].form != Operand::Register)
+        unsupported(fmt::format("'{}': A is a descriptor or 4 registers, B a descriptor", stmt));
       for (size_t i = 4; i < ops.size(); ++i)
         if (ops[i].form != Operand::Immediate)
           unsupported(fmt::format("'{}': scales and transposes are immediates", stmt));
       if (ops[4].value != 1 || ops[5].value != 1)
         unsupported(fmt::format("'{}': negated operands (imm-scale -1) are not modelled", stmt));
-      if (sixteen)
+      if (sixteen && in.aFromRegisters)
+        in.transB = ops[6].value != 0;
+      else if (sixteen)
         in.transA = ops[6].value != 0, in.transB = ops[7].value != 0;
     } else {
       unsupported(fmt::format("instruction '{}'", opcode));
@@ -538,8 +543,16 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       std::vector<uint32_t> acc;
       for (int reg : ops[0].regs)
         acc.push_back(uint32_t(r[reg]));
-      wgmmaMmaAsync(in.mmaKind, in.wgmmaN, r[ops[1].reg], r[ops[2].reg], value(ops[3]) != 0,
-                    in.transA, in.transB, acc.data(), site);
+      if (in.aFromRegisters) {
+        uint32_t a[4];
+        for (int i = 0; i < 4; ++i)
+          a[i] = uint32_t(r[ops[1].regs[size_t(i)]]);
+        wgmmaMmaAsyncRegisterA(in.mmaKind, in.wgmmaN, a, r[ops[2].reg], value(ops[3]) != 0,
+                               in.transB, acc.data(), site);
+      } else {
+        wgmmaMmaAsync(in.mmaKind, in.wgmmaN, r[ops[1].reg], r[ops[2].reg], value(ops[3]) != 0,
+                      in.transA, in.transB, acc.data(), site);
+      }
       for (size_t i = 0; i < acc.size(); ++i)
         r[ops[0].regs[i]] = acc[i];
       break;

@@ -31,6 +31,7 @@ struct PendingMma {
   uint32_t firstSlot;           // results go to slots firstSlot .. + n/2
   std::vector<float> a, b;      // the operands as read at issue
   uint32_t site;
+  std::vector<float> aRows;     // A from registers: this warp's 16 x K rows
 };
 
 struct WgmmaState {
@@ -87,9 +88,15 @@ void readOperands(const PendingMma &m, std::vector<float> &a, std::vector<float>
     }
     return v;
   };
-  for (int32_t i = 0; i < 64; ++i)
-    for (int32_t k = 0; k < K; ++k)
-      a[size_t(i * K + k)] = read(m.descA, !m.transA, i, k);
+  if (!m.aRows.empty()) { // this warp's rows, from its registers
+    const int warp = threadId() % kWarpgroupThreads / 32;
+    std::fill(a.begin(), a.end(), 0.0f);
+    std::copy(m.aRows.begin(), m.aRows.end(), a.begin() + 16 * warp * K);
+  } else {
+    for (int32_t i = 0; i < 64; ++i)
+      for (int32_t k = 0; k < K; ++k)
+        a[size_t(i * K + k)] = read(m.descA, !m.transA, i, k);
+  }
   for (int32_t k = 0; k < K; ++k)
     for (int32_t j = 0; j < m.n; ++j)
       b[size_t(k * m.n + j)] = read(m.descB, !m.transB, j, k);
@@ -166,8 +173,54 @@ int64_t wgmmaElementOffset(uint64_t descriptor, bool kMajor, int elementBytes, i
 
 void wgmmaFence() { state().fenced = true; }
 
+namespace {
+void issue(PendingMma m, uint32_t *acc);
+} // namespace
+
 void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool scaleD, bool transA,
                    bool transB, uint32_t *acc, uint32_t site) {
+  issue(PendingMma{kind, n, descA, descB, scaleD, transA, transB, {}, 0, {}, {}, site, {}}, acc);
+}
+
+/// Lanes' A registers meeting in a warp collective.
+struct RegisterA {
+  const uint32_t *regs;
+  std::vector<float> *rows; // 16 x K, filled for every lane
+};
+
+void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
+                            bool scaleD, bool transB, uint32_t *acc, uint32_t site) {
+  const int K = instructionK(kind);
+  std::vector<float> rows(size_t(16 * K));
+  RegisterA io{aRegs, &rows};
+  warpCollective("wgmma.mma_async (A from registers)", site, 0xffffffffu, &io,
+                 [&](void *const ios[kWarpSize]) {
+                   std::vector<float> A(size_t(16 * K));
+                   for (int lane = 0; lane < kWarpSize; ++lane) {
+                     const uint32_t *r = static_cast<RegisterA *>(ios[lane])->regs;
+                     const int g = lane / 4, q = lane % 4;
+                     for (int j = 0; j < 4; ++j) {
+                       if (kind == MmaKind::TF32) { // one element per register
+                         A[size_t((g + 8 * (j & 1)) * K + q + 4 * (j >> 1))] = operandValue(kind, r[j]);
+                         continue;
+                       }
+                       const int row = g + 8 * (j & 1), k = 2 * q + 8 * (j >> 1);
+                       A[size_t(row * K + k)] = operandValue(kind, r[j] & 0xffff);
+                       A[size_t(row * K + k + 1)] = operandValue(kind, r[j] >> 16);
+                     }
+                   }
+                   for (int lane = 0; lane < kWarpSize; ++lane)
+                     *static_cast<RegisterA *>(ios[lane])->rows = A;
+                 });
+  issue(PendingMma{kind, n, 0, descB, scaleD, false, transB, {}, 0, {}, {}, site, std::move(rows)}, acc);
+}
+
+namespace {
+void issue(PendingMma m, uint32_t *acc) {
+  const MmaKind kind = m.kind;
+  const int n = m.n;
+  const bool transA = m.transA, transB = m.transB, scaleD = m.scaleD;
+  const uint32_t site = m.site;
   if (n < 8 || n > 256 || n % 8)
     fail(site, fmt::format("wgmma.mma_async n{}: N is a multiple of 8 up to 256", n));
   if (kind == MmaKind::TF32 && (transA || transB))
@@ -178,7 +231,7 @@ void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool sca
       if (!isPlaceholder(acc[i]))
         fail(site, "wgmma.mma_async reads accumulator registers that ordinary instructions "
                    "wrote, without a wgmma.fence.sync.aligned since");
-  PendingMma m{kind, n, descA, descB, scaleD, transA, transB, {}, uint32_t(s.slots.size()), {}, {}, site};
+  m.firstSlot = uint32_t(s.slots.size());
   if (m.firstSlot + uint32_t(n / 2) > kSlotMask)
     fail(site, "wgmma.mma_async: too many results in flight for the simulator's placeholders");
   m.accIn.assign(acc, acc + n / 2);
@@ -196,6 +249,7 @@ void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool sca
     acc[i] = kTag | (m.firstSlot + uint32_t(i));
   s.open.push_back(std::move(m));
 }
+} // namespace
 
 void wgmmaCommitGroup() {
   WgmmaState &s = state();

@@ -50,6 +50,11 @@ void wgmmaFence();
 /// placeholders; `scaleD` false ignores them (D = A B).
 void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool scaleD, bool transA,
                    bool transB, uint32_t *acc, uint32_t site);
+/// The same with A from registers (`.. {d}, {a0, a1, a2, a3}, b-desc, ..`):
+/// this lane's 4 registers of A's fragment (per warp, mma.sync's m16 A
+/// layout: f16/bf16 two values each, tf32 one), gathered across the warp.
+void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
+                            bool scaleD, bool transB, uint32_t *acc, uint32_t site);
 /// wgmma.commit_group.sync.aligned.
 void wgmmaCommitGroup();
 /// wgmma.wait_group.sync.aligned `pending`: completes all but the `pending`

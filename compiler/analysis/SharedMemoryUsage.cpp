@@ -71,9 +71,12 @@ int64_t dotBytes(tile::DotOp op) {
   if (!a)
     return 0;
   auto b = cast<RankedTensorType>(op.getB().getType());
-  if (isWgmmaDot(op)) // both staged, B on the swizzle period after A
-    return alignTo(a.getNumElements() * bytesOf(a.getElementType()), kWgmmaTileAlignment) +
-           b.getNumElements() * bytesOf(b.getElementType());
+  if (isWgmmaDot(op)) { // B staged, and A unless in registers; B on the swizzle period after A
+    const int64_t aBytes = isa<tilegpu::DotOperandEncodingAttr>(a.getEncoding())
+                               ? 0
+                               : a.getNumElements() * bytesOf(a.getElementType());
+    return alignTo(aBytes, kWgmmaTileAlignment) + b.getNumElements() * bytesOf(b.getElementType());
+  }
   auto staged = [](RankedTensorType t) {
     return isa<tilegpu::DotOperandEncodingAttr>(t.getEncoding())
                ? 0

@@ -197,10 +197,9 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         wm = int32_t(std::min<int64_t>(numWarps, M / 16));
         wn = int32_t(numWarps) / wm;
       }
-      // Hopper: wgmma where it fits. Chained dots stay on mma.sync for now
-      // (their A operand comes from registers).
-      const bool wgmma = chip == "sm_90a" && bits == 16 && !chained.contains(dot) &&
-                         fitsWgmma(M, N, K, numWarps);
+      // Hopper: wgmma where it fits (a chained dot's A operand then comes
+      // from registers, the previous accumulator's).
+      const bool wgmma = chip == "sm_90a" && bits == 16 && fitsWgmma(M, N, K, numWarps);
       if (wgmma)
         wm = int32_t(numWarps), wn = 1;
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn}, wgmma ? 3u : 2u);
@@ -218,8 +217,11 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // fragments first.
       Value a = dot.getA(), bv = dot.getB();
       if (wgmma) {
-        // Both operands keep their layouts: the lowering stores them into
-        // the swizzled tiles wgmma's descriptors read.
+        // B keeps its layout: the lowering stores it into the swizzled tile
+        // wgmma's descriptors read; so does A, unless it is loop-invariant
+        // (then its fragments are read once, and wgmma takes A from registers).
+        a = fragmentsBeforeLoop(
+            dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
       } else if (bits == 16) {
         a = fragmentsBeforeLoop(
             dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);

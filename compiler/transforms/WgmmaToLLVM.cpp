@@ -89,9 +89,11 @@ Value descriptor(OpBuilder &b, Location loc, Value tile, Value byteOffset,
       LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(plan.descriptorBase()))));
 }
 
-/// wgmma.mma_async m64n{count*2}k16 on accumulator registers `acc` (f32).
+/// wgmma.mma_async m64n{count*2}k16 on accumulator registers `acc` (f32),
+/// A from the descriptor `descA` or, when `aRegs` holds its 4 registers
+/// (32-bit, two 16-bit values each), from registers.
 SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange acc, Value descA,
-                             Value descB, bool transA, bool transB) {
+                             ValueRange aRegs, Value descB, bool transA, bool transB) {
   const size_t count = acc.size();
   std::string regs, constraints;
   for (size_t i = 0; i < count; ++i) {
@@ -100,18 +102,32 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   }
   for (size_t i = 0; i < count; ++i)
     constraints += fmt::format(",{}", i); // the accumulators in, tied to D
-  constraints += ",l,l,r";
-  const std::string type = elem.isBF16() ? "bf16" : "f16";
-  // scale-d is a predicate: always accumulate (the accumulator is explicit).
-  const std::string body = fmt::format(
-      "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, %scale_d, 1, 1, {}, {};\n}}",
-      2 * count + 2, count * 2, type, type, regs, 2 * count, 2 * count + 1, int(transA),
-      int(transB));
+  // Operand numbers: the outputs (count), then the inputs in order.
   SmallVector<Value> args(acc.begin(), acc.end());
-  args.push_back(descA);
+  auto next = [&] { return count + args.size(); };
+  std::string a;
+  if (aRegs.empty()) {
+    a = fmt::format("${}", next());
+    args.push_back(descA);
+    constraints += ",l";
+  } else {
+    a = fmt::format("{{${}, ${}, ${}, ${}}}", next(), next() + 1, next() + 2, next() + 3);
+    args.append(aRegs.begin(), aRegs.end());
+    constraints += ",r,r,r,r";
+  }
+  const size_t bIndex = next();
   args.push_back(descB);
   args.push_back(i32Const(b, loc, 1));
+  constraints += ",l,r";
+  const std::string type = elem.isBF16() ? "bf16" : "f16";
+  // scale-d is a predicate: always accumulate (the accumulator is explicit).
+  // A from registers is K-major and has no imm-trans-a.
+  const std::string trans =
+      aRegs.empty() ? fmt::format("{}, {}", int(transA), int(transB)) : fmt::format("{}", int(transB));
+  const std::string body = fmt::format(
+      "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, ${}, %scale_d, 1, 1, {};\n}}",
+      bIndex + 1, count * 2, type, type, regs, a, bIndex, trans);
   auto resultType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(count, b.getF32Type()));
   Value d = inlinePtx(b, loc, resultType, args, body, constraints);
@@ -143,29 +159,42 @@ SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pend
 /// `bTile` (placed as the plans say): wgmma.fence, one wgmma.mma_async per
 /// warpgroup, m-tile, <= 256 columns and k16, one commit. Returns the
 /// accumulator registers, still in flight (emitWait completes them).
+/// A is either a shared tile (`aTile`, `planA`) or, with `aTile` null,
+/// registers `aValues` in this mma's dot_operand layout.
 SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t warps, int64_t M,
-                                int64_t N, int64_t K, Value aTile, const WgmmaOperandTile &planA,
+                                int64_t N, int64_t K, Value aTile,
+                                const std::optional<WgmmaOperandTile> &planA, ValueRange aValues,
                                 Value bTile, const WgmmaOperandTile &planB, ValueRange c) {
   const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
   inlinePtx(b, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
   // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
   auto [lane, warp] = laneAndWarp(b, loc);
   Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
-  Value groupRows =
-      LLVM::MulOp::create(b, loc, group, i32Const(b, loc, planA.instructionOffset(64, 0)));
+  Value groupRows = planA ? LLVM::MulOp::create(b, loc, group,
+                                                 i32Const(b, loc, planA->instructionOffset(64, 0)))
+                                 .getResult()
+                           : Value();
   SmallVector<Value> acc(c.begin(), c.end());
+  const int64_t kTiles = K / 16;
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
       for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        Value offA = LLVM::AddOp::create(
-            b, loc, groupRows,
-            i32Const(b, loc, planA.instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
-        Value descA = descriptor(b, loc, aTile, offA, planA);
+        Value descA;
+        SmallVector<Value> aRegs;
+        if (planA) {
+          Value offA = LLVM::AddOp::create(
+              b, loc, groupRows,
+              i32Const(b, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
+          descA = descriptor(b, loc, aTile, offA, *planA);
+        } else { // this warp's 16 rows: mma.sync's A fragment, 8 values (k-slices first, then m-tiles)
+          const size_t first = size_t(8 * (k0 / 16 + kTiles * mi));
+          aRegs = packWords(b, loc, aValues.slice(first, 8));
+        }
         Value descB = descriptor(
             b, loc, bTile, i32Const(b, loc, planB.instructionOffset(int32_t(n0), int32_t(k0))), planB);
         const size_t first = size_t(4 * (nTiles * mi + n0 / 8)), count = size_t(instrN / 2);
         SmallVector<Value> d = emitWgmma(b, loc, elem, ArrayRef<Value>(acc).slice(first, count),
-                                         descA, descB, !planA.kMajor, !planB.kMajor);
+                                         descA, aRegs, descB, planA && !planA->kMajor, !planB.kMajor);
         std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
       }
   inlinePtx(b, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");
@@ -186,8 +215,16 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     if (!(elem.isBF16() || elem.isF16()) || bT.getElementType() != elem ||
         !cT.getElementType().isF32())
       return rw.notifyMatchFailure(op, "wgmma here takes f16/bf16 operands and an f32 accumulator");
-    std::optional<WgmmaOperandTile> planA = planOperand(0, aT), planB = planOperand(1, bT);
-    if (!planA || !planB)
+    // A from registers when it arrives as this mma's fragments.
+    auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding());
+    if (fragments && (fragments.getParent() != mma || fragments.getOpIdx() != 0 ||
+                      fragments.getElementBits() != 16))
+      return rw.notifyMatchFailure(op, "wgmma: A's fragments belong to another mma");
+    if (isa_and_present<tilegpu::DotOperandEncodingAttr>(bT.getEncoding()))
+      return rw.notifyMatchFailure(op, "wgmma reads B from shared memory, not fragments");
+    std::optional<WgmmaOperandTile> planA = fragments ? std::nullopt : planOperand(0, aT);
+    std::optional<WgmmaOperandTile> planB = planOperand(1, bT);
+    if ((!fragments && !planA) || !planB)
       return rw.notifyMatchFailure(op, "an operand tile wgmma cannot read from shared memory");
     if (!analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);
@@ -199,20 +236,23 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
       return rw.notifyMatchFailure(op, "wgmma: accumulator registers do not match the layout");
 
     Value aTile = sharedBuffer(rw, loc, op);
-    const int64_t aBytes = aT.getNumElements() * 2;
+    const int64_t aBytes = planA ? aT.getNumElements() * 2 : 0;
     Value bTile = LLVM::GEPOp::create(
         rw, loc, aTile.getType(), rw.getI8Type(), aTile,
         ValueRange{i32Const(rw, loc, (aBytes + analysis::kWgmmaTileAlignment - 1) /
                                          analysis::kWgmmaTileAlignment *
                                          analysis::kWgmmaTileAlignment)});
     NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
-    storeTile(rw, loc, adaptor.getA(), aT, planA->tile, aTile);
+    if (planA)
+      storeTile(rw, loc, adaptor.getA(), aT, planA->tile, aTile);
     storeTile(rw, loc, adaptor.getB(), bT, planB->tile, bTile);
     // Ordinary stores, read next by the tensor cores (the async proxy).
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     NVVM::Barrier0Op::create(rw, loc);
     rw.replaceOpWithMultiple(
-        op, {emitWait(rw, loc, emitWgmmaDot(rw, loc, elem, warps, M, N, K, aTile, *planA, bTile, *planB, c),
+        op, {emitWait(rw, loc,
+                      emitWgmmaDot(rw, loc, elem, warps, M, N, K, planA ? aTile : Value(), planA,
+                                   adaptor.getA(), bTile, *planB, c),
                       0)});
     return success();
   }
@@ -251,8 +291,8 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     Value bTile = stageBase(adaptor.getB()[0], adaptor.getBStage()[0], bT);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
-                          cT.getDimSize(1), aT.getShape()[1], aTile, *planA, bTile, *planB,
-                          adaptor.getAcc())});
+                          cT.getDimSize(1), aT.getShape()[1], aTile, planA, ValueRange{}, bTile,
+                          *planB, adaptor.getAcc())});
     return success();
   }
 };

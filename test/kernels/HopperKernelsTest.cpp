@@ -10,6 +10,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuLaunch.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <gmock/gmock.h>
@@ -120,6 +121,29 @@ TEST_P(Hopper, MatmulTransposedOperands) {
   }
 }
 
+/// Flash attention: Q K^T and P V are chained wgmmas - Q (loop-invariant)
+/// and P (the first accumulator, cast to 16 bits) come from registers,
+/// K^T and V from shared memory.
+TEST_P(Hopper, AttentionForward) {
+  auto k = kernel("attention_fwd_wgmma", examples::attention_fwd<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  const int warps = GetParam().warps, heads = 2, BM = 16 * warps;
+  struct Config { int dim, bn; };
+  for (Config c : {Config{32, 32}, Config{64, 64}})
+    for (bool causal : {false, true})
+      for (int seq : {40, 130}) {
+        SCOPED_TRACE(fmt::format("d={} BN={} T={} causal={}", c.dim, c.bn, seq, causal));
+        const size_t n = size_t(heads * seq * c.dim);
+        auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+        auto want = poisoned<bfloat16>(n), got = poisoned<bfloat16>(n);
+        const float scale = 1.0f / std::sqrt(float(c.dim));
+        Grid g{uint32_t(cdiv(seq, BM)), uint32_t(heads)};
+        k(interp(g), q, kk, v, want, seq, scale, c.dim, BM, c.bn, causal);
+        k(target(g), q, kk, v, got, seq, scale, c.dim, BM, c.bn, causal);
+        EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+      }
+}
+
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
   return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
 }
@@ -152,6 +176,20 @@ TEST(HopperPtx, DotsUseWgmmaAndFenceTheAsyncProxy) {
   ptx = k.compile({x, x, x, 128, 128, 128, 128, 128, 32}, {.chip = "sm_80", .assemble = false}).ptx;
   EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k16"));
   EXPECT_THAT(ptx, Not(HasSubstr("wgmma.mma_async")));
+}
+
+TEST(HopperPtx, AttentionChainsWgmmaWithAFromRegisters) {
+  auto k = kernel("attention_fwd_wgmma_ptx", examples::attention_fwd<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  std::vector<bfloat16> x(128 * 64);
+  CompiledKernel out = k.compile({x, x, x, x, 128, 0.125f, 64, 64, 64, true},
+                                 {.chip = "sm_90a", .num_warps = 4});
+  EXPECT_THAT(out.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+  EXPECT_THAT(out.ptx, Not(HasSubstr("mma.sync")));
+  if (!out.cubin.empty())
+    EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
+  std::printf("[ptxas sm_90a] attention d=64 64x64 w4: %d registers, %d B spills\n", out.registers,
+              out.spill_bytes);
 }
 
 /// ptxas accepts the wgmma code for sm_90a, without spills, at the tile

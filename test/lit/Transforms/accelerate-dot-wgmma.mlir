@@ -37,7 +37,7 @@ func.func @bf16(%a: tensor<64x32xbf16, #b>, %b: tensor<32x64xbf16, #b>, %c: tens
 // -----
 
 // Not whole warpgroups: 32 rows at 4 warps (wgmma's m64 needs 64 per
-// warpgroup), or a chained dot - mma.sync.
+// warpgroup) - mma.sync.
 #b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK-LABEL: func.func @small
