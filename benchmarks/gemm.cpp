@@ -83,9 +83,11 @@ struct Cublas {
 
 struct Config {
   int bm, bn, bk, warps, stages;
-  bool mmaSync = false; // on sm_90a: TEGULA_WGMMA=0, the mma.sync path for comparison
+  bool mmaSync = false;    // on sm_90a: TEGULA_WGMMA=0, the mma.sync path for comparison
+  bool persistent = false; // examples::matmul_persistent, one program per SM, GROUP_M = 8
   std::string name() const {
-    return fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "");
+    return fmt::format("{}x{}x{} w{} s{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
+                       persistent ? " pers" : "");
   }
 };
 
@@ -147,6 +149,15 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       configs.push_back(c);
     }
   }
+  // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
+  if (wide)
+    for (Config c : {Config{128, 128, 32, 4, 3}, Config{128, 256, 64, 8, 3}}) {
+      c.persistent = true;
+      configs.push_back(c);
+    }
+  auto persistent = kernel(std::string("matmul_persistent_") + dtype, examples::matmul_persistent<T>,
+                           {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -176,7 +187,14 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         setenv("TEGULA_WGMMA", "0", 1);
       else if (bothPaths)
         unsetenv("TEGULA_WGMMA");
-      auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
+      if (cfg.persistent)
+        opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
+      auto launch = [&] {
+        if (cfg.persistent)
+          persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+        else
+          k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk);
+      };
       std::string check = "unchecked (no cuBLAS)";
       double err = NAN;
       try {

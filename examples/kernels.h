@@ -106,6 +106,39 @@ void matmul(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
   tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc, mask);
 }
 
+/// The same GEMM as a persistent kernel: launch any number of programs (one
+/// per SM fills the GPU once); each walks the output tiles pid, pid +
+/// programs, ... in grouped order - GROUP_M row blocks at a time, column by
+/// column - so that the tiles running together share A's row blocks and B's
+/// column blocks in L2.
+template <class T>
+void matmul_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
+                       tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                       tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
+  tl::tensor tiles_m = (M + (BM.value - 1)) / BM;
+  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor per_group = tiles_n * GROUP_M;
+  tl::tensor rk = tl::arange(0, BK);
+  for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
+    tl::tensor first_m = t / per_group * GROUP_M;
+    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
+    tl::tensor in_group = t % per_group;
+    tl::tensor rm = (first_m + in_group % group_rows) * BM + tl::arange(0, BM);
+    tl::tensor rn = in_group / group_rows * BN + tl::arange(0, BN);
+    tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+    for (auto k : tl::range(0, K, BK.value, acc)) {
+      tl::tensor ka = k + rk;
+      tl::tensor a_tile = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                                   (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+      tl::tensor b_tile = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                                   (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+      acc = tl::dot(a_tile, b_tile, acc);
+    }
+    tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+              (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+  }
+}
+
 /// out[row] += sum of x[row, chunk] for each BLOCK-wide chunk of a row; the
 /// chunks of a row run in different programs and meet through atomic_add.
 inline void row_sum_atomic(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n_cols,

@@ -151,6 +151,30 @@ TYPED_TEST(ExampleKernel, MatmulDynamicK) {
   }
 }
 
+/// Persistent: fewer programs than tiles (each takes several, in grouped
+/// order), a ragged last group, and more programs than tiles.
+TYPED_TEST(ExampleKernel, MatmulPersistentGroupedOrder) {
+  using T = TypeParam;
+  auto k = kernel("matmul_persistent", examples::matmul_persistent<T>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  struct Shape { int M, N, K, programs; };
+  for (Shape s : {Shape{100, 70, 40, 3}, Shape{33, 129, 17, 5}, Shape{16, 16, 16, 4}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} programs={}", s.M, s.N, s.K, s.programs));
+    auto a = random_vector<T>(size_t(s.M * s.K)), b = random_vector<T>(size_t(s.K * s.N));
+    auto c = poisoned<T>(size_t(s.M * s.N));
+    k(interp({uint32_t(s.programs)}), a, b, c, s.M, s.N, s.K, 16, 32, 16, 2);
+    std::vector<double> ref(static_cast<size_t>(s.M * s.N));
+    for (int m = 0; m < s.M; ++m)
+      for (int n = 0; n < s.N; ++n) {
+        double acc = 0;
+        for (int kk = 0; kk < s.K; ++kk)
+          acc += double(float(a[m * s.K + kk])) * double(float(b[kk * s.N + n]));
+        ref[size_t(m * s.N + n)] = acc;
+      }
+    EXPECT_LT(rel_error(c, ref), tolerance<T>());
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // row sum with atomic_add
 //===----------------------------------------------------------------------===//

@@ -144,6 +144,21 @@ TEST_P(Hopper, AttentionForward) {
       }
 }
 
+/// The persistent GEMM (a tile loop around the pipelined K loop) on wgmma.
+TEST_P(Hopper, MatmulPersistent) {
+  auto k = kernel("matmul_persistent_wgmma", examples::matmul_persistent<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  const int BM = 16 * GetParam().warps;
+  for (Shape s : {Shape{200, 130, 70, BM, 64, 32}, Shape{3 * BM, 256, 64, BM, 128, 64}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = poisoned<bfloat16>(size_t(s.M * s.N));
+    k(interp({3}), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
+    k(target({3}), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+}
+
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
   return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
 }
