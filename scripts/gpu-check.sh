@@ -124,6 +124,15 @@ run() {
     fi
     ((s == 0)) || status=1
   done <"$CARRY/programs.txt"
+  # Hopper: attention runs on wgmma above; again on mma.sync (TEGULA_WGMMA=0)
+  # for the comparison in the same session. (gemm compares both itself.)
+  if [[ -x $root/bin/attention ]] &&
+    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q '^9\.0'; then
+    echo "== benchmark attention with TEGULA_WGMMA=0 (mma.sync)"
+    mkdir -p "$out/mma-sync"
+    TEGULA_WGMMA=0 TEGULA_BENCH_OUT=$out/mma-sync "$root/bin/attention" </dev/null 2>&1 |
+      tee "$out/attention_mma_sync.log" || status=1
+  fi
   # torch on the same shapes in the same session, where the image has it.
   echo "== reference torch_reference.py"
   python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
@@ -149,6 +158,8 @@ run() {
   while read -r kind name; do
     [[ $kind == benchmark ]] && grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/$name.log"
   done <"$CARRY/programs.txt"
+  [[ -f $out/attention_mma_sync.log ]] &&
+    grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/attention_mma_sync.log" | sed 's/^/mma.sync: /'  || true
   grep -hE '^torch_' "$out/torch_reference.log" || true
   grep -hE '^gpt2_' "$out/gpt2_torch.log" || true
   grep -hE '^launch_overhead_' "$out/launch_overhead_py.log" || true
