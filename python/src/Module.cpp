@@ -23,7 +23,8 @@ namespace {
 
 /// Names of the launch options a launcher takes by keyword.
 bool isLaunchOption(const std::string &name) {
-  return name == "num_warps" || name == "num_stages" || name == "backend" || name == "stream";
+  return name == "num_warps" || name == "num_stages" || name == "backend" || name == "stream" ||
+         name == "chip";
 }
 
 std::string paramWhat(const KernelSet &k, size_t i) {
@@ -200,7 +201,7 @@ struct Launcher {
 
   void operator()(py::args args, py::kwargs kwargs) const {
     std::vector<py::object> bound =
-        bindParameters(kernel, args, kwargs, {"num_warps", "num_stages", "backend", "stream"});
+        bindParameters(kernel, args, kwargs, {"num_warps", "num_stages", "backend", "stream", "chip"});
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts;
@@ -209,6 +210,8 @@ struct Launcher {
     opts.num_stages = intOption(kwargs, "num_stages", 3);
     opts.backend = backendOf(kwargs);
     opts.stream = streamFor(kwargs, bound);
+    if (kwargs.contains("chip") && !kwargs["chip"].is_none())
+      opts.chip = kwargs["chip"].cast<std::string>();
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
     r.kernel->launch(opts, r.args);
   }
@@ -277,8 +280,10 @@ PYBIND11_MODULE(_tegula, m) {
   py::class_<KernelSet>(m, "Kernel", R"doc(A Tegula kernel written in the C++ DSL.
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
-num_stages=3, backend=None)``; ``grid`` is a tuple of 1-3 ints or a callable
-taking a dict of the arguments by parameter name. Arrays are numpy arrays or
+num_stages=3, backend=None, stream=None, chip=None)``; ``grid`` is a tuple of
+1-3 ints or a callable taking a dict of the arguments by parameter name;
+``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
+where "sm_90a" runs Hopper's wgmma code). Arrays are numpy arrays or
 anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
 ``backend`` is "interp", "sim" or "gpu" (default: $TEGULA_BACKEND, else
 "interp").)doc")

@@ -21,7 +21,8 @@ class CompiledKernel:
 
 class Launcher:
     def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
-                 backend: str | None = None, stream: Any = None, **constants: Any) -> None: ...
+                 backend: str | None = None, stream: Any = None, chip: str | None = None,
+                 **constants: Any) -> None: ...
 
 class Kernel:
     name: str

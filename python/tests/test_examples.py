@@ -82,6 +82,20 @@ def test_matmul(rng, backend, dtype):
     assert_close(c, ref, rtol=rtol, atol=atol * 4)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_matmul_hopper_code_in_the_simulator(rng, dtype):
+    # chip="sm_90a": the dot runs on wgmma (whole warpgroups along M: BM = 64 at 4 warps).
+    M, N, K = 100, 72, 96
+    a, b = rand(rng, (M, K), dtype), rand(rng, (K, N), dtype)
+    c = poisoned((M, N), dtype)
+    grid = (tegula.cdiv(M, 64), tegula.cdiv(N, 64))
+    examples.matmul[grid](a, b, c, M, N, K, BM=64, BN=64, BK=32, backend="sim", chip="sm_90a")
+    ptx = examples.matmul.compile(a, b, c, M, N, K, BM=64, BN=64, BK=32, chip="sm_90a", assemble=False).ptx
+    assert "wgmma.mma_async" in ptx
+    rtol, atol = tegula.testing.default_tolerance(dtype)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_transpose_and_row_sum(rng, backend):
     M, N = 37, 50

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
   // A tile-dialect library goes through the whole GPU pipeline first.
   if (!module->getOps<mlir::func::FuncOp>().empty() &&
       (mlir::failed(tegula::runTilePipeline(*module)) ||
-       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages))))
+       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages, chip))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};
