@@ -77,7 +77,9 @@ std::vector<Shape> shapesFor(int warps) {
   if (warps == 4)
     return {{65, 33, 40, 64, 32, 16}, {100, 72, 96, 64, 64, 32}, {130, 130, 70, 128, 128, 64},
             {64, 256, 32, 64, 256, 16}};
-  return {{130, 70, 40, 128, 64, 32}, {129, 128, 64, 128, 128, 32}};
+  // Two m64 tiles per warpgroup (BM = 256), and m64n256 instructions.
+  return {{130, 70, 40, 128, 64, 32}, {129, 128, 64, 128, 128, 32}, {260, 64, 48, 256, 64, 16},
+          {128, 256, 32, 128, 256, 32}};
 }
 
 TEST_P(Hopper, MatmulBf16) { checkMatmul<bfloat16>(target({1}), shapesFor(GetParam().warps)); }
