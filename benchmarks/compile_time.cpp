@@ -63,7 +63,9 @@ int main() {
   (void)hit;
 
   struct Config { int bm, bn, bk, warps; };
-  fmt::print("\nbf16 GEMM (examples::matmul, tensor cores), sm_80, cold, one new kernel each\n");
+  // sm_80: mma.sync; sm_90a: wgmma (docs/hopper.md).
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+  fmt::print("\nbf16 GEMM (examples::matmul, tensor cores), {}, cold, one new kernel each\n", chip);
   fmt::print("  {:>13} {:>5}  {:>10} {:>10} {:>10}  {:>5} {:>7} {:>7}\n", "tile", "warps",
              "trace->PTX", "ptxas", "total", "regs", "spills", "shared");
   for (Config c : {Config{128, 128, 32, 4}, Config{128, 128, 32, 8}, Config{128, 256, 64, 8},
@@ -79,8 +81,9 @@ int main() {
       std::vector<double> t;
       for (int i = 0; i < 3; ++i) {
         auto a = Clock::now();
-        out = kernel(fmt::format("{}_{}{}", name, assemble ? "cubin" : "ptx", i), examples::matmul<bfloat16>, params)
-                  .compile(args, {.chip = "sm_80", .num_warps = c.warps, .assemble = assemble});
+        out = kernel(fmt::format("{}_{}_{}{}", name, chip, assemble ? "cubin" : "ptx", i),
+                     examples::matmul<bfloat16>, params)
+                  .compile(args, {.chip = chip, .num_warps = c.warps, .assemble = assemble});
         t.push_back(ms(a, Clock::now()));
       }
       std::sort(t.begin(), t.end());
@@ -98,6 +101,7 @@ int main() {
       fmt::print("  {:>13} {:>5}  does not compile: {}\n", fmt::format("{}x{}x{}", c.bm, c.bn, c.bk),
                  c.warps, what.substr(0, what.find('\n')));
     }
+  }
   }
 
   // Flash attention: two chained dots per key block (Q K^T -> softmax -> P V).
