@@ -527,7 +527,12 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     std::shared_ptr<sim::SimKernel> simulated;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
-      const std::string chip = opts.chip.empty() ? "sm_80" : opts.chip;
+      // Unset: $TEGULA_SIM_CHIP (the whole program's simulated code for
+      // another target, e.g. sm_90a), else sm_80.
+      const char *envChip = std::getenv("TEGULA_SIM_CHIP");
+      const std::string chip = !opts.chip.empty()       ? opts.chip
+                               : envChip && *envChip ? std::string(envChip)
+                                                     : "sm_80";
       std::shared_ptr<sim::SimKernel> &slot = spec.simulated[{chip, opts.num_warps, opts.num_stages}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages, chip);

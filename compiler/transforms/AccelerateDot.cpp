@@ -156,19 +156,25 @@ Value fragmentsBeforeLoop(tile::DotOp dot, Value operand, RankedTensorType fragm
   return tilegpu::ConvertLayoutOp::create(b, operand.getLoc(), fragmentType, operand);
 }
 
-/// Whether Hopper's wgmma computes `dot` ([M, K] x [K, N], 16-bit operands):
-/// whole warpgroups along M, each warp with its own 16-row slices; N in
-/// m64nN instructions (N a multiple of 8, up to 256 at a time); each operand
-/// placeable in shared memory as wgmma reads it, whichever dimension it
-/// turns out to be contiguous along.
-bool fitsWgmma(int64_t M, int64_t N, int64_t K, int64_t numWarps) {
+/// Whether Hopper's wgmma computes `dot` ([M, K] x [K, N], operands of
+/// `bits`: 16, or 32 at tf32): whole warpgroups along M, each warp with its
+/// own 16-row slices; N in m64nN instructions (N a multiple of 8, up to 256
+/// at a time); K in k16 (k8 for tf32) steps; each operand placeable in shared
+/// memory as wgmma reads it - along either dimension for 16 bits (whichever
+/// the values turn out to be contiguous along), K-major for tf32.
+bool fitsWgmma(int64_t M, int64_t N, int64_t K, int64_t numWarps, unsigned bits) {
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
-  if (numWarps % 4 || M % (16 * numWarps) || N % 8 || (N > 256 && N % 256) || K % 16 ||
-      !pow2(M) || !pow2(N) || !pow2(K))
+  if (numWarps % 4 || M % (16 * numWarps) || N % 8 || (N > 256 && N % 256) ||
+      K % (bits == 32 ? 8 : 16) || !pow2(M) || !pow2(N) || !pow2(K))
     return false;
+  auto plannable = [&](int operand, std::vector<int32_t> shape, int contiguous) {
+    return layout::planWgmmaOperandTile(operand, shape, contiguous, int(bits)).has_value();
+  };
+  const std::vector<int32_t> a = {int32_t(M), int32_t(K)}, b = {int32_t(K), int32_t(N)};
+  if (bits == 32)
+    return plannable(0, a, 1) && plannable(1, b, 0);
   for (int contiguous : {0, 1})
-    if (!layout::planWgmmaOperandTile(0, {int32_t(M), int32_t(K)}, contiguous, 16) ||
-        !layout::planWgmmaOperandTile(1, {int32_t(K), int32_t(N)}, contiguous, 16))
+    if (!plannable(0, a, contiguous) || !plannable(1, b, contiguous))
       return false;
   return true;
 }
@@ -198,8 +204,11 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         wn = int32_t(numWarps) / wm;
       }
       // Hopper: wgmma where it fits (a chained dot's A operand then comes
-      // from registers, the previous accumulator's).
-      const bool wgmma = chip == "sm_90a" && bits == 16 && fitsWgmma(M, N, K, numWarps);
+      // from registers, the previous accumulator's): 16-bit operands, or f32
+      // at tf32 precision (tf32x3's split products stay on mma.sync).
+      const bool wgmmaType =
+          bits == 16 || (bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32);
+      const bool wgmma = chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits);
       if (wgmma)
         wm = int32_t(numWarps), wn = 1;
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn}, wgmma ? 3u : 2u);

@@ -105,16 +105,7 @@ SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type
   };
   // f32 -> tf32 bits, rounded to nearest (ties away) like cvt.rna.tf32.f32
   // and the interpreter: mma.sync itself would truncate. Inf/NaN pass.
-  auto toTf32 = [&](Value f) -> Value {
-    Value u = LLVM::BitcastOp::create(rw, loc, i32, f);
-    Value exp = LLVM::AndOp::create(rw, loc, u, i32Const(rw, loc, 0x7f800000));
-    Value special = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, exp,
-                                         i32Const(rw, loc, 0x7f800000));
-    Value rounded = LLVM::AndOp::create(
-        rw, loc, LLVM::AddOp::create(rw, loc, u, i32Const(rw, loc, 0x1000)),
-        i32Const(rw, loc, int32_t(0xffffe000u)));
-    return LLVM::SelectOp::create(rw, loc, special, u, rounded);
-  };
+  auto toTf32 = [&](Value f) -> Value { return tf32Bits(rw, loc, f); };
   Type f32 = rw.getF32Type();
   // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product
   // is lo*hi + hi*lo + hi*hi (the lo*lo term is below f32 precision).

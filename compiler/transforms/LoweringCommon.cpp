@@ -165,6 +165,17 @@ void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, V
                             ArrayAttr());
 }
 
+Value tf32Bits(OpBuilder &b, Location loc, Value f) {
+  Type i32 = b.getI32Type();
+  Value u = LLVM::BitcastOp::create(b, loc, i32, f);
+  Value exp = LLVM::AndOp::create(b, loc, u, i32Const(b, loc, 0x7f800000));
+  Value special =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, exp, i32Const(b, loc, 0x7f800000));
+  Value rounded = LLVM::AndOp::create(b, loc, LLVM::AddOp::create(b, loc, u, i32Const(b, loc, 0x1000)),
+                                      i32Const(b, loc, int32_t(0xffffe000u)));
+  return LLVM::SelectOp::create(b, loc, special, u, rounded);
+}
+
 Owners ownersOf(OpBuilder &b, Location loc, const LinearLayout &ll) {
   Owners o;
   int32_t laneMask = 0, warpMask = 0;

@@ -44,21 +44,28 @@ Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const 
 }
 
 /// The placement of operand `idx` (0: A, 1: B) staged from `t`: along the
-/// dimension its values are contiguous in, else K-major.
+/// dimension its values are contiguous in, else K-major (always for tf32).
 std::optional<WgmmaOperandTile> planOperand(unsigned idx, RankedTensorType t) {
   const std::vector<int32_t> shape = {int32_t(t.getDimSize(0)), int32_t(t.getDimSize(1))};
+  const int bits = int(t.getElementType().getIntOrFloatBitWidth());
+  const int kDim = idx == 0 ? 1 : 0;
   int contiguous = layout::contiguousDimOf(layoutOf(t));
-  if (contiguous < 0)
-    contiguous = idx == 0 ? 1 : 0;
-  if (auto plan = layout::planWgmmaOperandTile(int(idx), shape, contiguous, 16))
+  if (contiguous < 0 || bits == 32)
+    contiguous = kDim;
+  if (auto plan = layout::planWgmmaOperandTile(int(idx), shape, contiguous, bits))
     return plan;
-  return layout::planWgmmaOperandTile(int(idx), shape, 1 - contiguous, 16);
+  return layout::planWgmmaOperandTile(int(idx), shape, 1 - contiguous, bits);
 }
 
 /// The owners of `values` (`t`'s registers) store them into `tile` at `base`,
-/// in vectors of up to 16 bytes.
-void storeTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType t,
+/// in vectors of up to 16 bytes; f32 values rounded to tf32 first, as the
+/// interpreter rounds them (the tensor cores would only drop the low bits).
+void storeTile(OpBuilder &b, Location loc, ValueRange original, RankedTensorType t,
                const layout::SharedTile &tile, Value base) {
+  SmallVector<Value> values(original.begin(), original.end());
+  if (t.getElementType().isF32())
+    for (Value &v : values)
+      v = LLVM::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, v));
   LinearLayout source = layoutOf(t);
   LinearLayout offsets = source.compose(tile.offsetLayout());
   const int32_t vector = layout::vectorElementsOf(offsets, 8);
@@ -68,7 +75,7 @@ void storeTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType t
   for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
     if (r & owners.duplicateRegisters)
       continue;
-    ValueRange group(values.slice(size_t(r), size_t(vector)));
+    ValueRange group(ArrayRef<Value>(values).slice(size_t(r), size_t(vector)));
     SmallVector<Value> words = vector == 1 ? SmallVector<Value>(group) : packWords(b, loc, group);
     Value p = LLVM::GEPOp::create(b, loc, ptr3, values[size_t(r)].getType(), base,
                                   ValueRange{at[size_t(r)][0]});
@@ -119,15 +126,18 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   args.push_back(descB);
   args.push_back(i32Const(b, loc, 1));
   constraints += ",l,r";
-  const std::string type = elem.isBF16() ? "bf16" : "f16";
+  const bool tf32 = elem.isF32();
+  const std::string type = tf32 ? "tf32" : elem.isBF16() ? "bf16" : "f16";
   // scale-d is a predicate: always accumulate (the accumulator is explicit).
-  // A from registers is K-major and has no imm-trans-a.
-  const std::string trans =
-      aRegs.empty() ? fmt::format("{}, {}", int(transA), int(transB)) : fmt::format("{}", int(transB));
+  // A from registers is K-major and has no imm-trans-a; tf32 has no
+  // transposes at all (both operands K-major).
+  const std::string trans = tf32            ? ""
+                            : aRegs.empty() ? fmt::format(", {}, {}", int(transA), int(transB))
+                                            : fmt::format(", {}", int(transB));
   const std::string body = fmt::format(
       "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, ${}, %scale_d, 1, 1, {};\n}}",
-      bIndex + 1, count * 2, type, type, regs, a, bIndex, trans);
+      "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, %scale_d, 1, 1{};\n}}",
+      bIndex + 1, count * 2, tf32 ? 8 : 16, type, type, regs, a, bIndex, trans);
   auto resultType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(count, b.getF32Type()));
   Value d = inlinePtx(b, loc, resultType, args, body, constraints);
@@ -175,10 +185,11 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
                                  .getResult()
                            : Value();
   SmallVector<Value> acc(c.begin(), c.end());
-  const int64_t kTiles = K / 16;
+  const bool tf32 = elem.isF32();
+  const int64_t instrK = tf32 ? 8 : 16, kTiles = K / instrK;
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
-      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+      for (int64_t k0 = 0; k0 < K; k0 += instrK) {
         Value descA;
         SmallVector<Value> aRegs;
         if (planA) {
@@ -186,8 +197,12 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
               b, loc, groupRows,
               i32Const(b, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
           descA = descriptor(b, loc, aTile, offA, *planA);
+        } else if (tf32) { // this warp's 16 rows: mma.sync's m16k8 A fragment, one value a register
+          const size_t first = size_t(4 * (k0 / instrK + kTiles * mi));
+          for (Value v : aValues.slice(first, 4))
+            aRegs.push_back(tf32Bits(b, loc, v));
         } else { // this warp's 16 rows: mma.sync's A fragment, 8 values (k-slices first, then m-tiles)
-          const size_t first = size_t(8 * (k0 / 16 + kTiles * mi));
+          const size_t first = size_t(8 * (k0 / instrK + kTiles * mi));
           aRegs = packWords(b, loc, aValues.slice(first, 8));
         }
         Value descB = descriptor(
@@ -212,13 +227,15 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     auto aT = cast<RankedTensorType>(op.getA().getType());
     auto bT = cast<RankedTensorType>(op.getB().getType());
     Type elem = aT.getElementType();
-    if (!(elem.isBF16() || elem.isF16()) || bT.getElementType() != elem ||
+    const bool tf32 = elem.isF32() && op.getPrecision() == tile::DotPrecision::TF32;
+    if (!(elem.isBF16() || elem.isF16() || tf32) || bT.getElementType() != elem ||
         !cT.getElementType().isF32())
-      return rw.notifyMatchFailure(op, "wgmma here takes f16/bf16 operands and an f32 accumulator");
+      return rw.notifyMatchFailure(
+          op, "wgmma here takes f16/bf16 operands, or f32 ones at tf32 precision, and an f32 accumulator");
     // A from registers when it arrives as this mma's fragments.
     auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding());
     if (fragments && (fragments.getParent() != mma || fragments.getOpIdx() != 0 ||
-                      fragments.getElementBits() != 16))
+                      fragments.getElementBits() != elem.getIntOrFloatBitWidth()))
       return rw.notifyMatchFailure(op, "wgmma: A's fragments belong to another mma");
     if (isa_and_present<tilegpu::DotOperandEncodingAttr>(bT.getEncoding()))
       return rw.notifyMatchFailure(op, "wgmma reads B from shared memory, not fragments");
@@ -236,7 +253,7 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
       return rw.notifyMatchFailure(op, "wgmma: accumulator registers do not match the layout");
 
     Value aTile = sharedBuffer(rw, loc, op);
-    const int64_t aBytes = planA ? aT.getNumElements() * 2 : 0;
+    const int64_t aBytes = planA ? aT.getNumElements() * int64_t(elem.getIntOrFloatBitWidth() / 8) : 0;
     Value bTile = LLVM::GEPOp::create(
         rw, loc, aTile.getType(), rw.getI8Type(), aTile,
         ValueRange{i32Const(rw, loc, (aBytes + analysis::kWgmmaTileAlignment - 1) /

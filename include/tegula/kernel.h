@@ -50,8 +50,9 @@ struct LaunchOptions {
   /// cupy share) to launch on, as an integer; 0 is the default stream.
   /// Launches with host buffers still wait for the kernel (to copy back).
   uint64_t stream = 0;
-  /// The compile target. Empty: the device's (GPU), sm_80 (simulator).
-  /// "sm_90a" in the simulator runs the Hopper code (wgmma) on the CPU.
+  /// The compile target. Empty: the device's (GPU); in the simulator
+  /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
+  /// Hopper code (wgmma) on the CPU.
   std::string chip;
 };
 

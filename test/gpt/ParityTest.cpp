@@ -137,6 +137,33 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
     compare(name, m.read_gradient(name), grads.to_f32(std::string("transformer.") + name), 2e-5);
 }
 
+// Hopper: at the GPU's tiles with tf32 matmuls, the linear layers run on
+// wgmma (m64nNk8, operands rounded to tf32 as on mma.sync). The simulator
+// running the sm_90a code agrees with it running the sm_80 code (mma.sync)
+// up to the order of the sums.
+TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
+  SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  const int B = int(io.at("tokens").shape[0]), T = int(io.at("tokens").shape[1]);
+  std::vector<float> logits[2], grad[2];
+  for (int i : {0, 1}) {
+    setenv("TEGULA_SIM_CHIP", i ? "sm_90a" : "sm_80", 1);
+    struct Unset {
+      ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
+    } unset;
+    GptModel m(fixtureConfig(), Backend::Sim, tl::precision::tf32);
+    m.set_tiles(GptModel::gpu_tiles());
+    m.load(model);
+    m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
+    logits[i] = m.logits();
+    m.zero_grad();
+    m.backward();
+    grad[i] = m.read_gradient("h.0.mlp.c_fc.weight");
+  }
+  compare("logits (tf32: wgmma vs mma.sync)", logits[1], logits[0], 1e-5);
+  compare("h.0.mlp.c_fc.weight grad (tf32: wgmma vs mma.sync)", grad[1], grad[0], 1e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptParity, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace

@@ -85,6 +85,28 @@ std::vector<Shape> shapesFor(int warps) {
 TEST_P(Hopper, MatmulBf16) { checkMatmul<bfloat16>(target({1}), shapesFor(GetParam().warps)); }
 TEST_P(Hopper, MatmulF16) { checkMatmul<float16>(target({1}), shapesFor(GetParam().warps)); }
 
+/// f32 at tf32 precision: m64nNk8 with both operands K-major (B, row-major
+/// in memory, is stored transposed); the operands are rounded to tf32 as
+/// the interpreter rounds them, so only the order of the sums differs.
+TEST_P(Hopper, MatmulTf32) {
+  auto k = kernel("matmul_wgmma_tf32", examples::matmul<float, tl::precision::tf32>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int BM = 16 * GetParam().warps;
+  for (Shape s : {Shape{BM + 5, 72, 40, BM, 64, 16}, Shape{2 * BM, 128, 64, BM, 128, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.K * s.N));
+    auto want = poisoned<float>(size_t(s.M * s.N)), got = poisoned<float>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+  }
+  std::vector<float> x(128 * 128);
+  std::string ptx = k.compile({x, x, x, 128, 128, 128, 64, 64, 32}, {.chip = "sm_90a", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  EXPECT_THAT(ptx, Not(HasSubstr("mma.sync")));
+}
+
 /// Operands contiguous along M (A) or along K (B): wgmma's transposed
 /// (MN-major) A and its K-major B.
 template <class T>
