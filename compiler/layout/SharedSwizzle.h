@@ -43,6 +43,11 @@ struct SharedTile {
   int64_t offset(int32_t d0, int32_t d1) const;
   /// e.g. "row-major 128x32 bf16, chunk ^= row[0:3] -> {1, 2, 4}".
   std::string toString() const;
+  /// The same bytes seen with the dimensions swapped: element (d1, d0) of
+  /// the result is element (d0, d1) of this tile.
+  SharedTile transposed() const {
+    return SharedTile{{shape[1], shape[0]}, 1 - contiguousDim, elementBits, rowXor, blockElements};
+  }
   /// The same placement as a linear layout from (dim0, dim1) to the element
   /// index "offset" (offset(d0, d1) = its value * elementBits / 8): swizzling
   /// only XORs chunk bits, so it composes with any distributed layout.

@@ -255,18 +255,24 @@ struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
     tilegpu::SharedTilesType aT = op.getA().getType(), bT = op.getB().getType();
     Type elem = getTypeConverter()->convertType(aT.getElementType());
+    // A transposed ring holds the operand as loaded: the dot sees its view.
+    const layout::SharedTile aTile = op.getTransposeA() ? aT.tile().transposed() : aT.tile();
+    const layout::SharedTile bTile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
     auto [kTiles, mTiles, nTiles] =
-        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), aT.getShape()[1], 16);
-    auto operand = [&](unsigned idx, tilegpu::SharedTilesType t, Value ring, Value stage) {
+        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), aTile.shape[1], 16);
+    auto operand = [&](unsigned idx, tilegpu::SharedTilesType t, const layout::SharedTile &tile,
+                       Value ring, Value stage) {
       auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
       Value base = LLVM::GEPOp::create(
           rw, loc, ring.getType(), rw.getI8Type(), ring,
           ValueRange{LLVM::MulOp::create(rw, loc, stage, i32Const(rw, loc, t.tileBytes()))});
       return MmaOperand(std::make_unique<LdmatrixOperand>(
-          rw, loc, t.tile(), tilegpu::toLinearLayout(enc, t.getShape()), idx == 0, base, elem));
+          rw, loc, tile,
+          tilegpu::toLinearLayout(enc, {int64_t(tile.shape[0]), int64_t(tile.shape[1])}), idx == 0,
+          base, elem));
     };
-    MmaOperand a = operand(0, aT, adaptor.getA()[0], adaptor.getAStage()[0]);
-    MmaOperand b = operand(1, bT, adaptor.getB()[0], adaptor.getBStage()[0]);
+    MmaOperand a = operand(0, aT, aTile, adaptor.getA()[0], adaptor.getAStage()[0]);
+    MmaOperand b = operand(1, bT, bTile, adaptor.getB()[0], adaptor.getBStage()[0]);
     rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, tile::DotPrecision::IEEE, kTiles,
                                               mTiles, nTiles, &a, &b, adaptor.getAcc())});
     return success();

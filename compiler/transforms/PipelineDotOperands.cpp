@@ -121,15 +121,28 @@ bool zeroOrAbsent(Value other) {
 struct Operand {
   tile::LoadOp load;
   AddressSlice slice; // address and mask computation
-  tilegpu::SharedTilesType ring;
+  tilegpu::SharedTilesType ring; // in the load's coordinates
+  tile::TransOp trans;           // set when the dot reads the load transposed
 };
+
+/// The same layout with its two output dims swapped.
+layout::LinearLayout swapDims(const layout::LinearLayout &ll) {
+  return ll.transposeOuts({"dim1", "dim0"}).renameOuts({"dim0", "dim1"});
+}
 
 std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages) {
   Value v = idx == 0 ? dot.getA() : dot.getB();
-  auto load = v.getDefiningOp<tile::LoadOp>();
-  if (!load || !v.hasOneUse() || load->getBlock() != loop.getBody() || !zeroOrAbsent(load.getOther()))
+  // `load` or `tile.trans(load)` (a.trans(), b.trans() in the kernel): the
+  // ring holds the tile as loaded, the dot reads it transposed.
+  auto trans = v.getDefiningOp<tile::TransOp>();
+  if (trans && (!v.hasOneUse() || trans->getBlock() != loop.getBody()))
     return std::nullopt;
-  auto type = cast<RankedTensorType>(v.getType());
+  Value loaded = trans ? trans.getSrc() : v;
+  auto load = loaded.getDefiningOp<tile::LoadOp>();
+  if (!load || !loaded.hasOneUse() || !v.hasOneUse() || load->getBlock() != loop.getBody() ||
+      !zeroOrAbsent(load.getOther()))
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(loaded.getType());
   Type elem = type.getElementType();
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
   const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
@@ -147,26 +160,31 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   if (!slice)
     return std::nullopt;
   auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+  // Planned in the dot's coordinates, stored in the load's.
+  const layout::LinearLayout operandSource = trans ? swapDims(source) : source;
+  auto operandType = cast<RankedTensorType>(v.getType());
+  auto toRing = [&](const layout::SharedTile &tile) {
+    const layout::SharedTile stored = trans ? tile.transposed() : tile;
+    return tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(), elem,
+                                         unsigned(stored.contiguousDim), stored.rowXor,
+                                         stored.blockElements);
+  };
   if (mma.isWgmma()) { // the tiles wgmma's descriptors read, along the source's contiguous dimension
-    const int contiguous = layout::contiguousDimOf(source);
+    const int contiguous = layout::contiguousDimOf(operandSource);
     auto plan = contiguous < 0 ? std::nullopt
                                : layout::planWgmmaOperandTile(
-                                     int(idx), {int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
+                                     int(idx),
+                                     {int32_t(operandType.getDimSize(0)), int32_t(operandType.getDimSize(1))},
                                      contiguous, 16);
     if (!plan)
       return std::nullopt;
-    auto ring = tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(), elem,
-                                              unsigned(plan->tile.contiguousDim), plan->tile.rowXor,
-                                              plan->tile.blockElements);
-    return Operand{load, std::move(*slice), ring};
+    return Operand{load, std::move(*slice), toRing(plan->tile), trans};
   }
   auto fragments = tilegpu::toLinearLayout(
-      tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), type.getShape());
+      tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), operandType.getShape());
   layout::SharedTile tile = layout::planOperandTile(
-      source, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
-  auto ring = tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(), elem,
-                                            unsigned(tile.contiguousDim), tile.rowXor);
-  return Operand{load, std::move(*slice), ring};
+      operandSource, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
+  return Operand{load, std::move(*slice), toRing(tile), trans};
 }
 
 /// Issues `op`'s load for the iteration whose induction variable is `iv`
@@ -263,6 +281,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
     wait.setFenceAsyncProxy(true);
   auto onShared = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
+  onShared.setTransposeA(bool(a.trans));
+  onShared.setTransposeB(bool(bOp.trans));
   in.setInsertionPointAfter(onShared);
   Value result = onShared.getResult();
   if (wgmma) // all but this iteration's group (overlap), or all
@@ -276,8 +296,11 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   issue(in, loop, bOp, ringB, ahead, nextStage);
   dot.replaceAllUsesWith(result);
   dot.erase();
-  a.load.erase();
-  bOp.load.erase();
+  for (Operand *o : {&a, &bOp}) {
+    if (o->trans)
+      o->trans.erase();
+    o->load.erase();
+  }
   // After the loop: the copies still in flight (past the end: zero fills)
   // land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);

@@ -289,14 +289,15 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     Location loc = op.getLoc();
     tilegpu::SharedTilesType aT = op.getA().getType(), bT = op.getB().getType();
     // The rings' placement must be the one wgmma's descriptors describe.
-    auto plan = [&](int idx, tilegpu::SharedTilesType t) -> std::optional<WgmmaOperandTile> {
-      const layout::SharedTile tile = t.tile();
+    auto plan = [&](int idx, tilegpu::SharedTilesType t, bool transposed) -> std::optional<WgmmaOperandTile> {
+      const layout::SharedTile tile = transposed ? t.tile().transposed() : t.tile();
       auto p = layout::planWgmmaOperandTile(idx, tile.shape, tile.contiguousDim, tile.elementBits);
       if (!p || p->tile.rowXor != tile.rowXor || p->tile.blockElements != tile.blockElements)
         return std::nullopt;
       return p;
     };
-    std::optional<WgmmaOperandTile> planA = plan(0, aT), planB = plan(1, bT);
+    std::optional<WgmmaOperandTile> planA = plan(0, aT, op.getTransposeA()),
+                                    planB = plan(1, bT, op.getTransposeB());
     if (!planA || !planB)
       return rw.notifyMatchFailure(op, "a ring is not in a layout wgmma's descriptors describe");
     auto stageBase = [&](Value ring, Value stage, tilegpu::SharedTilesType t) -> Value {
@@ -308,7 +309,7 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     Value bTile = stageBase(adaptor.getB()[0], adaptor.getBStage()[0], bT);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
-                          cT.getDimSize(1), aT.getShape()[1], aTile, planA, ValueRange{}, bTile,
+                          cT.getDimSize(1), planA->tile.shape[1], aTile, planA, ValueRange{}, bTile,
                           *planB, adaptor.getAcc())});
     return success();
   }

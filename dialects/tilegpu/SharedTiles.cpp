@@ -66,10 +66,12 @@ LogicalResult DotSharedOp::verify() {
   auto acc = cast<RankedTensorType>(getAcc().getType());
   if (acc != getType() || !isa_and_present<MmaEncodingAttr>(acc.getEncoding()))
     return emitOpError() << "accumulator and result are one tile type with an mma layout";
-  if (a.getShape()[1] != b.getShape()[0] || a.getShape()[0] != acc.getDimSize(0) ||
-      b.getShape()[1] != acc.getDimSize(1))
-    return emitOpError() << "shapes do not multiply: [" << a.getShape()[0] << ", " << a.getShape()[1]
-                         << "] x [" << b.getShape()[0] << ", " << b.getShape()[1] << "] -> " << acc;
+  // The operands as the dot sees them (a transposed ring holds them swapped).
+  const int64_t am = a.getShape()[getTransposeA() ? 1 : 0], ak = a.getShape()[getTransposeA() ? 0 : 1];
+  const int64_t bk = b.getShape()[getTransposeB() ? 1 : 0], bn = b.getShape()[getTransposeB() ? 0 : 1];
+  if (ak != bk || am != acc.getDimSize(0) || bn != acc.getDimSize(1))
+    return emitOpError() << "shapes do not multiply: [" << am << ", " << ak << "] x [" << bk << ", " << bn
+                         << "] -> " << acc;
   Type e = a.getElementType();
   if (e != b.getElementType() || !(e.isBF16() || e.isF16()) || !acc.getElementType().isF32())
     return emitOpError() << "takes f16/bf16 operands of one type and an f32 accumulator";

@@ -73,10 +73,13 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     a wgmma accumulator (version 3) wgmma.mma_async reads the stages through
     matrix descriptors (the rings are in its layouts) and the result is in
     flight: only a tilegpu.wgmma_wait, or the accumulator of another such
-    dot_shared, may use it.
+    dot_shared, may use it. `transposeA` / `transposeB`: the ring holds the
+    operand transposed (as the kernel loaded it before `tile.trans`: [K, M]
+    for A, [N, K] for B).
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
-                       I32:$bStage, AnyRankedTensor:$acc);
+                       I32:$bStage, AnyRankedTensor:$acc, UnitAttr:$transposeA,
+                       UnitAttr:$transposeB);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $a `[` $aStage `]` `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)

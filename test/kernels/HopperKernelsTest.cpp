@@ -183,6 +183,22 @@ TEST_P(Hopper, MatmulPersistent) {
   }
 }
 
+/// Operands loaded transposed (`a_t.trans()`, `b_t.trans()`) are pipelined
+/// too: the rings hold the tiles as loaded, the dot reads them transposed -
+/// ldmatrix on mma.sync, the other major of the descriptors on wgmma.
+TEST(HopperPtx, TransposedOperandsArePipelined) {
+  auto k = kernel("matmul_tt_pipelined", matmul_transposed_operands<bfloat16>,
+                  {"at", "bt", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(256 * 256);
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    std::string ptx =
+        k.compile({x, x, x, 256, 256, 256, 64, 128, 64}, {.chip = chip, .num_stages = 3, .assemble = false}).ptx;
+    EXPECT_THAT(ptx, HasSubstr("cp.async.cg.shared.global"));
+    EXPECT_THAT(ptx, HasSubstr(std::string(chip) == "sm_90a" ? "wgmma.mma_async" : "ldmatrix"));
+  }
+}
+
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
   return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
 }
