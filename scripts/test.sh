@@ -11,7 +11,7 @@ cd "${TEGULA_BUILD_DIR:-build}"
 # The tests choose their own backends, caches and dumps: a TEGULA_* setting
 # left in the caller's environment must not change what they check.
 for v in TEGULA_BACKEND TEGULA_CACHE_DIR TEGULA_DUMP TEGULA_TIMING TEGULA_LAUNCH_BLOCKING \
-         TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE; do
+         TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE TEGULA_SIM_CHIP TEGULA_WGMMA; do
   if [[ -n ${!v+x} ]]; then
     echo "[test] ignoring $v=${!v} from the environment"
     unset "$v"
@@ -23,6 +23,13 @@ ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" "$@" || status=$?
 awk '/^[0-9]+\/[0-9]+ Testing: /{name=$3}
      /: Skipped$/{getline reason; print "[skipped] " name ": " reason}
      /^UNSUPPORTED: /{print "[unsupported] " $0}' Testing/Temporary/LastTest.log || true
+# Every simulator test again as Hopper code (sm_90a: dots on wgmma where
+# their tiles fit), when the caller runs the whole suite.
+if [[ $# -eq 0 ]]; then
+  echo "[test] the simulator tests again with TEGULA_SIM_CHIP=sm_90a (Hopper code)"
+  TEGULA_SIM_CHIP=sm_90a ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" -R '(^|/)(Sim|sim)|/sim$|Sim[A-Z]' ||
+    status=$?
+fi
 # The Python package against the same build (pytest fails when it collects
 # nothing; -rs lists each skip with its reason).
 build=$PWD
