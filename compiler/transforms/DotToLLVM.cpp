@@ -279,6 +279,36 @@ struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   }
 };
 
+/// dot_shared_b: A already in this mma's fragments, B in a ring stage read
+/// with ldmatrix.
+struct DotSharedBPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::DotSharedBOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    tilegpu::SharedTilesType bT = op.getB().getType();
+    Type elem = getTypeConverter()->convertType(bT.getElementType());
+    const layout::SharedTile bTile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
+    auto [kTiles, mTiles, nTiles] =
+        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), bTile.shape[0], 16);
+    auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), 1, mma, 16);
+    Value base = LLVM::GEPOp::create(
+        rw, loc, adaptor.getB()[0].getType(), rw.getI8Type(), adaptor.getB()[0],
+        ValueRange{LLVM::MulOp::create(rw, loc, adaptor.getBStage()[0], i32Const(rw, loc, bT.tileBytes()))});
+    MmaOperand a(adaptor.getA());
+    MmaOperand b(std::make_unique<LdmatrixOperand>(
+        rw, loc, bTile, tilegpu::toLinearLayout(enc, {int64_t(bTile.shape[0]), int64_t(bTile.shape[1])}),
+        false, base, elem));
+    if (a.registers() != 8 * kTiles * mTiles)
+      return rw.notifyMatchFailure(op, "mma.sync: A's registers do not match its fragments");
+    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, tile::DotPrecision::IEEE, kTiles,
+                                              mTiles, nTiles, &a, &b, adaptor.getAcc())});
+    return success();
+  }
+};
+
 struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DotOp op, OneToNOpAdaptor adaptor,
@@ -344,7 +374,8 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
 } // namespace
 
 void populateDotPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<DotMmaPattern, DotSharedPattern, DotFmaPattern>(types, patterns.getContext());
+  patterns.add<DotMmaPattern, DotSharedPattern, DotSharedBPattern, DotFmaPattern>(types,
+                                                                                patterns.getContext());
 }
 
 } // namespace tegula::lowering

@@ -240,7 +240,9 @@ std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {
   return i;
 }
 
-void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stages) {
+/// Pipelines B, and A too unless it is already this mma's fragments in
+/// registers (`a` empty: attention's Q, or P from the previous dot).
+void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operand bOp, int stages) {
   Location loc = dot.getLoc();
   // wgmma keeps one group in flight across iterations when the accumulator
   // is only carried and the ring has 3+ stages: its stage is then still
@@ -256,8 +258,9 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   auto constant = [&](OpBuilder &at, int64_t v) -> Value {
     return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
   };
-  Value ringA = tilegpu::AllocSharedOp::create(b, loc, a.ring);
+  Value ringA = a ? tilegpu::AllocSharedOp::create(b, loc, a->ring).getResult() : Value();
   Value ringB = tilegpu::AllocSharedOp::create(b, loc, bOp.ring);
+  const int groupsPerStage = a ? 2 : 1;
   auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
     return arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(s)));
   };
@@ -265,7 +268,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   Value lb = loop.getLowerBound(), step = loop.getStep();
   for (int s = 0; s < lookahead; ++s) {
     Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
-    issue(b, loop, a, ringA, iv, stageConst(b, s));
+    if (a)
+      issue(b, loop, *a, ringA, iv, stageConst(b, s));
     issue(b, loop, bOp, ringB, iv, stageConst(b, s));
   }
   // In the loop: wait for this iteration's stage (two groups, A and B, per
@@ -277,14 +281,24 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(in, loc, in.getI32Type(), v).getResult();
   };
   Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, 2 * (lookahead - 1));
+  // (Other pipelined dots of the loop add their groups between these:
+  // waiting for all but this many is then only more conservative.)
+  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, groupsPerStage * (lookahead - 1));
   if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
     wait.setFenceAsyncProxy(true);
-  auto onShared = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
-  onShared.setTransposeA(bool(a.trans));
-  onShared.setTransposeB(bool(bOp.trans));
+  Operation *onShared;
+  if (a) {
+    auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
+    both.setTransposeA(bool(a->trans));
+    both.setTransposeB(bool(bOp.trans));
+    onShared = both;
+  } else {
+    auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringB, stage, dot.getAcc());
+    bOnly.setTransposeB(bool(bOp.trans));
+    onShared = bOnly;
+  }
   in.setInsertionPointAfter(onShared);
-  Value result = onShared.getResult();
+  Value result = onShared->getResult(0);
   if (wgmma) // all but this iteration's group (overlap), or all
     result = tilegpu::WgmmaWaitOp::create(in, loc, result.getType(), result,
                                           in.getI32IntegerAttr(overlap ? 1 : 0)).getResult();
@@ -292,11 +306,14 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
                                       arith::MulIOp::create(in, loc, step, constant(in, lookahead)));
   Value nextStage = toI32(arith::RemSIOp::create(
       in, loc, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)), constant(in, stages)));
-  issue(in, loop, a, ringA, ahead, nextStage);
+  if (a)
+    issue(in, loop, *a, ringA, ahead, nextStage);
   issue(in, loop, bOp, ringB, ahead, nextStage);
   dot.replaceAllUsesWith(result);
   dot.erase();
-  for (Operand *o : {&a, &bOp}) {
+  for (Operand *o : {a ? &*a : nullptr, &bOp}) {
+    if (!o)
+      continue;
     if (o->trans)
       o->trans.erase();
     o->load.erase();
@@ -304,7 +321,10 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, Operand a, Operand bOp, int stag
   // After the loop: the copies still in flight (past the end: zero fills)
   // land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
-  tilegpu::AsyncWaitOp::create(b, loc, ValueRange{ringA, ringB}, 0);
+  SmallVector<Value> rings = {ringB};
+  if (ringA)
+    rings.insert(rings.begin(), ringA);
+  tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   if (overlap) { // the last iteration's wgmma group
     Value acc = loop.getResult(*carried);
     auto done = tilegpu::WgmmaWaitOp::create(b, loc, acc.getType(), acc, b.getI32IntegerAttr(0));
@@ -333,8 +353,12 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
         continue;
       auto a = planOperand(loop, dot, 0, numStages);
       auto b = planOperand(loop, dot, 1, numStages);
-      if (a && b)
-        pipeline(loop, dot, std::move(*a), std::move(*b), numStages);
+      // A already in this mma's fragments (registers): B alone.
+      auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
+          cast<RankedTensorType>(dot.getA().getType()).getEncoding());
+      const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+      if (b && (a || aInRegisters))
+        pipeline(loop, dot, std::move(a), std::move(*b), numStages);
     }
   }
 };

@@ -315,6 +315,33 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   }
 };
 
+/// dot_shared_b with a wgmma accumulator: A from registers (its fragments),
+/// B from the ring stage through a descriptor; in flight like dot_shared.
+struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::DotSharedBOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto cT = cast<RankedTensorType>(op.getType());
+    auto mma = cast<tilegpu::MmaEncodingAttr>(cT.getEncoding());
+    if (!mma.isWgmma())
+      return failure();
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType bT = op.getB().getType();
+    const layout::SharedTile tile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
+    auto planB = layout::planWgmmaOperandTile(1, tile.shape, tile.contiguousDim, tile.elementBits);
+    if (!planB || planB->tile.rowXor != tile.rowXor || planB->tile.blockElements != tile.blockElements)
+      return rw.notifyMatchFailure(op, "the ring is not in a layout wgmma's descriptors describe");
+    Value bTile = LLVM::GEPOp::create(
+        rw, loc, adaptor.getB()[0].getType(), rw.getI8Type(), adaptor.getB()[0],
+        ValueRange{LLVM::MulOp::create(rw, loc, adaptor.getBStage()[0], i32Const(rw, loc, bT.tileBytes()))});
+    rw.replaceOpWithMultiple(
+        op, {emitWgmmaDot(rw, loc, bT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
+                          cT.getDimSize(1), tile.shape[0], Value(), std::nullopt, adaptor.getA(), bTile,
+                          *planB, adaptor.getAcc())});
+    return success();
+  }
+};
+
 struct WgmmaWaitPattern : OpConversionPattern<tilegpu::WgmmaWaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::WgmmaWaitOp op, OneToNOpAdaptor adaptor,
@@ -329,7 +356,8 @@ struct WgmmaWaitPattern : OpConversionPattern<tilegpu::WgmmaWaitOp> {
 void populateWgmmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Above the mma.sync lowering, which computes the same accumulator layout
   // and takes the dots this one cannot.
-  patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
+  patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern, DotSharedBWgmmaPattern>(
+      types, patterns.getContext(), /*benefit=*/2);
   patterns.add<WgmmaWaitPattern>(types, patterns.getContext());
 }
 

@@ -77,3 +77,21 @@ LogicalResult DotSharedOp::verify() {
     return emitOpError() << "takes f16/bf16 operands of one type and an f32 accumulator";
   return success();
 }
+
+LogicalResult DotSharedBOp::verify() {
+  auto a = cast<RankedTensorType>(getA().getType());
+  SharedTilesType b = getB().getType();
+  auto acc = cast<RankedTensorType>(getAcc().getType());
+  auto mma = dyn_cast_if_present<MmaEncodingAttr>(acc.getEncoding());
+  if (acc != getType() || !mma)
+    return emitOpError() << "accumulator and result are one tile type with an mma layout";
+  auto fragments = dyn_cast_if_present<DotOperandEncodingAttr>(a.getEncoding());
+  if (!fragments || fragments.getOpIdx() != 0 || fragments.getParent() != mma)
+    return emitOpError() << "A must be operand 0 fragments of the accumulator's mma, got " << a;
+  const int64_t bk = b.getShape()[getTransposeB() ? 1 : 0], bn = b.getShape()[getTransposeB() ? 0 : 1];
+  if (a.getDimSize(1) != bk || a.getDimSize(0) != acc.getDimSize(0) || bn != acc.getDimSize(1))
+    return emitOpError() << "shapes do not multiply: " << a << " x [" << bk << ", " << bn << "] -> " << acc;
+  if (a.getElementType() != b.getElementType() || !acc.getElementType().isF32())
+    return emitOpError() << "takes A and B of one element type and an f32 accumulator";
+  return success();
+}

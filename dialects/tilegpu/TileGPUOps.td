@@ -87,6 +87,24 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
   let hasVerifier = 1;
 }
 
+def TileGPU_DotSharedBOp : TileGPU_Op<"dot_shared_b"> {
+  let summary = "tile.dot on tensor cores with A in registers and B read from a ring stage";
+  let description = [{
+    `a * b[sb] + acc`: A [M, K] is already this mma's fragments
+    (#tilegpu.dot_operand: a loop-invariant operand, or a chained dot's), B
+    [K, N] is read from shared memory as for tilegpu.dot_shared (ldmatrix,
+    or a wgmma descriptor - then the result is in flight like dot_shared's).
+    `transposeB`: the ring holds B transposed, as loaded ([N, K]).
+  }];
+  let arguments = (ins AnyRankedTensor:$a, TileGPU_SharedTilesType:$b, I32:$bStage,
+                       AnyRankedTensor:$acc, UnitAttr:$transposeB);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["acc", "result"]>]> {
   let summary = "Wait until at most `pending` wgmma groups are in flight; `acc` passes through";
   let description = [{

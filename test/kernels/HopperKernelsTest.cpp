@@ -241,6 +241,12 @@ TEST(HopperPtx, AttentionChainsWgmmaWithAFromRegisters) {
                                  {.chip = "sm_90a", .num_warps = 4});
   EXPECT_THAT(out.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
   EXPECT_THAT(out.ptx, Not(HasSubstr("mma.sync")));
+  // K and V (B operands; A is Q or P, in registers) come through cp.async rings.
+  EXPECT_THAT(out.ptx, HasSubstr("cp.async.cg.shared.global"));
+  std::string ampere = k.compile({x, x, x, x, 128, 0.125f, 64, 64, 64, true},
+                                 {.chip = "sm_80", .num_warps = 4, .assemble = false}).ptx;
+  EXPECT_THAT(ampere, HasSubstr("cp.async.cg.shared.global"));
+  EXPECT_THAT(ampere, HasSubstr("mma.sync"));
   if (!out.cubin.empty())
     EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
   std::printf("[ptxas sm_90a] attention d=64 64x64 w4: %d registers, %d B spills\n", out.registers,
