@@ -174,48 +174,7 @@ int64_t wgmmaElementOffset(uint64_t descriptor, bool kMajor, int elementBytes, i
 void wgmmaFence() { state().fenced = true; }
 
 namespace {
-void issue(PendingMma m, uint32_t *acc);
-} // namespace
-
-void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool scaleD, bool transA,
-                   bool transB, uint32_t *acc, uint32_t site) {
-  issue(PendingMma{kind, n, descA, descB, scaleD, transA, transB, {}, 0, {}, {}, site, {}}, acc);
-}
-
-/// Lanes' A registers meeting in a warp collective.
-struct RegisterA {
-  const uint32_t *regs;
-  std::vector<float> *rows; // 16 x K, filled for every lane
-};
-
-void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
-                            bool scaleD, bool transB, uint32_t *acc, uint32_t site) {
-  const int K = instructionK(kind);
-  std::vector<float> rows(size_t(16 * K));
-  RegisterA io{aRegs, &rows};
-  warpCollective("wgmma.mma_async (A from registers)", site, 0xffffffffu, &io,
-                 [&](void *const ios[kWarpSize]) {
-                   std::vector<float> A(size_t(16 * K));
-                   for (int lane = 0; lane < kWarpSize; ++lane) {
-                     const uint32_t *r = static_cast<RegisterA *>(ios[lane])->regs;
-                     const int g = lane / 4, q = lane % 4;
-                     for (int j = 0; j < 4; ++j) {
-                       if (kind == MmaKind::TF32) { // one element per register
-                         A[size_t((g + 8 * (j & 1)) * K + q + 4 * (j >> 1))] = operandValue(kind, r[j]);
-                         continue;
-                       }
-                       const int row = g + 8 * (j & 1), k = 2 * q + 8 * (j >> 1);
-                       A[size_t(row * K + k)] = operandValue(kind, r[j] & 0xffff);
-                       A[size_t(row * K + k + 1)] = operandValue(kind, r[j] >> 16);
-                     }
-                   }
-                   for (int lane = 0; lane < kWarpSize; ++lane)
-                     *static_cast<RegisterA *>(ios[lane])->rows = A;
-                 });
-  issue(PendingMma{kind, n, 0, descB, scaleD, false, transB, {}, 0, {}, {}, site, std::move(rows)}, acc);
-}
-
-namespace {
+/// Records `m` in the open group; its results become placeholders in `acc`.
 void issue(PendingMma m, uint32_t *acc) {
   const MmaKind kind = m.kind;
   const int n = m.n;
@@ -249,7 +208,46 @@ void issue(PendingMma m, uint32_t *acc) {
     acc[i] = kTag | (m.firstSlot + uint32_t(i));
   s.open.push_back(std::move(m));
 }
+
+/// Lanes' A registers meeting in a warp collective.
+struct RegisterA {
+  const uint32_t *regs;
+  std::vector<float> *rows; // 16 x K, filled for every lane
+};
 } // namespace
+
+void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool scaleD, bool transA,
+                   bool transB, uint32_t *acc, uint32_t site) {
+  issue(PendingMma{kind, n, descA, descB, scaleD, transA, transB, {}, 0, {}, {}, site, {}}, acc);
+}
+
+void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
+                            bool scaleD, bool transB, uint32_t *acc, uint32_t site) {
+  const int K = instructionK(kind);
+  std::vector<float> rows(size_t(16 * K));
+  RegisterA io{aRegs, &rows};
+  warpCollective("wgmma.mma_async (A from registers)", site, 0xffffffffu, &io,
+                 [&](void *const ios[kWarpSize]) {
+                   std::vector<float> A(size_t(16 * K));
+                   for (int lane = 0; lane < kWarpSize; ++lane) {
+                     const uint32_t *r = static_cast<RegisterA *>(ios[lane])->regs;
+                     const int g = lane / 4, q = lane % 4;
+                     for (int j = 0; j < 4; ++j) {
+                       if (kind == MmaKind::TF32) { // one element per register
+                         A[size_t((g + 8 * (j & 1)) * K + q + 4 * (j >> 1))] = operandValue(kind, r[j]);
+                         continue;
+                       }
+                       const int row = g + 8 * (j & 1), k = 2 * q + 8 * (j >> 1);
+                       A[size_t(row * K + k)] = operandValue(kind, r[j] & 0xffff);
+                       A[size_t(row * K + k + 1)] = operandValue(kind, r[j] >> 16);
+                     }
+                   }
+                   for (int lane = 0; lane < kWarpSize; ++lane)
+                     *static_cast<RegisterA *>(ios[lane])->rows = A;
+                 });
+  issue(PendingMma{kind, n, 0, descB, scaleD, false, transB, {}, 0, {}, {}, site, std::move(rows)}, acc);
+}
+
 
 void wgmmaCommitGroup() {
   WgmmaState &s = state();
