@@ -275,6 +275,23 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
   }
 };
 
+/// The wgmma placement of operand `idx` held by a ring (seen transposed when
+/// the ring holds it as loaded), when the ring is laid out that way.
+std::optional<WgmmaOperandTile> ringOperand(int idx, tilegpu::SharedTilesType ring, bool transposed) {
+  const layout::SharedTile tile = transposed ? ring.tile().transposed() : ring.tile();
+  auto p = layout::planWgmmaOperandTile(idx, tile.shape, tile.contiguousDim, tile.elementBits);
+  if (!p || p->tile.rowXor != tile.rowXor || p->tile.blockElements != tile.blockElements)
+    return std::nullopt;
+  return p;
+}
+
+/// The shared address of stage `stage` of `ring` (lowered: a shared pointer).
+Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
+  return LLVM::GEPOp::create(
+      b, loc, ring.getType(), b.getI8Type(), ring,
+      ValueRange{LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, type.tileBytes()))});
+}
+
 /// dot_shared with a wgmma accumulator: the operands are stages of rings
 /// that pipeline-dot-operands placed as wgmma reads them (and whose wait
 /// fenced the async proxy), so the dot is the instructions alone.
@@ -288,25 +305,12 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
       return failure();
     Location loc = op.getLoc();
     tilegpu::SharedTilesType aT = op.getA().getType(), bT = op.getB().getType();
-    // The rings' placement must be the one wgmma's descriptors describe.
-    auto plan = [&](int idx, tilegpu::SharedTilesType t, bool transposed) -> std::optional<WgmmaOperandTile> {
-      const layout::SharedTile tile = transposed ? t.tile().transposed() : t.tile();
-      auto p = layout::planWgmmaOperandTile(idx, tile.shape, tile.contiguousDim, tile.elementBits);
-      if (!p || p->tile.rowXor != tile.rowXor || p->tile.blockElements != tile.blockElements)
-        return std::nullopt;
-      return p;
-    };
-    std::optional<WgmmaOperandTile> planA = plan(0, aT, op.getTransposeA()),
-                                    planB = plan(1, bT, op.getTransposeB());
+    std::optional<WgmmaOperandTile> planA = ringOperand(0, aT, op.getTransposeA()),
+                                    planB = ringOperand(1, bT, op.getTransposeB());
     if (!planA || !planB)
       return rw.notifyMatchFailure(op, "a ring is not in a layout wgmma's descriptors describe");
-    auto stageBase = [&](Value ring, Value stage, tilegpu::SharedTilesType t) -> Value {
-      return LLVM::GEPOp::create(
-          rw, loc, ring.getType(), rw.getI8Type(), ring,
-          ValueRange{LLVM::MulOp::create(rw, loc, stage, i32Const(rw, loc, t.tileBytes()))});
-    };
-    Value aTile = stageBase(adaptor.getA()[0], adaptor.getAStage()[0], aT);
-    Value bTile = stageBase(adaptor.getB()[0], adaptor.getBStage()[0], bT);
+    Value aTile = ringStage(rw, loc, adaptor.getA()[0], adaptor.getAStage()[0], aT);
+    Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
                           cT.getDimSize(1), planA->tile.shape[1], aTile, planA, ValueRange{}, bTile,
@@ -327,16 +331,13 @@ struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
       return failure();
     Location loc = op.getLoc();
     tilegpu::SharedTilesType bT = op.getB().getType();
-    const layout::SharedTile tile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
-    auto planB = layout::planWgmmaOperandTile(1, tile.shape, tile.contiguousDim, tile.elementBits);
-    if (!planB || planB->tile.rowXor != tile.rowXor || planB->tile.blockElements != tile.blockElements)
+    std::optional<WgmmaOperandTile> planB = ringOperand(1, bT, op.getTransposeB());
+    if (!planB)
       return rw.notifyMatchFailure(op, "the ring is not in a layout wgmma's descriptors describe");
-    Value bTile = LLVM::GEPOp::create(
-        rw, loc, adaptor.getB()[0].getType(), rw.getI8Type(), adaptor.getB()[0],
-        ValueRange{LLVM::MulOp::create(rw, loc, adaptor.getBStage()[0], i32Const(rw, loc, bT.tileBytes()))});
+    Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, bT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
-                          cT.getDimSize(1), tile.shape[0], Value(), std::nullopt, adaptor.getA(), bTile,
+                          cT.getDimSize(1), planB->tile.shape[0], Value(), std::nullopt, adaptor.getA(), bTile,
                           *planB, adaptor.getAcc())});
     return success();
   }

@@ -5,6 +5,7 @@
 // with 1, 4 and 8 warps. Without a CUDA driver the GPU cases are skipped
 // with the reason (never counted as passed).
 #include "TestUtil.h"
+#include "TestKernels.h"
 #include "examples/kernels.h"
 #include "runtime/CudaDriver.h"
 
@@ -261,29 +262,6 @@ TEST_P(Compiled, MatmulInt8TensorCores) {
   std::vector<int32_t> y(64 * 64);
   std::string ptx = k.compile({x, x, y, 64, 64, 64, 32, 32, 32}, {.chip = "sm_80", .assemble = false}).ptx;
   EXPECT_THAT(ptx, ::testing::HasSubstr("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
-}
-
-/// C = A B with both operands stored transposed (A as K x M, B as N x K),
-/// loaded as they lie and turned with .trans() in the kernel, as a user
-/// would write it.
-template <class T>
-void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::scalar<int32_t> M,
-                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                                tl::constant<int> BN, tl::constant<int> BK) {
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
-                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), 0.0f);
-    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
-                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
-    acc = tl::dot(a_t.trans(), b_t.trans(), acc);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
 /// tf32 (m16n8k8, operands rounded to nearest like the interpreter) and

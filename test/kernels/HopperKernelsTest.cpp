@@ -6,6 +6,7 @@
 // inputs with ragged shapes. Without such a GPU those cases skip with the
 // reason.
 #include "TestUtil.h"
+#include "TestKernels.h"
 #include "examples/kernels.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuLaunch.h"
@@ -109,26 +110,6 @@ TEST_P(Hopper, MatmulTf32) {
 
 /// Operands contiguous along M (A) or along K (B): wgmma's transposed
 /// (MN-major) A and its K-major B.
-template <class T>
-void matmul_transposed_operands(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<T> c, tl::scalar<int32_t> M,
-                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                                tl::constant<int> BN, tl::constant<int> BK) {
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
-                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), 0.0f);
-    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
-                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
-    acc = tl::dot(a_t.trans(), b_t.trans(), acc);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
-}
-
 TEST_P(Hopper, MatmulTransposedOperands) {
   auto k = kernel("matmul_wgmma_tt", matmul_transposed_operands<bfloat16>,
                   {"at", "bt", "c", "M", "N", "K", "BM", "BN", "BK"});
