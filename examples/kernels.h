@@ -184,9 +184,9 @@ void attention_fwd(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
                                 : tl::tensor(seq_len);
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
     tl::tensor rn = start + tl::arange(0, BN); // key rows
-    tl::tensor k_t = tl::load(k + base + rn.expand_dims(0) * D + rd.expand_dims(1),
-                              rn.expand_dims(0) < seq_len, 0.0f); // [D, BN]
-    tl::tensor s = tl::dot(q_tile, k_t) * scale;
+    tl::tensor k_tile = tl::load(k + base + rn.expand_dims(1) * D + rd.expand_dims(0),
+                                 rn.expand_dims(1) < seq_len, 0.0f); // [BN, D], rows as stored
+    tl::tensor s = tl::dot(q_tile, k_tile.trans()) * scale;
     tl::tensor valid = rn.expand_dims(0) < seq_len;
     if (causal.value)
       valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
