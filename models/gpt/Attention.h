@@ -53,9 +53,11 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
   tl::tensor end = tl::minimum((block + 1) * BM, T); // causal
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
     tl::tensor rn = start + tl::arange(0, BN);
-    tl::tensor kt = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D).trans() + rd.trans(),
-                             rn.expand_dims(0) < T, 0.0f); // [D, BN]
-    tl::tensor s = tl::dot(q, kt, tl::zeros({BM, BN}, tl::f32), P) * scale;
+    // K as stored ([BN, D], rows contiguous), transposed for the dot: the
+    // load vectorises and software pipelining takes it.
+    tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd,
+                            rn.expand_dims(1) < T, 0.0f);
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
     s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
     tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
     tl::tensor p = tl::exp(s - m_new.expand_dims(1));
