@@ -263,9 +263,7 @@ struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     auto operand = [&](unsigned idx, tilegpu::SharedTilesType t, const layout::SharedTile &tile,
                        Value ring, Value stage) {
       auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
-      Value base = LLVM::GEPOp::create(
-          rw, loc, ring.getType(), rw.getI8Type(), ring,
-          ValueRange{LLVM::MulOp::create(rw, loc, stage, i32Const(rw, loc, t.tileBytes()))});
+      Value base = ringStage(rw, loc, ring, stage, t);
       return MmaOperand(std::make_unique<LdmatrixOperand>(
           rw, loc, tile,
           tilegpu::toLinearLayout(enc, {int64_t(tile.shape[0]), int64_t(tile.shape[1])}), idx == 0,
@@ -294,9 +292,7 @@ struct DotSharedBPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     auto [kTiles, mTiles, nTiles] =
         instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), bTile.shape[0], 16);
     auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), 1, mma, 16);
-    Value base = LLVM::GEPOp::create(
-        rw, loc, adaptor.getB()[0].getType(), rw.getI8Type(), adaptor.getB()[0],
-        ValueRange{LLVM::MulOp::create(rw, loc, adaptor.getBStage()[0], i32Const(rw, loc, bT.tileBytes()))});
+    Value base = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
     MmaOperand a(adaptor.getA());
     MmaOperand b(std::make_unique<LdmatrixOperand>(
         rw, loc, bTile, tilegpu::toLinearLayout(enc, {int64_t(bTile.shape[0]), int64_t(bTile.shape[1])}),

@@ -165,6 +165,12 @@ void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, V
                             ArrayAttr());
 }
 
+Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
+  return LLVM::GEPOp::create(
+      b, loc, ring.getType(), b.getI8Type(), ring,
+      ValueRange{LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, type.tileBytes()))});
+}
+
 Value tf32Bits(OpBuilder &b, Location loc, Value f) {
   Type i32 = b.getI32Type();
   Value u = LLVM::BitcastOp::create(b, loc, i32, f);

@@ -74,6 +74,10 @@ struct TileTypeConverter : mlir::LLVMTypeConverter {
 /// users' reads are done) before it writes; none is needed at its end. Patterns check that `op` has one
 /// (analysis::sharedOffset) before they build anything.
 mlir::Value sharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op);
+/// The shared address of stage `stage` (i32) of the ring `ring` (lowered: a
+/// shared pointer) whose type is `type`.
+mlir::Value ringStage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ring, mlir::Value stage,
+                      tilegpu::SharedTilesType type);
 /// The failure a pattern reports for a shared-memory user without an offset.
 inline constexpr const char *kNoSharedOffset =
     "no tilegpu.shared_offset: run allocate-shared-memory first";

@@ -285,13 +285,6 @@ std::optional<WgmmaOperandTile> ringOperand(int idx, tilegpu::SharedTilesType ri
   return p;
 }
 
-/// The shared address of stage `stage` of `ring` (lowered: a shared pointer).
-Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
-  return LLVM::GEPOp::create(
-      b, loc, ring.getType(), b.getI8Type(), ring,
-      ValueRange{LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, type.tileBytes()))});
-}
-
 /// dot_shared with a wgmma accumulator: the operands are stages of rings
 /// that pipeline-dot-operands placed as wgmma reads them (and whose wait
 /// fenced the async proxy), so the dot is the instructions alone.
