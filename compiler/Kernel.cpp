@@ -123,6 +123,7 @@ std::vector<char> serialize(const CompiledKernel &k) {
   putString(out, fmt::format("{} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
                              k.dynamic_shared_bytes));
   putString(out, k.ptxas_log);
+  putString(out, k.tensor_maps);
   return out;
 }
 CompiledKernel deserialize(const std::vector<char> &in) {
@@ -134,6 +135,8 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
       k.dynamic_shared_bytes;
   k.ptxas_log = getString(in, pos);
+  if (pos < in.size())
+    k.tensor_maps = getString(in, pos);
   return k;
 }
 
@@ -381,6 +384,33 @@ bool wgmmaDisabled() {
   const char *v = std::getenv("TEGULA_WGMMA");
   return v && std::string(v) == "0";
 }
+/// TEGULA_TMA=0: tensor descriptors use masked loads on sm_90a too.
+bool tmaDisabled() {
+  const char *v = std::getenv("TEGULA_TMA");
+  return v && std::string(v) == "0";
+}
+
+/// The module's TMA tensor maps (use-tma), their argument numbers turned
+/// from the kernel function's runtime arguments into the DSL parameters'.
+std::vector<runtime::TensorMapSpec> tensorMapsOf(ModuleOp module,
+                                                 const std::vector<ParamInfo> &params) {
+  auto text = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps");
+  if (!text)
+    return {};
+  std::vector<int> paramOf; // function argument -> parameter
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].kind != ParamInfo::Kind::Constant)
+      paramOf.push_back(int(i));
+  std::vector<runtime::TensorMapSpec> specs = runtime::parseTensorMaps(text.str());
+  for (runtime::TensorMapSpec &s : specs) {
+    s.base = paramOf.at(size_t(s.base));
+    for (auto *values : {&s.shape, &s.strides})
+      for (runtime::TensorMapValue &v : *values)
+        if (v.arg >= 0)
+          v.arg = paramOf.at(size_t(v.arg));
+  }
+  return specs;
+}
 
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
@@ -404,9 +434,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={}",
+  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={}",
                                       opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      !wgmmaDisabled());
+                                      !wgmmaDisabled(), !tmaDisabled());
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -419,6 +449,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
+    out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
     backend::Target target{opts.chip, "+ptx80", 3};
     out.ptx = backend::translateToPtx(*module, target);
     if (dumpEnabled("ptx"))
@@ -503,8 +534,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages};
-    std::string key = fmt::format("{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
-                                  !wgmmaDisabled());
+    std::string key = fmt::format("{}:{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
+                                  !wgmmaDisabled(), !tmaDisabled());
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -517,10 +548,12 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       auto &slot = spec.loaded[key];
       if (!slot)
         slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
-                                           compiled.dynamic_shared_bytes);
+                                           compiled.dynamic_shared_bytes,
+                                           runtime::parseTensorMaps(compiled.tensor_maps));
       kernel = slot;
     }
-    runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream);
+    runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream,
+                          impl_->paramNames);
     return;
   }
   case Backend::Sim: {

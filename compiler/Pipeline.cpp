@@ -20,6 +20,11 @@ namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
 void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
                      const std::string &chip) {
+  // TEGULA_TMA=0: tensor descriptors become masked accesses on sm_90a too.
+  const char *tma = std::getenv("TEGULA_TMA");
+  if (chip == "sm_90a" && !(tma && std::string(tma) == "0"))
+    pm.addPass(createUseTma());
+  pm.addPass(createLowerTensorDescriptors());
   ConvertTileToTileGPUOptions options;
   options.numWarps = numWarps;
   pm.addPass(createConvertTileToTileGPU(options));

@@ -139,6 +139,26 @@ void matmul_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int3
   }
 }
 
+/// The GEMM through tensor descriptors: A (M x K), B (K x N) and C (M x N),
+/// row-major with leading dimensions lda, ldb, ldc, are read and written a
+/// block at a time (TMA on sm_90a). Blocks over the edges read as zeros and
+/// are clipped when stored, so no masks are written. TMA wants the leading
+/// dimensions to span multiples of 16 bytes (pad the rows if they do not).
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
+                        tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::scalar<int32_t> lda,
+                        tl::scalar<int32_t> ldb, tl::scalar<int32_t> ldc, tl::constant<int> BM,
+                        tl::constant<int> BN, tl::constant<int> BK) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {lda, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {ldb, 1}, {BK, BN});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {ldc, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc, P);
+  c_desc.store({m0, n0}, acc);
+}
+
 /// out[row] += sum of x[row, chunk] for each BLOCK-wide chunk of a row; the
 /// chunks of a row run in different programs and meet through atomic_add.
 inline void row_sum_atomic(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n_cols,

@@ -43,6 +43,7 @@ namespace tegula::runtime {
   X(cuFuncGetAttribute)                                                                    \
   X(cuFuncSetAttribute)                                                                    \
   X(cuLaunchKernel)                                                                        \
+  X(cuTensorMapEncodeTiled)                                                                \
   X(cuStreamCreate)                                                                        \
   X(cuStreamDestroy)                                                                       \
   X(cuStreamSynchronize)                                                                   \

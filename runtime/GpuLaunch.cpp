@@ -65,7 +65,8 @@ const GpuDevice &currentDevice() {
 
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
-                                                 int dynamicSharedBytes) {
+                                                 int dynamicSharedBytes,
+                                                 std::vector<TensorMapSpec> tensorMaps) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
@@ -79,6 +80,7 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
   k->function_ = fn;
   k->dynamicShared_ = dynamicSharedBytes;
+  k->tensorMaps_ = std::move(tensorMaps);
   if (dynamicSharedBytes > 48 * 1024) {
     int device = currentDevice().ordinal, optin = 0;
     d.check(d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
@@ -114,7 +116,7 @@ bool launchBlocking() {
 
 void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                   const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
-                  uint64_t stream) {
+                  uint64_t stream, const std::vector<std::string> &paramNames) {
   Driver &d = Driver::get();
   const std::string &name = kernel.name();
   struct DeviceCopy {
@@ -163,6 +165,17 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
       }
       kernelParams.push_back(scalars[i].data());
     }
+    // Hidden parameters: the TMA tensor maps, encoded for these buffers.
+    std::vector<TensorMapBytes> maps;
+    maps.reserve(kernel.tensorMaps().size());
+    for (const TensorMapSpec &spec : kernel.tensorMaps()) {
+      CUdeviceptr base;
+      std::memcpy(&base, scalars[size_t(spec.base)].data(), sizeof base);
+      maps.push_back(encodeTensorMapForGpu(
+          resolveTensorMap(spec, uint64_t(base), args, paramNames, name), name));
+    }
+    for (TensorMapBytes &m : maps)
+      kernelParams.push_back(m.bytes.data());
     // The staging copies ran on the default stream; a caller's stream (which
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)

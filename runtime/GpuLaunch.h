@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/TensorMap.h"
 #include "tegula/kernel.h"
 
 #include <memory>
@@ -39,13 +40,18 @@ public:
   /// Load from a cubin, or from PTX (driver JIT) when the cubin is empty.
   /// `dynamicSharedBytes`: what each launch provides (above 48 KiB the
   /// kernel is opted in first; an error names the device's limit).
+  /// `tensorMaps`: the hidden TMA parameters each launch encodes and
+  /// appends after the kernel's own.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
-                                            const std::string &name, int dynamicSharedBytes = 0);
+                                            const std::string &name, int dynamicSharedBytes = 0,
+                                            std::vector<TensorMapSpec> tensorMaps = {});
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
   int dynamicSharedBytes() const { return dynamicShared_; }
+  const std::vector<TensorMapSpec> &tensorMaps() const { return tensorMaps_; }
 
 private:
+  std::vector<TensorMapSpec> tensorMaps_;
   LoadedKernel() = default;
   std::string name_;
   int dynamicShared_ = 0;
@@ -58,8 +64,9 @@ private:
 /// buffers does not wait (TEGULA_LAUNCH_BLOCKING=1 makes it). Arguments
 /// follow the kernel's parameters; tl::constant ones are not passed.
 /// `stream`: a CUstream of the current context (0: the default stream).
+/// `paramNames` name the parameters in errors (tensor maps TMA refuses).
 void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                   const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
-                  uint64_t stream = 0);
+                  uint64_t stream = 0, const std::vector<std::string> &paramNames = {});
 
 } // namespace tegula::runtime

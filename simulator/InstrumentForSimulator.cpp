@@ -497,6 +497,13 @@ struct InstrumentForSimulatorPass
       for (NamedAttribute attr : llvm::to_vector(fn->getDiscardableAttrs()))
         if (attr.getName().strref().starts_with("nvvm."))
           fn->removeAttr(attr.getName());
+      // A by-value tensor map becomes a plain pointer to the launch's copy
+      // (the packed entry passes pointers).
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        for (StringRef attr : {NVVM::NVVMDialect::getGridConstantAttrName(),
+                               LLVM::LLVMDialect::getByValAttrName(),
+                               LLVM::LLVMDialect::getAlignAttrName()})
+          fn.removeArgAttr(i, attr);
       if (fn.isExternal() && !known.count(fn.getName().str())) {
         fn.emitError() << "the kernel calls '" << fn.getName()
                        << "', which the simulator does not provide (its host symbol table is "

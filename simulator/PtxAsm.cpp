@@ -2,6 +2,7 @@
 #include "simulator/PtxAsm.h"
 
 #include "simulator/Runtime.h"
+#include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
 #include "tegula/error.h"
 
@@ -23,7 +24,9 @@ namespace {
 enum class Op {
   Mov, Load, Store, Atom, Max, Min, Setp, Bra,
   // sm_90a: warpgroup MMA and the async-proxy fence (Wgmma.h).
-  WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync
+  WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync,
+  // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
+  MbarrierInit, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad, Nop
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
@@ -50,6 +53,7 @@ struct AsmProgram::Instruction {
   // wgmma.mma_async: operand type, N, transposes; wgmma.wait_group: N.
   MmaKind mmaKind = MmaKind::BF16;
   int wgmmaN = 0, waitPending = 0;
+  int tensorRank = 0; // cp.async.bulk.tensor.{N}d
   bool transA = false, transB = false, aFromRegisters = false;
 };
 
@@ -211,6 +215,52 @@ struct Parser {
         in.transB = ops[6].value != 0;
       else if (sixteen)
         in.transA = ops[6].value != 0, in.transB = ops[7].value != 0;
+    } else if (opcode == "fence.mbarrier_init.release.cluster") {
+      in.op = Op::Nop; // one CTA: the barrier after it orders the init
+      expect(0);
+    } else if (opcode == "mbarrier.init.shared::cta.b64") {
+      in.op = Op::MbarrierInit;
+      expect(2);
+      requireAddress(ops[0], stmt);
+    } else if (opcode == "mbarrier.arrive.expect_tx.shared::cta.b64") {
+      in.op = Op::MbarrierArriveExpectTx;
+      expect(3);
+      if (ops[0].form != Operand::Label) // `_`: the state is not kept
+        unsupported(fmt::format("'{}': the arrival state goes to the sink `_`", stmt));
+      requireAddress(ops[1], stmt);
+    } else if (opcode == "mbarrier.try_wait.parity.shared::cta.b64") {
+      in.op = Op::MbarrierTryWait;
+      expect(3);
+      if (ops[0].form != Operand::Register)
+        unsupported(fmt::format("'{}': the result is a predicate register", stmt));
+      requireAddress(ops[1], stmt);
+    } else if (opcode == "mbarrier.inval.shared::cta.b64") {
+      in.op = Op::MbarrierInval;
+      expect(1);
+      requireAddress(ops[0], stmt);
+    } else if (parts.size() == 9 && parts[0] == "cp" && parts[1] == "async" && parts[2] == "bulk" &&
+               parts[3] == "tensor" && parts[5] == "shared::cluster" && parts[6] == "global" &&
+               parts[7] == "tile" && parts[8] == "mbarrier::complete_tx::bytes") {
+      // Split at '.': "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes".
+      in.op = Op::BulkTensorLoad;
+      in.tensorRank = parts[4].size() == 2 && parts[4][1] == 'd' ? parts[4][0] - '0' : 0;
+      if (in.tensorRank < 1 || in.tensorRank > 5)
+        unsupported(fmt::format("'{}' (rank .{})", opcode, parts[4]));
+      // [dst], [map, {c0, ...}], [bar]
+      std::vector<std::string> raw = split(operands, ',');
+      if (raw.size() != 3)
+        unsupported(fmt::format("'{}' has {} operands, expected 3", stmt, raw.size()));
+      std::string inner = trim(raw[1]);
+      std::vector<std::string> mapAndCoords = split(inner.substr(1, inner.size() - 2), ',');
+      if (inner.front() != '[' || mapAndCoords.size() != 2)
+        unsupported(fmt::format("'{}': the source is [tensor map, {{coordinates}}]", stmt));
+      ops = {operand(raw[0]), operand(mapAndCoords[0]), operand(mapAndCoords[1]), operand(raw[2])};
+      requireAddress(ops[0], stmt);
+      requireAddress(ops[3], stmt);
+      if (ops[1].form != Operand::Register || ops[2].form != Operand::Vector ||
+          ops[2].regs.size() != size_t(in.tensorRank))
+        unsupported(fmt::format("'{}': a tensor-map register and {} coordinate registers", stmt,
+                                in.tensorRank));
     } else {
       unsupported(fmt::format("instruction '{}'", opcode));
     }
@@ -218,14 +268,15 @@ struct Parser {
     return in;
   }
 
+  void requireAddress(const Operand &o, const std::string &stmt) {
+    if (o.form != Operand::Address)
+      unsupported(fmt::format("'{}': expected an [address] operand", stmt));
+  }
+
   AsmProgram::Instruction instruction(const std::string &stmt) {
     AsmProgram::Instruction in;
     in.text = stmt;
     std::string rest = stmt;
-    if (rest.rfind("wgmma.", 0) == 0 || rest.rfind("fence.proxy.async", 0) == 0) {
-      size_t sp = rest.find_first_of(" \t");
-      return asyncInstruction(rest.substr(0, sp), sp == std::string::npos ? "" : rest.substr(sp), stmt);
-    }
     if (rest[0] == '@') {
       size_t sp = rest.find_first_of(" \t");
       std::string g = rest.substr(1, sp - 1);
@@ -233,6 +284,16 @@ struct Parser {
       in.guard = registerOf(in.guardNegated ? g.substr(1) : g);
       rest = trim(rest.substr(sp));
     }
+    for (const char *prefix : {"wgmma.", "fence.proxy.async", "fence.mbarrier_init", "mbarrier.",
+                               "cp.async.bulk."})
+      if (rest.rfind(prefix, 0) == 0) {
+        size_t sp = rest.find_first_of(" \t");
+        AsmProgram::Instruction async =
+            asyncInstruction(rest.substr(0, sp), sp == std::string::npos ? "" : rest.substr(sp), stmt);
+        async.guard = in.guard;
+        async.guardNegated = in.guardNegated;
+        return async;
+      }
     size_t sp = rest.find_first_of(" \t");
     std::string opcode = rest.substr(0, sp);
     std::string operands = sp == std::string::npos ? "" : rest.substr(sp);
@@ -456,6 +517,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
   for (auto [input, output] : tied_)
     r[output] = inputs[input];
   auto value = [&](const Operand &o) { return o.form == Operand::Register ? r[o.reg] : uint64_t(o.value); };
+  auto address = [&](const Operand &o) { return reinterpret_cast<void *>(r[o.reg] + uint64_t(o.value)); };
 
   size_t steps = 0;
   for (size_t pc = 0; pc < code_.size();) {
@@ -533,6 +595,28 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     case Op::FenceProxyAsync:
       fenceProxyAsync();
       break;
+    case Op::Nop:
+      break;
+    case Op::MbarrierInit:
+      mbarrierInit(address(ops[0]), uint32_t(value(ops[1])), site);
+      break;
+    case Op::MbarrierArriveExpectTx:
+      mbarrierArriveExpectTx(address(ops[1]), uint32_t(value(ops[2])), site);
+      break;
+    case Op::MbarrierTryWait:
+      r[ops[0].reg] = mbarrierTryWait(address(ops[1]), uint32_t(value(ops[2])), site);
+      break;
+    case Op::MbarrierInval:
+      mbarrierInval(address(ops[0]), site);
+      break;
+    case Op::BulkTensorLoad: {
+      int32_t coords[5];
+      for (int d = 0; d < in.tensorRank; ++d)
+        coords[d] = int32_t(uint32_t(r[ops[2].regs[size_t(d)]]));
+      bulkTensorLoad(address(ops[0]), reinterpret_cast<const void *>(r[ops[1].reg]), coords,
+                     in.tensorRank, address(ops[3]), site);
+      break;
+    }
     case Op::WgmmaFence:
       wgmmaFence();
       break;

@@ -2,6 +2,7 @@
 #include "simulator/Runtime.h"
 
 #include "simulator/Fiber.h"
+#include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
 
 #include <algorithm>
@@ -111,6 +112,7 @@ struct Cta {
   std::vector<PendingRead> uninitialisedReads;
   std::string error; // set by fail()
   RunStats stats;
+  std::shared_ptr<void> extensions[size_t(CtaExtension::Count)];
 };
 
 thread_local Cta *tCta = nullptr;
@@ -144,7 +146,12 @@ std::string ctaText(const Cta &c) {
   return fmt::format("kernel '{}', CTA ({}, {}, {})", c.config->kernel, c.id[0], c.id[1], c.id[2]);
 }
 
+/// The shadow "writer" of bytes the async proxy (a bulk copy) wrote.
+constexpr uint16_t kAsyncProxyWriter = 0xfffe;
+
 std::string describeThread(int tid) {
+  if (tid == kAsyncProxyWriter)
+    return "the async proxy (cp.async.bulk.tensor)";
   return fmt::format("thread {} (warp {}, lane {})", tid, tid / kWarpSize, tid % kWarpSize);
 }
 
@@ -193,7 +200,8 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
     } else {
       if (s.writeEpoch < c.firstEpoch && c.uninitialisedReads.size() < 4096)
         c.uninitialisedReads.push_back({i, int(tid), site});
-      if (writtenThisInterval && s.writer != tid)
+      // Reads of a bulk copy's bytes are ordered by its mbarrier (Tma.h).
+      if (writtenThisInterval && s.writer != tid && s.writer != kAsyncProxyWriter)
         report("wrote", s.writer, s.writeSite);
       if (s.readEpoch != c.epoch)
         s.reader = tid, s.readEpoch = c.epoch, s.readSite = site, s.otherReader = 0xffff;
@@ -280,6 +288,8 @@ void runCta(Cta &c) {
   c.uninitialisedReads.clear();
   for (Collective &w : c.warps)
     w = Collective{};
+  for (auto &e : c.extensions)
+    e.reset();
   for (size_t t = 0; t < c.threads.size(); ++t) {
     Thread &th = c.threads[t];
     th.state = State::Ready;
@@ -317,6 +327,24 @@ void runCta(Cta &c) {
 
 std::shared_ptr<void> &threadExtension(ThreadExtension which) {
   return cta().threads[size_t(cta().current)].extensions[size_t(which)];
+}
+
+std::shared_ptr<void> &ctaExtension(CtaExtension which) {
+  return cta().extensions[size_t(which)];
+}
+
+void yieldThread() { yieldToScheduler(); }
+
+std::string siteDescription(uint32_t site) { return siteText(cta(), site); }
+
+void asyncProxyWrote(const void *p, size_t bytes, uint32_t site) {
+  Cta &c = cta();
+  const size_t offset = size_t(static_cast<const uint8_t *>(p) - c.shared.data());
+  for (size_t i = offset; i < offset + bytes && i < c.shadow.size(); ++i) {
+    Shadow &s = c.shadow[i];
+    s.writer = kAsyncProxyWriter, s.writeEpoch = c.epoch, s.writeSite = site;
+    c.proxyWrites[i] = ProxyWrite{};
+  }
 }
 
 int laneId() { return cta().current % kWarpSize; }
@@ -411,6 +439,10 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
                            describeThread(c.current), bytes, int64_t(addr - base), c.shared.size()));
   if (c.config->detectRaces)
     raceCheck(c, addr - base, bytes, kind != AccessKind::Read, site);
+  if (kind == AccessKind::Read)
+    checkTmaRead(addr - base, bytes, site);
+  else
+    checkTmaWrite(addr - base, bytes, site);
   if (kind != AccessKind::Read) {
     for (size_t i = 0; i < bytes; ++i)
       if (c.asyncReads[addr - base + i])

@@ -112,6 +112,18 @@ void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,
 enum class ThreadExtension { AsyncCopies, Wgmma, Count };
 std::shared_ptr<void> &threadExtension(ThreadExtension which);
 
+/// Per-CTA state other parts of the simulator keep; cleared when a CTA starts.
+enum class CtaExtension { Tma, Count };
+std::shared_ptr<void> &ctaExtension(CtaExtension which);
+
+/// Let the other threads run (a thread spinning on an mbarrier).
+void yieldThread();
+/// "wgmma.mma_async at kernel.cpp:12": a site as errors name it.
+std::string siteDescription(uint32_t site);
+/// Bytes the async proxy wrote (a bulk copy): the race detector leaves
+/// their ordering to the copy's mbarrier (Tma.h).
+void asyncProxyWrote(const void *p, size_t bytes, uint32_t site);
+
 /// The calling thread's lane (0..31) and linear thread id.
 int laneId();
 int threadId();

@@ -5,6 +5,7 @@
 #include "simulator/HostJit.h"
 #include "simulator/InstrumentForSimulator.h"
 #include "simulator/PtxAsm.h"
+#include "simulator/Tma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -31,6 +32,9 @@ struct SimKernel::Impl {
   std::vector<Site> sites;
   std::vector<std::shared_ptr<const AsmProgram>> programs;
   std::vector<Type> argTypes;
+  /// TMA tensor maps (use-tma): hidden arguments after the kernel's own;
+  /// argument numbers count the kernel function's arguments.
+  std::vector<runtime::TensorMapSpec> tensorMaps;
   size_t sharedBytes = 0;
   int threads = 0;
   mutable std::string ir;
@@ -102,6 +106,8 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
         AsmProgram::parse(cast<StringAttr>(pair[0]).str(), cast<StringAttr>(pair[1]).str()));
   }
   impl->sharedBytes = size_t(cast<IntegerAttr>(module->getAttr("tegula.sim.shared_bytes")).getInt());
+  if (auto maps = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps"))
+    impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
   impl->threads = int(warps ? warps.getInt() : 4) * kWarpSize;
   auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
@@ -143,10 +149,16 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   config.detectRaces = options.detectRaces;
 
   std::vector<uint64_t> slots;
-  slots.reserve(args.size());
+  slots.reserve(args.size() + impl_->tensorMaps.size());
+  std::vector<int> paramOfSlot; // kernel function argument -> DSL parameter
+  const size_t ownArgs = impl_->argTypes.size() - impl_->tensorMaps.size();
   for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
     if (params[i].kind == ParamInfo::Kind::Constant)
       continue;
+    paramOfSlot.push_back(int(i));
+    if (slots.size() >= ownArgs)
+      throw Error(fmt::format("simulator: kernel '{}' takes {} runtime arguments, got more",
+                              impl_->kernel, ownArgs));
     if (slots.size() >= impl_->argTypes.size())
       throw Error(fmt::format("simulator: kernel '{}' takes {} runtime arguments, got more",
                               impl_->kernel, impl_->argTypes.size()));
@@ -159,9 +171,24 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
                                 args[i].readonly()});
     }
   }
-  if (slots.size() != impl_->argTypes.size())
+  if (slots.size() != ownArgs)
     throw Error(fmt::format("simulator: kernel '{}' takes {} runtime arguments, got {}",
-                            impl_->kernel, impl_->argTypes.size(), slots.size()));
+                            impl_->kernel, ownArgs, slots.size()));
+  // Hidden arguments: the tensor maps, in the simulator's encoding, passed
+  // by reference as a byval parameter is.
+  std::vector<runtime::TensorMapBytes> maps;
+  maps.reserve(impl_->tensorMaps.size());
+  for (runtime::TensorMapSpec spec : impl_->tensorMaps) {
+    spec.base = paramOfSlot.at(size_t(spec.base));
+    for (auto *values : {&spec.shape, &spec.strides})
+      for (runtime::TensorMapValue &v : *values)
+        if (v.arg >= 0)
+          v.arg = paramOfSlot.at(size_t(v.arg));
+    uint64_t address = reinterpret_cast<uintptr_t>(args[size_t(spec.base)].data());
+    maps.push_back(encodeForSimulator(
+        runtime::resolveTensorMap(spec, address, args, paramNames, impl_->kernel)));
+    slots.push_back(reinterpret_cast<uintptr_t>(maps.back().bytes.data()));
+  }
   std::sort(config.buffers.begin(), config.buffers.end(),
             [](const Buffer &a, const Buffer &b) { return a.begin < b.begin; });
   std::vector<void *> packed;

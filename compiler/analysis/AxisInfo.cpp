@@ -157,7 +157,9 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
     info.scalarDivisibility = info.divisibility[0];
     return info;
   }
-  if (isa<tilegpu::ConvertLayoutOp>(op))
+  // Widening keeps runs and divisors (offsets never wrap: i32 indices
+  // widened to i64 for pointer arithmetic).
+  if (isa<tilegpu::ConvertLayoutOp, arith::ExtSIOp, arith::ExtUIOp>(op))
     return get(op->getOperand(0));
   if (auto bcast = dyn_cast<tile::BroadcastOp>(op)) {
     AxisInfo src = get(bcast.getSrc()), info = src;

@@ -104,9 +104,21 @@ bool isWgmmaDot(Operation *op) {
   return mma && mma.isWgmma();
 }
 
+bool isTmaLoad(Operation *op) {
+  return isa<tile::DescriptorLoadOp>(op) && op->hasAttr("tilegpu.tma");
+}
+
+int64_t tmaBlockBytes(Operation *op) {
+  auto t = cast<RankedTensorType>(op->getResult(0).getType());
+  return (t.getNumElements() * bytesOf(t.getElementType()) + kTmaAlignment - 1) / kTmaAlignment *
+         kTmaAlignment;
+}
+
 int64_t sharedScratchAlignment(Operation *op) {
   // wgmma dots and rings (whose stages wgmma may read) start on the
   // swizzle period.
+  if (isTmaLoad(op))
+    return kTmaAlignment;
   return isWgmmaDot(op) || isa<tilegpu::AllocSharedOp>(op) ? kWgmmaTileAlignment : kSharedAlignment;
 }
 
@@ -127,6 +139,8 @@ int64_t sharedScratchBytes(Operation *op) {
     return atomicBytes(op);
   if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op))
     return int64_t(ring.getType().getStages()) * ring.getType().tileBytes();
+  if (isTmaLoad(op)) // the block, then its mbarrier
+    return tmaBlockBytes(op) + kTmaBarrierBytes;
   return 0;
 }
 

@@ -42,6 +42,16 @@ inline constexpr int64_t kSharedAlignment = 16;
 /// and so does the scratch itself.
 inline constexpr int64_t kWgmmaTileAlignment = 1024;
 
+/// TMA writes a block into shared memory at a 128-byte aligned address; its
+/// mbarrier (8 bytes) follows the block.
+inline constexpr int64_t kTmaAlignment = 128;
+inline constexpr int64_t kTmaBarrierBytes = 8;
+/// A tile.descriptor_load that use-tma gave to TMA.
+bool isTmaLoad(mlir::Operation *op);
+/// The bytes of its block in shared memory, rounded up to kTmaAlignment
+/// (where its mbarrier starts).
+int64_t tmaBlockBytes(mlir::Operation *op);
+
 /// Bytes of shared memory `op` needs while it runs; 0 when it needs none
 /// (also for ops whose tiles have no layout yet).
 int64_t sharedScratchBytes(mlir::Operation *op);

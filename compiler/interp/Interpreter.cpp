@@ -120,6 +120,7 @@ public:
       for (pid_[1] = 0; pid_[1] < g.y; ++pid_[1])
         for (pid_[0] = 0; pid_[0] < g.x; ++pid_[0]) {
           env_.clear();
+          descs_.clear();
           Block &entry = fn.getBody().front();
           for (auto [k, barg] : llvm::enumerate(entry.getArguments()))
             env_[barg] = argumentTile(barg.getType(), launch_.argIndex[k]);
@@ -132,6 +133,13 @@ private:
   std::vector<Buffer> buffers_;
   uint32_t pid_[3] = {0, 0, 0};
   llvm::DenseMap<Value, TileRef> env_;
+  /// A tensor descriptor: its base pointer, extents and strides (elements).
+  struct Descriptor {
+    int32_t buf;
+    int64_t offset;
+    std::vector<int64_t> shape, strides;
+  };
+  llvm::DenseMap<Value, Descriptor> descs_;
 
   [[noreturn]] void error(Operation *op, const std::string &what) {
     throw Error(fmt::format("{}: {} at {}: program ({}, {}, {})", launch_.kernelName, what,
@@ -174,6 +182,8 @@ private:
   }
 
   void exec(Operation *op) {
+    if (isa<tile::MakeTensorDescriptorOp, tile::DescriptorLoadOp, tile::DescriptorStoreOp>(op))
+      return execDescriptorOp(op);
     SmallVector<TileRef> in;
     if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp>(op))
       for (Value v : op->getOperands())
@@ -340,6 +350,95 @@ private:
                               launch_.kernelName, verb, locString(op->getLoc()), pid_[0],
                               pid_[1], pid_[2], buf.name));
     return buf.data + off;
+  }
+
+  /// make_tensor_descriptor checks TMA's rules; descriptor_load/store
+  /// access the block at the offsets, skipping elements outside the tensor.
+  void execDescriptorOp(Operation *op) {
+    if (auto make = dyn_cast<tile::MakeTensorDescriptorOp>(op)) {
+      const Tile &base = *get(make.getBase());
+      Descriptor d{base.buf[0], base.i[0], {}, {}};
+      for (Value v : make.getShape())
+        d.shape.push_back(get(v)->i[0]);
+      for (Value v : make.getStrides())
+        d.strides.push_back(get(v)->i[0]);
+      size_t esz = storageSize(make.getType().getBlockType().getElementType());
+      const std::string &name = buffers_[size_t(d.buf)].name;
+      // The buffer's own address counts too: a device copy of it would keep
+      // its misalignment (a view into the middle of an array).
+      uintptr_t address = reinterpret_cast<uintptr_t>(buffers_[size_t(d.buf)].data) + uintptr_t(d.offset);
+      if (address % 16 != 0)
+        error(op, fmt::format("tensor descriptor base must be 16-byte aligned, but it is at byte "
+                              "{} of argument '{}', whose data starts at an address {} mod 16",
+                              d.offset, name, reinterpret_cast<uintptr_t>(buffers_[size_t(d.buf)].data) % 16));
+      for (size_t k = 0; k < d.shape.size(); ++k) {
+        if (d.shape[k] < 1 || d.shape[k] > (int64_t(1) << 32))
+          error(op, fmt::format("tensor descriptor extent {} is {}; extents are 1 to 2^32", k,
+                                d.shape[k]));
+        if (k + 1 < d.shape.size() &&
+            (d.strides[k] < 1 || (d.strides[k] * int64_t(esz)) % 16 != 0 ||
+             d.strides[k] * int64_t(esz) >= (int64_t(1) << 40)))
+          error(op, fmt::format("tensor descriptor stride {} is {} elements ({} bytes); strides "
+                                "must each be a positive multiple of 16 bytes below 2^40",
+                                k, d.strides[k], d.strides[k] * int64_t(esz)));
+      }
+      descs_[make.getResult()] = std::move(d);
+      return;
+    }
+    bool isLoad = isa<tile::DescriptorLoadOp>(op);
+    const Descriptor &d = descs_.at(op->getOperand(0));
+    auto type = cast<tile::TensorDescType>(op->getOperand(0).getType());
+    RankedTensorType block = type.getBlockType();
+    Type elem = block.getElementType();
+    size_t rank = size_t(block.getRank()), esz = storageSize(elem);
+    std::vector<int64_t> at;
+    for (size_t k = 0; k < rank; ++k)
+      at.push_back(get(op->getOperand(1 + k))->i[0]);
+    // The block as a tile of pointers and the mask of elements inside the tensor.
+    auto ptrs = makeTile(tile::PtrType::get(elem), {block.getShape().begin(), block.getShape().end()});
+    std::vector<bool> inside(ptrs->size());
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t k = 0; k < ptrs->size(); ++k) {
+      int64_t off = d.offset;
+      bool in = true;
+      for (size_t dim = 0; dim < rank; ++dim) {
+        int64_t c = at[dim] + idx[dim];
+        in = in && c >= 0 && c < d.shape[dim];
+        off += c * d.strides[dim] * int64_t(esz);
+      }
+      ptrs->buf[k] = d.buf;
+      ptrs->i[k] = off;
+      inside[k] = in;
+      for (size_t dim = rank; dim-- > 0;) {
+        if (++idx[dim] < block.getDimSize(int64_t(dim)))
+          break;
+        idx[dim] = 0;
+      }
+    }
+    if (isLoad) {
+      auto t = makeTile(elem, ptrs->shape);
+      for (size_t k = 0; k < t->size(); ++k) {
+        bool isF = t->kind == Tile::Kind::Float;
+        if (!inside[k]) {
+          if (isF) t->f[k] = 0.0;
+          else t->i[k] = 0;
+          continue;
+        }
+        const char *p = address(op, *ptrs, k, elem, "load");
+        if (isF) t->f[k] = readFloat(p, elem);
+        else t->i[k] = readInt(p, elem);
+      }
+      env_[op->getResult(0)] = t;
+      return;
+    }
+    const Tile &val = *get(op->getOperand(1 + rank));
+    for (size_t k = 0; k < ptrs->size(); ++k) {
+      if (!inside[k])
+        continue;
+      char *p = address(op, *ptrs, k, elem, "store");
+      if (val.kind == Tile::Kind::Float) writeFloat(p, elem, val.f[k]);
+      else writeInt(p, elem, val.i[k]);
+    }
   }
 
   static bool enabled(const TileRef &mask, size_t k) { return !mask || mask->i[k] != 0; }

@@ -452,6 +452,7 @@ struct LowerTileGPUToLLVMPass
     populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);
     populateWgmmaPatterns(types, patterns);
+    populateTmaPatterns(types, patterns);
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
@@ -501,6 +502,11 @@ struct LowerTileGPUToLLVMPass
       if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
         fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
         fn->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+        // By-value parameters are TMA tensor maps (use-tma), whose address
+        // the bulk copies take: they stay in param space.
+        for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+          if (fn.getArgAttr(i, LLVM::LLVMDialect::getByValAttrName()))
+            fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), UnitAttr::get(ctx));
       }
   }
 };

@@ -165,6 +165,15 @@ void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, V
                             ArrayAttr());
 }
 
+Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const std::string &body,
+                const std::string &constraints) {
+  auto op = LLVM::InlineAsmOp::create(b, loc, result ? TypeRange{result} : TypeRange{}, args, body,
+                                      constraints, /*has_side_effects=*/true, false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return result ? op.getResult(0) : Value();
+}
+
 Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
   return LLVM::GEPOp::create(
       b, loc, ring.getType(), b.getI8Type(), ring,
@@ -214,6 +223,9 @@ Type memoryType(Type pointee) {
 
 TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
   addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
+  // A tensor descriptor on TMA is its tensor map's address (a kernel
+  // parameter).
+  addConversion([ctx](tile::TensorDescType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
   // A ring of shared tiles is its base address.
   addConversion([ctx](tilegpu::SharedTilesType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   addConversion([this](RankedTensorType t, SmallVectorImpl<Type> &out)

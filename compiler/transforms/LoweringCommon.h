@@ -62,6 +62,11 @@ llvm::SmallVector<mlir::Value> unpackWords(mlir::OpBuilder &b, mlir::Location lo
 void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
                      mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
 
+/// Inline PTX with side effects; returns its result (null for none).
+mlir::Value inlinePtx(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
+                      mlir::ValueRange args, const std::string &body,
+                      const std::string &constraints);
+
 /// Tiles with a tilegpu encoding become one value per register; pointers
 /// become `!llvm.ptr<1>`.
 struct TileTypeConverter : mlir::LLVMTypeConverter {
@@ -89,6 +94,7 @@ void populateWgmmaPatterns(const TileTypeConverter &types, mlir::RewritePatternS
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateTmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 
 } // namespace tegula::lowering

@@ -22,6 +22,38 @@ def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
 }
 
+def UseTma : Pass<"use-tma", "mlir::ModuleOp"> {
+  let summary = "Serve tensor-descriptor loads with TMA (sm_90a)";
+  let description = [{
+    A `tile.make_tensor_descriptor` in a kernel whose base is a pointer
+    argument and whose extents and strides are arguments (possibly widened
+    with arith.extsi) or constants gets a hidden kernel argument: its
+    tensor map, 128 bytes by value (`llvm.byval`, `llvm.align = 64`; it
+    becomes `nvvm.grid_constant` with the kernel), which each launch encodes
+    on the host. The
+    module attribute `tilegpu.tensor_maps` records how (runtime/TensorMap.h;
+    argument numbers count the kernel's arguments), the descriptor is marked
+    `tilegpu.tensor_map = N` and its loads `tilegpu.tma`:
+    `lower-tilegpu-to-llvm` emits cp.async.bulk.tensor into shared memory
+    with an mbarrier for them. Other descriptors, and stores, are left to
+    `lower-tensor-descriptors`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LowerTensorDescriptors : Pass<"lower-tensor-descriptors", "mlir::ModuleOp"> {
+  let summary = "Tensor-descriptor block accesses as masked loads and stores";
+  let description = [{
+    Each `tile.descriptor_load` / `tile.descriptor_store` becomes a tile of
+    pointers to its block (base + coordinates x strides, in i64) and a mask
+    of the elements inside the tensor (a load fills the rest with zeros, as
+    TMA does). Each `tile.make_tensor_descriptor` becomes `tile.assert`s of
+    TMA's stride rule (positive multiples of 16 bytes), so a kernel refused
+    on sm_90a is refused on every target.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def AccelerateDot : Pass<"accelerate-dot", "mlir::ModuleOp"> {
   let summary = "Put tile.dot on tensor cores: mma.sync layouts for its operands and result";
   let description = [{

@@ -33,16 +33,6 @@ using tegula::layout::WgmmaOperandTile;
 namespace tegula::lowering {
 namespace {
 
-/// Inline PTX with side effects; returns its result (null for none).
-Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const std::string &body,
-                const std::string &constraints) {
-  auto op = LLVM::InlineAsmOp::create(b, loc, result ? TypeRange{result} : TypeRange{}, args, body,
-                                      constraints, /*has_side_effects=*/true, false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr());
-  return result ? op.getResult(0) : Value();
-}
-
 /// The placement of operand `idx` (0: A, 1: B) staged from `t`: along the
 /// dimension its values are contiguous in, else K-major (always for tf32).
 std::optional<WgmmaOperandTile> planOperand(unsigned idx, RankedTensorType t) {

@@ -53,6 +53,25 @@ def Tile_PtrType : Tile_Type<"Ptr", "ptr"> {
   let genVerifyDecl = 1;
 }
 
+def Tile_TensorDescType : Tile_Type<"TensorDesc", "tensordesc"> {
+  let summary = "A global tensor read and written one block at a time (TMA)";
+  let description = [{
+    `!tile.tensordesc<tensor<64x64xbf16>>` describes a tensor in global memory
+    (base pointer, shape and strides, made by `tile.make_tensor_descriptor`)
+    that `tile.descriptor_load` and `tile.descriptor_store` access one
+    64x64 block at a time; elements outside the shape read as zero and are
+    not written. On sm_90a it becomes a TMA tensor map.
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$blockType);
+  let assemblyFormat = "`<` $blockType `>`";
+  let builders = [
+    TypeBuilderWithInferredContext<(ins "::mlir::RankedTensorType":$blockType), [{
+      return $_get(blockType.getContext(), blockType);
+    }]>
+  ];
+  let genVerifyDecl = 1;
+}
+
 // Element types a tile may hold and a pointer may point at.
 def Tile_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
 def Tile_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;

@@ -39,6 +39,31 @@ LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                      << pointee;
 }
 
+LogicalResult TensorDescType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     RankedTensorType block) {
+  // TMA's limits, so that a descriptor valid anywhere is valid on sm_90a.
+  if (!hasTileShape(block) || block.getRank() > 5)
+    return emitError() << "a tensor descriptor's block must have 1 to 5 power-of-two "
+                          "dimensions, got "
+                       << block;
+  Type elem = block.getElementType();
+  if (!isMemoryElementType(elem) || elem.isInteger(1))
+    return emitError() << "a tensor descriptor's block holds f16, bf16, f32, f64 or "
+                          "i8/i16/i32/i64 elements, got "
+                       << elem;
+  for (int64_t d : block.getShape())
+    if (d > 256)
+      return emitError() << "a tensor descriptor's block extents are at most 256 (TMA's box "
+                            "limit), got "
+                         << block;
+  int64_t innerBytes = block.getShape().back() * elem.getIntOrFloatBitWidth() / 8;
+  if (innerBytes % 16 != 0)
+    return emitError() << "a tensor descriptor's innermost block extent must span a multiple "
+                          "of 16 bytes (TMA moves 16-byte units), got "
+                       << innerBytes << " bytes in " << block;
+  return success();
+}
+
 namespace tegula::tile {
 
 bool hasTileShape(Type type) {

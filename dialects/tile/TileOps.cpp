@@ -250,6 +250,50 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// tensor descriptors
+//===----------------------------------------------------------------------===//
+
+LogicalResult MakeTensorDescriptorOp::verify() {
+  RankedTensorType block = getType().getBlockType();
+  if (getBase().getType().getPointeeType() != block.getElementType())
+    return emitOpError() << "base points at " << getBase().getType().getPointeeType()
+                         << " but the block holds " << block.getElementType();
+  if (getShape().size() != size_t(block.getRank()) ||
+      getStrides().size() != size_t(block.getRank()))
+    return emitOpError() << "needs " << block.getRank() << " extents and strides for a rank-"
+                         << block.getRank() << " block, got " << getShape().size() << " and "
+                         << getStrides().size();
+  APInt inner;
+  if (matchPattern(getStrides().back(), m_ConstantInt(&inner)) && !inner.isOne())
+    return emitOpError() << "the innermost stride must be 1, got " << inner.getSExtValue();
+  return success();
+}
+
+namespace {
+LogicalResult verifyDescriptorAccess(Operation *op, TensorDescType desc, size_t offsets,
+                                     Type tile) {
+  RankedTensorType block = desc.getBlockType();
+  if (offsets != size_t(block.getRank()))
+    return op->emitOpError() << "needs " << block.getRank() << " offsets, got " << offsets;
+  // The tile may carry a layout (tilegpu); shape and elements must match.
+  auto t = dyn_cast<RankedTensorType>(tile);
+  if (!t || t.getShape() != block.getShape() || t.getElementType() != block.getElementType())
+    return op->emitOpError() << "accesses " << tile << " through a descriptor of " << block
+                             << " blocks";
+  return success();
+}
+} // namespace
+
+LogicalResult DescriptorLoadOp::verify() {
+  return verifyDescriptorAccess(*this, getDesc().getType(), getOffsets().size(), getType());
+}
+
+LogicalResult DescriptorStoreOp::verify() {
+  return verifyDescriptorAccess(*this, getDesc().getType(), getOffsets().size(),
+                                getValue().getType());
+}
+
+//===----------------------------------------------------------------------===//
 // load / store
 //===----------------------------------------------------------------------===//
 

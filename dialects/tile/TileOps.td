@@ -176,6 +176,46 @@ def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor descriptors (block access to a strided global tensor; TMA on sm_90a)
+//===----------------------------------------------------------------------===//
+
+def Tile_MakeTensorDescriptorOp : Tile_Op<"make_tensor_descriptor", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "Describe a strided global tensor accessed one block at a time";
+  let description = [{
+    `shape` and `strides` (in elements) have one entry per dimension of the
+    block type; the innermost stride is 1. The base must be 16-byte aligned
+    and the other strides multiples of 16 bytes (TMA's rules, checked on
+    every backend so a kernel behaves the same everywhere).
+  }];
+  let arguments = (ins Tile_PtrType:$base, Variadic<I64>:$shape, Variadic<I64>:$strides);
+  let results = (outs Tile_TensorDescType:$result);
+  let assemblyFormat = [{
+    $base `,` `[` $shape `]` `,` `[` $strides `]` attr-dict `:` type($base) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_DescriptorLoadOp : Tile_Op<"descriptor_load", [
+    MemoryEffects<[MemRead<Tile_GlobalMemory>]>]> {
+  let summary = "Load the block at `offsets`; elements outside the tensor read as zero";
+  let arguments = (ins Tile_TensorDescType:$desc, Variadic<I32>:$offsets);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$desc `[` $offsets `]` attr-dict `:` type($desc) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_DescriptorStoreOp : Tile_Op<"descriptor_store", [
+    MemoryEffects<[MemWrite<Tile_GlobalMemory>]>]> {
+  let summary = "Store a block at `offsets`; elements outside the tensor are not written";
+  let arguments = (ins Tile_TensorDescType:$desc, Variadic<I32>:$offsets, Tile_Tensor:$value);
+  let assemblyFormat = [{
+    $desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//
 

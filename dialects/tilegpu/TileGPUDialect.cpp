@@ -162,6 +162,10 @@ namespace {
 int32_t passAlong(Attribute parent, unsigned dim) {
   if (auto b = dyn_cast<BlockedEncodingAttr>(parent))
     return b.getSizePerThread()[dim] * b.getThreadsPerWarp()[dim] * b.getWarpsPerCTA()[dim];
+  // A slice of a slice (a 3-D tile built from 1-D ranges): the parent's
+  // dimension `dim` is its own parent's dimension past the one it removed.
+  if (auto sl = dyn_cast<SliceEncodingAttr>(parent))
+    return passAlong(sl.getParent(), dim >= sl.getDim() ? dim + 1 : dim);
   auto mma = cast<MmaEncodingAttr>(parent);
   return (dim == 0 ? 16 : 8) * mma.getWarpsPerCTA()[dim];
 }

@@ -204,6 +204,9 @@ struct CompiledKernel {
   /// when it exceeds the 48 KiB a kernel may declare statically (0 below).
   int dynamic_shared_bytes = 0;
   std::string ptxas_log;
+  /// Internal: the TMA tensor maps each launch encodes and appends as
+  /// hidden parameters (one line each; runtime/TensorMap.h). Empty: none.
+  std::string tensor_maps;
 };
 
 /// A traced, specialisable, launchable kernel. Cheap to copy (shared state).

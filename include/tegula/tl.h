@@ -272,6 +272,47 @@ TEGULA_TL_ATOMIC(atomic_xor, atomic_op::xor_)
 tensor atomic_cas(const tensor &ptrs, operand cmp, operand value);
 
 //===----------------------------------------------------------------------===//
+// Tensor descriptors: a strided global tensor read and written one block at a
+// time. On sm_90a each becomes a TMA tensor map encoded on the host at launch
+// (docs/hopper.md); elsewhere, masked loads and stores. Every backend applies
+// TMA's rules, so a kernel behaves the same on all of them.
+//
+//   auto a = tl::make_tensor_descriptor(a_ptr, {M, K}, {K, 1}, {BM, BK});
+//   tl::tensor tile = a.load({pid_m * BM, k});   // zeros outside [0, M) x [0, K)
+//===----------------------------------------------------------------------===//
+
+class tensor_descriptor {
+public:
+  tensor_descriptor() = default;
+  explicit tensor_descriptor(const tensor &handle) : handle_(handle) {}
+
+  /// The block whose first element is at `offsets` (one element coordinate
+  /// per dimension, i32, may be negative); elements outside the tensor read
+  /// as zero.
+  tensor load(const std::vector<operand> &offsets, Loc loc = Loc::current()) const;
+  /// Write `value` (converted to the element type, broadcast to the block)
+  /// at `offsets`; elements outside the tensor are not written.
+  void store(const std::vector<operand> &offsets, operand value,
+             Loc loc = Loc::current()) const;
+  Shape block_shape(Loc loc = Loc::current()) const;
+  DType dtype(Loc loc = Loc::current()) const;
+  /// The traced descriptor value.
+  const tensor &handle() const { return handle_; }
+
+private:
+  tensor handle_;
+};
+
+/// Describe the tensor at `base` with extents `shape` and `strides` (in
+/// elements, outermost first; the innermost stride is 1), accessed in blocks
+/// of `block_shape` (power-of-two extents <= 256, the innermost spanning a
+/// multiple of 16 bytes). At run time `base` must be 16-byte aligned and the
+/// other strides multiples of 16 bytes.
+tensor_descriptor make_tensor_descriptor(const tensor &base, const std::vector<operand> &shape,
+                                         const std::vector<operand> &strides,
+                                         const Shape &block_shape, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
 // Debugging: printed once per program by every backend.
 //===----------------------------------------------------------------------===//
 

@@ -892,3 +892,60 @@ func.func @expand_dims_of_rank0(%c: tensor<f32>) {
   %0 = tile.expand_dims %c {axis = 0 : i32} : tensor<f32> -> tensor<1xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tensor descriptors
+//===----------------------------------------------------------------------===//
+
+// TMA boxes are at most 256 elements along each dimension.
+// expected-error @+1 {{a tensor descriptor's block extents are at most 256 (TMA's box limit), got 'tensor<4x512xf32>'}}
+func.func private @desc_too_wide(!tile.tensordesc<tensor<4x512xf32>>)
+
+// -----
+
+// TMA moves 16-byte units: 2 floats are 8 bytes.
+// expected-error @+1 {{a tensor descriptor's innermost block extent must span a multiple of 16 bytes (TMA moves 16-byte units), got 8 bytes in 'tensor<16x2xf32>'}}
+func.func private @desc_inner_too_narrow(!tile.tensordesc<tensor<16x2xf32>>)
+
+// -----
+
+func.func @desc_base_type(%p: !tile.ptr<f16>, %n: i64) {
+  // expected-error @+1 {{'tile.make_tensor_descriptor' op base points at 'f16' but the block holds 'f32'}}
+  %d = tile.make_tensor_descriptor %p, [%n, %n], [%n, %n] : !tile.ptr<f16> -> !tile.tensordesc<tensor<16x16xf32>>
+  return
+}
+
+// -----
+
+func.func @desc_rank(%p: !tile.ptr<f32>, %n: i64) {
+  // expected-error @+1 {{'tile.make_tensor_descriptor' op needs 2 extents and strides for a rank-2 block, got 1 and 2}}
+  %d = tile.make_tensor_descriptor %p, [%n], [%n, %n] : !tile.ptr<f32> -> !tile.tensordesc<tensor<16x16xf32>>
+  return
+}
+
+// -----
+
+func.func @desc_inner_stride(%p: !tile.ptr<f32>, %n: i64) {
+  %c2 = arith.constant 2 : i64
+  // expected-error @+1 {{'tile.make_tensor_descriptor' op the innermost stride must be 1, got 2}}
+  %d = tile.make_tensor_descriptor %p, [%n, %n], [%n, %c2] : !tile.ptr<f32> -> !tile.tensordesc<tensor<16x16xf32>>
+  return
+}
+
+// -----
+
+func.func @desc_load_offsets(%d: !tile.tensordesc<tensor<16x16xf32>>, %i: i32) {
+  // expected-error @+1 {{'tile.descriptor_load' op needs 2 offsets, got 1}}
+  %t = tile.descriptor_load %d[%i] : !tile.tensordesc<tensor<16x16xf32>> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @desc_store_type(%d: !tile.tensordesc<tensor<16x16xf32>>, %i: i32, %v: tensor<16x16xf16>) {
+  // expected-error @+1 {{'tile.descriptor_store' op accesses 'tensor<16x16xf16>' through a descriptor of 'tensor<16x16xf32>' blocks}}
+  tile.descriptor_store %d[%i, %i], %v : !tile.tensordesc<tensor<16x16xf32>>, tensor<16x16xf16>
+  return
+}

@@ -1,0 +1,117 @@
+//===- UseTma.cpp - serve tensor-descriptor loads with TMA (sm_90a) -------===//
+//
+// Pass `use-tma`: a `tile.make_tensor_descriptor` whose base, extents and
+// strides are kernel arguments (possibly widened) or constants can be
+// encoded on the host at launch. For each, the kernel gets a hidden
+// argument - the 128-byte tensor map, by value in param space
+// (`llvm.byval`, 64-byte aligned; lower-tilegpu-to-llvm makes it
+// `nvvm.grid_constant` once the function is a kernel, so its address can be
+// taken) - and the module's `tilegpu.tensor_maps` records how a launch
+// builds it (runtime/TensorMap.h, argument numbers counting the kernel's
+// runtime arguments). The descriptor is marked `tilegpu.tensor_map = N`
+// (its argument) and its loads `tilegpu.tma`; `lower-tilegpu-to-llvm`
+// turns those into cp.async.bulk.tensor with an mbarrier. Stores through it
+// stay masked stores (lower-tensor-descriptors).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/Passes.h"
+#include "runtime/TensorMap.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
+
+namespace tegula {
+#define GEN_PASS_DEF_USETMA
+#include "compiler/transforms/Passes.h.inc"
+} // namespace tegula
+
+using namespace mlir;
+using namespace tegula;
+
+namespace {
+
+/// The kernel argument or constant `v` is, seen through widening casts.
+std::optional<runtime::TensorMapValue> hostValue(Value v, func::FuncOp fn) {
+  while (auto ext = v.getDefiningOp<arith::ExtSIOp>())
+    v = ext.getIn();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (arg.getOwner() == &fn.getBody().front())
+      return runtime::TensorMapValue{int(arg.getArgNumber()), 0};
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return runtime::TensorMapValue{-1, c.getSExtValue()};
+  return std::nullopt;
+}
+
+std::optional<DType> dtypeOf(Type t) {
+  if (t.isF16()) return DType::f16;
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF32()) return DType::f32;
+  if (t.isF64()) return DType::f64;
+  if (t.isInteger(8)) return DType::i8;
+  if (t.isInteger(16)) return DType::i16;
+  if (t.isInteger(32)) return DType::i32;
+  if (t.isInteger(64)) return DType::i64;
+  return std::nullopt;
+}
+
+struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    std::vector<runtime::TensorMapSpec> specs;
+    module.walk([&](func::FuncOp fn) {
+      if (!fn->hasAttr("tile.kernel"))
+        return;
+      SmallVector<tile::MakeTensorDescriptorOp> descs;
+      fn.walk([&](tile::MakeTensorDescriptorOp d) { descs.push_back(d); });
+      for (tile::MakeTensorDescriptorOp desc : descs) {
+        auto loads = llvm::make_filter_range(desc->getUsers(), [](Operation *u) {
+          return isa<tile::DescriptorLoadOp>(u);
+        });
+        if (loads.empty())
+          continue;
+        runtime::TensorMapSpec spec;
+        auto base = dyn_cast<BlockArgument>(desc.getBase());
+        if (!base || base.getOwner() != &fn.getBody().front())
+          continue; // an offset base: the masked path handles it
+        spec.base = int(base.getArgNumber());
+        bool hostKnown = true;
+        for (auto [values, out] : {std::pair{desc.getShape(), &spec.shape},
+                                   std::pair{desc.getStrides(), &spec.strides}})
+          for (Value v : values) {
+            auto hv = hostValue(v, fn);
+            hostKnown = hostKnown && hv.has_value();
+            if (hv)
+              out->push_back(*hv);
+          }
+        RankedTensorType block = desc.getType().getBlockType();
+        std::optional<DType> dtype = dtypeOf(block.getElementType());
+        if (!hostKnown || !dtype)
+          continue;
+        spec.box.assign(block.getShape().begin(), block.getShape().end());
+        spec.dtype = *dtype;
+
+        // The hidden argument: the tensor map, by value.
+        unsigned argNo = fn.getNumArguments();
+        auto ptr = LLVM::LLVMPointerType::get(ctx);
+        if (failed(fn.insertArgument(argNo, ptr, DictionaryAttr(), desc.getLoc())))
+          return signalPassFailure();
+        Builder b(ctx);
+        fn.setArgAttr(argNo, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
+        fn.setArgAttr(argNo, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+        desc->setAttr("tilegpu.tensor_map", b.getI32IntegerAttr(int32_t(argNo)));
+        for (Operation *load : loads)
+          load->setAttr("tilegpu.tma", b.getUnitAttr());
+        specs.push_back(std::move(spec));
+      }
+    });
+    if (!specs.empty())
+      module->setAttr("tilegpu.tensor_maps",
+                      StringAttr::get(ctx, runtime::serializeTensorMaps(specs)));
+  }
+};
+
+} // namespace

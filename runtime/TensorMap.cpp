@@ -1,0 +1,151 @@
+//===- TensorMap.cpp - resolving and encoding TMA tensor maps -------------===//
+#include "runtime/TensorMap.h"
+
+#include "runtime/CudaDriver.h"
+#include "tegula/error.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace tegula::runtime {
+
+namespace {
+// (The runtime library does not link the DSL, where dtype_size lives.)
+int64_t elementBytes(DType t) {
+  switch (t) {
+  case DType::i1: case DType::i8: return 1;
+  case DType::i16: case DType::f16: case DType::bf16: return 2;
+  case DType::i32: case DType::f32: return 4;
+  case DType::i64: case DType::f64: return 8;
+  }
+  return 1;
+}
+
+std::string paramName(const std::vector<std::string> &names, int i) {
+  return size_t(i) < names.size() ? names[size_t(i)] : fmt::format("arg{}", i);
+}
+
+int64_t valueOf(const TensorMapValue &v, const std::vector<Arg> &args) {
+  return v.arg >= 0 ? args.at(size_t(v.arg)).as_int() : v.value;
+}
+
+std::string describe(const TensorMapValue &v, const std::vector<std::string> &names) {
+  return v.arg >= 0 ? fmt::format(" (argument '{}')", paramName(names, v.arg)) : std::string();
+}
+} // namespace
+
+ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
+                                   const std::vector<Arg> &args,
+                                   const std::vector<std::string> &paramNames,
+                                   const std::string &kernel) {
+  ResolvedTensorMap r;
+  r.address = address;
+  r.dtype = spec.dtype;
+  const std::string what =
+      fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
+                  paramName(paramNames, spec.base));
+  if (address % 16 != 0)
+    throw Error(fmt::format("{} needs a 16-byte aligned base (TMA), but its address is {} mod 16",
+                            what, address % 16));
+  const int64_t elem = elementBytes(spec.dtype);
+  const size_t rank = spec.shape.size();
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t extent = valueOf(spec.shape[d], args);
+    if (extent < 1 || extent > (int64_t(1) << 32))
+      throw Error(fmt::format("{}: extent {} is {}{}; extents are 1 to 2^32", what, d, extent,
+                              describe(spec.shape[d], paramNames)));
+    r.shape.push_back(uint64_t(extent));
+    int64_t stride = valueOf(spec.strides[d], args);
+    if (d + 1 < rank && (stride < 1 || (stride * elem) % 16 != 0 || stride * elem >= (int64_t(1) << 40)))
+      throw Error(fmt::format("{}: stride {} is {} elements ({} bytes){}; a stride must each be a "
+                              "positive multiple of 16 bytes below 2^40",
+                              what, d, stride, stride * elem, describe(spec.strides[d], paramNames)));
+    r.strideBytes.push_back(uint64_t(stride * elem));
+    r.box.push_back(uint32_t(spec.box[d]));
+  }
+  return r;
+}
+
+TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel) {
+  Driver &d = Driver::get();
+  CUtensorMapDataType type;
+  switch (map.dtype) {
+  case DType::i8: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+  case DType::i16: type = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
+  case DType::i32: type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+  case DType::i64: type = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
+  case DType::f16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+  case DType::bf16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+  case DType::f32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+  case DType::f64: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+  default:
+    throw Error(fmt::format("kernel '{}': TMA has no tensor maps of booleans", kernel));
+  }
+  // The driver wants dimensions innermost first, and strides without the
+  // innermost (it is the element size).
+  const size_t rank = map.shape.size();
+  std::vector<cuuint64_t> dims(rank), strides(rank > 1 ? rank - 1 : 1);
+  std::vector<cuuint32_t> box(rank), elementStrides(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    dims[i] = map.shape[rank - 1 - i];
+    box[i] = map.box[rank - 1 - i];
+    if (i + 1 < rank)
+      strides[i] = map.strideBytes[rank - 2 - i];
+  }
+  TensorMapBytes out;
+  static_assert(sizeof(CUtensorMap) == sizeof(out.bytes));
+  d.check(d.cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap *>(out.bytes.data()), type,
+                                   cuuint32_t(rank), reinterpret_cast<void *>(map.address),
+                                   dims.data(), strides.data(), box.data(), elementStrides.data(),
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+          "cuTensorMapEncodeTiled", kernel);
+  return out;
+}
+
+// One spec per line: "base dtype rank  (arg value){shape} (arg value){strides} box..."
+std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs) {
+  std::string out;
+  for (const TensorMapSpec &s : specs) {
+    out += fmt::format("{} {} {}", s.base, int(s.dtype), s.shape.size());
+    for (const auto *values : {&s.shape, &s.strides})
+      for (const TensorMapValue &v : *values)
+        out += fmt::format(" {} {}", v.arg, v.value);
+    for (int32_t b : s.box)
+      out += fmt::format(" {}", b);
+    out += "\n";
+  }
+  return out;
+}
+
+std::vector<TensorMapSpec> parseTensorMaps(const std::string &text) {
+  std::vector<TensorMapSpec> specs;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty())
+      continue;
+    std::istringstream in(line);
+    TensorMapSpec s;
+    int dtype = 0;
+    size_t rank = 0;
+    in >> s.base >> dtype >> rank;
+    s.dtype = DType(dtype);
+    s.shape.resize(rank);
+    s.strides.resize(rank);
+    for (auto *values : {&s.shape, &s.strides})
+      for (TensorMapValue &v : *values)
+        in >> v.arg >> v.value;
+    s.box.resize(rank);
+    for (int32_t &b : s.box)
+      in >> b;
+    if (!in)
+      throw Error("corrupt tensor-map record in a compiled kernel: '" + line + "'");
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+} // namespace tegula::runtime

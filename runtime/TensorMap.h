@@ -1,0 +1,71 @@
+//===- TensorMap.h - TMA tensor maps a launch encodes on the host -*- C++ -*-===//
+//
+// A tensor descriptor the compiler hands to TMA (sm_90a) becomes a hidden
+// kernel parameter: a 128-byte tensor map, passed by value
+// (__grid_constant__). The compiler records how to build it from the launch
+// arguments (TensorMapSpec); each launch resolves the spec against its
+// arguments, checks TMA's rules with errors that name the parameter, and
+// encodes it - with cuTensorMapEncodeTiled on the GPU, in the simulator's
+// own format (simulator/Tma.h) in the simulator.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tegula/kernel.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tegula::runtime {
+
+/// Where one extent or stride comes from: a launch argument (`arg` >= 0,
+/// an index into the kernel's parameters) or a constant.
+struct TensorMapValue {
+  int arg = -1;
+  int64_t value = 0;
+};
+
+/// How to build one tensor map from a launch's arguments. Dimensions are
+/// outermost first, as the kernel writes them.
+struct TensorMapSpec {
+  int base = 0; // the parameter whose buffer the map describes
+  std::vector<TensorMapValue> shape, strides; // elements
+  std::vector<int32_t> box;                   // the block shape
+  DType dtype = DType::f32;
+};
+
+/// A spec resolved against one launch: what the encoder needs.
+struct ResolvedTensorMap {
+  uint64_t address = 0; // of the first element, as the kernel sees it
+  std::vector<uint64_t> shape, strideBytes; // outermost first; strideBytes[rank-1] = element size
+  std::vector<uint32_t> box;
+  DType dtype = DType::f32;
+};
+
+/// Resolve `spec` for a launch whose buffer `spec.base` sits at `address`
+/// (the device address on the GPU, the host address in the simulator).
+/// Throws tegula::Error naming the kernel and parameter when TMA's rules
+/// fail: a 16-byte aligned base, strides that are positive multiples of
+/// 16 bytes below 2^40, extents from 1 to 2^32.
+ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
+                                   const std::vector<Arg> &args,
+                                   const std::vector<std::string> &paramNames,
+                                   const std::string &kernel);
+
+/// The 128 bytes of a tensor map, 64-byte aligned as a kernel parameter.
+struct alignas(64) TensorMapBytes {
+  std::array<uint8_t, 128> bytes{};
+};
+
+/// Encode for the GPU with the driver's cuTensorMapEncodeTiled (no swizzle,
+/// out-of-bounds elements read as zero).
+TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel);
+
+/// The specs as text and back: they travel in the kernel cache beside the
+/// cubin and in the lowered module as an attribute.
+std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs);
+std::vector<TensorMapSpec> parseTensorMaps(const std::string &text);
+
+} // namespace tegula::runtime

@@ -1,0 +1,259 @@
+//===- Tma.cpp - mbarriers and TMA bulk tensor copies in the simulator ----===//
+#include "simulator/Tma.h"
+
+#include "simulator/Runtime.h"
+#include "tegula/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+namespace tegula::sim {
+namespace {
+
+/// The simulator's tensor map: what cuTensorMapEncodeTiled would take.
+struct SimTensorMap {
+  static constexpr uint32_t kMagic = 0x4d544754; // "TGTM"
+  uint32_t magic = kMagic;
+  uint32_t rank = 0, elementBytes = 0, pad = 0;
+  uint64_t address = 0;
+  uint64_t shape[5] = {}, strideBytes[5] = {}; // outermost first
+  uint32_t box[5] = {};
+};
+static_assert(sizeof(SimTensorMap) <= sizeof(runtime::TensorMapBytes::bytes));
+
+struct Barrier {
+  uint32_t count = 0, pending = 0;
+  int64_t tx = 0;
+  uint32_t completions = 0; // phases completed since init
+};
+
+/// A bulk copy's bytes [begin, end) of shared memory, owned by the async
+/// proxy until the phase `completion` of the barrier at `barrier` completes.
+struct Copy {
+  size_t begin = 0, end = 0, barrier = 0;
+  uint32_t completion = 0, site = 0;
+};
+
+struct State {
+  std::map<size_t, Barrier> barriers; // by shared offset
+  std::vector<uint32_t> owner;        // per shared byte: copy index + 1, or 0
+  std::vector<Copy> copies;
+  std::map<std::pair<int, size_t>, uint32_t> observed; // (thread, barrier) -> completions seen
+  uint64_t failedWaits = 0;
+};
+
+State *existingState() {
+  return static_cast<State *>(ctaExtension(CtaExtension::Tma).get());
+}
+
+State &state() {
+  std::shared_ptr<void> &ext = ctaExtension(CtaExtension::Tma);
+  if (!ext) {
+    auto s = std::make_shared<State>();
+    s->owner.assign(sharedBytes(), 0);
+    ext = s;
+  }
+  return *static_cast<State *>(ext.get());
+}
+
+size_t offsetOf(const void *p, size_t bytes, const char *what, uint32_t site) {
+  const auto *q = static_cast<const uint8_t *>(p);
+  if (q < sharedBase() || q + bytes > sharedBase() + sharedBytes())
+    fail(site, fmt::format("{} at an address outside the CTA's {} bytes of shared memory", what,
+                           sharedBytes()));
+  return size_t(q - sharedBase());
+}
+
+Barrier &barrierAt(State &s, void *bar, const char *what, uint32_t site) {
+  size_t offset = offsetOf(bar, 8, what, site);
+  if (offset % 8 != 0)
+    fail(site, fmt::format("{}: the mbarrier at shared offset {} is not 8-byte aligned", what, offset));
+  auto it = s.barriers.find(offset);
+  if (it == s.barriers.end())
+    fail(site, fmt::format("{} uses the mbarrier at shared offset {}, which no mbarrier.init "
+                           "initialised (or which was invalidated)",
+                           what, offset));
+  return it->second;
+}
+
+/// The copies of a barrier that is (re)initialised or invalidated are over:
+/// their bytes are ordinary shared memory again.
+void releaseCopies(State &s, size_t barrier) {
+  for (size_t i = 0; i < s.copies.size(); ++i) {
+    Copy &c = s.copies[i];
+    if (c.barrier != barrier || c.begin == c.end)
+      continue;
+    for (size_t b = c.begin; b < c.end; ++b)
+      if (s.owner[b] == i + 1)
+        s.owner[b] = 0;
+    c.begin = c.end = 0;
+  }
+  for (auto it = s.observed.begin(); it != s.observed.end();)
+    it = it->first.second == barrier ? s.observed.erase(it) : std::next(it);
+}
+
+void completeIfDone(Barrier &b) {
+  if (b.pending == 0 && b.tx == 0) {
+    ++b.completions;
+    b.pending = b.count;
+  }
+}
+
+bool observedBy(const State &s, const Copy &c, int thread) {
+  auto it = s.observed.find({thread, c.barrier});
+  return it != s.observed.end() && it->second >= c.completion;
+}
+
+} // namespace
+
+runtime::TensorMapBytes encodeForSimulator(const runtime::ResolvedTensorMap &map) {
+  SimTensorMap m;
+  m.rank = uint32_t(map.shape.size());
+  m.elementBytes = uint32_t(map.strideBytes.back());
+  m.address = map.address;
+  for (size_t d = 0; d < map.shape.size(); ++d) {
+    m.shape[d] = map.shape[d];
+    m.strideBytes[d] = map.strideBytes[d];
+    m.box[d] = map.box[d];
+  }
+  runtime::TensorMapBytes out;
+  std::memcpy(out.bytes.data(), &m, sizeof m);
+  return out;
+}
+
+void mbarrierInit(void *bar, uint32_t count, uint32_t site) {
+  State &s = state();
+  size_t offset = offsetOf(bar, 8, "mbarrier.init", site);
+  if (count == 0)
+    fail(site, "mbarrier.init with an arrival count of 0");
+  releaseCopies(s, offset);
+  s.barriers[offset] = Barrier{count, count, 0, 0};
+}
+
+void mbarrierArriveExpectTx(void *bar, uint32_t bytes, uint32_t site) {
+  State &s = state();
+  Barrier &b = barrierAt(s, bar, "mbarrier.arrive.expect_tx", site);
+  b.tx += bytes;
+  if (b.pending == 0)
+    fail(site, "mbarrier.arrive.expect_tx: more arrivals than the mbarrier's count in one phase");
+  --b.pending;
+  completeIfDone(b);
+}
+
+bool mbarrierTryWait(void *bar, uint32_t parity, uint32_t site) {
+  State &s = state();
+  size_t offset = offsetOf(bar, 8, "mbarrier.try_wait", site);
+  Barrier &b = barrierAt(s, bar, "mbarrier.try_wait.parity", site);
+  if (b.completions % 2 == parity % 2) { // that phase is still running
+    if (++s.failedWaits > 1'000'000)
+      fail(site, fmt::format("deadlock: the mbarrier at shared offset {} never completes its "
+                             "phase {} ({} arrivals and {} transaction bytes still pending)",
+                             offset, b.completions, b.pending, b.tx));
+    yieldThread();
+    return false;
+  }
+  s.failedWaits = 0;
+  // The latest completed phase with this parity.
+  uint32_t seen = b.completions - ((b.completions - 1) % 2 == parity % 2 ? 0 : 1);
+  uint32_t &mine = s.observed[{threadId(), offset}];
+  mine = std::max(mine, seen);
+  return true;
+}
+
+void mbarrierInval(void *bar, uint32_t site) {
+  State &s = state();
+  size_t offset = offsetOf(bar, 8, "mbarrier.inval", site);
+  barrierAt(s, bar, "mbarrier.inval", site);
+  releaseCopies(s, offset);
+  s.barriers.erase(offset);
+}
+
+void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int rank, void *bar,
+                    uint32_t site) {
+  State &s = state();
+  SimTensorMap map;
+  std::memcpy(&map, mapPtr, sizeof map);
+  if (map.magic != SimTensorMap::kMagic)
+    fail(site, "cp.async.bulk.tensor: the tensor map was not encoded by this simulator's launch "
+               "(it must be a kernel parameter the launch filled in)");
+  if (int(map.rank) != rank)
+    fail(site, fmt::format("cp.async.bulk.tensor.{}d with a rank-{} tensor map", rank, map.rank));
+  Barrier &b = barrierAt(s, bar, "cp.async.bulk.tensor", site);
+  size_t elements = 1;
+  for (int d = 0; d < rank; ++d)
+    elements *= map.box[d];
+  const size_t bytes = elements * map.elementBytes;
+  size_t offset = offsetOf(dst, bytes, "cp.async.bulk.tensor writes its box", site);
+  if (offset % 128 != 0)
+    fail(site, fmt::format("cp.async.bulk.tensor: the destination (shared offset {}) must be "
+                           "128-byte aligned",
+                           offset));
+  auto *out = static_cast<uint8_t *>(dst);
+  std::vector<int64_t> idx(size_t(rank), 0);
+  for (size_t e = 0; e < elements; ++e) {
+    bool inside = true;
+    uint64_t address = map.address;
+    for (int d = 0; d < rank; ++d) {
+      int64_t c = int64_t(coords[rank - 1 - d]) + idx[size_t(d)]; // PTX: innermost first
+      inside = inside && c >= 0 && uint64_t(c) < map.shape[d];
+      address += uint64_t(c) * map.strideBytes[d];
+    }
+    uint8_t *to = out + e * map.elementBytes;
+    if (inside) {
+      const auto *from = reinterpret_cast<const uint8_t *>(address);
+      checkAccess(from, map.elementBytes, AccessKind::Read, Space::Global, site);
+      std::memcpy(to, from, map.elementBytes);
+    } else {
+      std::memset(to, 0, map.elementBytes);
+    }
+    for (int d = rank - 1; d >= 0; --d) { // row-major increment
+      if (++idx[size_t(d)] < map.box[d])
+        break;
+      idx[size_t(d)] = 0;
+    }
+  }
+  asyncProxyWrote(dst, bytes, site);
+  s.copies.push_back({offset, offset + bytes, offsetOf(bar, 8, "", site), b.completions + 1, site});
+  std::fill_n(s.owner.begin() + ptrdiff_t(offset), bytes, uint32_t(s.copies.size()));
+  b.tx -= int64_t(bytes);
+  completeIfDone(b);
+}
+
+void checkTmaRead(size_t offset, size_t bytes, uint32_t site) {
+  const State *s = existingState();
+  if (!s)
+    return;
+  for (size_t i = offset; i < offset + bytes && i < s->owner.size(); ++i) {
+    if (!s->owner[i])
+      continue;
+    const Copy &c = s->copies[s->owner[i] - 1];
+    if (!observedBy(*s, c, threadId()))
+      fail(site, fmt::format("thread {} reads shared byte {}, which the cp.async.bulk.tensor at {} "
+                             "writes asynchronously, before waiting for it (mbarrier.try_wait on "
+                             "the mbarrier at shared offset {} for phase {}): the copy may not "
+                             "have landed",
+                             threadId(), i, siteDescription(c.site), c.barrier, c.completion - 1));
+  }
+}
+
+void checkTmaWrite(size_t offset, size_t bytes, uint32_t site) {
+  State *s = existingState();
+  if (!s)
+    return;
+  for (size_t i = offset; i < offset + bytes && i < s->owner.size(); ++i) {
+    if (!s->owner[i])
+      continue;
+    const Copy &c = s->copies[s->owner[i] - 1];
+    if (!observedBy(*s, c, threadId()))
+      fail(site, fmt::format("thread {} writes shared byte {}, which the cp.async.bulk.tensor at "
+                             "{} is still writing (its mbarrier phase has not been waited for)",
+                             threadId(), i, siteDescription(c.site)));
+    s->owner[i] = 0;
+  }
+}
+
+} // namespace tegula::sim

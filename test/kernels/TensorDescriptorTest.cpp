@@ -1,0 +1,298 @@
+// TensorDescriptorTest.cpp - tl::make_tensor_descriptor: blocks of a strided
+// tensor loaded (zeros outside it) and stored (clipped to it). The
+// interpreter is checked against C++ references; the simulator - sm_80 code
+// (masked accesses) and sm_90a code - and the GPU when present against the
+// interpreter, on fresh random inputs with ragged shapes, negative offsets
+// and padded rows whose padding must stay untouched.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "examples/kernels.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuLaunch.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+/// out[i, j] = 2 * x[i - SHIFT, j] over an M x N tensor (row strides ldx,
+/// ldo): the top blocks read above row 0, the edge blocks past M and N.
+template <class T>
+void shifted_copy(tl::ptr<T> x, tl::ptr<T> out, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                  tl::scalar<int32_t> ldx, tl::scalar<int32_t> ldo, tl::constant<int> SHIFT,
+                  tl::constant<int> BM, tl::constant<int> BN) {
+  auto src = tl::make_tensor_descriptor(x, {M, N}, {ldx, 1}, {BM, BN});
+  auto dst = tl::make_tensor_descriptor(out, {M, N}, {ldo, 1}, {BM, BN});
+  tl::tensor i0 = tl::program_id(0) * BM, j0 = tl::program_id(1) * BN;
+  dst.store({i0, j0}, src.load({i0 - SHIFT, j0}) * 2.0f);
+}
+
+/// A 3-D tensor [D0, D1, D2] (strides s0, s1, 1): out = x + 1 block by block.
+inline void add_one_3d(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> d0,
+                       tl::scalar<int32_t> d1, tl::scalar<int32_t> d2, tl::scalar<int64_t> s0,
+                       tl::scalar<int64_t> s1, tl::constant<int> B) {
+  auto src = tl::make_tensor_descriptor(x, {d0, d1, d2}, {s0, s1, 1}, {2, B, B});
+  auto dst = tl::make_tensor_descriptor(out, {d0, d1, d2}, {s0, s1, 1}, {2, B, B});
+  std::vector<tl::operand> at = {tl::program_id(0) * 2, tl::program_id(1) * B,
+                                 tl::program_id(2) * B};
+  dst.store(at, src.load(at) + 1.0f);
+}
+
+constexpr float kUntouched = 777.0f;
+
+struct CopyShape {
+  int M, N, ldx, ldo, shift, BM, BN;
+};
+
+/// Runs shifted_copy and checks it against the definition; returns `out`.
+template <class T>
+std::vector<T> runShiftedCopy(const LaunchOptions &base, CopyShape s, const std::vector<T> &x) {
+  auto k = kernel("shifted_copy", shifted_copy<T>,
+                  {"x", "out", "M", "N", "ldx", "ldo", "SHIFT", "BM", "BN"});
+  // Two spare rows below M: a clipped store must not reach them either.
+  std::vector<T> out(size_t(s.M + 2) * size_t(s.ldo), T(kUntouched));
+  LaunchOptions o = base;
+  o.grid = {uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+  k(o, x, out, s.M, s.N, s.ldx, s.ldo, s.shift, s.BM, s.BN);
+  return out;
+}
+
+template <class T> void checkShiftedCopyAgainstDefinition() {
+  for (CopyShape s : {CopyShape{37, 40, 40, 48, 3, 16, 16}, CopyShape{64, 72, 80, 72, 0, 32, 32},
+                      CopyShape{5, 24, 32, 32, 9, 8, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} ldx={} ldo={} shift={} block {}x{}", s.M, s.N, s.ldx,
+                             s.ldo, s.shift, s.BM, s.BN));
+    auto x = random_vector<T>(size_t(s.M) * size_t(s.ldx));
+    auto out = runShiftedCopy<T>({.backend = Backend::Interp}, s, x);
+    for (int i = 0; i < s.M + 2; ++i)
+      for (int j = 0; j < s.ldo; ++j) {
+        float got = float(out[size_t(i) * size_t(s.ldo) + size_t(j)]);
+        float want = kUntouched;
+        if (i < s.M && j < s.N)
+          want = i - s.shift < 0 ? 0.0f : 2.0f * float(x[size_t(i - s.shift) * size_t(s.ldx) + size_t(j)]);
+        ASSERT_EQ(got, float(T(want))) << "at (" << i << ", " << j << ")";
+      }
+  }
+}
+
+TEST(TensorDescriptorInterp, ShiftedCopyF32) { checkShiftedCopyAgainstDefinition<float>(); }
+TEST(TensorDescriptorInterp, ShiftedCopyBf16) { checkShiftedCopyAgainstDefinition<bfloat16>(); }
+
+TEST(TensorDescriptorInterp, ThreeDimensionalBlocks) {
+  auto k = kernel("add_one_3d", add_one_3d, {"x", "out", "d0", "d1", "d2", "s0", "s1", "B"});
+  const int d0 = 3, d1 = 10, d2 = 12, s1 = 16, s0 = 11 * s1, B = 8;
+  auto x = random_vector<float>(size_t(d0) * size_t(s0));
+  std::vector<float> out(x.size(), kUntouched);
+  k({.grid = {2, 2, 2}, .backend = Backend::Interp}, x, out, d0, d1, d2, long(s0), long(s1), B);
+  for (int a = 0; a < d0; ++a)
+    for (int b = 0; b < s0 / s1; ++b)
+      for (int c = 0; c < s1; ++c) {
+        size_t at = size_t(a * s0 + b * s1 + c);
+        float want = b < d1 && c < d2 ? x[at] + 1.0f : kUntouched;
+        ASSERT_EQ(out[at], want) << a << "," << b << "," << c;
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Compiled code (simulator, GPU) against the interpreter
+//===----------------------------------------------------------------------===//
+
+struct Target {
+  Backend backend;
+  std::string chip;
+};
+void PrintTo(const Target &t, std::ostream *os) {
+  *os << (t.backend == Backend::GPU ? "gpu" : "sim") << " " << t.chip;
+}
+
+class TensorDescriptor : public ::testing::TestWithParam<Target> {
+protected:
+  void SetUp() override {
+    if (GetParam().backend != Backend::GPU)
+      return;
+    std::string why;
+    if (!runtime::Driver::available(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+    if (GetParam().chip == "sm_90a" && runtime::currentDevice().chip() != "sm_90a")
+      GTEST_SKIP() << "sm_90a code needs an sm_90a GPU; this one is "
+                   << runtime::currentDevice().chip();
+  }
+  LaunchOptions target(int warps = 4) const {
+    return {.num_warps = warps, .backend = GetParam().backend, .chip = GetParam().chip};
+  }
+};
+
+TEST_P(TensorDescriptor, ShiftedCopyMatchesTheInterpreter) {
+  for (CopyShape s : {CopyShape{37, 40, 40, 48, 3, 16, 16}, CopyShape{70, 72, 80, 72, 5, 32, 64}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} shift={} block {}x{}", s.M, s.N, s.shift, s.BM, s.BN));
+    auto x = random_vector<bfloat16>(size_t(s.M) * size_t(s.ldx));
+    auto want = runShiftedCopy<bfloat16>({.backend = Backend::Interp}, s, x);
+    auto got = runShiftedCopy<bfloat16>(target(), s, x);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(float(got[i]), float(want[i])) << "element " << i;
+  }
+}
+
+TEST_P(TensorDescriptor, ThreeDimensionalBlocksMatchTheInterpreter) {
+  auto k = kernel("add_one_3d", add_one_3d, {"x", "out", "d0", "d1", "d2", "s0", "s1", "B"});
+  const int d0 = 3, d1 = 10, d2 = 12, s1 = 16, s0 = 11 * s1, B = 8;
+  auto x = random_vector<float>(size_t(d0) * size_t(s0));
+  std::vector<float> want(x.size(), kUntouched), got = want;
+  k({.grid = {2, 2, 2}, .backend = Backend::Interp}, x, want, d0, d1, d2, long(s0), long(s1), B);
+  LaunchOptions o = target();
+  o.grid = {2, 2, 2};
+  k(o, x, got, d0, d1, d2, long(s0), long(s1), B);
+  EXPECT_EQ(got, want);
+}
+
+/// GEMM with every operand through a descriptor: ragged M, N, K and padded
+/// leading dimensions; the clipped store leaves C's padding alone.
+template <class T, tl::precision P = tl::precision::ieee>
+void checkMatmulDescriptors(const LaunchOptions &target, double tol) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<T, P>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  struct S { int M, N, K, BM, BN, BK; };
+  for (S s : {S{70, 40, 50, 64, 32, 16}, S{33, 72, 24, 32, 64, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    int lda = (s.K + 15) / 16 * 16, ldb = (s.N + 15) / 16 * 16 + 16, ldc = ldb;
+    auto a = random_vector<T>(size_t(s.M * lda)), b = random_vector<T>(size_t(s.K * ldb));
+    std::vector<T> want(size_t(s.M * ldc), T(kUntouched)), got = want;
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, lda, ldb, ldc, s.BM, s.BN, s.BK);
+    LaunchOptions o = target;
+    o.grid = g;
+    k(o, a, b, got, s.M, s.N, s.K, lda, ldb, ldc, s.BM, s.BN, s.BK);
+    for (int i = 0; i < s.M; ++i)
+      for (int j = s.N; j < ldc; ++j)
+        ASSERT_EQ(float(got[size_t(i * ldc + j)]), float(T(kUntouched))) << "padding (" << i << ", " << j << ")";
+    EXPECT_LT(rel_error(got, to_double(want)), tol);
+  }
+}
+
+TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
+TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
+
+std::string targetName(const ::testing::TestParamInfo<Target> &info) {
+  return fmt::format("{}_{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.chip);
+}
+INSTANTIATE_TEST_SUITE_P(Sim, TensorDescriptor,
+                         ::testing::Values(Target{Backend::Sim, "sm_80"}, Target{Backend::Sim, "sm_90a"}),
+                         targetName);
+INSTANTIATE_TEST_SUITE_P(Gpu, TensorDescriptor,
+                         ::testing::Values(Target{Backend::GPU, "sm_80"}, Target{Backend::GPU, "sm_90a"}),
+                         targetName);
+
+//===----------------------------------------------------------------------===//
+// What the compiler emits (no GPU needed; ptxas checks the code where present)
+//===----------------------------------------------------------------------===//
+
+TEST(TensorDescriptorPtx, LoadsUseTmaOnHopperAndMaskedLoadsElsewhere) {
+  auto k = kernel("shifted_copy", shifted_copy<bfloat16>,
+                  {"x", "out", "M", "N", "ldx", "ldo", "SHIFT", "BM", "BN"});
+  std::vector<bfloat16> x(64 * 64), out(64 * 64);
+  std::vector<Arg> args = {x, out, 64, 64, 64, 64, 1, 32, 64};
+  CompiledKernel hopper = k.compile(args, {.chip = "sm_90a"});
+  // The tensor map: a 128-byte, 64-byte aligned parameter after the kernel's own.
+  EXPECT_THAT(hopper.ptx, HasSubstr(".param .align 64 .b8 shifted_copy_param_6[128]"));
+  EXPECT_THAT(hopper.ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                                    "mbarrier::complete_tx::bytes"));
+  EXPECT_THAT(hopper.ptx, HasSubstr("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%rd"));
+  EXPECT_THAT(hopper.ptx, HasSubstr("mbarrier.try_wait.parity.shared::cta.b64"));
+  EXPECT_EQ(hopper.tensor_maps.empty(), false);
+  if (!hopper.cubin.empty())
+    EXPECT_EQ(hopper.spill_bytes, 0) << hopper.ptxas_log;
+  CompiledKernel ampere = k.compile(args, {.chip = "sm_80"});
+  EXPECT_THAT(ampere.ptx, Not(HasSubstr("cp.async.bulk")));
+  EXPECT_TRUE(ampere.tensor_maps.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Mistakes: reported at the user's line (tracing), or naming the argument
+//===----------------------------------------------------------------------===//
+
+void innermost_stride_not_one(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  FAILS_ON_NEXT_LINE();
+  auto d = tl::make_tensor_descriptor(x, {n, n}, {1, n}, {16, 16});
+  d.store({0, 0}, 0.0f);
+}
+void block_too_wide(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  FAILS_ON_NEXT_LINE();
+  auto d = tl::make_tensor_descriptor(x, {n, n}, {n, 1}, {4, 512});
+  d.store({0, 0}, 0.0f);
+}
+void inner_block_under_16_bytes(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  FAILS_ON_NEXT_LINE();
+  auto d = tl::make_tensor_descriptor(x, {n, n}, {n, 1}, {16, 2});
+  d.store({0, 0}, 0.0f);
+}
+void wrong_offset_count(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto d = tl::make_tensor_descriptor(x, {n, n}, {n, 1}, {16, 16});
+  FAILS_ON_NEXT_LINE();
+  d.store({0}, 0.0f);
+}
+void float_offset(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto d = tl::make_tensor_descriptor(x, {n, n}, {n, 1}, {16, 16});
+  FAILS_ON_NEXT_LINE();
+  d.store({0, 1.5}, 0.0f);
+}
+void shape_stride_mismatch(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  FAILS_ON_NEXT_LINE();
+  auto d = tl::make_tensor_descriptor(x, {n, n, n}, {n, 1}, {16, 16});
+  d.store({0, 0}, 0.0f);
+}
+
+TEST(TensorDescriptorErrors, ReportedAtTheUsersLine) {
+  struct Case {
+    void (*fn)(tl::ptr<float>, tl::scalar<int32_t>);
+    const char *what;
+  };
+  for (Case c : {Case{innermost_stride_not_one, "the innermost stride must be the literal 1"},
+                 Case{block_too_wide, "at most 256"},
+                 Case{inner_block_under_16_bytes, "multiple of 16 bytes"},
+                 Case{wrong_offset_count, "needs 2 offsets (one per dimension), got 1"},
+                 Case{float_offset, "offset 1 must be an integer, got a floating-point literal"},
+                 Case{shape_stride_mismatch, "needs 2 extents and 2 strides, got 3 and 2"}}) {
+    std::vector<float> x(256);
+    auto k = kernel("bad_descriptor", c.fn, {"x", "n"});
+    // Set by the kernel's FAILS_ON_NEXT_LINE while tracing.
+    std::string err = errorOf(k, {x, 16});
+    expectAtMarkedLine(err, "TensorDescriptorTest.cpp", c.what);
+  }
+}
+
+/// TMA's run-time rules: a 16-byte aligned base and strides of whole 16-byte
+/// units, checked by every backend.
+TEST(TensorDescriptorErrors, MisalignedStridesAndBasesAreRefused) {
+  auto k = kernel("shifted_copy", shifted_copy<float>,
+                  {"x", "out", "M", "N", "ldx", "ldo", "SHIFT", "BM", "BN"});
+  std::vector<float> x(40 * 40), out(40 * 40);
+  // ldx = 37 floats = 148 bytes: refused by the interpreter, by the masked
+  // code's assertion (sm_80) and by the tensor map's encoding (sm_90a).
+  for (std::string chip : {"interp", "sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    Backend b = chip == "interp" ? Backend::Interp : Backend::Sim;
+    try {
+      k({.grid = {1, 1}, .backend = b, .chip = chip == "interp" ? "" : chip}, x, out, 16, 16, 37,
+        40, 0, 16, 16);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr("stride 0")) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("multiple of 16 bytes")) << e.what();
+    }
+  }
+  std::span<float> shifted(x.data() + 1, x.size() - 1);
+  try {
+    k({.grid = {1, 1}, .backend = Backend::Interp}, shifted, out, 16, 16, 40, 40, 0, 16, 16);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("16-byte aligned")) << e.what();
+  }
+}
+
+} // namespace

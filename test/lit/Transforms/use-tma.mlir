@@ -1,0 +1,65 @@
+// RUN: tegula-opt %s -split-input-file -use-tma | FileCheck %s
+// RUN: tegula-opt %s -split-input-file -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+
+// A descriptor over kernel arguments (extents widened from i32) gets a
+// hidden tensor-map argument, recorded in tilegpu.tensor_maps (base argument
+// 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
+// constant 1, box 32 x 64); its load is marked for TMA.
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 0 3 0 3 0 -1 1 32 64\0A"}
+// CHECK-LABEL: func.func @copy
+// CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
+// CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
+// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma}
+
+// The lowering: the map is a grid-constant parameter; one thread initialises
+// the mbarrier behind the 4 KiB block, expects its bytes and issues the copy
+// (coordinates innermost first); everyone waits on phase 0.
+// LLVM-LABEL: llvm.func @copy
+// LLVM-SAME: %[[MAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant})
+// LLVM: fence.proxy.async.shared::cta;
+// LLVM: nvvm.barrier0
+// LLVM: "@$1 mbarrier.init.shared::cta.b64 [$0], 1;
+// LLVM: nvvm.barrier0
+// LLVM: llvm.inline_asm has_side_effects "@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], 4096;\0A@$3 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$4, $5}], [$2];", "l,l,l,b,r,r" %{{.*}}, %[[MAP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+// LLVM: mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], 0;
+// LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> bf16
+// LLVM: mbarrier.inval.shared::cta.b64
+module {
+  func.func @copy(%x: !tile.ptr<bf16>, %out: !tile.ptr<bf16>, %m: i32, %n: i32) attributes {tile.kernel} {
+    %c1 = arith.constant 1 : i64
+    %c0 = arith.constant 0 : i32
+    %m64 = arith.extsi %m : i32 to i64
+    %n64 = arith.extsi %n : i32 to i64
+    %d = tile.make_tensor_descriptor %x, [%m64, %n64], [%n64, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<32x64xbf16>>
+    %pid = tile.program_id x
+    %v = tile.descriptor_load %d[%pid, %c0] : !tile.tensordesc<tensor<32x64xbf16>> -> tensor<32x64xbf16>
+    %e = tile.make_tensor_descriptor %out, [%m64, %n64], [%n64, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<32x64xbf16>>
+    tile.descriptor_store %e[%pid, %c0], %v : !tile.tensordesc<tensor<32x64xbf16>>, tensor<32x64xbf16>
+    return
+  }
+}
+
+// -----
+
+// A base computed in the kernel, or a stride the host cannot know, stays
+// on the masked path: no hidden argument, no marks.
+// CHECK-NOT: tilegpu.tensor_maps
+// CHECK-LABEL: func.func @computed
+// CHECK-NOT: !llvm.ptr
+// CHECK-NOT: tilegpu.tma
+module {
+  func.func @computed(%x: !tile.ptr<f32>, %m: i64, %s: i64) attributes {tile.kernel} {
+    %c1 = arith.constant 1 : i64
+    %c0 = arith.constant 0 : i32
+    %c8 = arith.constant 8 : i64
+    %shifted = tile.addptr %x, %c8 : !tile.ptr<f32>, i64
+    %d = tile.make_tensor_descriptor %shifted, [%m, %m], [%m, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<16x16xf32>>
+    %v = tile.descriptor_load %d[%c0, %c0] : !tile.tensordesc<tensor<16x16xf32>> -> tensor<16x16xf32>
+    %twice = arith.muli %s, %s : i64
+    %e = tile.make_tensor_descriptor %x, [%m, %m], [%twice, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<16x16xf32>>
+    %w = tile.descriptor_load %e[%c0, %c0] : !tile.tensordesc<tensor<16x16xf32>> -> tensor<16x16xf32>
+    %sum = arith.addf %v, %w : tensor<16x16xf32>
+    tile.descriptor_store %e[%c0, %c0], %sum : !tile.tensordesc<tensor<16x16xf32>>, tensor<16x16xf32>
+    return
+  }
+}

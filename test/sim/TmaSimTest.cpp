@@ -1,0 +1,96 @@
+// TmaSimTest.cpp - TMA and mbarriers in the simulator: a tensor-descriptor
+// load lowered for sm_90a (cp.async.bulk.tensor completing on an mbarrier),
+// run as compiled, then with one of its synchronisation steps removed from
+// the LLVM module: each hazard must be reported at the user's line.
+#include "TestUtil.h"
+#include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
+#include "simulator/Simulator.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// out = x + 1 over an M x N row-major tensor, one 32 x 32 block per program.
+void add_one(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> M, tl::scalar<int32_t> N) {
+  auto desc = tl::make_tensor_descriptor(x, {M, N}, {N, 1}, {32, 32});
+  tl::tensor rows = tl::program_id(0) * 32 + tl::arange(0, 32);
+  tl::tensor cols = tl::program_id(1) * 32 + tl::arange(0, 32);
+  tl::tensor block = desc.load({tl::program_id(0) * 32, tl::program_id(1) * 32});
+  tl::store(out + rows.expand_dims(1) * N + cols.expand_dims(0), block + 1.0f,
+            (rows.expand_dims(1) < M) & (cols.expand_dims(0) < N));
+}
+
+/// Lower add_one for sm_90a, drop the inline PTX containing `drop` (none:
+/// keep all), and run it on a 40 x 48 tensor (2 x 2 programs, ragged).
+void runWithout(const std::string &drop, const std::string &expectedError) {
+  auto k = kernel("add_one", add_one, {"x", "out", "M", "N"});
+  const int M = 40, N = 48;
+  auto x = random_vector<float>(size_t(M * N));
+  auto ref = poisoned<float>(x.size());
+  k({.grid = {2, 2}, .backend = Backend::Interp}, x, ref, M, N);
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({x, ref, M, N}, "tile", true), &ctx);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 1, "sm_90a")));
+  int dropped = 0, copies = 0;
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    copies += op.getAsmString().contains("cp.async.bulk.tensor.2d");
+    if (!drop.empty() && op.getAsmString().contains(drop)) {
+      op.erase();
+      ++dropped;
+    }
+  });
+  ASSERT_EQ(copies, 1) << "the load did not become a TMA copy";
+  if (!drop.empty())
+    ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "add_one");
+  auto out = poisoned<float>(x.size());
+  std::vector<Arg> args = {Arg(x), Arg(out), Arg(M), Arg(N)};
+  if (expectedError.empty()) {
+    simulated->run({2, 2}, k.params(), {"x", "out", "M", "N"}, args);
+    EXPECT_EQ(out, ref);
+    return;
+  }
+  try {
+    simulated->run({2, 2}, k.params(), {"x", "out", "M", "N"}, args);
+    ADD_FAILURE() << "expected the hazard to be reported";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr(expectedError));
+    EXPECT_THAT(e.what(), HasSubstr("TmaSimTest.cpp:")); // the user's load
+  }
+}
+
+TEST(TmaSim, TheLoweringIsHazardFree) { runWithout("", ""); }
+
+/// Without the wait, threads read the block before the copy is known to
+/// have landed.
+TEST(TmaSim, AMissingMbarrierWaitIsReported) {
+  runWithout("mbarrier.try_wait", "before waiting for it (mbarrier.try_wait on the mbarrier");
+}
+
+TEST(TmaSim, AnUninitialisedMbarrierIsReported) {
+  runWithout("mbarrier.init", "which no mbarrier.init initialised");
+}
+
+/// No copy and no arrival: the phase never completes and every thread waits.
+TEST(TmaSim, APhaseThatNeverCompletesIsADeadlock) {
+  runWithout("cp.async.bulk.tensor", "deadlock: the mbarrier at shared offset");
+}
+
+} // namespace
