@@ -85,9 +85,10 @@ struct Config {
   int bm, bn, bk, warps, stages;
   bool mmaSync = false;    // on sm_90a: TEGULA_WGMMA=0, the mma.sync path for comparison
   bool persistent = false; // examples::matmul_persistent, one program per SM, GROUP_M = 8
+  bool tma = false;        // examples::matmul_descriptors: TMA rings on sm_90a
   std::string name() const {
-    return fmt::format("{}x{}x{} w{} s{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
-                       persistent ? " pers" : "");
+    return fmt::format("{}x{}x{} w{} s{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
+                       persistent ? " pers" : "", tma ? " tma" : "");
   }
 };
 
@@ -148,6 +149,11 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.mmaSync = true;
       configs.push_back(c);
     }
+    // Tensor descriptors: operands through TMA rings (docs/hopper.md).
+    for (Config c : {Config{128, 128, 64, 4, 4}, Config{128, 256, 64, 8, 3}, Config{128, 256, 64, 8, 4}}) {
+      c.tma = true;
+      configs.push_back(c);
+    }
   }
   // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
   if (wide)
@@ -157,6 +163,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
     }
   auto persistent = kernel(std::string("matmul_persistent_") + dtype, examples::matmul_persistent<T>,
                            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  auto descriptors = kernel(std::string("matmul_descriptors_") + dtype, examples::matmul_descriptors<T>,
+                            {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -192,6 +200,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       auto launch = [&] {
         if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+        else if (cfg.tma)
+          descriptors(opts, a, b, c, M, N, K, K, N, N, cfg.bm, cfg.bn, cfg.bk);
         else
           k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk);
       };

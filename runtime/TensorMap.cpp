@@ -42,6 +42,7 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
   ResolvedTensorMap r;
   r.address = address;
   r.dtype = spec.dtype;
+  r.swizzle = spec.swizzle;
   const std::string what =
       fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
                   paramName(paramNames, spec.base));
@@ -98,7 +99,11 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
   d.check(d.cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap *>(out.bytes.data()), type,
                                    cuuint32_t(rank), reinterpret_cast<void *>(map.address),
                                    dims.data(), strides.data(), box.data(), elementStrides.data(),
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   map.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                   : map.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                   : map.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                       : CU_TENSOR_MAP_SWIZZLE_NONE,
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
           "cuTensorMapEncodeTiled", kernel);
@@ -115,7 +120,7 @@ std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs) {
         out += fmt::format(" {} {}", v.arg, v.value);
     for (int32_t b : s.box)
       out += fmt::format(" {}", b);
-    out += "\n";
+    out += fmt::format(" {}\n", s.swizzle);
   }
   return out;
 }
@@ -141,6 +146,7 @@ std::vector<TensorMapSpec> parseTensorMaps(const std::string &text) {
     s.box.resize(rank);
     for (int32_t &b : s.box)
       in >> b;
+    in >> s.swizzle;
     if (!in)
       throw Error("corrupt tensor-map record in a compiled kernel: '" + line + "'");
     specs.push_back(std::move(s));

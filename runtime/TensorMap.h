@@ -34,6 +34,9 @@ struct TensorMapSpec {
   std::vector<TensorMapValue> shape, strides; // elements
   std::vector<int32_t> box;                   // the block shape
   DType dtype = DType::f32;
+  /// 0, or 32/64/128: the box's rows (that many bytes) are written to shared
+  /// memory with 16-byte chunks XORed as wgmma's swizzled tiles expect.
+  int swizzle = 0;
 };
 
 /// A spec resolved against one launch: what the encoder needs.
@@ -42,6 +45,7 @@ struct ResolvedTensorMap {
   std::vector<uint64_t> shape, strideBytes; // outermost first; strideBytes[rank-1] = element size
   std::vector<uint32_t> box;
   DType dtype = DType::f32;
+  int swizzle = 0;
 };
 
 /// Resolve `spec` for a launch whose buffer `spec.base` sits at `address`
@@ -59,8 +63,8 @@ struct alignas(64) TensorMapBytes {
   std::array<uint8_t, 128> bytes{};
 };
 
-/// Encode for the GPU with the driver's cuTensorMapEncodeTiled (no swizzle,
-/// out-of-bounds elements read as zero).
+/// Encode for the GPU with the driver's cuTensorMapEncodeTiled (the spec's
+/// swizzle, out-of-bounds elements read as zero).
 TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel);
 
 /// The specs as text and back: they travel in the kernel cache beside the

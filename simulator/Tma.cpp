@@ -18,7 +18,7 @@ namespace {
 struct SimTensorMap {
   static constexpr uint32_t kMagic = 0x4d544754; // "TGTM"
   uint32_t magic = kMagic;
-  uint32_t rank = 0, elementBytes = 0, pad = 0;
+  uint32_t rank = 0, elementBytes = 0, swizzle = 0; // bytes: 0, 32, 64, 128
   uint64_t address = 0;
   uint64_t shape[5] = {}, strideBytes[5] = {}; // outermost first
   uint32_t box[5] = {};
@@ -114,6 +114,7 @@ runtime::TensorMapBytes encodeForSimulator(const runtime::ResolvedTensorMap &map
   SimTensorMap m;
   m.rank = uint32_t(map.shape.size());
   m.elementBytes = uint32_t(map.strideBytes.back());
+  m.swizzle = uint32_t(map.swizzle);
   m.address = map.address;
   for (size_t d = 0; d < map.shape.size(); ++d) {
     m.shape[d] = map.shape[d];
@@ -192,6 +193,14 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
     fail(site, fmt::format("cp.async.bulk.tensor: the destination (shared offset {}) must be "
                            "128-byte aligned",
                            offset));
+  // Swizzled boxes: rows of `swizzle` bytes whose 16-byte chunks are XORed
+  // with the row's address bits 7.. (the PTX ISA's swizzle modes, on the
+  // shared-window address as the hardware applies them).
+  if (map.swizzle && uint64_t(map.box[rank - 1]) * map.elementBytes != map.swizzle)
+    fail(site, fmt::format("cp.async.bulk.tensor: a {}-byte swizzle needs box rows of {} bytes, "
+                           "not {}",
+                           map.swizzle, map.swizzle, map.box[rank - 1] * map.elementBytes));
+  const uint64_t chunkMask = map.swizzle ? map.swizzle / 16 - 1 : 0;
   auto *out = static_cast<uint8_t *>(dst);
   std::vector<int64_t> idx(size_t(rank), 0);
   for (size_t e = 0; e < elements; ++e) {
@@ -202,7 +211,9 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
       inside = inside && c >= 0 && uint64_t(c) < map.shape[d];
       address += uint64_t(c) * map.strideBytes[d];
     }
-    uint8_t *to = out + e * map.elementBytes;
+    uint64_t at = offset + e * map.elementBytes; // in the shared window
+    at ^= ((at >> 7) & chunkMask) << 4;
+    uint8_t *to = sharedBase() + at;
     if (inside) {
       const auto *from = reinterpret_cast<const uint8_t *>(address);
       checkAccess(from, map.elementBytes, AccessKind::Read, Space::Global, site);

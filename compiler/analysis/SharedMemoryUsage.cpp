@@ -137,8 +137,9 @@ int64_t sharedScratchBytes(Operation *op) {
     return dotBytes(dot);
   if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))
     return atomicBytes(op);
-  if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op))
-    return int64_t(ring.getType().getStages()) * ring.getType().tileBytes();
+  if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op)) // mbarriers after the tiles
+    return int64_t(ring.getType().getStages()) *
+           (ring.getType().tileBytes() + (ring.getMbarriers() ? kTmaBarrierBytes : 0));
   if (isTmaLoad(op)) // the block, then its mbarrier
     return tmaBlockBytes(op) + kTmaBarrierBytes;
   return 0;

@@ -60,4 +60,23 @@ std::optional<WgmmaOperandTile> planWgmmaOperandTile(int operand, const std::vec
   return t;
 }
 
+std::optional<int> tmaSwizzleBytes(const SharedTile &tile) {
+  const int32_t rowBytes = tile.rowBytes();
+  if (tile.rowXor.empty() || (rowBytes != 32 && rowBytes != 64 && rowBytes != 128))
+    return std::nullopt;
+  const int64_t chunkMask = rowBytes / 16 - 1;
+  const int32_t rows = tile.shape[size_t(1 - tile.contiguousDim)];
+  const int32_t perRow = rowBytes * 8 / tile.elementBits;
+  // Every element of the first block: where the tile puts it, where TMA does.
+  for (int32_t r = 0; r < rows; ++r)
+    for (int32_t c = 0; c < perRow; ++c) {
+      int64_t linear = int64_t(r) * rowBytes + int64_t(c) * tile.elementBits / 8;
+      int64_t tma = linear ^ (((linear >> 7) & chunkMask) << 4);
+      int64_t placed = tile.contiguousDim == 1 ? tile.offset(r, c) : tile.offset(c, r);
+      if (tma != placed)
+        return std::nullopt;
+    }
+  return rowBytes;
+}
+
 } // namespace tegula::layout

@@ -55,4 +55,12 @@ struct WgmmaOperandTile {
 std::optional<WgmmaOperandTile> planWgmmaOperandTile(int operand, const std::vector<int32_t> &shape,
                                                      int contiguousDim, int elementBits);
 
+/// The TMA swizzle mode (32, 64 or 128 bytes) that writes a box of `tile`'s
+/// rows (one block of them: [rows, blockElements]) exactly where `tile`
+/// places its elements, when the tile is 1024-byte aligned: rows of that
+/// many bytes whose 16-byte chunks are XORed with the address bits from 7
+/// up (CUTLASS's Swizzle<log2(bytes/16), 4, 3>). nullopt when none does
+/// (an unswizzled tile, or rows of another width).
+std::optional<int> tmaSwizzleBytes(const SharedTile &tile);
+
 } // namespace tegula::layout

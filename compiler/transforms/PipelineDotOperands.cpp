@@ -12,8 +12,10 @@
 
 #include "compiler/layout/OperandStaging.h"
 #include "compiler/layout/WgmmaOperands.h"
+#include "runtime/TensorMap.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -117,17 +119,56 @@ bool zeroOrAbsent(Value other) {
   return false;
 }
 
-/// An operand load that can become cp.async into a ring, and its ring.
+/// An operand load that can become cp.async (or, for a TMA descriptor
+/// load, TMA) into a ring, and its ring.
 struct Operand {
-  tile::LoadOp load;
-  AddressSlice slice; // address and mask computation
+  tile::LoadOp load;            // cp.async: a pointer load
+  tile::DescriptorLoadOp block; // TMA: a descriptor load use-tma marked
+  AddressSlice slice; // address and mask computation (TMA: the block's offsets)
   tilegpu::SharedTilesType ring; // in the load's coordinates
   tile::TransOp trans;           // set when the dot reads the load transposed
+  int swizzle = 0;               // TMA: the swizzle that writes the ring's tiles
+  Value map;                     // TMA: its tensor-map parameter
+  Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
 };
 
 /// The same layout with its two output dims swapped.
 layout::LinearLayout swapDims(const layout::LinearLayout &ll) {
   return ll.transposeOuts({"dim1", "dim0"}).renameOuts({"dim0", "dim1"});
+}
+
+/// A TMA descriptor load feeding a wgmma dot: its ring in wgmma's tile,
+/// when a TMA swizzle writes exactly that tile.
+std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages,
+                                      tile::DescriptorLoadOp block, tile::TransOp trans) {
+  auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+  auto type = cast<RankedTensorType>(block.getType());
+  Value v = idx == 0 ? dot.getA() : dot.getB();
+  if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !block->hasOneUse() ||
+      block->getBlock() != loop.getBody() || type.getRank() != 2 ||
+      type.getElementType().getIntOrFloatBitWidth() != 16)
+    return std::nullopt;
+  auto slice = addressSlice(loop, block.getOffsets());
+  if (!slice)
+    return std::nullopt;
+  // In the operand's coordinates the rows run along dim 1 (as loaded) or dim
+  // 0 (transposed); TMA writes rows of the tensor's innermost dimension.
+  auto operandType = cast<RankedTensorType>(v.getType());
+  auto plan = layout::planWgmmaOperandTile(
+      int(idx), {int32_t(operandType.getDimSize(0)), int32_t(operandType.getDimSize(1))},
+      trans ? 0 : 1, 16);
+  if (!plan)
+    return std::nullopt;
+  const layout::SharedTile stored = trans ? plan->tile.transposed() : plan->tile;
+  std::optional<int> swizzle = layout::tmaSwizzleBytes(stored);
+  if (stored.contiguousDim != 1 || !swizzle)
+    return std::nullopt;
+  auto ring = tilegpu::SharedTilesType::get(dot.getContext(), unsigned(stages), type.getShape(),
+                                            type.getElementType(), 1u, stored.rowXor,
+                                            stored.blockElements);
+  Operand op{tile::LoadOp(), block, std::move(*slice), ring, trans};
+  op.swizzle = *swizzle;
+  return op;
 }
 
 std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages) {
@@ -138,6 +179,8 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   if (trans && (!v.hasOneUse() || trans->getBlock() != loop.getBody()))
     return std::nullopt;
   Value loaded = trans ? trans.getSrc() : v;
+  if (auto block = loaded.getDefiningOp<tile::DescriptorLoadOp>())
+    return planTmaOperand(loop, dot, idx, stages, block, trans);
   auto load = loaded.getDefiningOp<tile::LoadOp>();
   if (!load || !loaded.hasOneUse() || !v.hasOneUse() || load->getBlock() != loop.getBody() ||
       !zeroOrAbsent(load.getOther()))
@@ -178,20 +221,62 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
                                      contiguous, 16);
     if (!plan)
       return std::nullopt;
-    return Operand{load, std::move(*slice), toRing(plan->tile), trans};
+    return Operand{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(plan->tile), trans};
   }
   auto fragments = tilegpu::toLinearLayout(
       tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), operandType.getShape());
   layout::SharedTile tile = layout::planOperandTile(
       operandSource, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
-  return Operand{load, std::move(*slice), toRing(tile), trans};
+  return Operand{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(tile), trans};
+}
+
+/// The TMA operand's own tensor map: a copy of its descriptor's (use-tma)
+/// with the ring's box (one block of rows) and swizzle, as a new hidden
+/// kernel argument.
+Value addSwizzledTensorMap(Operand &op) {
+  auto desc = op.block.getDesc().getDefiningOp<tile::MakeTensorDescriptorOp>();
+  auto fn = op.block->getParentOfType<func::FuncOp>();
+  auto module = fn->getParentOfType<ModuleOp>();
+  auto text = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps");
+  auto argNo = desc ? desc->getAttrOfType<IntegerAttr>("tilegpu.tensor_map") : IntegerAttr();
+  if (!text || !argNo)
+    return Value();
+  std::vector<runtime::TensorMapSpec> specs = runtime::parseTensorMaps(text.str());
+  // Hidden arguments come last, one per spec, in order.
+  const int64_t first = int64_t(fn.getNumArguments()) - int64_t(specs.size());
+  runtime::TensorMapSpec spec = specs.at(size_t(argNo.getInt() - first));
+  const layout::SharedTile tile = op.ring.tile();
+  spec.box = {int32_t(tile.shape[0]), int32_t(tile.rowBytes() * 8 / tile.elementBits)};
+  spec.swizzle = op.swizzle;
+  specs.push_back(spec);
+  unsigned arg = fn.getNumArguments();
+  MLIRContext *ctx = fn.getContext();
+  Builder b(ctx);
+  (void)fn.insertArgument(arg, LLVM::LLVMPointerType::get(ctx), DictionaryAttr(), fn.getLoc());
+  fn.setArgAttr(arg, LLVM::LLVMDialect::getByValAttrName(),
+                TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
+  fn.setArgAttr(arg, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+  module->setAttr("tilegpu.tensor_maps", b.getStringAttr(runtime::serializeTensorMaps(specs)));
+  return fn.getArgument(arg);
 }
 
 /// Issues `op`'s load for the iteration whose induction variable is `iv`
 /// into stage `stage` of `ring`, masked off when that iteration does not
-/// exist (iv >= upper bound).
+/// exist (iv >= upper bound; TMA: its box lies past the tensor's end and
+/// reads zeros).
 void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage) {
-  Location loc = op.load.getLoc();
+  Location loc = op.loadOp()->getLoc();
+  if (op.block) {
+    IRMapping map;
+    map.map(loop.getInductionVar(), iv);
+    for (Operation *o : op.slice.ops)
+      b.clone(*o, map);
+    SmallVector<Value> coords;
+    for (Value c : op.block.getOffsets())
+      coords.push_back(map.lookupOrDefault(c));
+    tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords);
+    return;
+  }
   IRMapping map;
   map.map(loop.getInductionVar(), iv);
   for (const AffinePointer &p : op.slice.pointers) { // init + k * delta, k = (iv - lb) / step
@@ -258,8 +343,17 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   auto constant = [&](OpBuilder &at, int64_t v) -> Value {
     return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
   };
-  Value ringA = a ? tilegpu::AllocSharedOp::create(b, loc, a->ring).getResult() : Value();
-  Value ringB = tilegpu::AllocSharedOp::create(b, loc, bOp.ring);
+  const bool tma = bool(bOp.block);
+  auto allocRing = [&](Operand &o) -> Value {
+    auto ring = tilegpu::AllocSharedOp::create(b, loc, o.ring);
+    if (tma) {
+      ring.setMbarriers(true);
+      tilegpu::TmaInitOp::create(b, loc, ring);
+    }
+    return ring;
+  };
+  Value ringA = a ? allocRing(*a) : Value();
+  Value ringB = allocRing(bOp);
   const int groupsPerStage = a ? 2 : 1;
   auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
     return arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(s)));
@@ -278,14 +372,31 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   OpBuilder in(dot);
   Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
   auto toI32 = [&](Value v) -> Value {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(in, loc, in.getI32Type(), v).getResult();
+    if (ivType.isInteger(32))
+      return v;
+    OpBuilder at(v.getContext());
+    at.setInsertionPointAfterValue(v);
+    return arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
   };
   Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  // (Other pipelined dots of the loop add their groups between these:
-  // waiting for all but this many is then only more conservative.)
-  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, groupsPerStage * (lookahead - 1));
-  if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
-    wait.setFenceAsyncProxy(true);
+  SmallVector<Value> rings = {ringB};
+  if (ringA)
+    rings.insert(rings.begin(), ringA);
+  // A stage's mbarrier completes once per use of the stage: the phase of
+  // iteration i is (i / stages) % 2.
+  auto phaseOf = [&](OpBuilder &at, Value k) {
+    return toI32(arith::RemSIOp::create(
+        at, loc, arith::DivSIOp::create(at, loc, k, constant(at, stages)), constant(at, 2)));
+  };
+  if (tma) {
+    tilegpu::TmaWaitOp::create(in, loc, rings, stage, phaseOf(in, iter));
+  } else {
+    // (Other pipelined dots of the loop add their groups between these:
+    // waiting for all but this many is then only more conservative.)
+    auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, groupsPerStage * (lookahead - 1));
+    if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma())
+      wait.setFenceAsyncProxy(true);
+  }
   Operation *onShared;
   if (a) {
     auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
@@ -316,15 +427,29 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       continue;
     if (o->trans)
       o->trans.erase();
-    o->load.erase();
+    o->loadOp()->erase();
   }
   // After the loop: the copies still in flight (past the end: zero fills)
   // land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
-  SmallVector<Value> rings = {ringB};
-  if (ringA)
-    rings.insert(rings.begin(), ringA);
-  tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
+  if (tma) {
+    // Iterations n .. n + lookahead - 1 were issued and never waited for.
+    Value span = arith::SubIOp::create(b, loc, loop.getUpperBound(), lb);
+    Value n = arith::DivSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(b, 1))),
+        step);
+    n = arith::MaxSIOp::create(b, loc, n, constant(b, 0));
+    Value end = arith::AddIOp::create(b, loc, n, constant(b, lookahead));
+    auto drain = scf::ForOp::create(b, loc, n, end, constant(b, 1));
+    OpBuilder body = OpBuilder::atBlockBegin(drain.getBody());
+    Value k = drain.getInductionVar();
+    Value s = toI32(arith::RemSIOp::create(body, loc, k, constant(body, stages)));
+    tilegpu::TmaWaitOp::create(body, loc, rings, s, phaseOf(body, k));
+    for (Value ring : rings)
+      tilegpu::TmaReleaseOp::create(b, loc, ring);
+  } else {
+    tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
+  }
   if (overlap) { // the last iteration's wgmma group
     Value acc = loop.getResult(*carried);
     auto done = tilegpu::WgmmaWaitOp::create(b, loc, acc.getType(), acc, b.getI32IntegerAttr(0));
@@ -357,8 +482,16 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
       const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
-      if (b && (a || aInRegisters))
-        pipeline(loop, dot, std::move(a), std::move(*b), numStages);
+      if (!b || !(a || aInRegisters))
+        continue;
+      if (a && bool(a->block) != bool(b->block))
+        continue; // one ring of TMA, one of cp.async: not both
+      if (b->block) {
+        for (Operand *o : {a ? &*a : nullptr, &*b})
+          if (o && !(o->map = addSwizzledTensorMap(*o)))
+            return signalPassFailure();
+      }
+      pipeline(loop, dot, std::move(a), std::move(*b), numStages);
     }
   }
 };

@@ -15,11 +15,18 @@
 //           bar.sync; thread 0: mbarrier.inval [bar]
 //
 // TMA fills the parts of the box outside the tensor with zeros. The tensor
-// map is the kernel parameter use-tma added (`tilegpu.tensor_map`). Inline
-// PTX throughout; the simulator runs the same text (simulator/Tma.h).
+// map is the kernel parameter use-tma added (`tilegpu.tensor_map`).
+//
+// Rings that pipeline-dot-operands fills with TMA (tma_init / tma_load /
+// tma_wait / tma_release) keep one mbarrier per stage after the tiles:
+// thread 0 initialises them once and issues each stage's boxes (one per
+// block of 128-byte rows) after an expect_tx of the stage's bytes; every
+// thread waits for the stage's phase, then a barrier. Inline PTX
+// throughout; the simulator runs the same text (simulator/Tma.h).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/SharedSwizzle.h"
 #include "compiler/transforms/LoweringCommon.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -33,6 +40,30 @@ using namespace mlir;
 
 namespace tegula::lowering {
 namespace {
+
+/// Every thread spins until the mbarrier at `bar` completes the phase of
+/// parity `phase` (i32).
+void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase) {
+  inlinePtx(b, loc, Type(), {bar, phase},
+            "{\n.reg .pred %tegula_done;\ntegula_wait:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;\n"
+            "@!%tegula_done bra tegula_wait;\n}",
+            "l,r");
+}
+
+/// `leader` (i1) initialises the mbarrier at `bar` for one arrival.
+void initBarrier(OpBuilder &b, Location loc, Value bar, Value leader) {
+  inlinePtx(b, loc, Type(), {bar, leader}, "@$1 mbarrier.init.shared::cta.b64 [$0], 1;", "l,b");
+}
+
+void invalidateBarrier(OpBuilder &b, Location loc, Value bar, Value leader) {
+  inlinePtx(b, loc, Type(), {bar, leader}, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "l,b");
+}
+
+Value isLeader(OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, 0));
+}
 
 /// A TMA descriptor is the tensor map parameter use-tma added.
 struct MakeTensorMapPattern : OpConversionPattern<tile::MakeTensorDescriptorOp> {
@@ -65,15 +96,13 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     Value buffer = sharedBuffer(rw, loc, op);
     Value bar = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), buffer,
                                     ValueRange{i32Const(rw, loc, blockBytes)});
-    Value tid = NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type());
-    Value leader = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rw, loc, 0));
+    Value leader = isLeader(rw, loc);
 
     // Earlier users of these bytes (generic proxy) are done before TMA writes.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     NVVM::Barrier0Op::create(rw, loc);
-    inlinePtx(rw, loc, Type(), {bar, leader},
-              "@$1 mbarrier.init.shared::cta.b64 [$0], 1;\n@$1 fence.mbarrier_init.release.cluster;",
-              "l,b");
+    initBarrier(rw, loc, bar, leader);
+    inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
     NVVM::Barrier0Op::create(rw, loc);
     // TMA coordinates run innermost first.
     SmallVector<Value> args = {buffer, adaptor.getDesc().front(), bar, leader};
@@ -91,11 +120,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
                           "mbarrier::complete_tx::bytes [$0], [$1, {{{2}}}], [$2];",
                           bytes, rank, coords),
               constraints);
-    inlinePtx(rw, loc, Type(), {bar},
-              "{\n.reg .pred %tegula_done;\ntegula_wait:\n"
-              "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], 0;\n"
-              "@!%tegula_done bra tegula_wait;\n}",
-              "l");
+    waitForPhase(rw, loc, bar, i32Const(rw, loc, 0));
 
     // Each thread reads its elements of the row-major block.
     layout::LinearLayout ll = layoutOf(type);
@@ -116,8 +141,107 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     // Everyone has passed the wait before the barrier is invalidated (its
     // bytes may serve another purpose next).
     NVVM::Barrier0Op::create(rw, loc);
-    inlinePtx(rw, loc, Type(), {bar, leader}, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "l,b");
+    invalidateBarrier(rw, loc, bar, leader);
     rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Rings filled by TMA (pipeline-dot-operands): one mbarrier per stage after
+// the tiles; thread 0 produces, every thread waits.
+//===----------------------------------------------------------------------===//
+
+Value stageBarrier(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value offset = LLVM::AddOp::create(
+      b, loc, i32Const(b, loc, int64_t(type.getStages()) * type.tileBytes()),
+      LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, analysis::kTmaBarrierBytes)));
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), ring, ValueRange{offset});
+}
+
+struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaInitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType type = op.getRing().getType();
+    Value leader = isLeader(rw, loc);
+    for (unsigned s = 0; s < type.getStages(); ++s)
+      initBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type), leader);
+    inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
+    NVVM::Barrier0Op::create(rw, loc);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaRingLoadPattern : OpConversionPattern<tilegpu::TmaLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType type = op.getRing().getType();
+    const layout::SharedTile tile = type.tile();
+    if (tile.contiguousDim != 1 || op.getCoords().size() != 2)
+      return rw.notifyMatchFailure(op, "TMA fills row-major 2-D tiles");
+    const int32_t blockCols = tile.rowBytes() * 8 / tile.elementBits;
+    const int64_t blockBytes = int64_t(tile.shape[0]) * tile.rowBytes();
+    const int64_t blocks = tile.shape[1] / blockCols;
+    Value leader = isLeader(rw, loc);
+    Value bar = stageBarrier(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
+    Value base = ringStage(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
+    Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+    // The stage's bytes, then one box per block of columns.
+    std::string body = fmt::format("@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {};",
+                                   type.tileBytes());
+    SmallVector<Value> args = {bar, leader, adaptor.getMap(), adaptor.getCoords()[0]};
+    std::string constraints = "l,b,l,r";
+    for (int64_t k = 0; k < blocks; ++k) {
+      Value dst = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), base,
+                                      ValueRange{i32Const(rw, loc, k * blockBytes)});
+      Value col = LLVM::AddOp::create(rw, loc, adaptor.getCoords()[1], i32Const(rw, loc, k * blockCols));
+      body += fmt::format("\n@$1 cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                          "mbarrier::complete_tx::bytes [${}], [$2, {{${}, $3}}], [$0];",
+                          args.size(), args.size() + 1);
+      args.push_back(dst);
+      args.push_back(col);
+      constraints += ",l,r";
+    }
+    inlinePtx(rw, loc, Type(), args, body, constraints);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaWaitPattern : OpConversionPattern<tilegpu::TmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings()))
+      waitForPhase(rw, loc,
+                   stageBarrier(rw, loc, lowered, adaptor.getStage(),
+                                cast<tilegpu::SharedTilesType>(ring.getType())),
+                   adaptor.getPhase());
+    NVVM::Barrier0Op::create(rw, loc);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaReleaseOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType type = op.getRing().getType();
+    NVVM::Barrier0Op::create(rw, loc); // every thread is past its last wait
+    Value leader = isLeader(rw, loc);
+    for (unsigned s = 0; s < type.getStages(); ++s)
+      invalidateBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type),
+                        leader);
+    rw.eraseOp(op);
     return success();
   }
 };
@@ -125,7 +249,8 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
 } // namespace
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<MakeTensorMapPattern, TmaLoadPattern>(types, patterns.getContext());
+  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaInitPattern, TmaRingLoadPattern,
+               TmaWaitPattern, TmaReleasePattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

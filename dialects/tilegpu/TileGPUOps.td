@@ -30,6 +30,11 @@ def TileGPU_ConvertLayoutOp : TileGPU_Op<"convert_layout",
 
 def TileGPU_AllocSharedOp : TileGPU_Op<"alloc_shared"> {
   let summary = "Shared memory for a ring of tiles (allocate-shared-memory places it)";
+  let description = [{
+    `mbarriers`: the ring is filled by TMA (tilegpu.tma_load); one 8-byte
+    mbarrier per stage follows the tiles.
+  }];
+  let arguments = (ins UnitAttr:$mbarriers);
   let results = (outs TileGPU_SharedTilesType:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
@@ -62,6 +67,52 @@ def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
   let arguments = (ins Variadic<TileGPU_SharedTilesType>:$buffers, I32Attr:$pending,
                        UnitAttr:$fenceAsyncProxy);
   let assemblyFormat = "($buffers^ `:` type($buffers))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Rings filled by TMA (sm_90a): one mbarrier per stage
+//===----------------------------------------------------------------------===//
+
+def TileGPU_TmaInitOp : TileGPU_Op<"tma_init"> {
+  let summary = "Initialise the ring's per-stage mbarriers (one arrival each), then a barrier";
+  let arguments = (ins TileGPU_SharedTilesType:$ring);
+  let assemblyFormat = "$ring attr-dict `:` type($ring)";
+}
+
+def TileGPU_TmaLoadOp : TileGPU_Op<"tma_load"> {
+  let summary = "Fill one stage of a ring from a tensor map with TMA";
+  let description = [{
+    Thread 0 expects the stage's bytes on its mbarrier and issues one
+    cp.async.bulk.tensor per block of the ring's tile (rows of the tensor
+    map's swizzle width), box origin `coords` (element coordinates,
+    outermost first) plus the block's column offset. Zeros land where the
+    box leaves the tensor. `map`: the kernel's tensor-map parameter.
+  }];
+  let arguments = (ins TileGPU_SharedTilesType:$ring, I32:$stage, AnyType:$map,
+                       Variadic<I32>:$coords);
+  let assemblyFormat = [{
+    $ring `[` $stage `]` `,` $map `[` $coords `]` attr-dict `:` type($ring) `,` type($map)
+  }];
+}
+
+def TileGPU_TmaWaitOp : TileGPU_Op<"tma_wait"> {
+  let summary = "Wait for stage `stage` of each ring (mbarrier phase parity `phase`), then a barrier";
+  let description = [{
+    Every thread spins on mbarrier.try_wait.parity until the copies of the
+    stage have landed; the barrier after it also tells the producer that
+    every thread is done with the iterations before (their stages may be
+    refilled).
+  }];
+  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage, I32:$phase);
+  let assemblyFormat = [{
+    $rings `[` $stage `]` `,` $phase attr-dict `:` type($rings)
+  }];
+}
+
+def TileGPU_TmaReleaseOp : TileGPU_Op<"tma_release"> {
+  let summary = "Invalidate the ring's mbarriers (after a barrier): its bytes may be reused";
+  let arguments = (ins TileGPU_SharedTilesType:$ring);
+  let assemblyFormat = "$ring attr-dict `:` type($ring)";
 }
 
 def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {

@@ -175,6 +175,53 @@ void checkMatmulDescriptors(const LaunchOptions &target, double tol) {
   }
 }
 
+/// C = A Bᵀ with B stored [N, K] (a linear layer's weight): its descriptor
+/// reads [BN, BK] blocks, transposed in the kernel.
+template <class T>
+void matmul_descriptors_bt(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
+                           tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                           tl::constant<int> BN, tl::constant<int> BK) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc);
+  c_desc.store({m0, n0}, acc);
+}
+
+/// On sm_90a these become TMA rings feeding wgmma: swizzles of 32, 64 and
+/// 128 bytes, rows wider than 128 bytes as several boxes per stage, K loops
+/// long enough for the rings to wrap (mbarrier phases flip), B transposed.
+TEST_P(TensorDescriptor, PipelinedTilesMatchTheInterpreter) {
+  struct S { int M, N, K, BM, BN, BK, warps; bool bt; };
+  for (S s : {S{70, 72, 96, 64, 64, 32, 4, false}, S{200, 136, 296, 128, 128, 64, 4, false},
+              S{130, 264, 200, 128, 256, 64, 8, false}, S{100, 80, 136, 64, 64, 64, 4, true},
+              S{130, 200, 160, 128, 128, 32, 8, true}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps{}", s.M, s.N, s.K, s.BM, s.BN,
+                             s.BK, s.warps, s.bt ? ", B transposed" : ""));
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = want;
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    LaunchOptions o = target(s.warps);
+    o.grid = g;
+    if (s.bt) {
+      auto k = kernel("matmul_descriptors_bt", matmul_descriptors_bt<bfloat16>,
+                      {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    } else {
+      auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                      {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.K, s.N, s.N, s.BM,
+        s.BN, s.BK);
+      k(o, a, b, got, s.M, s.N, s.K, s.K, s.N, s.N, s.BM, s.BN, s.BK);
+    }
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+}
+
 TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
 TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
 
@@ -210,6 +257,33 @@ TEST(TensorDescriptorPtx, LoadsUseTmaOnHopperAndMaskedLoadsElsewhere) {
   CompiledKernel ampere = k.compile(args, {.chip = "sm_80"});
   EXPECT_THAT(ampere.ptx, Not(HasSubstr("cp.async.bulk")));
   EXPECT_TRUE(ampere.tensor_maps.empty());
+}
+
+/// The TMA rings: per stage one mbarrier, expect_tx of the stage's bytes and
+/// a box per 128-byte-wide block (B's 256-byte rows: two), waits on the
+/// stage's phase; the tensor maps of the rings are swizzled. ptxas: no spills.
+TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(256 * 256);
+  for (auto [BN, warps] : {std::pair{128, 4}, std::pair{256, 8}}) {
+    SCOPED_TRACE(fmt::format("128x{}x64, {} warps", BN, warps));
+    std::vector<Arg> args = {x, x, x, 256, 256, 256, 256, 256, 256, 128, BN, 64};
+    CompiledKernel c = k.compile(args, {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
+    EXPECT_THAT(c.ptx, HasSubstr("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [%rd"));
+    EXPECT_THAT(c.ptx, HasSubstr("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%rd"));
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", 128 * 64 * 2))); // A's stage
+    EXPECT_THAT(c.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
+    EXPECT_THAT(c.ptx, Not(HasSubstr("cp.async.cg")));
+    // Two rings (A, B) of three stages plus the C tile's plain TMA-free store.
+    EXPECT_THAT(c.tensor_maps, HasSubstr(" 128 64 128\n")); // A: 128 x 64 boxes, 128-byte swizzle
+    EXPECT_THAT(c.tensor_maps, HasSubstr(" 64 64 128\n"));  // B: 64 x 64 boxes, 128-byte swizzle
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    std::printf("[tegula test] TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, %d spill "
+                "bytes\n",
+                BN, warps, c.registers, c.spill_bytes);
+  }
 }
 
 //===----------------------------------------------------------------------===//

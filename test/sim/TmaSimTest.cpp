@@ -5,6 +5,7 @@
 #include "TestUtil.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "examples/kernels.h"
 #include "simulator/Simulator.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -91,6 +92,61 @@ TEST(TmaSim, AnUninitialisedMbarrierIsReported) {
 /// No copy and no arrival: the phase never completes and every thread waits.
 TEST(TmaSim, APhaseThatNeverCompletesIsADeadlock) {
   runWithout("cp.async.bulk.tensor", "deadlock: the mbarrier at shared offset");
+}
+
+/// The descriptor GEMM pipelined for sm_90a: TMA rings (3 stages, an
+/// mbarrier each) feeding wgmma, K = 160 (5 iterations: the ring wraps and
+/// the phases flip), run with `drop` removed.
+void runPipelinedWithout(const std::string &drop, const std::string &expectedError) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  const int M = 64, N = 64, K = 160;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto ref = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> refArgs = {a, b, ref, M, N, K, K, N, N, 64, 64, 32};
+  k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a")));
+  int dropped = 0, waits = 0;
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    waits += op.getAsmString().contains("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1");
+    if (!drop.empty() && op.getAsmString().contains(drop)) {
+      op.erase();
+      ++dropped;
+    }
+  });
+  ASSERT_GE(waits, 2) << "the loads did not become a TMA ring";
+  if (!drop.empty())
+    ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
+  auto out = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, 64, 64, 32};
+  std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
+  if (expectedError.empty()) {
+    simulated->run({1, 1}, k.params(), names, args);
+    EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+    return;
+  }
+  try {
+    simulated->run({1, 1}, k.params(), names, args);
+    ADD_FAILURE() << "expected the hazard to be reported";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr(expectedError));
+  }
+}
+
+TEST(TmaSim, ThePipelinedRingIsHazardFree) { runPipelinedWithout("", ""); }
+
+/// Without the stage waits, wgmma reads a stage before its copies are known
+/// to have landed (the tensor cores' read is checked like any other).
+TEST(TmaSim, APipelinedRingWithoutItsWaitsIsReported) {
+  runPipelinedWithout("mbarrier.try_wait", "before waiting for it");
 }
 
 } // namespace

@@ -4,8 +4,8 @@
 // A descriptor over kernel arguments (extents widened from i32) gets a
 // hidden tensor-map argument, recorded in tilegpu.tensor_maps (base argument
 // 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
-// constant 1, box 32 x 64); its load is marked for TMA.
-// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 0 3 0 3 0 -1 1 32 64\0A"}
+// constant 1, box 32 x 64, no swizzle); its load is marked for TMA.
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 0 3 0 3 0 -1 1 32 64 0\0A"}
 // CHECK-LABEL: func.func @copy
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
