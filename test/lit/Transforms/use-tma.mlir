@@ -13,7 +13,8 @@
 
 // The lowering: the map is a grid-constant parameter; one thread initialises
 // the mbarrier behind the 4 KiB block, expects its bytes and issues the copy
-// (coordinates innermost first); everyone waits on phase 0.
+// (coordinates innermost first); everyone waits on phase 0 (the constant
+// that is also the column coordinate here).
 // LLVM-LABEL: llvm.func @copy
 // LLVM-SAME: %[[MAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant})
 // LLVM: fence.proxy.async.shared::cta;
@@ -21,7 +22,7 @@
 // LLVM: "@$1 mbarrier.init.shared::cta.b64 [$0], 1;
 // LLVM: nvvm.barrier0
 // LLVM: llvm.inline_asm has_side_effects "@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], 4096;\0A@$3 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$4, $5}], [$2];", "l,l,l,b,r,r" %{{.*}}, %[[MAP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
-// LLVM: mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], 0;
+// LLVM: mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;{{.*}} "l,r" %{{.*}}, %[[ZERO:.*]] :
 // LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> bf16
 // LLVM: mbarrier.inval.shared::cta.b64
 module {
