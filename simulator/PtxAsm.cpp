@@ -26,7 +26,8 @@ enum class Op {
   // sm_90a: warpgroup MMA and the async-proxy fence (Wgmma.h).
   WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync,
   // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
-  MbarrierInit, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad, Nop
+  MbarrierInit, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
+  BulkTensorStore, BulkCommit, BulkWaitRead, Nop
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
@@ -261,6 +262,34 @@ struct Parser {
           ops[2].regs.size() != size_t(in.tensorRank))
         unsupported(fmt::format("'{}': a tensor-map register and {} coordinate registers", stmt,
                                 in.tensorRank));
+    } else if (parts.size() == 8 && parts[0] == "cp" && parts[2] == "bulk" && parts[3] == "tensor" &&
+               parts[5] == "global" && parts[6] == "shared::cta" && parts[7] == "bulk_group") {
+      // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {c0, ...}], [src]
+      in.op = Op::BulkTensorStore;
+      in.tensorRank = parts[4].size() == 2 && parts[4][1] == 'd' ? parts[4][0] - '0' : 0;
+      if (in.tensorRank < 1 || in.tensorRank > 5)
+        unsupported(fmt::format("'{}' (rank .{})", opcode, parts[4]));
+      std::vector<std::string> raw = split(operands, ',');
+      std::string inner = raw.empty() ? "" : trim(raw[0]);
+      std::vector<std::string> mapAndCoords =
+          inner.size() > 2 ? split(inner.substr(1, inner.size() - 2), ',') : std::vector<std::string>{};
+      if (raw.size() != 2 || inner.front() != '[' || mapAndCoords.size() != 2)
+        unsupported(fmt::format("'{}': the operands are [tensor map, {{coordinates}}], [source]", stmt));
+      ops = {operand(mapAndCoords[0]), operand(mapAndCoords[1]), operand(raw[1])};
+      requireAddress(ops[2], stmt);
+      if (ops[0].form != Operand::Register || ops[1].form != Operand::Vector ||
+          ops[1].regs.size() != size_t(in.tensorRank))
+        unsupported(fmt::format("'{}': a tensor-map register and {} coordinate registers", stmt,
+                                in.tensorRank));
+    } else if (opcode == "cp.async.bulk.commit_group") {
+      in.op = Op::BulkCommit;
+      expect(0);
+    } else if (opcode == "cp.async.bulk.wait_group.read") {
+      in.op = Op::BulkWaitRead;
+      expect(1);
+      if (ops[0].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': the group count is an immediate", stmt));
+      in.waitPending = int(ops[0].value);
     } else {
       unsupported(fmt::format("instruction '{}'", opcode));
     }
@@ -617,6 +646,20 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
                      in.tensorRank, address(ops[3]), site);
       break;
     }
+    case Op::BulkTensorStore: {
+      int32_t coords[5];
+      for (int d = 0; d < in.tensorRank; ++d)
+        coords[d] = int32_t(uint32_t(r[ops[1].regs[size_t(d)]]));
+      bulkTensorStore(reinterpret_cast<const void *>(r[ops[0].reg]), coords, in.tensorRank,
+                      address(ops[2]), site);
+      break;
+    }
+    case Op::BulkCommit:
+      bulkCommitGroup();
+      break;
+    case Op::BulkWaitRead:
+      bulkWaitGroupRead(in.waitPending);
+      break;
     case Op::WgmmaFence:
       wgmmaFence();
       break;

@@ -446,8 +446,9 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   if (kind != AccessKind::Read) {
     for (size_t i = 0; i < bytes; ++i)
       if (c.asyncReads[addr - base + i])
-        fail(site, fmt::format("{} writes shared byte {}, which a wgmma.mma_async issued at {} may "
-                               "still be reading (no wgmma.wait_group has completed it)",
+        fail(site, fmt::format("{} writes shared byte {}, which the asynchronous read at {} may "
+                               "still be reading (no wgmma.wait_group, or for a bulk store "
+                               "cp.async.bulk.wait_group.read, has completed it)",
                                describeThread(c.current), addr - base + i,
                                siteText(c, c.asyncReadSites[addr - base + i])));
     const ProxyWrite w{uint32_t(c.current) + 1, c.proxyFences[size_t(c.current)], site};
@@ -488,7 +489,7 @@ void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32
     const ProxyWrite &w = c.proxyWrites[addr - base + i];
     if (w.writer && c.proxyFences[w.writer - 1] == w.fences)
       fail(site, fmt::format("{} reads shared byte {}, which {} wrote at {} without a "
-                             "fence.proxy.async.shared::cta since: the tensor cores may read "
+                             "fence.proxy.async.shared::cta since: the async proxy (tensor cores, TMA) may read "
                              "the old value",
                              reader, addr - base + i, describeThread(int(w.writer - 1)),
                              siteText(c, w.site)));

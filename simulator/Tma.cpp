@@ -38,8 +38,18 @@ struct Copy {
   uint32_t completion = 0, site = 0;
 };
 
+/// A bulk store's read of shared memory, in flight until its group is
+/// waited for.
+struct BulkRead {
+  const void *src;
+  size_t bytes;
+};
+
 struct State {
   std::map<size_t, Barrier> barriers; // by shared offset
+  // Per thread: bulk stores not yet committed, then committed groups.
+  std::map<int, std::vector<BulkRead>> uncommitted;
+  std::map<int, std::vector<std::vector<BulkRead>>> bulkGroups;
   std::vector<uint32_t> owner;        // per shared byte: copy index + 1, or 0
   std::vector<Copy> copies;
   std::map<std::pair<int, size_t>, uint32_t> observed; // (thread, barrier) -> completions seen
@@ -101,6 +111,61 @@ void completeIfDone(Barrier &b) {
     ++b.completions;
     b.pending = b.count;
   }
+}
+
+/// Calls visit(shared offset in the box's placement, global address or 0
+/// when outside the tensor) for each element of the box at `coords`
+/// (innermost first, as in PTX) whose shared copy starts at `offset`.
+template <class F>
+void forEachBoxElement(const SimTensorMap &map, const int32_t *coords, int rank, uint64_t offset,
+                       F visit) {
+  size_t elements = 1;
+  for (int d = 0; d < rank; ++d)
+    elements *= map.box[d];
+  // Swizzled boxes: rows of `swizzle` bytes whose 16-byte chunks are XORed
+  // with the row's address bits 7.. (the PTX ISA's swizzle modes, on the
+  // shared-window address as the hardware applies them).
+  const uint64_t chunkMask = map.swizzle ? map.swizzle / 16 - 1 : 0;
+  std::vector<int64_t> idx(size_t(rank), 0);
+  for (size_t e = 0; e < elements; ++e) {
+    bool inside = true;
+    uint64_t address = map.address;
+    for (int d = 0; d < rank; ++d) {
+      int64_t c = int64_t(coords[rank - 1 - d]) + idx[size_t(d)];
+      inside = inside && c >= 0 && uint64_t(c) < map.shape[d];
+      address += uint64_t(c) * map.strideBytes[d];
+    }
+    uint64_t at = offset + e * map.elementBytes;
+    at ^= ((at >> 7) & chunkMask) << 4;
+    visit(at, inside ? address : 0);
+    for (int d = rank - 1; d >= 0; --d) { // row-major increment
+      if (++idx[size_t(d)] < map.box[d])
+        break;
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+SimTensorMap decodeMap(const void *mapPtr, int rank, const char *what, uint32_t site) {
+  SimTensorMap map;
+  std::memcpy(&map, mapPtr, sizeof map);
+  if (map.magic != SimTensorMap::kMagic)
+    fail(site, fmt::format("{}: the tensor map was not encoded by this simulator's launch (it "
+                           "must be a kernel parameter the launch filled in)",
+                           what));
+  if (int(map.rank) != rank)
+    fail(site, fmt::format("{}.{}d with a rank-{} tensor map", what, rank, map.rank));
+  if (map.swizzle && uint64_t(map.box[rank - 1]) * map.elementBytes != map.swizzle)
+    fail(site, fmt::format("{}: a {}-byte swizzle needs box rows of {} bytes, not {}", what,
+                           map.swizzle, map.swizzle, map.box[rank - 1] * map.elementBytes));
+  return map;
+}
+
+size_t boxBytes(const SimTensorMap &map, int rank) {
+  size_t elements = 1;
+  for (int d = 0; d < rank; ++d)
+    elements *= map.box[d];
+  return elements * map.elementBytes;
 }
 
 bool observedBy(const State &s, const Copy &c, int thread) {
@@ -176,62 +241,69 @@ void mbarrierInval(void *bar, uint32_t site) {
 void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int rank, void *bar,
                     uint32_t site) {
   State &s = state();
-  SimTensorMap map;
-  std::memcpy(&map, mapPtr, sizeof map);
-  if (map.magic != SimTensorMap::kMagic)
-    fail(site, "cp.async.bulk.tensor: the tensor map was not encoded by this simulator's launch "
-               "(it must be a kernel parameter the launch filled in)");
-  if (int(map.rank) != rank)
-    fail(site, fmt::format("cp.async.bulk.tensor.{}d with a rank-{} tensor map", rank, map.rank));
+  const SimTensorMap map = decodeMap(mapPtr, rank, "cp.async.bulk.tensor", site);
   Barrier &b = barrierAt(s, bar, "cp.async.bulk.tensor", site);
-  size_t elements = 1;
-  for (int d = 0; d < rank; ++d)
-    elements *= map.box[d];
-  const size_t bytes = elements * map.elementBytes;
+  const size_t bytes = boxBytes(map, rank);
   size_t offset = offsetOf(dst, bytes, "cp.async.bulk.tensor writes its box", site);
   if (offset % 128 != 0)
     fail(site, fmt::format("cp.async.bulk.tensor: the destination (shared offset {}) must be "
                            "128-byte aligned",
                            offset));
-  // Swizzled boxes: rows of `swizzle` bytes whose 16-byte chunks are XORed
-  // with the row's address bits 7.. (the PTX ISA's swizzle modes, on the
-  // shared-window address as the hardware applies them).
-  if (map.swizzle && uint64_t(map.box[rank - 1]) * map.elementBytes != map.swizzle)
-    fail(site, fmt::format("cp.async.bulk.tensor: a {}-byte swizzle needs box rows of {} bytes, "
-                           "not {}",
-                           map.swizzle, map.swizzle, map.box[rank - 1] * map.elementBytes));
-  const uint64_t chunkMask = map.swizzle ? map.swizzle / 16 - 1 : 0;
-  auto *out = static_cast<uint8_t *>(dst);
-  std::vector<int64_t> idx(size_t(rank), 0);
-  for (size_t e = 0; e < elements; ++e) {
-    bool inside = true;
-    uint64_t address = map.address;
-    for (int d = 0; d < rank; ++d) {
-      int64_t c = int64_t(coords[rank - 1 - d]) + idx[size_t(d)]; // PTX: innermost first
-      inside = inside && c >= 0 && uint64_t(c) < map.shape[d];
-      address += uint64_t(c) * map.strideBytes[d];
-    }
-    uint64_t at = offset + e * map.elementBytes; // in the shared window
-    at ^= ((at >> 7) & chunkMask) << 4;
+  forEachBoxElement(map, coords, rank, offset, [&](uint64_t at, uint64_t address) {
     uint8_t *to = sharedBase() + at;
-    if (inside) {
+    if (address) {
       const auto *from = reinterpret_cast<const uint8_t *>(address);
       checkAccess(from, map.elementBytes, AccessKind::Read, Space::Global, site);
       std::memcpy(to, from, map.elementBytes);
     } else {
       std::memset(to, 0, map.elementBytes);
     }
-    for (int d = rank - 1; d >= 0; --d) { // row-major increment
-      if (++idx[size_t(d)] < map.box[d])
-        break;
-      idx[size_t(d)] = 0;
-    }
-  }
+  });
   asyncProxyWrote(dst, bytes, site);
   s.copies.push_back({offset, offset + bytes, offsetOf(bar, 8, "", site), b.completions + 1, site});
   std::fill_n(s.owner.begin() + ptrdiff_t(offset), bytes, uint32_t(s.copies.size()));
   b.tx -= int64_t(bytes);
   completeIfDone(b);
+}
+
+void bulkTensorStore(const void *mapPtr, const int32_t *coords, int rank, const void *src,
+                     uint32_t site) {
+  State &s = state();
+  const SimTensorMap map = decodeMap(mapPtr, rank, "cp.async.bulk.tensor (store)", site);
+  const size_t bytes = boxBytes(map, rank);
+  size_t offset = offsetOf(src, bytes, "cp.async.bulk.tensor reads its box", site);
+  if (offset % 128 != 0)
+    fail(site, fmt::format("cp.async.bulk.tensor: the source (shared offset {}) must be "
+                           "128-byte aligned",
+                           offset));
+  // Generic writes to the box must have been fenced before the async proxy reads it.
+  checkAsyncProxyRead(src, bytes, "cp.async.bulk.tensor (store)", site);
+  forEachBoxElement(map, coords, rank, offset, [&](uint64_t at, uint64_t address) {
+    if (!address)
+      return; // clipped
+    auto *to = reinterpret_cast<uint8_t *>(address);
+    checkAccess(to, map.elementBytes, AccessKind::Write, Space::Global, site);
+    std::memcpy(to, sharedBase() + at, map.elementBytes);
+  });
+  asyncReadBegin(src, bytes, site);
+  s.uncommitted[threadId()].push_back({src, bytes});
+}
+
+void bulkCommitGroup() {
+  State &s = state();
+  std::vector<BulkRead> &open = s.uncommitted[threadId()];
+  s.bulkGroups[threadId()].push_back(std::move(open));
+  open.clear();
+}
+
+void bulkWaitGroupRead(int pending) {
+  State &s = state();
+  std::vector<std::vector<BulkRead>> &groups = s.bulkGroups[threadId()];
+  while (groups.size() > size_t(std::max(pending, 0))) {
+    for (const BulkRead &r : groups.front())
+      asyncReadEnd(r.src, r.bytes);
+    groups.erase(groups.begin());
+  }
 }
 
 void checkTmaRead(size_t offset, size_t bytes, uint32_t site) {

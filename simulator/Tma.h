@@ -48,6 +48,19 @@ void mbarrierInval(void *bar, uint32_t site);
 /// first, as in PTX.
 void bulkTensorLoad(void *dst, const void *map, const int32_t *coords, int rank, void *bar,
                     uint32_t site);
+/// cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map,
+/// {coords...}], [src]: the box from shared memory into the tensor, clipped
+/// to it. The shared bytes count as read (by the async proxy) until a
+/// cp.async.bulk.wait_group.read completes the group: writes to them before
+/// are reported, and so are generic writes to them not fenced since.
+void bulkTensorStore(const void *map, const int32_t *coords, int rank, const void *src,
+                     uint32_t site);
+/// cp.async.bulk.commit_group: this thread's bulk stores since the last one.
+void bulkCommitGroup();
+/// cp.async.bulk.wait_group.read `pending`: all but the `pending` most recent
+/// groups have read their shared memory.
+void bulkWaitGroupRead(int pending);
+
 /// A shared-memory read of `bytes` at `offset` by the current thread:
 /// reported if a bulk copy it has not waited for owns those bytes.
 void checkTmaRead(size_t offset, size_t bytes, uint32_t site);

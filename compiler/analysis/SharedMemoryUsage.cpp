@@ -108,8 +108,13 @@ bool isTmaLoad(Operation *op) {
   return isa<tile::DescriptorLoadOp>(op) && op->hasAttr("tilegpu.tma");
 }
 
+bool isTmaStore(Operation *op) {
+  return isa<tile::DescriptorStoreOp>(op) && op->hasAttr("tilegpu.tma");
+}
+
 int64_t tmaBlockBytes(Operation *op) {
-  auto t = cast<RankedTensorType>(op->getResult(0).getType());
+  auto t = cast<RankedTensorType>(isTmaStore(op) ? op->getOperands().back().getType()
+                                                 : op->getResult(0).getType());
   return (t.getNumElements() * bytesOf(t.getElementType()) + kTmaAlignment - 1) / kTmaAlignment *
          kTmaAlignment;
 }
@@ -117,7 +122,7 @@ int64_t tmaBlockBytes(Operation *op) {
 int64_t sharedScratchAlignment(Operation *op) {
   // wgmma dots and rings (whose stages wgmma may read) start on the
   // swizzle period.
-  if (isTmaLoad(op))
+  if (isTmaLoad(op) || isTmaStore(op))
     return kTmaAlignment;
   return isWgmmaDot(op) || isa<tilegpu::AllocSharedOp>(op) ? kWgmmaTileAlignment : kSharedAlignment;
 }
@@ -142,6 +147,8 @@ int64_t sharedScratchBytes(Operation *op) {
            (ring.getType().tileBytes() + (ring.getMbarriers() ? kTmaBarrierBytes : 0));
   if (isTmaLoad(op)) // the block, then its mbarrier
     return tmaBlockBytes(op) + kTmaBarrierBytes;
+  if (isTmaStore(op)) // the block on its way out
+    return tmaBlockBytes(op);
   return 0;
 }
 

@@ -46,8 +46,9 @@ inline constexpr int64_t kWgmmaTileAlignment = 1024;
 /// mbarrier (8 bytes) follows the block.
 inline constexpr int64_t kTmaAlignment = 128;
 inline constexpr int64_t kTmaBarrierBytes = 8;
-/// A tile.descriptor_load that use-tma gave to TMA.
+/// A tile.descriptor_load / tile.descriptor_store that use-tma gave to TMA.
 bool isTmaLoad(mlir::Operation *op);
+bool isTmaStore(mlir::Operation *op);
 /// The bytes of its block in shared memory, rounded up to kTmaAlignment
 /// (where its mbarrier starts).
 int64_t tmaBlockBytes(mlir::Operation *op);

@@ -99,9 +99,8 @@ struct LowerTensorDescriptorsPass
   void runOnOperation() override {
     SmallVector<Operation *> accesses;
     getOperation().walk([&](Operation *op) {
-      // Loads use-tma gave to TMA stay for lower-tilegpu-to-llvm.
-      if (isa<tile::DescriptorStoreOp>(op) ||
-          (isa<tile::DescriptorLoadOp>(op) && !op->hasAttr("tilegpu.tma")))
+      // Accesses use-tma gave to TMA stay for lower-tilegpu-to-llvm.
+      if (isa<tile::DescriptorLoadOp, tile::DescriptorStoreOp>(op) && !op->hasAttr("tilegpu.tma"))
         accesses.push_back(op);
     });
     for (Operation *op : accesses) {

@@ -33,10 +33,10 @@ def UseTma : Pass<"use-tma", "mlir::ModuleOp"> {
     on the host. The
     module attribute `tilegpu.tensor_maps` records how (runtime/TensorMap.h;
     argument numbers count the kernel's arguments), the descriptor is marked
-    `tilegpu.tensor_map = N` and its loads `tilegpu.tma`:
+    `tilegpu.tensor_map = N` and its loads and stores `tilegpu.tma`:
     `lower-tilegpu-to-llvm` emits cp.async.bulk.tensor into shared memory
-    with an mbarrier for them. Other descriptors, and stores, are left to
-    `lower-tensor-descriptors`.
+    with an mbarrier for loads, and out of shared memory (a bulk group) for
+    stores. Other descriptors are left to `lower-tensor-descriptors`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

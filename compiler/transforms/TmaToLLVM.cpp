@@ -14,6 +14,11 @@
 //           read their elements of the block (row-major, unswizzled)
 //           bar.sync; thread 0: mbarrier.inval [bar]
 //
+// A `tile.descriptor_store` so marked goes the other way: the block's
+// owners write it into the buffer, fence.proxy.async, bar.sync; thread 0
+// issues cp.async.bulk.tensor global <- shared (a bulk group, clipped to
+// the tensor) and waits until the buffer has been read.
+//
 // TMA fills the parts of the box outside the tensor with zeros. The tensor
 // map is the kernel parameter use-tma added (`tilegpu.tensor_map`).
 //
@@ -147,6 +152,62 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
   }
 };
 
+/// A `tile.descriptor_store` marked `tilegpu.tma`: the block's owners write
+/// it row-major into the op's shared buffer, fence the async proxy, meet at
+/// a barrier; thread 0 issues the bulk copy out (TMA clips it to the
+/// tensor) and waits until it has read the buffer, which may then be reused.
+struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::DescriptorStoreOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!analysis::isTmaStore(op))
+      return rw.notifyMatchFailure(op, "not a TMA store: run lower-tensor-descriptors");
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getValue().getType());
+    const int64_t rank = type.getRank();
+    Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+    Value buffer = sharedBuffer(rw, loc, op);
+    NVVM::Barrier0Op::create(rw, loc); // earlier users of the buffer are done
+    layout::LinearLayout ll = layoutOf(type);
+    Owners owners = ownersOf(rw, loc, ll);
+    SmallVector<int64_t> rowStride(size_t(rank), 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      rowStride[size_t(d)] = rowStride[size_t(d + 1)] * type.getDimSize(d + 1);
+    ValueRange values = adaptor.getValue();
+    for (auto [r, at] : llvm::enumerate(coordinates(rw, loc, ll))) {
+      if (int32_t(r) & owners.duplicateRegisters)
+        continue;
+      Value index = i32Const(rw, loc, 0);
+      for (int64_t d = 0; d < rank; ++d)
+        index = LLVM::AddOp::create(
+            rw, loc, index,
+            LLVM::MulOp::create(rw, loc, at[size_t(d)], i32Const(rw, loc, rowStride[size_t(d)])));
+      Value p = LLVM::GEPOp::create(rw, loc, ptr3, type.getElementType(), buffer, ValueRange{index});
+      predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
+    }
+    // Generic writes, read next by the async proxy.
+    inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
+    NVVM::Barrier0Op::create(rw, loc);
+    SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isLeader(rw, loc)};
+    std::string coords, constraints = "l,l,b";
+    for (int64_t d = rank - 1; d >= 0; --d) { // innermost first
+      coords += fmt::format("{}${}", d == rank - 1 ? "" : ", ", args.size());
+      args.push_back(adaptor.getOffsets()[size_t(d)].front());
+      constraints += ",r";
+    }
+    inlinePtx(rw, loc, Type(), args,
+              fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];\n"
+                          "@$2 cp.async.bulk.commit_group;\n"
+                          "@$2 cp.async.bulk.wait_group.read 0;",
+                          rank, coords),
+              constraints);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Rings filled by TMA (pipeline-dot-operands): one mbarrier per stage after
 // the tiles; thread 0 produces, every thread waits.
@@ -249,8 +310,8 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 } // namespace
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaInitPattern, TmaRingLoadPattern,
-               TmaWaitPattern, TmaReleasePattern>(types, patterns.getContext());
+  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern,
+               TmaRingLoadPattern, TmaWaitPattern, TmaReleasePattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

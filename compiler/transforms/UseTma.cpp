@@ -9,9 +9,9 @@
 // taken) - and the module's `tilegpu.tensor_maps` records how a launch
 // builds it (runtime/TensorMap.h, argument numbers counting the kernel's
 // runtime arguments). The descriptor is marked `tilegpu.tensor_map = N`
-// (its argument) and its loads `tilegpu.tma`; `lower-tilegpu-to-llvm`
-// turns those into cp.async.bulk.tensor with an mbarrier. Stores through it
-// stay masked stores (lower-tensor-descriptors).
+// (its argument) and its loads and stores `tilegpu.tma`;
+// `lower-tilegpu-to-llvm` turns loads into cp.async.bulk.tensor completing
+// on an mbarrier, stores into a bulk copy out of shared memory.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
@@ -67,10 +67,10 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
       SmallVector<tile::MakeTensorDescriptorOp> descs;
       fn.walk([&](tile::MakeTensorDescriptorOp d) { descs.push_back(d); });
       for (tile::MakeTensorDescriptorOp desc : descs) {
-        auto loads = llvm::make_filter_range(desc->getUsers(), [](Operation *u) {
-          return isa<tile::DescriptorLoadOp>(u);
+        auto accesses = llvm::make_filter_range(desc->getUsers(), [](Operation *u) {
+          return isa<tile::DescriptorLoadOp, tile::DescriptorStoreOp>(u);
         });
-        if (loads.empty())
+        if (accesses.empty())
           continue;
         runtime::TensorMapSpec spec;
         auto base = dyn_cast<BlockArgument>(desc.getBase());
@@ -103,8 +103,8 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
                       TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
         fn.setArgAttr(argNo, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
         desc->setAttr("tilegpu.tensor_map", b.getI32IntegerAttr(int32_t(argNo)));
-        for (Operation *load : loads)
-          load->setAttr("tilegpu.tma", b.getUnitAttr());
+        for (Operation *access : accesses)
+          access->setAttr("tilegpu.tma", b.getUnitAttr());
         specs.push_back(std::move(spec));
       }
     });

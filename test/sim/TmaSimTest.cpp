@@ -33,10 +33,21 @@ void add_one(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> M, tl::sc
             (rows.expand_dims(1) < M) & (cols.expand_dims(0) < N));
 }
 
+/// out = x + 1 again, written through a descriptor: a TMA store.
+void add_one_store(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> M, tl::scalar<int32_t> N) {
+  auto desc = tl::make_tensor_descriptor(out, {M, N}, {N, 1}, {32, 32});
+  tl::tensor rows = tl::program_id(0) * 32 + tl::arange(0, 32);
+  tl::tensor cols = tl::program_id(1) * 32 + tl::arange(0, 32);
+  tl::tensor mask = (rows.expand_dims(1) < M) & (cols.expand_dims(0) < N);
+  tl::tensor block = tl::load(x + rows.expand_dims(1) * N + cols.expand_dims(0), mask, 0.0f);
+  desc.store({tl::program_id(0) * 32, tl::program_id(1) * 32}, block + 1.0f);
+}
+
 /// Lower add_one for sm_90a, drop the inline PTX containing `drop` (none:
 /// keep all), and run it on a 40 x 48 tensor (2 x 2 programs, ragged).
-void runWithout(const std::string &drop, const std::string &expectedError) {
-  auto k = kernel("add_one", add_one, {"x", "out", "M", "N"});
+void runWithout(const std::string &drop, const std::string &expectedError, bool store = false) {
+  auto k = store ? kernel("add_one_store", add_one_store, {"x", "out", "M", "N"})
+                 : kernel("add_one", add_one, {"x", "out", "M", "N"});
   const int M = 40, N = 48;
   auto x = random_vector<float>(size_t(M * N));
   auto ref = poisoned<float>(x.size());
@@ -51,16 +62,17 @@ void runWithout(const std::string &drop, const std::string &expectedError) {
   ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 1, "sm_90a")));
   int dropped = 0, copies = 0;
   module->walk([&](mlir::LLVM::InlineAsmOp op) {
-    copies += op.getAsmString().contains("cp.async.bulk.tensor.2d");
+    copies += op.getAsmString().contains(store ? "cp.async.bulk.tensor.2d.global.shared::cta"
+                                               : "cp.async.bulk.tensor.2d.shared::cluster");
     if (!drop.empty() && op.getAsmString().contains(drop)) {
       op.erase();
       ++dropped;
     }
   });
-  ASSERT_EQ(copies, 1) << "the load did not become a TMA copy";
+  ASSERT_EQ(copies, 1) << "the access did not become a TMA copy";
   if (!drop.empty())
     ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
-  auto simulated = sim::SimKernel::prepare(module->getOperation(), "add_one");
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), store ? "add_one_store" : "add_one");
   auto out = poisoned<float>(x.size());
   std::vector<Arg> args = {Arg(x), Arg(out), Arg(M), Arg(N)};
   if (expectedError.empty()) {
@@ -92,6 +104,16 @@ TEST(TmaSim, AnUninitialisedMbarrierIsReported) {
 /// No copy and no arrival: the phase never completes and every thread waits.
 TEST(TmaSim, APhaseThatNeverCompletesIsADeadlock) {
   runWithout("cp.async.bulk.tensor", "deadlock: the mbarrier at shared offset");
+}
+
+/// A TMA store: the block goes out of shared memory through the bulk copy,
+/// clipped to the 40 x 48 tensor (its padding rows and columns untouched).
+TEST(TmaSim, TheStoreIsHazardFree) { runWithout("", "", /*store=*/true); }
+
+/// The block was written by ordinary stores; without the fence the bulk
+/// copy (async proxy) may read the old bytes.
+TEST(TmaSim, AStoreWithoutItsProxyFenceIsReported) {
+  runWithout("fence.proxy.async", "without a fence.proxy.async.shared::cta since", /*store=*/true);
 }
 
 /// The descriptor GEMM pipelined for sm_90a: TMA rings (3 stages, an
