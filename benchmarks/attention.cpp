@@ -36,7 +36,8 @@ struct Shape {
 
 struct Config {
   int bm, bn, warps;
-  std::string name() const { return fmt::format("{}x{} w{}", bm, bn, warps); }
+  bool tma = false; // examples::attention_fwd_descriptors: K, V through TMA rings on sm_90a
+  std::string name() const { return fmt::format("{}x{} w{}{}", bm, bn, warps, tma ? " tma" : ""); }
 };
 
 /// Relative L2 error of heads `h` of `out` against softmax(q k^T / sqrt(d)) v.
@@ -104,6 +105,8 @@ int main(int argc, char **argv) {
                "TFLOP/s = 4 BH T^2 d / time (/2 causal); csv: {}\n", iters, csvPath);
     auto k = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
                     {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+    auto kd = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
+                     {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
     // The first: the H100 run of 2026-11-22 measured a user's kernel at
     // 11.6 TFLOP/s here (dots on CUDA cores), torch SDPA at 163.
     const std::vector<Shape> shapes = {{96, 1024, 64, true},  {96, 1024, 64, false},
@@ -124,13 +127,23 @@ int main(int argc, char **argv) {
       std::vector<Config> configs = s.dim <= 64
                                         ? std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 4}}
                                         : std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 8}};
+      if (info.chip == "sm_90a")
+        for (Config c : {Config{64, 64, 4}, Config{128, 64, 8}}) {
+          c.tma = true;
+          configs.push_back(c);
+        }
       double bestMs = INFINITY;
       std::string best;
       for (const Config &c : configs) {
         LaunchOptions opts{.grid = {uint32_t(cdiv(s.seq, c.bm)), uint32_t(s.heads)},
                            .num_warps = c.warps,
                            .backend = Backend::GPU};
-        auto launch = [&] { k(opts, q, kk, v, out, s.seq, scale, s.dim, c.bm, c.bn, s.causal); };
+        auto launch = [&] {
+          if (c.tma)
+            kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);
+          else
+            k(opts, q, kk, v, out, s.seq, scale, s.dim, c.bm, c.bn, s.causal);
+        };
         double err = NAN;
         try {
           out.fill_bytes(0xff);

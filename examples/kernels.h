@@ -224,4 +224,43 @@ void attention_fwd(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
             (acc / l.expand_dims(1)).to(dtype_of_v<T>), rm.expand_dims(1) < seq_len);
 }
 
+/// attention_fwd with K and V read through tensor descriptors over all heads'
+/// rows ([rows = heads x seq_len, D]): on sm_90a TMA rings feed both dots.
+/// Key rows past this head's end belong to the next head (or lie past the
+/// tensor: zeros); their scores are masked to -inf, so they add nothing.
+template <class T>
+void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
+                               tl::scalar<int32_t> seq_len, tl::scalar<int32_t> rows,
+                               tl::scalar<float> scale, tl::constant<int> D, tl::constant<int> BM,
+                               tl::constant<int> BN, tl::constant<bool> causal) {
+  auto k_desc = tl::make_tensor_descriptor(k, {rows, D}, {D, 1}, {BN, D});
+  auto v_desc = tl::make_tensor_descriptor(v, {rows, D}, {D, 1}, {BN, D});
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM); // query rows
+  tl::tensor rd = tl::arange(0, D);
+  tl::tensor head = tl::program_id(1) * seq_len; // this head's first row
+  tl::tensor q_tile = tl::load(q + (head + rm.expand_dims(1)) * D + rd.expand_dims(0),
+                               rm.expand_dims(1) < seq_len, 0.0f);
+  tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
+  tl::tensor l = tl::zeros({BM}, tl::f32);
+  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
+  tl::tensor end = causal.value ? tl::minimum((tl::program_id(0) + 1) * BM, seq_len)
+                                : tl::tensor(seq_len);
+  for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
+    tl::tensor rn = start + tl::arange(0, BN); // key rows of this head
+    tl::tensor s = tl::dot(q_tile, k_desc.load({head + start, 0}).trans()) * scale;
+    tl::tensor valid = rn.expand_dims(0) < seq_len;
+    if (causal.value)
+      valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
+    s = tl::where(valid, s, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor p = tl::exp(s - m_new.expand_dims(1));
+    tl::tensor alpha = tl::exp(m - m_new);
+    l = l * alpha + tl::sum(p, 1);
+    acc = tl::dot(p.to(dtype_of_v<T>), v_desc.load({head + start, 0}), acc * alpha.expand_dims(1));
+    m = m_new;
+  }
+  tl::store(out + (head + rm.expand_dims(1)) * D + rd.expand_dims(0),
+            (acc / l.expand_dims(1)).to(dtype_of_v<T>), rm.expand_dims(1) < seq_len);
+}
+
 } // namespace tegula::examples

@@ -222,6 +222,37 @@ TEST_P(TensorDescriptor, PipelinedTilesMatchTheInterpreter) {
   }
 }
 
+/// Flash attention with K and V through descriptors (TMA rings feeding
+/// wgmma with A in registers on sm_90a: Q K^T with K transposed, P V)
+/// against the pointer version in the interpreter.
+TEST_P(TensorDescriptor, AttentionMatchesThePointerKernel) {
+  auto ref = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
+                    {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  const int heads = 2;
+  for (int seq : {40, 130})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("T={} causal={}", seq, causal));
+      const size_t n = size_t(heads * seq * 64);
+      auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+      auto want = poisoned<bfloat16>(n), got = want;
+      const float scale = 0.125f;
+      Grid g{uint32_t(cdiv(seq, 64)), uint32_t(heads)};
+      ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, scale, 64, 64, 64, causal);
+      LaunchOptions o = target(4);
+      o.grid = g;
+      k(o, q, kk, v, got, seq, heads * seq, scale, 64, 64, 64, causal);
+      EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+    }
+  // On sm_90a both dots read TMA rings.
+  std::vector<bfloat16> x(2 * 128 * 64);
+  std::string ptx = k.compile({x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true},
+                              {.chip = "sm_90a", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster"));
+  EXPECT_THAT(ptx, Not(HasSubstr("cp.async.cg")));
+}
+
 TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
 TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
 
