@@ -14,7 +14,7 @@ namespace {
 // (The runtime library does not link the DSL, where dtype_size lives.)
 int64_t elementBytes(DType t) {
   switch (t) {
-  case DType::i1: case DType::i8: return 1;
+  case DType::i1: case DType::i8: case DType::f8e4m3: case DType::f8e5m2: return 1;
   case DType::i16: case DType::f16: case DType::bf16: return 2;
   case DType::i32: case DType::f32: return 4;
   case DType::i64: case DType::f64: return 8;
@@ -80,6 +80,7 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
   case DType::bf16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
   case DType::f32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
   case DType::f64: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+  case DType::f8e4m3: case DType::f8e5m2: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
   default:
     throw Error(fmt::format("kernel '{}': TMA has no tensor maps of booleans", kernel));
   }

@@ -96,6 +96,7 @@ Operands prepare(TraceState &ts, const operand &x, const operand &y, llvm::Strin
     if (!ty) vy = materializeLiteral(ts, y, ey, l);
   } else {
     out.elem = promote(ts.builder, ex, ey);
+    rejectFp8(out.elem, loc, what);
     vx = tx ? castTo(ts, vx, out.elem, l) : materializeLiteral(ts, x, out.elem, l);
     vy = ty ? castTo(ts, vy, out.elem, l) : materializeLiteral(ts, y, out.elem, l);
   }
@@ -168,6 +169,7 @@ Value floatOperand(TraceState &ts, const tensor &x, const std::source_location &
     fail(loc, fmt::format("tl::{} needs a floating-point tile, got {}; convert it "
                           "with .to(tl::f32)",
                           fn.str(), describeType(elementOf(v))));
+  rejectFp8(elementOf(v), loc, "tl::" + fn.str());
   return v;
 }
 

@@ -114,6 +114,7 @@ tensor reduceSimple(const tensor &x, int axis, Reduction kind, const std::source
   Type elem = elementOf(v);
   if (isa<tile::PtrType>(elem))
     fail(loc, fmt::format("tl::{} is not defined for pointers", fn.str()));
+  rejectFp8(elem, loc, "tl::" + fn.str());
   // Sums accumulate small types in 32 bits: counting booleans, adding bytes,
   // and bf16/f16 sums that would otherwise lose all precision.
   if (kind == Reduction::Sum && isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
@@ -349,6 +350,19 @@ tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc
   for (Type t : {ea, eb, ec})
     if (isa<tile::PtrType>(t))
       fail(loc, fmt::format("tl::dot operands must be numbers, got {}", describeType(t)));
+  // fp8 operands (either format, mixed too) are exact in f16: the tensor
+  // cores take them as f16 (an fp8 wgmma is future work).
+  if (isFp8(ea) || isFp8(eb)) {
+    if (!isFp8(ea) || !isFp8(eb))
+      fail(loc, fmt::format("tl::dot of {} and {}: both operands must be fp8, or neither",
+                            describeType(ea), describeType(eb)));
+    if (!ec.isF32())
+      fail(loc, fmt::format("tl::dot of fp8 operands accumulates in f32, got {}", describeType(ec)));
+    Location l = toLoc(ts.ctx, loc);
+    va = castTo(ts, va, ts.builder.getF16Type(), l);
+    vb = castTo(ts, vb, ts.builder.getF16Type(), l);
+    ea = eb = ts.builder.getF16Type();
+  }
   if (ea != eb)
     fail(loc, fmt::format("tl::dot operands must have the same element type, got {} and "
                           "{}; convert one with .to()",

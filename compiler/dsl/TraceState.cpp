@@ -93,6 +93,8 @@ Type toMlirType(MLIRContext *ctx, DType t) {
   case DType::bf16: return b.getBF16Type();
   case DType::f32: return b.getF32Type();
   case DType::f64: return b.getF64Type();
+  case DType::f8e4m3: return b.getType<Float8E4M3FNType>();
+  case DType::f8e5m2: return b.getType<Float8E5M2Type>();
   }
   llvm_unreachable("unknown DType");
 }
@@ -109,6 +111,8 @@ DType toDType(Type elem) {
   if (elem.isBF16()) return DType::bf16;
   if (elem.isF32()) return DType::f32;
   if (elem.isF64()) return DType::f64;
+  if (isa<Float8E4M3FNType>(elem)) return DType::f8e4m3;
+  if (isa<Float8E5M2Type>(elem)) return DType::f8e5m2;
   throw Error("internal error: no DType for an MLIR type");
 }
 
@@ -234,11 +238,23 @@ Value broadcastTo(TraceState &ts, Value v, llvm::ArrayRef<int64_t> shape,
   return tile::BroadcastOp::create(b, l, target, v);
 }
 
+bool isFp8(Type elem) { return isa<Float8E4M3FNType, Float8E5M2Type>(elem); }
+
+void rejectFp8(Type elem, const std::source_location &loc, llvm::StringRef what) {
+  if (isFp8(elem))
+    fail(loc, fmt::format("{} on {} tiles: fp8 is a storage type; convert with .to(tl::f32) "
+                          "(or f16, bf16) first",
+                          what.str(), describeType(elem)));
+}
+
 Value castTo(TraceState &ts, Value v, Type elem, Location loc) {
   OpBuilder &b = ts.builder;
   Type from = elementOf(v);
   if (from == elem)
     return v;
+  // fp8 <-> integers go through f32 (the GPU converts fp8 only to and from floats).
+  if ((isFp8(elem) && !isa<FloatType>(from)) || (isFp8(from) && !isa<FloatType>(elem)))
+    return castTo(ts, castTo(ts, v, b.getF32Type(), loc), elem, loc);
   if (isa<tile::PtrType>(from) || isa<tile::PtrType>(elem))
     throw Error("internal error: castTo called with a pointer type");
   Type to = withElement(v.getType(), elem);
@@ -297,13 +313,15 @@ std::string_view dtype_name(DType t) {
   case DType::bf16: return "bf16";
   case DType::f32: return "f32";
   case DType::f64: return "f64";
+  case DType::f8e4m3: return "f8e4m3";
+  case DType::f8e5m2: return "f8e5m2";
   }
   return "?";
 }
 
 size_t dtype_size(DType t) {
   switch (t) {
-  case DType::i1: case DType::i8: return 1;
+  case DType::i1: case DType::i8: case DType::f8e4m3: case DType::f8e5m2: return 1;
   case DType::i16: case DType::f16: case DType::bf16: return 2;
   case DType::i32: case DType::f32: return 4;
   case DType::i64: case DType::f64: return 8;

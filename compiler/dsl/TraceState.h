@@ -57,6 +57,10 @@ std::vector<int64_t> commonShape(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64
 void checkTileShape(llvm::ArrayRef<int64_t> shape, const std::source_location &loc,
                     llvm::StringRef what);
 constexpr int64_t kMaxTileElements = int64_t(1) << 20;
+/// fp8 (f8e4m3, f8e5m2): storage types, converted before any arithmetic.
+bool isFp8(mlir::Type elem);
+/// Fails at `loc` when `elem` is fp8, saying how to compute with it.
+void rejectFp8(mlir::Type elem, const std::source_location &loc, llvm::StringRef what);
 /// Fails unless `v` is a number (not a pointer); `what` names the argument.
 void requireNumber(mlir::Value v, const std::source_location &loc, llvm::StringRef what);
 

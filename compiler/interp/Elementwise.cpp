@@ -44,6 +44,10 @@ double roundTo(Type t, double v) {
     return double(float(bfloat16(float(v))));
   if (t.isF16())
     return double(float(float16(float(v))));
+  if (isa<Float8E4M3FNType>(t))
+    return fp8_e4m3_format::decode(fp8_e4m3_format::encode(v));
+  if (isa<Float8E5M2Type>(t))
+    return fp8_e5m2_format::decode(fp8_e5m2_format::encode(v));
   return v;
 }
 

@@ -60,6 +60,8 @@ struct Buffer {
 double readFloat(const char *p, Type t) {
   if (t.isF32()) { float v; std::memcpy(&v, p, 4); return v; }
   if (t.isF64()) { double v; std::memcpy(&v, p, 8); return v; }
+  if (isa<Float8E4M3FNType>(t)) return fp8_e4m3_format::decode(uint8_t(*p));
+  if (isa<Float8E5M2Type>(t)) return fp8_e5m2_format::decode(uint8_t(*p));
   uint16_t bits;
   std::memcpy(&bits, p, 2);
   if (t.isBF16()) { bfloat16 v; v.bits = bits; return float(v); }
@@ -69,6 +71,8 @@ double readFloat(const char *p, Type t) {
 void writeFloat(char *p, Type t, double x) {
   if (t.isF32()) { float v = float(x); std::memcpy(p, &v, 4); return; }
   if (t.isF64()) { std::memcpy(p, &x, 8); return; }
+  if (isa<Float8E4M3FNType>(t)) { *p = char(fp8_e4m3_format::encode(x)); return; }
+  if (isa<Float8E5M2Type>(t)) { *p = char(fp8_e5m2_format::encode(x)); return; }
   uint16_t bits = t.isBF16() ? bfloat16(float(x)).bits : float16(float(x)).bits;
   std::memcpy(p, &bits, 2);
 }

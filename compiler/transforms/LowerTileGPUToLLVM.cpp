@@ -92,8 +92,10 @@ struct ConstantPattern : OpConversionPattern<arith::ConstantOp> {
     if (!splat)
       return rw.notifyMatchFailure(op, "only splat tile constants are lowered");
     Type scalar = getTypeConverter()->convertType(tensor.getElementType());
-    Value v = LLVM::ConstantOp::create(rw, op.getLoc(), scalar,
-                                       cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+    auto value = cast<TypedAttr>(splat.getSplatValue<Attribute>());
+    if (auto f = dyn_cast<FloatAttr>(value); f && isa<IntegerType>(scalar)) // fp8: its bits
+      value = IntegerAttr::get(scalar, f.getValue().bitcastToAPInt());
+    Value v = LLVM::ConstantOp::create(rw, op.getLoc(), scalar, value);
     rw.replaceOpWithMultiple(
         op, {SmallVector<Value>(size_t(layoutOf(tensor).inDimSize("register")), v)});
     return success();
@@ -453,6 +455,7 @@ struct LowerTileGPUToLLVMPass
     populateDotPatterns(types, patterns);
     populateWgmmaPatterns(types, patterns);
     populateTmaPatterns(types, patterns);
+    populateFp8Patterns(types, patterns);
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);

@@ -101,7 +101,7 @@ Value fromAsmInt(OpBuilder &b, Location loc, Value v, Type elem) {
   unsigned w = elem.getIntOrFloatBitWidth();
   if (v.getType().getIntOrFloatBitWidth() > w)
     v = LLVM::TruncOp::create(b, loc, IntegerType::get(b.getContext(), w), v);
-  if (isa<FloatType>(elem))
+  if (isa<FloatType>(elem) && LLVM::isCompatibleType(elem)) // (fp8 stays its i8 bits)
     v = LLVM::BitcastOp::create(b, loc, elem, v);
   return v;
 }
@@ -218,7 +218,10 @@ Value sharedBuffer(OpBuilder &b, Location loc, Operation *op) {
 }
 
 Type memoryType(Type pointee) {
-  return pointee.isInteger(1) ? IntegerType::get(pointee.getContext(), 8) : pointee;
+  // i1 is stored as a byte; fp8 is its byte (LLVM has no fp8 types).
+  if (pointee.isInteger(1) || (isa<FloatType>(pointee) && !LLVM::isCompatibleType(pointee)))
+    return IntegerType::get(pointee.getContext(), pointee.getIntOrFloatBitWidth() == 1 ? 8 : pointee.getIntOrFloatBitWidth());
+  return pointee;
 }
 
 TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {

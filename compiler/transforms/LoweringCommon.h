@@ -38,7 +38,7 @@ struct Owners {
 };
 Owners ownersOf(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
 
-/// Memory element type: i1 is stored as a byte.
+/// Memory element type: i1 is stored as a byte, fp8 as its bits (i8).
 mlir::Type memoryType(mlir::Type pointee);
 
 /// The integer type and PTX register constraint ("h", "r", "l") that carry
@@ -94,6 +94,7 @@ void populateWgmmaPatterns(const TileTypeConverter &types, mlir::RewritePatternS
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateFp8Patterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateTmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 

@@ -132,7 +132,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     SmallVector<int64_t> rowStride(size_t(rank), 1);
     for (int64_t d = rank - 2; d >= 0; --d)
       rowStride[size_t(d)] = rowStride[size_t(d + 1)] * type.getDimSize(d + 1);
-    Type elem = type.getElementType();
+    Type elem = memoryType(type.getElementType());
     SmallVector<Value> values;
     for (const SmallVector<Value> &at : coordinates(rw, loc, ll)) {
       Value index = i32Const(rw, loc, 0);
@@ -184,7 +184,8 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
         index = LLVM::AddOp::create(
             rw, loc, index,
             LLVM::MulOp::create(rw, loc, at[size_t(d)], i32Const(rw, loc, rowStride[size_t(d)])));
-      Value p = LLVM::GEPOp::create(rw, loc, ptr3, type.getElementType(), buffer, ValueRange{index});
+      Value p = LLVM::GEPOp::create(rw, loc, ptr3, memoryType(type.getElementType()), buffer,
+                                    ValueRange{index});
       predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
     }
     // Generic writes, read next by the async proxy.

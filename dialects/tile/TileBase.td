@@ -73,7 +73,7 @@ def Tile_TensorDescType : Tile_Type<"TensorDesc", "tensordesc"> {
 }
 
 // Element types a tile may hold and a pointer may point at.
-def Tile_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def Tile_Float : AnyTypeOf<[F16, BF16, F32, F64, F8E4M3FN, F8E5M2], "floating-point">;
 def Tile_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
 def Tile_OffsetInt : AnyTypeOf<[I8, I16, I32, I64], "i8/i16/i32/i64">;
 def Tile_Elem : AnyTypeOf<[Tile_Float, Tile_Int, Tile_PtrType]>;

@@ -34,7 +34,7 @@ LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                               Type pointee) {
   if (isMemoryElementType(pointee))
     return success();
-  return emitError() << "!tile.ptr must point at f16, bf16, f32, f64 or a signless "
+  return emitError() << "!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless "
                         "i1/i8/i16/i32/i64, got "
                      << pointee;
 }
@@ -76,7 +76,7 @@ bool hasTileShape(Type type) {
 }
 
 bool isMemoryElementType(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64())
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() || isa<Float8E4M3FNType, Float8E5M2Type>(t))
     return true;
   auto i = dyn_cast<IntegerType>(t);
   return i && i.isSignless() && llvm::is_contained({1u, 8u, 16u, 32u, 64u}, i.getWidth());

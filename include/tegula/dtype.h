@@ -2,6 +2,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -10,7 +11,9 @@
 namespace tegula {
 
 /// Element types a tile can hold (and a pointer can point at).
-enum class DType : uint8_t { i1, i8, i16, i32, i64, f16, bf16, f32, f64 };
+/// f8e4m3 / f8e5m2 (fp8, OCP formats E4M3FN and E5M2) are storage types:
+/// convert them to f16/f32 to compute; dots on them are exact.
+enum class DType : uint8_t { i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8e4m3, f8e5m2 };
 
 std::string_view dtype_name(DType t);
 /// Size of one element in bytes in global memory (i1 is stored as one byte).
@@ -40,6 +43,69 @@ struct float16 {
   operator float() const;
 };
 
+/// The 8-bit float formats: E exponent bits, M mantissa bits, bias
+/// 2^(E-1) - 1. E4M3FN has no infinities (S.1111.111 is NaN, the largest
+/// finite value 448); E5M2 is IEEE-like (largest finite 57344).
+/// Conversion from wider floats rounds to nearest even and saturates:
+/// values beyond the largest finite one (infinities too) become it, as
+/// PTX's cvt.rn.satfinite does; NaN stays NaN (0x7f).
+template <int E, int M> struct fp8_format {
+  static constexpr int bias = (1 << (E - 1)) - 1;
+  static constexpr bool has_inf = E == 5;
+  static constexpr uint8_t max_code = has_inf ? 0x7b : 0x7e; // largest finite, positive
+  static constexpr uint8_t nan_code = 0x7f;
+
+  static float decode(uint8_t bits) {
+    const int e = (bits >> M) & ((1 << E) - 1), m = bits & ((1 << M) - 1);
+    const float sign = bits & 0x80 ? -1.0f : 1.0f;
+    if (has_inf && e == (1 << E) - 1)
+      return m ? NAN : sign * INFINITY;
+    if (!has_inf && (bits & 0x7f) == 0x7f)
+      return NAN;
+    if (e == 0)
+      return sign * std::ldexp(float(m), 1 - bias - M);
+    return sign * std::ldexp(float((1 << M) + m), e - bias - M);
+  }
+
+  static uint8_t encode(double x) {
+    if (std::isnan(x))
+      return nan_code;
+    const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+    const double a = std::fabs(x);
+    const double max_finite = decode(max_code);
+    if (a >= max_finite)
+      return sign | max_code;
+    int code;
+    if (a < std::ldexp(1.0, 1 - bias)) { // subnormal: multiples of 2^(1-bias-M)
+      code = int(std::nearbyint(std::ldexp(a, bias - 1 + M)));
+    } else {
+      int ex;
+      std::frexp(a, &ex); // a = f * 2^ex, f in [0.5, 1)
+      const int e = ex - 1;
+      int q = int(std::nearbyint((std::ldexp(a, -e) - 1.0) * (1 << M)));
+      code = ((e + bias) << M) + q; // q == 2^M carries into the exponent
+    }
+    return uint8_t(sign | std::min(code, int(max_code)));
+  }
+};
+using fp8_e4m3_format = fp8_format<4, 3>;
+using fp8_e5m2_format = fp8_format<5, 2>;
+
+/// fp8 on the host (DType::f8e4m3, DType::f8e5m2): the bits, converted as
+/// fp8_format says.
+struct float8_e4m3 {
+  uint8_t bits = 0;
+  float8_e4m3() = default;
+  float8_e4m3(float f) : bits(fp8_e4m3_format::encode(f)) {}
+  operator float() const { return fp8_e4m3_format::decode(bits); }
+};
+struct float8_e5m2 {
+  uint8_t bits = 0;
+  float8_e5m2() = default;
+  float8_e5m2(float f) : bits(fp8_e5m2_format::encode(f)) {}
+  operator float() const { return fp8_e5m2_format::decode(bits); }
+};
+
 /// The DType of a host C++ element type.
 template <class T> struct dtype_of;
 template <> struct dtype_of<bool> { static constexpr DType value = DType::i1; };
@@ -51,6 +117,8 @@ template <> struct dtype_of<float16> { static constexpr DType value = DType::f16
 template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::bf16; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<float8_e4m3> { static constexpr DType value = DType::f8e4m3; };
+template <> struct dtype_of<float8_e5m2> { static constexpr DType value = DType::f8e5m2; };
 template <class T> inline constexpr DType dtype_of_v = dtype_of<std::remove_cv_t<T>>::value;
 
 } // namespace tegula

@@ -35,7 +35,8 @@ using Shape = std::vector<int64_t>;
 // Element type names for use in kernels: tl::f32, tl::bf16, ...
 inline constexpr DType i1 = DType::i1, i8 = DType::i8, i16 = DType::i16,
                        i32 = DType::i32, i64 = DType::i64, f16 = DType::f16,
-                       bf16 = DType::bf16, f32 = DType::f32, f64 = DType::f64;
+                       bf16 = DType::bf16, f32 = DType::f32, f64 = DType::f64,
+                       f8e4m3 = DType::f8e4m3, f8e5m2 = DType::f8e5m2;
 
 /// fp32 dot precision; never chosen silently.
 enum class precision { ieee, tf32, tf32x3 };

@@ -14,12 +14,13 @@ namespace tegula::python {
 namespace {
 
 /// Tegula's element type for an array library's dtype name (numpy, and
-/// ml_dtypes' bfloat16).
+/// ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2).
 std::optional<DType> dtypeNamed(const std::string &name) {
   static const std::pair<const char *, DType> names[] = {
       {"float16", DType::f16}, {"bfloat16", DType::bf16}, {"float32", DType::f32},
       {"float64", DType::f64}, {"int8", DType::i8},       {"int16", DType::i16},
-      {"int32", DType::i32},   {"int64", DType::i64},     {"bool", DType::i1}};
+      {"int32", DType::i32},   {"int64", DType::i64},     {"bool", DType::i1},
+      {"float8_e4m3fn", DType::f8e4m3}, {"float8_e5m2", DType::f8e5m2}};
   for (auto &[n, t] : names)
     if (name == n)
       return t;
@@ -183,7 +184,8 @@ std::optional<ArrayView> viewArray(py::handle obj, const std::string &what, Argu
 Arg arrayArg(const ArrayView &view, const ParamInfo &param, const std::string &what) {
   if (!view.dtype)
     throw py::type_error(fmt::format("{}: arrays of {} are not supported (Tegula has float16, "
-                                     "bfloat16, float32, float64, int8-int64 and bool)",
+                                     "bfloat16, float32, float64, int8-int64, bool and ml_dtypes' float8_e4m3fn / "
+                                     "float8_e5m2)",
                                      what, view.dtype_name));
   if (!param.any_dtype && *view.dtype != param.dtype)
     throw py::type_error(fmt::format("{} expects an array of {}, got one of {}", what,
