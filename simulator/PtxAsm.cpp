@@ -187,16 +187,22 @@ struct Parser {
                parts[3] == "aligned") {
       in.op = Op::WgmmaMma;
       const std::string &shape = parts[4], &dtype = parts[5], &atype = parts[6];
-      if (dtype != "f32" || parts[7] != atype || (atype != "bf16" && atype != "f16" && atype != "tf32"))
-        unsupported(fmt::format("'{}' (the simulator models f32 += {{bf16, f16, tf32}} products)", opcode));
-      in.mmaKind = atype == "bf16" ? MmaKind::BF16 : atype == "f16" ? MmaKind::F16 : MmaKind::TF32;
-      const int k = in.mmaKind == MmaKind::TF32 ? 8 : 16;
+      static const std::map<std::string, MmaKind> kinds = {
+          {"bf16", MmaKind::BF16}, {"f16", MmaKind::F16}, {"tf32", MmaKind::TF32},
+          {"e4m3", MmaKind::E4M3}, {"e5m2", MmaKind::E5M2}};
+      if (dtype != "f32" || parts[7] != atype || !kinds.count(atype))
+        unsupported(fmt::format("'{}' (the simulator models f32 += {{bf16, f16, tf32, e4m3, e5m2}} "
+                                "products of one type)",
+                                opcode));
+      in.mmaKind = kinds.at(atype);
+      const bool eight = in.mmaKind == MmaKind::E4M3 || in.mmaKind == MmaKind::E5M2;
+      const int k = in.mmaKind == MmaKind::TF32 ? 8 : eight ? 32 : 16;
       size_t npos = shape.find('n'), kpos = shape.find('k');
       if (shape.rfind("m64n", 0) != 0 || kpos == std::string::npos ||
           std::stoi(shape.substr(kpos + 1)) != k)
         unsupported(fmt::format("'{}' (shape .{})", opcode, shape));
       in.wgmmaN = std::stoi(shape.substr(npos + 1, kpos - npos - 1));
-      const bool sixteen = in.mmaKind != MmaKind::TF32;
+      const bool sixteen = in.mmaKind == MmaKind::BF16 || in.mmaKind == MmaKind::F16;
       // A from registers ({a0..a3}) has no imm-trans-a.
       in.aFromRegisters = ops.size() > 1 && ops[1].form == Operand::Vector;
       expect((sixteen ? 8 : 6) - (in.aFromRegisters && sixteen ? 1 : 0));

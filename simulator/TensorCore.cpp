@@ -2,6 +2,7 @@
 #include "simulator/TensorCore.h"
 
 #include "simulator/Runtime.h"
+#include "tegula/dtype.h"
 
 #include <bit>
 #include <cmath>
@@ -150,6 +151,10 @@ float operandValue(MmaKind kind, uint32_t bits) {
     return tf32(bits);
   if (kind == MmaKind::S8)
     return float(int8_t(uint8_t(bits)));
+  if (kind == MmaKind::E4M3)
+    return fp8_e4m3_format::decode(uint8_t(bits));
+  if (kind == MmaKind::E5M2)
+    return fp8_e5m2_format::decode(uint8_t(bits));
   return element16(kind, bits & 0xffff, 0);
 }
 

@@ -21,10 +21,10 @@
 
 namespace tegula::sim {
 
-enum class MmaKind { F16, BF16, TF32, S8 };
+enum class MmaKind { F16, BF16, TF32, S8, E4M3, E5M2 };
 
 /// The value of one operand element of `kind` from its bits (f16/bf16: the
-/// low 16; tf32: the top 19 of an f32; s8: the low byte).
+/// low 16; tf32: the top 19 of an f32; s8, e4m3, e5m2: the low byte).
 float operandValue(MmaKind kind, uint32_t bits);
 
 /// mma.sync.aligned.{m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 |

@@ -49,8 +49,9 @@ WgmmaState &state() {
   return *static_cast<WgmmaState *>(ext.get());
 }
 
-int elementBytes(MmaKind kind) { return kind == MmaKind::TF32 ? 4 : 2; }
-int instructionK(MmaKind kind) { return kind == MmaKind::TF32 ? 8 : 16; }
+bool isFp8(MmaKind kind) { return kind == MmaKind::E4M3 || kind == MmaKind::E5M2; }
+int elementBytes(MmaKind kind) { return kind == MmaKind::TF32 ? 4 : isFp8(kind) ? 1 : 2; }
+int instructionK(MmaKind kind) { return kind == MmaKind::TF32 ? 8 : isFp8(kind) ? 32 : 16; }
 
 float readElement(MmaKind kind, int64_t offset) {
   if (offset < 0 || size_t(offset) + size_t(elementBytes(kind)) > sharedBytes())
@@ -182,8 +183,8 @@ void issue(PendingMma m, uint32_t *acc) {
   const uint32_t site = m.site;
   if (n < 8 || n > 256 || n % 8)
     fail(site, fmt::format("wgmma.mma_async n{}: N is a multiple of 8 up to 256", n));
-  if (kind == MmaKind::TF32 && (transA || transB))
-    fail(site, "wgmma.mma_async .tf32 has no transposed operands (both K-major)");
+  if ((kind == MmaKind::TF32 || isFp8(kind)) && (transA || transB))
+    fail(site, "wgmma.mma_async .tf32 and fp8 have no transposed operands (both K-major)");
   WgmmaState &s = state();
   if (scaleD && !s.fenced)
     for (int i = 0; i < n / 2; ++i)
@@ -223,6 +224,8 @@ void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool sca
 
 void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
                             bool scaleD, bool transB, uint32_t *acc, uint32_t site) {
+  if (isFp8(kind))
+    fail(site, "wgmma.mma_async with fp8 A from registers is not modelled by the simulator");
   const int K = instructionK(kind);
   std::vector<float> rows(size_t(16 * K));
   RegisterA io{aRegs, &rows};

@@ -350,18 +350,21 @@ tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc
   for (Type t : {ea, eb, ec})
     if (isa<tile::PtrType>(t))
       fail(loc, fmt::format("tl::dot operands must be numbers, got {}", describeType(t)));
-  // fp8 operands (either format, mixed too) are exact in f16: the tensor
-  // cores take them as f16 (an fp8 wgmma is future work).
+  // fp8 operands: one format on both sides stays fp8 (wgmma reads it on
+  // sm_90a; elsewhere the compiler widens it to f16, exactly); mixed formats
+  // are widened here.
   if (isFp8(ea) || isFp8(eb)) {
     if (!isFp8(ea) || !isFp8(eb))
       fail(loc, fmt::format("tl::dot of {} and {}: both operands must be fp8, or neither",
                             describeType(ea), describeType(eb)));
     if (!ec.isF32())
       fail(loc, fmt::format("tl::dot of fp8 operands accumulates in f32, got {}", describeType(ec)));
-    Location l = toLoc(ts.ctx, loc);
-    va = castTo(ts, va, ts.builder.getF16Type(), l);
-    vb = castTo(ts, vb, ts.builder.getF16Type(), l);
-    ea = eb = ts.builder.getF16Type();
+    if (ea != eb) {
+      Location l = toLoc(ts.ctx, loc);
+      va = castTo(ts, va, ts.builder.getF16Type(), l);
+      vb = castTo(ts, vb, ts.builder.getF16Type(), l);
+      ea = eb = ts.builder.getF16Type();
+    }
   }
   if (ea != eb)
     fail(loc, fmt::format("tl::dot operands must have the same element type, got {} and "

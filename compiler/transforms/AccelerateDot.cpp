@@ -3,6 +3,8 @@
 
 #include "compiler/layout/MmaLayouts.h"
 #include "compiler/layout/WgmmaOperands.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "compiler/transforms/LayoutRewriting.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -164,14 +166,15 @@ Value fragmentsBeforeLoop(tile::DotOp dot, Value operand, RankedTensorType fragm
 /// the values turn out to be contiguous along), K-major for tf32.
 bool fitsWgmma(int64_t M, int64_t N, int64_t K, int64_t numWarps, unsigned bits) {
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  const int64_t instrK = bits == 32 ? 8 : bits == 8 ? 32 : 16;
   if (numWarps % 4 || M % (16 * numWarps) || N % 8 || (N > 256 && N % 256) ||
-      K % (bits == 32 ? 8 : 16) || !pow2(M) || !pow2(N) || !pow2(K))
+      K % instrK || !pow2(M) || !pow2(N) || !pow2(K))
     return false;
   auto plannable = [&](int operand, std::vector<int32_t> shape, int contiguous) {
     return layout::planWgmmaOperandTile(operand, shape, contiguous, int(bits)).has_value();
   };
   const std::vector<int32_t> a = {int32_t(M), int32_t(K)}, b = {int32_t(K), int32_t(N)};
-  if (bits == 32)
+  if (bits != 16) // tf32 and fp8: both operands K-major
     return plannable(0, a, 1) && plannable(1, b, 0);
   for (int contiguous : {0, 1})
     if (!plannable(0, a, contiguous) || !plannable(1, b, contiguous))
@@ -194,8 +197,26 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       auto cT = cast<RankedTensorType>(dot.getType());
       if (!cT.getEncoding() || isa<tilegpu::MmaEncodingAttr>(cT.getEncoding()))
         return;
-      const unsigned bits = mmaOperandBits(dot, aT, bT, cT);
       const int64_t M = cT.getDimSize(0), N = cT.getDimSize(1), K = aT.getDimSize(1);
+      // fp8: wgmma reads it on sm_90a (whole warpgroups, K in k32 steps,
+      // both operands K-major in shared memory; not chained); anywhere else
+      // the operands widen to f16 - exactly - and the dot continues as f16.
+      const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aT.getElementType());
+      const bool fp8Wgmma = fp8 && chip == "sm_90a" && !chained.contains(dot) &&
+                            fitsWgmma(M, N, K, numWarps, 8);
+      if (fp8 && !fp8Wgmma) {
+        OpBuilder b(dot);
+        auto widen = [&](Value v) {
+          auto t = cast<RankedTensorType>(v.getType());
+          return arith::ExtFOp::create(
+              b, dot.getLoc(), RankedTensorType::get(t.getShape(), b.getF16Type(), t.getEncoding()), v);
+        };
+        dot.getAMutable().assign(widen(dot.getA()));
+        dot.getBMutable().assign(widen(dot.getB()));
+        aT = cast<RankedTensorType>(dot.getA().getType());
+        bT = cast<RankedTensorType>(dot.getB().getType());
+      }
+      const unsigned bits = fp8Wgmma ? 8u : mmaOperandBits(dot, aT, bT, cT);
       if (!bits || M % 16 || N % 8 || K % layout::mmaInstructionShape(int(bits)).k)
         return; // the FMA lowering takes it
       auto [wm, wn] = warpGrid(M, N, int32_t(numWarps));
@@ -208,7 +229,8 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // at tf32 precision (tf32x3's split products stay on mma.sync).
       const bool wgmmaType =
           bits == 16 || (bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32);
-      const bool wgmma = chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits);
+      const bool wgmma =
+          fp8Wgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
       if (wgmma)
         wm = int32_t(numWarps), wn = 1;
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn}, wgmma ? 3u : 2u);
@@ -228,9 +250,11 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       if (wgmma) {
         // B keeps its layout: the lowering stores it into the swizzled tile
         // wgmma's descriptors read; so does A, unless it is loop-invariant
-        // (then its fragments are read once, and wgmma takes A from registers).
-        a = fragmentsBeforeLoop(
-            dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
+        // (then its fragments are read once, and wgmma takes A from registers;
+        // fp8's A always comes from shared memory).
+        if (!fp8Wgmma)
+          a = fragmentsBeforeLoop(
+              dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
       } else if (bits == 16) {
         a = fragmentsBeforeLoop(
             dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);

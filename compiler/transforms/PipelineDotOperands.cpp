@@ -144,9 +144,10 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
   auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
   auto type = cast<RankedTensorType>(block.getType());
   Value v = idx == 0 ? dot.getA() : dot.getB();
+  // 16-bit operands, or fp8 (K-major only: wgmma's plan says so).
+  const unsigned bits = type.getElementType().getIntOrFloatBitWidth();
   if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !block->hasOneUse() ||
-      block->getBlock() != loop.getBody() || type.getRank() != 2 ||
-      type.getElementType().getIntOrFloatBitWidth() != 16)
+      block->getBlock() != loop.getBody() || type.getRank() != 2 || (bits != 16 && bits != 8))
     return std::nullopt;
   auto slice = addressSlice(loop, block.getOffsets());
   if (!slice)
@@ -156,7 +157,7 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
   auto operandType = cast<RankedTensorType>(v.getType());
   auto plan = layout::planWgmmaOperandTile(
       int(idx), {int32_t(operandType.getDimSize(0)), int32_t(operandType.getDimSize(1))},
-      trans ? 0 : 1, 16);
+      trans ? 0 : 1, int(bits));
   if (!plan)
     return std::nullopt;
   const layout::SharedTile stored = trans ? plan->tile.transposed() : plan->tile;
@@ -189,7 +190,12 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   Type elem = type.getElementType();
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
   const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
-  if (elem.getIntOrFloatBitWidth() != 16 || bytes < 4 || type.getRank() != 2)
+  // 16-bit operands; fp8 ones for wgmma (the only tensor-core path that
+  // reads fp8 as it is).
+  const unsigned bits = elem.getIntOrFloatBitWidth();
+  auto mmaOf = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+  if ((bits != 16 && !(bits == 8 && mmaOf.isWgmma() && isa<FloatType>(elem))) || bytes < 4 ||
+      type.getRank() != 2)
     return std::nullopt;
   auto ptrType = cast<RankedTensorType>(load.getPtr().getType());
   layout::LinearLayout source = tilegpu::toLinearLayout(ptrType.getEncoding(), ptrType.getShape());
@@ -218,7 +224,7 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
                                : layout::planWgmmaOperandTile(
                                      int(idx),
                                      {int32_t(operandType.getDimSize(0)), int32_t(operandType.getDimSize(1))},
-                                     contiguous, 16);
+                                     contiguous, int(bits));
     if (!plan)
       return std::nullopt;
     return Operand{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(plan->tile), trans};

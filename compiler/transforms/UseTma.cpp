@@ -53,6 +53,8 @@ std::optional<DType> dtypeOf(Type t) {
   if (t.isInteger(16)) return DType::i16;
   if (t.isInteger(32)) return DType::i32;
   if (t.isInteger(64)) return DType::i64;
+  if (isa<Float8E4M3FNType>(t)) return DType::f8e4m3;
+  if (isa<Float8E5M2Type>(t)) return DType::f8e5m2;
   return std::nullopt;
 }
 

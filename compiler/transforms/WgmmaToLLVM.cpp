@@ -40,7 +40,7 @@ std::optional<WgmmaOperandTile> planOperand(unsigned idx, RankedTensorType t) {
   const int bits = int(t.getElementType().getIntOrFloatBitWidth());
   const int kDim = idx == 0 ? 1 : 0;
   int contiguous = layout::contiguousDimOf(layoutOf(t));
-  if (contiguous < 0 || bits == 32)
+  if (contiguous < 0 || bits != 16) // tf32 and fp8 are K-major only
     contiguous = kDim;
   if (auto plan = layout::planWgmmaOperandTile(int(idx), shape, contiguous, bits))
     return plan;
@@ -116,18 +116,22 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   args.push_back(descB);
   args.push_back(i32Const(b, loc, 1));
   constraints += ",l,r";
-  const bool tf32 = elem.isF32();
-  const std::string type = tf32 ? "tf32" : elem.isBF16() ? "bf16" : "f16";
+  const bool tf32 = elem.isF32(), fp8 = elem.getIntOrFloatBitWidth() == 8;
+  const std::string type = tf32                              ? "tf32"
+                           : isa<Float8E4M3FNType>(elem)     ? "e4m3"
+                           : isa<Float8E5M2Type>(elem)       ? "e5m2"
+                           : elem.isBF16()                   ? "bf16"
+                                                             : "f16";
   // scale-d is a predicate: always accumulate (the accumulator is explicit).
-  // A from registers is K-major and has no imm-trans-a; tf32 has no
-  // transposes at all (both operands K-major).
-  const std::string trans = tf32            ? ""
+  // A from registers is K-major and has no imm-trans-a; tf32 and fp8 have
+  // no transposes at all (both operands K-major).
+  const std::string trans = tf32 || fp8     ? ""
                             : aRegs.empty() ? fmt::format(", {}, {}", int(transA), int(transB))
                                             : fmt::format(", {}", int(transB));
   const std::string body = fmt::format(
       "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, %scale_d, 1, 1{};\n}}",
-      bIndex + 1, count * 2, tf32 ? 8 : 16, type, type, regs, a, bIndex, trans);
+      bIndex + 1, count * 2, tf32 ? 8 : fp8 ? 32 : 16, type, type, regs, a, bIndex, trans);
   auto resultType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(count, b.getF32Type()));
   Value d = inlinePtx(b, loc, resultType, args, body, constraints);
@@ -176,7 +180,7 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
                            : Value();
   SmallVector<Value> acc(c.begin(), c.end());
   const bool tf32 = elem.isF32();
-  const int64_t instrK = tf32 ? 8 : 16, kTiles = K / instrK;
+  const int64_t instrK = tf32 ? 8 : elem.getIntOrFloatBitWidth() == 8 ? 32 : 16, kTiles = K / instrK;
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
       for (int64_t k0 = 0; k0 < K; k0 += instrK) {
@@ -218,10 +222,13 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     auto bT = cast<RankedTensorType>(op.getB().getType());
     Type elem = aT.getElementType();
     const bool tf32 = elem.isF32() && op.getPrecision() == tile::DotPrecision::TF32;
-    if (!(elem.isBF16() || elem.isF16() || tf32) || bT.getElementType() != elem ||
+    const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(elem);
+    if (!(elem.isBF16() || elem.isF16() || tf32 || fp8) || bT.getElementType() != elem ||
         !cT.getElementType().isF32())
-      return rw.notifyMatchFailure(
-          op, "wgmma here takes f16/bf16 operands, or f32 ones at tf32 precision, and an f32 accumulator");
+      return rw.notifyMatchFailure(op, "wgmma here takes f16/bf16/fp8 operands, or f32 ones at "
+                                       "tf32 precision, and an f32 accumulator");
+    if (fp8 && isa_and_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding()))
+      return rw.notifyMatchFailure(op, "wgmma: fp8 A is read from shared memory, not registers");
     // A from registers when it arrives as this mma's fragments.
     auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding());
     if (fragments && (fragments.getParent() != mma || fragments.getOpIdx() != 0 ||

@@ -73,8 +73,12 @@ LogicalResult DotSharedOp::verify() {
     return emitOpError() << "shapes do not multiply: [" << am << ", " << ak << "] x [" << bk << ", " << bn
                          << "] -> " << acc;
   Type e = a.getElementType();
-  if (e != b.getElementType() || !(e.isBF16() || e.isF16()) || !acc.getElementType().isF32())
-    return emitOpError() << "takes f16/bf16 operands of one type and an f32 accumulator";
+  // fp8 only on wgmma (mma.sync takes it as f16).
+  const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(e);
+  if (e != b.getElementType() || !(e.isBF16() || e.isF16() || fp8) || !acc.getElementType().isF32() ||
+      (fp8 && !cast<MmaEncodingAttr>(acc.getEncoding()).isWgmma()))
+    return emitOpError() << "takes f16/bf16 (or, on wgmma, fp8) operands of one type and an f32 "
+                            "accumulator";
   return success();
 }
 

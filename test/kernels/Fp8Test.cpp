@@ -178,25 +178,34 @@ void matmul_fp8(tl::ptr<FA> a, tl::ptr<FB> b, tl::ptr<float> c, tl::scalar<int32
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
-template <class FA, class FB> void checkMatmul(const LaunchOptions &base, int warps) {
+template <class FA, class FB>
+void checkMatmul(const LaunchOptions &base, int warps, int M = 70, int N = 40, int K = 72,
+                 int BM = 64, int BN = 32, int BK = 32) {
+  SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps", M, N, K, BM, BN, BK, warps));
   auto k = kernel("matmul_fp8", matmul_fp8<FA, FB>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  const int M = 70, N = 40, K = 72;
   std::vector<FA> a(size_t(M * K));
   std::vector<FB> b(size_t(K * N));
   std::vector<float> ra = random_vector<float>(a.size(), -4, 4), rb = random_vector<float>(b.size(), -4, 4);
   for (size_t i = 0; i < a.size(); ++i) a[i] = FA(ra[i]);
   for (size_t i = 0; i < b.size(); ++i) b[i] = FB(rb[i]);
   auto want = poisoned<float>(size_t(M * N)), got = want;
-  Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 32))};
-  k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 32, 32);
+  Grid g{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))};
+  k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, BM, BN, BK);
   LaunchOptions o = base;
   o.grid = g;
   o.num_warps = warps;
-  k(o, a, b, got, M, N, K, 64, 32, 32);
+  k(o, a, b, got, M, N, K, BM, BN, BK);
   EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
 }
 
-TEST_P(Fp8, MatmulE4M3) { checkMatmul<float8_e4m3, float8_e4m3>(target({1}), 4); }
+/// On sm_90a same-format fp8 dots run on wgmma (m64nNk32, both operands
+/// K-major: B is stored transposed); elsewhere as f16.
+TEST_P(Fp8, MatmulE4M3) {
+  checkMatmul<float8_e4m3, float8_e4m3>(target({1}), 4);
+  checkMatmul<float8_e4m3, float8_e4m3>(target({1}), 4, 130, 136, 200, 128, 128, 64);
+  checkMatmul<float8_e4m3, float8_e4m3>(target({1}), 8, 130, 264, 136, 128, 256, 128);
+}
+TEST_P(Fp8, MatmulE5M2) { checkMatmul<float8_e5m2, float8_e5m2>(target({1}), 4, 100, 72, 96, 64, 64, 64); }
 TEST_P(Fp8, MatmulMixedFormats) { checkMatmul<float8_e4m3, float8_e5m2>(target({1}), 4); }
 
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
@@ -208,6 +217,94 @@ INSTANTIATE_TEST_SUITE_P(Sim, Fp8,
 INSTANTIATE_TEST_SUITE_P(Gpu, Fp8,
                          ::testing::Values(Target{Backend::GPU, "sm_80"}, Target{Backend::GPU, "sm_90a"}),
                          targetName);
+
+/// C = A Bᵀ with B stored [N, K] (both operands K-major, the layout fp8
+/// GEMMs use - cuBLASLt's too): on sm_90a the loads become cp.async or,
+/// through descriptors, TMA rings that wgmma reads as they are.
+template <class F8>
+void matmul_fp8_tn(tl::ptr<F8> a, tl::ptr<F8> bt, tl::ptr<float> c, tl::scalar<int32_t> M,
+                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                   tl::constant<int> BN, tl::constant<int> BK, tl::constant<bool> TMA) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(bt, {N, K}, {K, 1}, {BN, BK});
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at, bt_tile;
+    if (TMA.value) {
+      at = a_desc.load({tl::program_id(0) * BM, k});
+      bt_tile = b_desc.load({tl::program_id(1) * BN, k});
+    } else {
+      at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                    (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+      bt_tile = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
+                         (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
+    }
+    acc = tl::dot(at, bt_tile.trans(), acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+TEST_P(Fp8, PipelinedTnMatmul) {
+  auto k = kernel("matmul_fp8_tn", matmul_fp8_tn<float8_e4m3>,
+                  {"a", "bt", "c", "M", "N", "K", "BM", "BN", "BK", "TMA"});
+  struct S { int M, N, K, BM, BN, BK, warps; };
+  for (bool tma : {false, true})
+    for (S s : {S{130, 136, 208, 128, 128, 64, 4}, S{70, 264, 160, 64, 256, 128, 4}}) {
+      SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {}", s.M, s.N, s.K, s.BM, s.BN, s.BK,
+                               tma ? "TMA" : "cp.async"));
+      std::vector<float8_e4m3> a(size_t(s.M * s.K)), b(size_t(s.N * s.K));
+      std::vector<float> ra = random_vector<float>(a.size(), -4, 4), rb = random_vector<float>(b.size(), -4, 4);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = float8_e4m3(ra[i]);
+      for (size_t i = 0; i < b.size(); ++i) b[i] = float8_e4m3(rb[i]);
+      auto want = poisoned<float>(size_t(s.M * s.N)), got = want;
+      Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK, tma);
+      LaunchOptions o = target(g);
+      o.num_warps = s.warps;
+      k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, tma);
+      EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
+    }
+}
+
+/// The pipelined fp8 GEMM for sm_90a: wgmma k32 on rings, no spills.
+TEST(Fp8Ptx, PipelinedTnMatmulOnHopper) {
+  auto k = kernel("matmul_fp8_tn", matmul_fp8_tn<float8_e4m3>,
+                  {"a", "bt", "c", "M", "N", "K", "BM", "BN", "BK", "TMA"});
+  std::vector<float8_e4m3> x(512 * 512);
+  std::vector<float> c(512 * 512);
+  for (bool tma : {false, true})
+    for (auto [BN, BK, warps] : {std::tuple{128, 128, 4}, std::tuple{256, 128, 8}}) {
+      CompiledKernel h = k.compile({x, x, c, 512, 512, 512, 128, BN, BK, tma},
+                                   {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
+      EXPECT_THAT(h.ptx, HasSubstr(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3", BN)));
+      EXPECT_THAT(h.ptx, HasSubstr(tma ? "cp.async.bulk.tensor.2d.shared::cluster" : "cp.async.cg.shared.global"));
+      if (!h.cubin.empty())
+        EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
+      std::printf("[tegula test] fp8 wgmma %s 128x%dx%d, %d warps, 3 stages: %d registers, %d spill "
+                  "bytes\n",
+                  tma ? "TMA" : "cp.async", BN, BK, warps, h.registers, h.spill_bytes);
+    }
+}
+
+TEST(Fp8Ptx, SameFormatDotsRunOnWgmmaOnHopper) {
+  auto k = kernel("matmul_fp8", matmul_fp8<float8_e4m3, float8_e4m3>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<float8_e4m3> x(256 * 256);
+  std::vector<float> c(256 * 256);
+  // B row-major ([K, N], N contiguous) is stored K-major by the threads
+  // (not pipelined: cp.async cannot transpose): fine at 64 x 64 x 64.
+  CompiledKernel h = k.compile({x, x, c, 256, 256, 256, 64, 64, 64}, {.chip = "sm_90a"});
+  EXPECT_THAT(h.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"));
+  if (!h.cubin.empty())
+    EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
+  CompiledKernel a = k.compile({x, x, c, 256, 256, 256, 128, 128, 64}, {.chip = "sm_80"});
+  EXPECT_THAT(a.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+}
 
 //===----------------------------------------------------------------------===//
 // Mistakes

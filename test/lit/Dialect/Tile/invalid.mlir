@@ -831,7 +831,7 @@ func.func @reduce_return_outside(%x: f32) {
 //===----------------------------------------------------------------------===//
 
 // A pointer points at a scalar, not at a tensor...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'tensor<4xf32>'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'tensor<4xf32>'}}
 func.func @ptr_to_tensor(%p: !tile.ptr<tensor<4xf32>>) {
   return
 }
@@ -839,7 +839,7 @@ func.func @ptr_to_tensor(%p: !tile.ptr<tensor<4xf32>>) {
 // -----
 
 // ...nor at another pointer...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got '!tile.ptr<f32>'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got '!tile.ptr<f32>'}}
 func.func @ptr_to_ptr(%p: !tile.ptr<!tile.ptr<f32>>) {
   return
 }
@@ -847,7 +847,7 @@ func.func @ptr_to_ptr(%p: !tile.ptr<!tile.ptr<f32>>) {
 // -----
 
 // ...nor at index...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'index'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'index'}}
 func.func @ptr_to_index(%p: !tile.ptr<index>) {
   return
 }
@@ -855,23 +855,23 @@ func.func @ptr_to_index(%p: !tile.ptr<index>) {
 // -----
 
 // ...nor at an integer width memory does not hold...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'i7'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'i7'}}
 func.func @ptr_to_i7(%p: !tile.ptr<i7>) {
   return
 }
 
 // -----
 
-// ...nor at a float type other than f16/bf16/f32/f64...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'f8E4M3FN'}}
-func.func @ptr_to_f8(%p: !tile.ptr<f8E4M3FN>) {
+// ...nor at a float type other than f16/bf16/f32/f64 and the two fp8 formats...
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'f8E4M3FNUZ'}}
+func.func @ptr_to_f8_fnuz(%p: !tile.ptr<f8E4M3FNUZ>) {
   return
 }
 
 // -----
 
 // ...nor at a signed integer...
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'si8'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'si8'}}
 func.func @ptr_to_si8(%p: !tile.ptr<si8>) {
   return
 }
@@ -879,7 +879,7 @@ func.func @ptr_to_si8(%p: !tile.ptr<si8>) {
 // -----
 
 // ...nor at an unsigned one.
-// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64 or a signless i1/i8/i16/i32/i64, got 'ui32'}}
+// expected-error @+1 {{!tile.ptr must point at f16, bf16, f32, f64, fp8 (f8E4M3FN, f8E5M2) or a signless i1/i8/i16/i32/i64, got 'ui32'}}
 func.func @ptr_to_ui32(%p: !tile.ptr<ui32>) {
   return
 }
