@@ -8,10 +8,14 @@
 // ($TEGULA_BENCH_OUT/gemm.csv, else ./gemm.csv).
 // Without a driver it prints "skipped: ..." and exits 0.
 //
-//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32] [--iters 10]
+//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,fp8] [--iters 10]
+//
+// fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
+// against cuBLASLt's fp8 matmul (the TN layout, f32 out).
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <dlfcn.h>
 
@@ -78,6 +82,84 @@ struct Cublas {
                               CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
       throw Error(fmt::format("cublasGemmEx failed: status {}", int(s)));
+  }
+};
+
+/// cuBLASLt for fp8 (cublasGemmEx has none): D (f32) = op(A) op(B), opened
+/// at run time like cuBLAS.
+struct CublasLt {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtDestroy) destroy = nullptr;
+  decltype(&cublasLtMatmulDescCreate) descCreate = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) descDestroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) descSet = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layoutCreate = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layoutDestroy = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  std::string why;
+
+  CublasLt() {
+    void *lib = nullptr;
+    for (const char *name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!lib) {
+      why = fmt::format("cannot load libcublasLt ({})", dlerror());
+      return;
+    }
+    auto sym = [&](auto &fn, const char *name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
+    sym(create, "cublasLtCreate");
+    sym(destroy, "cublasLtDestroy");
+    sym(descCreate, "cublasLtMatmulDescCreate");
+    sym(descDestroy, "cublasLtMatmulDescDestroy");
+    sym(descSet, "cublasLtMatmulDescSetAttribute");
+    sym(layoutCreate, "cublasLtMatrixLayoutCreate");
+    sym(layoutDestroy, "cublasLtMatrixLayoutDestroy");
+    sym(matmul, "cublasLtMatmul");
+    if (!create || !destroy || !descCreate || !descDestroy || !descSet || !layoutCreate ||
+        !layoutDestroy || !matmul || create(&handle) != CUBLAS_STATUS_SUCCESS) {
+      why = "libcublasLt lacks an entry point Tegula uses";
+      handle = nullptr;
+    }
+  }
+  ~CublasLt() {
+    if (handle)
+      destroy(handle);
+  }
+  /// Row-major C[M,N] (f32) = A[M,K] Bt[N,K]^T, fp8 `type`: column-major
+  /// C^T[N,M] = op_T(Bt as [K,N]) A^T (the TN layout fp8 requires).
+  void gemmTn(cudaDataType type, const DeviceBuffer &a, const DeviceBuffer &bt, DeviceBuffer &c,
+              int M, int N, int K) const {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    auto check = [&](cublasStatus_t s, const char *what) {
+      if (s != CUBLAS_STATUS_SUCCESS)
+        throw Error(fmt::format("cuBLASLt {} failed: status {}", what, int(s)));
+    };
+    try {
+      check(descCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+      cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+      check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
+      check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "TRANSB");
+      check(layoutCreate(&la, type, uint64_t(K), uint64_t(N), int64_t(K)), "layout A");
+      check(layoutCreate(&lb, type, uint64_t(K), uint64_t(M), int64_t(K)), "layout B");
+      check(layoutCreate(&lc, CUDA_R_32F, uint64_t(N), uint64_t(M), int64_t(N)), "layout C");
+      const float one = 1, zero = 0;
+      check(matmul(handle, desc, &one, reinterpret_cast<const void *>(bt.device_ptr()), la,
+                   reinterpret_cast<const void *>(a.device_ptr()), lb, &zero,
+                   reinterpret_cast<const void *>(c.device_ptr()), lc,
+                   reinterpret_cast<void *>(c.device_ptr()), lc, nullptr, nullptr, 0, nullptr),
+            "cublasLtMatmul");
+    } catch (...) {
+      for (auto l : {la, lb, lc})
+        if (l) layoutDestroy(l);
+      if (desc) descDestroy(desc);
+      throw;
+    }
+    for (auto l : {la, lb, lc})
+      layoutDestroy(l);
+    descDestroy(desc);
   }
 };
 
@@ -251,10 +333,95 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   return failures;
 }
 
+/// fp8 e4m3 TN GEMMs (f32 out): examples::matmul_tn (TMA rings + wgmma k32
+/// on sm_90a) against cuBLASLt's fp8 on the same buffers.
+int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  auto k = kernel("matmul_tn_e4m3", examples::matmul_tn<float8_e4m3>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3},
+                                       {128, 256, 128, 8, 4}, {128, 128, 128, 4, 4}};
+  int failures = 0;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  for (const Shape &shape : shapes) {
+    const int M = shape.M, N = shape.N, K = shape.K;
+    std::vector<float8_e4m3> ha(size_t(M) * K), hb(size_t(N) * K);
+    for (auto &v : ha) v = float8_e4m3(dist(rng));
+    for (auto &v : hb) v = float8_e4m3(dist(rng));
+    DeviceBuffer a = DeviceBuffer::from(ha), b = DeviceBuffer::from(hb);
+    DeviceBuffer c(size_t(M) * N, DType::f32), ref(size_t(M) * N, DType::f32);
+    const double flops = 2.0 * M * N * K;
+    double refMs = NAN;
+    std::vector<float> hostRef;
+    std::string refNote;
+    if (lt.handle) {
+      try {
+        lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K);
+        refMs = time_ms([&] { lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K); }, iters).median;
+        hostRef = ref.to_host<float>();
+      } catch (const Error &e) {
+        refNote = e.what();
+      }
+    } else {
+      refNote = lt.why;
+    }
+    if (!refNote.empty())
+      fmt::print("fp8   {:<14} cuBLASLt not run: {}\n", shape.name, refNote);
+    double bestMs = INFINITY;
+    std::string best;
+    for (const Config &cfg : configs) {
+      LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
+                         .num_warps = cfg.warps,
+                         .num_stages = cfg.stages,
+                         .backend = Backend::GPU};
+      auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
+      std::string check = "unchecked (no cuBLASLt)";
+      double err = NAN;
+      try {
+        c.fill_bytes(0xff);
+        launch();
+        if (!hostRef.empty()) {
+          err = relError(c.to_host<float>(), hostRef);
+          check = fmt::format("rel err {:.1e}", err);
+          if (!(err < 1e-3)) {
+            fmt::print("fp8   {:<14} {:<18} FAILED: {} vs cuBLASLt\n", shape.name, cfg.name(), check);
+            std::fprintf(csv, "e4m3,%s,%d,%d,%d,%s,,,%.3g,FAILED\n", shape.name.c_str(), M, N, K,
+                         cfg.name().c_str(), err);
+            ++failures;
+            continue;
+          }
+        }
+      } catch (const Error &e) {
+        std::string what = e.what();
+        fmt::print("fp8   {:<14} {:<18} not run: {}\n", shape.name, cfg.name(), what.substr(0, what.find('\n')));
+        continue;
+      }
+      double ms = time_ms(launch, iters).median;
+      fmt::print("fp8   {:<14} {:<18} {:>9.3f} ms {:>7.1f} TFLOP/s  {}\n", shape.name, cfg.name(), ms,
+                 flops / ms / 1e9, check);
+      std::fprintf(csv, "e4m3,%s,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", shape.name.c_str(), M, N, K,
+                   cfg.name().c_str(), ms, flops / ms / 1e9, err);
+      if (ms < bestMs)
+        bestMs = ms, best = cfg.name();
+    }
+    std::string id = shape.name;
+    for (char &ch : id)
+      if (ch == ' ' || ch == '^')
+        ch = '_';
+    fmt::print("e4m3_gemm_{} best {} {:.1f} TFLOP/s, cuBLASLt {:.1f} TFLOP/s, ratio {:.3f}\n", id, best,
+               flops / bestMs / 1e9, flops / refMs / 1e9, refMs / bestMs);
+    std::fprintf(csv, "e4m3,%s,%d,%d,%d,cuBLASLt,%.4f,%.2f,,\n", shape.name.c_str(), M, N, K, refMs,
+                 flops / refMs / 1e9);
+    std::fflush(stdout);
+    std::fflush(csv);
+  }
+  return failures;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string shapesArg = "all", dtypes = "bf16,f16,tf32";
+  std::string shapesArg = "all", dtypes = "bf16,f16,tf32,fp8";
   int iters = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters"))
@@ -307,6 +474,13 @@ int main(int argc, char **argv) {
       failures += runDtype<float16, tl::precision::ieee>("f16", CUDA_R_16F, false, cublas, shapes, iters, csv);
     if (want("tf32"))
       failures += runDtype<float, tl::precision::tf32>("tf32", CUDA_R_32F, true, cublas, shapes, iters, csv);
+    // fp8 runs on wgmma only on Hopper (elsewhere it would be an f16 GEMM).
+    if (want("fp8") && info.chip == "sm_90a") {
+      CublasLt lt;
+      failures += runFp8(lt, shapes, iters, csv);
+    } else if (want("fp8")) {
+      fmt::print("fp8: skipped on {} (fp8 tensor-core GEMMs need sm_90a)\n", info.chip);
+    }
     std::fclose(csv);
     return failures ? 1 : 0;
   } catch (const Error &e) {

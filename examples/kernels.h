@@ -159,6 +159,25 @@ void matmul_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int
   c_desc.store({m0, n0}, acc);
 }
 
+/// C (f32, M x N) = A Bᵀ with A [M, K] and B [N, K] row-major (both K
+/// contiguous: the "TN" layout fp8 GEMMs use, cuBLASLt's too), read through
+/// tensor descriptors. With fp8 operands on sm_90a the tiles go through TMA
+/// rings straight into wgmma k32 (docs/hopper.md); K and the row strides
+/// must span multiples of 16 bytes.
+template <class T>
+void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+               tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+               tl::constant<int> BN, tl::constant<int> BK) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc);
+  c_desc.store({m0, n0}, acc);
+}
+
 /// out[row] += sum of x[row, chunk] for each BLOCK-wide chunk of a row; the
 /// chunks of a row run in different programs and meet through atomic_add.
 inline void row_sum_atomic(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n_cols,

@@ -5,6 +5,7 @@
 // dots on fp8 operands, and the mistakes the DSL refuses.
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
+#include "examples/kernels.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuLaunch.h"
 
@@ -271,6 +272,23 @@ TEST_P(Fp8, PipelinedTnMatmul) {
     }
 }
 
+/// examples::matmul_tn (the benchmark's fp8 kernel: descriptors for A, B
+/// and C) against the interpreter.
+TEST_P(Fp8, ExampleTnMatmul) {
+  auto k = kernel("matmul_tn", examples::matmul_tn<float8_e4m3>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 100, N = 136, K = 160;
+  std::vector<float8_e4m3> a(size_t(M * K)), b(size_t(N * K));
+  std::vector<float> ra = random_vector<float>(a.size(), -4, 4), rb = random_vector<float>(b.size(), -4, 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float8_e4m3(ra[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float8_e4m3(rb[i]);
+  auto want = poisoned<float>(size_t(M * N)), got = want;
+  Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 128))};
+  k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 128, 64);
+  k(target(g), a, b, got, M, N, K, 64, 128, 64);
+  EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
+}
+
 /// The pipelined fp8 GEMM for sm_90a: wgmma k32 on rings, no spills.
 TEST(Fp8Ptx, PipelinedTnMatmulOnHopper) {
   auto k = kernel("matmul_fp8_tn", matmul_fp8_tn<float8_e4m3>,
@@ -289,6 +307,20 @@ TEST(Fp8Ptx, PipelinedTnMatmulOnHopper) {
                   "bytes\n",
                   tma ? "TMA" : "cp.async", BN, BK, warps, h.registers, h.spill_bytes);
     }
+  // The benchmark's kernel at its configurations.
+  auto ex = kernel("matmul_tn", examples::matmul_tn<float8_e4m3>,
+                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  for (auto [BN, warps, stages] : {std::tuple{128, 4, 3}, std::tuple{256, 8, 3}, std::tuple{256, 8, 4}}) {
+    CompiledKernel h = ex.compile({x, x, c, 512, 512, 512, 128, BN, 128},
+                                  {.chip = "sm_90a", .num_warps = warps, .num_stages = stages});
+    EXPECT_THAT(h.ptx, HasSubstr(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3", BN)));
+    EXPECT_THAT(h.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group")); // C
+    if (!h.cubin.empty())
+      EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
+    std::printf("[tegula test] examples::matmul_tn e4m3 128x%dx128, %d warps, %d stages: %d "
+                "registers, %d spill bytes, %d bytes of shared memory\n",
+                BN, warps, stages, h.registers, h.spill_bytes, h.dynamic_shared_bytes);
+  }
 }
 
 TEST(Fp8Ptx, SameFormatDotsRunOnWgmmaOnHopper) {
