@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -35,6 +36,15 @@ using namespace tegula;
 
 namespace {
 
+/// The first of `names` that dlopen loads, or null with `why` set.
+void *openLibrary(std::initializer_list<const char *> names, std::string &why) {
+  for (const char *name : names)
+    if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))
+      return lib;
+  why = fmt::format("cannot load {} ({})", *names.begin(), dlerror());
+  return nullptr;
+}
+
 /// The cuBLAS entry points used, resolved from libcublas at run time.
 struct Cublas {
   decltype(&cublasCreate_v2) create = nullptr;
@@ -49,14 +59,9 @@ struct Cublas {
   std::string why;
 
   Cublas() {
-    void *lib = nullptr;
-    for (const char *name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
-      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
-        break;
-    if (!lib) {
-      why = fmt::format("cannot load libcublas ({})", dlerror());
+    void *lib = openLibrary({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, why);
+    if (!lib)
       return;
-    }
     create = reinterpret_cast<decltype(create)>(dlsym(lib, "cublasCreate_v2"));
     destroy = reinterpret_cast<decltype(destroy)>(dlsym(lib, "cublasDestroy_v2"));
     gemmEx = reinterpret_cast<decltype(gemmEx)>(dlsym(lib, "cublasGemmEx"));
@@ -100,14 +105,9 @@ struct CublasLt {
   std::string why;
 
   CublasLt() {
-    void *lib = nullptr;
-    for (const char *name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"})
-      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
-        break;
-    if (!lib) {
-      why = fmt::format("cannot load libcublasLt ({})", dlerror());
+    void *lib = openLibrary({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, why);
+    if (!lib)
       return;
-    }
     auto sym = [&](auto &fn, const char *name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
     sym(create, "cublasLtCreate");
     sym(destroy, "cublasLtDestroy");

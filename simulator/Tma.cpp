@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace tegula::sim {
 namespace {
@@ -306,37 +307,43 @@ void bulkWaitGroupRead(int pending) {
   }
 }
 
+namespace {
+/// The copy owning a byte of [offset, offset + bytes) that the current
+/// thread has not observed the completion of, if any (and its byte).
+std::optional<std::pair<size_t, const Copy *>> unobservedCopy(const State &s, size_t offset, size_t bytes) {
+  for (size_t i = offset; i < offset + bytes && i < s.owner.size(); ++i)
+    if (s.owner[i]) {
+      const Copy &c = s.copies[s.owner[i] - 1];
+      if (!observedBy(s, c, threadId()))
+        return std::pair{i, &c};
+    }
+  return std::nullopt;
+}
+} // namespace
+
 void checkTmaRead(size_t offset, size_t bytes, uint32_t site) {
   const State *s = existingState();
   if (!s)
     return;
-  for (size_t i = offset; i < offset + bytes && i < s->owner.size(); ++i) {
-    if (!s->owner[i])
-      continue;
-    const Copy &c = s->copies[s->owner[i] - 1];
-    if (!observedBy(*s, c, threadId()))
-      fail(site, fmt::format("thread {} reads shared byte {}, which the cp.async.bulk.tensor at {} "
-                             "writes asynchronously, before waiting for it (mbarrier.try_wait on "
-                             "the mbarrier at shared offset {} for phase {}): the copy may not "
-                             "have landed",
-                             threadId(), i, siteDescription(c.site), c.barrier, c.completion - 1));
-  }
+  if (auto hit = unobservedCopy(*s, offset, bytes))
+    fail(site, fmt::format("thread {} reads shared byte {}, which the cp.async.bulk.tensor at {} "
+                           "writes asynchronously, before waiting for it (mbarrier.try_wait on "
+                           "the mbarrier at shared offset {} for phase {}): the copy may not "
+                           "have landed",
+                           threadId(), hit->first, siteDescription(hit->second->site),
+                           hit->second->barrier, hit->second->completion - 1));
 }
 
 void checkTmaWrite(size_t offset, size_t bytes, uint32_t site) {
   State *s = existingState();
   if (!s)
     return;
-  for (size_t i = offset; i < offset + bytes && i < s->owner.size(); ++i) {
-    if (!s->owner[i])
-      continue;
-    const Copy &c = s->copies[s->owner[i] - 1];
-    if (!observedBy(*s, c, threadId()))
-      fail(site, fmt::format("thread {} writes shared byte {}, which the cp.async.bulk.tensor at "
-                             "{} is still writing (its mbarrier phase has not been waited for)",
-                             threadId(), i, siteDescription(c.site)));
-    s->owner[i] = 0;
-  }
+  if (auto hit = unobservedCopy(*s, offset, bytes))
+    fail(site, fmt::format("thread {} writes shared byte {}, which the cp.async.bulk.tensor at {} "
+                           "is still writing (its mbarrier phase has not been waited for)",
+                           threadId(), hit->first, siteDescription(hit->second->site)));
+  for (size_t i = offset; i < offset + bytes && i < s->owner.size(); ++i)
+    s->owner[i] = 0; // ordinary shared memory again
 }
 
 } // namespace tegula::sim

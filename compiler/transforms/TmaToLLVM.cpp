@@ -70,6 +70,40 @@ Value isLeader(OpBuilder &b, Location loc) {
   return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, 0));
 }
 
+/// For each register of `type` (a tile with a layout), the address of its
+/// element in a row-major copy of the tile at `buffer` (shared memory).
+SmallVector<Value> rowMajorAddresses(OpBuilder &b, Location loc, RankedTensorType type, Value buffer) {
+  const int64_t rank = type.getRank();
+  SmallVector<int64_t> rowStride(size_t(rank), 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    rowStride[size_t(d)] = rowStride[size_t(d + 1)] * type.getDimSize(d + 1);
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  SmallVector<Value> out;
+  for (const SmallVector<Value> &at : coordinates(b, loc, layoutOf(type))) {
+    Value index = i32Const(b, loc, 0);
+    for (int64_t d = 0; d < rank; ++d)
+      index = LLVM::AddOp::create(
+          b, loc, index, LLVM::MulOp::create(b, loc, at[size_t(d)], i32Const(b, loc, rowStride[size_t(d)])));
+    out.push_back(LLVM::GEPOp::create(b, loc, ptr3, memoryType(type.getElementType()), buffer,
+                                      ValueRange{index}));
+  }
+  return out;
+}
+
+/// "$4, $5": the operands for a TMA box's coordinates - `offsets` (outermost
+/// first) appended to `args` innermost first, as PTX wants them - and their
+/// constraints appended to `constraints`.
+std::string appendCoordinates(SmallVector<Value> &args, std::string &constraints,
+                              ArrayRef<ValueRange> offsets) {
+  std::string coords;
+  for (size_t d = offsets.size(); d-- > 0;) {
+    coords += fmt::format("{}${}", d + 1 == offsets.size() ? "" : ", ", args.size());
+    args.push_back(offsets[d].front());
+    constraints += ",r";
+  }
+  return coords;
+}
+
 /// A TMA descriptor is the tensor map parameter use-tma added.
 struct MakeTensorMapPattern : OpConversionPattern<tile::MakeTensorDescriptorOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -111,14 +145,8 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     NVVM::Barrier0Op::create(rw, loc);
     // TMA coordinates run innermost first.
     SmallVector<Value> args = {buffer, adaptor.getDesc().front(), bar, leader};
-    std::string coords;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      coords += fmt::format("{}${}", d == rank - 1 ? "" : ", ", args.size());
-      args.push_back(adaptor.getOffsets()[size_t(d)].front());
-    }
     std::string constraints = "l,l,l,b";
-    for (int64_t d = 0; d < rank; ++d)
-      constraints += ",r";
+    std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
     inlinePtx(rw, loc, Type(), args,
               fmt::format("@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], {0};\n"
                           "@$3 cp.async.bulk.tensor.{1}d.shared::cluster.global.tile."
@@ -128,21 +156,10 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     waitForPhase(rw, loc, bar, i32Const(rw, loc, 0));
 
     // Each thread reads its elements of the row-major block.
-    layout::LinearLayout ll = layoutOf(type);
-    SmallVector<int64_t> rowStride(size_t(rank), 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      rowStride[size_t(d)] = rowStride[size_t(d + 1)] * type.getDimSize(d + 1);
     Type elem = memoryType(type.getElementType());
     SmallVector<Value> values;
-    for (const SmallVector<Value> &at : coordinates(rw, loc, ll)) {
-      Value index = i32Const(rw, loc, 0);
-      for (int64_t d = 0; d < rank; ++d)
-        index = LLVM::AddOp::create(
-            rw, loc, index,
-            LLVM::MulOp::create(rw, loc, at[size_t(d)], i32Const(rw, loc, rowStride[size_t(d)])));
-      Value p = LLVM::GEPOp::create(rw, loc, ptr3, elem, buffer, ValueRange{index});
+    for (Value p : rowMajorAddresses(rw, loc, type, buffer))
       values.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
-    }
     // Everyone has passed the wait before the barrier is invalidated (its
     // bytes may serve another purpose next).
     NVVM::Barrier0Op::create(rw, loc);
@@ -167,37 +184,19 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getValue().getType());
     const int64_t rank = type.getRank();
-    Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
     Value buffer = sharedBuffer(rw, loc, op);
     NVVM::Barrier0Op::create(rw, loc); // earlier users of the buffer are done
-    layout::LinearLayout ll = layoutOf(type);
-    Owners owners = ownersOf(rw, loc, ll);
-    SmallVector<int64_t> rowStride(size_t(rank), 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      rowStride[size_t(d)] = rowStride[size_t(d + 1)] * type.getDimSize(d + 1);
+    Owners owners = ownersOf(rw, loc, layoutOf(type));
     ValueRange values = adaptor.getValue();
-    for (auto [r, at] : llvm::enumerate(coordinates(rw, loc, ll))) {
-      if (int32_t(r) & owners.duplicateRegisters)
-        continue;
-      Value index = i32Const(rw, loc, 0);
-      for (int64_t d = 0; d < rank; ++d)
-        index = LLVM::AddOp::create(
-            rw, loc, index,
-            LLVM::MulOp::create(rw, loc, at[size_t(d)], i32Const(rw, loc, rowStride[size_t(d)])));
-      Value p = LLVM::GEPOp::create(rw, loc, ptr3, memoryType(type.getElementType()), buffer,
-                                    ValueRange{index});
-      predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
-    }
+    for (auto [r, p] : llvm::enumerate(rowMajorAddresses(rw, loc, type, buffer)))
+      if (!(int32_t(r) & owners.duplicateRegisters))
+        predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
     // Generic writes, read next by the async proxy.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     NVVM::Barrier0Op::create(rw, loc);
     SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isLeader(rw, loc)};
-    std::string coords, constraints = "l,l,b";
-    for (int64_t d = rank - 1; d >= 0; --d) { // innermost first
-      coords += fmt::format("{}${}", d == rank - 1 ? "" : ", ", args.size());
-      args.push_back(adaptor.getOffsets()[size_t(d)].front());
-      constraints += ",r";
-    }
+    std::string constraints = "l,l,b";
+    std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
     inlinePtx(rw, loc, Type(), args,
               fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];\n"
                           "@$2 cp.async.bulk.commit_group;\n"

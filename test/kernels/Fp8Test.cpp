@@ -6,8 +6,7 @@
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
-#include "runtime/CudaDriver.h"
-#include "runtime/GpuLaunch.h"
+#include "kernels/ChipTargets.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -96,29 +95,7 @@ template <class F8> std::vector<float> interestingInputs() {
   return values;
 }
 
-struct Target {
-  Backend backend;
-  std::string chip;
-};
-void PrintTo(const Target &t, std::ostream *os) {
-  *os << (t.backend == Backend::GPU ? "gpu" : "sim") << " " << t.chip;
-}
-
-class Fp8 : public ::testing::TestWithParam<Target> {
-protected:
-  void SetUp() override {
-    if (GetParam().backend != Backend::GPU)
-      return;
-    std::string why;
-    if (!runtime::Driver::available(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-    if (GetParam().chip == "sm_90a" && runtime::currentDevice().chip() != "sm_90a")
-      GTEST_SKIP() << "sm_90a code needs an sm_90a GPU; this one is " << runtime::currentDevice().chip();
-  }
-  LaunchOptions target(Grid g) const {
-    return {.grid = g, .backend = GetParam().backend, .chip = GetParam().chip};
-  }
-};
+using Fp8 = ChipTargetTest;
 
 template <class F8> void checkConversions(const LaunchOptions &base) {
   auto k = kernel("convert", convert<F8>, {"x", "out8", "back", "n", "BLOCK"});
@@ -209,134 +186,7 @@ TEST_P(Fp8, MatmulE4M3) {
 TEST_P(Fp8, MatmulE5M2) { checkMatmul<float8_e5m2, float8_e5m2>(target({1}), 4, 100, 72, 96, 64, 64, 64); }
 TEST_P(Fp8, MatmulMixedFormats) { checkMatmul<float8_e4m3, float8_e5m2>(target({1}), 4); }
 
-std::string targetName(const ::testing::TestParamInfo<Target> &info) {
-  return fmt::format("{}_{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.chip);
-}
-INSTANTIATE_TEST_SUITE_P(Sim, Fp8,
-                         ::testing::Values(Target{Backend::Sim, "sm_80"}, Target{Backend::Sim, "sm_90a"}),
-                         targetName);
-INSTANTIATE_TEST_SUITE_P(Gpu, Fp8,
-                         ::testing::Values(Target{Backend::GPU, "sm_80"}, Target{Backend::GPU, "sm_90a"}),
-                         targetName);
-
-/// C = A Bᵀ with B stored [N, K] (both operands K-major, the layout fp8
-/// GEMMs use - cuBLASLt's too): on sm_90a the loads become cp.async or,
-/// through descriptors, TMA rings that wgmma reads as they are.
-template <class F8>
-void matmul_fp8_tn(tl::ptr<F8> a, tl::ptr<F8> bt, tl::ptr<float> c, tl::scalar<int32_t> M,
-                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                   tl::constant<int> BN, tl::constant<int> BK, tl::constant<bool> TMA) {
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
-  auto b_desc = tl::make_tensor_descriptor(bt, {N, K}, {K, 1}, {BN, BK});
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor at, bt_tile;
-    if (TMA.value) {
-      at = a_desc.load({tl::program_id(0) * BM, k});
-      bt_tile = b_desc.load({tl::program_id(1) * BN, k});
-    } else {
-      at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
-                    (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
-      bt_tile = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
-                         (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), 0.0f);
-    }
-    acc = tl::dot(at, bt_tile.trans(), acc);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
-}
-
-TEST_P(Fp8, PipelinedTnMatmul) {
-  auto k = kernel("matmul_fp8_tn", matmul_fp8_tn<float8_e4m3>,
-                  {"a", "bt", "c", "M", "N", "K", "BM", "BN", "BK", "TMA"});
-  struct S { int M, N, K, BM, BN, BK, warps; };
-  for (bool tma : {false, true})
-    for (S s : {S{100, 136, 208, 128, 128, 64, 4}, S{70, 264, 160, 64, 256, 128, 4}}) {
-      SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {}", s.M, s.N, s.K, s.BM, s.BN, s.BK,
-                               tma ? "TMA" : "cp.async"));
-      std::vector<float8_e4m3> a(size_t(s.M * s.K)), b(size_t(s.N * s.K));
-      std::vector<float> ra = random_vector<float>(a.size(), -4, 4), rb = random_vector<float>(b.size(), -4, 4);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = float8_e4m3(ra[i]);
-      for (size_t i = 0; i < b.size(); ++i) b[i] = float8_e4m3(rb[i]);
-      auto want = poisoned<float>(size_t(s.M * s.N)), got = want;
-      Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
-      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK, tma);
-      LaunchOptions o = target(g);
-      o.num_warps = s.warps;
-      k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, tma);
-      EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
-    }
-}
-
-/// examples::matmul_tn (the benchmark's fp8 kernel: descriptors for A, B
-/// and C) against the interpreter.
-TEST_P(Fp8, ExampleTnMatmul) {
-  auto k = kernel("matmul_tn", examples::matmul_tn<float8_e4m3>,
-                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  const int M = 100, N = 136, K = 160;
-  std::vector<float8_e4m3> a(size_t(M * K)), b(size_t(N * K));
-  std::vector<float> ra = random_vector<float>(a.size(), -4, 4), rb = random_vector<float>(b.size(), -4, 4);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = float8_e4m3(ra[i]);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = float8_e4m3(rb[i]);
-  auto want = poisoned<float>(size_t(M * N)), got = want;
-  Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 128))};
-  k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 128, 64);
-  k(target(g), a, b, got, M, N, K, 64, 128, 64);
-  EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
-}
-
-/// The pipelined fp8 GEMM for sm_90a: wgmma k32 on rings, no spills.
-TEST(Fp8Ptx, PipelinedTnMatmulOnHopper) {
-  auto k = kernel("matmul_fp8_tn", matmul_fp8_tn<float8_e4m3>,
-                  {"a", "bt", "c", "M", "N", "K", "BM", "BN", "BK", "TMA"});
-  std::vector<float8_e4m3> x(512 * 512);
-  std::vector<float> c(512 * 512);
-  for (bool tma : {false, true})
-    for (auto [BN, BK, warps] : {std::tuple{128, 128, 4}, std::tuple{256, 128, 8}}) {
-      CompiledKernel h = k.compile({x, x, c, 512, 512, 512, 128, BN, BK, tma},
-                                   {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
-      EXPECT_THAT(h.ptx, HasSubstr(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3", BN)));
-      EXPECT_THAT(h.ptx, HasSubstr(tma ? "cp.async.bulk.tensor.2d.shared::cluster" : "cp.async.cg.shared.global"));
-      if (!h.cubin.empty())
-        EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
-      std::printf("[tegula test] fp8 wgmma %s 128x%dx%d, %d warps, 3 stages: %d registers, %d spill "
-                  "bytes\n",
-                  tma ? "TMA" : "cp.async", BN, BK, warps, h.registers, h.spill_bytes);
-    }
-  // The benchmark's kernel at its configurations.
-  auto ex = kernel("matmul_tn", examples::matmul_tn<float8_e4m3>,
-                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  for (auto [BN, warps, stages] : {std::tuple{128, 4, 3}, std::tuple{256, 8, 3}, std::tuple{256, 8, 4}}) {
-    CompiledKernel h = ex.compile({x, x, c, 512, 512, 512, 128, BN, 128},
-                                  {.chip = "sm_90a", .num_warps = warps, .num_stages = stages});
-    EXPECT_THAT(h.ptx, HasSubstr(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3", BN)));
-    EXPECT_THAT(h.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group")); // C
-    if (!h.cubin.empty())
-      EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
-    std::printf("[tegula test] examples::matmul_tn e4m3 128x%dx128, %d warps, %d stages: %d "
-                "registers, %d spill bytes, %d bytes of shared memory\n",
-                BN, warps, stages, h.registers, h.spill_bytes, h.dynamic_shared_bytes);
-  }
-}
-
-TEST(Fp8Ptx, SameFormatDotsRunOnWgmmaOnHopper) {
-  auto k = kernel("matmul_fp8", matmul_fp8<float8_e4m3, float8_e4m3>,
-                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  std::vector<float8_e4m3> x(256 * 256);
-  std::vector<float> c(256 * 256);
-  // B row-major ([K, N], N contiguous) is stored K-major by the threads
-  // (not pipelined: cp.async cannot transpose): fine at 64 x 64 x 64.
-  CompiledKernel h = k.compile({x, x, c, 256, 256, 256, 64, 64, 64}, {.chip = "sm_90a"});
-  EXPECT_THAT(h.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"));
-  if (!h.cubin.empty())
-    EXPECT_EQ(h.spill_bytes, 0) << h.ptxas_log;
-  CompiledKernel a = k.compile({x, x, c, 256, 256, 256, 128, 128, 64}, {.chip = "sm_80"});
-  EXPECT_THAT(a.ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
-}
+TEGULA_INSTANTIATE_CHIP_TARGETS(Fp8);
 
 //===----------------------------------------------------------------------===//
 // Mistakes

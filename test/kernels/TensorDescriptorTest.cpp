@@ -7,8 +7,7 @@
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
-#include "runtime/CudaDriver.h"
-#include "runtime/GpuLaunch.h"
+#include "kernels/ChipTargets.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -103,30 +102,7 @@ TEST(TensorDescriptorInterp, ThreeDimensionalBlocks) {
 // Compiled code (simulator, GPU) against the interpreter
 //===----------------------------------------------------------------------===//
 
-struct Target {
-  Backend backend;
-  std::string chip;
-};
-void PrintTo(const Target &t, std::ostream *os) {
-  *os << (t.backend == Backend::GPU ? "gpu" : "sim") << " " << t.chip;
-}
-
-class TensorDescriptor : public ::testing::TestWithParam<Target> {
-protected:
-  void SetUp() override {
-    if (GetParam().backend != Backend::GPU)
-      return;
-    std::string why;
-    if (!runtime::Driver::available(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-    if (GetParam().chip == "sm_90a" && runtime::currentDevice().chip() != "sm_90a")
-      GTEST_SKIP() << "sm_90a code needs an sm_90a GPU; this one is "
-                   << runtime::currentDevice().chip();
-  }
-  LaunchOptions target(int warps = 4) const {
-    return {.num_warps = warps, .backend = GetParam().backend, .chip = GetParam().chip};
-  }
-};
+using TensorDescriptor = ChipTargetTest;
 
 TEST_P(TensorDescriptor, ShiftedCopyMatchesTheInterpreter) {
   for (CopyShape s : {CopyShape{37, 40, 40, 48, 3, 16, 16}, CopyShape{70, 72, 80, 72, 5, 32, 64}}) {
@@ -175,22 +151,6 @@ void checkMatmulDescriptors(const LaunchOptions &target, double tol) {
   }
 }
 
-/// C = A Bᵀ with B stored [N, K] (a linear layer's weight): its descriptor
-/// reads [BN, BK] blocks, transposed in the kernel.
-template <class T>
-void matmul_descriptors_bt(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
-                           tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                           tl::constant<int> BN, tl::constant<int> BK) {
-  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
-  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
-  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc))
-    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc);
-  c_desc.store({m0, n0}, acc);
-}
-
 /// On sm_90a these become TMA rings feeding wgmma: swizzles of 32, 64 and
 /// 128 bytes, rows wider than 128 bytes as several boxes per stage, K loops
 /// long enough for the rings to wrap (mbarrier phases flip), B transposed.
@@ -204,13 +164,15 @@ TEST_P(TensorDescriptor, PipelinedTilesMatchTheInterpreter) {
     auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
     auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = want;
     Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
-    LaunchOptions o = target(s.warps);
-    o.grid = g;
-    if (s.bt) {
-      auto k = kernel("matmul_descriptors_bt", matmul_descriptors_bt<bfloat16>,
+    LaunchOptions o = target(g, s.warps);
+    if (s.bt) { // examples::matmul_tn: B stored [N, K], f32 out
+      auto k = kernel("matmul_tn", examples::matmul_tn<bfloat16>,
                       {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
-      k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      auto want32 = poisoned<float>(size_t(s.M * s.N)), got32 = want32;
+      k({.grid = g, .backend = Backend::Interp}, a, b, want32, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      k(o, a, b, got32, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      EXPECT_LT(rel_error(got32, to_double(want32)), 1e-5);
+      continue;
     } else {
       auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
                       {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
@@ -240,7 +202,7 @@ TEST_P(TensorDescriptor, AttentionMatchesThePointerKernel) {
       const float scale = 0.125f;
       Grid g{uint32_t(cdiv(seq, 64)), uint32_t(heads)};
       ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, scale, 64, 64, 64, causal);
-      LaunchOptions o = target(4);
+      LaunchOptions o = target();
       o.grid = g;
       k(o, q, kk, v, got, seq, heads * seq, scale, 64, 64, 64, causal);
       EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
@@ -256,15 +218,7 @@ TEST_P(TensorDescriptor, AttentionMatchesThePointerKernel) {
 TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
 TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
 
-std::string targetName(const ::testing::TestParamInfo<Target> &info) {
-  return fmt::format("{}_{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.chip);
-}
-INSTANTIATE_TEST_SUITE_P(Sim, TensorDescriptor,
-                         ::testing::Values(Target{Backend::Sim, "sm_80"}, Target{Backend::Sim, "sm_90a"}),
-                         targetName);
-INSTANTIATE_TEST_SUITE_P(Gpu, TensorDescriptor,
-                         ::testing::Values(Target{Backend::GPU, "sm_80"}, Target{Backend::GPU, "sm_90a"}),
-                         targetName);
+TEGULA_INSTANTIATE_CHIP_TARGETS(TensorDescriptor);
 
 //===----------------------------------------------------------------------===//
 // What the compiler emits (no GPU needed; ptxas checks the code where present)
