@@ -205,6 +205,58 @@ template <class T> double relError(const std::vector<T> &x, const std::vector<T>
   return std::sqrt(num / (den > 0 ? den : 1));
 }
 
+/// One configuration of one shape: run `launch` once and check the output
+/// (`error()`: relative error against the reference, NaN when there is
+/// none), then time it; prints the row and writes it to the CSV. Returns
+/// the median in ms, or NaN when it did not run or failed the check
+/// (`failures` counts those).
+template <class Launch, class Error_>
+double measure(const char *dtype, const Shape &shape, const std::string &config, double flops,
+               int iters, double tolerance, const char *reference, std::FILE *csv, int &failures,
+               Launch launch, Error_ error) {
+  std::string check = fmt::format("unchecked (no {})", reference);
+  double err = NAN;
+  try {
+    launch();
+    err = error();
+    if (!std::isnan(err))
+      check = fmt::format("rel err {:.1e}", err);
+    if (!std::isnan(err) && !(err < tolerance)) {
+      fmt::print("{:<5} {:<14} {:<18} FAILED: {} vs {}\n", dtype, shape.name, config, check, reference);
+      std::fprintf(csv, "%s,%s,%d,%d,%d,%s,,,%.3g,FAILED\n", dtype, shape.name.c_str(), shape.M,
+                   shape.N, shape.K, config.c_str(), err);
+      ++failures;
+      return NAN;
+    }
+  } catch (const Error &e) { // e.g. more shared memory than this GPU has
+    std::string what = e.what();
+    fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, config, what.substr(0, what.find('\n')));
+    return NAN;
+  }
+  double ms = time_ms(launch, iters).median;
+  fmt::print("{:<5} {:<14} {:<18} {:>9.3f} ms {:>7.1f} TFLOP/s  {}\n", dtype, shape.name, config, ms,
+             flops / ms / 1e9, check);
+  std::fprintf(csv, "%s,%s,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", dtype, shape.name.c_str(), shape.M, shape.N,
+               shape.K, config.c_str(), ms, flops / ms / 1e9, err);
+  return ms;
+}
+
+/// The summary line of a shape (gpu-check.sh's summary shows it) and the
+/// reference's CSV row.
+void summarize(const char *dtype, const Shape &shape, const std::string &best, double bestMs,
+               const char *reference, double refMs, double flops, std::FILE *csv) {
+  std::string id = shape.name;
+  for (char &ch : id)
+    if (ch == ' ' || ch == '^')
+      ch = '_';
+  fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, {} {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, id, best,
+             flops / bestMs / 1e9, reference, flops / refMs / 1e9, refMs / bestMs);
+  std::fprintf(csv, "%s,%s,%d,%d,%d,%s,%.4f,%.2f,,\n", dtype, shape.name.c_str(), shape.M, shape.N,
+               shape.K, reference, refMs, flops / refMs / 1e9);
+  std::fflush(stdout);
+  std::fflush(csv);
+}
+
 /// One dtype over every shape: `K` is the kernel, `T` its element type.
 template <class T, tl::precision P>
 int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cublas &cublas,
@@ -279,6 +331,7 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         unsetenv("TEGULA_WGMMA");
       if (cfg.persistent)
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
+      c.fill_bytes(0xff); // what the kernel does not write shows
       auto launch = [&] {
         if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
@@ -287,46 +340,14 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         else
           k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk);
       };
-      std::string check = "unchecked (no cuBLAS)";
-      double err = NAN;
-      try {
-        c.fill_bytes(0xff);
-        launch();
-        if (!hostRef.empty()) {
-          err = relError(c.to_host<T>(), hostRef);
-          check = fmt::format("rel err {:.1e}", err);
-          if (!(err < 1e-2)) {
-            fmt::print("{:<5} {:<14} {:<18} FAILED: {} vs cuBLAS\n", dtype, shape.name, cfg.name(), check);
-            std::fprintf(csv, "%s,%s,%d,%d,%d,%s,,,%.3g,FAILED\n", dtype, shape.name.c_str(), M, N, K,
-                         cfg.name().c_str(), err);
-            ++failures;
-            continue;
-          }
-        }
-      } catch (const Error &e) { // e.g. more shared memory than this GPU has
-        std::string what = e.what();
-        fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(),
-                   what.substr(0, what.find('\n')));
-        continue;
-      }
-      double ms = time_ms(launch, iters).median;
-      fmt::print("{:<5} {:<14} {:<18} {:>9.3f} ms {:>7.1f} TFLOP/s  {}\n", dtype, shape.name,
-                 cfg.name(), ms, flops / ms / 1e9, check);
-      std::fprintf(csv, "%s,%s,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", dtype, shape.name.c_str(), M, N, K,
-                   cfg.name().c_str(), ms, flops / ms / 1e9, err);
+      const double ms = measure(dtype, shape, cfg.name(), flops, iters, 1e-2, "cuBLAS", csv, failures,
+                                launch, [&] {
+                                  return hostRef.empty() ? NAN : relError(c.to_host<T>(), hostRef);
+                                });
       if (ms < bestMs)
         bestMs = ms, best = cfg.name();
     }
-    std::string id = shape.name;
-    for (char &ch : id)
-      if (ch == ' ' || ch == '^')
-        ch = '_';
-    fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, cuBLAS {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, id,
-               best, flops / bestMs / 1e9, flops / refMs / 1e9, refMs / bestMs);
-    std::fprintf(csv, "%s,%s,%d,%d,%d,cuBLAS,%.4f,%.2f,,\n", dtype, shape.name.c_str(), M, N, K, refMs,
-                 flops / refMs / 1e9);
-    std::fflush(stdout);
-    std::fflush(csv);
+    summarize(dtype, shape, best, bestMs, "cuBLAS", refMs, flops, csv);
   }
   if (bothPaths)
     unsetenv("TEGULA_WGMMA");
@@ -375,45 +396,15 @@ int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std:
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU};
       auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
-      std::string check = "unchecked (no cuBLASLt)";
-      double err = NAN;
-      try {
-        c.fill_bytes(0xff);
-        launch();
-        if (!hostRef.empty()) {
-          err = relError(c.to_host<float>(), hostRef);
-          check = fmt::format("rel err {:.1e}", err);
-          if (!(err < 1e-3)) {
-            fmt::print("fp8   {:<14} {:<18} FAILED: {} vs cuBLASLt\n", shape.name, cfg.name(), check);
-            std::fprintf(csv, "e4m3,%s,%d,%d,%d,%s,,,%.3g,FAILED\n", shape.name.c_str(), M, N, K,
-                         cfg.name().c_str(), err);
-            ++failures;
-            continue;
-          }
-        }
-      } catch (const Error &e) {
-        std::string what = e.what();
-        fmt::print("fp8   {:<14} {:<18} not run: {}\n", shape.name, cfg.name(), what.substr(0, what.find('\n')));
-        continue;
-      }
-      double ms = time_ms(launch, iters).median;
-      fmt::print("fp8   {:<14} {:<18} {:>9.3f} ms {:>7.1f} TFLOP/s  {}\n", shape.name, cfg.name(), ms,
-                 flops / ms / 1e9, check);
-      std::fprintf(csv, "e4m3,%s,%d,%d,%d,%s,%.4f,%.2f,%.3g,\n", shape.name.c_str(), M, N, K,
-                   cfg.name().c_str(), ms, flops / ms / 1e9, err);
+      c.fill_bytes(0xff);
+      const double ms = measure("fp8", shape, cfg.name(), flops, iters, 1e-3, "cuBLASLt", csv, failures,
+                                launch, [&] {
+                                  return hostRef.empty() ? NAN : relError(c.to_host<float>(), hostRef);
+                                });
       if (ms < bestMs)
         bestMs = ms, best = cfg.name();
     }
-    std::string id = shape.name;
-    for (char &ch : id)
-      if (ch == ' ' || ch == '^')
-        ch = '_';
-    fmt::print("e4m3_gemm_{} best {} {:.1f} TFLOP/s, cuBLASLt {:.1f} TFLOP/s, ratio {:.3f}\n", id, best,
-               flops / bestMs / 1e9, flops / refMs / 1e9, refMs / bestMs);
-    std::fprintf(csv, "e4m3,%s,%d,%d,%d,cuBLASLt,%.4f,%.2f,,\n", shape.name.c_str(), M, N, K, refMs,
-                 flops / refMs / 1e9);
-    std::fflush(stdout);
-    std::fflush(csv);
+    summarize("e4m3", shape, best, bestMs, "cuBLASLt", refMs, flops, csv);
   }
   return failures;
 }
