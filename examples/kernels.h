@@ -178,6 +178,24 @@ void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<float> c, tl::scalar<int32_t>
   c_desc.store({m0, n0}, acc);
 }
 
+/// fp8 quantisation with a per-tensor scale: q = (x * scale) as F8 (nearest
+/// even, saturating at the format's largest finite value), and back:
+/// x' = q / scale in f32. (F8: tegula::float8_e4m3 or float8_e5m2.)
+template <class F8>
+void quantize_fp8(tl::ptr<float> x, tl::ptr<F8> q, tl::scalar<float> scale, tl::scalar<int32_t> n,
+                  tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::store(q + offs, (tl::load(x + offs, mask, 0.0f) * scale).to(dtype_of_v<F8>), mask);
+}
+template <class F8>
+void dequantize_fp8(tl::ptr<F8> q, tl::ptr<float> x, tl::scalar<float> scale, tl::scalar<int32_t> n,
+                    tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::store(x + offs, tl::load(q + offs, mask).to(tl::f32) / scale, mask);
+}
+
 /// out[row] += sum of x[row, chunk] for each BLOCK-wide chunk of a row; the
 /// chunks of a row run in different programs and meet through atomic_add.
 inline void row_sum_atomic(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n_cols,

@@ -33,4 +33,13 @@ TEGULA_PYTHON_MODULE(examples, m) {
   addFloatKernels<float16>(m);
   addAttention<bfloat16>(m);
   addAttention<float16>(m);
+  for (auto add : {+[](python::ModuleBuilder &mb) {
+                     mb.kernel("quantize_fp8", examples::quantize_fp8<float8_e4m3>, {"x", "q", "scale", "n", "BLOCK"});
+                     mb.kernel("dequantize_fp8", examples::dequantize_fp8<float8_e4m3>, {"q", "x", "scale", "n", "BLOCK"});
+                   },
+                   +[](python::ModuleBuilder &mb) {
+                     mb.kernel("quantize_fp8", examples::quantize_fp8<float8_e5m2>, {"x", "q", "scale", "n", "BLOCK"});
+                     mb.kernel("dequantize_fp8", examples::dequantize_fp8<float8_e5m2>, {"q", "x", "scale", "n", "BLOCK"});
+                   }})
+    add(m);
 }

@@ -161,3 +161,26 @@ def test_do_bench_needs_a_gpu_or_times_one():
         return
     median, low, high = tegula.testing.do_bench(run, quantiles=[0.5, 0.2, 0.8], flush_l2=True)
     assert 0 < low <= median <= high
+
+
+@pytest.mark.parametrize("fmt, largest", [("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0)])
+def test_fp8_through_ml_dtypes(rng, fmt, largest):
+    """f32 -> fp8 (scaled) in a kernel matches ml_dtypes' own conversion, bit
+    for bit, inside the range; beyond it Tegula saturates (ml_dtypes gives
+    NaN or Inf there); back to f32 is exact."""
+    f8 = getattr(ml_dtypes, fmt)
+    n = 1000
+    x = rng.uniform(-1, 1, size=n).astype(np.float32)
+    scale = np.float32(largest / 2)  # |x * scale| <= largest / 2
+    q = np.zeros(n, dtype=f8)
+    examples.quantize_fp8[(tegula.cdiv(n, 256),)](x, q, scale, n, BLOCK=256)
+    want = (x * scale).astype(f8)
+    np.testing.assert_array_equal(q.view(np.uint8), want.view(np.uint8))
+    back = np.zeros(n, dtype=np.float32)
+    examples.dequantize_fp8[(tegula.cdiv(n, 256),)](q, back, scale, n, BLOCK=256)
+    np.testing.assert_array_equal(back, q.astype(np.float32) / scale)
+    # Saturation: twice the largest value is the largest value.
+    big = np.full(4, 2 * largest, dtype=np.float32)
+    q4 = np.zeros(4, dtype=f8)
+    examples.quantize_fp8[(1,)](big, q4, np.float32(1.0), 4, BLOCK=4)
+    assert q4.astype(np.float32).tolist() == [largest] * 4
