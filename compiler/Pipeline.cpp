@@ -40,6 +40,10 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
   }
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCoalesce());
+  // Coalescing may move accesses to other layouts: their pointers and masks
+  // are recomputed there rather than converted.
+  pm.addPass(createRemoveLayoutConversions());
+  pm.addPass(mlir::createCSEPass());
   PipelineDotOperandsOptions pipelining;
   pipelining.numStages = numStages;
   pm.addPass(createPipelineDotOperands(pipelining));

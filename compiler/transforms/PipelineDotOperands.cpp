@@ -129,6 +129,9 @@ struct Operand {
   tile::TransOp trans;           // set when the dot reads the load transposed
   int swizzle = 0;               // TMA: the swizzle that writes the ring's tiles
   Value map;                     // TMA: its tensor-map parameter
+  /// Between the load and the dot, dot side first: the trans and any
+  /// layout conversions (coalesce's), erased with the load.
+  SmallVector<Operation *> chain;
   Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
 };
 
@@ -175,15 +178,33 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
 std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages) {
   Value v = idx == 0 ? dot.getA() : dot.getB();
   // `load` or `tile.trans(load)` (a.trans(), b.trans() in the kernel): the
-  // ring holds the tile as loaded, the dot reads it transposed.
-  auto trans = v.getDefiningOp<tile::TransOp>();
-  if (trans && (!v.hasOneUse() || trans->getBlock() != loop.getBody()))
+  // ring holds the tile as loaded, the dot reads it transposed. Layout
+  // conversions on the way (coalesce moves loads to the layout their
+  // addresses run along) only change who holds what: the ring is filled
+  // from the load's own layout.
+  SmallVector<Operation *> chain;
+  auto through = [&](Value x) -> Value {
+    auto c = x.getDefiningOp<tilegpu::ConvertLayoutOp>();
+    if (!c || !x.hasOneUse() || c->getBlock() != loop.getBody())
+      return x;
+    chain.push_back(c);
+    return c.getSrc();
+  };
+  Value operand = through(v);
+  auto trans = operand.getDefiningOp<tile::TransOp>();
+  if (trans && (!operand.hasOneUse() || trans->getBlock() != loop.getBody()))
     return std::nullopt;
-  Value loaded = trans ? trans.getSrc() : v;
-  if (auto block = loaded.getDefiningOp<tile::DescriptorLoadOp>())
-    return planTmaOperand(loop, dot, idx, stages, block, trans);
+  if (trans)
+    chain.push_back(trans);
+  Value loaded = through(trans ? trans.getSrc() : operand);
+  if (auto block = loaded.getDefiningOp<tile::DescriptorLoadOp>()) {
+    auto op = planTmaOperand(loop, dot, idx, stages, block, trans);
+    if (op)
+      op->chain = chain;
+    return op;
+  }
   auto load = loaded.getDefiningOp<tile::LoadOp>();
-  if (!load || !loaded.hasOneUse() || !v.hasOneUse() || load->getBlock() != loop.getBody() ||
+  if (!load || !loaded.hasOneUse() || !operand.hasOneUse() || load->getBlock() != loop.getBody() ||
       !zeroOrAbsent(load.getOther()))
     return std::nullopt;
   auto type = cast<RankedTensorType>(loaded.getType());
@@ -227,13 +248,17 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
                                      contiguous, int(bits));
     if (!plan)
       return std::nullopt;
-    return Operand{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(plan->tile), trans};
+    Operand op{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(plan->tile), trans};
+    op.chain = chain;
+    return op;
   }
   auto fragments = tilegpu::toLinearLayout(
       tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), operandType.getShape());
   layout::SharedTile tile = layout::planOperandTile(
       operandSource, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
-  return Operand{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(tile), trans};
+  Operand op{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(tile), trans};
+  op.chain = chain;
+  return op;
 }
 
 /// The TMA operand's own tensor map: a copy of its descriptor's (use-tma)
@@ -431,8 +456,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   for (Operand *o : {a ? &*a : nullptr, &bOp}) {
     if (!o)
       continue;
-    if (o->trans)
-      o->trans.erase();
+    for (Operation *between : o->chain)
+      between->erase();
     o->loadOp()->erase();
   }
   // After the loop: the copies still in flight (past the end: zero fills)

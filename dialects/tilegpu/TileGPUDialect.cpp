@@ -201,12 +201,14 @@ layout::LinearLayout toLinearLayout(Attribute encoding, ArrayRef<int64_t> shape)
 }
 
 BlockedEncodingAttr defaultBlockedEncoding(MLIRContext *ctx, ArrayRef<int64_t> shape,
-                                           int numWarps, int vectorElements) {
+                                           int numWarps, int vectorElements,
+                                           ArrayRef<int32_t> givenOrder) {
   constexpr int kThreadsPerWarp = 32;
   size_t rank = shape.size();
-  SmallVector<int32_t> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order;
-  for (size_t i = 0; i < rank; ++i)
-    order.push_back(int32_t(rank - 1 - i));
+  SmallVector<int32_t> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order(givenOrder);
+  if (order.empty())
+    for (size_t i = 0; i < rank; ++i)
+      order.push_back(int32_t(rank - 1 - i));
   // Up to `vectorElements` contiguous elements per thread along the fastest
   // dim (128-bit accesses) when the tile has that many per thread.
   int64_t numel = 1;

@@ -33,8 +33,11 @@ layout::LinearLayout toLinearLayout(mlir::Attribute encoding, llvm::ArrayRef<int
 /// dimension when the tile is large enough (4: 128-bit f32 accesses; 8 for
 /// kernels whose memory is 16-bit), lanes along the fastest dimensions
 /// first, warps along the slowest.
+/// `order`: the dimensions fastest first (empty: the last dimension first,
+/// row-major).
 BlockedEncodingAttr defaultBlockedEncoding(mlir::MLIRContext *ctx,
                                            llvm::ArrayRef<int64_t> shape, int numWarps,
-                                           int vectorElements = 4);
+                                           int vectorElements = 4,
+                                           llvm::ArrayRef<int32_t> order = {});
 
 } // namespace tegula::tilegpu

@@ -318,6 +318,31 @@ TEST_P(Compiled, MatmulTensorCoresTransposedOperands) {
   }
 }
 
+/// A addressed column-major (its addresses run along the tile's dim 0):
+/// coalesce gives the load a layout with dim 0 fastest, so it moves 16 bytes
+/// a thread and still feeds the cp.async ring (sm_80) - it used to be
+/// single elements, unpipelined.
+TEST_P(Compiled, MatmulColumnMajorAIsCoalescedAndPipelined) {
+  auto k = kernel("matmul_cm", matmul_column_major_a<bfloat16>,
+                  {"at", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Shape { int M, N, K, BM, BN, BK; };
+  for (Shape s : {Shape{72, 40, 48, 32, 32, 16}, Shape{64, 128, 96, 64, 64, 32}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
+    auto a = random_vector<bfloat16>(size_t(s.K * s.M)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto c1 = poisoned<bfloat16>(size_t(s.M * s.N)), c2 = poisoned<bfloat16>(size_t(s.M * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k(interp(g), a, b, c1, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    k(target(g), a, b, c2, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(c2, to_double(c1)), tolerance<bfloat16>());
+  }
+  std::vector<bfloat16> x(128 * 128);
+  std::string ptx = k.compile({x, x, x, 128, 128, 128, 64, 64, 32},
+                              {.chip = "sm_80", .num_warps = GetParam().warps, .assemble = false}).ptx;
+  // Both operands through cp.async rings, 16 bytes a copy.
+  EXPECT_THAT(ptx, ::testing::HasSubstr("cp.async.cg.shared.global [%r"));
+  EXPECT_THAT(ptx, ::testing::Not(::testing::HasSubstr("ld.global.b16")));
+}
+
 TEST_P(Compiled, MatmulTensorCoresBf16) { tensorCoreMatmul<bfloat16>(target({1}), interp({1})); }
 TEST_P(Compiled, MatmulTensorCoresF16) { tensorCoreMatmul<float16>(target({1}), interp({1})); }
 
