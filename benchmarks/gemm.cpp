@@ -168,6 +168,7 @@ struct Config {
   bool mmaSync = false;    // on sm_90a: TEGULA_WGMMA=0, the mma.sync path for comparison
   bool persistent = false; // examples::matmul_persistent, one program per SM, GROUP_M = 8
   bool tma = false;        // examples::matmul_descriptors: TMA rings on sm_90a
+                           // (with persistent: examples::matmul_persistent_descriptors)
   std::string name() const {
     return fmt::format("{}x{}x{} w{} s{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
                        persistent ? " pers" : "", tma ? " tma" : "");
@@ -283,9 +284,14 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.mmaSync = true;
       configs.push_back(c);
     }
-    // Tensor descriptors: operands through TMA rings (docs/hopper.md).
+    // Tensor descriptors: operands through TMA rings (docs/hopper.md), and
+    // the persistent kernel with them.
     for (Config c : {Config{128, 128, 64, 4, 4}, Config{128, 256, 64, 8, 3}, Config{128, 256, 64, 8, 4}}) {
       c.tma = true;
+      configs.push_back(c);
+    }
+    for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 128, 64, 4, 4}}) {
+      c.tma = c.persistent = true;
       configs.push_back(c);
     }
   }
@@ -299,6 +305,9 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
                            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   auto descriptors = kernel(std::string("matmul_descriptors_") + dtype, examples::matmul_descriptors<T>,
                             {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  auto persistentDescriptors =
+      kernel(std::string("matmul_persistent_descriptors_") + dtype, examples::matmul_persistent_descriptors<T>,
+             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -333,7 +342,9 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
       c.fill_bytes(0xff); // what the kernel does not write shows
       auto launch = [&] {
-        if (cfg.persistent)
+        if (cfg.persistent && cfg.tma)
+          persistentDescriptors(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+        else if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.tma)
           descriptors(opts, a, b, c, M, N, K, K, N, N, cfg.bm, cfg.bn, cfg.bk);

@@ -159,6 +159,32 @@ void matmul_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int
   c_desc.store({m0, n0}, acc);
 }
 
+/// matmul_persistent through tensor descriptors: one program per SM walks
+/// the output tiles in grouped order; each tile's K loop reads TMA rings on
+/// sm_90a and its C block leaves through a TMA store.
+template <class T>
+void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
+                                   tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                                   tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK,
+                                   tl::constant<int> GROUP_M) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor tiles_m = (M + (BM.value - 1)) / BM;
+  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor per_group = tiles_n * GROUP_M;
+  for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
+    tl::tensor first_m = t / per_group * GROUP_M;
+    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
+    tl::tensor in_group = t % per_group;
+    tl::tensor m0 = (first_m + in_group % group_rows) * BM, n0 = in_group / group_rows * BN;
+    tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+    for (auto k : tl::range(0, K, BK.value, acc))
+      acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
+    c_desc.store({m0, n0}, acc);
+  }
+}
+
 /// C (f32, M x N) = A Bᵀ with A [M, K] and B [N, K] row-major (both K
 /// contiguous: the "TN" layout fp8 GEMMs use, cuBLASLt's too), read through
 /// tensor descriptors. With fp8 operands on sm_90a the tiles go through TMA

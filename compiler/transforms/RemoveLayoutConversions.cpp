@@ -325,6 +325,20 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
   }
 };
 
+/// A TMA store writes its registers to shared memory in whatever layout
+/// they are (each thread its own elements), so a conversion feeding one only
+/// moves data twice: the store takes the conversion's source.
+struct StoreThroughTmaInAnyLayout : OpRewritePattern<tile::DescriptorStoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::DescriptorStoreOp op, PatternRewriter &rw) const override {
+    auto convert = op.getValue().getDefiningOp<tilegpu::ConvertLayoutOp>();
+    if (!op->hasAttr("tilegpu.tma") || !convert)
+      return failure();
+    rw.modifyOpInPlace(op, [&] { op.getValueMutable().assign(convert.getSrc()); });
+    return success();
+  }
+};
+
 struct RemoveLayoutConversionsPass
     : tegula::impl::RemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
@@ -340,7 +354,8 @@ struct RemoveLayoutConversionsPass
     RewritePatternSet patterns(&getContext());
     patterns.add<RematerialiseCheapSource>(&getContext(), /*benefit=*/2);
     patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise,
-                 ConvertBeforeBroadcast, CarryInYieldedLayout>(&getContext());
+                 ConvertBeforeBroadcast, CarryInYieldedLayout, StoreThroughTmaInAnyLayout>(
+        &getContext());
     tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -215,6 +215,20 @@ TEST_P(TensorDescriptor, AttentionMatchesThePointerKernel) {
   EXPECT_THAT(ptx, Not(HasSubstr("cp.async.cg")));
 }
 
+/// The persistent GEMM through descriptors: fewer programs than tiles, so
+/// each runs several tiles' TMA rings (initialised, drained and released per
+/// tile) and TMA stores.
+TEST_P(TensorDescriptor, PersistentMatmul) {
+  auto k = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  const int M = 200, N = 136, K = 160;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto want = poisoned<bfloat16>(size_t(M * N)), got = want;
+  k({.grid = {3}, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 64, 32, 2);
+  k(target({3}), a, b, got, M, N, K, 64, 64, 32, 2);
+  EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+}
+
 TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
 TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
 
@@ -267,6 +281,18 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
     std::printf("[tegula test] TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, %d spill "
                 "bytes\n",
+                BN, warps, c.registers, c.spill_bytes);
+  }
+  auto persistent = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                           {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  for (auto [BN, warps] : {std::pair{128, 4}, std::pair{256, 8}}) {
+    CompiledKernel c = persistent.compile({x, x, x, 256, 256, 256, 128, BN, 64, 8},
+                                          {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
+    EXPECT_THAT(c.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    std::printf("[tegula test] persistent TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, "
+                "%d spill bytes\n",
                 BN, warps, c.registers, c.spill_bytes);
   }
 }
