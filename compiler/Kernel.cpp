@@ -20,6 +20,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <sstream>
 #include <map>
@@ -76,13 +77,21 @@ std::string printModule(ModuleOp m) {
   return text;
 }
 
-/// The compiler's identity in cache keys: the version plus the size and
-/// modification time of the running binary, so a rebuilt compiler never
-/// reads binaries an older build wrote.
+/// The compiler's identity in cache keys: the version plus the path, size
+/// and modification time of the file the compiler's code was loaded from -
+/// libtegula.so when it is a shared library (a Python process's executable
+/// is python3, unchanged by a rebuild of Tegula), else the executable - so a
+/// rebuilt compiler never reads binaries an older build wrote.
 const std::string &compilerIdentity() {
   static const std::string id = [] {
     std::error_code ec;
-    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::filesystem::path exe;
+    Dl_info info;
+    if (dladdr(reinterpret_cast<const void *>(&compilerIdentity), &info) && info.dli_fname &&
+        *info.dli_fname)
+      exe = std::filesystem::canonical(info.dli_fname, ec);
+    if (exe.empty() || ec)
+      exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec)
       return std::string(TEGULA_VERSION);
     auto size = std::filesystem::file_size(exe, ec);
