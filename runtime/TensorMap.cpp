@@ -11,17 +11,6 @@
 namespace tegula::runtime {
 
 namespace {
-// (The runtime library does not link the DSL, where dtype_size lives.)
-int64_t elementBytes(DType t) {
-  switch (t) {
-  case DType::i1: case DType::i8: case DType::f8e4m3: case DType::f8e5m2: return 1;
-  case DType::i16: case DType::f16: case DType::bf16: return 2;
-  case DType::i32: case DType::f32: return 4;
-  case DType::i64: case DType::f64: return 8;
-  }
-  return 1;
-}
-
 std::string paramName(const std::vector<std::string> &names, int i) {
   return size_t(i) < names.size() ? names[size_t(i)] : fmt::format("arg{}", i);
 }
@@ -49,7 +38,7 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
   if (address % 16 != 0)
     throw Error(fmt::format("{} needs a 16-byte aligned base (TMA), but its address is {} mod 16",
                             what, address % 16));
-  const int64_t elem = elementBytes(spec.dtype);
+  const int64_t elem = int64_t(dtype_size(spec.dtype));
   const size_t rank = spec.shape.size();
   for (size_t d = 0; d < rank; ++d) {
     int64_t extent = valueOf(spec.shape[d], args);
@@ -82,7 +71,7 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
   case DType::f64: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
   case DType::f8e4m3: case DType::f8e5m2: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
   default:
-    throw Error(fmt::format("kernel '{}': TMA has no tensor maps of booleans", kernel));
+    throw Error(fmt::format("kernel '{}': TMA has no tensor maps of {}", kernel, dtype_name(map.dtype)));
   }
   // The driver wants dimensions innermost first, and strides without the
   // innermost (it is the element size).

@@ -302,33 +302,6 @@ Value castTo(TraceState &ts, Value v, Type elem, Location loc) {
 
 namespace tegula {
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-  case DType::i1: return "i1";
-  case DType::i8: return "i8";
-  case DType::i16: return "i16";
-  case DType::i32: return "i32";
-  case DType::i64: return "i64";
-  case DType::f16: return "f16";
-  case DType::bf16: return "bf16";
-  case DType::f32: return "f32";
-  case DType::f64: return "f64";
-  case DType::f8e4m3: return "f8e4m3";
-  case DType::f8e5m2: return "f8e5m2";
-  }
-  return "?";
-}
-
-size_t dtype_size(DType t) {
-  switch (t) {
-  case DType::i1: case DType::i8: case DType::f8e4m3: case DType::f8e5m2: return 1;
-  case DType::i16: case DType::f16: case DType::bf16: return 2;
-  case DType::i32: case DType::f32: return 4;
-  case DType::i64: case DType::f64: return 8;
-  }
-  return 0;
-}
-
 float16::float16(float f) {
   llvm::APFloat ap(f);
   bool lost;

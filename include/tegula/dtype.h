@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -15,9 +16,33 @@ namespace tegula {
 /// convert them to f16/f32 to compute; dots on them are exact.
 enum class DType : uint8_t { i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8e4m3, f8e5m2 };
 
-std::string_view dtype_name(DType t);
+/// "f32", "bf16", "f8e4m3", ... (inline: every library, the runtime's too, uses them).
+inline std::string_view dtype_name(DType t) {
+  switch (t) {
+  case DType::i1: return "i1";
+  case DType::i8: return "i8";
+  case DType::i16: return "i16";
+  case DType::i32: return "i32";
+  case DType::i64: return "i64";
+  case DType::f16: return "f16";
+  case DType::bf16: return "bf16";
+  case DType::f32: return "f32";
+  case DType::f64: return "f64";
+  case DType::f8e4m3: return "f8e4m3";
+  case DType::f8e5m2: return "f8e5m2";
+  }
+  return "?";
+}
 /// Size of one element in bytes in global memory (i1 is stored as one byte).
-size_t dtype_size(DType t);
+inline size_t dtype_size(DType t) {
+  switch (t) {
+  case DType::i1: case DType::i8: case DType::f8e4m3: case DType::f8e5m2: return 1;
+  case DType::i16: case DType::f16: case DType::bf16: return 2;
+  case DType::i32: case DType::f32: return 4;
+  case DType::i64: case DType::f64: return 8;
+  }
+  return 0;
+}
 inline bool is_float(DType t) { return t >= DType::f16; }
 inline bool is_int(DType t) { return t <= DType::i64; }
 
