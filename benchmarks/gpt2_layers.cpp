@@ -82,10 +82,10 @@ int main(int argc, char **argv) {
            [&] { geluBwd(on({uint32_t(cdiv(4 * act, 1024))}, 4), h, hy, hd, int32_t(4 * act), 1024); });
     auto residual = kernel("residual", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
     report("residual", 3.0 * act * 4, [&] { residual(on({uint32_t(cdiv(act, 1024))}, 4), x, dy, y, int32_t(act), 1024); });
-    auto ceFwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+    auto ceFwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
     report("cross_entropy_fwd", double(rows) * V * 4,
            [&] { ceFwd(on({rows}, 8), logits, targets, losses, V, Vp, 1024); });
-    auto ceBwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd,
+    auto ceBwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd<float>,
                         {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
     report("cross_entropy_bwd", 2.0 * rows * Vp * 4,
            [&] { ceBwd(on({rows}, 8), logits, targets, losses, dlosses, dlogits, V, Vp, 1024); });

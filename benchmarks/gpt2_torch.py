@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """torch's figure for benchmarks/gpt2-train: GPT-2 124M training steps
 (forward, backward, gradient clipping, fused AdamW) at the same batch and
-sequence length, f32 with TF32 matmuls (what Tegula's model runs), eager and
-torch.compile'd, in the same GPU session. A compact GPT-2 is written out here
+sequence length, in the two precisions Tegula's model runs: f32 with TF32
+matmuls, and bf16 autocast (f32 master weights, as nanoGPT trains) - eager
+and torch.compile'd, in the same GPU session. A compact GPT-2 is written out here
 (no transformers needed). Prints "skipped: ..." without torch or a GPU.
 
     python3 benchmarks/gpt2_torch.py [--batch 8] [--seq 1024] [--steps 10]
@@ -63,9 +64,9 @@ def main():
             return F.cross_entropy(logits[..., :V].reshape(-1, V), targets.view(-1))
 
     B, T = args.batch, args.seq
-    print(f"# torch {torch.__version__}: GPT-2 124M, B={B} T={T}, f32 + TF32 matmuls, fused AdamW, "
-          f"{args.steps} timed steps")
-    for mode in ["eager", "compile"]:
+    print(f"# torch {torch.__version__}: GPT-2 124M, B={B} T={T}, f32 + TF32 matmuls and bf16 autocast, "
+          f"fused AdamW, {args.steps} timed steps")
+    for precision, mode in [(p, m) for p in ("f32", "bf16") for m in ("eager", "compile")]:
         torch.manual_seed(1)
         model = GPT().cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
@@ -74,13 +75,14 @@ def main():
             try:
                 run = torch.compile(model)
             except Exception as e:  # noqa: BLE001 - report and go on
-                print(f"compile: not available ({e})")
+                print(f"{precision} compile: not available ({e})")
                 continue
         idx = torch.randint(0, V, (B, T), device="cuda")
         tgt = torch.randint(0, V, (B, T), device="cuda")
 
         def step():
-            loss = run(idx, tgt)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+                loss = run(idx, tgt)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -96,11 +98,12 @@ def main():
                 step()
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
-            print(f"{mode}: failed ({e})")
+            print(f"{precision} {mode}: failed ({e})")
             continue
         s = (time.perf_counter() - start) / args.steps
-        print(f"gpt2_124m_train_torch_{mode}_tokens_per_s {B * T / s:.0f}")
-        print(f"{mode}: {s * 1e3:.1f} ms per step, peak memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+        print(f"gpt2_124m_train_torch_{precision}_{mode}_tokens_per_s {B * T / s:.0f}")
+        print(f"{precision} {mode}: {s * 1e3:.1f} ms per step, "
+              f"peak memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
         del model, opt
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()

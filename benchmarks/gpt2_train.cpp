@@ -1,10 +1,12 @@
 // gpt2_train.cpp - GPT-2 124M training steps (forward, backward, clipping,
 // AdamW) written in Tegula's DSL, on the GPU: tokens/s, ms per step, MFU and
-// the memory each part takes. f32 storage, dots at tf32 (tensor cores) like
-// torch with allow_tf32 - the comparison: benchmarks/gpt2_torch.py in the same
-// session. Without a driver it prints "skipped: ..." and exits 0.
+// the memory each part takes, in the model's two precisions: f32 storage with
+// tf32 dots (torch with allow_tf32), and bf16 weights and activations with
+// f32 master weights (torch's bf16 autocast) - the comparison:
+// benchmarks/gpt2_torch.py in the same session. Without a driver it prints
+// "skipped: ..." and exits 0.
 //
-//   gpt2-train [--batch 8] [--seq 1024] [--steps 10]
+//   gpt2-train [--batch 8] [--seq 1024] [--steps 10] [--dtype f32|bf16|all]
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -19,63 +21,89 @@
 using namespace tegula;
 using namespace tegula::gpt;
 
+namespace {
+
+double peakFlops(const std::string &name) { // dense bf16, as llm.c reports MFU
+  return name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ? 989e12
+         : name.find("A100") != std::string::npos                                         ? 312e12
+                                                                                          : 0;
+}
+
+/// Times `steps` training steps of GPT-2 124M with `storage` and prints its
+/// figures; "f32" or "bf16" in the names of the result lines.
+void run(DType storage, int B, int T, int steps, const DeviceInfo &info) {
+  const std::string tag(dtype_name(storage));
+  fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
+                                                          : "f32 storage, tf32 dots");
+  GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32, storage);
+  model.init_random(1);
+  std::mt19937 rng(1);
+  std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t(rng() % 50257), targets[i] = int32_t(rng() % 50257);
+  auto step = [&] {
+    float loss = model.forward(tokens, targets, B, T);
+    model.zero_grad();
+    model.backward();
+    model.clip_grad_norm(1.0f);
+    model.step({.lr = 3e-4f});
+    return loss;
+  };
+  for (int i = 0; i < 2; ++i) // compile, load, allocate
+    fmt::print("warm-up step {}: loss {:.4f}\n", i + 1, step());
+  synchronize();
+  auto start = std::chrono::steady_clock::now();
+  float loss = 0;
+  for (int i = 0; i < steps; ++i)
+    loss = step();
+  synchronize();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+  const double flops = model.training_flops_per_token(T) * B * T, peak = peakFlops(info.name);
+  GptModel::Memory mem = model.memory();
+  fmt::print("memory: parameters {:.0f} MiB, gradients {:.0f} MiB, AdamW {:.0f} MiB, activations {:.0f} MiB, "
+             "total {:.0f} MiB\n",
+             mem.parameters / 1048576.0, mem.gradients / 1048576.0, mem.optimizer / 1048576.0,
+             mem.activations / 1048576.0, mem.total() / 1048576.0);
+  fmt::print("last loss {:.4f}; {:.1f} ms per step\n", loss, s * 1e3);
+  // Ends with a number: gpu-check.sh's summary shows such lines.
+  fmt::print("gpt2_124m_train_tegula_{}_tokens_per_s {:.0f}\n", tag, B * T / s);
+  if (peak > 0)
+    fmt::print("gpt2_124m_train_tegula_{}_mfu_vs_bf16_peak_percent {:.2f}\n", tag, 100.0 * flops / s / peak);
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   int B = 8, T = 1024, steps = 10;
+  std::string dtype = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--batch")) B = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--seq")) T = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
   }
-  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, f32 storage, tf32 dots, {} timed steps\n", B, T, steps);
+  if (dtype != "all" && dtype != "f32" && dtype != "bf16") {
+    fmt::print(stderr, "gpt2-train: --dtype is f32, bf16 or all, not '{}'\n", dtype);
+    return 2;
+  }
+  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}\n", B, T, steps, dtype);
   std::string why;
   if (!gpu_available(&why)) {
     fmt::print("skipped: {}\n", why);
     return 0;
   }
-  try {
-    DeviceInfo info = device_info();
-    fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
-    GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32);
-    model.init_random(1);
-    std::mt19937 rng(1);
-    std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
-    for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = int32_t(rng() % 50257), targets[i] = int32_t(rng() % 50257);
-    auto step = [&] {
-      float loss = model.forward(tokens, targets, B, T);
-      model.zero_grad();
-      model.backward();
-      model.clip_grad_norm(1.0f);
-      model.step({.lr = 3e-4f});
-      return loss;
-    };
-    for (int i = 0; i < 2; ++i) // compile, load, allocate
-      fmt::print("warm-up step {}: loss {:.4f}\n", i + 1, step());
-    synchronize();
-    auto start = std::chrono::steady_clock::now();
-    float loss = 0;
-    for (int i = 0; i < steps; ++i)
-      loss = step();
-    synchronize();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
-    const double flops = model.training_flops_per_token(T) * B * T;
-    const std::string name = info.name;
-    const double peak = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ? 989e12
-                        : name.find("A100") != std::string::npos                                         ? 312e12
-                                                                                                       : 0;
-    GptModel::Memory mem = model.memory();
-    fmt::print("memory: parameters {:.0f} MiB, gradients {:.0f} MiB, AdamW {:.0f} MiB, activations {:.0f} MiB, "
-               "total {:.0f} MiB\n",
-               mem.parameters / 1048576.0, mem.gradients / 1048576.0, mem.optimizer / 1048576.0,
-               mem.activations / 1048576.0, mem.total() / 1048576.0);
-    fmt::print("last loss {:.4f}; {:.1f} ms per step\n", loss, s * 1e3);
-    // Ends with a number: gpu-check.sh's summary shows such lines.
-    fmt::print("gpt2_124m_train_tegula_tokens_per_s {:.0f}\n", B * T / s);
-    if (peak > 0)
-      fmt::print("gpt2_124m_train_tegula_mfu_vs_bf16_peak_percent {:.2f}\n", 100.0 * flops / s / peak);
-  } catch (const Error &e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
+  int status = 0;
+  DeviceInfo info = device_info();
+  fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
+  for (DType storage : {DType::f32, DType::bf16}) {
+    if (dtype != "all" && dtype != dtype_name(storage))
+      continue;
+    try {
+      run(storage, B, T, steps, info);
+    } catch (const Error &e) { // report, and go on to the other precision
+      fmt::print("error ({}): {}\n", dtype_name(storage), e.what());
+      status = 1;
+    }
   }
-  return 0;
+  return status;
 }

@@ -9,11 +9,14 @@
 
 namespace tegula::gpt {
 
-/// The KV cache and the one-token buffers of a decoding run, in one arena.
+/// The KV cache and the one-token buffers of a decoding run, in one arena of
+/// the model's storage type; attention's logsumexp and layernorm's
+/// statistics in an f32 one.
 struct GptModel::Decoder {
-  Arena arena;
+  Arena arena, stats;
   std::vector<int64_t> cache; // per layer: [n_ctx, 3C] (q, k, v of every position)
-  int64_t x = 0, ln = 0, att = 0, lse = 0, proj = 0, res = 0, fcPre = 0, fc = 0, logits = 0;
+  int64_t x = 0, ln = 0, att = 0, proj = 0, res = 0, fcPre = 0, fc = 0, logits = 0; // arena
+  int64_t lse = 0, mean = 0, rstd = 0;                                                // stats
 };
 
 std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
@@ -21,24 +24,23 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const int C = c.n_embd, H = c.n_head, D = C / H;
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
   const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps;
-  auto P = [&](const std::string &name) {
-    const ParamSpec &p = parameter(name);
-    return paramArena_.view(p.offset, p.numel());
-  };
+  auto P = [&](const std::string &name) { return weights(name); };
   auto V = [&](int64_t offset, int64_t count) { return d.arena.view(offset, count); };
+  auto S = [&](int64_t offset, int64_t count) { return d.stats.view(offset, count); };
   auto linear = [&](Arg x, const std::string &w, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launch({1, uint32_t(cdiv(N, BN))}), x, P(w + ".weight"), P(w + ".bias"), y, pre, 1, N, K, gelu,
-                     BM, BN, BK);
+    kernels_->linear(launch({1, uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, P(w + ".weight"), P(w + ".bias"), y,
+                     pre, 1, N, K, gelu, BM, BN, BK);
   };
-  auto add = [&](Arg x, Arg y, Arg out) { kernels_->residual(launch({1}), x, y, out, C, lnBlock); };
+  auto add = [&](Arg x, Arg y, Arg out) { kernels_->residual(launch({1}), x, y, out, int64_t(C), lnBlock); };
   auto layernorm = [&](Arg x, const std::string &ln, Arg y) {
-    kernels_->layernorm(launch({1}), x, P(ln + ".weight"), P(ln + ".bias"), y, V(d.lse, 1), V(d.lse + 1, 1), C,
+    kernels_->layernorm(launch({1}), x, P(ln + ".weight"), P(ln + ".bias"), y, S(d.mean, 1), S(d.rstd, 1), C,
                         1e-5f, lnBlock);
   };
   // The position's embedding: wpe's row `pos` as a one-row table.
   const ParamSpec &wpe = parameter("wpe.weight");
   std::vector<int32_t> tok = {token};
-  kernels_->embedding(launch({1}), tok, P("wte.weight"), paramArena_.view(wpe.offset + int64_t(pos) * C, C),
+  const Arena &weightArena = weightCopy_.size() ? weightCopy_ : paramArena_;
+  kernels_->embedding(launch({1}), tok, P("wte.weight"), weightArena.view(wpe.offset + int64_t(pos) * C, C),
                       V(d.x, C), 1, C, lnBlock);
   const int64_t cacheSize = int64_t(c.n_ctx) * 3 * C;
   for (int l = 0; l < c.n_layer; ++l) {
@@ -48,8 +50,9 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     linear(V(d.ln, C), h + "attn.c_attn", row, row, 3 * C, C, false);
     // Attention of the block holding `pos` over positions 0..pos (rows of
     // the block past pos are computed and ignored).
-    kernels_->attention(launch({1, uint32_t(H)}, attWarps), V(d.cache[size_t(l)], cacheSize), V(d.att, int64_t(c.n_ctx) * C),
-                        V(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
+    kernels_->attention(launch({1, uint32_t(H)}, attWarps), V(d.cache[size_t(l)], cacheSize),
+                        V(d.att, int64_t(c.n_ctx) * C),
+                        S(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
                         1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock);
     linear(V(d.att + int64_t(pos) * C, C), h + "attn.c_proj", V(d.proj, C), V(d.proj, C), C, C, false);
     add(V(d.x, C), V(d.proj, C), V(d.res, C));
@@ -59,7 +62,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     add(V(d.res, C), V(d.proj, C), V(d.x, C));
   }
   layernorm(V(d.x, C), "ln_f", V(d.ln, C));
-  kernels_->lmHead(launch({1, uint32_t(cdiv(c.vocab_padded, BN))}), V(d.ln, C), P("wte.weight"),
+  kernels_->lmHead(launch({1, uint32_t(cdiv(c.vocab_padded, BN))}, tiles_.linear_warps), V(d.ln, C), P("wte.weight"),
                    V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, BM, BN, BK);
   return d.arena.download(d.logits, c.vocab);
 }
@@ -103,9 +106,12 @@ std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int 
   auto take = [&](int64_t n) { int64_t at = size; size += n; return at; };
   for (int l = 0; l < c.n_layer; ++l)
     d.cache.push_back(take(int64_t(c.n_ctx) * 3 * C));
-  d.x = take(C), d.ln = take(C), d.att = take(int64_t(c.n_ctx) * C), d.lse = take(int64_t(c.n_head) * c.n_ctx);
+  d.x = take(C), d.ln = take(C), d.att = take(int64_t(c.n_ctx) * C);
   d.proj = take(C), d.res = take(C), d.fcPre = take(4 * C), d.fc = take(4 * C), d.logits = take(c.vocab_padded);
-  d.arena = Arena(size, backend_);
+  d.arena = Arena(size, backend_, storage_);
+  const int64_t lseSize = int64_t(c.n_head) * c.n_ctx;
+  d.lse = 0, d.mean = lseSize, d.rstd = lseSize + 1;
+  d.stats = Arena(lseSize + 2, backend_);
   std::mt19937_64 rng(sampling.seed);
   std::vector<float> logits;
   for (size_t i = 0; i < prompt.size(); ++i) // the prompt fills the cache

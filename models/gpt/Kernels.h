@@ -31,29 +31,31 @@ void embedding_fwd(tl::ptr<int32_t> tokens, tl::ptr<T> wte, tl::ptr<T> wpe, tl::
   tl::store(out + row * C + cols, v, mask);
 }
 
-/// dwte[tokens[r]] += dout[r] (atomics: rows sharing a token meet there, so
-/// f32 sums are not bit-deterministic); one program per row.
-inline void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<float> dout, tl::ptr<float> dwte,
-                                 tl::scalar<int32_t> C, tl::constant<int> BLOCK) {
+/// dwte[tokens[r]] += dout[r] (f32 atomics: rows sharing a token meet there,
+/// so the sums are not bit-deterministic); one program per row.
+template <class T>
+void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<T> dout, tl::ptr<float> dwte, tl::scalar<int32_t> C,
+                          tl::constant<int> BLOCK) {
   tl::tensor row = tl::program_id(0);
   tl::tensor cols = tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
   tl::tensor tok = tl::load(tokens + row);
-  tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f), mask);
+  tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f).to(tl::f32), mask);
 }
 
 /// dwpe[t] (+)= sum over the batch of dout[b * T + t] (deterministic: one
 /// program per position t and column block loops over b). `accumulate`
 /// adds to the gradient (micro-batches) instead of overwriting it.
-inline void embedding_bwd_positions(tl::ptr<float> dout, tl::ptr<float> dwpe, tl::scalar<int32_t> batch,
-                                    tl::scalar<int32_t> seq_len, tl::scalar<int32_t> C,
-                                    tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
+template <class T>
+void embedding_bwd_positions(tl::ptr<T> dout, tl::ptr<float> dwpe, tl::scalar<int32_t> batch,
+                             tl::scalar<int32_t> seq_len, tl::scalar<int32_t> C, tl::constant<bool> accumulate,
+                             tl::constant<int> BLOCK) {
   tl::tensor t = tl::program_id(0);
   tl::tensor cols = tl::program_id(1) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
   tl::tensor acc = accumulate.value ? tl::load(dwpe + t * C + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
   for (auto b : tl::range(0, batch, 1, acc))
-    acc = acc + tl::load(dout + (b * seq_len + t) * C + cols, mask, 0.0f);
+    acc = acc + tl::load(dout + (b * seq_len + t) * C + cols, mask, 0.0f).to(tl::f32);
   tl::store(dwpe + t * C + cols, acc, mask);
 }
 
@@ -131,8 +133,10 @@ void gelu_bwd(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<T> dx, tl::scalar<int32_t> n,
 /// Softmax + cross-entropy per row of logits [rows, Vp] (the vocabulary V
 /// padded to Vp columns; the padding is masked out): losses[r] =
 /// logsumexp(logits[r, :V]) - logits[r, target]. An online logsumexp over
-/// BLOCK-wide chunks, so V may be any size (50257).
-inline void cross_entropy_fwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
+/// BLOCK-wide chunks, so V may be any size (50257). f32 math for any
+/// storage type T of the logits.
+template <class T>
+void cross_entropy_fwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
                               tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
   tl::tensor row = tl::program_id(0);
   tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
@@ -141,7 +145,7 @@ inline void cross_entropy_fwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, t
   tl::tensor s = tl::zeros({BLOCK}, tl::f32);
   for (auto c : tl::range(0, V, BLOCK.value, m, s)) {
     tl::tensor cols = c + cols0;
-    tl::tensor v = tl::load(logits + base + cols, cols < V, -INFINITY);
+    tl::tensor v = tl::load(logits + base + cols, cols < V, -INFINITY).to(tl::f32);
     tl::tensor m_new = tl::maximum(m, v);
     // Lanes that have seen only padding keep m = -inf: no NaN from inf - inf.
     s = tl::where(m_new == -INFINITY, 0.0f, s * tl::exp(m - m_new) + tl::exp(v - m_new));
@@ -150,28 +154,48 @@ inline void cross_entropy_fwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, t
   tl::tensor mx = tl::max(m, 0);
   tl::tensor lse = mx + tl::log(tl::sum(s * tl::exp(m - mx), 0));
   tl::tensor target = tl::load(targets + row);
-  tl::store(losses + row, lse - tl::load(logits + base + target));
+  tl::store(losses + row, lse - tl::load(logits + base + target).to(tl::f32));
 }
 
 /// Its backward: dlogits[r, j] = (softmax_j - [j == target]) * dlosses[r]
 /// for j < V, 0 in the padding.
-inline void cross_entropy_bwd(tl::ptr<float> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
-                              tl::ptr<float> dlosses, tl::ptr<float> dlogits, tl::scalar<int32_t> V,
-                              tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
+template <class T>
+void cross_entropy_bwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses, tl::ptr<float> dlosses,
+                       tl::ptr<T> dlogits, tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
   tl::tensor row = tl::program_id(0);
   tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
   tl::tensor target = tl::load(targets + row);
   // logsumexp = loss + logit[target]: the forward pass already computed it.
-  tl::tensor lse = tl::load(losses + row) + tl::load(logits + base + target);
+  tl::tensor lse = tl::load(losses + row) + tl::load(logits + base + target).to(tl::f32);
   tl::tensor dl = tl::load(dlosses + row);
   tl::tensor cols0 = tl::arange(0, BLOCK);
   for (auto c : tl::range(0, Vp, BLOCK.value)) {
     tl::tensor cols = c + cols0;
-    tl::tensor p = tl::exp(tl::load(logits + base + cols, cols < V, -INFINITY) - lse);
+    tl::tensor p = tl::exp(tl::load(logits + base + cols, cols < V, -INFINITY).to(tl::f32) - lse);
     tl::tensor g = (p - tl::where(cols == target, 1.0f, 0.0f)) * dl;
     tl::store(dlogits + base + cols, tl::where(cols < V, g, 0.0f), cols < Vp);
   }
 }
+
+namespace detail {
+/// AdamW's update of the n parameters of this program's BLOCK: writes m and
+/// v, returns the new parameter values (see adamw).
+inline tl::tensor adamwUpdate(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_state,
+                              tl::ptr<float> v_state, const tl::scalar<float> &lr, const tl::scalar<float> &beta1,
+                              const tl::scalar<float> &beta2, const tl::scalar<float> &eps,
+                              const tl::scalar<float> &weight_decay, const tl::scalar<float> &bias1,
+                              const tl::scalar<float> &bias2, const tl::scalar<float> &grad_scale,
+                              const tl::tensor &offs, const tl::tensor &mask) {
+  tl::tensor g = tl::load(grads + offs, mask, 0.0f) * grad_scale;
+  tl::tensor p = tl::load(params + offs, mask, 0.0f);
+  tl::tensor m = beta1 * tl::load(m_state + offs, mask, 0.0f) + (1.0f - beta1) * g;
+  tl::tensor v = beta2 * tl::load(v_state + offs, mask, 0.0f) + (1.0f - beta2) * g * g;
+  tl::tensor update = (m / bias1) / (tl::sqrt(v / bias2) + eps) + weight_decay * p;
+  tl::store(m_state + offs, m, mask);
+  tl::store(v_state + offs, v, mask);
+  return p - lr * update;
+}
+} // namespace detail
 
 /// One AdamW step over n parameters (f32 master weights), bias-corrected,
 /// decoupled weight decay: p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p).
@@ -184,14 +208,38 @@ inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_
                   tl::scalar<int64_t> n, tl::constant<int> BLOCK) {
   tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = offs < n;
-  tl::tensor g = tl::load(grads + offs, mask, 0.0f) * grad_scale;
-  tl::tensor p = tl::load(params + offs, mask, 0.0f);
-  tl::tensor m = beta1 * tl::load(m_state + offs, mask, 0.0f) + (1.0f - beta1) * g;
-  tl::tensor v = beta2 * tl::load(v_state + offs, mask, 0.0f) + (1.0f - beta2) * g * g;
-  tl::tensor update = (m / bias1) / (tl::sqrt(v / bias2) + eps) + weight_decay * p;
-  tl::store(m_state + offs, m, mask);
-  tl::store(v_state + offs, v, mask);
-  tl::store(params + offs, p - lr * update, mask);
+  tl::store(params + offs,
+            detail::adamwUpdate(params, grads, m_state, v_state, lr, beta1, beta2, eps, weight_decay, bias1, bias2,
+                                grad_scale, offs, mask),
+            mask);
+}
+
+/// AdamW for mixed precision: the same step on the f32 master weights
+/// `params`, which also writes their copy in the storage type T (bf16) that
+/// the forward and backward passes read - rounded to nearest even from the
+/// master, so small updates accumulate in f32 and are never lost to bf16's
+/// 8-bit mantissa.
+template <class T>
+void adamw_mixed(tl::ptr<float> params, tl::ptr<T> params_lp, tl::ptr<float> grads, tl::ptr<float> m_state,
+                 tl::ptr<float> v_state, tl::scalar<float> lr, tl::scalar<float> beta1, tl::scalar<float> beta2,
+                 tl::scalar<float> eps, tl::scalar<float> weight_decay, tl::scalar<float> bias1,
+                 tl::scalar<float> bias2, tl::scalar<float> grad_scale, tl::scalar<int64_t> n,
+                 tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::tensor p = detail::adamwUpdate(params, grads, m_state, v_state, lr, beta1, beta2, eps, weight_decay, bias1,
+                                     bias2, grad_scale, offs, mask);
+  tl::store(params + offs, p, mask);
+  tl::store(params_lp + offs, p, mask);
+}
+
+/// out = x + y (the residual connections): f32 math, stored as T.
+template <class T>
+void residual_add(tl::ptr<T> x, tl::ptr<T> y, tl::ptr<T> out, tl::scalar<int64_t> n, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::store(out + offs, tl::load(x + offs, mask, 0.0f).to(tl::f32) + tl::load(y + offs, mask, 0.0f).to(tl::f32),
+            mask);
 }
 
 /// partial[i] = sum of x^2 over the i-th BLOCK of x (n elements): the first

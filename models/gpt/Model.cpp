@@ -69,38 +69,58 @@ std::vector<ParamSpec> parameterLayout(const GptConfig &c) {
 // Arena
 //===----------------------------------------------------------------------===//
 
-Arena::Arena(int64_t elements, Backend backend) : size_(elements) {
+Arena::Arena(int64_t elements, Backend backend, DType dtype) : size_(elements), dtype_(dtype) {
+  if (dtype != DType::f32 && dtype != DType::bf16)
+    throw Error(fmt::format("GPT arena: {} storage (f32 or bf16)", dtype_name(dtype)));
   if (backend == Backend::GPU) {
-    device_ = std::make_shared<DeviceBuffer>(size_t(elements), DType::f32);
+    device_ = std::make_shared<DeviceBuffer>(size_t(elements), dtype);
     device_->fill_bytes(0);
   } else {
-    host_ = std::make_shared<std::vector<float>>(size_t(elements), 0.0f);
+    host_ = std::make_shared<std::vector<uint32_t>>(size_t((bytes() + 3) / 4), 0u);
   }
 }
 
 Arg Arena::view(int64_t offset, int64_t count) const {
   if (offset < 0 || count < 0 || offset + count > size_)
     throw Error(fmt::format("GPT arena: elements [{}, {}) are outside its {}", offset, offset + count, size_));
+  const int64_t at = offset * int64_t(dtype_size(dtype_));
   if (device_)
-    return Arg::device(device_->device_ptr() + uint64_t(offset) * 4, size_t(count), DType::f32);
-  return Arg::buffer(host_->data() + offset, size_t(count), DType::f32);
+    return Arg::device(device_->device_ptr() + uint64_t(at), size_t(count), dtype_);
+  return Arg::buffer(reinterpret_cast<char *>(host_->data()) + at, size_t(count), dtype_);
 }
 
 void Arena::upload(int64_t offset, const std::vector<float> &values) {
-  view(offset, int64_t(values.size())); // bounds
+  Arg at = view(offset, int64_t(values.size())); // bounds
+  if (dtype_ == DType::f32) {
+    if (device_)
+      device_->upload(std::span<const float>(values), size_t(offset));
+    else
+      std::memcpy(at.data(), values.data(), values.size() * 4);
+    return;
+  }
+  std::vector<bfloat16> rounded(values.begin(), values.end());
   if (device_)
-    device_->upload(std::span<const float>(values), size_t(offset));
+    device_->upload(std::span<const bfloat16>(rounded), size_t(offset));
   else
-    std::copy(values.begin(), values.end(), host_->begin() + offset);
+    std::memcpy(at.data(), rounded.data(), rounded.size() * 2);
 }
 
 std::vector<float> Arena::download(int64_t offset, int64_t count) const {
-  view(offset, count); // bounds
+  Arg at = view(offset, count); // bounds
   std::vector<float> out(static_cast<size_t>(count));
+  if (dtype_ == DType::f32) {
+    if (device_)
+      device_->download(std::span<float>(out), size_t(offset));
+    else
+      std::memcpy(out.data(), at.data(), out.size() * 4);
+    return out;
+  }
+  std::vector<bfloat16> stored(static_cast<size_t>(count));
   if (device_)
-    device_->download(std::span<float>(out), size_t(offset));
+    device_->download(std::span<bfloat16>(stored), size_t(offset));
   else
-    std::copy(host_->begin() + offset, host_->begin() + offset + count, out.begin());
+    std::memcpy(stored.data(), at.data(), stored.size() * 2);
+  std::copy(stored.begin(), stored.end(), out.begin());
   return out;
 }
 
@@ -108,30 +128,45 @@ std::vector<float> Arena::download(int64_t offset, int64_t count) const {
 // The model
 //===----------------------------------------------------------------------===//
 
-/// Activations of one forward pass for B x T tokens, in one arena.
+/// Activations of one forward pass for B x T tokens: the tensors of the
+/// model (hidden states, q/k/v, logits) in `arena`, of the storage type, and
+/// the per-row statistics (layernorm's mean and rstd, attention's
+/// logsumexp, the losses) in `stats`, always f32.
 struct GptModel::Activations {
   int B = 0, T = 0;
-  Arena arena;
-  int64_t encoded = 0, lnfOut = 0, lnfMean = 0, lnfRstd = 0, logits = 0, losses = 0;
+  Arena arena, stats;
+  // In `arena`:
+  int64_t encoded = 0, lnfOut = 0, logits = 0;
+  // In `stats`:
+  int64_t lnfMean = 0, lnfRstd = 0, losses = 0;
   struct Layer {
-    int64_t ln1, ln1Mean, ln1Rstd, qkv, atty, lse, attproj, residual2, ln2, ln2Mean, ln2Rstd, fchPre, fch,
-        fcproj, residual3;
+    int64_t ln1, qkv, atty, attproj, residual2, ln2, fchPre, fch, fcproj, residual3; // arena
+    int64_t ln1Mean, ln1Rstd, lse, ln2Mean, ln2Rstd;                                 // stats
   };
   std::vector<Layer> layers;
-  Arena grads;             // d(loss)/d(activation), at the activations' offsets
-  int64_t delta = 0;       // attention's rowsum(do * o), [B * H * T], in `grads`
+  // d(loss)/d(activation), at the activations' offsets: `grads` mirrors
+  // `arena`, `statGrads` mirrors `stats` (the losses' and attention's delta).
+  Arena grads, statGrads;
+  int64_t delta = 0; // attention's rowsum(do * o), [B * H * T], in `statGrads`
   std::vector<int32_t> hostTokens, hostTargets;
   std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
 };
 
-GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul)
-    : config_(config), backend_(backend), kernels_(std::make_unique<Kernels>(matmul)),
-      tiles_(backend == Backend::GPU ? gpu_tiles() : cpu_tiles()) {
+GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DType storage)
+    : config_(config), backend_(backend), storage_(storage),
+      tiles_(backend == Backend::GPU ? gpu_tiles(storage) : cpu_tiles()) {
   config_.validate();
+  if (storage != DType::f32 && storage != DType::bf16)
+    throw Error(fmt::format("GPT: {} storage is not supported: f32, or bf16 with f32 master weights{}",
+                            dtype_name(storage),
+                            storage == DType::f16 ? " (f16 would need loss scaling; bf16 has f32's range)" : ""));
+  kernels_ = Kernels::make(storage, matmul);
   params_ = parameterLayout(config_);
   const int64_t n = params_.back().offset + params_.back().numel();
   paramArena_ = Arena(n, backend);
   gradArena_ = Arena(n, backend);
+  if (storage == DType::bf16)
+    weightCopy_ = Arena(n, backend, DType::bf16);
 }
 
 GptModel::~GptModel() = default;
@@ -153,6 +188,13 @@ void GptModel::write_parameter(const std::string &name, const std::vector<float>
   if (int64_t(values.size()) != p.numel())
     throw Error(fmt::format("GPT: parameter '{}' has {} elements, got {}", name, p.numel(), values.size()));
   paramArena_.upload(p.offset, values);
+  if (weightCopy_.size())
+    weightCopy_.upload(p.offset, values);
+}
+
+Arg GptModel::weights(const std::string &name) const {
+  const ParamSpec &p = parameter(name);
+  return (weightCopy_.size() ? weightCopy_ : paramArena_).view(p.offset, p.numel());
 }
 
 void GptModel::load(const SafetensorsFile &file) {
@@ -230,24 +272,27 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     acts_ = std::make_unique<Activations>();
     Activations &a = *acts_;
     a.B = B, a.T = T;
-    int64_t size = 0;
+    int64_t size = 0, statSize = 0;
     auto take = [&](int64_t n) { int64_t at = size; size += n; return at; };
+    auto stat = [&](int64_t n) { int64_t at = statSize; statSize += n; return at; };
     a.encoded = take(int64_t(BT) * C);
     for (int l = 0; l < c.n_layer; ++l) {
       Activations::Layer L;
-      L.ln1 = take(int64_t(BT) * C), L.ln1Mean = take(BT), L.ln1Rstd = take(BT);
-      L.qkv = take(int64_t(BT) * 3 * C), L.atty = take(int64_t(BT) * C), L.lse = take(int64_t(B) * H * T);
+      L.ln1 = take(int64_t(BT) * C), L.ln1Mean = stat(BT), L.ln1Rstd = stat(BT);
+      L.qkv = take(int64_t(BT) * 3 * C), L.atty = take(int64_t(BT) * C), L.lse = stat(int64_t(B) * H * T);
       L.attproj = take(int64_t(BT) * C), L.residual2 = take(int64_t(BT) * C);
-      L.ln2 = take(int64_t(BT) * C), L.ln2Mean = take(BT), L.ln2Rstd = take(BT);
+      L.ln2 = take(int64_t(BT) * C), L.ln2Mean = stat(BT), L.ln2Rstd = stat(BT);
       L.fchPre = take(int64_t(BT) * 4 * C), L.fch = take(int64_t(BT) * 4 * C);
       L.fcproj = take(int64_t(BT) * C), L.residual3 = take(int64_t(BT) * C);
       a.layers.push_back(L);
     }
-    a.lnfOut = take(int64_t(BT) * C), a.lnfMean = take(BT), a.lnfRstd = take(BT);
-    a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = take(BT);
-    a.delta = take(int64_t(B) * H * T); // used in the gradients' arena only
-    a.arena = Arena(size, backend_);
-    a.grads = Arena(size, backend_);
+    a.lnfOut = take(int64_t(BT) * C), a.lnfMean = stat(BT), a.lnfRstd = stat(BT);
+    a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = stat(BT);
+    a.delta = stat(int64_t(B) * H * T); // used in statGrads only
+    a.arena = Arena(size, backend_, storage_);
+    a.grads = Arena(size, backend_, storage_);
+    a.stats = Arena(statSize, backend_);
+    a.statGrads = Arena(statSize, backend_);
   }
   Activations &a = *acts_;
   a.hostTokens = tokens;
@@ -261,18 +306,16 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
       tgtArg = Arg(*a.deviceTargets);
     }
   }
-  auto P = [&](const std::string &name) {
-    const ParamSpec &p = parameter(name);
-    return paramArena_.view(p.offset, p.numel());
-  };
+  auto P = [&](const std::string &name) { return weights(name); };
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
+  auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   const int lnBlock = pow2AtLeast(C);
   const float eps = 1e-5f;
   // Tiles: large on the GPU, small where the CPU runs every thread.
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
   auto linear = [&](Arg x, const std::string &w, const std::string &b, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}), x, P(w), P(b), y, pre, BT, N, K,
-                     gelu, BM, BN, BK);
+    kernels_->linear(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, P(w), P(b), y,
+                     pre, BT, N, K, gelu, BM, BN, BK);
   };
   const int64_t btc = int64_t(BT) * C;
 
@@ -284,36 +327,38 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
     kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P(h + "ln_1.weight"), P(h + "ln_1.bias"),
-                        A(L.ln1, btc), A(L.ln1Mean, BT), A(L.ln1Rstd, BT), C, eps, lnBlock);
+                        A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln1, btc), h + "attn.c_attn.weight", h + "attn.c_attn.bias", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc),
            3 * C, C, false);
-    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc), A(L.atty, btc),
-                        A(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
+    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+                        A(L.atty, btc),
+                        S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
                         D, attBlock, attBlock);
     linear(A(L.atty, btc), h + "attn.c_proj.weight", h + "attn.c_proj.bias", A(L.attproj, btc),
            A(L.attproj, btc), C, C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
-                       A(L.residual2, btc), int32_t(btc), 1024);
+                       A(L.residual2, btc), btc, 1024);
     kernels_->layernorm(launch({uint32_t(BT)}), A(L.residual2, btc), P(h + "ln_2.weight"), P(h + "ln_2.bias"),
-                        A(L.ln2, btc), A(L.ln2Mean, BT), A(L.ln2Rstd, BT), C, eps, lnBlock);
+                        A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln2, btc), h + "mlp.c_fc.weight", h + "mlp.c_fc.bias", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc),
            4 * C, C, true);
     linear(A(L.fch, 4 * btc), h + "mlp.c_proj.weight", h + "mlp.c_proj.bias", A(L.fcproj, btc),
            A(L.fcproj, btc), C, 4 * C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(L.residual2, btc), A(L.fcproj, btc),
-                       A(L.residual3, btc), int32_t(btc), 1024);
+                       A(L.residual3, btc), btc, 1024);
     residual = L.residual3;
   }
   kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
-                      A(a.lnfOut, btc), A(a.lnfMean, BT), A(a.lnfRstd, BT), C, eps, lnBlock);
+                      A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
-  kernels_->lmHead(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}), A(a.lnfOut, btc),
+  kernels_->lmHead(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}, tiles_.linear_warps),
+                   A(a.lnfOut, btc),
                    P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, BM, BN, BK);
   if (targets.empty())
     return NAN;
-  kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT), c.vocab,
+  kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT), c.vocab,
                          c.vocab_padded, tiles_.vocab_block);
-  std::vector<float> losses = a.arena.download(a.losses, BT);
+  std::vector<float> losses = a.stats.download(a.losses, BT);
   double sum = 0;
   for (float v : losses)
     sum += v;
@@ -338,16 +383,15 @@ void GptModel::backward() {
   const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;
   const bool gpu = backend_ == Backend::GPU;
   const int64_t btc = int64_t(BT) * C, logitsSize = int64_t(BT) * Vp;
-  auto P = [&](const std::string &name) {
-    const ParamSpec &p = parameter(name);
-    return paramArena_.view(p.offset, p.numel());
-  };
+  auto P = [&](const std::string &name) { return weights(name); };
   auto G = [&](const std::string &name) { // parameter gradients
     const ParamSpec &p = parameter(name);
     return gradArena_.view(p.offset, p.numel());
   };
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
   auto dA = [&](int64_t offset, int64_t count) { return a.grads.view(offset, count); };
+  auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
+  auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
   const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps, colBlock = 32;
   Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
@@ -355,31 +399,32 @@ void GptModel::backward() {
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
-    kernels_->matmulDx(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}), dy, P(w + ".weight"), dx, BT, N,
-                       K, BM, BN, BK);
-    kernels_->matmulDw(launch({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy, G(w + ".weight"), BT, N, K,
-                       true, BM, BN, BK);
+    kernels_->matmulDx(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}, tiles_.linear_warps), dy,
+                       P(w + ".weight"), dx, BT, N, K, BM, BN, BK);
+    kernels_->matmulDw(launch({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, dy,
+                       G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     kernels_->biasBwd(launch({uint32_t(cdiv(N, colBlock))}), dy, G(w + ".bias"), BT, N, true, colBlock);
   };
   // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
-    kernels_->layernormDx(launch({uint32_t(BT)}), dy, A(x, btc), P(ln + ".weight"), A(mean, BT), A(rstd, BT), dx,
+    kernels_->layernormDx(launch({uint32_t(BT)}), dy, A(x, btc), P(ln + ".weight"), S(mean, BT), S(rstd, BT), dx,
                           C, lnBlock);
-    kernels_->layernormDwdb(launch({uint32_t(cdiv(C, colBlock))}), dy, A(x, btc), A(mean, BT), A(rstd, BT),
+    kernels_->layernormDwdb(launch({uint32_t(cdiv(C, colBlock))}), dy, A(x, btc), S(mean, BT), S(rstd, BT),
                             G(ln + ".weight"), G(ln + ".bias"), BT, C, true, colBlock);
   };
   auto add = [&](Arg x, Arg y, Arg out) {
-    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, int32_t(btc), 1024);
+    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, btc, 1024);
   };
 
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
-  kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dA(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
-  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, A(a.losses, BT),
-                            dA(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
+  kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dS(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
+  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
+                            dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
   // Tied LM head: logits = lnf wte^T.
-  kernels_->matmul(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
-                   P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
-  kernels_->matmulDw(launch({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
+  kernels_->matmul(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}, tiles_.linear_warps),
+                   dA(a.logits, logitsSize), P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
+  kernels_->matmulDw(launch({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}, tiles_.linear_warps),
+                     dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
   const int64_t last = a.layers.back().residual3;
   layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, dA(last, btc), "ln_f");
@@ -400,12 +445,12 @@ void GptModel::backward() {
     linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C);
     const int64_t bht = int64_t(B) * H * T;
     kernels_->attentionDelta(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.atty, btc),
-                             dA(L.atty, btc), dA(a.delta, bht), H, T, D, attBlock);
+                             dA(L.atty, btc), dS(a.delta, bht), H, T, D, attBlock);
     kernels_->attentionDkdv(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
-                            dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                            dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                             3 * C, H, T, scale, D, attBlock, attBlock);
     kernels_->attentionDq(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
-                          dA(L.atty, btc), A(L.lse, bht), dA(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                          dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                           3 * C, H, T, scale, D, attBlock, attBlock);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
     layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.attproj, btc), h + "ln_1");
@@ -428,9 +473,15 @@ void GptModel::step(const AdamW &opt) {
   for (const ParamSpec &p : params_) { // one launch per tensor: decay on matrices only
     const float decay = p.shape.size() >= 2 ? opt.weight_decay : 0.0f;
     const int64_t n = p.numel();
-    kernels_->adamw(launch({uint32_t(cdiv(n, 1024))}), paramArena_.view(p.offset, n), gradArena_.view(p.offset, n),
-                    adamM_.view(p.offset, n), adamV_.view(p.offset, n), opt.lr, opt.beta1, opt.beta2, opt.eps,
-                    decay, bias1, bias2, gradScale_, n, 1024);
+    const LaunchOptions grid = launch({uint32_t(cdiv(n, 1024))});
+    Arg params = paramArena_.view(p.offset, n), grads = gradArena_.view(p.offset, n);
+    Arg m = adamM_.view(p.offset, n), v = adamV_.view(p.offset, n);
+    if (weightCopy_.size()) // mixed precision: the bf16 copy follows the f32 master
+      kernels_->adamwMixed(grid, params, weightCopy_.view(p.offset, n), grads, m, v, opt.lr, opt.beta1, opt.beta2,
+                           opt.eps, decay, bias1, bias2, gradScale_, n, 1024);
+    else
+      kernels_->adamw(grid, params, grads, m, v, opt.lr, opt.beta1, opt.beta2, opt.eps, decay, bias1, bias2,
+                      gradScale_, n, 1024);
   }
   gradScale_ = 1.0f; // clipping applies to one step
 }
@@ -460,11 +511,11 @@ float GptModel::learning_rate(int step, int warmup, int total, float max_lr, flo
 
 GptModel::Memory GptModel::memory() const {
   Memory m;
-  m.parameters = paramArena_.size() * 4;
-  m.gradients = gradArena_.size() * 4;
-  m.optimizer = (adamM_.size() + adamV_.size()) * 4;
+  m.parameters = paramArena_.bytes() + weightCopy_.bytes();
+  m.gradients = gradArena_.bytes();
+  m.optimizer = adamM_.bytes() + adamV_.bytes();
   if (acts_)
-    m.activations = (acts_->arena.size() + acts_->grads.size()) * 4;
+    m.activations = acts_->arena.bytes() + acts_->grads.bytes() + acts_->stats.bytes() + acts_->statGrads.bytes();
   return m;
 }
 

@@ -47,12 +47,16 @@ std::vector<ParamSpec> parameterLayout(const GptConfig &config);
 
 class SafetensorsFile;
 
-/// f32 storage in host or device memory, viewed as kernel arguments.
+/// Storage for f32 or bf16 elements in host or device memory, viewed as
+/// kernel arguments; upload and download convert from and to f32 (to bf16:
+/// round to nearest even).
 class Arena {
 public:
   Arena() = default;
-  Arena(int64_t elements, Backend backend);
+  Arena(int64_t elements, Backend backend, DType dtype = DType::f32);
   int64_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  int64_t bytes() const { return size_ * int64_t(dtype_size(dtype_)); }
   bool on_device() const { return device_ != nullptr; }
   /// `count` elements from `offset` as a kernel argument.
   Arg view(int64_t offset, int64_t count) const;
@@ -61,7 +65,8 @@ public:
 
 private:
   int64_t size_ = 0;
-  std::shared_ptr<std::vector<float>> host_;
+  DType dtype_ = DType::f32;
+  std::shared_ptr<std::vector<uint32_t>> host_; // 4-byte words: any element type, aligned
   std::shared_ptr<DeviceBuffer> device_;
 };
 
@@ -71,23 +76,36 @@ public:
   /// `matmul`: the precision of the f32 dots in the linear layers and
   /// attention (tl::precision::tf32 puts them on tensor cores, as torch's
   /// allow_tf32 does; ieee, the default, is exact).
-  GptModel(GptConfig config, Backend backend, tl::precision matmul = tl::precision::ieee);
+  /// `storage`: the type of the weights the kernels read and of the
+  /// activations and their gradients - f32, or bf16 for mixed precision:
+  /// every kernel still computes in f32 (dots accumulate in f32 on tensor
+  /// cores), the f32 master weights, their gradients and AdamW's state stay
+  /// f32, and each step rounds the master weights into the bf16 copy.
+  GptModel(GptConfig config, Backend backend, tl::precision matmul = tl::precision::ieee,
+           DType storage = DType::f32);
   ~GptModel();
 
   /// Tile sizes and warps the model launches with: large on the GPU, small
   /// where the CPU runs every thread (interpreter, simulator). Tests run the
   /// GPU's in the simulator.
   struct Tiles {
-    int bm, bn, bk;                       // linear layers and the LM head
+    int bm, bn, bk, linear_warps;         // linear layers and the LM head
     int attention_block, attention_warps; // flash attention (query and key blocks)
     int vocab_block;                      // cross-entropy's chunks of the vocabulary
   };
-  static Tiles gpu_tiles() { return {64, 64, 32, 32, 8, 1024}; }
-  static Tiles cpu_tiles() { return {32, 32, 16, 16, 4, 256}; }
+  /// The GPU's, per storage type: bf16 operands take half the registers
+  /// and shared memory of f32 ones, so their tiles are larger (every one
+  /// compiles without spills for sm_80 and sm_90a: test/gpt/GpuConfigsTest).
+  static Tiles gpu_tiles(DType storage = DType::f32) {
+    return storage == DType::bf16 ? Tiles{128, 128, 32, 8, 64, 8, 1024} : Tiles{64, 64, 32, 4, 32, 8, 1024};
+  }
+  static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
   const Tiles &tiles() const { return tiles_; }
 
   const GptConfig &config() const { return config_; }
+  /// f32, or bf16 (mixed precision, see the constructor).
+  DType storage() const { return storage_; }
   const std::vector<ParamSpec> &parameters() const { return params_; }
   const ParamSpec &parameter(const std::string &name) const;
   int64_t num_parameters() const { return paramArena_.size(); }
@@ -135,7 +153,8 @@ public:
   double training_flops_per_token(int T) const {
     return 6.0 * double(num_parameters()) + 12.0 * config_.n_layer * config_.n_embd * T;
   }
-  /// Bytes of each part, as allocated: parameters, gradients, AdamW state,
+  /// Bytes of each part, as allocated: parameters (with bf16 storage the f32
+  /// master weights and their bf16 copy), gradients, AdamW state,
   /// activations (forward + their gradients) of the last forward's B x T.
   struct Memory {
     int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
@@ -170,11 +189,15 @@ private:
   /// One decoding step at position `pos`: the new token's logits [vocab].
   std::vector<float> decodeStep(Decoder &d, int32_t token, int pos);
   LaunchOptions launch(Grid grid, int warps = 4) const;
+  /// Parameter `name` as the kernels read it (the bf16 copy with bf16 storage).
+  Arg weights(const std::string &name) const;
 
   GptConfig config_;
   Backend backend_;
+  DType storage_;
   std::vector<ParamSpec> params_;
   Arena paramArena_, gradArena_, adamM_, adamV_;
+  Arena weightCopy_; // bf16 storage: the master weights rounded to bf16 (empty for f32)
   Arena normScratch_; // clip_grad_norm's partial sums
   int steps_ = 0;
   float gradScale_ = 1.0f;

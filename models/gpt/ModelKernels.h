@@ -12,113 +12,102 @@
 #include "models/gpt/Kernels.h"
 #include "models/gpt/Model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
+#include <memory>
+#include <string>
+#include <type_traits>
 
 namespace tegula::gpt {
 
 inline int pow2AtLeast(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 
-/// The kernel objects, traced once per shape specialisation and reused.
+/// The kernel objects, traced once per shape specialisation and reused: one
+/// set per storage type T of the weights and activations (f32, or bf16 with
+/// f32 master weights) and precision P of f32 dots (tf32 puts them on tensor
+/// cores; 16-bit T runs on tensor cores whatever P is).
 struct GptModel::Kernels {
-  /// The linear layers' and attention's dots at `precision` (f32 storage:
-  /// tf32 puts them on tensor cores; ieee is exact).
-  explicit Kernels(tl::precision precision)
-      : linear(pick<Linear>(precision)), lmHead(pick<LmHead>(precision)), attention(pick<Attention>(precision)),
-        matmulDx(pick<MatmulDx>(precision)), matmulDw(pick<MatmulDw>(precision)),
-        attentionDkdv(pick<AttentionDkdv>(precision)), attentionDq(pick<AttentionDq>(precision)),
-        matmul(pick<Matmul>(precision)) {}
-  template <class Maker> static Kernel pick(tl::precision p) {
-    switch (p) {
-    case tl::precision::tf32: return Maker::template make<tl::precision::tf32>();
-    case tl::precision::tf32x3: return Maker::template make<tl::precision::tf32x3>();
-    default: return Maker::template make<tl::precision::ieee>();
+  /// The set for `storage` (f32 or bf16) and `precision`.
+  static std::unique_ptr<Kernels> make(DType storage, tl::precision precision) {
+    if (storage == DType::bf16)
+      return make<bfloat16, tl::precision::ieee>();
+    switch (precision) {
+    case tl::precision::tf32: return make<float, tl::precision::tf32>();
+    case tl::precision::tf32x3: return make<float, tl::precision::tf32x3>();
+    default: return make<float, tl::precision::ieee>();
     }
   }
-  struct Linear {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_matmul_bias_fwd", kernels::matmul_bias_fwd<float, P>,
-                    {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"});
-    }
-  };
-  struct LmHead {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_lm_head", kernels::matmul_bwd_dx<float, P>, {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"});
-    }
-  };
-  struct Attention {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_attention_fwd", kernels::attention_fwd<float, P>,
-                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
-                     "BM", "BN"});
-    }
-  };
-  struct MatmulDx {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_matmul_bwd_dx", kernels::matmul_bwd_dx<float, P>,
-                    {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
-    }
-  };
-  struct MatmulDw {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_matmul_bwd_dw", kernels::matmul_bwd_dw<float, P>,
-                    {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
-    }
-  };
-  struct AttentionDkdv {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_attention_bwd_dkdv", kernels::attention_bwd_dkdv<float, P>,
-                    {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale",
-                     "D", "BM", "BN"});
-    }
-  };
-  struct AttentionDq {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_attention_bwd_dq", kernels::attention_bwd_dq<float, P>,
-                    {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale",
-                     "D", "BM", "BN"});
-    }
-  };
-  struct Matmul {
-    template <tl::precision P> static Kernel make() {
-      return kernel("gpt_matmul", examples::matmul<float, P>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-    }
-  };
-  Kernel linear, lmHead, attention, matmulDx, matmulDw, attentionDkdv, attentionDq, matmul;
 
-  Kernel embedding = kernel("gpt_embedding_fwd", kernels::embedding_fwd<float>,
-                            {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"});
-  Kernel layernorm = kernel("gpt_layernorm_fwd", kernels::layernorm_fwd<float>,
-                            {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  Kernel residual = kernel("gpt_residual", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
-  Kernel crossEntropy = kernel("gpt_cross_entropy_fwd", kernels::cross_entropy_fwd,
-                               {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
-  // Backward and optimiser.
-  Kernel crossEntropyBwd = kernel("gpt_cross_entropy_bwd", kernels::cross_entropy_bwd,
-                                  {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
-  Kernel fill = kernel("gpt_fill", fillKernel, {"out", "value", "n", "BLOCK"});
-  Kernel biasBwd = kernel("gpt_bias_bwd", kernels::bias_bwd<float>, {"dy", "db", "M", "N", "accumulate", "BLOCK"});
-  Kernel layernormDx = kernel("gpt_layernorm_bwd_dx", kernels::layernorm_bwd_dx<float>,
-                              {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
-  Kernel layernormDwdb = kernel("gpt_layernorm_bwd_dwdb", kernels::layernorm_bwd_dwdb<float>,
-                                {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
-  Kernel geluBwd = kernel("gpt_gelu_bwd", kernels::gelu_bwd<float>, {"x", "dy", "dx", "n", "BLOCK"});
-  Kernel attentionDelta = kernel("gpt_attention_bwd_delta", kernels::attention_bwd_delta<float>,
-                                 {"o", "dout", "delta", "H", "T", "D", "BM"});
-  Kernel embeddingTokens = kernel("gpt_embedding_bwd_tokens", kernels::embedding_bwd_tokens,
-                                  {"tokens", "dout", "dwte", "C", "BLOCK"});
-  Kernel embeddingPositions = kernel("gpt_embedding_bwd_positions", kernels::embedding_bwd_positions,
-                                     {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"});
-  Kernel adamw = kernel("gpt_adamw", kernels::adamw,
-                        {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1",
-                         "bias2", "grad_scale", "n", "BLOCK"});
-  Kernel sumOfSquares = kernel("gpt_sum_of_squares", kernels::sum_of_squares, {"x", "partial", "n", "BLOCK"});
-  Kernel sumAll = kernel("gpt_sum_all", kernels::sum_all, {"x", "out", "n", "BLOCK"});
+  // Forward.
+  Kernel embedding, layernorm, linear, attention, residual, lmHead, crossEntropy;
+  // Backward.
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, biasBwd, layernormDx, layernormDwdb, geluBwd, attentionDelta,
+      attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
+  // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
+  Kernel adamw, adamwMixed, sumOfSquares, sumAll, fill;
 
+private:
   static void fillKernel(tl::ptr<float> out, tl::scalar<float> value, tl::scalar<int64_t> n,
                          tl::constant<int> BLOCK) {
     tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
     tl::store(out + offs, tl::full({BLOCK}, value, tl::f32), offs < n);
+  }
+
+  template <class T, tl::precision P> static std::unique_ptr<Kernels> make() {
+    using namespace kernels;
+    // Kernel names say the storage type: profiles and the kernel cache keep them apart.
+    const std::string t = std::is_same_v<T, float> ? "" : "_bf16";
+    auto name = [&](const char *base) { return fmt::format("gpt_{}{}", base, t); };
+    const std::vector<std::string> attentionBwdParams = {"qkv",    "dout", "lse", "delta", "dqkv",
+                                                         "q_off",  "k_off", "v_off", "stride", "H",
+                                                         "T",      "scale", "D",     "BM",     "BN"};
+    return std::unique_ptr<Kernels>(new Kernels{
+        .embedding =
+            kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
+        .layernorm = kernel(name("layernorm_fwd"), layernorm_fwd<T>,
+                            {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
+        .linear = kernel(name("matmul_bias_fwd"), matmul_bias_fwd<T, P>,
+                         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
+        .attention = kernel(name("attention_fwd"), attention_fwd<T, P>,
+                            {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
+                             "D", "BM", "BN"}),
+        .residual = kernel(name("residual"), residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
+        .lmHead = kernel(name("lm_head"), matmul_bwd_dx<T, P>, {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),
+        .crossEntropy = kernel(name("cross_entropy_fwd"), cross_entropy_fwd<T>,
+                               {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
+        .crossEntropyBwd = kernel(name("cross_entropy_bwd"), cross_entropy_bwd<T>,
+                                  {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
+        .matmul = kernel(name("matmul"), examples::matmul<T, P>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
+        .matmulDx =
+            kernel(name("matmul_bwd_dx"), matmul_bwd_dx<T, P>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
+        .matmulDw = kernel(name("matmul_bwd_dw"), matmul_bwd_dw<T, P>,
+                           {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
+        .biasBwd = kernel(name("bias_bwd"), bias_bwd<T>, {"dy", "db", "M", "N", "accumulate", "BLOCK"}),
+        .layernormDx = kernel(name("layernorm_bwd_dx"), layernorm_bwd_dx<T>,
+                              {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
+        .layernormDwdb = kernel(name("layernorm_bwd_dwdb"), layernorm_bwd_dwdb<T>,
+                                {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"}),
+        .geluBwd = kernel(name("gelu_bwd"), gelu_bwd<T>, {"x", "dy", "dx", "n", "BLOCK"}),
+        .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
+                                 {"o", "dout", "delta", "H", "T", "D", "BM"}),
+        .attentionDkdv = kernel(name("attention_bwd_dkdv"), attention_bwd_dkdv<T, P>, attentionBwdParams),
+        .attentionDq = kernel(name("attention_bwd_dq"), attention_bwd_dq<T, P>, attentionBwdParams),
+        .embeddingTokens = kernel(name("embedding_bwd_tokens"), embedding_bwd_tokens<T>,
+                                  {"tokens", "dout", "dwte", "C", "BLOCK"}),
+        .embeddingPositions = kernel(name("embedding_bwd_positions"), embedding_bwd_positions<T>,
+                                     {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"}),
+        .adamw = kernel("gpt_adamw", kernels::adamw,
+                        {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1", "bias2",
+                         "grad_scale", "n", "BLOCK"}),
+        .adamwMixed = kernel(name("adamw_mixed"), adamw_mixed<T>,
+                             {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay",
+                              "bias1", "bias2", "grad_scale", "n", "BLOCK"}),
+        .sumOfSquares = kernel("gpt_sum_of_squares", sum_of_squares, {"x", "partial", "n", "BLOCK"}),
+        .sumAll = kernel("gpt_sum_all", sum_all, {"x", "out", "n", "BLOCK"}),
+        .fill = kernel("gpt_fill", fillKernel, {"out", "value", "n", "BLOCK"}),
+    });
   }
 };
 

@@ -49,8 +49,8 @@ TEST_P(GptKernels, EmbeddingForwardAndBackward) {
 
   auto dout = random_vector<float>(B * T * C);
   std::vector<float> dwte(V * C, 0.0f), dwpe(T * C);
-  auto bwdTok = kernel("embedding_bwd_tokens", k::embedding_bwd_tokens, {"tokens", "dout", "dwte", "C", "BLOCK"});
-  auto bwdPos = kernel("embedding_bwd_positions", k::embedding_bwd_positions,
+  auto bwdTok = kernel("embedding_bwd_tokens", k::embedding_bwd_tokens<float>, {"tokens", "dout", "dwte", "C", "BLOCK"});
+  auto bwdPos = kernel("embedding_bwd_positions", k::embedding_bwd_positions<float>,
                        {"dout", "dwpe", "batch", "T", "C", "accumulate", "BLOCK"});
   bwdTok(on({B * T}), tokens, dout, dwte, C, 64);
   bwdPos(on({T, uint32_t(cdiv(C, 16))}), dout, dwpe, B, T, C, false, 16);
@@ -146,7 +146,7 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
       logits[size_t(r * Vp + j)] = 1e4f; // padding: must be ignored
   std::vector<int32_t> targets = {0, 999, 17, 512, 3};
   auto losses = poisoned<float>(rows);
-  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
   fwd(on({rows}), logits, targets, losses, V, Vp, BLOCK);
   std::vector<double> lse(rows);
   for (int r = 0; r < rows; ++r) {
@@ -158,7 +158,7 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
   }
   auto dlosses = random_vector<float>(rows);
   auto dlogits = poisoned<float>(rows * Vp);
-  auto bwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd,
+  auto bwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd<float>,
                     {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
   bwd(on({rows}), logits, targets, losses, dlosses, dlogits, V, Vp, BLOCK);
   std::vector<double> want(rows * Vp, 0.0);
@@ -203,6 +203,43 @@ TEST_P(GptKernels, AdamWStepMatchesTheReference) {
     ASSERT_NEAR(v2[i], vv, 1e-7);
     ASSERT_NEAR(p2[i], want, 1e-6) << i;
   }
+}
+
+// Mixed precision: the same step on the f32 master weights, bit for bit,
+// and their bf16 copy rounded to nearest even from the new master.
+TEST_P(GptKernels, AdamWMixedUpdatesTheMasterAndItsBf16Copy) {
+  const int64_t n = 777; // not a multiple of the block
+  auto p = random_vector<float>(size_t(n)), g = random_vector<float>(size_t(n));
+  auto m = random_vector<float>(size_t(n), -0.1f, 0.1f), v = random_vector<float>(size_t(n), 0.0f, 0.01f);
+  const std::vector<std::string> names = {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
+                                          "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"};
+  std::vector<std::string> mixedNames = names;
+  mixedNames.insert(mixedNames.begin() + 1, "params_lp");
+  auto plain = kernel("adamw", k::adamw, names);
+  auto mixed = kernel("adamw_mixed", k::adamw_mixed<bfloat16>, mixedNames);
+  auto p1 = p, m1 = m, v1 = v, p2 = p, m2 = m, v2 = v;
+  auto copy = poisoned<bfloat16>(size_t(n) + 1); // one past the end stays untouched
+  const LaunchOptions o = on({uint32_t(cdiv(n, 256))});
+  plain(o, p1, g, m1, v1, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.27f, 0.14f, 0.5f, n, 256);
+  mixed(o, p2, std::span<bfloat16>(copy.data(), size_t(n)), g, m2, v2, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.27f,
+        0.14f, 0.5f, n, 256);
+  EXPECT_EQ(p1, p2);
+  EXPECT_EQ(m1, m2);
+  EXPECT_EQ(v1, v2);
+  for (size_t i = 0; i < size_t(n); ++i)
+    ASSERT_EQ(copy[i].bits, bfloat16(p2[i]).bits) << i;
+  EXPECT_EQ(copy[size_t(n)].bits, poisoned<bfloat16>(1)[0].bits);
+}
+
+// The residual connection in bf16: f32 sum, one rounding.
+TEST_P(GptKernels, ResidualAddRoundsOnce) {
+  const int64_t n = 1000;
+  auto x = random_vector<bfloat16>(size_t(n)), y = random_vector<bfloat16>(size_t(n));
+  auto out = poisoned<bfloat16>(size_t(n));
+  kernel("residual_add", k::residual_add<bfloat16>, {"x", "y", "out", "n", "BLOCK"})(on({uint32_t(cdiv(n, 256))}), x,
+                                                                                        y, out, n, 256);
+  for (size_t i = 0; i < size_t(n); ++i)
+    ASSERT_EQ(out[i].bits, bfloat16(float(x[i]) + float(y[i])).bits) << i;
 }
 
 /// x @ w + b (+ GELU) and its three gradients, on ragged shapes; bf16 runs

@@ -161,12 +161,82 @@ TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
   EXPECT_LT(tegula::testing::rel_error(fast.read_gradient("h.0.mlp.c_fc.weight"), tegula::testing::to_double(g)), 2e-2);
 }
 
+// Mixed precision: bf16 weights and activations (f32 math, f32 master
+// weights, gradients and AdamW state) against the f32 model on the same
+// weights - the forward to bf16's 8-bit mantissa, every parameter's gradient
+// close, and the step updates the master in f32 and the bf16 copy with it.
+TEST_P(GptModelTest, Bf16MixedPrecisionTracksF32) {
+  const int B = 2, T = 19;
+  GptModel f32(tiny(), GetParam()), bf16(tiny(), GetParam(), tl::precision::ieee, DType::bf16);
+  EXPECT_EQ(bf16.storage(), DType::bf16);
+  f32.init_random(11);
+  for (const ParamSpec &p : f32.parameters())
+    bf16.write_parameter(p.name, f32.read_parameter(p.name));
+  std::mt19937 rng(4);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t(rng() % 100), tgt[size_t(i)] = int32_t(rng() % 100);
+  const float a = f32.forward(tok, tgt, B, T), b = bf16.forward(tok, tgt, B, T);
+  ASSERT_FALSE(std::isnan(b));
+  for (int l = 0; l < tiny().n_layer; ++l) {
+    double err = tegula::testing::rel_error(bf16.block_output(l), tegula::testing::to_double(f32.block_output(l)));
+    std::printf("[gpt bf16] block %d: rel error %.2e vs f32\n", l, err);
+    EXPECT_LT(err, 1.5e-2) << "block " << l;
+  }
+  const double logitErr = tegula::testing::rel_error(bf16.logits(), tegula::testing::to_double(f32.logits()));
+  std::printf("[gpt bf16] logits rel error %.2e, loss %.5f vs %.5f\n", logitErr, b, a);
+  EXPECT_LT(logitErr, 1.5e-2);
+  EXPECT_NEAR(b, a, 2e-3 * a);
+
+  f32.zero_grad(), bf16.zero_grad();
+  f32.backward(), bf16.backward();
+  double worst = 0;
+  for (const ParamSpec &p : f32.parameters()) {
+    const std::vector<float> g = f32.read_gradient(p.name), h = bf16.read_gradient(p.name);
+    for (float v : h)
+      ASSERT_TRUE(std::isfinite(v)) << p.name;
+    // Gradients that are rounding noise in f32 (c_attn's key bias: exactly 0
+    // in exact arithmetic) have no relative error to speak of.
+    double norm = 0;
+    for (float v : g) norm += double(v) * v;
+    if (std::sqrt(norm) < 1e-5)
+      continue;
+    const double err = tegula::testing::rel_error(h, tegula::testing::to_double(g));
+    worst = std::max(worst, err);
+    EXPECT_LT(err, 3e-2) << p.name;
+  }
+  std::printf("[gpt bf16] worst gradient rel error %.2e vs f32\n", worst);
+
+  // The step: AdamW on the f32 master weights (their gradients are f32 too),
+  // after which the bf16 model runs on the rounded new weights.
+  f32.step({.lr = 1e-3f}), bf16.step({.lr = 1e-3f});
+  int close = 0, total = 0, representable = 0;
+  for (const ParamSpec &p : f32.parameters()) {
+    const std::vector<float> w = bf16.read_parameter(p.name), ref = f32.read_parameter(p.name);
+    for (size_t i = 0; i < w.size(); ++i, ++total) {
+      close += std::abs(w[i] - ref[i]) <= 2.0f * 1e-3f + 1e-7f; // Adam's first step moves ~lr per element
+      representable += float(bfloat16(w[i])) == w[i];
+    }
+  }
+  EXPECT_EQ(close, total) << "master weights more than two steps apart";
+  // The master weights are f32: few of them are bf16 numbers (zeros, ones and
+  // the padding are).
+  std::printf("[gpt bf16] %d of %d master weights are bf16 numbers\n", representable, total);
+  EXPECT_LT(representable, total / 4);
+  const float after32 = f32.forward(tok, tgt, B, T), after16 = bf16.forward(tok, tgt, B, T);
+  std::printf("[gpt bf16] loss after one step %.5f vs f32 %.5f\n", after16, after32);
+  EXPECT_LT(after16, b);
+  EXPECT_NEAR(after16, after32, 2e-3 * after32);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptModelTest, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
-TEST(GptModel, LossFallsOnARepetitiveCorpusWithin30Steps) {
+/// Trains a 2-layer model for 30 steps on a repeated sentence: the loss of
+/// the first and of the last step.
+std::pair<float, float> trainOnARepeatedSentence(DType storage) {
   GptConfig c = tiny();
   c.vocab = 64, c.vocab_padded = 64;
-  GptModel m(c, Backend::Interp);
+  GptModel m(c, Backend::Interp, tl::precision::ieee, storage);
   m.init_random(3);
   const std::string text = "the quick brown fox jumps over the lazy dog. ";
   const int B = 2, T = 16;
@@ -180,13 +250,23 @@ TEST(GptModel, LossFallsOnARepetitiveCorpusWithin30Steps) {
         tgt[size_t(b * T + t)] = int32_t(text[(at + 1) % text.size()] % 64);
       }
     const float loss = m.forward(tok, tgt, B, T);
-    ASSERT_FALSE(std::isnan(loss)) << "step " << step;
+    EXPECT_FALSE(std::isnan(loss)) << "step " << step;
     (step == 0 ? first : last) = loss;
     m.zero_grad();
     m.backward();
     m.step({.lr = 3e-3f});
   }
-  std::printf("[gpt] loss %.3f -> %.3f in 30 steps\n", first, last);
+  std::printf("[gpt %s] loss %.3f -> %.3f in 30 steps\n", std::string(dtype_name(storage)).c_str(), first, last);
+  return {first, last};
+}
+
+TEST(GptModel, LossFallsOnARepetitiveCorpusWithin30Steps) {
+  auto [first, last] = trainOnARepeatedSentence(DType::f32);
+  EXPECT_LT(last, 0.5f * first);
+}
+
+TEST(GptModel, LossFallsWithin30StepsInBf16MixedPrecision) {
+  auto [first, last] = trainOnARepeatedSentence(DType::bf16);
   EXPECT_LT(last, 0.5f * first);
 }
 
@@ -218,6 +298,8 @@ TEST(GptModel, BadConfigsAndInputsAreClearErrors) {
   c = tiny();
   c.vocab_padded = 50;
   EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp); }), HasSubstr("vocab_padded 50 is smaller than vocab 100"));
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(tiny(), Backend::Interp, tl::precision::ieee, DType::f16); }),
+              HasSubstr("f16 storage is not supported: f32, or bf16 with f32 master weights (f16 would need loss scaling"));
   GptModel m(tiny(), Backend::Interp);
   EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 2, 3}, {}, 1, 4); }), HasSubstr("3 tokens and 0 targets for B x T = 4"));
   EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 200}, {}, 1, 2); }), HasSubstr("token 200 is outside the vocabulary"));

@@ -58,6 +58,29 @@ TEST_P(GptParity, ForwardMatchesHuggingFace) {
   EXPECT_NEAR(loss, want, 1e-5 * want);
 }
 
+// bf16 weights and activations against Hugging Face's f32 run: within bf16's
+// rounding (an 8-bit mantissa: ~4e-3 per rounding, a few of them per layer).
+TEST_P(GptParity, Bf16ForwardAndGradientsStayCloseToHuggingFace) {
+  SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  SafetensorsFile grads = SafetensorsFile::read(kFixture + "grads.safetensors");
+  GptModel m(fixtureConfig(), GetParam(), tl::precision::ieee, DType::bf16);
+  m.load(model);
+  const int B = int(io.at("tokens").shape[0]), T = int(io.at("tokens").shape[1]);
+  const float loss = m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
+  compare("bf16 block.0", m.block_output(0), io.to_f32("block.0"), 1.5e-2);
+  compare("bf16 logits", m.logits(), io.to_f32("logits"), 1.5e-2);
+  const float want = io.to_f32("loss")[0];
+  std::printf("[parity] bf16 loss %.6f vs Hugging Face %.6f\n", loss, want);
+  EXPECT_NEAR(loss, want, 2e-3 * want);
+  m.zero_grad();
+  m.backward();
+  for (const char *name : {"wte.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "h.1.mlp.c_proj.weight",
+                           "ln_f.weight"})
+    compare((std::string("bf16 d ") + name).c_str(), m.read_gradient(name), grads.to_f32(std::string("transformer.") + name),
+            3e-2);
+}
+
 TEST_P(GptParity, GradientsAndOneAdamWStepMatchHuggingFace) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
   SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
@@ -101,20 +124,29 @@ TEST_P(GptParity, GradientsAndOneAdamWStepMatchHuggingFace) {
   }
 }
 
-TEST_P(GptParity, GreedyDecodingWithAKvCacheMatchesHuggingFace) {
+/// Greedy decoding with the KV cache on the fixture's model (its matrices
+/// scaled by 10, as make_fixture.py does, so it does not repeat one token).
+std::vector<int32_t> greedyTokens(Backend backend, DType storage, const SafetensorsFile &io) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
-  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
-  GptModel m(fixtureConfig(), GetParam());
+  GptModel m(fixtureConfig(), backend, tl::precision::ieee, storage);
   m.load(model);
-  for (const ParamSpec &p : m.parameters()) // as make_fixture.py: matrices x 10
+  for (const ParamSpec &p : m.parameters())
     if (p.shape.size() >= 2) {
       std::vector<float> v = m.read_parameter(p.name);
       for (float &x : v) x *= 10.0f;
       m.write_parameter(p.name, v);
     }
-  const std::vector<int32_t> want = io.to_i32("greedy.tokens");
-  std::vector<int32_t> got = m.generate(io.to_i32("greedy.prompt"), int(want.size()), {});
-  EXPECT_EQ(got, want);
+  return m.generate(io.to_i32("greedy.prompt"), int(io.to_i32("greedy.tokens").size()), {});
+}
+
+TEST_P(GptParity, GreedyDecodingWithAKvCacheMatchesHuggingFace) {
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  EXPECT_EQ(greedyTokens(GetParam(), DType::f32, io), io.to_i32("greedy.tokens"));
+}
+
+TEST_P(GptParity, Bf16GreedyDecodingMatchesHuggingFace) {
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  EXPECT_EQ(greedyTokens(GetParam(), DType::bf16, io), io.to_i32("greedy.tokens"));
 }
 
 // The GPU's tile sizes (64x64x32 linear layers, 32-row attention blocks at 8
@@ -162,6 +194,34 @@ TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
   }
   compare("logits (tf32: wgmma vs mma.sync)", logits[1], logits[0], 1e-5);
   compare("h.0.mlp.c_fc.weight grad (tf32: wgmma vs mma.sync)", grad[1], grad[0], 1e-5);
+}
+
+// bf16 mixed precision at the GPU's bf16 tiles (128x128x32 linear layers at 8
+// warps, 64-row attention blocks at 8 warps), as sm_80 code (mma.sync) and as
+// sm_90a code (wgmma), against Hugging Face within bf16's rounding.
+TEST(GptParityGpuTiles, Bf16OnAmpereAndHopperInTheSimulator) {
+  SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
+  SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
+  SafetensorsFile grads = SafetensorsFile::read(kFixture + "grads.safetensors");
+  const int B = int(io.at("tokens").shape[0]), T = int(io.at("tokens").shape[1]);
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    setenv("TEGULA_SIM_CHIP", chip, 1);
+    struct Unset {
+      ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
+    } unset;
+    GptModel m(fixtureConfig(), Backend::Sim, tl::precision::ieee, DType::bf16);
+    m.set_tiles(GptModel::gpu_tiles(DType::bf16));
+    m.load(model);
+    const float loss = m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
+    EXPECT_NEAR(loss, io.to_f32("loss")[0], 2e-3 * loss);
+    compare((std::string("bf16 logits ") + chip).c_str(), m.logits(), io.to_f32("logits"), 1.5e-2);
+    m.zero_grad();
+    m.backward();
+    for (const char *name : {"wte.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight"})
+      compare((std::string("bf16 d ") + name + " " + chip).c_str(), m.read_gradient(name),
+              grads.to_f32(std::string("transformer.") + name), 3e-2);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GptParity, tegula::testing::gptBackends(), tegula::testing::gptBackendName);

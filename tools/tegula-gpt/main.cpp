@@ -4,7 +4,7 @@
 //   tegula-gpt train (--data input.txt | --tokens tokens.bin) [--steps 200] [--batch 4] [--seq 64]
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
-//                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3]
+//                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
 //   tegula-gpt generate --model model.safetensors [--layers/--heads/--embd as trained]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -95,6 +95,15 @@ tl::precision precisionFrom(const Options &o) {
   if (p == "tf32") return tl::precision::tf32;
   if (p == "tf32x3") return tl::precision::tf32x3;
   throw Error(fmt::format("--precision is ieee, tf32 or tf32x3, not '{}'", p));
+}
+
+/// --dtype of the weights and activations: f32, or bf16 (mixed precision:
+/// f32 master weights, gradients and AdamW state).
+DType storageFrom(const Options &o) {
+  const std::string d = o.str("dtype");
+  if (d == "f32") return DType::f32;
+  if (d == "bf16") return DType::bf16;
+  throw Error(fmt::format("--dtype is f32 or bf16, not '{}'", d));
 }
 
 /// A read-only memory map of a file: the token stream (bytes).
@@ -200,11 +209,13 @@ int train(const Options &o) {
   if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
                             data.count, T + 1));
-  GptModel model(config, backendFrom(o), precisionFrom(o));
+  GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.init_random(uint64_t(o.integer("seed")));
-  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}\n",
+  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
+             "{}\n",
              config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
-             double(model.num_parameters()) / 1e6, B, T, data.count, o.str("backend"));
+             double(model.num_parameters()) / 1e6, B, T, data.count, o.str("backend"),
+             model.storage() == DType::bf16 ? "bf16 (f32 master weights)" : "f32");
   printMemory("model", model);
   std::mt19937_64 rng(uint64_t(o.integer("seed")));
   std::vector<int32_t> tokens, targets;
@@ -260,7 +271,7 @@ int generate(const Options &o) {
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
   const GptConfig config = configFrom(o, bpe ? bpe->vocab_size() : 256);
-  GptModel model(config, backendFrom(o), precisionFrom(o));
+  GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.load(SafetensorsFile::read(o.str("model")));
   const std::string prompt = o.str("prompt");
   if (prompt.empty())
@@ -281,7 +292,7 @@ int generate(const Options &o) {
 int main(int argc, char **argv) {
   const std::map<std::string, std::string> common = {
       {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"},
-      {"precision", ""}};
+      {"precision", ""}, {"dtype", "f32"}};
   try {
     if (argc >= 2 && !std::strcmp(argv[1], "tokenize")) {
       Options o(argc, argv, 2, {{"data", ""}, {"out", ""}, {"vocab", ""}, {"merges", ""}});
