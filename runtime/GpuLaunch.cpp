@@ -165,14 +165,16 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
       }
       kernelParams.push_back(scalars[i].data());
     }
-    // Hidden parameters: the TMA tensor maps, encoded for these buffers.
+    // Hidden parameters: the TMA tensor maps, encoded for these buffers (once
+    // per buffer and shape: the cache serves repeated launches).
     std::vector<TensorMapBytes> maps;
     maps.reserve(kernel.tensorMaps().size());
     for (const TensorMapSpec &spec : kernel.tensorMaps()) {
       CUdeviceptr base;
       std::memcpy(&base, scalars[size_t(spec.base)].data(), sizeof base);
-      maps.push_back(encodeTensorMapForGpu(
-          resolveTensorMap(spec, uint64_t(base), args, paramNames, name), name));
+      const ResolvedTensorMap resolved = resolveTensorMap(spec, uint64_t(base), args, paramNames, name);
+      maps.push_back(TensorMapCache::gpu().get(
+          resolved, [&](const ResolvedTensorMap &m) { return encodeTensorMapForGpu(m, name); }));
     }
     for (TensorMapBytes &m : maps)
       kernelParams.push_back(m.bytes.data());

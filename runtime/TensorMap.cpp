@@ -101,6 +101,59 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
 }
 
 // One spec per line: "base dtype rank  (arg value){shape} (arg value){strides} box..."
+namespace {
+/// Everything an encoding depends on, as bytes: the cache's key.
+std::string cacheKey(const ResolvedTensorMap &m) {
+  std::string key;
+  auto put = [&](const void *p, size_t n) { key.append(static_cast<const char *>(p), n); };
+  const uint64_t head[4] = {m.address, uint64_t(m.dtype), uint64_t(m.swizzle), uint64_t(m.shape.size())};
+  put(head, sizeof head);
+  put(m.shape.data(), m.shape.size() * sizeof(uint64_t));
+  put(m.strideBytes.data(), m.strideBytes.size() * sizeof(uint64_t));
+  put(m.box.data(), m.box.size() * sizeof(uint32_t));
+  return key;
+}
+} // namespace
+
+TensorMapBytes TensorMapCache::get(const ResolvedTensorMap &map, const Encoder &encode) {
+  std::string key = cacheKey(map);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, it->second);
+      ++stats_.hits;
+      return it->second->second;
+    }
+  }
+  TensorMapBytes bytes = encode(map); // outside the lock: it may throw, or take a while
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.misses;
+  if (index_.count(key)) // another thread encoded it meanwhile
+    return bytes;
+  entries_.emplace_front(key, bytes);
+  index_.emplace(std::move(key), entries_.begin());
+  if (entries_.size() > capacity_) {
+    index_.erase(entries_.back().first);
+    entries_.pop_back();
+  }
+  return bytes;
+}
+
+size_t TensorMapCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+TensorMapCache::Stats TensorMapCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+TensorMapCache &TensorMapCache::gpu() {
+  static TensorMapCache cache;
+  return cache;
+}
+
 std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs) {
   std::string out;
   for (const TensorMapSpec &s : specs) {

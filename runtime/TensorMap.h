@@ -15,7 +15,11 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <list>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tegula::runtime {
@@ -66,6 +70,37 @@ struct alignas(64) TensorMapBytes {
 /// Encode for the GPU with the driver's cuTensorMapEncodeTiled (the spec's
 /// swizzle, out-of-bounds elements read as zero).
 TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel);
+
+/// Encoded tensor maps by everything that goes into one (address, extents,
+/// strides, box, type, swizzle): launches that repeat their buffers and
+/// shapes - every step of a training loop - reuse the 128 bytes instead of
+/// calling the encoder again (cuTensorMapEncodeTiled costs microseconds of
+/// host time per map, per launch). An encoding is a pure function of those
+/// inputs, so a hit is always right, even for a buffer freed and allocated
+/// again at the same address. Least recently used entries leave first;
+/// thread-safe.
+class TensorMapCache {
+public:
+  using Encoder = std::function<TensorMapBytes(const ResolvedTensorMap &)>;
+  explicit TensorMapCache(size_t capacity = 4096) : capacity_(capacity ? capacity : 1) {}
+  /// The encoding of `map`: cached, else `encode(map)` (kept unless it throws).
+  TensorMapBytes get(const ResolvedTensorMap &map, const Encoder &encode);
+  size_t size() const;
+  struct Stats {
+    uint64_t hits = 0, misses = 0;
+  };
+  Stats stats() const;
+  /// The process's cache of the GPU's encodings.
+  static TensorMapCache &gpu();
+
+private:
+  using Entry = std::pair<std::string, TensorMapBytes>;
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::list<Entry> entries_; // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  Stats stats_;
+};
 
 /// The specs as text and back: they travel in the kernel cache beside the
 /// cubin and in the lowered module as an attribute.

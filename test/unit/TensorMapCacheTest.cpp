@@ -1,0 +1,123 @@
+// TensorMapCacheTest.cpp - the GPU launch's cache of encoded TMA tensor maps
+// (runtime/TensorMap.h), with a counting stand-in for cuTensorMapEncodeTiled:
+// a repeated map is encoded once, any change to what goes into an encoding
+// misses, the least recently used entry leaves first, and an encoder that
+// throws leaves nothing behind.
+#include "runtime/TensorMap.h"
+#include "tegula/error.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+using namespace tegula;
+using namespace tegula::runtime;
+
+namespace {
+
+ResolvedTensorMap map2d(uint64_t address, uint64_t rows = 256, uint64_t cols = 128) {
+  ResolvedTensorMap m;
+  m.address = address;
+  m.shape = {rows, cols};
+  m.strideBytes = {cols * 2, 2};
+  m.box = {64, 64};
+  m.dtype = DType::bf16;
+  m.swizzle = 128;
+  return m;
+}
+
+/// An encoder that counts its calls and writes a recognisable pattern.
+struct CountingEncoder {
+  int calls = 0;
+  TensorMapBytes operator()(const ResolvedTensorMap &m) {
+    ++calls;
+    TensorMapBytes b;
+    b.bytes[0] = uint8_t(m.address >> 4);
+    b.bytes[1] = uint8_t(m.shape[0]);
+    b.bytes[2] = uint8_t(m.box[0]);
+    return b;
+  }
+};
+
+TEST(TensorMapCache, RepeatedMapsAreEncodedOnce) {
+  TensorMapCache cache;
+  CountingEncoder enc;
+  auto encode = [&](const ResolvedTensorMap &m) { return enc(m); };
+  TensorMapBytes first = cache.get(map2d(0x1000), encode);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(cache.get(map2d(0x1000), encode).bytes, first.bytes);
+  EXPECT_EQ(enc.calls, 1);
+  EXPECT_EQ(cache.stats().hits, 10u);
+  EXPECT_EQ(cache.stats().misses, 1u);
+}
+
+TEST(TensorMapCache, EveryInputOfTheEncodingIsPartOfTheKey) {
+  TensorMapCache cache;
+  CountingEncoder enc;
+  auto encode = [&](const ResolvedTensorMap &m) { return enc(m); };
+  cache.get(map2d(0x1000), encode);
+  std::vector<ResolvedTensorMap> variants;
+  variants.push_back(map2d(0x2000));           // another buffer
+  variants.push_back(map2d(0x1000, 255));      // another extent
+  ResolvedTensorMap m = map2d(0x1000);
+  m.strideBytes[0] = 512, variants.push_back(m); // another row pitch
+  m = map2d(0x1000), m.box = {64, 32}, variants.push_back(m);
+  m = map2d(0x1000), m.dtype = DType::f16, variants.push_back(m);
+  m = map2d(0x1000), m.swizzle = 64, variants.push_back(m);
+  m = map2d(0x1000), m.shape = {2, 256, 128}, m.strideBytes = {65536, 256, 2}, m.box = {1, 64, 64},
+  variants.push_back(m); // another rank
+  for (const ResolvedTensorMap &v : variants)
+    cache.get(v, encode);
+  EXPECT_EQ(enc.calls, 1 + int(variants.size()));
+  EXPECT_EQ(cache.size(), 1 + variants.size());
+}
+
+TEST(TensorMapCache, TheLeastRecentlyUsedEntryLeavesFirst) {
+  TensorMapCache cache(2);
+  CountingEncoder enc;
+  auto encode = [&](const ResolvedTensorMap &m) { return enc(m); };
+  cache.get(map2d(0x1000), encode);
+  cache.get(map2d(0x2000), encode);
+  cache.get(map2d(0x1000), encode); // 0x2000 is now the oldest
+  cache.get(map2d(0x3000), encode); // evicts it
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(enc.calls, 3);
+  cache.get(map2d(0x1000), encode);
+  EXPECT_EQ(enc.calls, 3);
+  cache.get(map2d(0x2000), encode);
+  EXPECT_EQ(enc.calls, 4);
+}
+
+TEST(TensorMapCache, AnEncoderThatThrowsLeavesNothingBehind) {
+  TensorMapCache cache;
+  EXPECT_THROW(cache.get(map2d(0x1000), [](const ResolvedTensorMap &) -> TensorMapBytes {
+    throw Error("cuTensorMapEncodeTiled failed");
+  }),
+               Error);
+  EXPECT_EQ(cache.size(), 0u);
+  CountingEncoder enc;
+  cache.get(map2d(0x1000), [&](const ResolvedTensorMap &m) { return enc(m); });
+  EXPECT_EQ(enc.calls, 1);
+}
+
+TEST(TensorMapCache, ConcurrentLaunchesShareIt) {
+  TensorMapCache cache;
+  std::atomic<int> calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i)
+        cache.get(map2d(0x1000 + 0x100 * uint64_t(i % 8)), [&](const ResolvedTensorMap &m) {
+          ++calls;
+          return CountingEncoder{}(m);
+        });
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(cache.size(), 8u);
+  EXPECT_LE(calls.load(), 4 * 8); // at most one per map per thread (racing first encodes)
+  EXPECT_EQ(cache.stats().hits + cache.stats().misses, 4000u);
+}
+
+} // namespace
