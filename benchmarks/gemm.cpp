@@ -169,9 +169,10 @@ struct Config {
   bool persistent = false; // examples::matmul_persistent, one program per SM, GROUP_M = 8
   bool tma = false;        // examples::matmul_descriptors: TMA rings on sm_90a
                            // (with persistent: examples::matmul_persistent_descriptors)
+  bool ws = false;         // with tma: warp specialised (a producer warpgroup + `warps` consumers)
   std::string name() const {
-    return fmt::format("{}x{}x{} w{} s{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
-                       persistent ? " pers" : "", tma ? " tma" : "");
+    return fmt::format("{}x{}x{} w{} s{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
+                       persistent ? " pers" : "", tma ? " tma" : "", ws ? " ws" : "");
   }
 };
 
@@ -294,6 +295,11 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.tma = c.persistent = true;
       configs.push_back(c);
     }
+    // Warp specialised: a producer warpgroup issues the TMA copies.
+    for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 256, 64, 8, 4}, Config{128, 128, 64, 4, 5}}) {
+      c.tma = c.ws = true;
+      configs.push_back(c);
+    }
   }
   // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
   if (wide)
@@ -333,7 +339,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
-                         .backend = Backend::GPU};
+                         .backend = Backend::GPU,
+                         .warp_specialize = cfg.ws};
       if (bothPaths && cfg.mmaSync)
         setenv("TEGULA_WGMMA", "0", 1);
       else if (bothPaths)

@@ -129,8 +129,8 @@ std::vector<char> serialize(const CompiledKernel &k) {
   std::vector<char> out;
   putString(out, k.ptx);
   putString(out, std::string(k.cubin.begin(), k.cubin.end()));
-  putString(out, fmt::format("{} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
-                             k.dynamic_shared_bytes));
+  putString(out, fmt::format("{} {} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
+                             k.dynamic_shared_bytes, k.producer_warps));
   putString(out, k.ptxas_log);
   putString(out, k.tensor_maps);
   return out;
@@ -142,7 +142,7 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   std::string cubin = getString(in, pos);
   k.cubin.assign(cubin.begin(), cubin.end());
   std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
-      k.dynamic_shared_bytes;
+      k.dynamic_shared_bytes >> k.producer_warps;
   k.ptxas_log = getString(in, pos);
   if (pos < in.size())
     k.tensor_maps = getString(in, pos);
@@ -160,8 +160,8 @@ struct Specialization {
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
-  // by chip, warps, stages
-  std::map<std::tuple<std::string, int, int>, std::shared_ptr<sim::SimKernel>> simulated;
+  // by chip, warps, stages, warp specialisation
+  std::map<std::tuple<std::string, int, int, bool>, std::shared_ptr<sim::SimKernel>> simulated;
 };
 
 struct KernelImpl {
@@ -398,6 +398,11 @@ bool tmaDisabled() {
   const char *v = std::getenv("TEGULA_TMA");
   return v && std::string(v) == "0";
 }
+/// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
+bool warpSpecializeFromEnv() {
+  const char *v = std::getenv("TEGULA_WARP_SPECIALIZE");
+  return v && std::string(v) == "1";
+}
 
 /// The module's TMA tensor maps (use-tma), their argument numbers turned
 /// from the kernel function's runtime arguments into the DSL parameters'.
@@ -424,7 +429,7 @@ std::vector<runtime::TensorMapSpec> tensorMapsOf(ModuleOp module,
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
 OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps,
-                                  int numStages, const std::string &chip) {
+                                  int numStages, const std::string &chip, bool warpSpecialize) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
   const std::string layoutChip = wgmmaDisabled() ? "sm_80" : chip;
@@ -432,7 +437,7 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int nu
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
   };
-  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, layoutChip)))
+  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, layoutChip, warpSpecialize)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
                             diags.text));
   return module;
@@ -443,9 +448,10 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={}",
+  const bool warpSpecialize = opts.warp_specialize || warpSpecializeFromEnv();
+  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={}",
                                       opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      !wgmmaDisabled(), !tmaDisabled());
+                                      !wgmmaDisabled(), !tmaDisabled(), warpSpecialize);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -454,10 +460,13 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
-    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages, opts.chip);
+    OwningOpRef<ModuleOp> module =
+        lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages, opts.chip, warpSpecialize);
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
+    if (auto producers = (*module)->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"))
+      out.producer_warps = int(producers.getInt());
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
     backend::Target target{opts.chip, "+ptx80", 3};
     out.ptx = backend::translateToPtx(*module, target);
@@ -492,8 +501,8 @@ namespace {
 /// The lowered module of `tile`, instrumented and JIT-compiled for the
 /// simulator.
 std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps,
-                                         int numStages, const std::string &chip) {
-  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages, chip);
+                                         int numStages, const std::string &chip, bool warpSpecialize) {
+  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages, chip, warpSpecialize);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
@@ -542,9 +551,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
     CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
                          .num_warps = opts.num_warps,
-                         .num_stages = opts.num_stages};
-    std::string key = fmt::format("{}:{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
-                                  !wgmmaDisabled(), !tmaDisabled());
+                         .num_stages = opts.num_stages,
+                         .warp_specialize = opts.warp_specialize || warpSpecializeFromEnv()};
+    std::string key = fmt::format("{}:{}:{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
+                                  !wgmmaDisabled(), !tmaDisabled(), copts.warp_specialize);
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -558,7 +568,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       if (!slot)
         slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
                                            compiled.dynamic_shared_bytes,
-                                           runtime::parseTensorMaps(compiled.tensor_maps));
+                                           runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps);
       kernel = slot;
     }
     runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream,
@@ -575,9 +585,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       const std::string chip = !opts.chip.empty()       ? opts.chip
                                : envChip && *envChip ? std::string(envChip)
                                                      : "sm_80";
-      std::shared_ptr<sim::SimKernel> &slot = spec.simulated[{chip, opts.num_warps, opts.num_stages}];
+      const bool warpSpecialize = opts.warp_specialize || warpSpecializeFromEnv();
+      std::shared_ptr<sim::SimKernel> &slot =
+          spec.simulated[{chip, opts.num_warps, opts.num_stages, warpSpecialize}];
       if (!slot)
-        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages, chip);
+        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages, chip, warpSpecialize);
       simulated = slot;
     }
     simulated->run(opts.grid, impl_->params, impl_->paramNames, args);

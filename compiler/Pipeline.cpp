@@ -19,7 +19,7 @@ void buildTilePipeline(mlir::OpPassManager &pm) {
 namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
 void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
-                     const std::string &chip) {
+                     const std::string &chip, bool warpSpecialize) {
   // TEGULA_TMA=0: tensor descriptors become masked accesses on sm_90a too.
   const char *tma = std::getenv("TEGULA_TMA");
   if (chip == "sm_90a" && !(tma && std::string(tma) == "0"))
@@ -46,6 +46,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
   pm.addPass(mlir::createCSEPass());
   PipelineDotOperandsOptions pipelining;
   pipelining.numStages = numStages;
+  pipelining.warpSpecialize = warpSpecialize && chip == "sm_90a";
   pm.addPass(createPipelineDotOperands(pipelining));
 }
 
@@ -59,8 +60,8 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
 } // namespace
 
 void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages,
-                      const std::string &chip) {
-  addLayoutPasses(pm, numWarps, numStages, chip);
+                      const std::string &chip, bool warpSpecialize) {
+  addLayoutPasses(pm, numWarps, numStages, chip, warpSpecialize);
   addLoweringPasses(pm);
 }
 
@@ -73,10 +74,10 @@ void enableTimingFromEnv(mlir::PassManager &pm) {
 
 mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
                                    const std::function<void(const char *, mlir::ModuleOp)> &dump,
-                                   int numStages, const std::string &chip) {
+                                   int numStages, const std::string &chip, bool warpSpecialize) {
   // Two halves, so the layout-assigned IR can be shown on its own.
   mlir::PassManager layouts(module.getContext());
-  addLayoutPasses(layouts, numWarps, numStages, chip);
+  addLayoutPasses(layouts, numWarps, numStages, chip, warpSpecialize);
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();

@@ -44,11 +44,14 @@ void registerAllPasses() {
                           llvm::cl::init(3)};
     Option<std::string> chip{*this, "chip", llvm::cl::desc("target: sm_80, or sm_90a (wgmma)"),
                              llvm::cl::init("sm_80")};
+    Option<bool> warpSpecialize{*this, "warp-specialize",
+                                llvm::cl::desc("TMA-fed loops get a producer warpgroup (sm_90a)"),
+                                llvm::cl::init(false)};
   };
   mlir::PassPipelineRegistration<GpuPipelineOptions>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
       [](mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildGpuPipeline(pm, o.numWarps, o.numStages, o.chip);
+        buildGpuPipeline(pm, o.numWarps, o.numStages, o.chip, o.warpSpecialize);
       });
 }
 

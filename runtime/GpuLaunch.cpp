@@ -66,11 +66,12 @@ const GpuDevice &currentDevice() {
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
                                                  int dynamicSharedBytes,
-                                                 std::vector<TensorMapSpec> tensorMaps) {
+                                                 std::vector<TensorMapSpec> tensorMaps, int producerWarps) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
   k->name_ = name;
+  k->producerWarps_ = producerWarps;
   CUmodule module;
   const void *image = cubin.empty() ? static_cast<const void *>(ptx.c_str())
                                     : static_cast<const void *>(cubin.data());
@@ -183,7 +184,8 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
     if (!copies.empty() && stream)
       d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
     d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), grid.x, grid.y, grid.z,
-                             unsigned(32 * numWarps), 1, 1, unsigned(kernel.dynamicSharedBytes()),
+                             unsigned(32 * (numWarps + kernel.producerWarps())), 1, 1,
+                             unsigned(kernel.dynamicSharedBytes()),
                              reinterpret_cast<CUstream>(stream), kernelParams.data(),
                              nullptr),
             "cuLaunchKernel", name);

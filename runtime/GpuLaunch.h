@@ -44,17 +44,19 @@ public:
   /// appends after the kernel's own.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
                                             const std::string &name, int dynamicSharedBytes = 0,
-                                            std::vector<TensorMapSpec> tensorMaps = {});
+                                            std::vector<TensorMapSpec> tensorMaps = {}, int producerWarps = 0);
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
   int dynamicSharedBytes() const { return dynamicShared_; }
   const std::vector<TensorMapSpec> &tensorMaps() const { return tensorMaps_; }
+  /// Warps every launch adds to num_warps (a warp-specialised kernel's producers).
+  int producerWarps() const { return producerWarps_; }
 
 private:
   std::vector<TensorMapSpec> tensorMaps_;
   LoadedKernel() = default;
   std::string name_;
-  int dynamicShared_ = 0;
+  int dynamicShared_ = 0, producerWarps_ = 0;
   void *module_ = nullptr, *function_ = nullptr;
 };
 

@@ -29,6 +29,11 @@ if [[ $# -eq 0 ]]; then
   echo "[test] the simulator tests again with TEGULA_SIM_CHIP=sm_90a (Hopper code)"
   TEGULA_SIM_CHIP=sm_90a ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" -R 'sim|Sim' ||
     status=$?
+  # ... and the tensor-descriptor kernels warp specialised (a producer
+  # warpgroup fills their TMA rings).
+  echo "[test] the tensor-descriptor simulator tests again with TEGULA_WARP_SPECIALIZE=1"
+  TEGULA_SIM_CHIP=sm_90a TEGULA_WARP_SPECIALIZE=1 ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" \
+    -R 'Sim.*TensorDescriptor' || status=$?
 fi
 # The Python package against the same build (pytest fails when it collects
 # nothing; -rs lists each skip with its reason).

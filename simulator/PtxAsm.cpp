@@ -26,8 +26,10 @@ enum class Op {
   // sm_90a: warpgroup MMA and the async-proxy fence (Wgmma.h).
   WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync,
   // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
-  MbarrierInit, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
-  BulkTensorStore, BulkCommit, BulkWaitRead, Nop
+  MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
+  BulkTensorStore, BulkCommit, BulkWaitRead,
+  // Warp specialisation: named barriers (setmaxnreg is checked, then a Nop).
+  NamedBarrier, Nop
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
@@ -155,7 +157,8 @@ struct Parser {
     return bits == 8 || bits == 16 || bits == 32 || bits == 64;
   }
 
-  /// wgmma.* and fence.proxy.async (no guard, their own qualifiers).
+  /// wgmma.*, fence.proxy.async, mbarriers, bulk copies, named barriers and
+  /// setmaxnreg (their own qualifiers).
   AsmProgram::Instruction asyncInstruction(const std::string &opcode, const std::string &operands,
                                            const std::string &stmt) {
     AsmProgram::Instruction in;
@@ -229,6 +232,23 @@ struct Parser {
       in.op = Op::MbarrierInit;
       expect(2);
       requireAddress(ops[0], stmt);
+    } else if (opcode == "mbarrier.arrive.shared::cta.b64") {
+      in.op = Op::MbarrierArrive;
+      expect(2);
+      if (ops[0].form != Operand::Label) // `_`: the state is not kept
+        unsupported(fmt::format("'{}': the arrival state goes to the sink `_`", stmt));
+      requireAddress(ops[1], stmt);
+    } else if (opcode == "bar.sync" || opcode == "barrier.sync" || opcode == "barrier.sync.aligned") {
+      in.op = Op::NamedBarrier;
+      expect(2);
+      if (ops[0].form != Operand::Immediate || ops[1].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': the barrier and the thread count are immediates", stmt));
+    } else if (opcode == "setmaxnreg.inc.sync.aligned.u32" || opcode == "setmaxnreg.dec.sync.aligned.u32") {
+      in.op = Op::Nop; // registers are not modelled; the count is checked as ptxas would
+      expect(1);
+      if (ops[0].form != Operand::Immediate || ops[0].value < 24 || ops[0].value > 256 || ops[0].value % 8)
+        unsupported(fmt::format("'{}': the register count is an immediate from 24 to 256, a multiple of 8",
+                                stmt));
     } else if (opcode == "mbarrier.arrive.expect_tx.shared::cta.b64") {
       in.op = Op::MbarrierArriveExpectTx;
       expect(3);
@@ -320,7 +340,7 @@ struct Parser {
       rest = trim(rest.substr(sp));
     }
     for (const char *prefix : {"wgmma.", "fence.proxy.async", "fence.mbarrier_init", "mbarrier.",
-                               "cp.async.bulk."})
+                               "cp.async.bulk.", "bar.sync", "barrier.sync", "setmaxnreg."})
       if (rest.rfind(prefix, 0) == 0) {
         size_t sp = rest.find_first_of(" \t");
         AsmProgram::Instruction async =
@@ -635,8 +655,14 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     case Op::MbarrierInit:
       mbarrierInit(address(ops[0]), uint32_t(value(ops[1])), site);
       break;
+    case Op::MbarrierArrive:
+      mbarrierArrive(address(ops[1]), site);
+      break;
     case Op::MbarrierArriveExpectTx:
       mbarrierArriveExpectTx(address(ops[1]), uint32_t(value(ops[2])), site);
+      break;
+    case Op::NamedBarrier:
+      namedBarrier(uint32_t(ops[0].value), uint32_t(ops[1].value), site);
       break;
     case Op::MbarrierTryWait:
       r[ops[0].reg] = mbarrierTryWait(address(ops[1]), uint32_t(value(ops[2])), site);

@@ -6,6 +6,7 @@
 #include "simulator/Wgmma.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -24,6 +25,7 @@ struct Thread {
   Fiber fiber;
   State state = State::Ready;
   uint32_t waitSite = 0;
+  uint32_t barrierId = 0; // at a barrier: which one (0: bar.sync 0, every thread)
   char *stack = nullptr;
   std::shared_ptr<void> extensions[size_t(ThreadExtension::Count)];
 };
@@ -104,6 +106,8 @@ struct Cta {
   std::vector<uint32_t> proxyFences; // per thread
   std::vector<Shadow> shadow;
   std::vector<Collective> warps;
+  // Named barriers (bar.sync id, count): arrivals so far and the count.
+  std::array<uint32_t, 16> namedArrivals{}, namedCounts{};
   uint32_t firstEpoch = 1, epoch = 1;
   Fiber scheduler;
   int current = -1;
@@ -239,7 +243,7 @@ void checkGlobal(Cta &c, uintptr_t p, size_t bytes, AccessKind kind, uint32_t si
 void resolveBlocked(Cta &c) {
   int atBarrier = 0, done = 0, inCollective = 0;
   for (const Thread &t : c.threads) {
-    atBarrier += t.state == State::AtBarrier;
+    atBarrier += t.state == State::AtBarrier && t.barrierId == 0;
     done += t.state == State::Done;
     inCollective += t.state == State::InCollective;
   }
@@ -255,14 +259,24 @@ void resolveBlocked(Cta &c) {
   }
   // Deadlock: say who waits where.
   std::string message;
+  int named = 0;
+  uint32_t namedId = 0, namedSite = 0;
+  for (const Thread &t : c.threads)
+    if (t.state == State::AtBarrier && t.barrierId != 0)
+      ++named, namedId = t.barrierId, namedSite = t.waitSite;
   if (atBarrier > 0) {
     uint32_t site = 0;
     for (const Thread &t : c.threads)
-      if (t.state == State::AtBarrier)
+      if (t.state == State::AtBarrier && t.barrierId == 0)
         site = t.waitSite;
     message = fmt::format("deadlock: barrier {} reached by {} of {} threads ({} exited, {} wait "
-                          "in warp collectives)",
-                          siteText(c, site), atBarrier, n, done, inCollective);
+                          "in warp collectives, {} at named barriers)",
+                          siteText(c, site), atBarrier, n, done, inCollective, named);
+  } else if (named > 0) {
+    message = fmt::format("deadlock: named barrier {} ({}) reached by {} of the {} threads it "
+                          "waits for ({} exited)",
+                          namedId, siteText(c, namedSite), c.namedArrivals[namedId],
+                          c.namedCounts[namedId], done);
   } else {
     for (size_t w = 0; w < c.warps.size() && message.empty(); ++w) {
       const Collective &col = c.warps[w];
@@ -288,6 +302,7 @@ void runCta(Cta &c) {
   c.uninitialisedReads.clear();
   for (Collective &w : c.warps)
     w = Collective{};
+  c.namedArrivals.fill(0);
   for (auto &e : c.extensions)
     e.reset();
   for (size_t t = 0; t < c.threads.size(); ++t) {
@@ -378,7 +393,44 @@ void barrier(uint32_t site) {
   Thread &t = c.threads[size_t(c.current)];
   t.state = State::AtBarrier;
   t.waitSite = site;
+  t.barrierId = 0;
   yieldToScheduler();
+}
+
+void namedBarrier(uint32_t id, uint32_t count, uint32_t site) {
+  Cta &c = cta();
+  if (id == 0 || id > 15)
+    fail(site, fmt::format("bar.sync {}: named barriers are 1 to 15 here (0 is every thread's)", id));
+  if (count == 0 || count % kWarpSize != 0 || count > uint32_t(c.threads.size()))
+    fail(site, fmt::format("bar.sync {}, {}: the count must be a positive multiple of 32, at most "
+                           "the CTA's {} threads",
+                           id, count, c.threads.size()));
+  if (c.namedArrivals[id] == 0)
+    c.namedCounts[id] = count;
+  else if (c.namedCounts[id] != count)
+    fail(site, fmt::format("bar.sync {}, {} while other threads wait there for {}", id, count,
+                           c.namedCounts[id]));
+  Thread &t = c.threads[size_t(c.current)];
+  t.state = State::AtBarrier;
+  t.waitSite = site;
+  t.barrierId = id;
+  if (++c.namedArrivals[id] < count) {
+    yieldToScheduler();
+    return;
+  }
+  // The last arrival releases the others: a new barrier interval for the
+  // race detector (an over-approximation of the threads it orders).
+  c.namedArrivals[id] = 0;
+  judgeUninitialisedReads(c);
+  if (!c.error.empty()) { // judged: abandon this thread as fail() does
+    t.state = State::Failed;
+    fiberSwitch(t.fiber, c.scheduler);
+    __builtin_unreachable();
+  }
+  ++c.epoch;
+  for (Thread &other : c.threads)
+    if (other.state == State::AtBarrier && other.barrierId == id)
+      other.state = State::Ready;
 }
 
 void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,

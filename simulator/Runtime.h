@@ -78,6 +78,10 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
 int32_t specialRegister(SpecialRegister r);
 /// bar.sync 0: every thread of the CTA arrives before any continues.
 void barrier(uint32_t site);
+/// bar.sync id, count (id 1..15): the first `count` threads to arrive at
+/// barrier `id` continue together (warp specialisation: the consumer warps
+/// synchronise among themselves while the producer warps run on).
+void namedBarrier(uint32_t id, uint32_t count, uint32_t site);
 /// Check (and, for shared memory, record) an access of `bytes` at `p`.
 void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
 /// The CTA's shared memory.

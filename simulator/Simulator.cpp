@@ -109,7 +109,8 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   if (auto maps = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps"))
     impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
-  impl->threads = int(warps ? warps.getInt() : 4) * kWarpSize;
+  auto producers = module->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"); // warp specialisation
+  impl->threads = int((warps ? warps.getInt() : 4) + (producers ? producers.getInt() : 0)) * kWarpSize;
   auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
   if (!fn)
     throw Error(fmt::format("simulator: the module has no kernel '{}'", kernel));

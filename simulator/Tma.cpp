@@ -211,6 +211,15 @@ void mbarrierArriveExpectTx(void *bar, uint32_t bytes, uint32_t site) {
   completeIfDone(b);
 }
 
+void mbarrierArrive(void *bar, uint32_t site) {
+  State &s = state();
+  Barrier &b = barrierAt(s, bar, "mbarrier.arrive", site);
+  if (b.pending == 0)
+    fail(site, "mbarrier.arrive: more arrivals than the mbarrier's count in one phase");
+  --b.pending;
+  completeIfDone(b);
+}
+
 bool mbarrierTryWait(void *bar, uint32_t parity, uint32_t site) {
   State &s = state();
   size_t offset = offsetOf(bar, 8, "mbarrier.try_wait", site);
@@ -250,6 +259,24 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
     fail(site, fmt::format("cp.async.bulk.tensor: the destination (shared offset {}) must be "
                            "128-byte aligned",
                            offset));
+  // Overwriting an earlier copy's bytes before any thread waited for that
+  // copy: its data was never read (a producer that did not wait for the
+  // stage's release, or a ring refilled too early).
+  for (size_t byte = offset, checked = 0; byte < offset + bytes; ++byte) {
+    const uint32_t owner = s.owner[byte];
+    if (!owner || owner == checked)
+      continue;
+    checked = owner;
+    const Copy &earlier = s.copies[owner - 1];
+    const bool seen = std::any_of(s.observed.begin(), s.observed.end(), [&](const auto &o) {
+      return o.first.second == earlier.barrier && o.second >= earlier.completion;
+    });
+    if (!seen)
+      fail(site, fmt::format("cp.async.bulk.tensor overwrites shared byte {}, which the copy at {} wrote "
+                             "and no thread has waited for yet (mbarrier.try_wait on the mbarrier at shared "
+                             "offset {}): that data is lost before anyone read it",
+                             byte, siteDescription(earlier.site), earlier.barrier));
+  }
   forEachBoxElement(map, coords, rank, offset, [&](uint64_t at, uint64_t address) {
     uint8_t *to = sharedBase() + at;
     if (address) {

@@ -39,6 +39,9 @@ runtime::TensorMapBytes encodeForSimulator(const runtime::ResolvedTensorMap &map
 void mbarrierInit(void *bar, uint32_t count, uint32_t site);
 /// mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes.
 void mbarrierArriveExpectTx(void *bar, uint32_t bytes, uint32_t site);
+/// mbarrier.arrive: one arrival, no transaction bytes (a consumer telling
+/// the producer it is done with a stage).
+void mbarrierArrive(void *bar, uint32_t site);
 /// mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity.
 bool mbarrierTryWait(void *bar, uint32_t parity, uint32_t site);
 /// mbarrier.inval.shared::cta.b64 [bar].

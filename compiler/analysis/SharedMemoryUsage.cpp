@@ -142,9 +142,10 @@ int64_t sharedScratchBytes(Operation *op) {
     return dotBytes(dot);
   if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))
     return atomicBytes(op);
-  if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op)) // mbarriers after the tiles
+  if (auto ring = dyn_cast<tilegpu::AllocSharedOp>(op)) // mbarriers after the tiles (two: released)
     return int64_t(ring.getType().getStages()) *
-           (ring.getType().tileBytes() + (ring.getMbarriers() ? kTmaBarrierBytes : 0));
+           (ring.getType().tileBytes() +
+            (ring.getMbarriers() ? kTmaBarrierBytes * (ring.getReleased() ? 2 : 1) : 0));
   if (isTmaLoad(op)) // the block, then its mbarrier
     return tmaBlockBytes(op) + kTmaBarrierBytes;
   if (isTmaStore(op)) // the block on its way out

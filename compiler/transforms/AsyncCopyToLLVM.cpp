@@ -33,7 +33,7 @@ struct AllocSharedPattern : OpConversionPattern<tilegpu::AllocSharedOp> {
       return rw.notifyMatchFailure(op, kNoSharedOffset);
     // Like every user of shared memory, a ring begins with a barrier: earlier
     // users of the same bytes are done reading before cp.async writes them.
-    NVVM::Barrier0Op::create(rw, op.getLoc());
+    ctaBarrier(rw, op.getLoc());
     rw.replaceOp(op, sharedBuffer(rw, op.getLoc(), op));
     return success();
   }
@@ -96,7 +96,7 @@ struct AsyncWaitPattern : OpConversionPattern<tilegpu::AsyncWaitOp> {
                                 "fence.proxy.async.shared::cta;", "", /*has_side_effects=*/true,
                                 false, LLVM::tailcallkind::TailCallKind::None,
                                 LLVM::AsmDialectAttr(), ArrayAttr());
-    NVVM::Barrier0Op::create(rw, op.getLoc());
+    ctaBarrier(rw, op.getLoc());
     rw.eraseOp(op);
     return success();
   }

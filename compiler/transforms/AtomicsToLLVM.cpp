@@ -106,9 +106,9 @@ Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type ele
 /// op's shared-memory buffer: a barrier before the store, one before the
 /// loads; the next user's leading barrier orders the loads before its writes).
 Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0, Value scratch) {
-  NVVM::Barrier0Op::create(b, loc);
+  ctaBarrier(b, loc);
   predicatedStore(b, loc, scratch, v, isThread0, "shared");
-  NVVM::Barrier0Op::create(b, loc);
+  ctaBarrier(b, loc);
   return LLVM::LoadOp::create(b, loc, v.getType(), scratch);
 }
 

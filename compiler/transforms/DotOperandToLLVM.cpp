@@ -123,9 +123,9 @@ struct ConvertToDotOperandViaLdmatrix : OpConversionPattern<tilegpu::ConvertLayo
     Location loc = op.getLoc();
     LdmatrixOperand operand(rw, loc, adaptor.getSrc(), srcT, layoutOf(dstT),
                             operandEnc.getOpIdx() == 0, sharedBuffer(rw, loc, op));
-    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    ctaBarrier(rw, loc); // earlier users of the scratch are done
     operand.store();
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     SmallVector<Value> out;
     for (int32_t r = 0; r < operand.registers(); ++r)
       out.push_back(operand.reg(r));

@@ -230,11 +230,11 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
         int64_t(c.size()) != 4 * mTiles * nTiles)
       return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
     if (stageA || stageB) {
-      NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+      ctaBarrier(rw, loc); // earlier users of the scratch are done
       for (MmaOperand *o : {&*a, &*b})
         if (o->staged())
           o->staged()->store();
-      NVVM::Barrier0Op::create(rw, loc);
+      ctaBarrier(rw, loc);
     }
 
     SmallVector<Value> results =
@@ -326,10 +326,10 @@ struct DotFmaPattern : OpConversionPattern<tile::DotOp> {
     Value aBase = sharedBuffer(rw, loc, op);
     Value bBase = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), aBase,
                                       ValueRange{i32Const(rw, loc, M * K * bytesOf(opElem))});
-    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    ctaBarrier(rw, loc); // earlier users of the scratch are done
     storeTile(rw, loc, adaptor.getA(), layoutOf(aT), K, aBase);
     storeTile(rw, loc, adaptor.getB(), layoutOf(bT), N, bBase);
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
 
     auto widen = [&](Value v) -> Value {
       if (isInt)

@@ -57,7 +57,7 @@ exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type e
   int32_t dupRegs = owners.duplicateRegisters;
   Value owner = owners.threadOwns;
 
-  NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+  ctaBarrier(rw, loc); // earlier users of the scratch are done
   auto srcCoords = coordinates(rw, loc, src);
   for (int32_t r = 0; r < src.inDimSize("register"); ++r) {
     if (r & dupRegs)
@@ -71,7 +71,7 @@ exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type e
       v = LLVM::PtrToIntOp::create(rw, loc, slot, v);
     predicatedStore(rw, loc, p, v, owner, "shared");
   }
-  NVVM::Barrier0Op::create(rw, loc);
+  ctaBarrier(rw, loc);
   SmallVector<Value> out;
   auto dstCoords = coordinates(rw, loc, dst);
   for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
@@ -147,7 +147,7 @@ struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLa
     auto at = [&](Value offset) {
       return LLVM::GEPOp::create(rw, loc, ptr3, elem, scratch, ValueRange{offset});
     };
-    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    ctaBarrier(rw, loc); // earlier users of the scratch are done
     Owners owners = ownersOf(rw, loc, src);
     auto storeOffsets = coordinates(rw, loc, src.compose(tile.offsetLayout()));
     SmallVector<Value> values(adaptor.getSrc());
@@ -157,7 +157,7 @@ struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLa
       predicatedStore(rw, loc, at(storeOffsets[size_t(r)][0]), ArrayRef<Value>(values).slice(size_t(r), size_t(vw)),
                       owners.threadOwns, "shared");
     }
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     // Loads of whole 32-bit words where the vector has them (ld.shared.v4.b32
     // for 8 x bf16), unpacked into elements.
     auto loadOffsets = coordinates(rw, loc, dst.compose(tile.offsetLayout()));

@@ -500,7 +500,9 @@ struct LowerTileGPUToLLVMPass
         return signalPassFailure();
     }
 
-    int32_t threads = int32_t(warpsAttr.getInt()) * kWarpSize;
+    // A warp-specialised kernel's producer warps run after the tile program's.
+    auto producers = module->getAttrOfType<IntegerAttr>("tilegpu.producer_warps");
+    int32_t threads = int32_t(warpsAttr.getInt() + (producers ? producers.getInt() : 0)) * kWarpSize;
     for (const std::string &name : kernels)
       if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
         fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <bit>
 
@@ -172,6 +173,23 @@ Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const 
                                       LLVM::tailcallkind::TailCallKind::None,
                                       LLVM::AsmDialectAttr(), ArrayAttr());
   return result ? op.getResult(0) : Value();
+}
+
+WarpRole warpRoleAt(Block *block) {
+  for (Region *r = block->getParent(); r && r->getParentOp(); r = r->getParentOp()->getParentRegion())
+    if (auto split = dyn_cast<scf::IfOp>(r->getParentOp()); split && split->hasAttr("tilegpu.warp_specialized"))
+      return r == &split.getElseRegion() ? WarpRole::Consumer : WarpRole::Producer;
+  return WarpRole::All;
+}
+
+void ctaBarrier(OpBuilder &b, Location loc) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  if (warpRoleAt(b.getInsertionBlock()) != WarpRole::Consumer || !module) {
+    NVVM::Barrier0Op::create(b, loc);
+    return;
+  }
+  const int64_t consumerThreads = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() * 32;
+  inlinePtx(b, loc, Type(), {}, fmt::format("bar.sync 1, {};", consumerThreads), "~{memory}");
 }
 
 Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {

@@ -62,6 +62,18 @@ llvm::SmallVector<mlir::Value> unpackWords(mlir::OpBuilder &b, mlir::Location lo
 void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
                      mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
 
+/// Who runs code in `block`: every thread, or - in a warp-specialised
+/// kernel, split by an scf.if marked tilegpu.warp_specialized - its then
+/// region (the producer warps) or its else region (the consumers: the warps
+/// of the tile program).
+enum class WarpRole { All, Producer, Consumer };
+WarpRole warpRoleAt(mlir::Block *block);
+
+/// The barrier of the threads running the tile program: bar.sync 0 (every
+/// thread), or in a warp-specialised kernel's consumer branch bar.sync 1
+/// over the consumer warps alone (the producers never reach it).
+void ctaBarrier(mlir::OpBuilder &b, mlir::Location loc);
+
 /// Inline PTX with side effects; returns its result (null for none).
 mlir::Value inlinePtx(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
                       mlir::ValueRange args, const std::string &body,

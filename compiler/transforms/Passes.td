@@ -127,11 +127,29 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     on this iteration's stages, and the loads of iteration i + num-stages - 1
     into the stage just freed; after it, a wait for the rest. num-stages 1
     (or 0) leaves loops alone.
+
+    `warp-specialize` (TMA rings, sm_90a): a loop at the top of the kernel
+    whose operands arrive by TMA gets its own producer. The kernel gains a
+    producer warpgroup (module attribute tilegpu.producer_warps = 4) that
+    runs only a copy of the loop's address computation: for each iteration
+    it waits until the consumers released the stage (a second mbarrier per
+    stage, tilegpu.tma_wait {released}) and issues the TMA copies into it,
+    up to num-stages iterations ahead; it gives its registers to the
+    consumers (setmaxnreg). The tile program's warps (the consumers) only
+    wait for stages, run the dots and release each stage once its wgmma
+    group has completed (tilegpu.tma_arrive). Their barriers become
+    `bar.sync 1` over the consumer warps. Needs the producer's values -
+    loop bounds, the loads' coordinates - to be computed from scalars
+    (kernel arguments, program ids, arithmetic); otherwise the loop is
+    pipelined as without it.
   }];
   let options = [
-    Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">
+    Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">,
+    Option<"warpSpecialize", "warp-specialize", "bool", "false",
+           "TMA rings get a producer warpgroup (sm_90a)">
   ];
-  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {

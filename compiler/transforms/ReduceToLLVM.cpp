@@ -207,7 +207,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
                                     i32Const(rw, loc, strides[d])));
         slotIndex.push_back(LLVM::MulOp::create(rw, loc, idx, i32Const(rw, loc, numWarpSlots)));
       }
-      NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+      ctaBarrier(rw, loc); // earlier users of the scratch are done
       std::vector<int64_t> bases;
       for (size_t o = 0; o < nOps; ++o) {
         Type t = acc[0][o].getType();
@@ -225,7 +225,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
       // Test hook: a module marked `tegula.test.drop_reduce_barrier` loses
       // this barrier, so the simulator's race detector can be shown to work.
       if (!op->getParentOfType<ModuleOp>()->hasAttr("tegula.test.drop_reduce_barrier"))
-        NVVM::Barrier0Op::create(rw, loc);
+        ctaBarrier(rw, loc);
       for (size_t k = 0; k < keys.size(); ++k) {
         SmallVector<Value> total;
         for (int64_t j = 0; j < numWarpSlots; ++j) {

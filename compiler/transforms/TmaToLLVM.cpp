@@ -47,12 +47,14 @@ namespace tegula::lowering {
 namespace {
 
 /// Every thread spins until the mbarrier at `bar` completes the phase of
-/// parity `phase` (i32).
-void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase) {
+/// parity `phase` (i32). `label` names the loop (tegula_wait: copies landed;
+/// tegula_wait_release: a warp-specialised producer waits for a stage).
+void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase, const char *label = "tegula_wait") {
   inlinePtx(b, loc, Type(), {bar, phase},
-            "{\n.reg .pred %tegula_done;\ntegula_wait:\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;\n"
-            "@!%tegula_done bra tegula_wait;\n}",
+            fmt::format("{{\n.reg .pred %tegula_done;\n{0}:\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;\n"
+                        "@!%tegula_done bra {0};\n}}",
+                        label),
             "l,r");
 }
 
@@ -139,10 +141,10 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
 
     // Earlier users of these bytes (generic proxy) are done before TMA writes.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     initBarrier(rw, loc, bar, leader);
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     // TMA coordinates run innermost first.
     SmallVector<Value> args = {buffer, adaptor.getDesc().front(), bar, leader};
     std::string constraints = "l,l,l,b";
@@ -162,7 +164,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
       values.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
     // Everyone has passed the wait before the barrier is invalidated (its
     // bytes may serve another purpose next).
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     invalidateBarrier(rw, loc, bar, leader);
     rw.replaceOpWithMultiple(op, {values});
     return success();
@@ -185,7 +187,7 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     auto type = cast<RankedTensorType>(op.getValue().getType());
     const int64_t rank = type.getRank();
     Value buffer = sharedBuffer(rw, loc, op);
-    NVVM::Barrier0Op::create(rw, loc); // earlier users of the buffer are done
+    ctaBarrier(rw, loc); // earlier users of the buffer are done
     Owners owners = ownersOf(rw, loc, layoutOf(type));
     ValueRange values = adaptor.getValue();
     for (auto [r, p] : llvm::enumerate(rowMajorAddresses(rw, loc, type, buffer)))
@@ -193,7 +195,7 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
         predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
     // Generic writes, read next by the async proxy.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isLeader(rw, loc)};
     std::string constraints = "l,l,b";
     std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
@@ -213,12 +215,31 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
 // the tiles; thread 0 produces, every thread waits.
 //===----------------------------------------------------------------------===//
 
-Value stageBarrier(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
+Value stageBarrier(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type,
+                   bool released = false) {
   Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  Value offset = LLVM::AddOp::create(
-      b, loc, i32Const(b, loc, int64_t(type.getStages()) * type.tileBytes()),
-      LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, analysis::kTmaBarrierBytes)));
+  // The stages' data barriers, then (warp specialisation) their release barriers.
+  const int64_t first = int64_t(type.getStages()) * (type.tileBytes() + (released ? analysis::kTmaBarrierBytes : 0));
+  Value offset = LLVM::AddOp::create(b, loc, i32Const(b, loc, first),
+                                     LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, analysis::kTmaBarrierBytes)));
   return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), ring, ValueRange{offset});
+}
+
+/// The module's warp specialisation: the consumer threads (32 * num_warps)
+/// when it has producer warps, else 0.
+int64_t consumerThreads(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module || !module->hasAttr("tilegpu.producer_warps"))
+    return 0;
+  return module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() * 32;
+}
+
+/// The thread that issues a ring's copies: thread 0, or in a
+/// warp-specialised kernel's producer branch the first producer thread.
+Value ringLeader(OpBuilder &b, Location loc, Operation *op) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  const int64_t leader = warpRoleAt(op->getBlock()) == WarpRole::Producer ? consumerThreads(op) : 0;
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, leader));
 }
 
 struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
@@ -227,11 +248,59 @@ struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     tilegpu::SharedTilesType type = op.getRing().getType();
+    auto alloc = op.getRing().getDefiningOp<tilegpu::AllocSharedOp>();
+    const bool released = alloc && alloc.getReleased();
     Value leader = isLeader(rw, loc);
-    for (unsigned s = 0; s < type.getStages(); ++s)
+    for (unsigned s = 0; s < type.getStages(); ++s) {
       initBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type), leader);
+      if (released) // every consumer thread releases the stage
+        inlinePtx(rw, loc, Type(),
+                  {stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, true), leader},
+                  fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op)), "l,b");
+    }
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc); // every thread before a warp-specialised kernel splits, else the consumers
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaArriveOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings()))
+      inlinePtx(rw, loc, Type(),
+                {stageBarrier(rw, loc, lowered, adaptor.getStage(), cast<tilegpu::SharedTilesType>(ring.getType()),
+                              true)},
+                "mbarrier.arrive.shared::cta.b64 _, [$0];", "l");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct IsProducerWarpPattern : OpConversionPattern<tilegpu::IsProducerWarpOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::IsProducerWarpOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    const int64_t consumers = consumerThreads(op);
+    if (!consumers)
+      return rw.notifyMatchFailure(op, "the module has no producer warps (tilegpu.producer_warps)");
+    Value tid = NVVM::ThreadIdXOp::create(rw, op.getLoc(), rw.getI32Type());
+    rw.replaceOp(op, LLVM::ICmpOp::create(rw, op.getLoc(), LLVM::ICmpPredicate::uge, tid,
+                                          i32Const(rw, op.getLoc(), consumers)));
+    return success();
+  }
+};
+
+struct SetMaxRegistersPattern : OpConversionPattern<tilegpu::SetMaxRegistersOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::SetMaxRegistersOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    inlinePtx(rw, op.getLoc(), Type(), {},
+              fmt::format("setmaxnreg.{}.sync.aligned.u32 {};", op.getIncrease() ? "inc" : "dec", op.getCount()),
+              "");
     rw.eraseOp(op);
     return success();
   }
@@ -249,7 +318,7 @@ struct TmaRingLoadPattern : OpConversionPattern<tilegpu::TmaLoadOp> {
     const int32_t blockCols = tile.rowBytes() * 8 / tile.elementBits;
     const int64_t blockBytes = int64_t(tile.shape[0]) * tile.rowBytes();
     const int64_t blocks = tile.shape[1] / blockCols;
-    Value leader = isLeader(rw, loc);
+    Value leader = ringLeader(rw, loc, op);
     Value bar = stageBarrier(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Value base = ringStage(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
@@ -283,9 +352,10 @@ struct TmaWaitPattern : OpConversionPattern<tilegpu::TmaWaitOp> {
     for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings()))
       waitForPhase(rw, loc,
                    stageBarrier(rw, loc, lowered, adaptor.getStage(),
-                                cast<tilegpu::SharedTilesType>(ring.getType())),
-                   adaptor.getPhase());
-    NVVM::Barrier0Op::create(rw, loc);
+                                cast<tilegpu::SharedTilesType>(ring.getType()), op.getReleased()),
+                   adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait");
+    if (!op.getReleased()) // the producer waits alone
+      ctaBarrier(rw, loc);
     rw.eraseOp(op);
     return success();
   }
@@ -297,11 +367,15 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     tilegpu::SharedTilesType type = op.getRing().getType();
-    NVVM::Barrier0Op::create(rw, loc); // every thread is past its last wait
+    auto alloc = op.getRing().getDefiningOp<tilegpu::AllocSharedOp>();
+    const bool released = alloc && alloc.getReleased();
+    ctaBarrier(rw, loc); // every thread is past its last wait
     Value leader = isLeader(rw, loc);
     for (unsigned s = 0; s < type.getStages(); ++s)
-      invalidateBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type),
-                        leader);
+      for (bool which : {false, true})
+        if (!which || released)
+          invalidateBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, which),
+                            leader);
     rw.eraseOp(op);
     return success();
   }
@@ -310,8 +384,9 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 } // namespace
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern,
-               TmaRingLoadPattern, TmaWaitPattern, TmaReleasePattern>(types, patterns.getContext());
+  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern, TmaRingLoadPattern,
+               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, IsProducerWarpPattern, SetMaxRegistersPattern>(
+      types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

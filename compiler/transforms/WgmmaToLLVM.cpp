@@ -256,13 +256,13 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
         ValueRange{i32Const(rw, loc, (aBytes + analysis::kWgmmaTileAlignment - 1) /
                                          analysis::kWgmmaTileAlignment *
                                          analysis::kWgmmaTileAlignment)});
-    NVVM::Barrier0Op::create(rw, loc); // earlier users of the scratch are done
+    ctaBarrier(rw, loc); // earlier users of the scratch are done
     if (planA)
       storeTile(rw, loc, adaptor.getA(), aT, planA->tile, aTile);
     storeTile(rw, loc, adaptor.getB(), bT, planB->tile, bTile);
     // Ordinary stores, read next by the tensor cores (the async proxy).
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
-    NVVM::Barrier0Op::create(rw, loc);
+    ctaBarrier(rw, loc);
     rw.replaceOpWithMultiple(
         op, {emitWait(rw, loc,
                       emitWgmmaDot(rw, loc, elem, warps, M, N, K, planA ? aTile : Value(), planA,

@@ -32,9 +32,12 @@ def TileGPU_AllocSharedOp : TileGPU_Op<"alloc_shared"> {
   let summary = "Shared memory for a ring of tiles (allocate-shared-memory places it)";
   let description = [{
     `mbarriers`: the ring is filled by TMA (tilegpu.tma_load); one 8-byte
-    mbarrier per stage follows the tiles.
+    mbarrier per stage follows the tiles. `released`: a warp-specialised
+    ring - a second mbarrier per stage follows, on which the consumer
+    threads release the stage (tilegpu.tma_arrive) and the producer waits
+    before refilling it.
   }];
-  let arguments = (ins UnitAttr:$mbarriers);
+  let arguments = (ins UnitAttr:$mbarriers, UnitAttr:$released);
   let results = (outs TileGPU_SharedTilesType:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
@@ -101,12 +104,48 @@ def TileGPU_TmaWaitOp : TileGPU_Op<"tma_wait"> {
     Every thread spins on mbarrier.try_wait.parity until the copies of the
     stage have landed; the barrier after it also tells the producer that
     every thread is done with the iterations before (their stages may be
-    refilled).
+    refilled). `released` (a warp-specialised producer): wait instead for
+    the consumers' release of the stage (tilegpu.tma_arrive), no barrier.
   }];
-  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage, I32:$phase);
+  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage, I32:$phase,
+                       UnitAttr:$released);
   let assemblyFormat = [{
     $rings `[` $stage `]` `,` $phase attr-dict `:` type($rings)
   }];
+}
+
+def TileGPU_TmaArriveOp : TileGPU_Op<"tma_arrive"> {
+  let summary = "Each consumer thread releases stage `stage` of each ring (warp specialisation)";
+  let description = [{
+    mbarrier.arrive on the stage's release barrier (rings with `released`):
+    this thread no longer reads the stage, so the producer may refill it once
+    every consumer thread has arrived.
+  }];
+  let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage);
+  let assemblyFormat = "$rings `[` $stage `]` attr-dict `:` type($rings)";
+}
+
+def TileGPU_IsProducerWarpOp : TileGPU_Op<"is_producer_warp", [Pure]> {
+  let summary = "True in a warp-specialised kernel's producer warps";
+  let description = [{
+    The module's `tilegpu.producer_warps` warps run after the `num_warps`
+    that run the tile program: true where the thread index is at least
+    32 * num_warps.
+  }];
+  let results = (outs I1:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_SetMaxRegistersOp : TileGPU_Op<"set_max_registers"> {
+  let summary = "setmaxnreg: move registers between warpgroups (sm_90a)";
+  let description = [{
+    Every thread of the warpgroup executes it: `increase` raises its
+    per-thread register limit to `count`, otherwise lowers it (24..256, a
+    multiple of 8). The producer warpgroup gives registers up for the
+    consumers' accumulators.
+  }];
+  let arguments = (ins I32Attr:$count, UnitAttr:$increase);
+  let assemblyFormat = "attr-dict";
 }
 
 def TileGPU_TmaReleaseOp : TileGPU_Op<"tma_release"> {

@@ -50,6 +50,11 @@ struct LaunchOptions {
   /// cupy share) to launch on, as an integer; 0 is the default stream.
   /// Launches with host buffers still wait for the kernel (to copy back).
   uint64_t stream = 0;
+  /// sm_90a: a loop whose dot operands arrive by TMA gets a producer
+  /// warpgroup of its own - 4 more warps that only issue the copies, while
+  /// the num_warps warps only compute (docs/hopper.md). Kernels it does not
+  /// apply to compile as without it. Also on with TEGULA_WARP_SPECIALIZE=1.
+  bool warp_specialize = false;
   /// The compile target. Empty: the device's (GPU); in the simulator
   /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
   /// Hopper code (wgmma) on the CPU.
@@ -190,6 +195,7 @@ struct CompileOptions {
   std::string chip = "sm_80"; // or sm_90a
   int num_warps = 4;
   int num_stages = 3; // as LaunchOptions::num_stages
+  bool warp_specialize = false; // as LaunchOptions::warp_specialize
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;
@@ -207,6 +213,9 @@ struct CompiledKernel {
   /// Internal: the TMA tensor maps each launch encodes and appends as
   /// hidden parameters (one line each; runtime/TensorMap.h). Empty: none.
   std::string tensor_maps;
+  /// Warps the launch adds to num_warps: a warp-specialised kernel's
+  /// producer warpgroup (4), else 0.
+  int producer_warps = 0;
 };
 
 /// A traced, specialisable, launchable kernel. Cheap to copy (shared state).

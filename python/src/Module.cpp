@@ -24,7 +24,7 @@ namespace {
 /// Names of the launch options a launcher takes by keyword.
 bool isLaunchOption(const std::string &name) {
   return name == "num_warps" || name == "num_stages" || name == "backend" || name == "stream" ||
-         name == "chip";
+         name == "chip" || name == "warp_specialize";
 }
 
 std::string paramWhat(const KernelSet &k, size_t i) {
@@ -201,7 +201,8 @@ struct Launcher {
 
   void operator()(py::args args, py::kwargs kwargs) const {
     std::vector<py::object> bound =
-        bindParameters(kernel, args, kwargs, {"num_warps", "num_stages", "backend", "stream", "chip"});
+        bindParameters(kernel, args, kwargs,
+                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize"});
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts;
@@ -212,6 +213,8 @@ struct Launcher {
     opts.stream = streamFor(kwargs, bound);
     if (kwargs.contains("chip") && !kwargs["chip"].is_none())
       opts.chip = kwargs["chip"].cast<std::string>();
+    if (kwargs.contains("warp_specialize"))
+      opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
     r.kernel->launch(opts, r.args);
   }
@@ -228,7 +231,7 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
 
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
-      bindParameters(k, args, kwargs, {"chip", "num_warps", "num_stages", "assemble"});
+      bindParameters(k, args, kwargs, {"chip", "num_warps", "num_stages", "assemble", "warp_specialize"});
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
@@ -238,6 +241,8 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   opts.num_stages = intOption(kwargs, "num_stages", 3);
   if (kwargs.contains("assemble"))
     opts.assemble = kwargs["assemble"].cast<bool>();
+  if (kwargs.contains("warp_specialize"))
+    opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
   py::gil_scoped_release unlocked;
   return r.kernel->compile(r.args, opts);
 }
@@ -266,6 +271,7 @@ PYBIND11_MODULE(_tegula, m) {
       .def_readonly("shared_bytes", &CompiledKernel::shared_bytes)
       .def_readonly("spill_bytes", &CompiledKernel::spill_bytes)
       .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes)
+      .def_readonly("producer_warps", &CompiledKernel::producer_warps)
       .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
       .def("__repr__", [](const CompiledKernel &c) {
         return fmt::format("<CompiledKernel: {} bytes of PTX, cubin {} bytes, {} registers, {} B "
@@ -280,13 +286,15 @@ PYBIND11_MODULE(_tegula, m) {
   py::class_<KernelSet>(m, "Kernel", R"doc(A Tegula kernel written in the C++ DSL.
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
-num_stages=3, backend=None, stream=None, chip=None)``; ``grid`` is a tuple of
+num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False)``;
+``grid`` is a tuple of
 1-3 ints or a callable taking a dict of the arguments by parameter name;
 ``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
 where "sm_90a" runs Hopper's wgmma code). Arrays are numpy arrays or
 anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
 ``backend`` is "interp", "sim" or "gpu" (default: $TEGULA_BACKEND, else
-"interp").)doc")
+"interp"); ``warp_specialize`` gives sm_90a TMA-fed loops a producer
+warpgroup.)doc")
       .def_readonly("name", &KernelSet::name)
       .def_readonly("param_names", &KernelSet::param_names)
       .def_property_readonly("signatures",
@@ -313,7 +321,7 @@ anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
            "debug_info=False)")
       .def("compile", &compile,
            "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
-           "num_warps, num_stages, assemble=True; returns a CompiledKernel")
+           "num_warps, num_stages, assemble=True, warp_specialize=False; returns a CompiledKernel")
       .def("__repr__", [](const KernelSet &k) {
         return fmt::format("<tegula.Kernel {}({}), {} instantiation{}>", k.name,
                            fmt::join(k.param_names, ", "), k.overloads.size(),

@@ -184,6 +184,70 @@ TEST_P(TensorDescriptor, PipelinedTilesMatchTheInterpreter) {
   }
 }
 
+/// Warp specialisation (sm_90a: a producer warpgroup fills the rings, the
+/// tile program's warps wait, compute and release stages; elsewhere the
+/// option changes nothing): ragged shapes, rings that wrap several times,
+/// 4 and 8 consumer warps, B transposed.
+TEST_P(TensorDescriptor, WarpSpecializedTilesMatchTheInterpreter) {
+  struct S { int M, N, K, BM, BN, BK, warps, stages; bool bt; };
+  for (S s : {S{70, 72, 200, 64, 64, 32, 4, 3, false}, S{200, 136, 296, 128, 128, 64, 4, 4, false},
+              S{130, 264, 200, 128, 256, 64, 8, 3, false}, S{100, 80, 136, 64, 64, 64, 4, 2, true}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages{}", s.M, s.N, s.K, s.BM, s.BN,
+                             s.BK, s.warps, s.stages, s.bt ? ", B transposed" : ""));
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    LaunchOptions o = target(g, s.warps);
+    o.num_stages = s.stages;
+    o.warp_specialize = true;
+    if (s.bt) {
+      auto k = kernel("matmul_tn", examples::matmul_tn<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+      auto want = poisoned<float>(size_t(s.M * s.N)), got = want;
+      k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+      continue;
+    }
+    auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                    {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = want;
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.K, s.N, s.N, s.BM, s.BN, s.BK);
+    k(o, a, b, got, s.M, s.N, s.K, s.K, s.N, s.N, s.BM, s.BN, s.BK);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+}
+
+/// Attention warp specialised: the producer warpgroup fills K's ring (the
+/// first dot of the loop); V's ring stays with the consumers (thread 0
+/// refills it, their own barriers order it).
+TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
+  auto ref = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
+                    {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
+  auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  const int heads = 2, seq = 200;
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("T={} causal={}", seq, causal));
+    const size_t n = size_t(heads * seq * 64);
+    auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+    auto want = poisoned<bfloat16>(n), got = want;
+    Grid g{uint32_t(cdiv(seq, 64)), uint32_t(heads)};
+    ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, 0.125f, 64, 64, 64, causal);
+    LaunchOptions o = target();
+    o.grid = g;
+    o.warp_specialize = true;
+    k(o, q, kk, v, got, seq, heads * seq, 0.125f, 64, 64, 64, causal);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+  std::vector<bfloat16> x(2 * 128 * 64);
+  CompiledKernel c = k.compile({x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true},
+                               {.chip = "sm_90a", .warp_specialize = true});
+  EXPECT_EQ(c.producer_warps, 4);
+  if (!c.cubin.empty())
+    EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+  std::printf("[tegula test] warp-specialised attention 64x64, d 64, 4+4 warps: %d registers, %d spill bytes\n",
+              c.registers, c.spill_bytes);
+}
+
 /// Flash attention with K and V through descriptors (TMA rings feeding
 /// wgmma with A in registers on sm_90a: Q K^T with K transposed, P V)
 /// against the pointer version in the interpreter.
@@ -294,6 +358,41 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
     std::printf("[tegula test] persistent TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, "
                 "%d spill bytes\n",
                 BN, warps, c.registers, c.spill_bytes);
+  }
+}
+
+/// Warp specialisation in the PTX: the producer warpgroup (4 more warps in
+/// .maxntid) gives registers up and waits on the release barriers; the
+/// consumers raise their limit (8 warps: 232), release stages with
+/// mbarrier.arrive and meet at bar.sync 1 over their own threads only.
+/// ptxas: no spills.
+TEST(TensorDescriptorPtx, WarpSpecializedRingsHaveAProducerWarpgroup) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(256 * 256);
+  for (auto [BN, warps, stages] : {std::tuple{128, 4, 4}, std::tuple{256, 8, 3}}) {
+    SCOPED_TRACE(fmt::format("128x{}x64, {} warps, {} stages", BN, warps, stages));
+    std::vector<Arg> args = {x, x, x, 256, 256, 256, 256, 256, 256, 128, BN, 64};
+    CompiledKernel c = k.compile(
+        args, {.chip = "sm_90a", .num_warps = warps, .num_stages = stages, .warp_specialize = true});
+    EXPECT_EQ(c.producer_warps, 4);
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format(".maxntid {}, 1, 1", (warps + 4) * 32)));
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("bar.sync 1, {};", warps * 32)));
+    EXPECT_THAT(c.ptx, HasSubstr("mbarrier.arrive.shared::cta.b64 _, [%rd"));
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", warps * 32))); // release barriers: every consumer arrives
+    if (warps == 8) {
+      EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.dec.sync.aligned.u32 40;"));
+      EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232;"));
+    }
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    std::printf("[tegula test] warp-specialised TMA + wgmma 128x%dx64, %d+4 warps, %d stages: %d registers, %d "
+                "spill bytes\n",
+                BN, warps, stages, c.registers, c.spill_bytes);
+    // Without the option: no producer.
+    CompiledKernel plain = k.compile(args, {.chip = "sm_90a", .num_warps = warps, .num_stages = stages});
+    EXPECT_EQ(plain.producer_warps, 0);
+    EXPECT_THAT(plain.ptx, Not(HasSubstr("bar.sync 1,")));
   }
 }
 

@@ -119,7 +119,8 @@ TEST(TmaSim, AStoreWithoutItsProxyFenceIsReported) {
 /// The descriptor GEMM pipelined for sm_90a: TMA rings (3 stages, an
 /// mbarrier each) feeding wgmma, K = 160 (5 iterations: the ring wraps and
 /// the phases flip), run with `drop` removed.
-void runPipelinedWithout(const std::string &drop, const std::string &expectedError) {
+/// `warpSpecialize`: a producer warpgroup fills the rings.
+void runPipelinedWithout(const std::string &drop, const std::string &expectedError, bool warpSpecialize = false) {
   auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
                   {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
   const int M = 64, N = 64, K = 160;
@@ -134,7 +135,8 @@ void runPipelinedWithout(const std::string &drop, const std::string &expectedErr
   ctx.loadAllAvailableDialects();
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
   ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a")));
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a", warpSpecialize)));
+  ASSERT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize);
   int dropped = 0, waits = 0;
   module->walk([&](mlir::LLVM::InlineAsmOp op) {
     waits += op.getAsmString().contains("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1");
@@ -169,6 +171,22 @@ TEST(TmaSim, ThePipelinedRingIsHazardFree) { runPipelinedWithout("", ""); }
 /// to have landed (the tensor cores' read is checked like any other).
 TEST(TmaSim, APipelinedRingWithoutItsWaitsIsReported) {
   runPipelinedWithout("mbarrier.try_wait", "before waiting for it");
+}
+
+/// Warp specialised: the producer warpgroup waits for each stage's release
+/// before refilling it, the consumers release stages once their wgmma
+/// group completed.
+TEST(TmaSim, AWarpSpecializedRingIsHazardFree) { runPipelinedWithout("", "", true); }
+
+/// A producer that does not wait for the release overwrites stages the
+/// consumers have not read yet.
+TEST(TmaSim, AProducerThatDoesNotWaitForTheReleaseIsReported) {
+  runPipelinedWithout("tegula_wait_release:", "no thread has waited for yet", true);
+}
+
+/// Consumers that never release: the producer waits forever.
+TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
+  runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
 }
 
 } // namespace

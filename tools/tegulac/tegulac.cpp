@@ -45,6 +45,8 @@ static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dial
 static cl::opt<int> numStages("num-stages",
                               cl::desc("shared-memory stages for dot operands in loops (1: off)"),
                               cl::init(3));
+static cl::opt<bool> warpSpecialize("warp-specialize",
+                                    cl::desc("sm_90a: TMA-fed loops get a producer warpgroup"));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -59,7 +61,7 @@ int main(int argc, char **argv) {
   // A tile-dialect library goes through the whole GPU pipeline first.
   if (!module->getOps<mlir::func::FuncOp>().empty() &&
       (mlir::failed(tegula::runTilePipeline(*module)) ||
-       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages, chip))))
+       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages, chip, warpSpecialize))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};
