@@ -1,0 +1,78 @@
+//===- DotOperandRings.h - what pipeline-dot-operands shares -*- C++ -*-===//
+//
+// Internal to compiler/transforms: the operand plans of pipeline-dot-operands
+// (PipelineDotOperands.cpp) and what its warp-specialised variant
+// (WarpSpecializeRings.cpp) builds from them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dialects/tile/TileDialect.h"
+#include "dialects/tilegpu/TileGPUDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <optional>
+
+namespace tegula::rings {
+
+using mlir::BlockArgument;
+using mlir::Operation;
+using mlir::SmallVector;
+using mlir::Value;
+
+/// A loop-carried pointer tile that advances by a loop-invariant offset each
+/// iteration (Triton's `a_ptrs += BK`): at iteration k it is init + k * delta.
+struct AffinePointer {
+  BlockArgument arg;
+  Value init, delta;
+  SmallVector<Operation *> deltaOps; // loop-invariant ops in the body computing delta
+};
+
+/// The address computation of a load in the loop body: the ops in body
+/// order (they depend only on the induction variable, values from outside
+/// the loop and affine pointers).
+struct AddressSlice {
+  SmallVector<Operation *> ops;
+  SmallVector<AffinePointer> pointers;
+};
+
+/// An operand load that can become cp.async (or, for a TMA descriptor
+/// load, TMA) into a ring, and its ring.
+struct Operand {
+  tile::LoadOp load;            // cp.async: a pointer load
+  tile::DescriptorLoadOp block; // TMA: a descriptor load use-tma marked
+  AddressSlice slice; // address and mask computation (TMA: the block's offsets)
+  tilegpu::SharedTilesType ring; // in the load's coordinates
+  tile::TransOp trans;           // set when the dot reads the load transposed
+  int swizzle = 0;               // TMA: the swizzle that writes the ring's tiles
+  Value map;                     // TMA: its tensor-map parameter
+  /// Between the load and the dot, dot side first: the trans and any
+  /// layout conversions (coalesce's), erased with the load.
+  SmallVector<Operation *> chain;
+  Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
+};
+
+/// Issues `op`'s load for the iteration whose induction variable is `iv`
+/// into stage `stage` of `ring` (TMA: a tilegpu.tma_load; cp.async: masked
+/// off when the iteration does not exist). `outer`: clones of the values
+/// from outside the loop the address computation uses (a warp-specialised
+/// producer's own copies).
+void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage,
+           const mlir::IRMapping *outer = nullptr);
+
+/// The iter_arg index when `dot` just accumulates across `loop` (its
+/// accumulator an iter_arg, its result used only by the yield there).
+std::optional<unsigned> carriedAccumulator(mlir::scf::ForOp loop, tile::DotOp dot);
+
+/// Warp specialisation of a TMA-fed loop at the top of the kernel (see
+/// Passes.td, pipeline-dot-operands' warp-specialize): a producer warpgroup
+/// issues every iteration's copies; the tile program's warps consume.
+/// False, with nothing changed, when it does not apply (a nested loop, a
+/// kernel that already has a producer, addresses the producer cannot
+/// recompute from scalars).
+bool pipelineWarpSpecialized(mlir::scf::ForOp loop, tile::DotOp dot, std::optional<Operand> &a, Operand &bOp,
+                             int stages);
+
+} // namespace tegula::rings
