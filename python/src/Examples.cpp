@@ -16,6 +16,8 @@ template <class T> void addFloatKernels(python::ModuleBuilder &m) {
            {"x", "weight", "bias", "y", "mean", "rstd", "n_cols", "eps", "BLOCK"});
   m.kernel("gelu", examples::gelu<T>, {"x", "out", "n", "BLOCK"});
   m.kernel("matmul", examples::matmul<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  m.kernel("matmul_descriptors", examples::matmul_descriptors<T>,
+           {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
   m.kernel("transpose", examples::transpose<T>, {"x", "out", "M", "N", "BM", "BN"});
 }
 template <class T> void addAttention(python::ModuleBuilder &m) {

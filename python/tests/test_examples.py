@@ -96,6 +96,28 @@ def test_matmul_hopper_code_in_the_simulator(rng, dtype):
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
 
 
+def test_warp_specialized_matmul_in_the_simulator(rng):
+    # Tensor descriptors on sm_90a: TMA rings filled by a producer warpgroup
+    # (4 warps beside the 4 that compute), the consumers' barriers over their
+    # own 128 threads.
+    M, N, K = 100, 72, 200
+    bf16 = ml_dtypes.bfloat16
+    a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
+    c = poisoned((M, N), bf16)
+    grid = (tegula.cdiv(M, 64), tegula.cdiv(N, 64))
+    args = (a, b, c, M, N, K, K, N, N)
+    examples.matmul_descriptors[grid](*args, BM=64, BN=64, BK=32, backend="sim", chip="sm_90a",
+                                      warp_specialize=True)
+    compiled = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a",
+                                                   warp_specialize=True, assemble=False)
+    assert compiled.producer_warps == 4
+    assert "bar.sync 1, 128;" in compiled.ptx
+    plain = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a", assemble=False)
+    assert plain.producer_warps == 0
+    rtol, atol = tegula.testing.default_tolerance(bf16)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_transpose_and_row_sum(rng, backend):
     M, N = 37, 50
