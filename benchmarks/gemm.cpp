@@ -295,9 +295,15 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.tma = c.persistent = true;
       configs.push_back(c);
     }
-    // Warp specialised: a producer warpgroup issues the TMA copies.
+    // Warp specialised: a producer warpgroup issues the TMA copies (in the
+    // persistent kernel across tiles: the next tile's loads overlap this
+    // one's epilogue).
     for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 256, 64, 8, 4}, Config{128, 128, 64, 4, 5}}) {
       c.tma = c.ws = true;
+      configs.push_back(c);
+    }
+    for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 128, 64, 4, 4}}) {
+      c.tma = c.ws = c.persistent = true;
       configs.push_back(c);
     }
   }

@@ -129,6 +129,7 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     (or 0) leaves loops alone.
 
     `warp-specialize` (TMA rings, sm_90a): a loop at the top of the kernel
+    (or in a tile loop there, with the same K iterations for every tile)
     whose operands arrive by TMA gets its own producer. The kernel gains a
     producer warpgroup (module attribute tilegpu.producer_warps = 4) that
     runs only a copy of the loop's address computation: for each iteration

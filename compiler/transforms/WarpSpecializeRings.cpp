@@ -22,39 +22,72 @@ using namespace mlir;
 
 namespace tegula::rings {
 namespace {
-/// The ops of the kernel's entry block that compute `roots` (in order),
-/// when they are all pure, region-free and scalar - what a producer warp
-/// can recompute on its own; nothing otherwise.
-std::optional<SmallVector<Operation *>> scalarSlice(Block &entry, ArrayRef<Value> roots) {
+/// The ops of `block` that compute `roots` (in order), when they are all
+/// free of memory effects, region-free and scalar - what a producer warp can recompute on its
+/// own; nothing otherwise. Values from enclosing blocks are appended to
+/// `externals` (the caller provides them); block arguments of `block` are
+/// allowed when `block` is the kernel's entry (its arguments) or they are
+/// `iv` (a loop's induction variable the caller maps).
+std::optional<SmallVector<Operation *>> scalarSlice(Block &block, ArrayRef<Value> roots, Value iv,
+                                                    SmallVectorImpl<Value> &externals) {
+  const bool entry = isa<func::FuncOp>(block.getParentOp());
   llvm::SetVector<Operation *> slice;
   SmallVector<Value> work(roots.begin(), roots.end());
   while (!work.empty()) {
     Value v = work.pop_back_val();
-    if (isa<BlockArgument>(v) && cast<BlockArgument>(v).getOwner() == &entry)
-      continue; // a kernel argument
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &block) {
+      if (entry || v == iv)
+        continue; // a kernel argument, or the loop's induction variable
+      return std::nullopt; // a loop-carried value
+    }
     Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != &entry || def->getNumRegions() || !isPure(def) ||
+    if (!block.getParent()->isAncestor(v.getParentRegion())) {
+      externals.push_back(v); // from an enclosing block
+      continue;
+    }
+    // Free of memory effects (divisions included: the producer computes them
+    // where the consumers do, on the same path).
+    if (!def || def->getBlock() != &block || def->getNumRegions() || !isMemoryEffectFree(def) ||
         llvm::any_of(def->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }))
       return std::nullopt;
     if (slice.insert(def))
       work.append(def->operand_begin(), def->operand_end());
   }
   SmallVector<Operation *> ordered;
-  for (Operation &op : entry)
+  for (Operation &op : block)
     if (slice.contains(&op))
       ordered.push_back(&op);
   return ordered;
 }
 
+/// ceil((ub - lb) / step), at least 0: a loop's trip count (step > 0).
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+  Type t = lb.getType();
+  auto constant = [&](int64_t v) -> Value { return arith::ConstantOp::create(b, loc, IntegerAttr::get(t, v)); };
+  Value span = arith::SubIOp::create(b, loc, ub, lb);
+  Value n = arith::DivSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(1))), step);
+  return arith::MaxSIOp::create(b, loc, n, constant(0));
+}
 } // namespace
 
 bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> &a, Operand &bOp,
                              int stages) {
-  auto fn = dyn_cast<func::FuncOp>(loop->getParentOp());
+  // The K loop at the top of the kernel, or in a loop there (a persistent
+  // kernel's tile loop) whose iterations all run the same K iterations.
+  auto tiles = dyn_cast<scf::ForOp>(loop->getParentOp());
+  auto fn = dyn_cast<func::FuncOp>((tiles ? tiles : loop)->getParentOp());
   auto module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
   if (!fn || !bOp.block || module->hasAttr("tilegpu.producer_warps"))
-    return false; // nested, not TMA, or the kernel already has a producer
+    return false; // nested deeper, not TMA, or the kernel already has a producer
+  if (tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
+                            [&](Value v) { return tiles->isAncestor(v.getParentRegion()->getParentOp()); }))
+    return false; // the K loop's bounds change from tile to tile
+  if (loop.getInductionVar().getType() != (tiles ? tiles : loop).getInductionVar().getType())
+    return false;
   Block &entry = fn.getBody().front();
+  // What the producer recomputes: the K loop's bounds and the copies'
+  // coordinates, from the tile loop's body and from the kernel's entry.
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   auto outside = [&](Value v) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
@@ -66,8 +99,19 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
       llvm::append_range(roots, llvm::make_filter_range(op->getOperands(), outside));
     llvm::append_range(roots, llvm::make_filter_range(o->block.getOffsets(), outside));
   }
-  auto outerSlice = scalarSlice(entry, roots);
-  if (!outerSlice)
+  SmallVector<Operation *> tileSlice;
+  if (tiles) {
+    SmallVector<Value> fromEntry;
+    auto s = scalarSlice(*tiles.getBody(), roots, tiles.getInductionVar(), fromEntry);
+    if (!s)
+      return false;
+    tileSlice = *s;
+    roots = fromEntry;
+    llvm::append_range(roots, ValueRange{tiles.getLowerBound(), tiles.getUpperBound(), tiles.getStep()});
+  }
+  SmallVector<Value> none;
+  auto entrySlice = scalarSlice(entry, roots, Value(), none);
+  if (!entrySlice || !none.empty())
     return false;
 
   Location loc = dot.getLoc();
@@ -83,7 +127,10 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
   };
   // The rings and their mbarriers (data and release), before the split:
-  // every thread takes part in the initialisation's barrier.
+  // every thread takes part in the initialisation's barrier. They live for
+  // the whole kernel: a persistent kernel's tiles share them, so the
+  // producer fills the next tile's stages while the consumers store this
+  // tile's result.
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   auto allocRing = [&](Operand &o) -> Value {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, o.ring);
@@ -115,47 +162,72 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
     tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);
   }
 
-  // The producer: the loop's bounds and addresses recomputed, then per
+  // Iteration g of the K loop over the whole kernel: (the tile loop's
+  // iteration) * (K iterations) + i - stages and phases run on across tiles.
+  auto globalIteration = [&](OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb, Value ub,
+                             Value step) -> Value {
+    if (!tiles)
+      return i;
+    Value j = arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tileIv, tileLb), tileStep);
+    return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, j, tripCount(at, loc, lb, ub, step)), i);
+  };
+
+  // The producer: the loops' bounds and addresses recomputed, then per
   // iteration: wait until the stage is released (from its second use on),
   // and fill it.
   OpBuilder p = OpBuilder::atBlockBegin(split.thenBlock());
   if (moveRegisters)
     tilegpu::SetMaxRegistersOp::create(p, loc, int32_t(kProducerRegisters), false);
-  IRMapping outer;
-  for (Operation *op : *outerSlice)
-    p.clone(*op, outer);
-  Value lb = outer.lookupOrDefault(loop.getLowerBound()), ub = outer.lookupOrDefault(loop.getUpperBound()),
-        step = outer.lookupOrDefault(loop.getStep());
+  IRMapping map;
+  for (Operation *op : *entrySlice)
+    p.clone(*op, map);
+  Value tileIv, tileLb, tileStep;
+  if (tiles) {
+    tileLb = map.lookupOrDefault(tiles.getLowerBound()), tileStep = map.lookupOrDefault(tiles.getStep());
+    auto producerTiles = scf::ForOp::create(p, loc, tileLb, map.lookupOrDefault(tiles.getUpperBound()), tileStep);
+    p.setInsertionPointToStart(producerTiles.getBody());
+    tileIv = producerTiles.getInductionVar();
+    map.map(tiles.getInductionVar(), tileIv);
+    for (Operation *op : tileSlice)
+      p.clone(*op, map);
+  }
+  Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
+        step = map.lookupOrDefault(loop.getStep());
   auto producerLoop = scf::ForOp::create(p, loc, lb, ub, step);
   {
     OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
     Value iv = producerLoop.getInductionVar();
     Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
-    Value stage = toI32(in, arith::RemSIOp::create(in, loc, i, constant(in, stages)));
-    Value reuse = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, i, constant(in, stages));
+    Value g = globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
+    Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
+    Value reuse = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, g, constant(in, stages));
     auto wait = scf::IfOp::create(in, loc, TypeRange{}, reuse, false);
     {
-      // Use u = i / stages of the stage needs the release of use u - 1:
+      // Use u = g / stages of the stage needs the release of use u - 1:
       // that release completes phase u - 1 of the release barrier.
       OpBuilder w = OpBuilder::atBlockBegin(wait.thenBlock());
-      Value use = arith::DivSIOp::create(w, loc, i, constant(w, stages));
+      Value use = arith::DivSIOp::create(w, loc, g, constant(w, stages));
       Value phase = toI32(w, arith::RemSIOp::create(w, loc, arith::SubIOp::create(w, loc, use, constant(w, 1)),
                                                     constant(w, 2)));
       auto released = tilegpu::TmaWaitOp::create(w, loc, rings, stage, phase);
       released.setReleased(true);
     }
     if (a)
-      issue(in, loop, *a, ringA, iv, stage, &outer);
-    issue(in, loop, bOp, ringB, iv, stage, &outer);
+      issue(in, loop, *a, ringA, iv, stage, &map);
+    issue(in, loop, bOp, ringB, iv, stage, &map);
   }
 
   // The consumers' loop: wait for this iteration's stage, the dot, and once
-  // the previous iteration's wgmma group is complete, release its stage.
+  // the previous iteration's wgmma group is complete (across tiles too: the
+  // tile ends with a wait for all its groups), release its stage.
   const std::optional<unsigned> carried = carriedAccumulator(loop, dot);
   const bool overlap = stages >= 3 && carried;
   OpBuilder in(dot);
   Value clb = loop.getLowerBound(), cstep = loop.getStep();
-  Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), clb), cstep);
+  Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), clb), cstep);
+  Value iter = tiles ? globalIteration(in, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
+                                       loop.getUpperBound(), cstep)
+                     : i;
   Value stage = toI32(in, arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
   Value phase = toI32(in, arith::RemSIOp::create(in, loc, arith::DivSIOp::create(in, loc, iter, constant(in, stages)),
                                                  constant(in, 2)));
@@ -192,18 +264,19 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
       between->erase();
     o->loadOp()->erase();
   }
-  // After the loop every copy has been waited for (the producer issues
-  // exactly the loop's iterations): the mbarriers go, the rings' bytes may
-  // be reused.
   OpBuilder after(loop->getContext());
   after.setInsertionPointAfter(loop);
-  for (Value ring : rings)
-    tilegpu::TmaReleaseOp::create(after, loc, ring);
   if (overlap) { // the last iteration's wgmma group
     Value acc = loop.getResult(*carried);
     auto done = tilegpu::WgmmaWaitOp::create(after, loc, acc.getType(), acc, after.getI32IntegerAttr(0));
     acc.replaceAllUsesExcept(done.getResult(), done);
   }
+  // After the loops every copy has been waited for (the producer issues
+  // exactly the loops' iterations): the mbarriers go, the rings' bytes may
+  // be reused.
+  after.setInsertionPointAfter(tiles ? tiles : loop);
+  for (Value ring : rings)
+    tilegpu::TmaReleaseOp::create(after, loc, ring);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();

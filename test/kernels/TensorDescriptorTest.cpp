@@ -216,6 +216,41 @@ TEST_P(TensorDescriptor, WarpSpecializedTilesMatchTheInterpreter) {
   }
 }
 
+/// The persistent GEMM warp specialised: the producer walks the same tiles,
+/// the rings and their phases run on from tile to tile (the producer fills
+/// the next tile's stages while the consumers store this one's C block).
+/// Fewer programs than tiles, K loops of 5 and 3 iterations (rings that
+/// wrap within and across tiles), 4 and 8 consumer warps.
+TEST_P(TensorDescriptor, WarpSpecializedPersistentMatmul) {
+  auto k = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  struct S { int M, N, K, BM, BN, BK, warps, stages, programs; };
+  for (S s : {S{200, 136, 160, 64, 64, 32, 4, 3, 3}, S{260, 264, 192, 128, 128, 64, 8, 4, 2}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages, {} programs", s.M, s.N, s.K, s.BM,
+                             s.BN, s.BK, s.warps, s.stages, s.programs));
+    auto a = random_vector<bfloat16>(size_t(s.M * s.K)), b = random_vector<bfloat16>(size_t(s.K * s.N));
+    auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = want;
+    const Grid g{uint32_t(s.programs)};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
+    LaunchOptions o = target(g, s.warps);
+    o.num_stages = s.stages;
+    o.warp_specialize = true;
+    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  }
+  std::vector<bfloat16> x(256 * 256);
+  for (auto [BN, warps] : {std::pair{128, 4}, std::pair{256, 8}}) {
+    CompiledKernel c = k.compile({x, x, x, 256, 256, 256, 128, BN, 64, 8},
+                                 {.chip = "sm_90a", .num_warps = warps, .num_stages = 3, .warp_specialize = true});
+    EXPECT_EQ(c.producer_warps, 4);
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    std::printf("[tegula test] warp-specialised persistent 128x%dx64, %d+4 warps, 3 stages: %d registers, %d spill "
+                "bytes\n",
+                BN, warps, c.registers, c.spill_bytes);
+  }
+}
+
 /// Attention warp specialised: the producer warpgroup fills K's ring (the
 /// first dot of the loop); V's ring stays with the consumers (thread 0
 /// refills it, their own barriers order it).
