@@ -80,6 +80,8 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
   auto module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
   if (!fn || !bOp.block || module->hasAttr("tilegpu.producer_warps"))
     return false; // nested deeper, not TMA, or the kernel already has a producer
+  if (module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() % 4)
+    return false; // the producer must be a warpgroup of its own (setmaxnreg, wgmma)
   if (tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
                             [&](Value v) { return tiles->isAncestor(v.getParentRegion()->getParentOp()); }))
     return false; // the K loop's bounds change from tile to tile
@@ -152,11 +154,17 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
                                                                     std::prev(entry.end()))))
     op.moveBefore(consumer->getTerminator());
   // Registers move from the producer warpgroup to the consumers when the
-  // launch's per-thread share (64K / threads) is below what a thread may hold.
+  // launch's per-thread share is below what a thread may hold. The CTA's
+  // pool is what the launch allocated - threads x the kernel's count, which
+  // ptxas sets to the share for a kernel with setmaxnreg (64K / threads,
+  // rounded down to 8) - and setmaxnreg.inc waits until the pool has the
+  // registers: what the consumers ask for must fit in what the producer
+  // gives back.
   const int64_t threads = (consumerWarps + kProducerWarps) * 32;
-  const int64_t consumerRegisters =
-      std::min<int64_t>(256, (65536 - kProducerWarps * 32 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
-  const bool moveRegisters = 65536 / threads < 255;
+  const int64_t share = 65536 / threads / 8 * 8;
+  const bool moveRegisters = share < 248;
+  const int64_t consumerRegisters = std::min<int64_t>(
+      256, (threads * share - kProducerWarps * 32 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
   if (moveRegisters) {
     OpBuilder atConsumer = OpBuilder::atBlockBegin(consumer);
     tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);

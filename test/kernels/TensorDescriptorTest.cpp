@@ -418,6 +418,10 @@ TEST(TensorDescriptorPtx, WarpSpecializedRingsHaveAProducerWarpgroup) {
     if (warps == 8) {
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.dec.sync.aligned.u32 40;"));
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232;"));
+      // The pool setmaxnreg moves registers in: 384 threads x 168 (ptxas gives
+      // a kernel with setmaxnreg the whole share) = 128 x 40 + 256 x 232.
+      if (!c.cubin.empty())
+        EXPECT_EQ(c.registers, 168);
     }
     if (!c.cubin.empty())
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
