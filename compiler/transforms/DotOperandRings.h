@@ -13,6 +13,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <optional>
 
 namespace tegula::rings {
@@ -66,13 +68,22 @@ void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, V
 /// accumulator an iter_arg, its result used only by the yield there).
 std::optional<unsigned> carriedAccumulator(mlir::scf::ForOp loop, tile::DotOp dot);
 
-/// Warp specialisation of a TMA-fed loop at the top of the kernel (see
-/// Passes.td, pipeline-dot-operands' warp-specialize): a producer warpgroup
-/// issues every iteration's copies; the tile program's warps consume.
-/// False, with nothing changed, when it does not apply (a nested loop, a
-/// kernel that already has a producer, addresses the producer cannot
+/// A dot of a loop with its planned operand rings (A empty: in registers).
+struct RingDot {
+  tile::DotOp dot;
+  std::optional<Operand> a;
+  Operand b;
+};
+
+/// Warp specialisation of a TMA-fed loop (see Passes.td,
+/// pipeline-dot-operands' warp-specialize): a producer warpgroup issues every
+/// iteration's copies for all of `dots` (the loop's dots, in body order);
+/// the tile program's warps consume. `addMap` gives an operand its swizzled
+/// tensor map (called only once the loop qualifies). False, with nothing
+/// changed, when it does not apply (a loop nested deeper than a tile loop,
+/// a kernel that already has a producer, addresses the producer cannot
 /// recompute from scalars).
-bool pipelineWarpSpecialized(mlir::scf::ForOp loop, tile::DotOp dot, std::optional<Operand> &a, Operand &bOp,
-                             int stages);
+bool pipelineWarpSpecialized(mlir::scf::ForOp loop, mlir::MutableArrayRef<RingDot> dots, int stages,
+                             llvm::function_ref<bool(Operand &)> addMap);
 
 } // namespace tegula::rings

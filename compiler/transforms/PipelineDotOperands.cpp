@@ -23,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace tegula {
@@ -479,7 +480,11 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       return;
     SmallVector<tile::DotOp> dots;
     getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
+    if (warpSpecialize && !warpSpecializeFirstLoop(dots))
+      return signalPassFailure();
     for (tile::DotOp dot : dots) {
+      if (!dot->getBlock())
+        continue; // rewritten already (warp specialised)
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       APInt step;
@@ -502,10 +507,55 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
           if (o && !(o->map = addSwizzledTensorMap(*o)))
             return signalPassFailure();
       }
-      if (warpSpecialize && b->block && pipelineWarpSpecialized(loop, dot, a, *b, numStages))
-        continue;
       pipeline(loop, dot, std::move(a), std::move(*b), numStages);
     }
+  }
+
+  /// The dots of a loop whose operands can all come through TMA rings (A
+  /// in registers or a ring), planned; nothing when one cannot.
+  std::optional<std::vector<RingDot>> planTmaLoop(scf::ForOp loop, ArrayRef<tile::DotOp> dots) {
+    std::vector<RingDot> planned;
+    for (tile::DotOp dot : dots) {
+      auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+      if (!mma || !mma.isWgmma())
+        return std::nullopt;
+      auto a = planOperand(loop, dot, 0, numStages);
+      auto b = planOperand(loop, dot, 1, numStages);
+      auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
+          cast<RankedTensorType>(dot.getA().getType()).getEncoding());
+      const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+      if (!b || !b->block || (a && !a->block) || (!a && !aInRegisters))
+        return std::nullopt;
+      planned.push_back({dot, std::move(a), std::move(*b)});
+    }
+    return planned;
+  }
+
+  /// Warp specialisation: the first loop (in program order) whose dots all
+  /// take their operands from TMA rings gets the kernel's producer. False on
+  /// an internal failure (a tensor map that cannot be added).
+  bool warpSpecializeFirstLoop(ArrayRef<tile::DotOp> dots) {
+    llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
+    for (tile::DotOp dot : dots) {
+      APInt step;
+      auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+      if (loop && matchPattern(loop.getStep(), m_ConstantInt(&step)) && step.isStrictlyPositive())
+        byLoop[loop].push_back(dot);
+    }
+    for (auto &[op, loopDots] : byLoop) {
+      auto loop = cast<scf::ForOp>(op);
+      auto planned = planTmaLoop(loop, loopDots);
+      if (!planned)
+        continue;
+      bool mapsAdded = true;
+      if (pipelineWarpSpecialized(loop, *planned, numStages, [&](Operand &o) {
+            return mapsAdded = bool(o.map = addSwizzledTensorMap(o));
+          }))
+        return true;
+      if (!mapsAdded)
+        return false;
+    }
+    return true;
   }
 };
 

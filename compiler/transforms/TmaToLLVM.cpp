@@ -354,7 +354,7 @@ struct TmaWaitPattern : OpConversionPattern<tilegpu::TmaWaitOp> {
                    stageBarrier(rw, loc, lowered, adaptor.getStage(),
                                 cast<tilegpu::SharedTilesType>(ring.getType()), op.getReleased()),
                    adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait");
-    if (!op.getReleased()) // the producer waits alone
+    if (!op.getReleased() && !op.getNoBarrier()) // warp specialised: each thread for itself
       ctaBarrier(rw, loc);
     rw.eraseOp(op);
     return success();

@@ -71,15 +71,18 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
 }
 } // namespace
 
-bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> &a, Operand &bOp,
-                             int stages) {
+bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages,
+                             llvm::function_ref<bool(Operand &)> addMap) {
   // The K loop at the top of the kernel, or in a loop there (a persistent
   // kernel's tile loop) whose iterations all run the same K iterations.
   auto tiles = dyn_cast<scf::ForOp>(loop->getParentOp());
   auto fn = dyn_cast<func::FuncOp>((tiles ? tiles : loop)->getParentOp());
   auto module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
-  if (!fn || !bOp.block || module->hasAttr("tilegpu.producer_warps"))
-    return false; // nested deeper, not TMA, or the kernel already has a producer
+  if (!fn || dots.empty() || module->hasAttr("tilegpu.producer_warps"))
+    return false; // nested deeper, or the kernel already has a producer
+  for (RingDot &d : dots)
+    if (!d.b.block || (d.a && !d.a->block))
+      return false; // a ring filled by cp.async
   if (module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() % 4)
     return false; // the producer must be a warpgroup of its own (setmaxnreg, wgmma)
   if (tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
@@ -90,13 +93,17 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
   Block &entry = fn.getBody().front();
   // What the producer recomputes: the K loop's bounds and the copies'
   // coordinates, from the tile loop's body and from the kernel's entry.
+  SmallVector<Operand *> operands;
+  for (RingDot &d : dots) {
+    if (d.a)
+      operands.push_back(&*d.a);
+    operands.push_back(&d.b);
+  }
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   auto outside = [&](Value v) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
   };
-  for (Operand *o : {a ? &*a : nullptr, &bOp}) {
-    if (!o)
-      continue;
+  for (Operand *o : operands) {
     for (Operation *op : o->slice.ops)
       llvm::append_range(roots, llvm::make_filter_range(op->getOperands(), outside));
     llvm::append_range(roots, llvm::make_filter_range(o->block.getOffsets(), outside));
@@ -115,9 +122,12 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
   auto entrySlice = scalarSlice(entry, roots, Value(), none);
   if (!entrySlice || !none.empty())
     return false;
+  for (Operand *o : operands)
+    if (!addMap(*o))
+      return false;
 
-  Location loc = dot.getLoc();
-  MLIRContext *ctx = dot.getContext();
+  Location loc = loop.getLoc();
+  MLIRContext *ctx = loop.getContext();
   const int64_t consumerWarps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt();
   constexpr int64_t kProducerWarps = 4, kProducerRegisters = 40;
   module->setAttr("tilegpu.producer_warps", IntegerAttr::get(IntegerType::get(ctx, 32), kProducerWarps));
@@ -141,11 +151,22 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
     tilegpu::TmaInitOp::create(b, loc, ring);
     return ring;
   };
-  Value ringA = a ? allocRing(*a) : Value();
-  Value ringB = allocRing(bOp);
-  SmallVector<Value> rings = {ringB};
-  if (ringA)
-    rings.insert(rings.begin(), ringA);
+  struct Rings {
+    Value a, b;
+    SmallVector<Value> all;
+  };
+  std::vector<Rings> rings;
+  SmallVector<Value> allRings;
+  for (RingDot &d : dots) {
+    Rings r;
+    r.a = d.a ? allocRing(*d.a) : Value();
+    r.b = allocRing(d.b);
+    if (r.a)
+      r.all.push_back(r.a);
+    r.all.push_back(r.b);
+    llvm::append_range(allRings, r.all);
+    rings.push_back(r);
+  }
   auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
   split->setAttr("tilegpu.warp_specialized", UnitAttr::get(ctx)); // its else region: the consumers
   // The consumers: the rest of the kernel.
@@ -212,78 +233,93 @@ bool pipelineWarpSpecialized(scf::ForOp loop, tile::DotOp dot, std::optional<Ope
     auto wait = scf::IfOp::create(in, loc, TypeRange{}, reuse, false);
     {
       // Use u = g / stages of the stage needs the release of use u - 1:
-      // that release completes phase u - 1 of the release barrier.
+      // that release completes phase u - 1 of the release barriers.
       OpBuilder w = OpBuilder::atBlockBegin(wait.thenBlock());
       Value use = arith::DivSIOp::create(w, loc, g, constant(w, stages));
       Value phase = toI32(w, arith::RemSIOp::create(w, loc, arith::SubIOp::create(w, loc, use, constant(w, 1)),
                                                     constant(w, 2)));
-      auto released = tilegpu::TmaWaitOp::create(w, loc, rings, stage, phase);
+      auto released = tilegpu::TmaWaitOp::create(w, loc, allRings, stage, phase);
       released.setReleased(true);
     }
-    if (a)
-      issue(in, loop, *a, ringA, iv, stage, &map);
-    issue(in, loop, bOp, ringB, iv, stage, &map);
+    for (auto [d, r] : llvm::zip(dots, rings)) {
+      if (d.a)
+        issue(in, loop, *d.a, r.a, iv, stage, &map);
+      issue(in, loop, d.b, r.b, iv, stage, &map);
+    }
   }
 
-  // The consumers' loop: wait for this iteration's stage, the dot, and once
-  // the previous iteration's wgmma group is complete (across tiles too: the
-  // tile ends with a wait for all its groups), release its stage.
-  const std::optional<unsigned> carried = carriedAccumulator(loop, dot);
-  const bool overlap = stages >= 3 && carried;
-  OpBuilder in(dot);
+  // The consumers' loop: per dot, wait for this iteration's stage of its
+  // rings, the dot, and once its wgmma group is complete release the stage -
+  // the previous iteration's when one group stays in flight (across tiles
+  // too: a tile ends with a wait for all its groups), else this one's.
+  OpBuilder head = OpBuilder::atBlockBegin(loop.getBody());
   Value clb = loop.getLowerBound(), cstep = loop.getStep();
-  Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), clb), cstep);
-  Value iter = tiles ? globalIteration(in, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
+  Value i = arith::DivSIOp::create(head, loc, arith::SubIOp::create(head, loc, loop.getInductionVar(), clb), cstep);
+  Value iter = tiles ? globalIteration(head, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
                                        loop.getUpperBound(), cstep)
                      : i;
-  Value stage = toI32(in, arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  Value phase = toI32(in, arith::RemSIOp::create(in, loc, arith::DivSIOp::create(in, loc, iter, constant(in, stages)),
-                                                 constant(in, 2)));
-  tilegpu::TmaWaitOp::create(in, loc, rings, stage, phase);
-  Operation *onShared;
-  if (a) {
-    auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
-    both.setTransposeA(bool(a->trans));
-    both.setTransposeB(bool(bOp.trans));
-    onShared = both;
-  } else {
-    auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringB, stage, dot.getAcc());
-    bOnly.setTransposeB(bool(bOp.trans));
-    onShared = bOnly;
-  }
-  in.setInsertionPointAfter(onShared);
-  Value result = tilegpu::WgmmaWaitOp::create(in, loc, onShared->getResult(0).getType(), onShared->getResult(0),
-                                              in.getI32IntegerAttr(overlap ? 1 : 0))
-                     .getResult();
-  Value hasPrevious = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, iter, constant(in, 1));
-  auto release = scf::IfOp::create(in, loc, TypeRange{}, hasPrevious, false);
-  {
-    OpBuilder r = OpBuilder::atBlockBegin(release.thenBlock());
-    Value previous = toI32(r, arith::RemSIOp::create(r, loc, arith::AddIOp::create(r, loc, iter, constant(r, stages - 1)),
-                                                     constant(r, stages)));
-    tilegpu::TmaArriveOp::create(r, loc, rings, previous);
-  }
-  dot.replaceAllUsesWith(result);
-  dot.erase();
-  for (Operand *o : {a ? &*a : nullptr, &bOp}) {
-    if (!o)
-      continue;
-    for (Operation *between : o->chain)
-      between->erase();
-    o->loadOp()->erase();
-  }
-  OpBuilder after(loop->getContext());
+  Value stage = toI32(head, arith::RemSIOp::create(head, loc, iter, constant(head, stages)));
+  Value phase = toI32(head, arith::RemSIOp::create(
+                                head, loc, arith::DivSIOp::create(head, loc, iter, constant(head, stages)),
+                                constant(head, 2)));
+  OpBuilder after(ctx);
   after.setInsertionPointAfter(loop);
-  if (overlap) { // the last iteration's wgmma group
-    Value acc = loop.getResult(*carried);
-    auto done = tilegpu::WgmmaWaitOp::create(after, loc, acc.getType(), acc, after.getI32IntegerAttr(0));
-    acc.replaceAllUsesExcept(done.getResult(), done);
+  for (auto [d, r] : llvm::zip(dots, rings)) {
+    const std::optional<unsigned> carried = carriedAccumulator(loop, d.dot);
+    const bool overlap = stages >= 3 && carried;
+    Location dotLoc = d.dot.getLoc();
+    OpBuilder in(d.dot);
+    // Each thread waits for itself: wgmma needs no barrier, and the release
+    // mbarrier tells the producer when the stage is free.
+    tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
+    Operation *onShared;
+    if (d.a) {
+      auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc());
+      both.setTransposeA(bool(d.a->trans));
+      both.setTransposeB(bool(d.b.trans));
+      onShared = both;
+    } else {
+      auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc());
+      bOnly.setTransposeB(bool(d.b.trans));
+      onShared = bOnly;
+    }
+    in.setInsertionPointAfter(onShared);
+    Value result = tilegpu::WgmmaWaitOp::create(in, dotLoc, onShared->getResult(0).getType(), onShared->getResult(0),
+                                                in.getI32IntegerAttr(overlap ? 1 : 0))
+                       .getResult();
+    if (overlap) {
+      Value hasPrevious = arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, iter, constant(in, 1));
+      auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
+      OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
+      Value previous = toI32(rel, arith::RemSIOp::create(
+                                      rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
+                                      constant(rel, stages)));
+      tilegpu::TmaArriveOp::create(rel, dotLoc, r.all, previous);
+    } else {
+      tilegpu::TmaArriveOp::create(in, dotLoc, r.all, stage);
+    }
+    d.dot.replaceAllUsesWith(result);
+    if (overlap) { // the last iteration's wgmma group
+      Value acc = loop.getResult(*carried);
+      auto done = tilegpu::WgmmaWaitOp::create(after, dotLoc, acc.getType(), acc, after.getI32IntegerAttr(0));
+      acc.replaceAllUsesExcept(done.getResult(), done);
+    }
+  }
+  for (RingDot &d : dots) {
+    d.dot.erase();
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b}) {
+      if (!o)
+        continue;
+      for (Operation *between : o->chain)
+        between->erase();
+      o->loadOp()->erase();
+    }
   }
   // After the loops every copy has been waited for (the producer issues
   // exactly the loops' iterations): the mbarriers go, the rings' bytes may
   // be reused.
   after.setInsertionPointAfter(tiles ? tiles : loop);
-  for (Value ring : rings)
+  for (Value ring : allRings)
     tilegpu::TmaReleaseOp::create(after, loc, ring);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))

@@ -106,9 +106,12 @@ def TileGPU_TmaWaitOp : TileGPU_Op<"tma_wait"> {
     every thread is done with the iterations before (their stages may be
     refilled). `released` (a warp-specialised producer): wait instead for
     the consumers' release of the stage (tilegpu.tma_arrive), no barrier.
+    `noBarrier` (warp-specialised consumers): no barrier after the wait -
+    each thread has seen the copies land itself, and the release mbarrier,
+    not a barrier, tells the producer when the stage is free.
   }];
   let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage, I32:$phase,
-                       UnitAttr:$released);
+                       UnitAttr:$released, UnitAttr:$noBarrier);
   let assemblyFormat = [{
     $rings `[` $stage `]` `,` $phase attr-dict `:` type($rings)
   }];

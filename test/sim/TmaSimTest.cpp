@@ -184,6 +184,12 @@ TEST(TmaSim, AProducerThatDoesNotWaitForTheReleaseIsReported) {
   runPipelinedWithout("tegula_wait_release:", "no thread has waited for yet", true);
 }
 
+/// Consumers that do not wait for their stage issue wgmma on it while the
+/// producer's copies are still landing there.
+TEST(TmaSim, AConsumerThatDoesNotWaitForItsStageIsReported) {
+  runPipelinedWithout("tegula_wait:", "the shared memory this wgmma.mma_async reads changed", true);
+}
+
 /// Consumers that never release: the producer waits forever.
 TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
   runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
