@@ -251,9 +251,8 @@ TEST_P(TensorDescriptor, WarpSpecializedPersistentMatmul) {
   }
 }
 
-/// Attention warp specialised: the producer warpgroup fills K's ring (the
-/// first dot of the loop); V's ring stays with the consumers (thread 0
-/// refills it, their own barriers order it).
+/// Attention warp specialised: the producer warpgroup fills the K and V
+/// rings; each dot waits for and releases its own.
 TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
   auto ref = kernel("attention_fwd", examples::attention_fwd<bfloat16>,
                     {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});

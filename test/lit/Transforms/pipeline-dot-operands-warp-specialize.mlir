@@ -26,7 +26,7 @@
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
 // CHECK-NOT: tilegpu.tma_load
 // CHECK:   scf.for
-// CHECK:     tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} :
+// CHECK:     tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
 // CHECK:     tilegpu.dot_shared %[[A]]
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32}
 // CHECK:     scf.if
