@@ -37,7 +37,10 @@ struct Shape {
 struct Config {
   int bm, bn, warps;
   bool tma = false; // examples::attention_fwd_descriptors: K, V through TMA rings on sm_90a
-  std::string name() const { return fmt::format("{}x{} w{}{}", bm, bn, warps, tma ? " tma" : ""); }
+  bool ws = false;  // with tma: warp specialised (a producer warpgroup fills the K and V rings)
+  std::string name() const {
+    return fmt::format("{}x{} w{}{}{}", bm, bn, warps, tma ? " tma" : "", ws ? " ws" : "");
+  }
 };
 
 /// Relative L2 error of heads `h` of `out` against softmax(q k^T / sqrt(d)) v.
@@ -128,16 +131,19 @@ int main(int argc, char **argv) {
                                         ? std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 4}}
                                         : std::vector<Config>{{64, 64, 4}, {128, 64, 8}, {128, 32, 8}};
       if (info.chip == "sm_90a")
-        for (Config c : {Config{64, 64, 4}, Config{128, 64, 8}}) {
-          c.tma = true;
-          configs.push_back(c);
-        }
+        for (bool ws : {false, true})
+          for (Config c : {Config{64, 64, 4}, Config{128, 64, 8}}) {
+            c.tma = true;
+            c.ws = ws;
+            configs.push_back(c);
+          }
       double bestMs = INFINITY;
       std::string best;
       for (const Config &c : configs) {
         LaunchOptions opts{.grid = {uint32_t(cdiv(s.seq, c.bm)), uint32_t(s.heads)},
                            .num_warps = c.warps,
-                           .backend = Backend::GPU};
+                           .backend = Backend::GPU,
+                           .warp_specialize = c.ws};
         auto launch = [&] {
           if (c.tma)
             kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);
