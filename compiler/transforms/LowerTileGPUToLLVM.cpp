@@ -507,6 +507,10 @@ struct LowerTileGPUToLLVMPass
       if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
         fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
         fn->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+        // Warp specialisation with setmaxnreg: the kernel declares its
+        // per-thread register count (the pool setmaxnreg moves registers in).
+        if (auto regs = module->getAttrOfType<IntegerAttr>("tilegpu.max_registers"))
+          fn->setAttr("nvvm.maxnreg", IntegerAttr::get(IntegerType::get(ctx, 32), regs.getInt()));
         // By-value parameters are TMA tensor maps (use-tma), whose address
         // the bulk copies take: they stay in param space.
         for (unsigned i = 0; i < fn.getNumArguments(); ++i)

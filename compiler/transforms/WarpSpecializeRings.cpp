@@ -189,6 +189,9 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   if (moveRegisters) {
     OpBuilder atConsumer = OpBuilder::atBlockBegin(consumer);
     tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);
+    // The launch's per-thread count (.maxnreg), which setmaxnreg needs the
+    // kernel to declare: the pool it moves registers in is threads x this.
+    module->setAttr("tilegpu.max_registers", IntegerAttr::get(IntegerType::get(ctx, 32), share));
   }
 
   // Iteration g of the K loop over the whole kernel: (the tile loop's

@@ -259,27 +259,31 @@ TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
   auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
                   {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
   const int heads = 2, seq = 200;
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(fmt::format("T={} causal={}", seq, causal));
-    const size_t n = size_t(heads * seq * 64);
-    auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
-    auto want = poisoned<bfloat16>(n), got = want;
-    Grid g{uint32_t(cdiv(seq, 64)), uint32_t(heads)};
-    ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, 0.125f, 64, 64, 64, causal);
-    LaunchOptions o = target();
-    o.grid = g;
-    o.warp_specialize = true;
-    k(o, q, kk, v, got, seq, heads * seq, 0.125f, 64, 64, 64, causal);
-    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
-  }
+  for (auto [BM, warps] : {std::pair{64, 4}, std::pair{128, 8}})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("T={} causal={} {}x64 at {} warps", seq, causal, BM, warps));
+      const size_t n = size_t(heads * seq * 64);
+      auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+      auto want = poisoned<bfloat16>(n), got = want;
+      Grid g{uint32_t(cdiv(seq, BM)), uint32_t(heads)};
+      ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, 0.125f, 64, BM, 64, causal);
+      LaunchOptions o = target(g, warps);
+      o.warp_specialize = true;
+      k(o, q, kk, v, got, seq, heads * seq, 0.125f, 64, BM, 64, causal);
+      EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+    }
   std::vector<bfloat16> x(2 * 128 * 64);
-  CompiledKernel c = k.compile({x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true},
-                               {.chip = "sm_90a", .warp_specialize = true});
-  EXPECT_EQ(c.producer_warps, 4);
-  if (!c.cubin.empty())
-    EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
-  std::printf("[tegula test] warp-specialised attention 64x64, d 64, 4+4 warps: %d registers, %d spill bytes\n",
-              c.registers, c.spill_bytes);
+  for (auto [BM, warps] : {std::pair{64, 4}, std::pair{128, 8}}) {
+    CompiledKernel c = k.compile({x, x, x, x, 128, 256, 0.125f, 64, BM, 64, true},
+                                 {.chip = "sm_90a", .num_warps = warps, .warp_specialize = true});
+    EXPECT_EQ(c.producer_warps, 4);
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    if (warps == 8 && !c.cubin.empty()) // the declared .maxnreg, whatever the code needs
+      EXPECT_EQ(c.registers, 168);
+    std::printf("[tegula test] warp-specialised attention %dx64, d 64, %d+4 warps: %d registers, %d spill bytes\n",
+                BM, warps, c.registers, c.spill_bytes);
+  }
 }
 
 /// Flash attention with K and V through descriptors (TMA rings feeding
@@ -417,8 +421,10 @@ TEST(TensorDescriptorPtx, WarpSpecializedRingsHaveAProducerWarpgroup) {
     if (warps == 8) {
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.dec.sync.aligned.u32 40;"));
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232;"));
-      // The pool setmaxnreg moves registers in: 384 threads x 168 (ptxas gives
-      // a kernel with setmaxnreg the whole share) = 128 x 40 + 256 x 232.
+      // The pool setmaxnreg moves registers in: 384 threads x 168, the count
+      // the kernel declares (.maxnreg) and ptxas then allocates, = 128 x 40 +
+      // 256 x 232.
+      EXPECT_THAT(c.ptx, HasSubstr(".maxnreg 168"));
       if (!c.cubin.empty())
         EXPECT_EQ(c.registers, 168);
     }
