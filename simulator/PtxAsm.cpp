@@ -29,7 +29,7 @@ enum class Op {
   MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
   BulkTensorStore, BulkCommit, BulkWaitRead,
   // Warp specialisation: named barriers (setmaxnreg is checked, then a Nop).
-  NamedBarrier, Nop
+  NamedBarrier, SetMaxNReg, Nop
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
@@ -58,6 +58,7 @@ struct AsmProgram::Instruction {
   int wgmmaN = 0, waitPending = 0;
   int tensorRank = 0; // cp.async.bulk.tensor.{N}d
   bool transA = false, transB = false, aFromRegisters = false;
+  bool increase = false; // setmaxnreg.inc
 };
 
 namespace {
@@ -244,7 +245,8 @@ struct Parser {
       if (ops[0].form != Operand::Immediate || ops[1].form != Operand::Immediate)
         unsupported(fmt::format("'{}': the barrier and the thread count are immediates", stmt));
     } else if (opcode == "setmaxnreg.inc.sync.aligned.u32" || opcode == "setmaxnreg.dec.sync.aligned.u32") {
-      in.op = Op::Nop; // registers are not modelled; the count is checked as ptxas would
+      in.op = Op::SetMaxNReg;
+      in.increase = opcode == "setmaxnreg.inc.sync.aligned.u32";
       expect(1);
       if (ops[0].form != Operand::Immediate || ops[0].value < 24 || ops[0].value > 256 || ops[0].value % 8)
         unsupported(fmt::format("'{}': the register count is an immediate from 24 to 256, a multiple of 8",
@@ -663,6 +665,9 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       break;
     case Op::NamedBarrier:
       namedBarrier(uint32_t(ops[0].value), uint32_t(ops[1].value), site);
+      break;
+    case Op::SetMaxNReg:
+      setMaxRegisters(in.increase, uint32_t(ops[0].value), site);
       break;
     case Op::MbarrierTryWait:
       r[ops[0].reg] = mbarrierTryWait(address(ops[1]), uint32_t(value(ops[2])), site);

@@ -108,6 +108,12 @@ struct Cta {
   std::vector<Collective> warps;
   // Named barriers (bar.sync id, count): arrivals so far and the count.
   std::array<uint32_t, 16> namedArrivals{}, namedCounts{};
+  // setmaxnreg: each warpgroup's per-thread registers, the pool's free
+  // ones, and a request that waits for registers (for deadlock reports).
+  std::vector<int> warpRegisters;
+  int64_t freeRegisters = 0;
+  uint64_t registerWaits = 0;
+  std::string registerRequest;
   uint32_t firstEpoch = 1, epoch = 1;
   Fiber scheduler;
   int current = -1;
@@ -303,6 +309,10 @@ void runCta(Cta &c) {
   for (Collective &w : c.warps)
     w = Collective{};
   c.namedArrivals.fill(0);
+  c.warpRegisters.assign((c.warps.size() + 3) / 4, c.config->maxRegisters);
+  c.freeRegisters = 0;
+  c.registerWaits = 0;
+  c.registerRequest.clear();
   for (auto &e : c.extensions)
     e.reset();
   for (size_t t = 0; t < c.threads.size(); ++t) {
@@ -432,6 +442,44 @@ void namedBarrier(uint32_t id, uint32_t count, uint32_t site) {
     if (other.state == State::AtBarrier && other.barrierId == id)
       other.state = State::Ready;
 }
+
+void setMaxRegisters(bool increase, uint32_t count, uint32_t site) {
+  Cta &c = cta();
+  const char *name = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
+  if (c.config->maxRegisters == 0)
+    fail(site, fmt::format("{} in a kernel that declares no per-thread register count (.maxnreg): the "
+                           "register pool it moves registers in is undefined",
+                           name));
+  // A warpgroup's registers move together: its first thread does the
+  // accounting, the others wait until it is done.
+  const int group = c.current / (4 * kWarpSize), first = group * 4 * kWarpSize;
+  const int groupThreads = std::min<int>(4 * kWarpSize, int(c.threads.size()) - first);
+  if (c.current != first) {
+    while (increase && c.warpRegisters[size_t(group)] < int(count))
+      yieldToScheduler(); // the first thread reports a deadlock
+    return;
+  }
+  const int current = c.warpRegisters[size_t(group)];
+  if (increase ? int(count) < current : int(count) > current)
+    fail(site, fmt::format("{} {} in warpgroup {}, which holds {} registers per thread", name, count, group,
+                           current));
+  const int64_t delta = int64_t(groupThreads) * (int64_t(count) - current);
+  while (increase && c.freeRegisters < delta) {
+    c.registerRequest = fmt::format("warpgroup {} waits in {} {} for {} registers; the CTA's pool ({} threads x "
+                                    ".maxnreg {}) has {} free",
+                                    group, name, count, delta, c.threads.size(), c.config->maxRegisters,
+                                    c.freeRegisters);
+    if (++c.registerWaits > 1'000'000)
+      fail(site, fmt::format("deadlock: {}, and no warpgroup gives more back", c.registerRequest));
+    yieldToScheduler();
+  }
+  c.registerRequest.clear();
+  c.registerWaits = 0;
+  c.freeRegisters -= delta;
+  c.warpRegisters[size_t(group)] = int(count);
+}
+
+std::string pendingRegisterRequest() { return cta().registerRequest; }
 
 void warpCollective(const char *kind, uint32_t site, uint32_t mask, void *io,
                     const std::function<void(void *const ios[kWarpSize])> &complete) {

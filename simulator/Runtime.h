@@ -58,6 +58,9 @@ struct LaunchConfig {
   const std::vector<Site> *sites = nullptr;
   /// Report two threads touching the same shared byte between barriers.
   bool detectRaces = true;
+  /// The kernel's declared per-thread register count (.maxnreg; 0: none):
+  /// the CTA's pool setmaxnreg moves registers in is threads x this.
+  int maxRegisters = 0;
 };
 
 /// What a run cost: fiber switches and instrumented accesses.
@@ -82,6 +85,15 @@ void barrier(uint32_t site);
 /// barrier `id` continue together (warp specialisation: the consumer warps
 /// synchronise among themselves while the producer warps run on).
 void namedBarrier(uint32_t id, uint32_t count, uint32_t site);
+/// setmaxnreg.{inc,dec}.sync.aligned.u32 count: the warpgroup's per-thread
+/// registers move to `count`, from or to the CTA's pool (threads x .maxnreg,
+/// all handed out at launch); an increase waits until the pool has them -
+/// forever, reported as a deadlock, when the other warpgroups never give
+/// them back.
+void setMaxRegisters(bool increase, uint32_t count, uint32_t site);
+/// A setmaxnreg.inc waiting for registers, described (empty: none): other
+/// deadlock reports name it, as it is usually their cause.
+std::string pendingRegisterRequest();
 /// Check (and, for shared memory, record) an access of `bytes` at `p`.
 void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
 /// The CTA's shared memory.

@@ -37,6 +37,7 @@ struct SimKernel::Impl {
   std::vector<runtime::TensorMapSpec> tensorMaps;
   size_t sharedBytes = 0;
   int threads = 0;
+  int maxRegisters = 0; // the kernel's .maxnreg (nvvm.maxnreg), 0: none
   mutable std::string ir;
 };
 
@@ -115,6 +116,12 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   if (!fn)
     throw Error(fmt::format("simulator: the module has no kernel '{}'", kernel));
   llvm::append_range(impl->argTypes, fn.getArgumentTypes());
+  // The kernel's .maxnreg: lower-tilegpu-to-llvm derives nvvm.maxnreg from
+  // the module's tilegpu.max_registers.
+  if (auto regs = fn->getAttrOfType<IntegerAttr>("nvvm.maxnreg"))
+    impl->maxRegisters = int(regs.getInt());
+  else if (auto moduleRegs = module->getAttrOfType<IntegerAttr>("tilegpu.max_registers"))
+    impl->maxRegisters = int(moduleRegs.getInt());
   impl->jit = HostJit::compile(module, kernel);
 
   std::shared_ptr<SimKernel> k(new SimKernel());
@@ -145,6 +152,7 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   config.kernel = impl_->kernel;
   config.grid = grid;
   config.threads = impl_->threads;
+  config.maxRegisters = impl_->maxRegisters;
   config.sharedBytes = impl_->sharedBytes;
   config.sites = &impl_->sites;
   config.detectRaces = options.detectRaces;

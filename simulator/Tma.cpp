@@ -225,10 +225,13 @@ bool mbarrierTryWait(void *bar, uint32_t parity, uint32_t site) {
   size_t offset = offsetOf(bar, 8, "mbarrier.try_wait", site);
   Barrier &b = barrierAt(s, bar, "mbarrier.try_wait.parity", site);
   if (b.completions % 2 == parity % 2) { // that phase is still running
-    if (++s.failedWaits > 1'000'000)
+    if (++s.failedWaits > 1'000'000) {
+      const std::string registers = pendingRegisterRequest();
       fail(site, fmt::format("deadlock: the mbarrier at shared offset {} never completes its "
-                             "phase {} ({} arrivals and {} transaction bytes still pending)",
-                             offset, b.completions, b.pending, b.tx));
+                             "phase {} ({} arrivals and {} transaction bytes still pending){}",
+                             offset, b.completions, b.pending, b.tx,
+                             registers.empty() ? "" : fmt::format("; meanwhile {}", registers)));
+    }
     yieldThread();
     return false;
   }

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <functional>
+
 using namespace tegula;
 using namespace tegula::testing;
 using ::testing::HasSubstr;
@@ -193,6 +195,65 @@ TEST(TmaSim, AConsumerThatDoesNotWaitForItsStageIsReported) {
 /// Consumers that never release: the producer waits forever.
 TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
   runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
+}
+
+/// The warp-specialised GEMM at 8 + 4 warps - setmaxnreg 40 (producer) and
+/// 232 (consumers) in a pool of 384 threads x .maxnreg 168 - its lowered
+/// module changed by `mutate`, run in the simulator: the error, or "" when
+/// it ran and matched the interpreter.
+std::string runRegisterMoves(const std::function<void(mlir::ModuleOp)> &mutate) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  const int M = 128, N = 128, K = 256;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto ref = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> refArgs = {a, b, ref, M, N, K, K, N, N, 128, 128, 64};
+  k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
+  EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, 8, {}, 3, "sm_90a", /*warpSpecialize=*/true)));
+  mutate(*module);
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
+  auto out = poisoned<bfloat16>(size_t(M * N));
+  std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, 128, 128, 64};
+  try {
+    simulated->run({1, 1}, k.params(), {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"}, args);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+  return "";
+}
+
+/// Rewrites the immediate of every setmaxnreg.inc.
+void consumersAskFor(mlir::ModuleOp module, int registers) {
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    if (op.getAsmString().starts_with("setmaxnreg.inc"))
+      op.setAsmString(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};", registers));
+  });
+}
+
+TEST(TmaSim, RegistersMoveFromTheProducerToTheConsumers) {
+  EXPECT_EQ(runRegisterMoves([](mlir::ModuleOp) {}), "");
+}
+
+/// 256 consumer threads x (248 - 168) > 128 producer threads x (168 - 40):
+/// setmaxnreg.inc waits for registers nobody gives back.
+TEST(TmaSim, ConsumersAskingForMoreRegistersThanThePoolHasDeadlock) {
+  EXPECT_THAT(runRegisterMoves([](mlir::ModuleOp m) { consumersAskFor(m, 248); }),
+              HasSubstr("waits in setmaxnreg.inc 248 for 10240 registers; the CTA's pool (384 threads x .maxnreg 168) has 6144 free"));
+}
+
+/// Without .maxnreg the pool setmaxnreg moves registers in is undefined.
+TEST(TmaSim, SetmaxnregWithoutADeclaredRegisterCountIsReported) {
+  EXPECT_THAT(runRegisterMoves([](mlir::ModuleOp m) {
+                m->removeAttr("tilegpu.max_registers");
+                m->walk([](mlir::LLVM::LLVMFuncOp fn) { fn->removeAttr("nvvm.maxnreg"); });
+              }),
+              HasSubstr("declares no per-thread register count (.maxnreg)"));
 }
 
 } // namespace
