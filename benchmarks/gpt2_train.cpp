@@ -7,6 +7,9 @@
 // "skipped: ..." and exits 0.
 //
 //   gpt2-train [--batch 8] [--seq 1024] [--steps 10] [--dtype f32|bf16|all]
+//
+// On Hopper the bf16 model runs twice: as compiled by default, and with its
+// linear layers warp specialised ("bf16_ws").
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -31,11 +34,12 @@ double peakFlops(const std::string &name) { // dense bf16, as llm.c reports MFU
 
 /// Times `steps` training steps of GPT-2 124M with `storage` and prints its
 /// figures; "f32" or "bf16" in the names of the result lines.
-void run(DType storage, int B, int T, int steps, const DeviceInfo &info) {
-  const std::string tag(dtype_name(storage));
+void run(DType storage, bool warpSpecialize, int B, int T, int steps, const DeviceInfo &info) {
+  const std::string tag = std::string(dtype_name(storage)) + (warpSpecialize ? "_ws" : "");
   fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
                                                           : "f32 storage, tf32 dots");
   GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32, storage);
+  model.set_warp_specialize(warpSpecialize);
   model.init_random(1);
   std::mt19937 rng(1);
   std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
@@ -98,11 +102,15 @@ int main(int argc, char **argv) {
   for (DType storage : {DType::f32, DType::bf16}) {
     if (dtype != "all" && dtype != dtype_name(storage))
       continue;
-    try {
-      run(storage, B, T, steps, info);
-    } catch (const Error &e) { // report, and go on to the other precision
-      fmt::print("error ({}): {}\n", dtype_name(storage), e.what());
-      status = 1;
+    for (bool ws : {false, true}) {
+      if (ws && (storage != DType::bf16 || info.chip != "sm_90a"))
+        continue;
+      try {
+        run(storage, ws, B, T, steps, info);
+      } catch (const Error &e) { // report, and go on to the other precision
+        fmt::print("error ({}{}): {}\n", dtype_name(storage), ws ? ", warp specialised" : "", e.what());
+        status = 1;
+      }
     }
   }
   return status;

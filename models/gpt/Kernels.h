@@ -338,6 +338,85 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
   tl::store(out, acc, outMask);
 }
 
+//===----------------------------------------------------------------------===//
+// The linear layers through tensor descriptors: the same signatures and
+// results as matmul_bias_fwd / matmul_bwd_dx / matmul_bwd_dw (and a plain
+// GEMM), with every 16-bit operand block read through a descriptor - TMA
+// rings feeding wgmma on sm_90a (warp specialised on request), masked loads
+// elsewhere. Row strides must span multiples of 16 bytes and bases be
+// 16-byte aligned (GPT-2's are: every width is a multiple of n_embd).
+//===----------------------------------------------------------------------===//
+
+/// matmul_bias_fwd with x, w, y and pre through descriptors.
+template <class T>
+void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
+                         tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                         tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
+  auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
+  auto w_desc = tl::make_tensor_descriptor(w, {K, N}, {N, 1}, {BK, BN});
+  auto y_desc = tl::make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor rn = n0 + tl::arange(0, BN);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(x_desc.load({m0, k}), w_desc.load({k, n0}), acc);
+  acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
+  if (gelu.value) {
+    tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
+    const float c = 0.7978845608028654f; // sqrt(2 / pi)
+    acc = 0.5f * acc * (1.0f + tl::tanh(c * (acc + 0.044715f * acc * acc * acc)));
+  }
+  y_desc.store({m0, n0}, acc);
+}
+
+/// matmul_bwd_dx (dx = dy w^T; the tied LM head) through descriptors: w's
+/// [BK, BN] blocks are read as stored and transposed for the dot.
+template <class T>
+void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                       tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BK, tl::constant<int> BN) {
+  auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
+  auto w_desc = tl::make_tensor_descriptor(w, {K, N}, {N, 1}, {BK, BN});
+  auto dx_desc = tl::make_tensor_descriptor(dx, {M, K}, {K, 1}, {BM, BK});
+  tl::tensor m0 = tl::program_id(0) * BM, k0 = tl::program_id(1) * BK;
+  tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
+  for (auto n : tl::range(0, N, BN.value, acc))
+    acc = tl::dot(dy_desc.load({m0, n}), w_desc.load({k0, n}).trans(), acc);
+  dx_desc.store({m0, k0}, acc);
+}
+
+/// matmul_bwd_dw (dw (+)= x^T dy, f32) with x and dy through descriptors:
+/// x's [BM, BK] blocks are read as stored and transposed for the dot.
+template <class T>
+void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                       tl::scalar<int32_t> K, tl::constant<bool> accumulate, tl::constant<int> BK,
+                       tl::constant<int> BN, tl::constant<int> BM) {
+  auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
+  auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor k0 = tl::program_id(0) * BK, n0 = tl::program_id(1) * BN;
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
+  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
+  tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+  tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
+  for (auto m : tl::range(0, M, BM.value, acc))
+    acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc);
+  tl::store(out, acc, outMask);
+}
+
+/// c = a b ([M, K] x [K, N], row-major) through descriptors: the tied LM
+/// head's input gradient (dlogits wte).
+template <class T>
+void matmul_tma(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
+  c_desc.store({m0, n0}, acc);
+}
+
 /// db (+)= column sums of dy [M, N] (one program per column block, looping
 /// over rows: deterministic).
 template <class T>

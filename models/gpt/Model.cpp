@@ -249,7 +249,7 @@ void GptModel::init_random(uint64_t seed) {
 }
 
 LaunchOptions GptModel::launch(Grid grid, int warps) const {
-  return {.grid = grid, .num_warps = warps, .backend = backend_};
+  return {.grid = grid, .num_warps = warps, .backend = backend_, .warp_specialize = warpSpecialize_};
 }
 
 float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {

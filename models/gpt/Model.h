@@ -101,6 +101,9 @@ public:
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
+  /// sm_90a: the bf16 linear layers' TMA-fed loops get a producer warpgroup
+  /// (LaunchOptions::warp_specialize; also TEGULA_WARP_SPECIALIZE=1).
+  void set_warp_specialize(bool on) { warpSpecialize_ = on; }
   const Tiles &tiles() const { return tiles_; }
 
   const GptConfig &config() const { return config_; }
@@ -202,6 +205,7 @@ private:
   int steps_ = 0;
   float gradScale_ = 1.0f;
   Tiles tiles_;
+  bool warpSpecialize_ = false;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<Activations> acts_;
 };

@@ -57,6 +57,14 @@ private:
 
   template <class T, tl::precision P> static std::unique_ptr<Kernels> make() {
     using namespace kernels;
+    // 16-bit storage: the linear layers read their operands through tensor
+    // descriptors (TMA rings on sm_90a); f32 keeps pointer loads (tf32 dots).
+    auto pick = [](auto pointers, auto descriptors) {
+      if constexpr (std::is_same_v<T, float>)
+        return pointers;
+      else
+        return descriptors;
+    };
     // Kernel names say the storage type: profiles and the kernel cache keep them apart.
     const std::string t = std::is_same_v<T, float> ? "" : "_bf16";
     auto name = [&](const char *base) { return fmt::format("gpt_{}{}", base, t); };
@@ -68,21 +76,23 @@ private:
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
         .layernorm = kernel(name("layernorm_fwd"), layernorm_fwd<T>,
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
-        .linear = kernel(name("matmul_bias_fwd"), matmul_bias_fwd<T, P>,
+        .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
         .attention = kernel(name("attention_fwd"), attention_fwd<T, P>,
                             {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
                              "D", "BM", "BN"}),
         .residual = kernel(name("residual"), residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
-        .lmHead = kernel(name("lm_head"), matmul_bwd_dx<T, P>, {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),
+        .lmHead = kernel(name("lm_head"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
+                         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),
         .crossEntropy = kernel(name("cross_entropy_fwd"), cross_entropy_fwd<T>,
                                {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
         .crossEntropyBwd = kernel(name("cross_entropy_bwd"), cross_entropy_bwd<T>,
                                   {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
-        .matmul = kernel(name("matmul"), examples::matmul<T, P>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
-        .matmulDx =
-            kernel(name("matmul_bwd_dx"), matmul_bwd_dx<T, P>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
-        .matmulDw = kernel(name("matmul_bwd_dw"), matmul_bwd_dw<T, P>,
+        .matmul = kernel(name("matmul"), pick(examples::matmul<T, P>, matmul_tma<T>),
+                         {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
+        .matmulDx = kernel(name("matmul_bwd_dx"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
+                           {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
+        .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
         .biasBwd = kernel(name("bias_bwd"), bias_bwd<T>, {"dy", "db", "M", "N", "accumulate", "BLOCK"}),
         .layernormDx = kernel(name("layernorm_bwd_dx"), layernorm_bwd_dx<T>,

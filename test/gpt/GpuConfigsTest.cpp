@@ -50,14 +50,29 @@ template <class T> void checkAll(const char *chip) {
   check(kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>,
                {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"}),
         {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, Bk, Bk}, chip, W);
-  check(kernel("matmul_bias_fwd", k::matmul_bias_fwd<T, P>,
-               {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
-        {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK}, chip, LW);
-  check(kernel("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
-        {t, t, t, 8192, 3072, 768, BM, BN, BK}, chip, LW);
-  check(kernel("matmul_bwd_dw", k::matmul_bwd_dw<T, P>,
-               {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
-        {t, t, f, 8192, 3072, 768, true, BM, BN, BK}, chip, LW);
+  // The linear layers: pointer loads for f32 (tf32 dots), tensor
+  // descriptors for bf16 (TMA rings feeding wgmma on sm_90a).
+  constexpr bool descriptors = !std::is_same_v<T, float>;
+  auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
+                    std::vector<Arg> args) {
+    const Kernel kern = descriptors ? kernel(name, tma, params) : kernel(name, pointers, params);
+    check(kern, args, chip, LW);
+    if (descriptors && std::string(chip) == "sm_90a") {
+      const std::string ptx = kern.compile(args, {.chip = chip, .num_warps = LW, .assemble = false}).ptx;
+      EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << name;
+    }
+  };
+  linear("matmul_bias_fwd", k::matmul_bias_fwd<T, P>, k::matmul_bias_fwd_tma<T>,
+         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
+         {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK});
+  linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T>,
+         {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}, {t, t, t, 8192, 3072, 768, BM, BN, BK});
+  linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T>,
+         {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+         {t, t, f, 8192, 3072, 768, true, BM, BN, BK});
+  if constexpr (descriptors) // the tied LM head's input gradient
+    linear("matmul", k::matmul_tma<T>, k::matmul_tma<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
+           {t, t, t, 8192, 768, 50304, BM, BN, BK});
   check(kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
         {t, t, t, t, f, f, C, 1e-5f, 1024}, chip);
   check(kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
