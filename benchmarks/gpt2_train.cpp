@@ -64,10 +64,11 @@ void run(DType storage, bool warpSpecialize, int B, int T, int steps, const Devi
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
   const double flops = model.training_flops_per_token(T) * B * T, peak = peakFlops(info.name);
   GptModel::Memory mem = model.memory();
-  fmt::print("memory: parameters {:.0f} MiB, gradients {:.0f} MiB, AdamW {:.0f} MiB, activations {:.0f} MiB, "
-             "total {:.0f} MiB\n",
+  fmt::print("memory: parameters {:.0f} MiB, gradients {:.0f} MiB, AdamW {:.0f} MiB, activations {:.0f} MiB "
+             "({:.0f} MiB per layer), total {:.0f} MiB, peak {:.0f} MiB\n",
              mem.parameters / 1048576.0, mem.gradients / 1048576.0, mem.optimizer / 1048576.0,
-             mem.activations / 1048576.0, mem.total() / 1048576.0);
+             mem.activations / 1048576.0, mem.activations_per_layer / 1048576.0, mem.total() / 1048576.0,
+             mem.peak / 1048576.0);
   fmt::print("last loss {:.4f}; {:.1f} ms per step\n", loss, s * 1e3);
   // Ends with a number: gpu-check.sh's summary shows such lines.
   fmt::print("gpt2_124m_train_tegula_{}_tokens_per_s {:.0f}\n", tag, B * T / s);

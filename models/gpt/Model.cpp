@@ -167,6 +167,7 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
   gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
     weightCopy_ = Arena(n, backend, DType::bf16);
+  memory(); // the peak
 }
 
 GptModel::~GptModel() = default;
@@ -293,6 +294,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     a.grads = Arena(size, backend_, storage_);
     a.stats = Arena(statSize, backend_);
     a.statGrads = Arena(statSize, backend_);
+    memory(); // the peak
   }
   Activations &a = *acts_;
   a.hostTokens = tokens;
@@ -462,11 +464,16 @@ void GptModel::backward() {
                                G("wpe.weight"), B, T, C, true, colBlock);
 }
 
-void GptModel::step(const AdamW &opt) {
+void GptModel::init_optimizer() {
   if (adamM_.size() == 0) {
     adamM_ = Arena(paramArena_.size(), backend_);
     adamV_ = Arena(paramArena_.size(), backend_);
   }
+  memory(); // the peak
+}
+
+void GptModel::step(const AdamW &opt) {
+  init_optimizer();
   ++steps_;
   const float bias1 = 1.0f - std::pow(opt.beta1, float(steps_));
   const float bias2 = 1.0f - std::pow(opt.beta2, float(steps_));
@@ -495,6 +502,7 @@ float GptModel::clip_grad_norm(float max_norm) {
   Arena &scratch = normScratch_;
   kernels_->sumOfSquares(launch({uint32_t(blocks)}), gradArena_.view(0, n), scratch.view(0, blocks), n, kBlock);
   kernels_->sumAll(launch({1}), scratch.view(0, blocks), scratch.view(blocks, 1), int32_t(blocks), 1024);
+  memory(); // the peak
   const float norm = std::sqrt(scratch.download(blocks, 1)[0]);
   gradScale_ = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
   return norm;
@@ -514,8 +522,18 @@ GptModel::Memory GptModel::memory() const {
   m.parameters = paramArena_.bytes() + weightCopy_.bytes();
   m.gradients = gradArena_.bytes();
   m.optimizer = adamM_.bytes() + adamV_.bytes();
-  if (acts_)
-    m.activations = acts_->arena.bytes() + acts_->grads.bytes() + acts_->stats.bytes() + acts_->statGrads.bytes();
+  m.scratch = normScratch_.bytes();
+  if (acts_) {
+    const Activations &a = *acts_;
+    m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes();
+    // A block: 18 tensors of B*T x C elements in storage, 4 B*T rows and B*H*T
+    // logsumexps of statistics - each with its gradient.
+    const int64_t rows = int64_t(a.B) * a.T, C = config_.n_embd;
+    m.activations_per_layer = 2 * (18 * rows * C * int64_t(dtype_size(storage_)) +
+                                   (4 * rows + int64_t(a.B) * config_.n_head * a.T) * 4);
+  }
+  peak_ = std::max(peak_, m.total());
+  m.peak = peak_;
   return m;
 }
 

@@ -161,9 +161,20 @@ public:
   /// activations (forward + their gradients) of the last forward's B x T.
   struct Memory {
     int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
-    int64_t total() const { return parameters + gradients + optimizer + activations; }
+    /// One transformer block's share of `activations` (its tensors, their
+    /// gradients and statistics); the rest is the embeddings, ln_f, logits.
+    int64_t activations_per_layer = 0;
+    /// The most the model has held at once so far (activations are resized
+    /// when B x T changes).
+    int64_t peak = 0;
+    /// clip_grad_norm's scratch (one f32 per 4096 gradients).
+    int64_t scratch = 0;
+    int64_t total() const { return parameters + gradients + optimizer + activations + scratch; }
   };
   Memory memory() const;
+  /// Allocates AdamW's state now (step() does on its first call): so that a
+  /// training run can report it before the first batch.
+  void init_optimizer();
 
   /// How generate() picks each token: temperature 0 is greedy (argmax);
   /// otherwise softmax(logits / temperature) restricted to the top_k most
@@ -204,6 +215,7 @@ private:
   Arena normScratch_; // clip_grad_norm's partial sums
   int steps_ = 0;
   float gradScale_ = 1.0f;
+  mutable int64_t peak_ = 0; // the largest memory().total() seen
   Tiles tiles_;
   bool warpSpecialize_ = false;
   std::unique_ptr<Kernels> kernels_;

@@ -270,6 +270,43 @@ TEST(GptModel, LossFallsWithin30StepsInBf16MixedPrecision) {
   EXPECT_LT(last, 0.5f * first);
 }
 
+// memory() counts exactly the bytes the model allocates, computed here from
+// the configuration: parameters (f32 master, + the bf16 copy), f32
+// gradients and AdamW state, the activations of B x T (storage-typed
+// tensors, f32 statistics, each with its gradient) and clipping's scratch.
+TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
+  const GptConfig c = tiny();
+  const int B = 2, T = 19, BT = B * T, C = c.n_embd, H = c.n_head, L = c.n_layer, Vp = c.vocab_padded;
+  for (DType storage : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(storage)));
+    GptModel m(c, Backend::Interp, tl::precision::ieee, storage);
+    const int64_t n = m.num_parameters(), e = int64_t(dtype_size(storage));
+    EXPECT_EQ(m.memory().parameters, n * (storage == DType::bf16 ? 6 : 4));
+    EXPECT_EQ(m.memory().gradients, n * 4);
+    EXPECT_EQ(m.memory().optimizer, 0);
+    m.init_optimizer();
+    EXPECT_EQ(m.memory().optimizer, n * 8);
+    m.init_random(2);
+    std::vector<int32_t> tok(size_t(BT), 3), tgt(size_t(BT), 4);
+    m.forward(tok, tgt, B, T);
+    const int64_t perLayer = 2 * (18 * int64_t(BT) * C * e + (4 * int64_t(BT) + int64_t(B) * H * T) * 4);
+    const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4);
+    GptModel::Memory mem = m.memory();
+    EXPECT_EQ(mem.activations_per_layer, perLayer);
+    EXPECT_EQ(mem.activations, L * perLayer + rest);
+    m.zero_grad();
+    m.backward();
+    m.clip_grad_norm(1.0f);
+    mem = m.memory();
+    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4);
+    EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
+    EXPECT_EQ(mem.peak, mem.total());
+    m.forward(std::vector<int32_t>(size_t(T), 3), {}, 1, T); // smaller activations: the peak stays
+    EXPECT_LT(m.memory().total(), mem.peak);
+    EXPECT_EQ(m.memory().peak, mem.peak);
+  }
+}
+
 TEST(GptModel, CheckpointsRoundTripThroughSafetensors) {
   GptModel a(tiny(), Backend::Interp), b(tiny(), Backend::Interp);
   a.init_random(7);

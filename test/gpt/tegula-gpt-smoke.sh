@@ -13,7 +13,9 @@ small=(--layers 1 --heads 2 --embd 32 --seq 16)
   "${small[@]}" | tee "$work/train.log"
 grep -q '^step     4/4  loss' "$work/train.log"
 grep -q '^validation loss' "$work/train.log"
-grep -q '^\[memory\] after step' "$work/train.log"
+for phase in model 'after optimizer' 'after forward' 'after backward' 'after step'; do
+  grep -q "^\[memory\] $phase " "$work/train.log"
+done
 "$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 8 --temperature 0 "${small[@]}" \
   | tee "$work/gen.log"
 [[ $(head -c 4 "$work/gen.log") == "the " ]]

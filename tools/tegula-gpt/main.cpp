@@ -132,8 +132,10 @@ std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) 
 
 void printMemory(const char *phase, const GptModel &m) {
   GptModel::Memory mem = m.memory();
-  fmt::print("[memory] {:<16} parameters {}, gradients {}, AdamW {}, activations {}; total {}\n", phase,
-             mib(mem.parameters), mib(mem.gradients), mib(mem.optimizer), mib(mem.activations), mib(mem.total()));
+  fmt::print("[memory] {:<16} parameters {}, gradients {}, AdamW {}, activations {} ({} per layer), scratch {}; "
+             "total {}, peak {}\n",
+             phase, mib(mem.parameters), mib(mem.gradients), mib(mem.optimizer), mib(mem.activations),
+             mib(mem.activations_per_layer), mib(mem.scratch), mib(mem.total()), mib(mem.peak));
 }
 
 /// The training stream: a text file's bytes, or a token file's ids, mapped.
@@ -217,6 +219,8 @@ int train(const Options &o) {
              double(model.num_parameters()) / 1e6, B, T, data.count, o.str("backend"),
              model.storage() == DType::bf16 ? "bf16 (f32 master weights)" : "f32");
   printMemory("model", model);
+  model.init_optimizer();
+  printMemory("after optimizer", model);
   std::mt19937_64 rng(uint64_t(o.integer("seed")));
   std::vector<int32_t> tokens, targets;
   const float maxLr = o.real("lr");
@@ -239,6 +243,8 @@ int train(const Options &o) {
     model.zero_grad();
     model.backward();
     const float norm = model.clip_grad_norm(1.0f);
+    if (step == 0)
+      printMemory("after backward", model);
     const float lr = GptModel::learning_rate(step, o.integer("warmup"), steps, maxLr, maxLr / 10);
     model.step({.lr = lr});
     if (step == 0)
