@@ -10,6 +10,7 @@
 // are deterministic; only the embedding's token scatter uses atomics.
 #pragma once
 
+#include "examples/kernels.h"
 #include "tegula/tegula.h"
 
 #include <cmath>
@@ -402,19 +403,13 @@ void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scala
   tl::store(out, acc, outMask);
 }
 
-/// c = a b ([M, K] x [K, N], row-major) through descriptors: the tied LM
-/// head's input gradient (dlogits wte).
+/// c = a b ([M, K] x [K, N], row-major) through descriptors - the tied LM
+/// head's input gradient (dlogits wte): examples::matmul_descriptors with
+/// examples::matmul's parameters.
 template <class T>
 void matmul_tma(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
                 tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
-  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
-  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
-  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc))
-    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
-  c_desc.store({m0, n0}, acc);
+  examples::matmul_descriptors<T>(a, b, c, M, N, K, K, N, N, BM, BN, BK);
 }
 
 /// db (+)= column sums of dy [M, N] (one program per column block, looping

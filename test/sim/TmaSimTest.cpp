@@ -118,29 +118,57 @@ TEST(TmaSim, AStoreWithoutItsProxyFenceIsReported) {
   runWithout("fence.proxy.async", "without a fence.proxy.async.shared::cta since", /*store=*/true);
 }
 
+/// examples::matmul_descriptors (bf16) lowered for sm_90a at 3 stages, its
+/// result from the interpreter, and a simulator run of the lowered module
+/// once the caller has changed it.
+struct LoweredGemm {
+  int M, N, K, BM, BN, BK;
+  Kernel k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>, names());
+  std::vector<bfloat16> a, b, ref;
+  mlir::MLIRContext ctx{registry()};
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+
+  static std::vector<std::string> names() {
+    return {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
+  }
+  static mlir::DialectRegistry registry() {
+    mlir::DialectRegistry r;
+    registerAllDialects(r);
+    return r;
+  }
+  LoweredGemm(int m, int n, int kk, int bm, int bn, int bk, int warps, bool warpSpecialize)
+      : M(m), N(n), K(kk), BM(bm), BN(bn), BK(bk), a(random_vector<bfloat16>(size_t(m * kk))),
+        b(random_vector<bfloat16>(size_t(kk * n))), ref(poisoned<bfloat16>(size_t(m * n))) {
+    std::vector<Arg> args = {a, b, ref, M, N, K, K, N, N, BM, BN, BK};
+    k.launch({.grid = {uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, .backend = Backend::Interp}, args);
+    ctx.loadAllAvailableDialects();
+    module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args, "tile", true), &ctx);
+    EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, warps, {}, 3, "sm_90a", warpSpecialize)));
+    EXPECT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize);
+  }
+  /// The simulator's error, or "" when it ran and matched the interpreter.
+  std::string run() {
+    auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
+    auto out = poisoned<bfloat16>(size_t(M * N));
+    std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, BM, BN, BK};
+    try {
+      simulated->run({uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, k.params(), names(), args);
+    } catch (const Error &e) {
+      return e.what();
+    }
+    EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+    return "";
+  }
+};
+
 /// The descriptor GEMM pipelined for sm_90a: TMA rings (3 stages, an
 /// mbarrier each) feeding wgmma, K = 160 (5 iterations: the ring wraps and
-/// the phases flip), run with `drop` removed.
-/// `warpSpecialize`: a producer warpgroup fills the rings.
+/// the phases flip), run with `drop` removed. `warpSpecialize`: a producer
+/// warpgroup fills the rings.
 void runPipelinedWithout(const std::string &drop, const std::string &expectedError, bool warpSpecialize = false) {
-  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
-                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
-  const int M = 64, N = 64, K = 160;
-  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
-  auto ref = poisoned<bfloat16>(size_t(M * N));
-  std::vector<Arg> refArgs = {a, b, ref, M, N, K, K, N, N, 64, 64, 32};
-  k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
-
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
-  ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a", warpSpecialize)));
-  ASSERT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize);
+  LoweredGemm g(64, 64, 160, 64, 64, 32, 4, warpSpecialize);
   int dropped = 0, waits = 0;
-  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+  g.module->walk([&](mlir::LLVM::InlineAsmOp op) {
     waits += op.getAsmString().contains("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1");
     if (!drop.empty() && op.getAsmString().contains(drop)) {
       op.erase();
@@ -150,21 +178,11 @@ void runPipelinedWithout(const std::string &drop, const std::string &expectedErr
   ASSERT_GE(waits, 2) << "the loads did not become a TMA ring";
   if (!drop.empty())
     ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
-  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
-  auto out = poisoned<bfloat16>(size_t(M * N));
-  std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, 64, 64, 32};
-  std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
-  if (expectedError.empty()) {
-    simulated->run({1, 1}, k.params(), names, args);
-    EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
-    return;
-  }
-  try {
-    simulated->run({1, 1}, k.params(), names, args);
-    ADD_FAILURE() << "expected the hazard to be reported";
-  } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr(expectedError));
-  }
+  const std::string error = g.run();
+  if (expectedError.empty())
+    EXPECT_EQ(error, "");
+  else
+    EXPECT_THAT(error, HasSubstr(expectedError)) << "expected the hazard to be reported";
 }
 
 TEST(TmaSim, ThePipelinedRingIsHazardFree) { runPipelinedWithout("", ""); }
@@ -202,30 +220,9 @@ TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
 /// module changed by `mutate`, run in the simulator: the error, or "" when
 /// it ran and matched the interpreter.
 std::string runRegisterMoves(const std::function<void(mlir::ModuleOp)> &mutate) {
-  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
-                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
-  const int M = 128, N = 128, K = 256;
-  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
-  auto ref = poisoned<bfloat16>(size_t(M * N));
-  std::vector<Arg> refArgs = {a, b, ref, M, N, K, K, N, N, 128, 128, 64};
-  k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
-  EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, 8, {}, 3, "sm_90a", /*warpSpecialize=*/true)));
-  mutate(*module);
-  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
-  auto out = poisoned<bfloat16>(size_t(M * N));
-  std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, 128, 128, 64};
-  try {
-    simulated->run({1, 1}, k.params(), {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"}, args);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
-  return "";
+  LoweredGemm g(128, 128, 256, 128, 128, 64, 8, true);
+  mutate(*g.module);
+  return g.run();
 }
 
 /// Rewrites the immediate of every setmaxnreg.inc.
