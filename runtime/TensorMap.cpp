@@ -16,11 +16,14 @@ std::string paramName(const std::vector<std::string> &names, int i) {
 }
 
 int64_t valueOf(const TensorMapValue &v, const std::vector<Arg> &args) {
-  return v.arg >= 0 ? args.at(size_t(v.arg)).as_int() : v.value;
+  return v.arg >= 0 ? args.at(size_t(v.arg)).as_int() * v.value : v.value;
 }
 
 std::string describe(const TensorMapValue &v, const std::vector<std::string> &names) {
-  return v.arg >= 0 ? fmt::format(" (argument '{}')", paramName(names, v.arg)) : std::string();
+  if (v.arg < 0)
+    return std::string();
+  return v.value == 1 ? fmt::format(" (argument '{}')", paramName(names, v.arg))
+                      : fmt::format(" (argument '{}' x {})", paramName(names, v.arg), v.value);
 }
 } // namespace
 

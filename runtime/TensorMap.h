@@ -25,7 +25,8 @@
 namespace tegula::runtime {
 
 /// Where one extent or stride comes from: a launch argument (`arg` >= 0,
-/// an index into the kernel's parameters) or a constant.
+/// an index into the kernel's parameters) times `value` (a row stride of
+/// H * D with H an argument and D a constant), or the constant `value`.
 struct TensorMapValue {
   int arg = -1;
   int64_t value = 0;

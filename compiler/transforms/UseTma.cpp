@@ -31,16 +31,22 @@ using namespace tegula;
 
 namespace {
 
-/// The kernel argument or constant `v` is, seen through widening casts.
+/// The kernel argument (times a constant) or constant `v` is, seen through
+/// widening casts: what the host can compute from the launch's arguments.
 std::optional<runtime::TensorMapValue> hostValue(Value v, func::FuncOp fn) {
   while (auto ext = v.getDefiningOp<arith::ExtSIOp>())
     v = ext.getIn();
   if (auto arg = dyn_cast<BlockArgument>(v))
     if (arg.getOwner() == &fn.getBody().front())
-      return runtime::TensorMapValue{int(arg.getArgNumber()), 0};
+      return runtime::TensorMapValue{int(arg.getArgNumber()), 1};
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
     return runtime::TensorMapValue{-1, c.getSExtValue()};
+  if (auto mul = v.getDefiningOp<arith::MulIOp>()) { // e.g. a row stride H * D
+    auto lhs = hostValue(mul.getLhs(), fn), rhs = hostValue(mul.getRhs(), fn);
+    if (lhs && rhs && (lhs->arg < 0 || rhs->arg < 0))
+      return runtime::TensorMapValue{std::max(lhs->arg, rhs->arg), lhs->value * rhs->value};
+  }
   return std::nullopt;
 }
 

@@ -43,6 +43,18 @@ inline void add_one_3d(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t>
   dst.store(at, src.load(at) + 1.0f);
 }
 
+/// A multi-head buffer [rows, H * D]: each program doubles one head's block
+/// of rows; the row stride H * D is an argument times a constant, which the
+/// host computes for TMA's tensor map.
+inline void scale_heads(tl::ptr<bfloat16> x, tl::ptr<bfloat16> out, tl::scalar<int32_t> rows, tl::scalar<int32_t> H,
+                        tl::constant<int> D, tl::constant<int> BM) {
+  tl::tensor width = H * D;
+  auto src = tl::make_tensor_descriptor(x, {rows, width}, {width, 1}, {BM, D});
+  auto dst = tl::make_tensor_descriptor(out, {rows, width}, {width, 1}, {BM, D});
+  tl::tensor at_row = tl::program_id(0) * BM, at_col = tl::program_id(1) * D;
+  dst.store({at_row, at_col}, src.load({at_row, at_col}) * 2.0f);
+}
+
 constexpr float kUntouched = 777.0f;
 
 struct CopyShape {
@@ -125,6 +137,23 @@ TEST_P(TensorDescriptor, ThreeDimensionalBlocksMatchTheInterpreter) {
   o.grid = {2, 2, 2};
   k(o, x, got, d0, d1, d2, long(s0), long(s1), B);
   EXPECT_EQ(got, want);
+}
+
+TEST_P(TensorDescriptor, StridesThatAreAnArgumentTimesAConstant) {
+  auto k = kernel("scale_heads", scale_heads, {"x", "out", "rows", "H", "D", "BM"});
+  const int rows = 37, H = 3, D = 32, BM = 16;
+  auto x = random_vector<bfloat16>(size_t(rows * H * D));
+  auto want = poisoned<bfloat16>(x.size()), got = want;
+  const Grid g{uint32_t(cdiv(rows, BM)), uint32_t(H)};
+  k({.grid = g, .backend = Backend::Interp}, x, want, rows, H, D, BM);
+  LaunchOptions o = target(g);
+  k(o, x, got, rows, H, D, BM);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(float(got[i]), float(want[i])) << i;
+  // On sm_90a both accesses are TMA: the record multiplies argument H by 32.
+  CompiledKernel c = k.compile({x, got, rows, H, D, BM}, {.chip = "sm_90a", .assemble = false});
+  EXPECT_THAT(c.ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster"));
+  EXPECT_THAT(c.tensor_maps, HasSubstr(" 3 32 -1 1 "));
 }
 
 /// GEMM with every operand through a descriptor: ragged M, N, K and padded

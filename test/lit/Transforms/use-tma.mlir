@@ -6,7 +6,7 @@
 // 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
 // constant 1, box 32 x 64, no swizzle), the store's descriptor likewise
 // over argument 1; the load and the store are marked for TMA.
-// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 0 3 0 3 0 -1 1 32 64 0\0A1 6 2 2 0 3 0 3 0 -1 1 32 64 0\0A"}
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A"}
 // CHECK-LABEL: func.func @copy
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
@@ -69,6 +69,29 @@ module {
     %w = tile.descriptor_load %e[%c0, %c0] : !tile.tensordesc<tensor<16x16xf32>> -> tensor<16x16xf32>
     %sum = arith.addf %v, %w : tensor<16x16xf32>
     tile.descriptor_store %e[%c0, %c0], %sum : !tile.tensordesc<tensor<16x16xf32>>, tensor<16x16xf32>
+    return
+  }
+}
+
+// -----
+
+// A stride that is an argument times a constant (heads x head size, the row
+// of a multi-head buffer) is something the host can compute: the record
+// says argument 2 times 64 (and the extent argument 1 times 1).
+// CHECK: tilegpu.tensor_maps = "0 7 2 1 1 -1 4096 2 64 -1 1 16 64 0\0A"
+// CHECK-LABEL: func.func @heads
+// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma}
+module {
+  func.func @heads(%x: !tile.ptr<f32>, %rows: i32, %h: i32) attributes {tile.kernel} {
+    %c1 = arith.constant 1 : i64
+    %c0 = arith.constant 0 : i32
+    %c64 = arith.constant 64 : i32
+    %c4096 = arith.constant 4096 : i64
+    %rows64 = arith.extsi %rows : i32 to i64
+    %width = arith.muli %h, %c64 : i32
+    %width64 = arith.extsi %width : i32 to i64
+    %d = tile.make_tensor_descriptor %x, [%rows64, %c4096], [%width64, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<16x64xf32>>
+    %v = tile.descriptor_load %d[%c0, %c0] : !tile.tensordesc<tensor<16x64xf32>> -> tensor<16x64xf32>
     return
   }
 }
