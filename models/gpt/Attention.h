@@ -74,6 +74,51 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
   tl::store(lse + bh * T + rm, m + tl::log(l), valid);
 }
 
+/// attention_fwd with q, k and v read through tensor descriptors over the
+/// [rows = B * T, stride] buffer (TMA rings feeding wgmma on sm_90a, masked
+/// loads elsewhere); same results. A block of keys may run past a
+/// sequence's T into the next sequence's rows (or past the end: zeros):
+/// those keys are masked out of the scores, so their values count 0 times;
+/// queries past T are not stored. `rows` (last) is an argument so that the
+/// host can encode TMA's tensor maps; stride and offsets must span multiples
+/// of 16 bytes (GPT-2's do: multiples of n_embd).
+template <class T_, tl::precision P = tl::precision::ieee>
+void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
+                       tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
+                       tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
+                       tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
+                       tl::constant<int> BN, tl::scalar<int32_t> rows) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor row0 = bh / H * T, col = bh % H * D;
+  auto q_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
+  auto kv_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
+  tl::tensor block = tl::program_id(0) + first_block;
+  tl::tensor rm = block * BM + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor q = q_rows.load({row0 + block * BM, q_off + col});
+  tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
+  tl::tensor l = tl::zeros({BM}, tl::f32);
+  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
+  tl::tensor end = tl::minimum((block + 1) * BM, T); // causal
+  for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
+    tl::tensor rn = start + tl::arange(0, BN);
+    tl::tensor k = kv_rows.load({row0 + start, k_off + col});
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
+    s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor p = tl::exp(s - m_new.expand_dims(1));
+    tl::tensor alpha = tl::exp(m - m_new);
+    l = l * alpha + tl::sum(p, 1);
+    tl::tensor v = kv_rows.load({row0 + start, v_off + col});
+    acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1), P);
+    m = m_new;
+  }
+  tl::tensor valid = rm < T;
+  tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
+            acc / l.expand_dims(1), valid.expand_dims(1));
+  tl::store(lse + bh * T + rm, m + tl::log(l), valid);
+}
+
 /// delta[bh, t] = sum over d of do * o (the backward's row correction).
 template <class T_>
 void attention_bwd_delta(tl::ptr<T_> o, tl::ptr<T_> dout, tl::ptr<float> delta, tl::scalar<int32_t> H,

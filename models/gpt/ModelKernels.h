@@ -24,6 +24,17 @@ namespace tegula::gpt {
 
 inline int pow2AtLeast(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 
+/// attention_fwd with attention_fwd_tma's signature (`rows` = B * T last,
+/// unused): one call site for both.
+template <class E, tl::precision P>
+void attentionFwdPointers(tl::ptr<E> qkv, tl::ptr<E> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
+                          tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
+                          tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
+                          tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
+                          tl::constant<int> BN, tl::scalar<int32_t>) {
+  kernels::attention_fwd<E, P>(qkv, o, lse, q_off, k_off, v_off, stride, H, T, scale, first_block, D, BM, BN);
+}
+
 /// The kernel objects, traced once per shape specialisation and reused: one
 /// set per storage type T of the weights and activations (f32, or bf16 with
 /// f32 master weights) and precision P of f32 dots (tf32 puts them on tensor
@@ -57,8 +68,9 @@ private:
 
   template <class T, tl::precision P> static std::unique_ptr<Kernels> make() {
     using namespace kernels;
-    // 16-bit storage: the linear layers read their operands through tensor
-    // descriptors (TMA rings on sm_90a); f32 keeps pointer loads (tf32 dots).
+    // 16-bit storage: the linear layers and attention's forward read their
+    // operands through tensor descriptors (TMA rings on sm_90a); f32 keeps
+    // pointer loads (tf32 dots).
     auto pick = [](auto pointers, auto descriptors) {
       if constexpr (std::is_same_v<T, float>)
         return pointers;
@@ -78,9 +90,9 @@ private:
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
         .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
-        .attention = kernel(name("attention_fwd"), attention_fwd<T, P>,
+        .attention = kernel(name("attention_fwd"), pick(attentionFwdPointers<T, P>, attention_fwd_tma<T, P>),
                             {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
-                             "D", "BM", "BN"}),
+                             "D", "BM", "BN", "rows"}),
         .residual = kernel(name("residual"), residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
         .lmHead = kernel(name("lm_head"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
                          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),

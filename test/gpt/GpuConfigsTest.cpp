@@ -37,13 +37,29 @@ template <class T> void checkAll(const char *chip) {
   std::vector<int32_t> i(16);
   // The tiles GptModel launches on the GPU with this storage type (f32's
   // attention: 32-row blocks at 8 warps - 64-row blocks at 4 warps spill
-  // kilobytes; bf16: 64-row blocks at 8 warps).
+  // kilobytes; bf16: the backward at 64-row blocks, the forward at 128, both
+  // at 8 warps).
   const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>);
   const int C = 768, D = 64, Bk = tiles.attention_block, W = tiles.attention_warps;
   const int BM = tiles.bm, BN = tiles.bn, BK = tiles.bk, LW = tiles.linear_warps;
-  check(kernel("attention_fwd", k::attention_fwd<T, P>,
-               {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D", "BM", "BN"}),
-        {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, D, Bk, Bk}, chip, W);
+  const int FB = tiles.attention_fwd_block, FW = tiles.attention_fwd_warps;
+  const std::vector<std::string> fwdParams = {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H",
+                                              "T", "scale", "first_block", "D", "BM", "BN"};
+  const std::vector<Arg> fwdArgs = {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, D, FB, FB};
+  if constexpr (std::is_same_v<T, float>) {
+    check(kernel("attention_fwd", k::attention_fwd<T, P>, fwdParams), fwdArgs, chip, FW);
+  } else { // through descriptors: TMA rings feeding wgmma on sm_90a
+    std::vector<std::string> params = fwdParams;
+    std::vector<Arg> args = fwdArgs;
+    params.push_back("rows"), args.push_back(8192);
+    const Kernel fwd = kernel("attention_fwd", k::attention_fwd_tma<T, P>, params);
+    check(fwd, args, chip, FW);
+    if (std::string(chip) == "sm_90a") {
+      const std::string ptx = fwd.compile(args, {.chip = chip, .num_warps = FW, .assemble = false}).ptx;
+      EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos);
+      EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
+    }
+  }
   check(kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>,
                {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"}),
         {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, Bk, Bk}, chip, W);
