@@ -20,12 +20,14 @@ done
   | tee "$work/gen.log"
 [[ $(head -c 4 "$work/gen.log") == "the " ]]
 # bf16 mixed precision: trains, and reports the bf16 copy in its memory.
-"$tool" train --data "$work/input.txt" --steps 3 --batch 2 --val-every 0 --dtype bf16 "${small[@]}" \
-  | tee "$work/train-bf16.log"
+"$tool" train --data "$work/input.txt" --steps 3 --batch 2 --val-every 0 --dtype bf16 --warp-specialize on \
+  "${small[@]}" | tee "$work/train-bf16.log"
 grep -q 'bf16 (f32 master weights)' "$work/train-bf16.log"
 grep -q '^step     3/3  loss' "$work/train-bf16.log"
 if "$tool" train --data "$work/input.txt" --dtype f16 2>"$work/err.log"; then exit 1; fi
 grep -q -- "--dtype is f32 or bf16, not 'f16'" "$work/err.log"
+if "$tool" train --data "$work/input.txt" --warp-specialize yes 2>"$work/err.log"; then exit 1; fi
+grep -q -- "--warp-specialize is on or off, not 'yes'" "$work/err.log"
 "$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
   --merges "$bpe/merges.txt" | tee "$work/tok.log"
 grep -q 'vocabulary 420' "$work/tok.log"

@@ -5,6 +5,7 @@
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
+//                    [--warp-specialize on|off]
 //   tegula-gpt generate --model model.safetensors [--layers/--heads/--embd as trained]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -104,6 +105,15 @@ DType storageFrom(const Options &o) {
   if (d == "f32") return DType::f32;
   if (d == "bf16") return DType::bf16;
   throw Error(fmt::format("--dtype is f32 or bf16, not '{}'", d));
+}
+
+/// --warp-specialize on|off: sm_90a gives the bf16 model's TMA-fed loops a
+/// producer warpgroup (docs/hopper.md).
+bool warpSpecializeFrom(const Options &o) {
+  const std::string v = o.str("warp-specialize");
+  if (v == "on") return true;
+  if (v == "off") return false;
+  throw Error(fmt::format("--warp-specialize is on or off, not '{}'", v));
 }
 
 /// A read-only memory map of a file: the token stream (bytes).
@@ -212,6 +222,7 @@ int train(const Options &o) {
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
                             data.count, T + 1));
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
+  model.set_warp_specialize(warpSpecializeFrom(o));
   model.init_random(uint64_t(o.integer("seed")));
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
@@ -278,6 +289,7 @@ int generate(const Options &o) {
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
   const GptConfig config = configFrom(o, bpe ? bpe->vocab_size() : 256);
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
+  model.set_warp_specialize(warpSpecializeFrom(o));
   model.load(SafetensorsFile::read(o.str("model")));
   const std::string prompt = o.str("prompt");
   if (prompt.empty())
@@ -298,7 +310,7 @@ int generate(const Options &o) {
 int main(int argc, char **argv) {
   const std::map<std::string, std::string> common = {
       {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"},
-      {"precision", ""}, {"dtype", "f32"}};
+      {"precision", ""}, {"dtype", "f32"}, {"warp-specialize", "off"}};
   try {
     if (argc >= 2 && !std::strcmp(argv[1], "tokenize")) {
       Options o(argc, argv, 2, {{"data", ""}, {"out", ""}, {"vocab", ""}, {"merges", ""}});
