@@ -48,6 +48,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
   pipelining.numStages = numStages;
   pipelining.warpSpecialize = warpSpecialize && chip == "sm_90a";
   pm.addPass(createPipelineDotOperands(pipelining));
+  pm.addPass(createDropUnusedTensorMaps());
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.

@@ -1,8 +1,9 @@
 //===- CudaDriver.h - the CUDA driver API, loaded at run time ---*- C++ -*-===//
 //
 // Tegula never links libcuda: it is opened with dlopen("libcuda.so.1") the
-// first time a GPU is asked for, so the library builds, links and runs its
-// CPU paths (interpreter, compiler, tests) on machines with no driver. Every
+// first time a GPU is asked for (or the library $TEGULA_CUDA_DRIVER names),
+// so the library builds, links and runs its CPU paths (interpreter,
+// compiler, tests) on machines with no driver. Every
 // call goes through check(), which names the call, the error and the kernel.
 //
 //===----------------------------------------------------------------------===//

@@ -41,6 +41,19 @@ def UseTma : Pass<"use-tma", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def DropUnusedTensorMaps : Pass<"drop-unused-tensor-maps", "mlir::ModuleOp"> {
+  let summary = "Erase hidden tensor-map arguments nothing reads";
+  let description = [{
+    After `pipeline-dot-operands` has given each TMA ring a tensor map of
+    its own (the ring's box and swizzle), the descriptor's map use-tma added
+    has no reader left; every launch would still encode and pass it. The
+    hidden arguments that neither an SSA use nor a TMA descriptor
+    (`tilegpu.tensor_map = N`) reads are erased with their entries in
+    `tilegpu.tensor_maps`; the remaining descriptors are renumbered.
+    Descriptors without accesses are erased first.
+  }];
+}
+
 def LowerTensorDescriptors : Pass<"lower-tensor-descriptors", "mlir::ModuleOp"> {
   let summary = "Tensor-descriptor block accesses as masked loads and stores";
   let description = [{

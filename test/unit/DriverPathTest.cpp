@@ -1,0 +1,258 @@
+// DriverPathTest.cpp - the host half of GPU launches, against the recording
+// fake driver (test/fakecuda): what the runtime hands cuLaunchKernel (each
+// parameter's bytes, as the kernel's PTX/cubin declares them; tensor maps
+// after them), staging of host buffers, the shared-memory opt-in, streams,
+// and driver failures. No kernel runs here - these are not GPU tests; a hook
+// plays the kernel where a test needs its effect.
+#include "FakeCuda.h"
+#include "TestUtil.h"
+#include "examples/kernels.h"
+#include "tegula/device.h"
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <utility>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+namespace fake = tegula::fakecuda;
+
+namespace {
+
+// Before any driver use: the runtime opens the fake, not libcuda.
+const bool kUsingFakeDriver = [] {
+  setenv("TEGULA_CUDA_DRIVER", TEGULA_FAKE_CUDA_PATH, 1);
+  return true;
+}();
+
+template <class T> T paramAs(const fake::Launch &l, size_t i) {
+  EXPECT_EQ(l.params.at(i).size(), sizeof(T)) << "parameter " << i;
+  T v{};
+  std::memcpy(&v, l.params.at(i).data(), std::min(sizeof v, l.params.at(i).size()));
+  return v;
+}
+
+class DriverPath : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(kUsingFakeDriver);
+    std::string why;
+    ASSERT_TRUE(gpu_available(&why)) << why;
+    ASSERT_THAT(device_info().name, HasSubstr("fake")) << "the real driver was opened";
+    fake::tegula_fake_cuda_reset();
+    fake::tegula_fake_cuda_on_launch(nullptr);
+    liveBefore_ = fake::tegula_fake_cuda_stats().liveAllocations;
+  }
+  void TearDown() override {
+    fake::tegula_fake_cuda_on_launch(nullptr);
+    EXPECT_EQ(fake::tegula_fake_cuda_stats().liveAllocations, liveBefore_) << "leaked device memory";
+  }
+  size_t liveBefore_ = 0;
+};
+
+/// Every scalar type a kernel can take, in one launch.
+void scalars(tl::ptr<double> out, tl::scalar<bool> flag, tl::scalar<int8_t> i8,
+             tl::scalar<int16_t> i16, tl::scalar<int32_t> i32, tl::scalar<int64_t> i64,
+             tl::scalar<float> f32, tl::scalar<double> f64) {
+  tl::tensor sum = flag.to(tl::f64) + i8.to(tl::f64) + i16.to(tl::f64) + i32.to(tl::f64) +
+                   i64.to(tl::f64) + f32.to(tl::f64) + f64;
+  tl::store(out, sum);
+}
+
+TEST_F(DriverPath, ScalarsArePackedAtTheSizesTheKernelDeclares) {
+  auto k = kernel("scalars", scalars, {"out", "flag", "i8", "i16", "i32", "i64", "f32", "f64"});
+  DeviceBuffer out(1, DType::f64);
+  k({.grid = {3, 2, 1}, .num_warps = 2, .backend = Backend::GPU}, out, true, -7, -300, 123456,
+    int64_t(1) << 40, 2.5, -0.125);
+  auto launches = fake::tegula_fake_cuda_launches();
+  ASSERT_EQ(launches.size(), 1u);
+  const fake::Launch &l = launches[0];
+  EXPECT_EQ(l.kernel, "scalars");
+  EXPECT_EQ(l.grid[0], 3u);
+  EXPECT_EQ(l.grid[1], 2u);
+  EXPECT_EQ(l.block[0], 64u);
+  ASSERT_EQ(l.params.size(), 8u);
+  EXPECT_EQ(paramAs<uint64_t>(l, 0), out.device_ptr());
+  EXPECT_EQ(l.params[1].size(), 1u);
+  EXPECT_EQ(l.params[1][0], 1);
+  EXPECT_EQ(paramAs<int8_t>(l, 2), -7);
+  EXPECT_EQ(paramAs<int16_t>(l, 3), -300);
+  EXPECT_EQ(paramAs<int32_t>(l, 4), 123456);
+  EXPECT_EQ(paramAs<int64_t>(l, 5), int64_t(1) << 40);
+  EXPECT_EQ(paramAs<float>(l, 6), 2.5f);
+  EXPECT_EQ(paramAs<double>(l, 7), -0.125);
+  // Device buffers only: the launch is asynchronous.
+  EXPECT_EQ(fake::tegula_fake_cuda_stats().synchronizes, 0u);
+}
+
+/// The hook plays vector_add: out = x + y on the "device" copies.
+void playVectorAdd(const fake::Launch &l) {
+  const auto *x = reinterpret_cast<const float *>(paramAs<uint64_t>(l, 0));
+  const auto *y = reinterpret_cast<const float *>(paramAs<uint64_t>(l, 1));
+  auto *out = reinterpret_cast<float *>(paramAs<uint64_t>(l, 2));
+  for (int i = 0; i < paramAs<int32_t>(l, 3); ++i)
+    out[i] = x[i] + y[i];
+}
+
+TEST_F(DriverPath, HostBuffersAreStagedAndOnlyWrittenOnesCopiedBack) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  const int n = 1000;
+  const std::vector<float> x = random_vector<float>(n), y = random_vector<float>(n);
+  std::vector<float> out = poisoned<float>(n);
+  fake::tegula_fake_cuda_on_launch(playVectorAdd);
+  k({.grid = {1}, .backend = Backend::GPU}, x, y, out, n, 1024);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], x[i] + y[i]) << i;
+  fake::Stats s = fake::tegula_fake_cuda_stats();
+  EXPECT_EQ(s.copiesToDevice, 3u); // x, y, out
+  EXPECT_EQ(s.copiesToHost, 1u);   // out alone: x and y are const
+  EXPECT_EQ(s.synchronizes, 1u);   // the wait before copying back
+}
+
+TEST_F(DriverPath, ADriverFailureNamesTheCallAndTheKernelAndFreesTheStagingCopies) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  std::vector<float> x(64), y(64), out(64);
+  fake::tegula_fake_cuda_fail_next("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  try {
+    k({.grid = {1}, .backend = Backend::GPU}, x, y, out, 64, 64);
+    FAIL() << "the failed launch did not throw";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("cuLaunchKernel failed for kernel 'vector_add': "
+                                    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources "
+                                    "requested for launch)"));
+  }
+  // TearDown: the three staging copies were freed.
+}
+
+TEST_F(DriverPath, AStreamIsPassedAndStagingCopiesLandBeforeTheKernelStarts) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  CUstream stream;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS); // the fake's, as torch's would be
+  DeviceBuffer x(64, DType::f32), y(64, DType::f32), out(64, DType::f32);
+  const uint64_t handle = reinterpret_cast<uint64_t>(stream);
+  k({.grid = {1}, .backend = Backend::GPU, .stream = handle}, x, y, out, 64, 64);
+  std::vector<float> hostOut(64);
+  k({.grid = {1}, .backend = Backend::GPU, .stream = handle}, x, y, hostOut, 64, 64);
+  auto launches = fake::tegula_fake_cuda_launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].stream, stream);
+  EXPECT_EQ(launches[1].stream, stream);
+  // The copy of hostOut ran on the default stream: a wait separates it from
+  // a kernel on another stream.
+  std::vector<std::string> calls = fake::tegula_fake_cuda_calls();
+  auto launch = std::find(calls.begin(), calls.end(), "cuLaunchKernel");
+  auto second = std::find(launch + 1, calls.end(), "cuLaunchKernel");
+  ASSERT_NE(second, calls.end());
+  EXPECT_NE(std::find(launch, second, "cuCtxSynchronize"), second)
+      << "no wait between the staging copy and the launch on the caller's stream";
+  EXPECT_EQ(std::find(calls.begin(), launch, "cuCtxSynchronize"), launch)
+      << "a launch on device buffers waited";
+  ASSERT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
+}
+
+/// matmul_descriptors on the fake sm_90a: its TMA tensor maps follow the
+/// kernel's own parameters, each encoded for its buffer, shape and box.
+TEST_F(DriverPath, TensorMapsFollowTheParametersAndDescribeTheirBuffers) {
+  ASSERT_EQ(device_info().chip, "sm_90a") << "TEGULA_FAKE_CUDA_ARCH changed the fake's device";
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  const int M = 200, N = 256, K = 192, lda = 192, ldb = 256, ldc = 256;
+  DeviceBuffer a(size_t(M) * lda, DType::bf16), b(size_t(K) * ldb, DType::bf16),
+      c(size_t(M) * ldc, DType::bf16);
+  for (bool ws : {false, true}) {
+    SCOPED_TRACE(ws ? "warp specialised" : "one warpgroup");
+    fake::tegula_fake_cuda_reset();
+    k({.grid = {2, 2}, .num_warps = 4, .backend = Backend::GPU, .warp_specialize = ws}, a, b, c,
+      M, N, K, lda, ldb, ldc, 128, 128, 64);
+    auto launches = fake::tegula_fake_cuda_launches();
+    ASSERT_EQ(launches.size(), 1u);
+    const fake::Launch &l = launches[0];
+    EXPECT_EQ(l.block[0], ws ? 256u : 128u) << "a producer warpgroup joins the 4 warps";
+    // 128x64 + 64x128 bf16 per stage, 3 stages: above 48 KiB, opted in.
+    EXPECT_GE(l.sharedBytes, 3u * (128 * 64 + 64 * 128) * 2);
+    // After the 9 parameters: A's and B's ring maps (128-byte swizzle, one
+    // box per stage's block) and C's for the store - nothing else (the
+    // descriptors' own maps, which the rings replaced, are not passed).
+    ASSERT_EQ(l.params.size(), 12u);
+    std::map<uint64_t, fake::TensorMap> maps;
+    for (size_t i = 9; i < l.params.size(); ++i) {
+      fake::TensorMap map;
+      ASSERT_EQ(l.params[i].size(), 128u);
+      ASSERT_TRUE(fake::tegula_fake_cuda_decode_tensor_map(l.params[i].data(), &map)) << i;
+      EXPECT_EQ(map.dtype, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+      EXPECT_EQ(map.rank, 2u);
+      maps[map.address] = map;
+    }
+    ASSERT_EQ(maps.size(), 3u);
+    auto expectMap = [&](const DeviceBuffer &buf, uint64_t rows, uint64_t cols, uint64_t ld,
+                         unsigned boxRows, unsigned boxCols, CUtensorMapSwizzle swizzle) {
+      ASSERT_TRUE(maps.count(buf.device_ptr()));
+      const fake::TensorMap &m = maps[buf.device_ptr()];
+      EXPECT_EQ(m.dims[0], cols);
+      EXPECT_EQ(m.dims[1], rows);
+      EXPECT_EQ(m.strides[0], ld * 2);
+      EXPECT_EQ(m.box[0], boxCols);
+      EXPECT_EQ(m.box[1], boxRows);
+      EXPECT_EQ(m.swizzle, swizzle);
+    };
+    expectMap(a, M, K, lda, 128, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+    expectMap(b, K, N, ldb, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B); // 128-byte rows: two boxes a stage
+    expectMap(c, M, N, ldc, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE);
+    std::vector<std::string> calls = fake::tegula_fake_cuda_calls();
+    EXPECT_NE(std::find(calls.begin(), calls.end(), "cuFuncSetAttribute"), calls.end())
+        << "more than 48 KiB of shared memory without the opt-in";
+  }
+  // The same buffers and shapes again: the tensor-map cache answers.
+  fake::tegula_fake_cuda_reset();
+  k({.grid = {2, 2}, .num_warps = 4, .backend = Backend::GPU}, a, b, c, M, N, K, lda, ldb, ldc,
+    128, 128, 64);
+  EXPECT_EQ(fake::tegula_fake_cuda_stats().encodes, 0u);
+}
+
+/// What the fake reads from a cubin (ELF .nv.info) and from PTX agree: the
+/// same parameter sizes and thread limit for the same kernel.
+TEST_F(DriverPath, TheFakeReadsCubinsAndPtxAlike) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(256 * 256);
+  CompiledKernel c = k.compile({x, x, x, 256, 256, 256, 256, 256, 256, 128, 128, 64},
+                               {.chip = "sm_90a", .num_warps = 4, .warp_specialize = true});
+  if (c.cubin.empty())
+    GTEST_SKIP() << "no ptxas here: no cubin to read";
+  std::vector<fake::Signature> read;
+  for (const void *image : {static_cast<const void *>(c.cubin.data()),
+                            static_cast<const void *>(c.ptx.c_str())}) {
+    CUmodule module;
+    CUfunction fn;
+    ASSERT_EQ(cuModuleLoadData(&module, image), CUDA_SUCCESS);
+    EXPECT_EQ(cuModuleGetFunction(&fn, module, "nope"), CUDA_ERROR_NOT_FOUND);
+    ASSERT_EQ(cuModuleGetFunction(&fn, module, "matmul_descriptors"), CUDA_SUCCESS);
+    read.push_back(fake::tegula_fake_cuda_signature(fn));
+    // More threads than .maxntid (4 + 4 warps) is refused.
+    std::vector<std::array<char, 128>> storage(read.back().bytes.size());
+    std::vector<void *> params;
+    for (auto &s : storage)
+      params.push_back(s.data());
+    EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 512, 1, 1, 0, nullptr, params.data(), nullptr),
+              CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(cuModuleUnload(module), CUDA_SUCCESS);
+  }
+  const fake::Signature &cubin = read[0], &ptx = read[1];
+  EXPECT_EQ(cubin.bytes, ptx.bytes);
+  EXPECT_EQ(cubin.pointer, ptx.pointer);
+  for (int d = 0; d < 3; ++d)
+    EXPECT_EQ(cubin.maxThreads[d], ptx.maxThreads[d]);
+  EXPECT_EQ(ptx.maxThreads[0], 256u);
+  ASSERT_GE(ptx.bytes.size(), 11u); // 3 pointers, 6 integers, the tensor maps
+  for (size_t i = 0; i < ptx.bytes.size(); ++i)
+    EXPECT_EQ(ptx.bytes[i], i < 3 ? 8u : i < 9 ? 4u : 128u) << i;
+  for (size_t i = 0; i < ptx.pointer.size(); ++i)
+    EXPECT_EQ(ptx.pointer[i], i < 3) << i;
+}
+
+} // namespace
