@@ -153,13 +153,17 @@ CompiledKernel deserialize(const std::vector<char> &in) {
 
 namespace detail {
 
+/// What a loaded GPU kernel was compiled for: chip, warps, stages, wgmma
+/// and TMA allowed, warp specialised.
+using LoadedKey = std::tuple<std::string, int, int, bool, bool, bool>;
+
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
   OwningOpRef<ModuleOp> tile;   // after the tile-level pipeline
   std::string tileText;         // `tile` printed (on first GPU compile): part of cache keys
   std::mutex compileMutex;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
-  std::map<std::string, std::shared_ptr<runtime::LoadedKernel>> loaded;   // by chip, warps
+  std::map<LoadedKey, std::shared_ptr<runtime::LoadedKernel>> loaded;
   // by chip, warps, stages, warp specialisation
   std::map<std::tuple<std::string, int, int, bool>, std::shared_ptr<sim::SimKernel>> simulated;
 };
@@ -173,7 +177,8 @@ struct KernelImpl {
   std::map<std::string, std::unique_ptr<Specialization>> specs;
 
   void checkArgs(const std::vector<Arg> &args) const;
-  std::string key(const std::vector<Arg> &args) const;
+  /// The specialisation `args` select, as bytes, into `k`.
+  void key(const std::vector<Arg> &args, std::string &k) const;
   Specialization &specialize(const std::vector<Arg> &args);
   std::unique_ptr<Specialization> trace(const std::vector<Arg> &args);
 };
@@ -193,32 +198,35 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
   if (args.size() != params.size())
     throw Error(fmt::format("kernel '{}' takes {} arguments, {} were given", name,
                             params.size(), args.size()));
+  // Formatted only for an error: this runs on every launch.
+  auto which = [&](size_t i) {
+    return fmt::format("argument '{}' (#{}) of kernel '{}'", paramNames[i], i, name);
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const ParamInfo &p = params[i];
     const Arg &a = args[i];
-    std::string which = fmt::format("argument '{}' (#{}) of kernel '{}'", paramNames[i], i, name);
     switch (p.kind) {
     case ParamInfo::Kind::Pointer:
       if (a.kind() != Arg::Kind::Buffer)
-        throw Error(fmt::format("{} expects a buffer of {}, got {}", which,
+        throw Error(fmt::format("{} expects a buffer of {}, got {}", which(i),
                                 dtype_name(p.dtype), kindName(a.kind())));
       if (!p.any_dtype && a.dtype() != p.dtype)
-        throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which,
+        throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which(i),
                                 dtype_name(p.dtype), dtype_name(a.dtype())));
       break;
     case ParamInfo::Kind::Scalar:
     case ParamInfo::Kind::Constant:
       if (a.kind() == Arg::Kind::Buffer)
-        throw Error(fmt::format("{} expects a scalar ({}), got a buffer", which,
+        throw Error(fmt::format("{} expects a scalar ({}), got a buffer", which(i),
                                 dtype_name(p.dtype)));
       if (is_int(p.dtype) && a.kind() == Arg::Kind::Float)
         throw Error(fmt::format("{} expects an integer ({}), got a floating-point number",
-                                which, dtype_name(p.dtype)));
+                                which(i), dtype_name(p.dtype)));
       if (is_int(p.dtype) && p.dtype != DType::i1 && p.dtype != DType::i64) {
         int bits = int(dtype_size(p.dtype)) * 8;
         int64_t v = a.as_int(), lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
         if (v < lo || v > hi)
-          throw Error(fmt::format("{} is {}, which does not fit in {} [{}, {}]", which, v,
+          throw Error(fmt::format("{} is {}, which does not fit in {} [{}, {}]", which(i), v,
                                   dtype_name(p.dtype), lo, hi));
       }
       break;
@@ -241,23 +249,35 @@ bool divisibleBy16(const ParamInfo &p, const Arg &a) {
 }
 } // namespace
 
-std::string KernelImpl::key(const std::vector<Arg> &args) const {
-  std::string k;
-  for (size_t i = 0; i < params.size(); ++i)
+void KernelImpl::key(const std::vector<Arg> &args, std::string &k) const {
+  // Raw bytes, no formatting: this runs on every launch. Per parameter: a
+  // tag, then what the specialisation depends on.
+  k.clear();
+  auto put = [&](char tag, const void *p, size_t n) {
+    k.push_back(tag);
+    k.append(static_cast<const char *>(p), n);
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const uint32_t index = uint32_t(i);
     if (params[i].kind != ParamInfo::Kind::Constant && divisibleBy16(params[i], args[i]))
-      k += fmt::format("d{};", i);
-  for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].any_dtype)
-      k += fmt::format("{};", dtype_name(args[i].dtype()));
-    else if (params[i].kind == ParamInfo::Kind::Constant)
-      k += is_float(params[i].dtype) ? fmt::format("{};", args[i].as_float())
-                                     : fmt::format("{};", args[i].as_int());
-  return k;
+      put('d', &index, sizeof index);
+    if (params[i].any_dtype) {
+      const DType t = args[i].dtype();
+      put('t', &t, sizeof t);
+    } else if (params[i].kind == ParamInfo::Kind::Constant && is_float(params[i].dtype)) {
+      const double v = args[i].as_float();
+      put('f', &v, sizeof v);
+    } else if (params[i].kind == ParamInfo::Kind::Constant) {
+      const int64_t v = args[i].as_int();
+      put('i', &v, sizeof v);
+    }
+  }
 }
 
 Specialization &KernelImpl::specialize(const std::vector<Arg> &args) {
   checkArgs(args);
-  std::string k = key(args);
+  thread_local std::string k; // keeps its capacity: no allocation per launch
+  key(args, k);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = specs.find(k);
   if (it == specs.end())
@@ -553,8 +573,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages,
                          .warp_specialize = opts.warp_specialize || warpSpecializeFromEnv()};
-    std::string key = fmt::format("{}:{}:{}:{}:{}:{}", copts.chip, copts.num_warps, copts.num_stages,
-                                  !wgmmaDisabled(), !tmaDisabled(), copts.warp_specialize);
+    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages,
+                                !wgmmaDisabled(), !tmaDisabled(), copts.warp_specialize};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);

@@ -12,11 +12,6 @@
 
 namespace tegula::runtime {
 
-std::string GpuDevice::chip() const {
-  // Hopper's wgmma/TMA need the arch-specific target.
-  return fmt::format("sm_{}{}{}", major, minor, major == 9 ? "a" : "");
-}
-
 const GpuDevice &currentDevice() {
   static GpuDevice device = [] {
     Driver &d = Driver::get();
@@ -42,6 +37,8 @@ const GpuDevice &currentDevice() {
     if (dev.major < 8)
       throw Error(fmt::format("{} (sm_{}{}) is older than sm_80, the oldest GPU Tegula targets",
                               dev.name, dev.major, dev.minor));
+    // Hopper's wgmma/TMA need the arch-specific target.
+    dev.chip_ = fmt::format("sm_{}{}{}", dev.major, dev.minor, dev.major == 9 ? "a" : "");
     CUcontext ctx;
     d.check(d.cuDevicePrimaryCtxRetain(&ctx, handle), "cuDevicePrimaryCtxRetain");
     d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
@@ -113,6 +110,25 @@ bool launchBlocking() {
   }();
   return on;
 }
+
+/// `n` values of T on the stack when n <= N, else on the heap: a launch's
+/// parameters without an allocation in the common case.
+template <class T, size_t N> class LaunchStorage {
+public:
+  explicit LaunchStorage(size_t n) {
+    if (n > N) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  T &operator[](size_t i) { return data_[i]; }
+  T *data() { return data_; }
+
+private:
+  std::array<T, N> inline_{};
+  std::vector<T> heap_;
+  T *data_ = inline_.data();
+};
 } // namespace
 
 void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
@@ -124,17 +140,17 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
     CUdeviceptr ptr = 0;
     const Arg *arg = nullptr;
   };
-  std::vector<DeviceCopy> copies; // staged host buffers only
+  std::vector<DeviceCopy> copies; // staged host buffers only (no allocation without)
   // Scalars and device addresses live here until the launch reads them.
-  std::vector<std::array<char, 8>> scalars(args.size());
-  std::vector<void *> kernelParams;
+  LaunchStorage<std::array<char, 8>, 24> scalars(args.size());
+  LaunchStorage<void *, 32> kernelParams(args.size() + kernel.tensorMaps().size());
+  size_t numParams = 0;
   auto freeAll = [&] {
     for (DeviceCopy &c : copies)
       if (c.ptr)
         d.cuMemFree(c.ptr);
   };
   try {
-    copies.reserve(args.size());
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamInfo &p = params[i];
       const Arg &a = args[i];
@@ -164,7 +180,7 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                                   name, dtype_name(p.dtype)));
         }
       }
-      kernelParams.push_back(scalars[i].data());
+      kernelParams[numParams++] = scalars[i].data();
     }
     // Hidden parameters: the TMA tensor maps, encoded for these buffers (once
     // per buffer and shape: the cache serves repeated launches).
@@ -178,7 +194,7 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
           resolved, [&](const ResolvedTensorMap &m) { return encodeTensorMapForGpu(m, name); }));
     }
     for (TensorMapBytes &m : maps)
-      kernelParams.push_back(m.bytes.data());
+      kernelParams[numParams++] = m.bytes.data();
     // The staging copies ran on the default stream; a caller's stream (which
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)

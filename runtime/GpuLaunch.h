@@ -24,7 +24,11 @@ struct GpuDevice {
   std::string name;
   int major = 0, minor = 0;
   /// The compile target for this device: sm_80, sm_86, sm_90a, ...
-  std::string chip() const;
+  const std::string &chip() const { return chip_; }
+
+private:
+  friend const GpuDevice &currentDevice();
+  std::string chip_;
 };
 
 /// The device kernels run on; initialises the driver and its context on

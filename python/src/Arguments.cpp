@@ -89,38 +89,66 @@ bool rowMajor(const std::vector<int64_t> &shape, const std::vector<int64_t> &str
   return true;
 }
 
-[[noreturn]] void notContiguous(const std::string &what) {
+[[noreturn]] void notContiguous(const ArgName &what) {
   throw py::value_error(fmt::format("{}: the array is not contiguous (a strided view); Tegula "
                                     "kernels take row-major contiguous arrays - pass a copy "
                                     "(numpy.ascontiguousarray, tensor.contiguous())",
-                                    what));
+                                    what.text()));
 }
 
-ArrayView fromCudaArrayInterface(py::handle obj, const std::string &what) {
-  py::dict cai = obj.attr("__cuda_array_interface__");
+/// `dict[key]` for an interned key; KeyError naming the interface when absent.
+py::handle item(py::handle dict, PyObject *key, const ArgName &what) {
+  PyObject *v = PyDict_GetItemWithError(dict.ptr(), key);
+  if (!v && !PyErr_Occurred())
+    throw py::key_error(fmt::format("{}: __cuda_array_interface__ has no '{}'", what.text(),
+                                    PyUnicode_AsUTF8(key)));
+  if (!v)
+    throw py::error_already_set();
+  return v;
+}
+
+std::vector<int64_t> int64s(py::handle sequence) {
+  std::vector<int64_t> out;
+  for (py::handle d : sequence)
+    out.push_back(py::cast<int64_t>(d));
+  return out;
+}
+
+ArrayView fromCudaArrayInterface(py::handle obj, const ArgName &what) {
+  static PyObject *const interface = interned("__cuda_array_interface__"),
+                         *const dataKey = interned("data"), *const shapeKey = interned("shape"),
+                         *const typeKey = interned("typestr"), *const stridesKey = interned("strides");
+  py::object cai = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), interface));
+  if (!cai)
+    throw py::error_already_set();
+  if (!PyDict_Check(cai.ptr()))
+    throw py::type_error(fmt::format("{}: __cuda_array_interface__ is not a dict", what.text()));
   ArrayView v;
   v.on_device = true;
-  auto data = cai["data"].cast<py::tuple>();
-  v.address = data[0].cast<uint64_t>();
-  v.readonly = data[1].cast<bool>();
-  auto shape = cai["shape"].cast<std::vector<int64_t>>();
-  v.dtype_name = cai["typestr"].cast<std::string>();
+  py::handle rawData = item(cai, dataKey, what);
+  py::tuple data = PyTuple_Check(rawData.ptr()) ? py::reinterpret_borrow<py::tuple>(rawData)
+                                                : py::tuple(py::reinterpret_borrow<py::object>(rawData));
+  v.address = py::cast<uint64_t>(data[0]);
+  v.readonly = py::cast<bool>(data[1]);
+  const std::vector<int64_t> shape = int64s(item(cai, shapeKey, what));
+  v.dtype_name = py::cast<std::string>(item(cai, typeKey, what));
   v.dtype = dtypeOfTypestr(v.dtype_name);
   v.count = 1;
   for (int64_t d : shape)
     v.count *= size_t(d);
-  if (cai.contains("strides") && !cai["strides"].is_none() && v.dtype &&
-      !rowMajor(shape, cai["strides"].cast<std::vector<int64_t>>(), int64_t(dtype_size(*v.dtype))))
+  PyObject *strides = PyDict_GetItemWithError(cai.ptr(), stridesKey);
+  if (strides && strides != Py_None && v.dtype &&
+      !rowMajor(shape, int64s(strides), int64_t(dtype_size(*v.dtype))))
     notContiguous(what);
   return v;
 }
 
-ArrayView fromDLPack(py::handle obj, const std::string &what, ArgumentLifetimes &keep) {
+ArrayView fromDLPack(py::handle obj, const ArgName &what, ArgumentLifetimes &keep) {
   py::object capsule = obj.attr("__dlpack__")();
   PyObject *raw = capsule.ptr();
   if (!PyCapsule_IsValid(raw, "dltensor"))
     throw py::type_error(fmt::format("{}: __dlpack__() did not return an unused 'dltensor' capsule",
-                                     what));
+                                     what.text()));
   auto *managed = static_cast<dlpack::ManagedTensor *>(PyCapsule_GetPointer(raw, "dltensor"));
   // Consumed: the capsule must not free it; we call the deleter after the launch.
   PyCapsule_SetName(raw, "used_dltensor");
@@ -134,7 +162,7 @@ ArrayView fromDLPack(py::handle obj, const std::string &what, ArgumentLifetimes 
   else if (t.device.device_type != dlpack::kCPU && t.device.device_type != dlpack::kCUDAHost)
     throw py::value_error(fmt::format("{}: the array lives on DLPack device type {}, which Tegula "
                                       "cannot use (CPU or CUDA only)",
-                                      what, t.device.device_type));
+                                      what.text(), t.device.device_type));
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   v.count = 1;
   for (int64_t d : shape)
@@ -145,7 +173,7 @@ ArrayView fromDLPack(py::handle obj, const std::string &what, ArgumentLifetimes 
   return v;
 }
 
-ArrayView fromNumpy(py::handle obj, const std::string &what) {
+ArrayView fromNumpy(py::handle obj, const ArgName &what) {
   ArrayView v;
   py::object dtype = obj.attr("dtype");
   v.dtype_name = dtype.attr("name").cast<std::string>();
@@ -169,37 +197,57 @@ ArgumentLifetimes::~ArgumentLifetimes() {
   }
 }
 
-std::optional<ArrayView> viewArray(py::handle obj, const std::string &what, ArgumentLifetimes &keep) {
-  if (py::hasattr(obj, "__cuda_array_interface__"))
+std::string ArgName::text() const {
+  return fmt::format("argument '{}' (#{}) of kernel '{}'", param, index, kernel);
+}
+
+PyObject *interned(const char *name) {
+  // Never released: the names outlive every launch, and the interpreter's
+  // own shutdown frees interned strings.
+  PyObject *s = PyUnicode_InternFromString(name);
+  if (!s)
+    throw py::error_already_set();
+  return s;
+}
+
+namespace {
+bool hasAttribute(py::handle obj, PyObject *name) { return PyObject_HasAttr(obj.ptr(), name) == 1; }
+} // namespace
+
+std::optional<ArrayView> viewArray(py::handle obj, const ArgName &what, ArgumentLifetimes &keep) {
+  static PyObject *const cai = interned("__cuda_array_interface__"),
+                         *const arrayInterface = interned("__array_interface__"),
+                         *const flags = interned("flags"), *const dlpack = interned("__dlpack__");
+  if (hasAttribute(obj, cai))
     return fromCudaArrayInterface(obj, what);
   // numpy arrays (and ml_dtypes' bfloat16 ones) are read directly; other
   // host arrays (torch CPU tensors, ...) through DLPack.
-  if (py::hasattr(obj, "__array_interface__") && py::hasattr(obj, "flags"))
+  if (hasAttribute(obj, arrayInterface) && hasAttribute(obj, flags))
     return fromNumpy(obj, what);
-  if (py::hasattr(obj, "__dlpack__"))
+  if (hasAttribute(obj, dlpack))
     return fromDLPack(obj, what, keep);
   return std::nullopt;
 }
 
-Arg arrayArg(const ArrayView &view, const ParamInfo &param, const std::string &what) {
+Arg arrayArg(const ArrayView &view, const ParamInfo &param, const ArgName &what) {
   if (!view.dtype)
     throw py::type_error(fmt::format("{}: arrays of {} are not supported (Tegula has float16, "
                                      "bfloat16, float32, float64, int8-int64, bool and ml_dtypes' float8_e4m3fn / "
                                      "float8_e5m2)",
-                                     what, view.dtype_name));
+                                     what.text(), view.dtype_name));
   if (!param.any_dtype && *view.dtype != param.dtype)
-    throw py::type_error(fmt::format("{} expects an array of {}, got one of {}", what,
+    throw py::type_error(fmt::format("{} expects an array of {}, got one of {}", what.text(),
                                      dtype_name(param.dtype), view.dtype_name));
   if (view.on_device)
     return Arg::device(view.address, view.count, *view.dtype, view.readonly);
   return Arg::buffer(reinterpret_cast<void *>(view.address), view.count, *view.dtype, view.readonly);
 }
 
-Arg scalarArg(py::handle obj, const ParamInfo &param, const std::string &what) {
+Arg scalarArg(py::handle obj, const ParamInfo &param, const ArgName &what) {
   const char *expects = is_int(param.dtype) ? (param.dtype == DType::i1 ? "a bool" : "an int")
                                             : "a float";
   if (obj.is_none())
-    throw py::type_error(fmt::format("{} expects {}, got None", what, expects));
+    throw py::type_error(fmt::format("{} expects {}, got None", what.text(), expects));
   // numpy scalars and 0-d arrays convert through item().
   if (!PyBool_Check(obj.ptr()) && !PyLong_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
       py::hasattr(obj, "item") && py::hasattr(obj, "dtype"))
@@ -211,7 +259,7 @@ Arg scalarArg(py::handle obj, const ParamInfo &param, const std::string &what) {
     try {
       v = obj.cast<long long>();
     } catch (const py::cast_error &) {
-      throw py::value_error(fmt::format("{}: {} does not fit in 64 bits", what,
+      throw py::value_error(fmt::format("{}: {} does not fit in 64 bits", what.text(),
                                         py::str(obj).cast<std::string>()));
     }
     if (is_int(param.dtype))
@@ -220,11 +268,11 @@ Arg scalarArg(py::handle obj, const ParamInfo &param, const std::string &what) {
   }
   if (PyFloat_Check(obj.ptr())) {
     if (is_int(param.dtype))
-      throw py::type_error(fmt::format("{} expects {}, got the float {}", what, expects,
+      throw py::type_error(fmt::format("{} expects {}, got the float {}", what.text(), expects,
                                        py::repr(obj).cast<std::string>()));
     return Arg(obj.cast<double>());
   }
-  throw py::type_error(fmt::format("{} expects {}, got {}", what, expects,
+  throw py::type_error(fmt::format("{} expects {}, got {}", what.text(), expects,
                                    py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>()));
 }
 

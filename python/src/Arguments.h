@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tegula::python {
@@ -46,18 +47,32 @@ struct ArrayView {
   bool readonly = false;
 };
 
+/// Which argument of which kernel, for errors: formatted only when one is
+/// raised (launches are a hot path).
+struct ArgName {
+  std::string_view kernel, param;
+  size_t index = 0;
+  /// "argument 'x' (#0) of kernel 'vector_add'"
+  std::string text() const;
+};
+
+/// An interned Python string for `name`, a new reference the caller keeps
+/// for the process (a static): attribute and keyword names looked up on
+/// every launch, their hash computed once.
+PyObject *interned(const char *name);
+
 /// Describes `obj` if it is an array Tegula can pass; otherwise nullopt
 /// (not an array at all). Throws ValueError for arrays it cannot take as
 /// they are (strided views), naming `what`.
-std::optional<ArrayView> viewArray(pybind11::handle obj, const std::string &what,
+std::optional<ArrayView> viewArray(pybind11::handle obj, const ArgName &what,
                                    ArgumentLifetimes &keep);
 
 /// The launch argument for array parameter `param` from its view, checked
 /// (a device array for the interpreter is refused by the launch itself).
-Arg arrayArg(const ArrayView &view, const ParamInfo &param, const std::string &what);
+Arg arrayArg(const ArrayView &view, const ParamInfo &param, const ArgName &what);
 
 /// The launch argument for scalar or constant parameter `param` from a
 /// Python number (bool, int, float, or a 0-d numpy value).
-Arg scalarArg(pybind11::handle obj, const ParamInfo &param, const std::string &what);
+Arg scalarArg(pybind11::handle obj, const ParamInfo &param, const ArgName &what);
 
 } // namespace tegula::python

@@ -21,19 +21,23 @@ using tegula::python::KernelSet;
 
 namespace {
 
-/// Names of the launch options a launcher takes by keyword.
-bool isLaunchOption(const std::string &name) {
-  return name == "num_warps" || name == "num_stages" || name == "backend" || name == "stream" ||
-         name == "chip" || name == "warp_specialize";
+python::ArgName paramWhat(const KernelSet &k, size_t i) {
+  return {k.name, k.param_names[i], i};
 }
 
-std::string paramWhat(const KernelSet &k, size_t i) {
-  return fmt::format("argument '{}' (#{}) of kernel '{}'", k.param_names[i], i, k.name);
+/// `s` as UTF-8 without a copy (Python caches it in the string).
+std::string_view utf8(py::handle s) {
+  Py_ssize_t n = 0;
+  const char *data = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (!data)
+    throw py::error_already_set();
+  return {data, size_t(n)};
 }
 
-/// Positional and keyword arguments matched to the kernel's parameters.
+/// Positional and keyword arguments matched to the kernel's parameters;
+/// keywords named in `options` are the launch's, not the kernel's.
 std::vector<py::object> bindParameters(const KernelSet &k, py::args args, py::kwargs kwargs,
-                                       const std::vector<std::string> &skip) {
+                                       std::initializer_list<std::string_view> options) {
   const size_t n = k.param_names.size();
   if (args.size() > n)
     throw py::type_error(fmt::format("kernel '{}' takes {} arguments ({}), {} were given", k.name, n,
@@ -42,8 +46,8 @@ std::vector<py::object> bindParameters(const KernelSet &k, py::args args, py::kw
   for (size_t i = 0; i < args.size(); ++i)
     bound[i] = py::reinterpret_borrow<py::object>(args[i]);
   for (auto [key, value] : kwargs) {
-    std::string name = key.cast<std::string>();
-    if (std::find(skip.begin(), skip.end(), name) != skip.end())
+    const std::string_view name = utf8(key);
+    if (std::find(options.begin(), options.end(), name) != options.end())
       continue;
     auto it = std::find(k.param_names.begin(), k.param_names.end(), name);
     if (it == k.param_names.end())
@@ -61,6 +65,14 @@ std::vector<py::object> bindParameters(const KernelSet &k, py::args args, py::kw
   return bound;
 }
 
+/// kwargs[name] (borrowed), or null when absent or None.
+py::handle option(py::kwargs kwargs, PyObject *name) {
+  PyObject *v = PyDict_GetItemWithError(kwargs.ptr(), name);
+  if (!v && PyErr_Occurred())
+    throw py::error_already_set();
+  return v == Py_None ? nullptr : v;
+}
+
 /// The overload the arrays select, and the converted arguments.
 struct Resolved {
   const Kernel *kernel = nullptr;
@@ -76,13 +88,13 @@ Resolved resolve(const KernelSet &k, const std::vector<py::object> &bound,
     if (params0[i].kind != ParamInfo::Kind::Pointer)
       continue;
     if (bound[i].is_none())
-      throw py::type_error(fmt::format("{} expects an array, got None", paramWhat(k, i)));
+      throw py::type_error(fmt::format("{} expects an array, got None", paramWhat(k, i).text()));
     views[i] = python::viewArray(bound[i], paramWhat(k, i), keep);
     if (!views[i])
       throw py::type_error(fmt::format(
           "{} expects an array (numpy, or anything with __dlpack__ or __cuda_array_interface__), "
           "got {}",
-          paramWhat(k, i), py::str(py::type::handle_of(bound[i]).attr("__name__")).cast<std::string>()));
+          paramWhat(k, i).text(), py::str(py::type::handle_of(bound[i]).attr("__name__")).cast<std::string>()));
   }
   const Kernel *chosen = &k.overloads.front();
   if (k.overloads.size() > 1) {
@@ -116,6 +128,7 @@ Resolved resolve(const KernelSet &k, const std::vector<py::object> &bound,
     }
   }
   Resolved r{chosen, {}};
+  r.args.reserve(bound.size());
   for (size_t i = 0; i < bound.size(); ++i) {
     const ParamInfo &p = chosen->params()[i];
     r.args.push_back(views[i] ? python::arrayArg(*views[i], p, paramWhat(k, i))
@@ -136,8 +149,12 @@ Grid toGrid(py::handle g, const KernelSet &k, const std::vector<py::object> &bou
   if (PyLong_Check(value.ptr()))
     dims.push_back(value.cast<int64_t>());
   else if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value))
-    for (py::handle d : value)
-      dims.push_back(py::cast<int64_t>(d.attr("__index__")()));
+    for (py::handle d : value) {
+      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+      if (!index)
+        throw py::error_already_set();
+      dims.push_back(py::cast<int64_t>(index));
+    }
   else
     throw py::type_error(fmt::format("kernel '{}': the grid is a tuple of 1 to 3 ints (or a "
                                      "callable of the arguments returning one), got {}",
@@ -158,13 +175,31 @@ Grid toGrid(py::handle g, const KernelSet &k, const std::vector<py::object> &bou
 }
 
 std::optional<Backend> backendOf(py::kwargs kwargs) {
-  if (!kwargs.contains("backend") || kwargs["backend"].is_none())
+  static PyObject *const name = python::interned("backend");
+  py::handle v = option(kwargs, name);
+  if (!v)
     return std::nullopt; // $TEGULA_BACKEND, else the interpreter
-  return parse_backend(kwargs["backend"].cast<std::string>());
+  return parse_backend(std::string(utf8(v)));
 }
 
-int intOption(py::kwargs kwargs, const char *name, int fallback) {
-  return kwargs.contains(name) ? kwargs[name].cast<int>() : fallback;
+int intOption(py::kwargs kwargs, PyObject *name, int fallback) {
+  py::handle v = option(kwargs, name);
+  return v ? py::cast<int>(v) : fallback;
+}
+
+/// torch.Tensor when torch has been imported (nothing is imported here:
+/// without torch no argument can be a torch tensor).
+py::handle torchTensorType() {
+  static PyObject *const torchName = python::interned("torch"), *const tensorName = python::interned("Tensor");
+  py::object torch = py::reinterpret_steal<py::object>(PyImport_GetModule(torchName));
+  if (!torch) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  static py::handle tensor; // torch.Tensor stays alive as long as torch
+  if (!tensor)
+    tensor = py::reinterpret_steal<py::object>(PyObject_GetAttr(torch.ptr(), tensorName)).release();
+  return tensor;
 }
 
 /// The CUstream a launch runs on: `stream=` (an int handle, a torch.cuda.Stream
@@ -172,8 +207,8 @@ int intOption(py::kwargs kwargs, const char *name, int fallback) {
 /// among the arguments (so launches are ordered with the caller's torch work),
 /// else 0 (the default stream).
 uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
-  if (kwargs.contains("stream") && !kwargs["stream"].is_none()) {
-    py::object s = kwargs["stream"];
+  static PyObject *const name = python::interned("stream");
+  if (py::handle s = option(kwargs, name)) {
     if (PyLong_Check(s.ptr()))
       return s.cast<uint64_t>();
     if (py::hasattr(s, "cuda_stream")) // torch.cuda.Stream
@@ -184,13 +219,13 @@ uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
                                      "cupy Stream, not {}",
                                      py::str(py::type::handle_of(s).attr("__name__")).cast<std::string>()));
   }
-  for (const py::object &a : bound) {
-    py::object module = py::type::handle_of(a).attr("__module__");
-    if (py::str(module).cast<std::string>().rfind("torch", 0) == 0 && py::hasattr(a, "is_cuda") &&
-        a.attr("is_cuda").cast<bool>())
+  py::handle tensor = torchTensorType();
+  if (!tensor)
+    return 0;
+  for (const py::object &a : bound)
+    if (PyObject_IsInstance(a.ptr(), tensor.ptr()) == 1 && a.attr("is_cuda").cast<bool>())
       return py::module_::import("torch").attr("cuda").attr("current_stream")(a.attr("device"))
           .attr("cuda_stream").cast<uint64_t>();
-  }
   return 0;
 }
 
@@ -200,6 +235,10 @@ struct Launcher {
   py::object grid;
 
   void operator()(py::args args, py::kwargs kwargs) const {
+    static PyObject *const numWarps = python::interned("num_warps"),
+                           *const numStages = python::interned("num_stages"),
+                           *const chip = python::interned("chip"),
+                           *const warpSpecialize = python::interned("warp_specialize");
     std::vector<py::object> bound =
         bindParameters(kernel, args, kwargs,
                        {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize"});
@@ -207,14 +246,14 @@ struct Launcher {
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts;
     opts.grid = toGrid(grid, kernel, bound);
-    opts.num_warps = intOption(kwargs, "num_warps", 4);
-    opts.num_stages = intOption(kwargs, "num_stages", 3);
+    opts.num_warps = intOption(kwargs, numWarps, 4);
+    opts.num_stages = intOption(kwargs, numStages, 3);
     opts.backend = backendOf(kwargs);
     opts.stream = streamFor(kwargs, bound);
-    if (kwargs.contains("chip") && !kwargs["chip"].is_none())
-      opts.chip = kwargs["chip"].cast<std::string>();
-    if (kwargs.contains("warp_specialize"))
-      opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
+    if (py::handle c = option(kwargs, chip))
+      opts.chip = std::string(utf8(c));
+    if (py::handle ws = option(kwargs, warpSpecialize))
+      opts.warp_specialize = ws.cast<bool>();
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
     r.kernel->launch(opts, r.args);
   }
@@ -237,8 +276,10 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   CompileOptions opts;
   if (kwargs.contains("chip"))
     opts.chip = kwargs["chip"].cast<std::string>();
-  opts.num_warps = intOption(kwargs, "num_warps", 4);
-  opts.num_stages = intOption(kwargs, "num_stages", 3);
+  static PyObject *const numWarps = python::interned("num_warps"),
+                         *const numStages = python::interned("num_stages");
+  opts.num_warps = intOption(kwargs, numWarps, 4);
+  opts.num_stages = intOption(kwargs, numStages, 3);
   if (kwargs.contains("assemble"))
     opts.assemble = kwargs["assemble"].cast<bool>();
   if (kwargs.contains("warp_specialize"))
@@ -337,7 +378,8 @@ warpgroup.)doc")
       .def("elapsed_ms", &Event::elapsed_ms);
   py::class_<DeviceBuffer>(m, "_DeviceBytes")
       .def(py::init([](size_t bytes) { return DeviceBuffer(bytes, DType::i8); }))
-      .def("fill", [](DeviceBuffer &b, uint8_t value) { b.fill_bytes(value); });
+      .def("fill", [](DeviceBuffer &b, uint8_t value) { b.fill_bytes(value); })
+      .def_property_readonly("ptr", &DeviceBuffer::device_ptr);
 
   m.def("gpu_available", [] {
     std::string why;

@@ -10,6 +10,9 @@
 // the shared-memory limit) and recorded; a test may install a hook that
 // plays the kernel's part on the "device" memory (plain host memory).
 //
+// TEGULA_FAKE_CUDA_ARCH ("90" by default) is the device's compute capability;
+// TEGULA_FAKE_CUDA_RECORD=0 keeps no record of launches (a benchmark's loop).
+//
 // Each call that the real driver would refuse is refused with the CUresult
 // the driver documents, so a misuse shows up here first.
 //

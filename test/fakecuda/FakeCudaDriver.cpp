@@ -62,9 +62,20 @@ State &state() {
   return *s;
 }
 
+/// TEGULA_FAKE_CUDA_RECORD=0: launches are checked and counted, not kept,
+/// and calls not logged (a benchmark's loop would grow the record).
+bool recording() {
+  static const bool on = [] {
+    const char *v = std::getenv("TEGULA_FAKE_CUDA_RECORD");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+
 /// Records the call; returns the injected failure, if one is pending.
 CUresult enter(State &s, const char *call) {
-  s.calls.emplace_back(call);
+  if (recording())
+    s.calls.emplace_back(call);
   if (auto it = s.failNext.find(call); it != s.failNext.end()) {
     CUresult r = it->second;
     s.failNext.erase(it);
@@ -591,12 +602,14 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned 
     launch.stream = stream;
     if (!fn->params.empty() && !kernelParams)
       return CUDA_ERROR_INVALID_VALUE;
+    const bool keep = recording() || s.hook;
     for (size_t i = 0; i < fn->params.size(); ++i) {
       const Parameter &p = fn->params[i];
       const auto *bytes = static_cast<const uint8_t *>(kernelParams[i]);
       if (p.tensorMap && reinterpret_cast<uintptr_t>(bytes) % 64)
         return CUDA_ERROR_INVALID_VALUE; // __grid_constant__ CUtensorMap: 64-byte aligned
-      launch.params.emplace_back(bytes, bytes + p.bytes);
+      if (keep)
+        launch.params.emplace_back(bytes, bytes + p.bytes);
       if (p.pointer && p.bytes == 8) {
         uint64_t address;
         std::memcpy(&address, bytes, 8);
@@ -614,6 +627,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned 
   }
   if (hook)
     hook(launch); // outside the lock: it may copy memory through the driver
+  if (!recording())
+    return CUDA_SUCCESS;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.launches.push_back(std::move(launch));
