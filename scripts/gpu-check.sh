@@ -52,9 +52,12 @@ pack() {
   ldd "${paths[@]}" | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' |
     while read -r lib; do strip --strip-unneeded -o "$CARRY/lib/$(basename "$lib")" "$lib"; done
+  # fmt's headers: `run` builds the Python extensions there when the
+  # carried ones do not match that machine's Python (they include fmt).
+  mkdir -p "$CARRY/include" && cp -r /usr/include/fmt "$CARRY/include/"
   # The Python package (its extensions find libtegula.so through
   # LD_LIBRARY_PATH there): the launch-overhead script and pytest use it.
-  local parts=(bin lib)
+  local parts=(bin lib include)
   if [[ -d $build/python/tegula ]]; then
     ninja -C "$build" _tegula examples tegula_python_files
     mkdir -p "$CARRY/python/tegula"
@@ -67,7 +70,7 @@ pack() {
   du -b "$CARRY"/bin/* "$CARRY"/lib/* | sort -n | awk '{printf "  %6.1f MiB  %s\n", $1 / 1048576, $2}'
   echo "compressing (xz -9) ..."
   tar -C "$CARRY" -cf - "${parts[@]}" | xz -9 -T"${TEGULA_JOBS:-$(nproc)}" >"$CARRY.tar.xz.tmp"
-  rm -rf "$CARRY"/bin "$CARRY"/lib "$CARRY"/python
+  rm -rf "$CARRY"/bin "$CARRY"/lib "$CARRY"/python "$CARRY"/include
   mv "$CARRY.tar.xz.tmp" "$CARRY/payload.tar.xz"
   # The GPU machine gets no .git: say here what was built.
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . && echo '' || echo ' (+ working tree)')" \
@@ -86,8 +89,53 @@ pack() {
   echo "fits: run(command=\"bash scripts/gpu-check.sh run\", carry=[\"$CARRY\"])"
 }
 
+# python_package ROOT: prints the PYTHONPATH under which `import tegula`
+# works with this machine's python3 - the carried package when its
+# extensions match this Python, else the package built here from the tree
+# (python/src) against the carried libtegula.so: C++ compiler, pybind11 and
+# Python's headers from this machine, fmt's headers carried. The build's
+# log is ROOT/python-build.log. Prints nothing when neither works.
+python_package() {
+  local root=$1
+  if PYTHONPATH="$root/python" python3 -c "import tegula.examples" 2>/dev/null; then
+    echo "$root/python"
+    return
+  fi
+  local py=$root/python-here log=$root/python-build.log
+  rm -rf "$py" && mkdir -p "$py/tegula" "$root/pylib"
+  {
+    # Only Tegula's libraries: the extensions built here use this machine's
+    # libstdc++, which is newer than the carried one.
+    ln -sf "$root"/lib/libtegula.so "$root"/lib/libfmt.so* "$root/pylib/"
+    local fmt=$(cd "$root/pylib" && ls libfmt.so.* | head -1)
+    ln -sf "$fmt" "$root/pylib/libfmt.so"
+    cp python/tegula/*.py python/tegula/*.pyi python/tegula/py.typed "$py/tegula/"
+    local suffix flags
+    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') &&
+      flags="-O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED -Iinclude -I. -I$root/include $(python3 -m pybind11 --includes)" &&
+      { c++ $flags python/src/Module.cpp python/src/Arguments.cpp -L"$root/pylib" -ltegula -lfmt \
+          -o "$py/tegula/_tegula$suffix" & local core=$!
+        c++ $flags python/src/Examples.cpp -L"$root/pylib" -ltegula -lfmt -o "$py/tegula/examples$suffix"
+        local examples=$?
+        wait $core && ((examples == 0)); } &&
+      cat >"$py/tegula/_build_config.py" <<CONFIG
+# Written by scripts/gpu-check.sh: tegula.load on the GPU machine.
+import sysconfig as _sysconfig
+import pybind11 as _pybind11
+CXX = "$(command -v c++)"
+CXX_STANDARD = "c++20"
+INCLUDE_DIRS = ["$PWD/include", "$PWD", "$root/include", _pybind11.get_include(), _sysconfig.get_paths()["include"]]
+LIBRARY_DIR = "$root/pylib"
+LIBRARIES = ["tegula", "fmt"]
+CUDA_INCLUDE_DIRS = []
+CONFIG
+  } >"$log" 2>&1 || return 0
+  LD_LIBRARY_PATH="$root/pylib" PYTHONPATH="$py" python3 -c "import tegula.examples" >>"$log" 2>&1 &&
+    echo "$py"
+}
+
 run() {
-  local out=${OUT:-/tmp/tegula-gpu-out} root=/tmp/tegula-carry
+  local out=${OUT:-/tmp/tegula-gpu-out} root=/tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
   [[ -f $CARRY/payload.tar.xz ]] || { echo "no $CARRY/payload.tar.xz: run 'gpu-check.sh pack' first"; exit 1; }
   rm -rf "$root" # nothing left from an earlier payload on a warm machine
   mkdir -p "$out" "$root"
@@ -138,15 +186,29 @@ run() {
   python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
   echo "== reference gpt2_torch.py"
   python3 benchmarks/gpt2_torch.py </dev/null 2>&1 | tee "$out/gpt2_torch.log" || true
-  # Python: the launch overhead, and the pytest suite on the GPU (each says
-  # "skipped" when the package does not import with this machine's Python).
+  # Python: the launch overhead, and the pytest suite on the GPU - with the
+  # package built for this machine's Python when the carried one does not
+  # import (the build's Python is not this one).
+  echo "== python package"
+  local pypath
+  pypath=$(python_package "$root")
+  if [[ -n $pypath ]]; then
+    echo "tegula imports with $(python3 --version 2>&1) from $pypath" | tee "$out/python_package.log"
+  else
+    { echo "the tegula package does not import with $(python3 --version 2>&1):"; cat "$root/python-build.log"; } |
+      tee "$out/python_package.log"
+  fi
+  # The extensions built here link this machine's libstdc++: only Tegula's
+  # libraries ahead of it.
+  local pylibs="$root/pylib${system_libs:+:$system_libs}"
+  [[ $pypath == "$root/python" ]] && pylibs=$LD_LIBRARY_PATH
   echo "== python launch_overhead.py"
-  PYTHONPATH="$root/python" python3 benchmarks/launch_overhead.py </dev/null 2>&1 |
+  LD_LIBRARY_PATH=$pylibs PYTHONPATH="$pypath" python3 benchmarks/launch_overhead.py </dev/null 2>&1 |
     tee "$out/launch_overhead_py.log" || true
   echo "== python pytest"
-  if PYTHONPATH="$root/python" python3 -c "import tegula, pytest" 2>/dev/null; then
-    PYTHONPATH="$root/python" python3 -m pytest -q -rs python/tests </dev/null 2>&1 | tee "$out/pytest.log" ||
-      status=1
+  if [[ -n $pypath ]] && python3 -c "import pytest" 2>/dev/null; then
+    LD_LIBRARY_PATH=$pylibs PYTHONPATH="$pypath" python3 -m pytest -q -rs python/tests </dev/null 2>&1 |
+      tee "$out/pytest.log" || status=1
   else
     echo "skipped: tegula or pytest does not import with $(python3 --version 2>&1)" | tee "$out/pytest.log"
   fi
@@ -170,6 +232,7 @@ run() {
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
+  python-package) shift; python_package "$@" ;; # ROOT: what `run` does for Python, alone
   run) shift; run "$@" ;;
   *) echo "usage: $0 pack | run" >&2; exit 64 ;;
 esac
