@@ -154,7 +154,7 @@ struct GptModel::Activations {
 
 GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DType storage)
     : config_(config), backend_(backend), storage_(storage),
-      tiles_(backend == Backend::GPU ? gpu_tiles(storage) : cpu_tiles()) {
+      tiles_(backend == Backend::GPU ? gpu_tiles(storage, device_info().chip) : cpu_tiles()) {
   config_.validate();
   if (storage != DType::f32 && storage != DType::bf16)
     throw Error(fmt::format("GPT: {} storage is not supported: f32, or bf16 with f32 master weights{}",
@@ -395,7 +395,10 @@ void GptModel::backward() {
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
-  const int attBlock = tiles_.attention_block, attWarps = tiles_.attention_warps, colBlock = 32;
+  // The backward's blocks: a dkdv program owns `own` keys and steps through
+  // the queries `step` at a time; a dq program owns `own` queries.
+  const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
+  const int attWarps = tiles_.attention_warps, colBlock = 32;
   Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
   Arg tokArg = gpu ? Arg(*a.deviceTokens) : Arg(a.hostTokens);
 
@@ -446,14 +449,14 @@ void GptModel::backward() {
     // residual2 = in + attn(ln1(in)).
     linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C);
     const int64_t bht = int64_t(B) * H * T;
-    kernels_->attentionDelta(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.atty, btc),
-                             dA(L.atty, btc), dS(a.delta, bht), H, T, D, attBlock);
-    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+    kernels_->attentionDelta(launch({uint32_t(cdiv(T, step)), uint32_t(B * H)}), A(L.atty, btc),
+                             dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
+    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                             dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                            3 * C, H, T, scale, D, attBlock, attBlock);
-    kernels_->attentionDq(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+                            3 * C, H, T, scale, D, step, own);
+    kernels_->attentionDq(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                          3 * C, H, T, scale, D, attBlock, attBlock);
+                          3 * C, H, T, scale, D, own, step);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
     layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.attproj, btc), h + "ln_1");
     add(dA(L.residual2, btc), dA(L.attproj, btc), dA(in, btc));

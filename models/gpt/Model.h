@@ -89,21 +89,27 @@ public:
   /// where the CPU runs every thread (interpreter, simulator). Tests run the
   /// GPU's in the simulator.
   struct Tiles {
-    int bm, bn, bk, linear_warps;                 // linear layers and the LM head
-    int attention_block, attention_warps;         // flash attention's backward (query and key blocks)
+    int bm, bn, bk, linear_warps; // linear layers and the LM head
+    // flash attention's backward: the block of rows a program owns (keys in
+    // dkdv, queries in dq) and the block its loop steps through
+    int attention_bwd_block, attention_bwd_step, attention_warps;
     int attention_fwd_block, attention_fwd_warps; // its forward (and decoding)
     int vocab_block;                              // cross-entropy's chunks of the vocabulary
   };
-  /// The GPU's, per storage type: bf16 operands take half the registers
-  /// and shared memory of f32 ones, so their tiles are larger - attention's
-  /// forward in bf16 at 128-row blocks (two warpgroups of wgmma fed by TMA
-  /// rings on sm_90a) - and every one compiles without spills for sm_80 and
-  /// sm_90a (test/gpt/GpuConfigsTest).
-  static Tiles gpu_tiles(DType storage = DType::f32) {
-    return storage == DType::bf16 ? Tiles{128, 128, 32, 8, 64, 8, 128, 8, 1024}
-                                  : Tiles{64, 64, 32, 4, 32, 8, 32, 8, 1024};
+  /// The GPU's, per storage type and chip: bf16 operands take half the
+  /// registers and shared memory of f32 ones, so their tiles are larger -
+  /// attention's forward in bf16 at 128-row blocks (two warpgroups of wgmma
+  /// fed by TMA rings on sm_90a), its backward on sm_90a at 128-row blocks
+  /// stepping 64 rows (wgmma; on sm_80 those spill, so 64 by 64 there) -
+  /// and every one compiles without spills for its chip
+  /// (test/gpt/GpuConfigsTest).
+  static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80") {
+    if (storage != DType::bf16)
+      return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
+    return chip == "sm_90a" ? Tiles{128, 128, 32, 8, 128, 64, 8, 128, 8, 1024}
+                            : Tiles{128, 128, 32, 8, 64, 64, 8, 128, 8, 1024};
   }
-  static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 4, 16, 4, 256}; }
+  static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
   /// sm_90a: the bf16 linear layers' TMA-fed loops get a producer warpgroup
   /// (LaunchOptions::warp_specialize; also TEGULA_WARP_SPECIALIZE=1).

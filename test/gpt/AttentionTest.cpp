@@ -18,14 +18,23 @@ namespace k = tegula::gpt::kernels;
 
 namespace {
 
-constexpr int B = 2, H = 2, T = 37, D = 16, C = H * D, BM = 16, BN = 16;
+/// A problem and the blocks it runs at: the forward's (BM queries, BN keys a
+/// step), the backward's (a program owns `own` rows - keys in dkdv, queries in
+/// dq - and steps through the others `step` at a time).
+struct Shape {
+  int B, H, T, D, BM, BN, own, step;
+  int C() const { return H * D; }
+};
+constexpr Shape kSmall{2, 2, 37, 16, 16, 16, 16, 16};
 
 struct Reference {
   std::vector<double> o, lse, dqkv;
 };
 
 /// Softmax attention per (b, h) in double, and the gradients of sum(o * dout).
-Reference reference(const std::vector<double> &qkv, const std::vector<double> &dout, double scale) {
+Reference reference(const Shape &shape, const std::vector<double> &qkv, const std::vector<double> &dout,
+                    double scale) {
+  const int B = shape.B, H = shape.H, T = shape.T, D = shape.D, C = shape.C();
   Reference r{std::vector<double>(B * T * C), std::vector<double>(B * H * T), std::vector<double>(qkv.size(), 0.0)};
   auto at = [&](int b, int t, int which, int h, int d) { return size_t((b * T + t) * 3 * C + which * C + h * D + d); };
   for (int b = 0; b < B; ++b)
@@ -74,17 +83,18 @@ protected:
   LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
 };
 
-template <class E> void forwardAndBackward(const LaunchOptions &base, double tol) {
+template <class E> void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shape = kSmall) {
+  const int B = shape.B, H = shape.H, T = shape.T, D = shape.D, C = shape.C(), BM = shape.BM, BN = shape.BN;
   auto qkv = random_vector<E>(B * T * 3 * C), dout = random_vector<E>(B * T * C);
   const float scale = 1.0f / std::sqrt(float(D));
-  Reference ref = reference(to_double(qkv), to_double(dout), scale);
+  Reference ref = reference(shape, to_double(qkv), to_double(dout), scale);
   auto fwd = kernel("attention_fwd", k::attention_fwd<E>,
                     {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
                      "BM", "BN"});
   auto o = poisoned<E>(B * T * C);
   auto lse = poisoned<float>(B * H * T);
   LaunchOptions opts = base;
-  opts.grid = {uint32_t(cdiv(T, BM)), B * H};
+  opts.grid = {uint32_t(cdiv(T, BM)), uint32_t(B * H)};
   fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM, BN);
   EXPECT_LT(rel_error(o, ref.o), tol);
   EXPECT_LT(rel_error(lse, ref.lse), 1e-5);
@@ -98,11 +108,12 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
   auto dq = kernel("attention_bwd_dq", k::attention_bwd_dq<E>,
                    {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T",
                     "scale", "D", "BM", "BN"});
-  pre(opts, o, dout, delta, H, T, D, BM);
-  LaunchOptions keys = opts;
-  keys.grid = {uint32_t(cdiv(T, BN)), B * H};
-  dkdv(keys, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
-  dq(opts, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, BM, BN);
+  LaunchOptions steps = opts, owned = opts;
+  steps.grid = {uint32_t(cdiv(T, shape.step)), uint32_t(B * H)};
+  owned.grid = {uint32_t(cdiv(T, shape.own)), uint32_t(B * H)};
+  pre(steps, o, dout, delta, H, T, D, shape.step);
+  dkdv(owned, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, shape.step, shape.own);
+  dq(owned, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, shape.own, shape.step);
   EXPECT_LT(rel_error(dqkv, ref.dqkv), tol * 2);
 
   if constexpr (std::is_same_v<E, float>) { // finite differences of the forward
@@ -128,6 +139,15 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
 
 TEST_P(GptAttention, CausalForwardAndBackwardF32) { forwardAndBackward<float>(on({1}), 1e-5); }
 TEST_P(GptAttention, CausalForwardAndBackwardBf16) { forwardAndBackward<bfloat16>(on({1}), 2e-2); }
+
+// The backward at the tiles GptModel gives bf16 on sm_90a - dkdv owning 128
+// keys and stepping through 64 queries, dq the other way round, 8 warps, all
+// eight dots on wgmma - as Hopper code in the simulator, on a ragged T that
+// spans several blocks of each.
+TEST(GptAttentionHopperTiles, Bf16BackwardInTheSimulator) {
+  const Shape shape{1, 2, 200, 64, 64, 64, 128, 64};
+  forwardAndBackward<bfloat16>({.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = "sm_90a"}, 2e-2, shape);
+}
 
 INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 

@@ -35,12 +35,14 @@ template <class T> void checkAll(const char *chip) {
   std::vector<T> t(16);   // storage-type buffers
   std::vector<float> f(16); // f32: statistics, gradients of weights, AdamW state
   std::vector<int32_t> i(16);
-  // The tiles GptModel launches on the GPU with this storage type (f32's
-  // attention: 32-row blocks at 8 warps - 64-row blocks at 4 warps spill
-  // kilobytes; bf16: the backward at 64-row blocks, the forward at 128, both
-  // at 8 warps).
-  const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>);
-  const int C = 768, D = 64, Bk = tiles.attention_block, W = tiles.attention_warps;
+  // The tiles GptModel launches on the GPU with this storage type and chip
+  // (f32's attention: 32-row blocks at 8 warps - 64-row blocks at 4 warps
+  // spill kilobytes; bf16: the forward at 128-row blocks, the backward at
+  // 128-row blocks stepping 64 on sm_90a and 64 by 64 on sm_80, all at 8
+  // warps).
+  const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>, chip);
+  const int C = 768, D = 64, W = tiles.attention_warps;
+  const int own = tiles.attention_bwd_block, step = tiles.attention_bwd_step;
   const int BM = tiles.bm, BN = tiles.bn, BK = tiles.bk, LW = tiles.linear_warps;
   const int FB = tiles.attention_fwd_block, FW = tiles.attention_fwd_warps;
   const std::vector<std::string> fwdParams = {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H",
@@ -60,12 +62,20 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
     }
   }
-  check(kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>,
-               {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"}),
-        {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, Bk, Bk}, chip, W);
-  check(kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>,
-               {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "D", "BM", "BN"}),
-        {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, Bk, Bk}, chip, W);
+  const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                              "stride", "H", "T", "scale", "D", "BM", "BN"};
+  const Kernel dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>, bwdParams);
+  const Kernel dq = kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>, bwdParams);
+  const std::vector<Arg> dkdvArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, step, own};
+  const std::vector<Arg> dqArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, own, step};
+  check(dkdv, dkdvArgs, chip, W);
+  check(dq, dqArgs, chip, W);
+  if (!std::is_same_v<T, float> && std::string(chip) == "sm_90a") // all eight dots on wgmma
+    for (auto [kern, args] : {std::pair{&dkdv, &dkdvArgs}, std::pair{&dq, &dqArgs}}) {
+      const std::string ptx = kern->compile(*args, {.chip = chip, .num_warps = W, .assemble = false}).ptx;
+      EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << kern->name();
+      EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
+    }
   // The linear layers: pointer loads for f32 (tf32 dots), tensor
   // descriptors for bf16 (TMA rings feeding wgmma on sm_90a).
   constexpr bool descriptors = !std::is_same_v<T, float>;

@@ -196,9 +196,11 @@ TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
   compare("h.0.mlp.c_fc.weight grad (tf32: wgmma vs mma.sync)", grad[1], grad[0], 1e-5);
 }
 
-// bf16 mixed precision at the GPU's bf16 tiles (128x128x32 linear layers at 8
-// warps, 64-row attention blocks at 8 warps), as sm_80 code (mma.sync) and as
-// sm_90a code (wgmma), against Hugging Face within bf16's rounding.
+// bf16 mixed precision at the GPU's bf16 tiles for each chip (128x128x32
+// linear layers at 8 warps; attention's forward at 128-row blocks, its
+// backward at 64 by 64 on sm_80 and 128 stepping 64 on sm_90a, all at 8
+// warps), as sm_80 code (mma.sync) and as sm_90a code (wgmma), against
+// Hugging Face within bf16's rounding.
 TEST(GptParityGpuTiles, Bf16OnAmpereAndHopperInTheSimulator) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
   SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
@@ -211,7 +213,7 @@ TEST(GptParityGpuTiles, Bf16OnAmpereAndHopperInTheSimulator) {
       ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
     } unset;
     GptModel m(fixtureConfig(), Backend::Sim, tl::precision::ieee, DType::bf16);
-    m.set_tiles(GptModel::gpu_tiles(DType::bf16));
+    m.set_tiles(GptModel::gpu_tiles(DType::bf16, chip));
     m.load(model);
     const float loss = m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
     EXPECT_NEAR(loss, io.to_f32("loss")[0], 2e-3 * loss);
