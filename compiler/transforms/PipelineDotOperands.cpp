@@ -152,7 +152,11 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
   return op;
 }
 
-std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages) {
+/// `sharedLoad`: the load may have other uses (operands of other dots the
+/// caller pipelines from the same ring); its chain to this dot is still this
+/// dot's alone.
+std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages,
+                                   bool sharedLoad = false) {
   Value v = idx == 0 ? dot.getA() : dot.getB();
   // `load` or `tile.trans(load)` (a.trans(), b.trans() in the kernel): the
   // ring holds the tile as loaded, the dot reads it transposed. Layout
@@ -181,8 +185,10 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
     return op;
   }
   auto load = loaded.getDefiningOp<tile::LoadOp>();
-  if (!load || !loaded.hasOneUse() || !operand.hasOneUse() || load->getBlock() != loop.getBody() ||
-      !zeroOrAbsent(load.getOther()))
+  // The chain from the load to this dot is the dot's alone (a shared load
+  // read directly has its other uses).
+  if (!load || !(sharedLoad || loaded.hasOneUse()) || !(operand.hasOneUse() || (sharedLoad && operand == loaded)) ||
+      load->getBlock() != loop.getBody() || !zeroOrAbsent(load.getOther()))
     return std::nullopt;
   auto type = cast<RankedTensorType>(loaded.getType());
   Type elem = type.getElementType();
@@ -473,6 +479,148 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       op.erase();
 }
 
+/// Every tensor-core dot of `loop` at once, when a load feeds more than one
+/// of them (attention's backward reads q as q^T in one dot and as q in
+/// another, k likewise): one cp.async ring per load, filled once per
+/// iteration and read by each dot it feeds (dot_shared{,_b}, transposed or
+/// not) - the plans of all its uses must agree on the ring's tile. A waits
+/// before the first dot for this iteration's stage; the next loads go out
+/// after the last dot (the barrier of the next wait orders them after every
+/// read of the stage they refill); wgmma groups complete within their
+/// iteration. False, with nothing changed, when there is no shared load or
+/// a dot or a use does not qualify (the per-dot path then takes what it can).
+bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages) {
+  struct Use {
+    tile::DotOp dot;
+    unsigned idx;
+    Operand op;
+  };
+  std::vector<Use> uses;
+  bool wgmma = false;
+  for (tile::DotOp dot : dots) {
+    auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(
+        cast<RankedTensorType>(dot.getType()).getEncoding());
+    if (!mma)
+      return false;
+    wgmma |= mma.isWgmma();
+    auto b = planOperand(loop, dot, 1, stages, /*sharedLoad=*/true);
+    auto a = planOperand(loop, dot, 0, stages, /*sharedLoad=*/true);
+    auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
+        cast<RankedTensorType>(dot.getA().getType()).getEncoding());
+    const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+    if (!b || b->block || (a && a->block) || !(a || aInRegisters))
+      return false;
+    if (a)
+      uses.push_back({dot, 0, std::move(*a)});
+    uses.push_back({dot, 1, std::move(*b)});
+  }
+  // Per load, its uses: all of them dot operands here, on one ring.
+  llvm::MapVector<Operation *, SmallVector<size_t>> byLoad;
+  for (size_t i = 0; i < uses.size(); ++i)
+    byLoad[uses[i].op.load].push_back(i);
+  bool shared = false;
+  for (auto &[load, indices] : byLoad) {
+    const Value result = load->getResult(0);
+    if (size_t(std::distance(result.use_begin(), result.use_end())) != indices.size())
+      return false; // read by something that is not one of these operands
+    for (size_t i : indices)
+      if (uses[i].op.ring != uses[indices.front()].op.ring)
+        return false; // the uses want the tile stored differently
+    shared |= indices.size() > 1;
+  }
+  if (!shared)
+    return false;
+
+  Location loc = loop.getLoc();
+  Type ivType = loop.getInductionVar().getType();
+  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
+    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
+  };
+  auto toI32 = [&](OpBuilder &at, Value v) -> Value {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
+  };
+  const int lookahead = stages - 1;
+  OpBuilder b(loop);
+  SmallVector<Value> rings;
+  for (auto &[load, indices] : byLoad)
+    rings.push_back(tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring));
+  // Prologue: iterations 0 .. lookahead-1 into stages 0 .. lookahead-1.
+  Value lb = loop.getLowerBound(), step = loop.getStep();
+  for (int s = 0; s < lookahead; ++s) {
+    Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
+    Value stage = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(s));
+    size_t r = 0;
+    for (auto &[load, indices] : byLoad)
+      issue(b, loop, uses[indices.front()].op, rings[r++], iv, stage);
+  }
+  // This iteration's stage, before the first dot.
+  OpBuilder in(dots.front());
+  Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
+  Value stage = toI32(in, arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
+  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, int32_t(rings.size()) * (lookahead - 1));
+  if (wgmma)
+    wait.setFenceAsyncProxy(true);
+  auto ringOf = [&](Operand op) {
+    return rings[size_t(std::distance(byLoad.begin(), byLoad.find(op.load.getOperation())))];
+  };
+  Operation *last = nullptr;
+  for (tile::DotOp dot : dots) {
+    in.setInsertionPoint(dot);
+    const Operand *a = nullptr, *bOp = nullptr;
+    for (const Use &u : uses)
+      if (u.dot == dot)
+        (u.idx == 0 ? a : bOp) = &u.op;
+    Operation *onShared;
+    if (a) {
+      auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringOf(*a), stage, ringOf(*bOp), stage,
+                                               dot.getAcc());
+      both.setTransposeA(bool(a->trans));
+      both.setTransposeB(bool(bOp->trans));
+      onShared = both;
+    } else {
+      auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringOf(*bOp), stage,
+                                                 dot.getAcc());
+      bOnly.setTransposeB(bool(bOp->trans));
+      onShared = bOnly;
+    }
+    Value result = onShared->getResult(0);
+    last = onShared;
+    if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma()) {
+      in.setInsertionPointAfter(onShared);
+      auto done = tilegpu::WgmmaWaitOp::create(in, loc, result.getType(), result, in.getI32IntegerAttr(0));
+      result = done.getResult();
+      last = done;
+    }
+    dot.replaceAllUsesWith(result);
+  }
+  // After the last dot: the loads of iteration i + lookahead.
+  in.setInsertionPointAfter(last);
+  Value ahead = arith::AddIOp::create(in, loc, loop.getInductionVar(),
+                                      arith::MulIOp::create(in, loc, step, constant(in, lookahead)));
+  Value nextStage = toI32(in, arith::RemSIOp::create(
+                                  in, loc, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)),
+                                  constant(in, stages)));
+  {
+    size_t r = 0;
+    for (auto &[load, indices] : byLoad)
+      issue(in, loop, uses[indices.front()].op, rings[r++], ahead, nextStage);
+  }
+  for (tile::DotOp dot : dots)
+    dot.erase();
+  for (Use &u : uses)
+    for (Operation *between : u.op.chain)
+      between->erase();
+  for (auto &[load, indices] : byLoad)
+    load->erase();
+  // After the loop: the copies still in flight land before the rings' memory is reused.
+  b.setInsertionPointAfter(loop);
+  tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  return true;
+}
+
 struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineDotOperandsPass> {
   using PipelineDotOperandsBase::PipelineDotOperandsBase;
   void runOnOperation() override {
@@ -482,9 +630,24 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
     if (warpSpecialize && !warpSpecializeFirstLoop(dots))
       return signalPassFailure();
+    // Loops whose dots share loaded operands, all their dots together.
+    llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
+    for (tile::DotOp dot : dots)
+      if (dot->getBlock())
+        if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
+          byLoop[loop].push_back(dot);
+    llvm::DenseSet<Operation *> erased;
+    for (auto &[loop, loopDots] : byLoop) {
+      APInt step;
+      auto forOp = cast<scf::ForOp>(loop);
+      if (matchPattern(forOp.getStep(), m_ConstantInt(&step)) && step.isStrictlyPositive() &&
+          pipelineSharedLoads(forOp, loopDots, numStages))
+        for (tile::DotOp dot : loopDots)
+          erased.insert(dot);
+    }
     for (tile::DotOp dot : dots) {
-      if (!dot->getBlock())
-        continue; // rewritten already (warp specialised)
+      if (erased.contains(dot) || !dot->getBlock())
+        continue; // rewritten already (shared rings, warp specialised)
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       APInt step;
