@@ -63,40 +63,29 @@ def test_device_arrays_and_host_arrays_launch_on_the_gpu_path(tmp_path):
     assert "launched" in r.stdout
 
 
-def test_the_stream_reaches_the_driver(tmp_path):
-    r = run("""
-        x = CaiArray(64)
-        try:
-            examples.vector_add[(1,)](x, x, x, 64, BLOCK=64, backend="gpu", stream=12345)
-        except tegula.Error as e:
-            print(e)
-    """, tmp_path)
-    assert r.returncode == 0, r.stderr
+# Each snippet ends in an error the launch must raise (printed by the snippet).
+ERRORS = {
     # The fake knows no stream 12345: the handle was passed as given.
-    assert "cuLaunchKernel failed for kernel 'vector_add': CUDA_ERROR_INVALID_HANDLE" in r.stdout
-
-
-def test_a_strided_device_array_is_refused_by_name(tmp_path):
-    r = run("""
-        x, y = CaiArray(64), CaiArray(64)
-        strided = CaiArray(32, strides=(8,))
-        try:
-            examples.vector_add[(1,)](x, y, strided, 32, BLOCK=64, backend="gpu")
-        except ValueError as e:
-            print(e)
-    """, tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert "argument 'out' (#2) of kernel 'vector_add': the array is not contiguous" in r.stdout
-
-
-def test_a_malformed_interface_is_an_error_not_a_crash(tmp_path):
-    r = run("""
+    "the stream reaches the driver": ("""
+        x = CaiArray(64)
+        examples.vector_add[(1,)](x, x, x, 64, BLOCK=64, backend="gpu", stream=12345)
+    """, "cuLaunchKernel failed for kernel 'vector_add': CUDA_ERROR_INVALID_HANDLE"),
+    "a strided device array is refused by name": ("""
+        x, y, strided = CaiArray(64), CaiArray(64), CaiArray(32, strides=(8,))
+        examples.vector_add[(1,)](x, y, strided, 32, BLOCK=64, backend="gpu")
+    """, "argument 'out' (#2) of kernel 'vector_add': the array is not contiguous"),
+    "a malformed interface is an error, not a crash": ("""
         x = CaiArray(64)
         del x.__cuda_array_interface__["typestr"]
-        try:
-            examples.vector_add[(1,)](x, x, x, 64, BLOCK=64, backend="gpu")
-        except KeyError as e:
-            print(e)
-    """, tmp_path)
+        examples.vector_add[(1,)](x, x, x, 64, BLOCK=64, backend="gpu")
+    """, "argument 'x' (#0) of kernel 'vector_add': __cuda_array_interface__ has no 'typestr'"),
+}
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=lambda c: c.replace(" ", "_"))
+def test_launch_errors(case, tmp_path):
+    body, expected = ERRORS[case]
+    r = run("try:\n" + textwrap.indent(textwrap.dedent(body).strip(), "    ") +
+            "\nexcept Exception as e:\n    print(type(e).__name__, e)\n", tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "argument 'x' (#0) of kernel 'vector_add': __cuda_array_interface__ has no 'typestr'" in r.stdout
+    assert expected in r.stdout, r.stdout
