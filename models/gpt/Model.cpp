@@ -148,8 +148,15 @@ struct GptModel::Activations {
   // `arena`, `statGrads` mirrors `stats` (the losses' and attention's delta).
   Arena grads, statGrads;
   int64_t delta = 0; // attention's rowsum(do * o), [B * H * T], in `statGrads`
+  // The batch, B*T tokens and targets each, allocated with the activations
+  // (a training loop does not allocate per step): on the device on the
+  // GPU, in host memory elsewhere.
   std::vector<int32_t> hostTokens, hostTargets;
   std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
+  bool hasTargets = false;
+  int64_t inputBytes() const { return 2 * int64_t(B) * T * int64_t(sizeof(int32_t)); }
+  Arg tokens() const { return deviceTokens ? Arg(*deviceTokens) : Arg(hostTokens); }
+  Arg targets() const { return deviceTargets ? Arg(*deviceTargets) : Arg(hostTargets); }
 };
 
 GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DType storage)
@@ -294,20 +301,26 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     a.grads = Arena(size, backend_, storage_);
     a.stats = Arena(statSize, backend_);
     a.statGrads = Arena(statSize, backend_);
+    if (backend_ == Backend::GPU) {
+      a.deviceTokens = std::make_unique<DeviceBuffer>(size_t(BT), DType::i32);
+      a.deviceTargets = std::make_unique<DeviceBuffer>(size_t(BT), DType::i32);
+    } else {
+      a.hostTokens.resize(size_t(BT));
+      a.hostTargets.resize(size_t(BT));
+    }
     memory(); // the peak
   }
   Activations &a = *acts_;
-  a.hostTokens = tokens;
-  a.hostTargets = targets;
-  Arg tokArg(a.hostTokens), tgtArg(a.hostTargets);
-  if (backend_ == Backend::GPU) {
-    a.deviceTokens = std::make_unique<DeviceBuffer>(DeviceBuffer::from(a.hostTokens));
-    tokArg = Arg(*a.deviceTokens);
-    if (!targets.empty()) {
-      a.deviceTargets = std::make_unique<DeviceBuffer>(DeviceBuffer::from(a.hostTargets));
-      tgtArg = Arg(*a.deviceTargets);
-    }
+  a.hasTargets = !targets.empty();
+  if (a.deviceTokens) {
+    a.deviceTokens->upload(tokens);
+    if (a.hasTargets)
+      a.deviceTargets->upload(targets);
+  } else {
+    std::copy(tokens.begin(), tokens.end(), a.hostTokens.begin());
+    std::copy(targets.begin(), targets.end(), a.hostTargets.begin());
   }
+  const Arg tokArg = a.tokens(), tgtArg = a.targets();
   auto P = [&](const std::string &name) { return weights(name); };
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
@@ -378,7 +391,7 @@ std::vector<float> GptModel::read_gradient(const std::string &name) const {
 }
 
 void GptModel::backward() {
-  if (!acts_ || acts_->hostTargets.empty())
+  if (!acts_ || !acts_->hasTargets)
     throw Error("GPT backward: run forward() with targets first");
   const GptConfig &c = config_;
   Activations &a = *acts_;
@@ -399,8 +412,7 @@ void GptModel::backward() {
   // the queries `step` at a time; a dq program owns `own` queries.
   const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
   const int attWarps = tiles_.attention_warps, colBlock = 32;
-  Arg tgtArg = gpu ? Arg(*a.deviceTargets) : Arg(a.hostTargets);
-  Arg tokArg = gpu ? Arg(*a.deviceTokens) : Arg(a.hostTokens);
+  const Arg tgtArg = a.targets(), tokArg = a.tokens();
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
@@ -528,7 +540,7 @@ GptModel::Memory GptModel::memory() const {
   m.scratch = normScratch_.bytes();
   if (acts_) {
     const Activations &a = *acts_;
-    m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes();
+    m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();
     // A block: 18 tensors of B*T x C elements in storage, 4 B*T rows and B*H*T
     // logsumexps of statistics - each with its gradient.
     const int64_t rows = int64_t(a.B) * a.T, C = config_.n_embd;

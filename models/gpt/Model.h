@@ -168,7 +168,8 @@ public:
   }
   /// Bytes of each part, as allocated: parameters (with bf16 storage the f32
   /// master weights and their bf16 copy), gradients, AdamW state,
-  /// activations (forward + their gradients) of the last forward's B x T.
+  /// activations (forward + their gradients, and the batch's tokens and
+  /// targets) of the last forward's B x T.
   struct Memory {
     int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
     /// One transformer block's share of `activations` (its tensors, their

@@ -273,7 +273,9 @@ TEST(GptModel, LossFallsWithin30StepsInBf16MixedPrecision) {
 // memory() counts exactly the bytes the model allocates, computed here from
 // the configuration: parameters (f32 master, + the bf16 copy), f32
 // gradients and AdamW state, the activations of B x T (storage-typed
-// tensors, f32 statistics, each with its gradient) and clipping's scratch.
+// tensors, f32 statistics, each with its gradient; the batch's tokens and
+// targets) and clipping's scratch. (On the GPU path the same equality
+// holds for the device memory the driver saw: GptDriverPathTest.)
 TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
   const GptConfig c = tiny();
   const int B = 2, T = 19, BT = B * T, C = c.n_embd, H = c.n_head, L = c.n_layer, Vp = c.vocab_padded;
@@ -290,7 +292,8 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     std::vector<int32_t> tok(size_t(BT), 3), tgt(size_t(BT), 4);
     m.forward(tok, tgt, B, T);
     const int64_t perLayer = 2 * (18 * int64_t(BT) * C * e + (4 * int64_t(BT) + int64_t(B) * H * T) * 4);
-    const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4);
+    const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4) +
+                         2 * int64_t(BT) * 4; // the batch: tokens and targets
     GptModel::Memory mem = m.memory();
     EXPECT_EQ(mem.activations_per_layer, perLayer);
     EXPECT_EQ(mem.activations, L * perLayer + rest);
