@@ -120,13 +120,13 @@ layout::LinearLayout swapDims(const layout::LinearLayout &ll) {
 /// A TMA descriptor load feeding a wgmma dot: its ring in wgmma's tile,
 /// when a TMA swizzle writes exactly that tile.
 std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages,
-                                      tile::DescriptorLoadOp block, tile::TransOp trans) {
+                                      tile::DescriptorLoadOp block, tile::TransOp trans, bool sharedLoad) {
   auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
   auto type = cast<RankedTensorType>(block.getType());
   Value v = idx == 0 ? dot.getA() : dot.getB();
   // 16-bit operands, or fp8 (K-major only: wgmma's plan says so).
   const unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-  if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !block->hasOneUse() ||
+  if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !(sharedLoad || block->hasOneUse()) ||
       block->getBlock() != loop.getBody() || type.getRank() != 2 || (bits != 16 && bits != 8))
     return std::nullopt;
   auto slice = addressSlice(loop, block.getOffsets());
@@ -179,7 +179,7 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
     chain.push_back(trans);
   Value loaded = through(trans ? trans.getSrc() : operand);
   if (auto block = loaded.getDefiningOp<tile::DescriptorLoadOp>()) {
-    auto op = planTmaOperand(loop, dot, idx, stages, block, trans);
+    auto op = planTmaOperand(loop, dot, idx, stages, block, trans, sharedLoad);
     if (op)
       op->chain = chain;
     return op;
@@ -343,6 +343,38 @@ std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {
 
 namespace {
 
+/// After a loop whose TMA rings look `lookahead` iterations ahead: wait for
+/// the copies issued past its end (iterations n .. n + lookahead - 1, zero
+/// boxes or real), so that no copy lands in memory reused later, then
+/// invalidate the rings' mbarriers.
+void drainTmaRings(OpBuilder &b, scf::ForOp loop, ArrayRef<Value> rings, int stages, int lookahead) {
+  Location loc = loop.getLoc();
+  Type ivType = loop.getInductionVar().getType();
+  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
+    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
+  };
+  auto toI32 = [&](OpBuilder &at, Value v) -> Value {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
+  };
+  Value lb = loop.getLowerBound(), step = loop.getStep();
+  Value span = arith::SubIOp::create(b, loc, loop.getUpperBound(), lb);
+  Value n = arith::DivSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(b, 1))), step);
+  n = arith::MaxSIOp::create(b, loc, n, constant(b, 0));
+  Value end = arith::AddIOp::create(b, loc, n, constant(b, lookahead));
+  auto drain = scf::ForOp::create(b, loc, n, end, constant(b, 1));
+  OpBuilder body = OpBuilder::atBlockBegin(drain.getBody());
+  Value k = drain.getInductionVar();
+  Value stage = toI32(body, arith::RemSIOp::create(body, loc, k, constant(body, stages)));
+  // A stage's mbarrier completes once per use: iteration k's phase is (k / stages) % 2.
+  Value phase = toI32(body, arith::RemSIOp::create(
+                                body, loc, arith::DivSIOp::create(body, loc, k, constant(body, stages)),
+                                constant(body, 2)));
+  tilegpu::TmaWaitOp::create(body, loc, rings, stage, phase);
+  for (Value ring : rings)
+    tilegpu::TmaReleaseOp::create(b, loc, ring);
+}
+
 /// Pipelines B, and A too unless it is already this mma's fragments in
 /// registers (`a` empty: attention's Q, or P from the previous dot).
 void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operand bOp, int stages) {
@@ -451,20 +483,7 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   // land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma) {
-    // Iterations n .. n + lookahead - 1 were issued and never waited for.
-    Value span = arith::SubIOp::create(b, loc, loop.getUpperBound(), lb);
-    Value n = arith::DivSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(b, 1))),
-        step);
-    n = arith::MaxSIOp::create(b, loc, n, constant(b, 0));
-    Value end = arith::AddIOp::create(b, loc, n, constant(b, lookahead));
-    auto drain = scf::ForOp::create(b, loc, n, end, constant(b, 1));
-    OpBuilder body = OpBuilder::atBlockBegin(drain.getBody());
-    Value k = drain.getInductionVar();
-    Value s = toI32(arith::RemSIOp::create(body, loc, k, constant(body, stages)));
-    tilegpu::TmaWaitOp::create(body, loc, rings, s, phaseOf(body, k));
-    for (Value ring : rings)
-      tilegpu::TmaReleaseOp::create(b, loc, ring);
+    drainTmaRings(b, loop, rings, stages, lookahead);
   } else {
     tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   }
@@ -481,7 +500,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
 
 /// Every tensor-core dot of `loop` at once, when a load feeds more than one
 /// of them (attention's backward reads q as q^T in one dot and as q in
-/// another, k likewise): one cp.async ring per load, filled once per
+/// another, k likewise): one ring per load - cp.async, or TMA for
+/// descriptor loads (all of one kind, each ring its own tensor map) - filled once per
 /// iteration and read by each dot it feeds (dot_shared{,_b}, transposed or
 /// not) - the plans of all its uses must agree on the ring's tile. A waits
 /// before the first dot for this iteration's stage; the next loads go out
@@ -508,16 +528,20 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
         cast<RankedTensorType>(dot.getA().getType()).getEncoding());
     const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
-    if (!b || b->block || (a && a->block) || !(a || aInRegisters))
+    if (!b || !(a || aInRegisters))
       return false;
     if (a)
       uses.push_back({dot, 0, std::move(*a)});
     uses.push_back({dot, 1, std::move(*b)});
   }
+  // All rings of TMA (descriptor loads) or all of cp.async.
+  const bool tma = bool(uses.front().op.block);
+  if (llvm::any_of(uses, [&](const Use &u) { return bool(u.op.block) != tma; }))
+    return false;
   // Per load, its uses: all of them dot operands here, on one ring.
   llvm::MapVector<Operation *, SmallVector<size_t>> byLoad;
   for (size_t i = 0; i < uses.size(); ++i)
-    byLoad[uses[i].op.load].push_back(i);
+    byLoad[uses[i].op.loadOp()].push_back(i);
   bool shared = false;
   for (auto &[load, indices] : byLoad) {
     const Value result = load->getResult(0);
@@ -530,6 +554,10 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   }
   if (!shared)
     return false;
+  if (tma) // each ring its own tensor map (its box and swizzle)
+    for (auto &[load, indices] : byLoad)
+      if (!(uses[indices.front()].op.map = addSwizzledTensorMap(uses[indices.front()].op)))
+        return false;
 
   Location loc = loop.getLoc();
   Type ivType = loop.getInductionVar().getType();
@@ -542,8 +570,14 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   const int lookahead = stages - 1;
   OpBuilder b(loop);
   SmallVector<Value> rings;
-  for (auto &[load, indices] : byLoad)
-    rings.push_back(tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring));
+  for (auto &[load, indices] : byLoad) {
+    auto ring = tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring);
+    if (tma) {
+      ring.setMbarriers(true);
+      tilegpu::TmaInitOp::create(b, loc, ring);
+    }
+    rings.push_back(ring);
+  }
   // Prologue: iterations 0 .. lookahead-1 into stages 0 .. lookahead-1.
   Value lb = loop.getLowerBound(), step = loop.getStep();
   for (int s = 0; s < lookahead; ++s) {
@@ -557,11 +591,18 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   OpBuilder in(dots.front());
   Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
   Value stage = toI32(in, arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, int32_t(rings.size()) * (lookahead - 1));
-  if (wgmma)
-    wait.setFenceAsyncProxy(true);
+  if (tma) { // the stage's mbarrier completes once per use: phase (i / stages) % 2
+    Value phase = toI32(in, arith::RemSIOp::create(
+                                in, loc, arith::DivSIOp::create(in, loc, iter, constant(in, stages)),
+                                constant(in, 2)));
+    tilegpu::TmaWaitOp::create(in, loc, rings, stage, phase);
+  } else {
+    auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, int32_t(rings.size()) * (lookahead - 1));
+    if (wgmma)
+      wait.setFenceAsyncProxy(true);
+  }
   auto ringOf = [&](Operand op) {
-    return rings[size_t(std::distance(byLoad.begin(), byLoad.find(op.load.getOperation())))];
+    return rings[size_t(std::distance(byLoad.begin(), byLoad.find(op.loadOp())))];
   };
   Operation *last = nullptr;
   for (tile::DotOp dot : dots) {
@@ -614,7 +655,10 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     load->erase();
   // After the loop: the copies still in flight land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
-  tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
+  if (tma)
+    drainTmaRings(b, loop, rings, stages, lookahead);
+  else
+    tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();

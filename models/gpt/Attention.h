@@ -206,4 +206,81 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
   tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
 }
 
+/// attention_bwd_dkdv with q, k, v and do read through tensor descriptors
+/// over the [rows = B * T, stride] (and [rows, H * D]) buffers: TMA rings
+/// feeding wgmma on sm_90a (q and do each one ring that two dots read),
+/// masked loads elsewhere; same results. Rows past a sequence's T (its next
+/// sequence's, or zeros past the end) are masked out as in
+/// attention_fwd_tma; `rows` (last) lets the host encode the maps.
+template <class T_, tl::precision P = tl::precision::ieee>
+void attention_bwd_dkdv_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
+                            tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
+                            tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
+                            tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
+                            tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor row0 = bh / H * T, col = bh % H * D;
+  auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
+  auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
+  auto dout_rows = tl::make_tensor_descriptor(dout, {rows, H * D}, {H * D, 1}, {BM, D});
+  tl::tensor n0 = tl::program_id(0) * BN;
+  tl::tensor rn = n0 + tl::arange(0, BN);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor k = key_rows.load({row0 + n0, k_off + col});
+  tl::tensor v = key_rows.load({row0 + n0, v_off + col});
+  tl::tensor dk = tl::zeros({BN, D}, tl::f32);
+  tl::tensor dv = tl::zeros({BN, D}, tl::f32);
+  tl::tensor first = (n0 / BM) * BM; // the first query block that sees these keys
+  for (auto start : tl::range(first, T, BM.value, dk, dv)) {
+    tl::tensor rm = start + tl::arange(0, BM);
+    tl::tensor q = query_rows.load({row0 + start, q_off + col});
+    tl::tensor g = dout_rows.load({row0 + start, col});
+    tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P) * scale; // [BN, BM]
+    tl::tensor visible = (rn.expand_dims(1) <= rm.expand_dims(0)) & (rm.expand_dims(0) < T);
+    tl::tensor pt = tl::where(visible, tl::exp(st - tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(0)), 0.0f);
+    dv = tl::dot(pt.to(tl::ptr<T_>::element), g, dv, P);
+    tl::tensor dpt = tl::dot(v, g.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
+    tl::tensor dst = pt * (dpt - tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(0));
+    dk = tl::dot(dst.to(tl::ptr<T_>::element), q, dk, P);
+  }
+  tl::tensor kmask = rn.expand_dims(1) < T;
+  tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
+  tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
+}
+
+/// attention_bwd_dq with q, k, v and do read through tensor descriptors (see
+/// attention_bwd_dkdv_tma; k is one ring that two dots read).
+template <class T_, tl::precision P = tl::precision::ieee>
+void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl::ptr<float> delta,
+                          tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
+                          tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
+                          tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
+                          tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows) {
+  tl::tensor bh = tl::program_id(1);
+  tl::tensor row0 = bh / H * T, col = bh % H * D;
+  auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
+  auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
+  auto dout_rows = tl::make_tensor_descriptor(dout, {rows, H * D}, {H * D, 1}, {BM, D});
+  tl::tensor m0 = tl::program_id(0) * BM;
+  tl::tensor rm = m0 + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D).expand_dims(0);
+  tl::tensor q = query_rows.load({row0 + m0, q_off + col});
+  tl::tensor g = dout_rows.load({row0 + m0, col});
+  tl::tensor l = tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(1);
+  tl::tensor dl = tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(1);
+  tl::tensor dq = tl::zeros({BM, D}, tl::f32);
+  tl::tensor end = tl::minimum(m0 + BM, T);
+  for (auto start : tl::range(0, end, BN.value, dq)) {
+    tl::tensor rn = start + tl::arange(0, BN);
+    tl::tensor k = key_rows.load({row0 + start, k_off + col});
+    tl::tensor v = key_rows.load({row0 + start, v_off + col});
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
+    tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
+    tl::tensor p = tl::where(visible, tl::exp(s - l), 0.0f);
+    tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - dl);
+    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
+  }
+  tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, rm.expand_dims(1) < T);
+}
+
 } // namespace tegula::gpt::kernels

@@ -465,10 +465,10 @@ void GptModel::backward() {
                              dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
     kernels_->attentionDkdv(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                             dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                            3 * C, H, T, scale, D, step, own);
+                            3 * C, H, T, scale, D, step, own, BT);
     kernels_->attentionDq(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                          3 * C, H, T, scale, D, own, step);
+                          3 * C, H, T, scale, D, own, step, BT);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
     layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.attproj, btc), h + "ln_1");
     add(dA(L.residual2, btc), dA(L.attproj, btc), dA(in, btc));

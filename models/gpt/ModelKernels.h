@@ -35,6 +35,21 @@ void attentionFwdPointers(tl::ptr<E> qkv, tl::ptr<E> o, tl::ptr<float> lse, tl::
   kernels::attention_fwd<E, P>(qkv, o, lse, q_off, k_off, v_off, stride, H, T, scale, first_block, D, BM, BN);
 }
 
+/// attention_bwd_dkdv / attention_bwd_dq with the descriptor kernels'
+/// signature (`rows` last, unused).
+template <class E, tl::precision P, bool Dq>
+void attentionBwdPointers(tl::ptr<E> qkv, tl::ptr<E> dout, tl::ptr<float> lse, tl::ptr<float> delta, tl::ptr<E> dqkv,
+                          tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off,
+                          tl::scalar<int32_t> stride, tl::scalar<int32_t> H, tl::scalar<int32_t> T,
+                          tl::scalar<float> scale, tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BN,
+                          tl::scalar<int32_t>) {
+  if constexpr (Dq)
+    kernels::attention_bwd_dq<E, P>(qkv, dout, lse, delta, dqkv, q_off, k_off, v_off, stride, H, T, scale, D, BM, BN);
+  else
+    kernels::attention_bwd_dkdv<E, P>(qkv, dout, lse, delta, dqkv, q_off, k_off, v_off, stride, H, T, scale, D, BM,
+                                      BN);
+}
+
 /// The kernel objects, traced once per shape specialisation and reused: one
 /// set per storage type T of the weights and activations (f32, or bf16 with
 /// f32 master weights) and precision P of f32 dots (tf32 puts them on tensor
@@ -68,9 +83,9 @@ private:
 
   template <class T, tl::precision P> static std::unique_ptr<Kernels> make() {
     using namespace kernels;
-    // 16-bit storage: the linear layers and attention's forward read their
-    // operands through tensor descriptors (TMA rings on sm_90a); f32 keeps
-    // pointer loads (tf32 dots).
+    // 16-bit storage: the linear layers and attention (forward and
+    // backward) read their operands through tensor descriptors (TMA rings on
+    // sm_90a); f32 keeps pointer loads (tf32 dots).
     auto pick = [](auto pointers, auto descriptors) {
       if constexpr (std::is_same_v<T, float>)
         return pointers;
@@ -82,7 +97,7 @@ private:
     auto name = [&](const char *base) { return fmt::format("gpt_{}{}", base, t); };
     const std::vector<std::string> attentionBwdParams = {"qkv",    "dout", "lse", "delta", "dqkv",
                                                          "q_off",  "k_off", "v_off", "stride", "H",
-                                                         "T",      "scale", "D",     "BM",     "BN"};
+                                                         "T",      "scale", "D",     "BM",     "BN", "rows"};
     return std::unique_ptr<Kernels>(new Kernels{
         .embedding =
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
@@ -114,8 +129,10 @@ private:
         .geluBwd = kernel(name("gelu_bwd"), gelu_bwd<T>, {"x", "dy", "dx", "n", "BLOCK"}),
         .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"}),
-        .attentionDkdv = kernel(name("attention_bwd_dkdv"), attention_bwd_dkdv<T, P>, attentionBwdParams),
-        .attentionDq = kernel(name("attention_bwd_dq"), attention_bwd_dq<T, P>, attentionBwdParams),
+        .attentionDkdv = kernel(name("attention_bwd_dkdv"),
+                                pick(attentionBwdPointers<T, P, false>, attention_bwd_dkdv_tma<T, P>), attentionBwdParams),
+        .attentionDq = kernel(name("attention_bwd_dq"), pick(attentionBwdPointers<T, P, true>, attention_bwd_dq_tma<T, P>),
+                              attentionBwdParams),
         .embeddingTokens = kernel(name("embedding_bwd_tokens"), embedding_bwd_tokens<T>,
                                   {"tokens", "dout", "dwte", "C", "BLOCK"}),
         .embeddingPositions = kernel(name("embedding_bwd_positions"), embedding_bwd_positions<T>,

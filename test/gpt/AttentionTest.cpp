@@ -83,7 +83,13 @@ protected:
   LaunchOptions on(Grid g) const { return {.grid = g, .num_warps = 4, .backend = GetParam()}; }
 };
 
-template <class E> void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shape = kSmall) {
+/// The backward through tensor descriptors (attention_bwd_{dkdv,dq}_tma, as
+/// GptModel runs bf16) or pointer loads.
+enum class Loads { Pointers, Descriptors };
+
+template <class E>
+void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shape = kSmall,
+                        Loads loads = Loads::Pointers) {
   const int B = shape.B, H = shape.H, T = shape.T, D = shape.D, C = shape.C(), BM = shape.BM, BN = shape.BN;
   auto qkv = random_vector<E>(B * T * 3 * C), dout = random_vector<E>(B * T * C);
   const float scale = 1.0f / std::sqrt(float(D));
@@ -102,18 +108,29 @@ template <class E> void forwardAndBackward(const LaunchOptions &base, double tol
   auto delta = poisoned<float>(B * H * T);
   auto dqkv = poisoned<E>(qkv.size());
   auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<E>, {"o", "dout", "delta", "H", "T", "D", "BM"});
-  auto dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E>,
-                     {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T",
-                      "scale", "D", "BM", "BN"});
-  auto dq = kernel("attention_bwd_dq", k::attention_bwd_dq<E>,
-                   {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride", "H", "T",
-                    "scale", "D", "BM", "BN"});
+  const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                              "stride", "H", "T", "scale", "D", "BM", "BN"};
+  std::vector<std::string> tmaParams = bwdParams;
+  tmaParams.push_back("rows");
+  const bool descriptors = loads == Loads::Descriptors;
+  auto dkdv = descriptors ? kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<E>, tmaParams)
+                          : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E>, bwdParams);
+  auto dq = descriptors ? kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<E>, tmaParams)
+                        : kernel("attention_bwd_dq", k::attention_bwd_dq<E>, bwdParams);
   LaunchOptions steps = opts, owned = opts;
   steps.grid = {uint32_t(cdiv(T, shape.step)), uint32_t(B * H)};
   owned.grid = {uint32_t(cdiv(T, shape.own)), uint32_t(B * H)};
   pre(steps, o, dout, delta, H, T, D, shape.step);
-  dkdv(owned, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, shape.step, shape.own);
-  dq(owned, qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D, shape.own, shape.step);
+  std::vector<Arg> common = {qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D};
+  auto launch = [&](const Kernel &kern, int bm, int bn) {
+    std::vector<Arg> args = common;
+    args.push_back(bm), args.push_back(bn);
+    if (descriptors)
+      args.push_back(B * T);
+    kern.launch(owned, args);
+  };
+  launch(dkdv, shape.step, shape.own);
+  launch(dq, shape.own, shape.step);
   EXPECT_LT(rel_error(dqkv, ref.dqkv), tol * 2);
 
   if constexpr (std::is_same_v<E, float>) { // finite differences of the forward
@@ -147,6 +164,20 @@ TEST_P(GptAttention, CausalForwardAndBackwardBf16) { forwardAndBackward<bfloat16
 TEST(GptAttentionHopperTiles, Bf16BackwardInTheSimulator) {
   const Shape shape{1, 2, 200, 64, 64, 64, 128, 64};
   forwardAndBackward<bfloat16>({.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = "sm_90a"}, 2e-2, shape);
+}
+
+// The backward through tensor descriptors (what GptModel runs in bf16): at
+// the small blocks in the interpreter and the simulator (sm_80 code: masked
+// loads), and at sm_90a's tiles as Hopper code (TMA rings, q / do / k each
+// one ring two wgmma dots read) on a batch of two ragged sequences, whose
+// blocks run into the next sequence's rows.
+TEST_P(GptAttention, CausalBackwardThroughDescriptorsBf16) {
+  forwardAndBackward<bfloat16>(on({1}), 2e-2, kSmall, Loads::Descriptors);
+}
+TEST(GptAttentionHopperTiles, Bf16BackwardThroughTmaInTheSimulator) {
+  const Shape shape{2, 2, 200, 64, 64, 64, 128, 64};
+  forwardAndBackward<bfloat16>({.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = "sm_90a"}, 2e-2, shape,
+                               Loads::Descriptors);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, tegula::testing::gptBackends(), tegula::testing::gptBackendName);

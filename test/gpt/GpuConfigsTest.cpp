@@ -62,18 +62,28 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
     }
   }
-  const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                              "stride", "H", "T", "scale", "D", "BM", "BN"};
-  const Kernel dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>, bwdParams);
-  const Kernel dq = kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>, bwdParams);
-  const std::vector<Arg> dkdvArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, step, own};
-  const std::vector<Arg> dqArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, own, step};
+  // The backward: pointer loads for f32, tensor descriptors for bf16 (TMA
+  // rings feeding wgmma on sm_90a; `rows` last).
+  std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                        "stride", "H", "T", "scale", "D", "BM", "BN"};
+  std::vector<Arg> dkdvArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, step, own};
+  std::vector<Arg> dqArgs = {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, own, step};
+  constexpr bool bf16 = !std::is_same_v<T, float>;
+  if (bf16) {
+    bwdParams.push_back("rows");
+    dkdvArgs.push_back(8192), dqArgs.push_back(8192);
+  }
+  const Kernel dkdv = bf16 ? kernel("attention_bwd_dkdv", k::attention_bwd_dkdv_tma<T, P>, bwdParams)
+                           : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>, bwdParams);
+  const Kernel dq = bf16 ? kernel("attention_bwd_dq", k::attention_bwd_dq_tma<T, P>, bwdParams)
+                         : kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>, bwdParams);
   check(dkdv, dkdvArgs, chip, W);
   check(dq, dqArgs, chip, W);
-  if (!std::is_same_v<T, float> && std::string(chip) == "sm_90a") // all eight dots on wgmma
+  if (bf16 && std::string(chip) == "sm_90a") // all eight dots on wgmma, TMA rings
     for (auto [kern, args] : {std::pair{&dkdv, &dkdvArgs}, std::pair{&dq, &dqArgs}}) {
       const std::string ptx = kern->compile(*args, {.chip = chip, .num_warps = W, .assemble = false}).ptx;
       EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << kern->name();
+      EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << kern->name();
       EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
     }
   // The linear layers: pointer loads for f32 (tf32 dots), tensor

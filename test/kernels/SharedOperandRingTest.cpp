@@ -1,6 +1,7 @@
 // SharedOperandRingTest.cpp - a loaded tile that feeds two dots (as it is and
 // transposed, as attention's backward reads q and k) is pipelined through one
-// cp.async ring that both dots read (pipeline-dot-operands), on mma.sync
+// ring that both dots read (pipeline-dot-operands: cp.async, or TMA for a
+// descriptor load on sm_90a), on mma.sync
 // (sm_80) and wgmma (sm_90a) code: against the interpreter on a ragged K, at
 // 2-4 stages, in the simulator (its race detector watches the ring) and on a
 // GPU when there is one.
@@ -33,23 +34,44 @@ void two_dots(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::p
   tl::store(c2 + offs, acc2);
 }
 
+/// two_dots with b read through a tensor descriptor: a TMA ring on sm_90a,
+/// masked loads in a cp.async ring elsewhere.
+void two_dots_tma(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::ptr<float> c2,
+                  tl::scalar<int32_t> K, tl::constant<int> BK) {
+  tl::tensor r = tl::arange(0, BK);
+  tl::tensor at = tl::load(a + r.expand_dims(1) * BK + r.expand_dims(0));
+  auto rows = tl::make_tensor_descriptor(b, {K, BK}, {BK, 1}, {BK, BK});
+  tl::tensor acc1 = tl::zeros({BK, BK}, tl::f32), acc2 = tl::zeros({BK, BK}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
+    tl::tensor bk = rows.load({k, 0});
+    acc1 = tl::dot(at, bk, acc1);
+    acc2 = tl::dot(at, bk.trans(), acc2);
+  }
+  tl::tensor offs = r.expand_dims(1) * BK + r.expand_dims(0);
+  tl::store(c1 + offs, acc1);
+  tl::store(c2 + offs, acc2);
+}
+
 class SharedOperandRing : public ChipTargetTest {};
 
 TEST_P(SharedOperandRing, TwoDotsReadOneStreamedTile) {
-  auto k = kernel("two_dots", two_dots, {"a", "b", "c1", "c2", "K", "BK"});
   const int BK = 64;
-  for (int K : {64, 200}) {
-    auto a = random_vector<bfloat16>(BK * BK), b = random_vector<bfloat16>(size_t(K) * BK);
-    auto want1 = poisoned<float>(BK * BK), want2 = poisoned<float>(BK * BK);
-    k({.grid = {1}, .backend = Backend::Interp}, a, b, want1, want2, K, BK);
-    for (int stages : {2, 3, 4}) {
-      SCOPED_TRACE(fmt::format("K={}, {} stages", K, stages));
-      auto got1 = poisoned<float>(BK * BK), got2 = poisoned<float>(BK * BK);
-      LaunchOptions t = target({1}, 4);
-      t.num_stages = stages;
-      k(t, a, b, got1, got2, K, BK);
-      EXPECT_LT(rel_error(got1, to_double(want1)), 1e-5);
-      EXPECT_LT(rel_error(got2, to_double(want2)), 1e-5);
+  for (bool descriptor : {false, true}) {
+    auto k = descriptor ? kernel("two_dots_tma", two_dots_tma, {"a", "b", "c1", "c2", "K", "BK"})
+                        : kernel("two_dots", two_dots, {"a", "b", "c1", "c2", "K", "BK"});
+    for (int K : {64, 200}) {
+      auto a = random_vector<bfloat16>(BK * BK), b = random_vector<bfloat16>(size_t(K) * BK);
+      auto want1 = poisoned<float>(BK * BK), want2 = poisoned<float>(BK * BK);
+      k({.grid = {1}, .backend = Backend::Interp}, a, b, want1, want2, K, BK);
+      for (int stages : {2, 3, 4}) {
+        SCOPED_TRACE(fmt::format("{}, K={}, {} stages", descriptor ? "descriptor" : "pointers", K, stages));
+        auto got1 = poisoned<float>(BK * BK), got2 = poisoned<float>(BK * BK);
+        LaunchOptions t = target({1}, 4);
+        t.num_stages = stages;
+        k(t, a, b, got1, got2, K, BK);
+        EXPECT_LT(rel_error(got1, to_double(want1)), 1e-5);
+        EXPECT_LT(rel_error(got2, to_double(want2)), 1e-5);
+      }
     }
   }
 }
