@@ -191,6 +191,21 @@ void issue(PendingMma m, uint32_t *acc) {
       if (!isPlaceholder(acc[i]))
         fail(site, "wgmma.mma_async reads accumulator registers that ordinary instructions "
                    "wrote, without a wgmma.fence.sync.aligned since");
+  // Nothing in flight: every earlier result is complete (a wait_group
+  // completed it), so an accumulator still naming one reads its value - as
+  // the hardware's registers hold it - and the slots start over. (Cleared
+  // here, not at the wait: a second wait after one that completed
+  // everything still resolves its registers.)
+  if (s.committed.empty() && s.open.empty() && !s.slots.empty()) {
+    for (int i = 0; i < n / 2; ++i)
+      if (isPlaceholder(acc[i])) {
+        const uint32_t slot = acc[i] & kSlotMask;
+        if (slot < s.slots.size() && s.known[slot])
+          acc[i] = s.slots[slot];
+      }
+    s.slots.clear();
+    s.known.clear();
+  }
   m.firstSlot = uint32_t(s.slots.size());
   if (m.firstSlot + uint32_t(n / 2) > kSlotMask)
     fail(site, "wgmma.mma_async: too many results in flight for the simulator's placeholders");
@@ -274,10 +289,6 @@ void wgmmaWaitGroup(int pending, uint32_t *values, size_t count, uint32_t site) 
         values[i] = s.slots[slot];
     }
   s.fenced = false; // the registers were written again
-  if (s.committed.empty() && s.open.empty()) {
-    s.slots.clear();
-    s.known.clear();
-  }
 }
 
 void wgmmaThreadExit() {

@@ -498,6 +498,54 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       op.erase();
 }
 
+/// Places the wait for each of `issued` (wgmma dots of `loop`'s body, in
+/// issue order) right before the first op that needs its result - the yield
+/// at the latest - so that independent dots issued in between run while it
+/// does (attention's backward: dv and dP^T, S and dP): wait_group k with k
+/// the groups issued after it still in flight; the dots before it complete
+/// at the same wait. When the loop holds other dots (nested: their groups
+/// would count too), each waits right after it issues.
+void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
+  llvm::DenseSet<Operation *> ours(issued.begin(), issued.end());
+  bool others = false;
+  loop.getBody()->walk([&](Operation *op) {
+    others |= isa<tile::DotOp, tilegpu::DotSharedOp, tilegpu::DotSharedBOp>(op) && !ours.contains(op);
+  });
+  auto waitFor = [&](ArrayRef<Operation *> done, int pending, Operation *before) {
+    OpBuilder b(before);
+    for (Operation *dot : done) {
+      Value r = dot->getResult(0);
+      auto wait = tilegpu::WgmmaWaitOp::create(b, dot->getLoc(), r.getType(), r, b.getI32IntegerAttr(pending));
+      r.replaceAllUsesExcept(wait.getResult(), wait);
+    }
+  };
+  if (others) {
+    for (Operation *dot : issued)
+      waitFor({dot}, 0, dot->getNextNode());
+    return;
+  }
+  SmallVector<Operation *> inFlight;
+  SmallVector<Operation *> body;
+  for (Operation &op : *loop.getBody())
+    body.push_back(&op);
+  for (Operation *op : body) {
+    int latest = -1; // the last in-flight dot whose result `op` reads
+    for (int i = 0; i < int(inFlight.size()); ++i) {
+      const Value r = inFlight[size_t(i)]->getResult(0);
+      bool reads = false;
+      op->walk([&](Operation *inner) { reads |= llvm::is_contained(inner->getOperands(), r); });
+      if (reads)
+        latest = i;
+    }
+    if (latest >= 0) {
+      waitFor(ArrayRef<Operation *>(inFlight).take_front(size_t(latest) + 1), int(inFlight.size()) - 1 - latest, op);
+      inFlight.erase(inFlight.begin(), inFlight.begin() + latest + 1);
+    }
+    if (ours.contains(op))
+      inFlight.push_back(op);
+  }
+}
+
 /// Every tensor-core dot of `loop` at once, when a load feeds more than one
 /// of them (attention's backward reads q as q^T in one dot and as q in
 /// another, k likewise): one ring per load - cp.async, or TMA for
@@ -507,8 +555,9 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
 /// before the first dot for this iteration's stage; the next loads go out
 /// after the last dot (the barrier of the next wait orders them after every
 /// read of the stage they refill); wgmma groups complete within their
-/// iteration. False, with nothing changed, when there is no shared load or
-/// a dot or a use does not qualify (the per-dot path then takes what it can).
+/// iteration, each where its result is first needed. False, with nothing
+/// changed, when there is no shared load or a dot or a use does not qualify
+/// (the per-dot path then takes what it can).
 bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages) {
   struct Use {
     tile::DotOp dot;
@@ -605,6 +654,7 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     return rings[size_t(std::distance(byLoad.begin(), byLoad.find(op.loadOp())))];
   };
   Operation *last = nullptr;
+  SmallVector<Operation *> issued; // the dots on shared memory, in order
   for (tile::DotOp dot : dots) {
     in.setInsertionPoint(dot);
     const Operand *a = nullptr, *bOp = nullptr;
@@ -612,27 +662,22 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
       if (u.dot == dot)
         (u.idx == 0 ? a : bOp) = &u.op;
     Operation *onShared;
+    const Location at = dot.getLoc(); // errors name the dot's line
     if (a) {
-      auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringOf(*a), stage, ringOf(*bOp), stage,
+      auto both = tilegpu::DotSharedOp::create(in, at, dot.getType(), ringOf(*a), stage, ringOf(*bOp), stage,
                                                dot.getAcc());
       both.setTransposeA(bool(a->trans));
       both.setTransposeB(bool(bOp->trans));
       onShared = both;
     } else {
-      auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringOf(*bOp), stage,
+      auto bOnly = tilegpu::DotSharedBOp::create(in, at, dot.getType(), dot.getA(), ringOf(*bOp), stage,
                                                  dot.getAcc());
       bOnly.setTransposeB(bool(bOp->trans));
       onShared = bOnly;
     }
-    Value result = onShared->getResult(0);
     last = onShared;
-    if (cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding()).isWgmma()) {
-      in.setInsertionPointAfter(onShared);
-      auto done = tilegpu::WgmmaWaitOp::create(in, loc, result.getType(), result, in.getI32IntegerAttr(0));
-      result = done.getResult();
-      last = done;
-    }
-    dot.replaceAllUsesWith(result);
+    issued.push_back(onShared);
+    dot.replaceAllUsesWith(onShared->getResult(0));
   }
   // After the last dot: the loads of iteration i + lookahead.
   in.setInsertionPointAfter(last);
@@ -653,6 +698,8 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
       between->erase();
   for (auto &[load, indices] : byLoad)
     load->erase();
+  if (wgmma)
+    waitForWgmmaWhereNeeded(loop, issued);
   // After the loop: the copies still in flight land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma)

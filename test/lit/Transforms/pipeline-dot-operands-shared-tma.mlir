@@ -15,10 +15,10 @@
 // CHECK-NOT:   tile.descriptor_load
 // CHECK:       tilegpu.tma_wait %[[R]][%[[S:.*]]], %{{.*}} :
 // CHECK-NEXT:  %[[D1:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S]]], %{{.*}} :
-// CHECK-NEXT:  tilegpu.wgmma_wait %[[D1]] {pending = 0 : i32}
 // CHECK-NEXT:  %[[D2:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S]]], %{{.*}} {transposeB}
-// CHECK-NEXT:  tilegpu.wgmma_wait %[[D2]] {pending = 0 : i32}
 // CHECK:       tilegpu.tma_load %[[R]][%{{.*}}], %[[MAP]][
+// CHECK:       tilegpu.wgmma_wait %[[D1]] {pending = 0 : i32}
+// CHECK-NEXT:  tilegpu.wgmma_wait %[[D2]] {pending = 0 : i32}
 // CHECK:     scf.for
 // CHECK:       tilegpu.tma_wait %[[R]]
 // CHECK:     tilegpu.tma_release %[[R]]

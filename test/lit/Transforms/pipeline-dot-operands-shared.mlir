@@ -5,8 +5,8 @@
 // test/kernels/SharedOperandRingTest.cpp's two_dots at BK = 64): one ring,
 // filled once per iteration - the prologue's two loads, one in the loop after
 // both dots - and read by both (dot_shared_b, the second {transposeB}); A is
-// loop-invariant, in registers. On wgmma each dot's group completes within
-// the iteration.
+// loop-invariant, in registers. On wgmma the two dots are independent: both
+// issue, and each group is waited for where its result is needed (the yield).
 // CHECK-LABEL: func.func @two_dots
 // CHECK:     %[[R:.*]] = tilegpu.alloc_shared : <3 x[64, 64] x bf16
 // CHECK-NOT: tilegpu.alloc_shared
@@ -32,11 +32,11 @@
 // HOPPER:     scf.for
 // HOPPER:       tilegpu.async_wait {fenceAsyncProxy, pending = 1 : i32}
 // HOPPER-NEXT:  %[[D1:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S:.*]]], %{{.*}} :
-// HOPPER-NEXT:  %[[W1:.*]] = tilegpu.wgmma_wait %[[D1]] {pending = 0 : i32}
 // HOPPER-NEXT:  %[[D2:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S]]], %{{.*}} {transposeB}
-// HOPPER-NEXT:  %[[W2:.*]] = tilegpu.wgmma_wait %[[D2]] {pending = 0 : i32}
 // HOPPER:       tilegpu.async_load %[[R]][
-// HOPPER:       scf.yield %[[W1]], %[[W2]]
+// HOPPER:       %[[W1:.*]] = tilegpu.wgmma_wait %[[D1]] {pending = 0 : i32}
+// HOPPER-NEXT:  %[[W2:.*]] = tilegpu.wgmma_wait %[[D2]] {pending = 0 : i32}
+// HOPPER-NEXT:  scf.yield %[[W1]], %[[W2]]
 module {
   func.func @two_dots(%arg0: !tile.ptr<bf16> {tile.divisibility = 16 : i32, tile.name = "a"}, %arg1: !tile.ptr<bf16> {tile.divisibility = 16 : i32, tile.name = "b"}, %arg2: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c1"}, %arg3: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c2"}, %arg4: i32 {tile.divisibility = 16 : i32, tile.name = "K"}) attributes {tile.constants = {BK = 64 : i64}, tile.kernel} {
     %cst = arith.constant dense<0.000000e+00> : tensor<64x64xbf16>
