@@ -343,33 +343,41 @@ std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {
 
 namespace {
 
+/// `v` in the type of `loop`'s induction variable.
+Value ivConstant(OpBuilder &b, scf::ForOp loop, int64_t v) {
+  return arith::ConstantOp::create(b, loop.getLoc(), IntegerAttr::get(loop.getInductionVar().getType(), v));
+}
+
+/// A stage or phase number as the ring ops take it (i32).
+Value asI32(OpBuilder &b, Location loc, Value v) {
+  return v.getType().isInteger(32) ? v : arith::IndexCastOp::create(b, loc, b.getI32Type(), v).getResult();
+}
+
+/// The stage (`k` % stages) and the mbarrier phase ((`k` / stages) % 2) of
+/// iteration number `k`: a stage's mbarrier completes once per use.
+std::pair<Value, Value> stageAndPhase(OpBuilder &b, scf::ForOp loop, Value k, int stages) {
+  Location loc = loop.getLoc();
+  Value stage = asI32(b, loc, arith::RemSIOp::create(b, loc, k, ivConstant(b, loop, stages)));
+  Value phase = asI32(b, loc, arith::RemSIOp::create(b, loc, arith::DivSIOp::create(b, loc, k, ivConstant(b, loop, stages)),
+                                                     ivConstant(b, loop, 2)));
+  return {stage, phase};
+}
+
 /// After a loop whose TMA rings look `lookahead` iterations ahead: wait for
 /// the copies issued past its end (iterations n .. n + lookahead - 1, zero
 /// boxes or real), so that no copy lands in memory reused later, then
 /// invalidate the rings' mbarriers.
 void drainTmaRings(OpBuilder &b, scf::ForOp loop, ArrayRef<Value> rings, int stages, int lookahead) {
   Location loc = loop.getLoc();
-  Type ivType = loop.getInductionVar().getType();
-  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
-    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
-  };
-  auto toI32 = [&](OpBuilder &at, Value v) -> Value {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
-  };
   Value lb = loop.getLowerBound(), step = loop.getStep();
   Value span = arith::SubIOp::create(b, loc, loop.getUpperBound(), lb);
   Value n = arith::DivSIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(b, 1))), step);
-  n = arith::MaxSIOp::create(b, loc, n, constant(b, 0));
-  Value end = arith::AddIOp::create(b, loc, n, constant(b, lookahead));
-  auto drain = scf::ForOp::create(b, loc, n, end, constant(b, 1));
+      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, ivConstant(b, loop, 1))), step);
+  n = arith::MaxSIOp::create(b, loc, n, ivConstant(b, loop, 0));
+  Value end = arith::AddIOp::create(b, loc, n, ivConstant(b, loop, lookahead));
+  auto drain = scf::ForOp::create(b, loc, n, end, ivConstant(b, loop, 1));
   OpBuilder body = OpBuilder::atBlockBegin(drain.getBody());
-  Value k = drain.getInductionVar();
-  Value stage = toI32(body, arith::RemSIOp::create(body, loc, k, constant(body, stages)));
-  // A stage's mbarrier completes once per use: iteration k's phase is (k / stages) % 2.
-  Value phase = toI32(body, arith::RemSIOp::create(
-                                body, loc, arith::DivSIOp::create(body, loc, k, constant(body, stages)),
-                                constant(body, 2)));
+  auto [stage, phase] = stageAndPhase(body, loop, drain.getInductionVar(), stages);
   tilegpu::TmaWaitOp::create(body, loc, rings, stage, phase);
   for (Value ring : rings)
     tilegpu::TmaReleaseOp::create(b, loc, ring);
@@ -609,13 +617,7 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
         return false;
 
   Location loc = loop.getLoc();
-  Type ivType = loop.getInductionVar().getType();
-  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
-    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
-  };
-  auto toI32 = [&](OpBuilder &at, Value v) -> Value {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
-  };
+  auto constant = [&](OpBuilder &at, int64_t v) { return ivConstant(at, loop, v); };
   const int lookahead = stages - 1;
   OpBuilder b(loop);
   SmallVector<Value> rings;
@@ -639,11 +641,8 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   // This iteration's stage, before the first dot.
   OpBuilder in(dots.front());
   Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
-  Value stage = toI32(in, arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
-  if (tma) { // the stage's mbarrier completes once per use: phase (i / stages) % 2
-    Value phase = toI32(in, arith::RemSIOp::create(
-                                in, loc, arith::DivSIOp::create(in, loc, iter, constant(in, stages)),
-                                constant(in, 2)));
+  auto [stage, phase] = stageAndPhase(in, loop, iter, stages);
+  if (tma) {
     tilegpu::TmaWaitOp::create(in, loc, rings, stage, phase);
   } else {
     auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, int32_t(rings.size()) * (lookahead - 1));
@@ -683,9 +682,7 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   in.setInsertionPointAfter(last);
   Value ahead = arith::AddIOp::create(in, loc, loop.getInductionVar(),
                                       arith::MulIOp::create(in, loc, step, constant(in, lookahead)));
-  Value nextStage = toI32(in, arith::RemSIOp::create(
-                                  in, loc, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)),
-                                  constant(in, stages)));
+  Value nextStage = stageAndPhase(in, loop, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)), stages).first;
   {
     size_t r = 0;
     for (auto &[load, indices] : byLoad)

@@ -30,6 +30,38 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
   tl::tensor b = bh / H, h = bh % H;
   return ((b * T + rows) * stride + col0 + h * D).expand_dims(1);
 }
+
+/// One block of queries rm (q, do) added to the dk and dv of keys rn (k, v),
+/// transposed: S^T = k q^T, P^T = exp(S^T - lse), dv += P^T do,
+/// dP^T = v do^T, dS^T = P^T (dP^T - delta), dk += dS^T q (scaled at the end).
+template <class T_, tl::precision P>
+void dkdvStep(const tl::tensor &k, const tl::tensor &v, const tl::tensor &q, const tl::tensor &g,
+              const tl::tensor &rn, const tl::tensor &rm, const tl::tensor &lse_row, const tl::tensor &delta_row,
+              const tl::tensor &T, const tl::tensor &scale, tl::tensor &dk, tl::tensor &dv) {
+  const int64_t BN = rn.shape()[0], BM = rm.shape()[0];
+  tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P) * scale; // [BN, BM]
+  tl::tensor visible = (rn.expand_dims(1) <= rm.expand_dims(0)) & (rm.expand_dims(0) < T);
+  tl::tensor pt = tl::where(visible, tl::exp(st - lse_row.expand_dims(0)), 0.0f);
+  dv = tl::dot(pt.to(tl::ptr<T_>::element), g, dv, P);
+  tl::tensor dpt = tl::dot(v, g.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
+  tl::tensor dst = pt * (dpt - delta_row.expand_dims(0));
+  dk = tl::dot(dst.to(tl::ptr<T_>::element), q, dk, P);
+}
+
+/// One block of keys rn (k, v) added to the dq of queries rm (q, do):
+/// dq += dS k, dS = P (do v^T - delta), P = exp(q k^T scale - lse) (dq is
+/// scaled at the end).
+template <class T_, tl::precision P>
+void dqStep(const tl::tensor &q, const tl::tensor &g, const tl::tensor &k, const tl::tensor &v,
+            const tl::tensor &rm, const tl::tensor &rn, const tl::tensor &lse_col, const tl::tensor &delta_col,
+            const tl::tensor &T, const tl::tensor &scale, tl::tensor &dq) {
+  const int64_t BM = rm.shape()[0], BN = rn.shape()[0];
+  tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
+  tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
+  tl::tensor p = tl::where(visible, tl::exp(s - lse_col), 0.0f);
+  tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - delta_col);
+  dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
+}
 } // namespace detail
 
 /// o [B, T, H * D] and lse [B * H, T] from qkv (see above), for the query
@@ -161,13 +193,8 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
     tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, qmask, 0.0f);
     tl::tensor g = tl::load(dout + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
                             qmask, 0.0f);
-    tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P) * scale; // [BN, BM]
-    tl::tensor visible = (rn.expand_dims(1) <= rm.expand_dims(0)) & (rm.expand_dims(0) < T);
-    tl::tensor pt = tl::where(visible, tl::exp(st - tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(0)), 0.0f);
-    dv = tl::dot(pt.to(tl::ptr<T_>::element), g, dv, P);
-    tl::tensor dpt = tl::dot(v, g.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
-    tl::tensor dst = pt * (dpt - tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(0));
-    dk = tl::dot(dst.to(tl::ptr<T_>::element), q, dk, P);
+    detail::dkdvStep<T_, P>(k, v, q, g, rn, rm, tl::load(lse + bh * T + rm, rm < T, 0.0f),
+                            tl::load(delta + bh * T + rm, rm < T, 0.0f), T, scale, dk, dv);
   }
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
@@ -197,11 +224,7 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
     tl::tensor kmask = rn.expand_dims(1) < T;
     tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, kmask, 0.0f);
     tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, kmask, 0.0f);
-    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
-    tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
-    tl::tensor p = tl::where(visible, tl::exp(s - l), 0.0f);
-    tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - dl);
-    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
+    detail::dqStep<T_, P>(q, g, k, v, rm, rn, l, dl, T, scale, dq);
   }
   tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
 }
@@ -235,13 +258,8 @@ void attention_bwd_dkdv_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> ls
     tl::tensor rm = start + tl::arange(0, BM);
     tl::tensor q = query_rows.load({row0 + start, q_off + col});
     tl::tensor g = dout_rows.load({row0 + start, col});
-    tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P) * scale; // [BN, BM]
-    tl::tensor visible = (rn.expand_dims(1) <= rm.expand_dims(0)) & (rm.expand_dims(0) < T);
-    tl::tensor pt = tl::where(visible, tl::exp(st - tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(0)), 0.0f);
-    dv = tl::dot(pt.to(tl::ptr<T_>::element), g, dv, P);
-    tl::tensor dpt = tl::dot(v, g.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
-    tl::tensor dst = pt * (dpt - tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(0));
-    dk = tl::dot(dst.to(tl::ptr<T_>::element), q, dk, P);
+    detail::dkdvStep<T_, P>(k, v, q, g, rn, rm, tl::load(lse + bh * T + rm, rm < T, 0.0f),
+                            tl::load(delta + bh * T + rm, rm < T, 0.0f), T, scale, dk, dv);
   }
   tl::tensor kmask = rn.expand_dims(1) < T;
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
@@ -274,11 +292,7 @@ void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse,
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor k = key_rows.load({row0 + start, k_off + col});
     tl::tensor v = key_rows.load({row0 + start, v_off + col});
-    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * scale;
-    tl::tensor visible = (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T);
-    tl::tensor p = tl::where(visible, tl::exp(s - l), 0.0f);
-    tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - dl);
-    dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
+    detail::dqStep<T_, P>(q, g, k, v, rm, rn, l, dl, T, scale, dq);
   }
   tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, rm.expand_dims(1) < T);
 }
