@@ -48,6 +48,18 @@ def main():
         flops = 4.0 * heads * seq * seq * dim * (0.5 if causal else 1.0)
         name = f"torch_sdpa_bh{heads}_t{seq}_d{dim}{'_causal' if causal else ''}"
         print(f"{name} {ms:.3f} ms {flops / ms / 1e9:.1f}")
+    # GPT-2 124M's attention (benchmarks/gpt2-attention): B=8, 12 heads,
+    # T=1024, d=64, causal, bf16 - forward, and backward alone (the gradient
+    # of sum(o * do) through SDPA, the forward's saved state reused).
+    q, k, v = (torch.randn(8, 12, 1024, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    fwd_flops = 2.0 * 8 * 12 * 1024 * 1024 * 64
+    ms = median_ms(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.iters)
+    print(f"torch_sdpa_gpt2_fwd_bf16_b8 {ms:.3f} ms {fwd_flops / ms / 1e9:.1f}")
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    grad = torch.randn_like(out)
+    ms = median_ms(torch, lambda: torch.autograd.grad(out, (q, k, v), grad, retain_graph=True), args.iters)
+    print(f"torch_sdpa_gpt2_bwd_bf16_b8 {ms:.3f} ms {2.5 * fwd_flops / ms / 1e9:.1f}")
     # GEMM: torch.matmul (cuBLAS underneath) at the gemm benchmark's shapes.
     for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 2304, 768), (8192, 768, 3072)]:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

@@ -1,0 +1,133 @@
+// gpt2_attention.cpp - GPT-2 124M's causal flash attention (models/gpt/
+// Attention.h) at its training shape (B = 8, 12 heads, T = 1024, head size
+// 64, q/k/v read from the fused [B, T, 3C] buffer) on device buffers, forward
+// and backward (delta + dkdv + dq), in bf16 at the tiles GptModel uses on
+// this device (descriptors: TMA rings feeding wgmma on sm_90a). TFLOP/s count
+// a causal forward as 2 B H T^2 D (two matmuls, half the scores) and the
+// backward as 2.5 times that (five matmuls); torch SDPA at the same shape:
+// torch_reference.py. The descriptor kernels' gradients are checked against
+// the pointer kernels' (other loads, other tiles). Without a driver it prints
+// "skipped: ..." and exits 0.
+//
+//   gpt2-attention [--iters 20] [--batch 8]
+#include "models/gpt/Attention.h"
+#include "models/gpt/Model.h"
+#include "tegula/device.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+using namespace tegula;
+namespace k = tegula::gpt::kernels;
+
+namespace {
+
+/// ||a - b|| / ||b|| over two bf16 device buffers; infinite with a NaN.
+double relDiff(const DeviceBuffer &a, const DeviceBuffer &b) {
+  std::vector<bfloat16> x = a.to_host<bfloat16>(), y = b.to_host<bfloat16>();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = double(float(x[i])) - double(float(y[i]));
+    if (std::isnan(d))
+      return INFINITY;
+    num += d * d;
+    den += double(float(y[i])) * double(float(y[i]));
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int iters = 20, B = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--iters"))
+      iters = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--batch"))
+      B = std::atoi(argv[i + 1]);
+  }
+  const int H = 12, T = 1024, D = 64, C = H * D, BT = B * T;
+  fmt::print("# gpt2-attention: GPT-2 124M's causal attention, bf16, B={} H={} T={} D={}\n", B, H, T, D);
+  std::string why;
+  if (!gpu_available(&why)) {
+    fmt::print("skipped: {}\n", why);
+    return 0;
+  }
+  try {
+    const DeviceInfo info = device_info();
+    const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(DType::bf16, info.chip);
+    fmt::print("device: {} ({}), driver {}; median of {} (CUDA events); tiles: forward {} rows, backward {} "
+               "stepping {}, {} warps\n",
+               info.name, info.chip, info.driver_version, iters, tiles.attention_fwd_block,
+               tiles.attention_bwd_block, tiles.attention_bwd_step, tiles.attention_warps);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random = [&](int64_t n) {
+      std::vector<bfloat16> v(static_cast<size_t>(n));
+      for (bfloat16 &x : v)
+        x = bfloat16(normal(rng));
+      return DeviceBuffer::from(v);
+    };
+    DeviceBuffer qkv = random(int64_t(BT) * 3 * C), dout = random(int64_t(BT) * C);
+    DeviceBuffer o(size_t(BT) * C, DType::bf16), dqkv(size_t(BT) * 3 * C, DType::bf16),
+        reference(size_t(BT) * 3 * C, DType::bf16);
+    DeviceBuffer lse(size_t(B) * H * T, DType::f32), delta(size_t(B) * H * T, DType::f32);
+    const float scale = 1.0f / std::sqrt(float(D));
+    auto on = [](Grid g, int warps) { return LaunchOptions{.grid = g, .num_warps = warps, .backend = Backend::GPU}; };
+
+    const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                                "stride", "H", "T", "scale", "D", "BM", "BN"};
+    std::vector<std::string> tmaParams = bwdParams;
+    tmaParams.push_back("rows");
+    auto fwd = kernel("attention_fwd_tma", k::attention_fwd_tma<bfloat16>,
+                      {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                       "BM", "BN", "rows"});
+    auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<bfloat16>, {"o", "dout", "delta", "H", "T", "D", "BM"});
+    auto dkdv = kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<bfloat16>, tmaParams);
+    auto dq = kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<bfloat16>, tmaParams);
+    auto dkdvPointers = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<bfloat16>, bwdParams);
+    auto dqPointers = kernel("attention_bwd_dq", k::attention_bwd_dq<bfloat16>, bwdParams);
+
+    const uint32_t bh = uint32_t(B * H);
+    const int fb = tiles.attention_fwd_block, own = tiles.attention_bwd_block, step = tiles.attention_bwd_step,
+              warps = tiles.attention_warps;
+    auto forward = [&] {
+      fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps), qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale,
+          0, D, fb, fb, BT);
+    };
+    auto backward = [&] {
+      pre(on({uint32_t(cdiv(T, step)), bh}, 4), o, dout, delta, H, T, D, step);
+      dkdv(on({uint32_t(cdiv(T, own)), bh}, warps), qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D,
+           step, own, BT);
+      dq(on({uint32_t(cdiv(T, own)), bh}, warps), qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D,
+         own, step, BT);
+    };
+    // Poisoned (NaN) first: an element no kernel writes fails the check.
+    dqkv.fill_bytes(0xff);
+    reference.fill_bytes(0xff);
+    forward();
+    backward();
+    // The reference: the pointer kernels at 64 x 64, 8 warps (cp.async rings).
+    dkdvPointers(on({uint32_t(cdiv(T, 64)), bh}, 8), qkv, dout, lse, delta, reference, 0, C, 2 * C, 3 * C, H, T,
+                 scale, D, 64, 64);
+    dqPointers(on({uint32_t(cdiv(T, 64)), bh}, 8), qkv, dout, lse, delta, reference, 0, C, 2 * C, 3 * C, H, T, scale,
+               D, 64, 64);
+    const double err = relDiff(dqkv, reference);
+    const double fwdFlops = 2.0 * B * H * double(T) * T * D, bwdFlops = 2.5 * fwdFlops;
+    const double fwdMs = time_ms(forward, iters).median, bwdMs = time_ms(backward, iters).median;
+    const bool ok = err < 2e-2;
+    fmt::print("gradients vs the pointer kernels: rel {:.2e} {}\n", err, ok ? "ok" : "FAILED");
+    // End with a number: gpu-check.sh's summary shows such lines.
+    fmt::print("gpt2_attention_fwd_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, fwdMs, fwdFlops / fwdMs / 1e9);
+    fmt::print("gpt2_attention_bwd_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, bwdMs, bwdFlops / bwdMs / 1e9);
+    return ok ? 0 : 1;
+  } catch (const Error &e) {
+    fmt::print("error: {}\n", e.what());
+    return 1;
+  }
+}
