@@ -552,6 +552,10 @@ void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
     if (ours.contains(op))
       inFlight.push_back(op);
   }
+  // A result nothing reads still completes within its iteration: the next
+  // iteration refills the stage it reads.
+  if (!inFlight.empty())
+    waitFor(inFlight, 0, loop.getBody()->getTerminator());
 }
 
 /// Every tensor-core dot of `loop` at once, when a load feeds more than one
