@@ -1,5 +1,6 @@
 // launch_overhead.cpp - host cost of one launch: a 1-program vector_add on
-// device buffers (nothing staged, nothing waited for), in a host loop; the
+// device buffers (nothing staged, nothing waited for) - and on sm_90a a
+// 1-program TMA GEMM (three tensor maps per launch) - in a host loop; the
 // time per launch is wall-clock over the loop plus one final wait. The
 // Python figure for the same launch: benchmarks/launch_overhead.py (run by
 // scripts/gpu-check.sh when the package imports there). Without a driver it
@@ -46,6 +47,23 @@ int main(int argc, char **argv) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       // Ends with a number: gpu-check.sh's summary shows such lines.
       fmt::print("launch_overhead_cpp round {} us per launch {:.2f}\n", round, us / launches);
+    }
+    if (info.chip == "sm_90a") { // a TMA kernel: three tensor maps per launch (from the cache)
+      auto gemm = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                         {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+      DeviceBuffer a(256 * 256, DType::bf16), b(256 * 256, DType::bf16), c(256 * 256, DType::bf16);
+      auto launch = [&] { gemm(opts, a, b, c, 256, 256, 256, 256, 256, 256, 128, 128, 64); };
+      for (int i = 0; i < 20; ++i)
+        launch();
+      synchronize();
+      for (int round = 0; round < 3; ++round) {
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < launches; ++i)
+          launch();
+        synchronize();
+        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+        fmt::print("launch_overhead_cpp_tma_gemm round {} us per launch {:.2f}\n", round, us / launches);
+      }
     }
   } catch (const Error &e) {
     fmt::print("error: {}\n", e.what());

@@ -184,17 +184,16 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
     }
     // Hidden parameters: the TMA tensor maps, encoded for these buffers (once
     // per buffer and shape: the cache serves repeated launches).
-    std::vector<TensorMapBytes> maps;
-    maps.reserve(kernel.tensorMaps().size());
-    for (const TensorMapSpec &spec : kernel.tensorMaps()) {
+    const std::vector<TensorMapSpec> &specs = kernel.tensorMaps();
+    LaunchStorage<TensorMapBytes, 8> maps(specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
       CUdeviceptr base;
-      std::memcpy(&base, scalars[size_t(spec.base)].data(), sizeof base);
-      const ResolvedTensorMap resolved = resolveTensorMap(spec, uint64_t(base), args, paramNames, name);
-      maps.push_back(TensorMapCache::gpu().get(
-          resolved, [&](const ResolvedTensorMap &m) { return encodeTensorMapForGpu(m, name); }));
+      std::memcpy(&base, scalars[size_t(specs[i].base)].data(), sizeof base);
+      const ResolvedTensorMap resolved = resolveTensorMap(specs[i], uint64_t(base), args, paramNames, name);
+      maps[i] = TensorMapCache::gpu().get(
+          resolved, [&](const ResolvedTensorMap &m) { return encodeTensorMapForGpu(m, name); });
+      kernelParams[numParams++] = maps[i].bytes.data();
     }
-    for (TensorMapBytes &m : maps)
-      kernelParams[numParams++] = m.bytes.data();
     // The staging copies ran on the default stream; a caller's stream (which
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)

@@ -35,25 +35,30 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
   r.address = address;
   r.dtype = spec.dtype;
   r.swizzle = spec.swizzle;
-  const std::string what =
-      fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
-                  paramName(paramNames, spec.base));
+  // Formatted only for an error: this runs on every launch of a TMA kernel.
+  auto what = [&] {
+    return fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
+                       paramName(paramNames, spec.base));
+  };
   if (address % 16 != 0)
     throw Error(fmt::format("{} needs a 16-byte aligned base (TMA), but its address is {} mod 16",
-                            what, address % 16));
+                            what(), address % 16));
   const int64_t elem = int64_t(dtype_size(spec.dtype));
   const size_t rank = spec.shape.size();
+  r.shape.reserve(rank);
+  r.strideBytes.reserve(rank);
+  r.box.reserve(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t extent = valueOf(spec.shape[d], args);
     if (extent < 1 || extent > (int64_t(1) << 32))
-      throw Error(fmt::format("{}: extent {} is {}{}; extents are 1 to 2^32", what, d, extent,
+      throw Error(fmt::format("{}: extent {} is {}{}; extents are 1 to 2^32", what(), d, extent,
                               describe(spec.shape[d], paramNames)));
     r.shape.push_back(uint64_t(extent));
     int64_t stride = valueOf(spec.strides[d], args);
     if (d + 1 < rank && (stride < 1 || (stride * elem) % 16 != 0 || stride * elem >= (int64_t(1) << 40)))
       throw Error(fmt::format("{}: stride {} is {} elements ({} bytes){}; a stride must each be a "
                               "positive multiple of 16 bytes below 2^40",
-                              what, d, stride, stride * elem, describe(spec.strides[d], paramNames)));
+                              what(), d, stride, stride * elem, describe(spec.strides[d], paramNames)));
     r.strideBytes.push_back(uint64_t(stride * elem));
     r.box.push_back(uint32_t(spec.box[d]));
   }
