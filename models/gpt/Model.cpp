@@ -396,7 +396,6 @@ void GptModel::backward() {
   const GptConfig &c = config_;
   Activations &a = *acts_;
   const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;
-  const bool gpu = backend_ == Backend::GPU;
   const int64_t btc = int64_t(BT) * C, logitsSize = int64_t(BT) * Vp;
   auto P = [&](const std::string &name) { return weights(name); };
   auto G = [&](const std::string &name) { // parameter gradients
