@@ -2,9 +2,12 @@
 #include "compiler/layout/OperandStaging.h"
 
 #include "compiler/layout/MmaLayouts.h"
+#include "tegula/error.h"
 
 #include <algorithm>
 #include <bit>
+
+#include <fmt/format.h>
 
 namespace tegula::layout {
 namespace {
@@ -25,7 +28,63 @@ std::vector<std::vector<int32_t>> basesOf(const LinearLayout &l, const std::stri
   return bases;
 }
 
+/// `l` with every coordinate along out dim `dim` multiplied by mul / div
+/// (the same elements counted in units of another width). `dropFirstRegister`:
+/// register bit 0 steps within one unit of the new width and goes.
+LinearLayout rescaleDim(const LinearLayout &l, int dim, int32_t mul, int32_t div,
+                        bool dropFirstRegister = false) {
+  std::vector<std::pair<std::string, std::vector<std::vector<int32_t>>>> ins;
+  for (const LinearLayout::Dim &d : l.inDims()) {
+    std::vector<std::vector<int32_t>> bases;
+    for (int bit = d.name == "register" && dropFirstRegister ? 1 : 0; bit < d.log2Size; ++bit) {
+      std::vector<int32_t> b = l.basis(d.name, bit);
+      if (b[size_t(dim)] * mul % div)
+        throw Error(fmt::format("operand layout: {} bit {} steps dim {} by {}, not a whole number "
+                                "of {}/{} units",
+                                d.name, bit, dim, b[size_t(dim)], div, mul));
+      b[size_t(dim)] = b[size_t(dim)] * mul / div;
+      bases.push_back(std::move(b));
+    }
+    ins.push_back({d.name, std::move(bases)});
+  }
+  std::vector<std::pair<std::string, int32_t>> outs = outsOf(l);
+  outs[size_t(dim)].second = outs[size_t(dim)].second * mul / div;
+  return LinearLayout::fromBases(ins, outs);
+}
+
 } // namespace
+
+LinearLayout sixteenBitView(const LinearLayout &operand, bool isA, int elementBits) {
+  const int kDim = isA ? 1 : 0;
+  if (elementBits == 16)
+    return operand;
+  if (elementBits == 8) { // bytes 0-1 and 2-3 of a register: two 16-bit elements
+    std::vector<int32_t> step(operand.outDims().size(), 0);
+    step[size_t(kDim)] = 1;
+    if (operand.inDimSize("register") < 4 || operand.basis("register", 0) != step)
+      throw Error("sixteenBitView: not an 8-bit mma operand fragment (register bit 0 must step K)");
+    return rescaleDim(operand, kDim, 1, 2, /*dropFirstRegister=*/true);
+  }
+  if (elementBits != 32)
+    throw Error(fmt::format("sixteenBitView: mma operands are 8-, 16- or 32-bit, not {}-bit", elementBits));
+  // A 32-bit register is two 16-bit halves: a new register bit 0 steps K by one.
+  LinearLayout scaled = rescaleDim(operand, kDim, 2, 1);
+  std::vector<std::pair<std::string, std::vector<std::vector<int32_t>>>> ins;
+  for (const LinearLayout::Dim &d : scaled.inDims()) {
+    std::vector<std::vector<int32_t>> bases = basesOf(scaled, d.name);
+    if (d.name == "register") {
+      std::vector<int32_t> half(scaled.outDims().size(), 0);
+      half[size_t(kDim)] = 1;
+      bases.insert(bases.begin(), half);
+    }
+    ins.push_back({d.name, std::move(bases)});
+  }
+  return LinearLayout::fromBases(ins, outsOf(scaled));
+}
+
+bool ldmatrixReads(bool isA, int contiguousDim, int elementBits) {
+  return elementBits == 16 || ((elementBits == 8 || elementBits == 32) && contiguousDim == (isA ? 1 : 0));
+}
 
 int contiguousDimOf(const LinearLayout &ll) {
   if (ll.inDimSize("register") < 2)
@@ -49,7 +108,18 @@ int32_t vectorElementsOf(const LinearLayout &offsets, int32_t maxElements) {
   return v;
 }
 
-LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int contiguousDim) {
+LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int contiguousDim,
+                                int elementBits) {
+  if (elementBits != 16) {
+    if (!ldmatrixReads(isA, contiguousDim, elementBits))
+      throw Error(fmt::format("ldmatrix reads {}-bit {} fragments only from tiles whose rows run "
+                              "along K",
+                              elementBits, isA ? "A" : "B"));
+    LdmatrixReads r = planLdmatrixReads(sixteenBitView(operand, isA, elementBits), isA, contiguousDim);
+    r.elementBits = elementBits;
+    r.rows = rescaleDim(r.rows, isA ? 1 : 0, 16, elementBits); // back to elements of the tile
+    return r;
+  }
   LdmatrixReads r;
   r.trans = isA ? contiguousDim == 0 : contiguousDim == 1;
   r.matrices = int(std::min<int32_t>(4, operand.inDimSize("register") / 2));
@@ -78,14 +148,16 @@ LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int conti
 }
 
 SharedTile planOperandTile(const LinearLayout &source, const LinearLayout &operand, bool isA,
-                           int32_t vectorElements) {
+                           int32_t vectorElements, int elementBits) {
   int contiguous = contiguousDimOf(source);
   if (contiguous < 0)
     contiguous = isA ? 1 : 0;
-  SharedTile tile{{source.outDimSize("dim0"), source.outDimSize("dim1")}, contiguous, 16, {}};
-  LdmatrixReads reads = planLdmatrixReads(operand, isA, contiguous);
-  return deriveSwizzle(tile, {{"ldmatrix", reads.rows, kChunkBytes},
-                              vectorAccess("store", source, vectorElements, 16)});
+  SharedTile tile{{source.outDimSize("dim0"), source.outDimSize("dim1")}, contiguous, elementBits, {}};
+  SharedAccess read =
+      ldmatrixReads(isA, contiguous, elementBits)
+          ? SharedAccess{"ldmatrix", planLdmatrixReads(operand, isA, contiguous, elementBits).rows, kChunkBytes}
+          : vectorAccess("ld.shared", operand, 1, elementBits);
+  return deriveSwizzle(tile, {read, vectorAccess("store", source, vectorElements, elementBits)});
 }
 
 } // namespace tegula::layout

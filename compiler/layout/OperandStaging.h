@@ -1,12 +1,18 @@
 //===- OperandStaging.h - mma operands staged in shared memory ---*- C++ -*-===//
 //
-// How a 16-bit mma.sync operand passes through shared memory: the tile's
+// How an mma.sync operand passes through shared memory: the tile's
 // placement (rows along the source's contiguous dimension, a swizzle derived
-// from the stores that fill it and the ldmatrix reads that drain it) and the
-// reads (ldmatrix.x4/x2/x1, .trans or not, which operand registers each one
+// from the stores that fill it and the reads that drain it) and the reads
+// (ldmatrix.x4/x2/x1, .trans or not, which operand registers each one
 // produces). Plain layout algebra, no MLIR: the lowering of a dot
 // (registers -> shared -> fragments) and the software pipeliner (cp.async
 // into a ring of such tiles) make the same choices from here.
+//
+// ldmatrix moves 16-bit elements. A tf32 or i8 fragment whose tile rows run
+// along K is, byte for byte, the 16-bit fragment of a tile with K scaled by
+// elementBits / 16 (sixteenBitView), so ldmatrix reads it too, without
+// .trans; with rows along M or N (e.g. a row-major B) each thread reads its
+// elements one by one (ld.shared), which the swizzle keeps conflict-free.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,31 +30,59 @@ int contiguousDimOf(const LinearLayout &ll);
 /// no other basis breaking the alignment, at most `maxElements`.
 int32_t vectorElementsOf(const LinearLayout &offsets, int32_t maxElements);
 
-/// The ldmatrix reads of 16-bit operand fragments from a tile.
+/// An 8- or 32-bit operand fragment (operand `isA` ? A : B, mmaOperandLayout)
+/// seen as 16-bit elements: K coordinates scaled by elementBits / 16, a
+/// 32-bit register's two halves as two registers, an 8-bit register's four
+/// bytes as two pairs. Equal to the 16-bit fragment of the scaled tile.
+LinearLayout sixteenBitView(const LinearLayout &operand, bool isA, int elementBits);
+
+/// Whether ldmatrix reads operand fragments of `elementBits` from a tile
+/// whose rows run along `contiguousDim`: 16-bit ones always (.trans when the
+/// rows do not run along K), 8- and 32-bit ones when they run along K.
+bool ldmatrixReads(bool isA, int contiguousDim, int elementBits);
+
+/// The ldmatrix reads of operand fragments from a tile (ldmatrixReads).
 struct LdmatrixReads {
   bool trans = false; // rows in shared memory run along M (A) or N (B)
   int matrices = 4;   // ldmatrix.x4 (x2, x1 for small operands)
   /// The operand layout with register bit `swapBit` exchanged with bit 2,
   /// so that one x4 covers two n-tiles of one k-slice for B (2: none).
   int swapBit = 2;
+  int elementBits = 16;
+  /// The (16-bit view of the) operand layout, renumbered.
   LinearLayout operand;
-  /// (register group, lane, warp) -> tile coordinates of the row each lane
-  /// addresses; group g yields operand registers [2 * matrices * g, ...).
+  /// (register group, lane, warp) -> tile coordinates (in elements of
+  /// `elementBits`) of the row each lane addresses; group g yields words
+  /// [matrices * g, matrices * (g + 1)) in load order.
   LinearLayout rows;
 };
-LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int contiguousDim);
+LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int contiguousDim,
+                                int elementBits = 16);
 
-/// The tile for staging `source` (a distributed layout, 16-bit elements
-/// moved `vectorElements` at a time) as operand `operand`: rows along the
-/// source's contiguous dimension (K when it has none), swizzle derived so
-/// that neither the stores nor the reads conflict.
+/// The tile for staging `source` (a distributed layout, elements of
+/// `elementBits` moved `vectorElements` at a time) as operand `operand`:
+/// rows along the source's contiguous dimension (K when it has none),
+/// swizzle derived so that neither the stores nor the reads conflict.
 SharedTile planOperandTile(const LinearLayout &source, const LinearLayout &operand, bool isA,
-                           int32_t vectorElements);
+                           int32_t vectorElements, int elementBits = 16);
 
-/// Register `r` of the operand layout as numbered in `reads.operand`.
+/// Register `r` of the 16-bit view as numbered in `reads.operand`.
 inline int32_t renumberedRegister(const LdmatrixReads &reads, int32_t r) {
   const int32_t hi = r >> reads.swapBit & 1, lo = r >> 2 & 1;
   return hi == lo ? r : r ^ (1 << reads.swapBit | 1 << 2);
+}
+
+/// The 32-bit word, in ldmatrix load order, that holds operand register
+/// `r` (registers numbered as in the operand layout of `reads.elementBits`).
+inline int32_t wordOfRegister(const LdmatrixReads &reads, int32_t r) {
+  const int32_t perWord = 32 / reads.elementBits;
+  return renumberedRegister(reads, r / perWord * 2) / 2;
+}
+
+/// The first operand register word `w` holds (the inverse of wordOfRegister;
+/// it holds 32 / elementBits consecutive ones).
+inline int32_t firstRegisterOfWord(const LdmatrixReads &reads, int32_t w) {
+  return renumberedRegister(reads, 2 * w) / 2 * (32 / reads.elementBits);
 }
 
 } // namespace tegula::layout

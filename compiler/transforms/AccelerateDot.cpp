@@ -138,7 +138,7 @@ llvm::DenseSet<Operation *> chainedDots(ModuleOp module) {
   return chained;
 }
 
-/// A 16-bit operand computed outside the loop around its dot (attention's
+/// An operand computed outside the loop around its dot (attention's
 /// Q tile) is read into its fragments once, before the loop, rather than
 /// staged through shared memory every iteration - when its fragments fit in
 /// a few registers per thread.
@@ -239,13 +239,9 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       };
       OpBuilder b(dot);
       Location loc = dot.getLoc();
-      auto convert = [&](Value v, RankedTensorType to) -> Value {
-        return tilegpu::ConvertLayoutOp::create(b, loc, to, v);
-      };
-      // 16-bit operands keep their layouts: the lowering stages them
-      // through swizzled shared memory and reads each k-slice's fragments
-      // with ldmatrix right before its mma.sync (DotToLLVM). Others become
-      // fragments first.
+      // Operands keep their layouts: the lowering stages them through
+      // swizzled shared memory and reads each k-slice's fragments (ldmatrix
+      // where it applies) right before its mma.sync (DotToLLVM).
       Value a = dot.getA(), bv = dot.getB();
       if (wgmma) {
         // B keeps its layout: the lowering stores it into the swizzled tile
@@ -255,14 +251,11 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         if (!fp8Wgmma)
           a = fragmentsBeforeLoop(
               dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
-      } else if (bits == 16) {
+      } else {
         a = fragmentsBeforeLoop(
             dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
         bv = fragmentsBeforeLoop(
             dot, bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)), numWarps);
-      } else {
-        a = convert(a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)));
-        bv = convert(bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)));
       }
       auto accIn = tilegpu::ConvertLayoutOp::create(b, loc, retype(cT, mma), dot.getAcc());
       auto onTensorCores =

@@ -4,10 +4,10 @@
 // (accelerate-dot). Operands that carry this mma's #tilegpu.dot_operand
 // layouts are already in the registers mma.sync reads; operands in any
 // other layout are staged through swizzled shared memory and read back
-// with ldmatrix (LdmatrixOperand.h), one k-slice at a time. Each thread
-// packs its operand values two to a 32-bit register and issues one
-// m16n8k16 per instruction tile of its warp, in the register order the
-// layouts define (compiler/layout/MmaLayouts.h).
+// with ldmatrix (SharedOperand.h), one k-slice at a time. Each thread
+// packs its operand values into 32-bit registers (two f16/bf16, one tf32,
+// four i8) and issues one m16n8k16 (k8, k32) per instruction tile of its
+// warp, in the register order the layouts define (compiler/layout/MmaLayouts.h).
 //
 // The FMA path, every other dot: the owners of `a` (MxK) and `b` (KxN) write them to shared
 // memory, and each thread computes the accumulator elements it holds,
@@ -17,7 +17,7 @@
 // wgmma) replace this in the tensor-core issue.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/transforms/LdmatrixOperand.h"
+#include "compiler/transforms/SharedOperand.h"
 
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/MmaLayouts.h"
@@ -64,14 +64,14 @@ bool onTensorCores(tile::DotOp op) {
 class MmaOperand {
 public:
   MmaOperand(ValueRange fragments) : fragments_(fragments) {}
-  MmaOperand(std::unique_ptr<LdmatrixOperand> staged) : staged_(std::move(staged)) {}
+  MmaOperand(std::unique_ptr<SharedOperand> staged) : staged_(std::move(staged)) {}
   int32_t registers() const { return staged_ ? staged_->registers() : int32_t(fragments_.size()); }
   Value reg(int32_t r) { return staged_ ? staged_->reg(r) : fragments_[size_t(r)]; }
-  LdmatrixOperand *staged() { return staged_.get(); }
+  SharedOperand *staged() { return staged_.get(); }
 
 private:
   ValueRange fragments_;
-  std::unique_ptr<LdmatrixOperand> staged_;
+  std::unique_ptr<SharedOperand> staged_;
 };
 
 /// Instruction tiles per warp along K, M and N (a tile smaller than the
@@ -211,21 +211,21 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
           return std::nullopt;
         return MmaOperand(regs);
       }
-      if (bits != 16 || !LdmatrixOperand::applies(t, fragments))
+      if (!SharedOperand::applies(t, fragments))
         return std::nullopt;
       Value base = sharedBuffer(rw, loc, op);
       if (byteOffset)
         base = LLVM::GEPOp::create(rw, loc, base.getType(), rw.getI8Type(), base,
                                    ValueRange{i32Const(rw, loc, byteOffset)});
-      return MmaOperand(std::make_unique<LdmatrixOperand>(rw, loc, regs, t, fragments, idx == 0, base));
+      return MmaOperand(std::make_unique<SharedOperand>(rw, loc, regs, t, fragments, idx == 0, base));
     };
     std::optional<MmaOperand> a = operand(0, aT, adaptor.getA(), stageA, 0);
     std::optional<MmaOperand> b =
-        operand(1, bT, adaptor.getB(), stageB, stageA ? aT.getNumElements() * 2 : 0);
+        operand(1, bT, adaptor.getB(), stageB, stageA ? aT.getNumElements() * bits / 8 : 0);
     ValueRange c = adaptor.getAcc();
     if (!a || !b)
       return rw.notifyMatchFailure(op, "mma.sync: an operand is neither this mma's fragments nor "
-                                       "a 16-bit tile that ldmatrix can stage");
+                                       "a tile that can be staged in shared memory");
     if (a->registers() != 4 * e * kTiles * mTiles || b->registers() != 2 * e * kTiles * nTiles ||
         int64_t(c.size()) != 4 * mTiles * nTiles)
       return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
@@ -245,7 +245,7 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
 };
 
 /// dot_shared: both operands in stages of tilegpu.shared rings (filled by
-/// cp.async), read k-slice by k-slice with ldmatrix.
+/// cp.async), read k-slice by k-slice (SharedOperand).
 struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::DotSharedOp op, OneToNOpAdaptor adaptor,
@@ -258,27 +258,28 @@ struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     // A transposed ring holds the operand as loaded: the dot sees its view.
     const layout::SharedTile aTile = op.getTransposeA() ? aT.tile().transposed() : aT.tile();
     const layout::SharedTile bTile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
+    const unsigned bits = elem.getIntOrFloatBitWidth();
     auto [kTiles, mTiles, nTiles] =
-        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), aTile.shape[1], 16);
+        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), aTile.shape[1], bits);
     auto operand = [&](unsigned idx, tilegpu::SharedTilesType t, const layout::SharedTile &tile,
                        Value ring, Value stage) {
-      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, 16);
+      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, bits);
       Value base = ringStage(rw, loc, ring, stage, t);
-      return MmaOperand(std::make_unique<LdmatrixOperand>(
+      return MmaOperand(std::make_unique<SharedOperand>(
           rw, loc, tile,
           tilegpu::toLinearLayout(enc, {int64_t(tile.shape[0]), int64_t(tile.shape[1])}), idx == 0,
           base, elem));
     };
     MmaOperand a = operand(0, aT, aTile, adaptor.getA()[0], adaptor.getAStage()[0]);
     MmaOperand b = operand(1, bT, bTile, adaptor.getB()[0], adaptor.getBStage()[0]);
-    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, tile::DotPrecision::IEEE, kTiles,
-                                              mTiles, nTiles, &a, &b, adaptor.getAcc())});
+    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, op.getPrecision().value_or(tile::DotPrecision::IEEE),
+                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc())});
     return success();
   }
 };
 
 /// dot_shared_b: A already in this mma's fragments, B in a ring stage read
-/// with ldmatrix.
+/// as for dot_shared.
 struct DotSharedBPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::DotSharedBOp op, OneToNOpAdaptor adaptor,
@@ -289,18 +290,19 @@ struct DotSharedBPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     tilegpu::SharedTilesType bT = op.getB().getType();
     Type elem = getTypeConverter()->convertType(bT.getElementType());
     const layout::SharedTile bTile = op.getTransposeB() ? bT.tile().transposed() : bT.tile();
+    const unsigned bits = elem.getIntOrFloatBitWidth();
     auto [kTiles, mTiles, nTiles] =
-        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), bTile.shape[0], 16);
-    auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), 1, mma, 16);
+        instructionTiles(mma, cT.getDimSize(0), cT.getDimSize(1), bTile.shape[0], bits);
+    auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), 1, mma, bits);
     Value base = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
     MmaOperand a(adaptor.getA());
-    MmaOperand b(std::make_unique<LdmatrixOperand>(
+    MmaOperand b(std::make_unique<SharedOperand>(
         rw, loc, bTile, tilegpu::toLinearLayout(enc, {int64_t(bTile.shape[0]), int64_t(bTile.shape[1])}),
         false, base, elem));
-    if (a.registers() != 8 * kTiles * mTiles)
+    if (a.registers() != 4 * int64_t(32 / bits) * kTiles * mTiles)
       return rw.notifyMatchFailure(op, "mma.sync: A's registers do not match its fragments");
-    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, tile::DotPrecision::IEEE, kTiles,
-                                              mTiles, nTiles, &a, &b, adaptor.getAcc())});
+    rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, op.getPrecision().value_or(tile::DotPrecision::IEEE),
+                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc())});
     return success();
   }
 };

@@ -112,6 +112,13 @@ bool zeroOrAbsent(Value other) {
   return false;
 }
 
+/// A dot's precision as its dot_shared carries it: for f32 operands only
+/// (the others have one).
+tile::DotPrecisionAttr f32Precision(tile::DotOp dot) {
+  return getElementTypeOrSelf(dot.getA().getType()).isF32() ? dot.getPrecisionAttr()
+                                                            : tile::DotPrecisionAttr();
+}
+
 /// The same layout with its two output dims swapped.
 layout::LinearLayout swapDims(const layout::LinearLayout &ll) {
   return ll.transposeOuts({"dim1", "dim0"}).renameOuts({"dim0", "dim1"});
@@ -195,11 +202,13 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
   const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
   // 16-bit operands; fp8 ones for wgmma (the only tensor-core path that
-  // reads fp8 as it is).
+  // reads fp8 as it is); tf32 and i8 ones for mma.sync (tf32 is rounded in
+  // registers after the read: wgmma would read raw f32 and truncate).
   const unsigned bits = elem.getIntOrFloatBitWidth();
   auto mmaOf = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
-  if ((bits != 16 && !(bits == 8 && mmaOf.isWgmma() && isa<FloatType>(elem))) || bytes < 4 ||
-      type.getRank() != 2)
+  const bool supported = bits == 16 || (bits == 8 && mmaOf.isWgmma() && isa<FloatType>(elem)) ||
+                         (!mmaOf.isWgmma() && (elem.isF32() || elem.isInteger(8)));
+  if (!supported || bytes < 4 || type.getRank() != 2)
     return std::nullopt;
   auto ptrType = cast<RankedTensorType>(load.getPtr().getType());
   layout::LinearLayout source = tilegpu::toLinearLayout(ptrType.getEncoding(), ptrType.getShape());
@@ -236,9 +245,10 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
     return op;
   }
   auto fragments = tilegpu::toLinearLayout(
-      tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, 16), operandType.getShape());
-  layout::SharedTile tile = layout::planOperandTile(
-      operandSource, fragments, idx == 0, int32_t(std::min<int64_t>(8, bytes / 2)));
+      tilegpu::DotOperandEncodingAttr::get(dot.getContext(), idx, mma, bits), operandType.getShape());
+  layout::SharedTile tile =
+      layout::planOperandTile(operandSource, fragments, idx == 0,
+                              int32_t(std::min<int64_t>(16, bytes) * 8 / bits), int(bits));
   Operand op{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(tile), trans};
   op.chain = chain;
   return op;
@@ -457,12 +467,14 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   }
   Operation *onShared;
   if (a) {
-    auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc());
+    auto both = tilegpu::DotSharedOp::create(in, loc, dot.getType(), ringA, stage, ringB, stage, dot.getAcc(),
+                                             UnitAttr(), UnitAttr(), f32Precision(dot));
     both.setTransposeA(bool(a->trans));
     both.setTransposeB(bool(bOp.trans));
     onShared = both;
   } else {
-    auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringB, stage, dot.getAcc());
+    auto bOnly = tilegpu::DotSharedBOp::create(in, loc, dot.getType(), dot.getA(), ringB, stage, dot.getAcc(),
+                                               UnitAttr(), f32Precision(dot));
     bOnly.setTransposeB(bool(bOp.trans));
     onShared = bOnly;
   }
@@ -668,13 +680,13 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     const Location at = dot.getLoc(); // errors name the dot's line
     if (a) {
       auto both = tilegpu::DotSharedOp::create(in, at, dot.getType(), ringOf(*a), stage, ringOf(*bOp), stage,
-                                               dot.getAcc());
+                                               dot.getAcc(), UnitAttr(), UnitAttr(), f32Precision(dot));
       both.setTransposeA(bool(a->trans));
       both.setTransposeB(bool(bOp->trans));
       onShared = both;
     } else {
       auto bOnly = tilegpu::DotSharedBOp::create(in, at, dot.getType(), dot.getA(), ringOf(*bOp), stage,
-                                                 dot.getAcc());
+                                                 dot.getAcc(), UnitAttr(), f32Precision(dot));
       bOnly.setTransposeB(bool(bOp->trans));
       onShared = bOnly;
     }

@@ -277,12 +277,14 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
     Operation *onShared;
     if (d.a) {
-      auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc());
+      auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc(),
+                                               UnitAttr(), UnitAttr(), tile::DotPrecisionAttr());
       both.setTransposeA(bool(d.a->trans));
       both.setTransposeB(bool(d.b.trans));
       onShared = both;
     } else {
-      auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc());
+      auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc(),
+                                                 UnitAttr(), tile::DotPrecisionAttr());
       bOnly.setTransposeB(bool(d.b.trans));
       onShared = bOnly;
     }

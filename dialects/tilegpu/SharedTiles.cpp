@@ -61,6 +61,29 @@ LogicalResult AsyncLoadOp::verify() {
   return success();
 }
 
+namespace {
+
+/// The operand types a dot on shared memory takes: 16-bit ones with an f32
+/// accumulator; on mma.sync also f32 at tf32 / tf32x3 precision and i8 with
+/// an i32 accumulator; on wgmma also fp8 (mma.sync would take it as f16).
+LogicalResult verifyOperandTypes(Operation *op, Type e, RankedTensorType acc,
+                                 std::optional<tile::DotPrecision> precision) {
+  const bool wgmma = cast<MmaEncodingAttr>(acc.getEncoding()).isWgmma();
+  const bool f32Acc = acc.getElementType().isF32();
+  const bool ok = ((e.isBF16() || e.isF16()) && f32Acc) ||
+                  (isa<Float8E4M3FNType, Float8E5M2Type>(e) && wgmma && f32Acc) ||
+                  (e.isF32() && !wgmma && f32Acc && precision && *precision != tile::DotPrecision::IEEE) ||
+                  (e.isInteger(8) && !wgmma && acc.getElementType().isInteger(32));
+  if (!ok)
+    return op->emitOpError() << "takes f16/bf16 operands with an f32 accumulator; on mma.sync also "
+                                "f32 ones at tf32/tf32x3 precision or i8 ones with an i32 "
+                                "accumulator; on wgmma fp8 ones; got "
+                             << e << " operands, a " << acc.getElementType() << " accumulator";
+  return success();
+}
+
+} // namespace
+
 LogicalResult DotSharedOp::verify() {
   SharedTilesType a = getA().getType(), b = getB().getType();
   auto acc = cast<RankedTensorType>(getAcc().getType());
@@ -72,14 +95,9 @@ LogicalResult DotSharedOp::verify() {
   if (ak != bk || am != acc.getDimSize(0) || bn != acc.getDimSize(1))
     return emitOpError() << "shapes do not multiply: [" << am << ", " << ak << "] x [" << bk << ", " << bn
                          << "] -> " << acc;
-  Type e = a.getElementType();
-  // fp8 only on wgmma (mma.sync takes it as f16).
-  const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(e);
-  if (e != b.getElementType() || !(e.isBF16() || e.isF16() || fp8) || !acc.getElementType().isF32() ||
-      (fp8 && !cast<MmaEncodingAttr>(acc.getEncoding()).isWgmma()))
-    return emitOpError() << "takes f16/bf16 (or, on wgmma, fp8) operands of one type and an f32 "
-                            "accumulator";
-  return success();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "takes A and B of one element type";
+  return verifyOperandTypes(getOperation(), a.getElementType(), acc, getPrecision());
 }
 
 LogicalResult DotSharedBOp::verify() {
@@ -95,7 +113,7 @@ LogicalResult DotSharedBOp::verify() {
   const int64_t bk = b.getShape()[getTransposeB() ? 1 : 0], bn = b.getShape()[getTransposeB() ? 0 : 1];
   if (a.getDimSize(1) != bk || a.getDimSize(0) != acc.getDimSize(0) || bn != acc.getDimSize(1))
     return emitOpError() << "shapes do not multiply: " << a << " x [" << bk << ", " << bn << "] -> " << acc;
-  if (a.getElementType() != b.getElementType() || !acc.getElementType().isF32())
-    return emitOpError() << "takes A and B of one element type and an f32 accumulator";
-  return success();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "takes A and B of one element type";
+  return verifyOperandTypes(getOperation(), b.getElementType(), acc, getPrecision());
 }

@@ -3,6 +3,7 @@
 #define TEGULA_TILEGPU_OPS
 
 include "TileGPUBase.td"
+include "dialects/tile/TileBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinTypes.td"
 
@@ -168,11 +169,13 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     flight: only a tilegpu.wgmma_wait, or the accumulator of another such
     dot_shared, may use it. `transposeA` / `transposeB`: the ring holds the
     operand transposed (as the kernel loaded it before `tile.trans`: [K, M]
-    for A, [N, K] for B).
+    for A, [N, K] for B). mma.sync also takes f32 operands at `precision`
+    tf32 / tf32x3 (rounded in registers after the read) and i8 ones with an
+    i32 accumulator; wgmma only 16-bit and fp8 ones.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
                        I32:$bStage, AnyRankedTensor:$acc, UnitAttr:$transposeA,
-                       UnitAttr:$transposeB);
+                       UnitAttr:$transposeB, OptionalAttr<Tile_DotPrecision>:$precision);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $a `[` $aStage `]` `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
@@ -188,9 +191,11 @@ def TileGPU_DotSharedBOp : TileGPU_Op<"dot_shared_b"> {
     [K, N] is read from shared memory as for tilegpu.dot_shared (ldmatrix,
     or a wgmma descriptor - then the result is in flight like dot_shared's).
     `transposeB`: the ring holds B transposed, as loaded ([N, K]).
+    Element types and `precision` as for tilegpu.dot_shared.
   }];
   let arguments = (ins AnyRankedTensor:$a, TileGPU_SharedTilesType:$b, I32:$bStage,
-                       AnyRankedTensor:$acc, UnitAttr:$transposeB);
+                       AnyRankedTensor:$acc, UnitAttr:$transposeB,
+                       OptionalAttr<Tile_DotPrecision>:$precision);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $a `,` $b `[` $bStage `]` `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
