@@ -271,7 +271,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   std::vector<Config> configs =
       wide ? std::vector<Config>{{128, 128, 32, 4, 3}, {128, 128, 32, 8, 4}, {128, 256, 32, 8, 3},
                                  {128, 128, 64, 8, 3}, {64, 128, 32, 4, 4}}
-           : std::vector<Config>{{128, 128, 16, 4, 3}, {128, 128, 16, 8, 4}, {64, 128, 16, 4, 4}};
+           : std::vector<Config>{{128, 128, 16, 4, 3}, {128, 128, 16, 8, 4}, {64, 128, 16, 4, 4},
+                                 {128, 128, 32, 8, 3}};
   // Hopper: 16-bit dots run on wgmma (docs/hopper.md). Its tiles (whole
   // warpgroups along M, 64-wide K steps), and the best mma.sync configs
   // again with wgmma off, so one run shows both paths (unless the caller

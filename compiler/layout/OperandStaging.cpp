@@ -58,15 +58,23 @@ LinearLayout sixteenBitView(const LinearLayout &operand, bool isA, int elementBi
   const int kDim = isA ? 1 : 0;
   if (elementBits == 16)
     return operand;
+  // A fragment of e elements per register: its register bits 0.. log2(e)-1
+  // step K by 1, 2, ..., its lane bit 0 by e (MmaLayouts.h).
+  auto alongK = [&](int32_t step) {
+    std::vector<int32_t> c(operand.outDims().size(), 0);
+    c[size_t(kDim)] = step;
+    return c;
+  };
   if (elementBits == 8) { // bytes 0-1 and 2-3 of a register: two 16-bit elements
-    std::vector<int32_t> step(operand.outDims().size(), 0);
-    step[size_t(kDim)] = 1;
-    if (operand.inDimSize("register") < 4 || operand.basis("register", 0) != step)
-      throw Error("sixteenBitView: not an 8-bit mma operand fragment (register bit 0 must step K)");
+    if (operand.inDimSize("register") < 4 || operand.basis("register", 0) != alongK(1) ||
+        operand.basis("register", 1) != alongK(2) || operand.basis("lane", 0) != alongK(4))
+      throw Error("sixteenBitView: not an 8-bit mma operand fragment");
     return rescaleDim(operand, kDim, 1, 2, /*dropFirstRegister=*/true);
   }
   if (elementBits != 32)
     throw Error(fmt::format("sixteenBitView: mma operands are 8-, 16- or 32-bit, not {}-bit", elementBits));
+  if (operand.basis("lane", 0) != alongK(1))
+    throw Error("sixteenBitView: not a 32-bit mma operand fragment");
   // A 32-bit register is two 16-bit halves: a new register bit 0 steps K by one.
   LinearLayout scaled = rescaleDim(operand, kDim, 2, 1);
   std::vector<std::pair<std::string, std::vector<std::vector<int32_t>>>> ins;

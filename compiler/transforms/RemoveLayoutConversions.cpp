@@ -28,9 +28,11 @@ bool isCheap(Value v, int depth = 0) {
     return true;
   if (auto cst = dyn_cast<arith::ConstantOp>(op))
     return isa<SplatElementsAttr>(cst.getValue());
-  if (isa<tile::BroadcastOp, tile::ExpandDimsOp>(op) || (op->hasTrait<OpTrait::Elementwise>() &&
-                                     isa<arith::ArithDialect>(op->getDialect()) &&
-                                     op->getNumResults() == 1))
+  // Pointer arithmetic too: a pointer tile is converted through shared
+  // memory at 8 bytes an element, recomputed in a few adds.
+  if (isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp>(op) ||
+      (op->hasTrait<OpTrait::Elementwise>() && isa<arith::ArithDialect>(op->getDialect()) &&
+       op->getNumResults() == 1))
     return llvm::all_of(op->getOperands(), [&](Value o) {
       return !isa<RankedTensorType>(o.getType()) || isCheap(o, depth + 1);
     });

@@ -86,16 +86,21 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // -----
 
-// f32 operands at tf32 precision: m16n8k8, the operands converted to 32-bit
-// fragments (ldmatrix moves 16-bit elements), each rounded to tf32 before
-// the mma; tf32x3 issues three mma per instruction tile (lo*hi, hi*lo, hi*hi).
+// f32 operands at tf32 precision: m16n8k8. The operands keep their layouts
+// and pass through shared memory like 16-bit ones: A's rows run along K, so
+// ldmatrix reads them (two 16-bit halves per element, no .trans); B's run
+// along N, so each element is one shared load. Each is rounded to tf32
+// before the mma; tf32x3 issues three mma per instruction tile (lo*hi,
+// hi*lo, hi*hi).
 #b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK-LABEL: func.func @tf32
-// CHECK: tilegpu.convert_layout %{{.*}} : tensor<32x16xf32, #blocked> -> tensor<32x16xf32, #dot_op{{[0-9]*}}>
-// CHECK: tile.dot {{.*}}, tf32 : tensor<32x16xf32, #dot_op{{[0-9]*}}> * tensor<16x32xf32, #dot_op{{[0-9]*}}> -> tensor<32x32xf32, #mma{{[0-9]*}}>
+// CHECK-NOT: #dot_op
+// CHECK: tile.dot {{.*}}, tf32 : tensor<32x16xf32, #blocked> * tensor<16x32xf32, #blocked> -> tensor<32x32xf32, #mma{{[0-9]*}}>
 // CHECK: tile.dot {{.*}}, tf32x3 :
 // LLVM-LABEL: llvm.func @tf32
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> i32
 // LLVM-COUNT-4: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 8>
 // LLVM-COUNT-12: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>
 // LLVM-NOT: nvvm.mma.sync
@@ -108,12 +113,15 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // -----
 
-// i8 x i8 -> i32: m16n8k32 (s8, wrapping), operands as 8-bit fragments.
+// i8 x i8 -> i32: m16n8k32 (s8, wrapping), four operands to a register:
+// A (rows along K) through ldmatrix, B (rows along N) byte by byte.
 #b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
 // CHECK-LABEL: func.func @int8
-// CHECK: tile.dot {{.*}} : tensor<32x32xi8, #dot_op{{[0-9]*}}> * tensor<32x32xi8, #dot_op{{[0-9]*}}> -> tensor<32x32xi32, #mma{{[0-9]*}}>
+// CHECK: tile.dot {{.*}} : tensor<32x32xi8, #blocked> * tensor<32x32xi8, #blocked> -> tensor<32x32xi32, #mma{{[0-9]*}}>
 // LLVM-LABEL: llvm.func @int8
+// LLVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> i8
 // LLVM-COUNT-2: nvvm.mma.sync {{.*}}intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>{{.*}}multiplicandAPtxType = #nvvm.mma_type<s8>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 32>
 // LLVM-NOT: nvvm.mma.sync
   func.func @int8(%a: tensor<32x32xi8, #b>, %bb: tensor<32x32xi8, #b>, %c: tensor<32x32xi32, #b>) -> tensor<32x32xi32, #b> {

@@ -159,6 +159,39 @@ func.func @pointer_column(%p: !tile.ptr<f32>, %k: i32) -> tensor<32x1x!tile.ptr<
 
 // -----
 
+#a = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>
+
+// A whole 2-D pointer tile - a broadcast pointer row plus a broadcast index
+// column, as a K-major operand's addresses b + n * K + k are built - needed
+// in the layout its load was coalesced to: recomputed there, not moved
+// through shared memory at 8 bytes a pointer (it used to stay a conversion,
+// inside the K loop).
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4, 1]
+// CHECK-LABEL: func.func @pointer_tile(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.addptr {{.*}} : tensor<32x64x!tile.ptr<i8>, #[[B]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @pointer_tile(%p: !tile.ptr<i8>, %k: i32, %k0: i32) -> tensor<32x64x!tile.ptr<i8>, #b> {
+  %n = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32, #tilegpu.slice<{dim = 0, parent = #a}>>
+  %ne = tile.expand_dims %n {axis = 0 : i32} : tensor<64xi32, #tilegpu.slice<{dim = 0, parent = #a}>> -> tensor<1x64xi32, #a>
+  %ks = tile.splat %k : tensor<1x64xi32, #a>
+  %rowoff = arith.muli %ne, %ks : tensor<1x64xi32, #a>
+  %ps = tile.splat %p : tensor<1x64x!tile.ptr<i8>, #a>
+  %row = tile.addptr %ps, %rowoff : tensor<1x64x!tile.ptr<i8>, #a>, tensor<1x64xi32, #a>
+  %rows = tile.broadcast %row : tensor<1x64x!tile.ptr<i8>, #a> -> tensor<32x64x!tile.ptr<i8>, #a>
+  %r = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>>
+  %k0s = tile.splat %k0 : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>>
+  %kr = arith.addi %k0s, %r : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>>
+  %ke = tile.expand_dims %kr {axis = 1 : i32} : tensor<32xi32, #tilegpu.slice<{dim = 1, parent = #a}>> -> tensor<32x1xi32, #a>
+  %kb = tile.broadcast %ke : tensor<32x1xi32, #a> -> tensor<32x64xi32, #a>
+  %ptrs = tile.addptr %rows, %kb : tensor<32x64x!tile.ptr<i8>, #a>, tensor<32x64xi32, #a>
+  %c = tilegpu.convert_layout %ptrs : tensor<32x64x!tile.ptr<i8>, #a> -> tensor<32x64x!tile.ptr<i8>, #b>
+  return %c : tensor<32x64x!tile.ptr<i8>, #b>
+}
+
+// -----
+
 #a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 #b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 

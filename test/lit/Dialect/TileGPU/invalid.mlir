@@ -84,3 +84,37 @@ func.func @f(%x: tensor<64x64xf16, #bad>) { return }
 // expected-error @+1 {{dot_operand parent must be an mma layout}}
 #bad = #tilegpu.dot_operand<{opIdx = 0, parent = #blocked, elementBits = 16}>
 func.func @f(%x: tensor<64x64xf16, #bad>) { return }
+
+// -----
+
+// dot_shared on f32 rings: mma.sync at tf32 / tf32x3 precision only (ieee
+// f32 never runs on tensor cores).
+#mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+func.func @f(%a: !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, %b: !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>,
+             %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  // expected-error @+1 {{takes f16/bf16 operands with an f32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 precision or i8 ones with an i32 accumulator; on wgmma fp8 ones; got 'f32' operands, a 'f32' accumulator}}
+  %d = tilegpu.dot_shared %a[%s], %b[%s], %acc : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
+  return %d : tensor<64x64xf32, #mma>
+}
+
+// -----
+
+// ... and not on wgmma, which would read the raw f32 and truncate it.
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
+func.func @f(%a: !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, %b: !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>,
+             %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  // expected-error @+1 {{got 'f32' operands, a 'f32' accumulator}}
+  %d = tilegpu.dot_shared %a[%s], %b[%s], %acc {precision = 1 : i32} : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
+  return %d : tensor<64x64xf32, #mma>
+}
+
+// -----
+
+// i8 rings accumulate in i32.
+#mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
+func.func @f(%a: !tilegpu.shared<3 x[64, 32] x i8, contiguousDim = 1>, %b: !tilegpu.shared<3 x[32, 64] x i8, contiguousDim = 0>,
+             %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  // expected-error @+1 {{got 'i8' operands, a 'f32' accumulator}}
+  %d = tilegpu.dot_shared %a[%s], %b[%s], %acc : !tilegpu.shared<3 x[64, 32] x i8, contiguousDim = 1>, !tilegpu.shared<3 x[32, 64] x i8, contiguousDim = 0>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
+  return %d : tensor<64x64xf32, #mma>
+}

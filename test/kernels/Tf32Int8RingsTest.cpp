@@ -1,0 +1,147 @@
+// Tf32Int8RingsTest.cpp - tf32 and i8 dots on mma.sync fed like 16-bit ones:
+// operands through cp.async rings of swizzled tiles, read with ldmatrix when
+// their rows run along K (A row-major; B "K-major", i.e. [N, K] row-major)
+// and one ld.shared per element when they run along N (B row-major). Against
+// the interpreter (tf32 rounds the operands alike; i8 is exact) on ragged
+// shapes, 1-4 stages, in the simulator as sm_80 and sm_90a code (there tf32
+// runs on wgmma, i8 still on mma.sync) and on a GPU when there is one.
+#include "ChipTargets.h"
+#include "TestUtil.h"
+
+#include <gmock/gmock.h>
+
+#include <random>
+#include <regex>
+#include <type_traits>
+
+using namespace tegula;
+using namespace tegula::testing;
+
+namespace {
+
+/// C = A B, A [M, K] row-major; B [K, N] row-major, or with `kMajorB` the
+/// transpose of an [N, K] row-major matrix.
+template <class T, class Acc, tl::precision P, bool kMajorB>
+void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+          tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
+  using Zero = std::conditional_t<std::is_floating_point_v<T>, float, int>;
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), Zero(0));
+    tl::tensor bmask = (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+    tl::tensor bt = kMajorB ? tl::load(b + rn.expand_dims(0) * K + ka.expand_dims(1), bmask, Zero(0))
+                            : tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0), bmask, Zero(0));
+    acc = tl::dot(at, bt, acc, P);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+const std::vector<std::string> kParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+
+template <bool kMajorB>
+Kernel tf32Gemm() {
+  return kernel(kMajorB ? "gemm_tf32_nt" : "gemm_tf32_nn", gemm<float, float, tl::precision::tf32, kMajorB>, kParams);
+}
+template <bool kMajorB>
+Kernel i8Gemm() {
+  return kernel(kMajorB ? "gemm_i8_nt" : "gemm_i8_nn", gemm<int8_t, int32_t, tl::precision::ieee, kMajorB>, kParams);
+}
+
+int count(const std::string &text, const std::string &pattern) {
+  std::regex re(pattern);
+  return int(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+class Tf32Int8Rings : public ChipTargetTest {};
+
+TEST_P(Tf32Int8Rings, Tf32MatchesTheInterpreterAtEveryStageCount) {
+  const int M = 70, N = 50, K = 72, BM = 64, BN = 64, BK = 16;
+  for (bool kMajorB : {false, true}) {
+    Kernel k = kMajorB ? tf32Gemm<true>() : tf32Gemm<false>();
+    auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(K * N));
+    auto want = poisoned<float>(size_t(M * N));
+    Grid g{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, BM, BN, BK);
+    for (int stages : {1, 2, 3, 4}) {
+      SCOPED_TRACE(fmt::format("B {}, {} stages", kMajorB ? "K-major" : "row-major", stages));
+      auto got = poisoned<float>(size_t(M * N));
+      LaunchOptions t = target(g, 4);
+      t.num_stages = stages;
+      k(t, a, b, got, M, N, K, BM, BN, BK);
+      EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+    }
+  }
+}
+
+TEST_P(Tf32Int8Rings, Int8IsExactAtEveryStageCount) {
+  const int M = 70, N = 50, K = 200, BM = 64, BN = 64, BK = 32;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  for (bool kMajorB : {false, true}) {
+    Kernel k = kMajorB ? i8Gemm<true>() : i8Gemm<false>();
+    std::vector<int8_t> a(size_t(M * K)), b(size_t(K * N));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    a[0] = b[0] = -128;
+    std::vector<int32_t> want(size_t(M * N), -1);
+    Grid g{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, BM, BN, BK);
+    for (int stages : {1, 2, 3, 4}) {
+      SCOPED_TRACE(fmt::format("B {}, {} stages", kMajorB ? "K-major" : "row-major", stages));
+      std::vector<int32_t> got(size_t(M * N), -1);
+      LaunchOptions t = target(g, 4);
+      t.num_stages = stages;
+      k(t, a, b, got, M, N, K, BM, BN, BK);
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
+/// The 128 x 128 tiles the gemm benchmark runs: rings filled 16 bytes a
+/// copy, ldmatrix without .trans for the K-major operands, no spills at 4
+/// warps (before: tf32 operands were exchanged through shared memory each
+/// iteration, unpipelined, and spilled 300-1300 bytes).
+TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
+  if (GetParam().backend == Backend::GPU)
+    GTEST_SKIP() << "compile-only: checked once, in the simulator's instantiation";
+  std::vector<float> f(256 * 256);
+  std::vector<int8_t> i(256 * 256);
+  std::vector<int32_t> o(256 * 256);
+  struct Case {
+    const char *what;
+    CompiledKernel compiled;
+    bool mmaSync;
+  };
+  const CompileOptions options{.chip = GetParam().chip, .num_warps = 4, .num_stages = 3};
+  const bool hopper = GetParam().chip == "sm_90a";
+  std::vector<Case> cases = {
+      {"tf32, B row-major", tf32Gemm<false>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), !hopper},
+      {"tf32, B K-major", tf32Gemm<true>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), !hopper},
+      // Row-major i8 B is read a byte at a time (four loads per register):
+      // half the K step keeps it within the registers.
+      {"i8, B row-major", i8Gemm<false>().compile({i, i, o, 256, 256, 256, 128, 128, 32}, options), true},
+      {"i8, B K-major", i8Gemm<true>().compile({i, i, o, 256, 256, 256, 128, 128, 64}, options), true},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    std::printf("[tf32/i8 rings] %s %-18s %3d registers, %d spilled bytes, %6d shared bytes\n",
+                GetParam().chip.c_str(), c.what, c.compiled.registers, c.compiled.spill_bytes,
+                c.compiled.shared_bytes + c.compiled.dynamic_shared_bytes);
+    EXPECT_EQ(c.compiled.spill_bytes, 0);
+    if (!c.mmaSync) // tf32 on wgmma: not pipelined (its operands are rounded in registers first)
+      continue;
+    EXPECT_GT(count(c.compiled.ptx, "cp\\.async\\.cg\\.shared\\.global"), 0);
+    EXPECT_GT(count(c.compiled.ptx, "ldmatrix\\.sync\\.aligned\\.m8n8\\.x4\\.shared\\.b16"), 0);
+    EXPECT_EQ(count(c.compiled.ptx, "ldmatrix[^;]*\\.trans"), 0);
+  }
+}
+
+TEGULA_INSTANTIATE_CHIP_TARGETS(Tf32Int8Rings);
+
+} // namespace
