@@ -277,8 +277,14 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   // warpgroups along M, 64-wide K steps), and the best mma.sync configs
   // again with wgmma off, so one run shows both paths (unless the caller
   // set TEGULA_WGMMA itself).
-  const bool bothPaths = wide && device_info().chip == "sm_90a" && !std::getenv("TEGULA_WGMMA");
-  if (bothPaths) {
+  const bool bothPaths = device_info().chip == "sm_90a" && !std::getenv("TEGULA_WGMMA");
+  if (bothPaths && !wide) // tf32: wgmma (operands rounded in registers, not pipelined) and
+                          // mma.sync (cp.async rings) at the same tiles
+    for (Config c : std::vector<Config>(configs)) {
+      c.mmaSync = true;
+      configs.push_back(c);
+    }
+  if (bothPaths && wide) {
     for (Config c : {Config{128, 256, 64, 8, 3}, Config{256, 128, 64, 8, 3}, Config{128, 128, 64, 4, 4},
                      Config{128, 256, 64, 8, 4}})
       configs.push_back(c);
