@@ -24,7 +24,9 @@
 #include <filesystem>
 #include <sstream>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <unistd.h> // environ
 #include <mutex>
 
 using namespace mlir;
@@ -407,22 +409,47 @@ std::string Kernel::ir(const std::vector<Arg> &args, const std::string &stage,
 }
 
 namespace {
-/// TEGULA_WGMMA=0: dots stay on mma.sync on sm_90a too (a way around the
-/// wgmma path, should it misbehave on a GPU).
-bool wgmmaDisabled() {
-  const char *v = std::getenv("TEGULA_WGMMA");
-  return v && std::string(v) == "0";
-}
-/// TEGULA_TMA=0: tensor descriptors use masked loads on sm_90a too.
-bool tmaDisabled() {
-  const char *v = std::getenv("TEGULA_TMA");
-  return v && std::string(v) == "0";
-}
-/// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
-bool warpSpecializeFromEnv() {
-  const char *v = std::getenv("TEGULA_WARP_SPECIALIZE");
-  return v && std::string(v) == "1";
-}
+/// The TEGULA_* switches a launch reads, found in one pass over the
+/// environment. They are read at every launch (a program may change them
+/// between launches - the gemm benchmark flips TEGULA_WGMMA), and four
+/// getenv calls cost a sixth of a launch's host time.
+struct Switches {
+  const char *backend = nullptr; // TEGULA_BACKEND
+  const char *simChip = nullptr; // TEGULA_SIM_CHIP
+  /// TEGULA_WGMMA=0: dots stay on mma.sync on sm_90a too (a way around the
+  /// wgmma path, should it misbehave on a GPU).
+  bool wgmmaOff = false;
+  /// TEGULA_TMA=0: tensor descriptors use masked loads on sm_90a too.
+  bool tmaOff = false;
+  /// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
+  bool warpSpecialize = false;
+
+  static Switches read() {
+    Switches s;
+    constexpr std::string_view prefix = "TEGULA_";
+    for (char **e = environ; e && *e; ++e) {
+      // No strlen of every variable: most fail at the first byte.
+      if ((*e)[0] != 'T' || std::strncmp(*e, prefix.data(), prefix.size()) != 0)
+        continue;
+      const std::string_view rest(*e + prefix.size());
+      const size_t eq = rest.find('=');
+      if (eq == std::string_view::npos)
+        continue;
+      const std::string_view name = rest.substr(0, eq), value = rest.substr(eq + 1);
+      if (name == "BACKEND")
+        s.backend = *e + prefix.size() + eq + 1;
+      else if (name == "SIM_CHIP")
+        s.simChip = *e + prefix.size() + eq + 1;
+      else if (name == "WGMMA")
+        s.wgmmaOff = value == "0";
+      else if (name == "TMA")
+        s.tmaOff = value == "0";
+      else if (name == "WARP_SPECIALIZE")
+        s.warpSpecialize = value == "1";
+    }
+    return s;
+  }
+};
 
 /// The module's TMA tensor maps (use-tma), their argument numbers turned
 /// from the kernel function's runtime arguments into the DSL parameters'.
@@ -452,7 +479,7 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int nu
                                   int numStages, const std::string &chip, bool warpSpecialize) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
-  const std::string layoutChip = wgmmaDisabled() ? "sm_80" : chip;
+  const std::string layoutChip = Switches::read().wgmmaOff ? "sm_80" : chip;
   auto dump = [&](const char *stage, ModuleOp m) {
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
@@ -468,10 +495,11 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  const bool warpSpecialize = opts.warp_specialize || warpSpecializeFromEnv();
+  const Switches env = Switches::read();
+  const bool warpSpecialize = opts.warp_specialize || env.warpSpecialize;
   std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={}",
                                       opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      !wgmmaDisabled(), !tmaDisabled(), warpSpecialize);
+                                      !env.wgmmaOff, !env.tmaOff, warpSpecialize);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -533,11 +561,12 @@ std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile,
 
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
   detail::Specialization &spec = impl_->specialize(args);
+  const Switches env = Switches::read();
   Backend backend = Backend::Interp;
   if (opts.backend)
     backend = *opts.backend;
-  else if (const char *env = std::getenv("TEGULA_BACKEND"); env && *env)
-    backend = parse_backend(env);
+  else if (env.backend && *env.backend)
+    backend = parse_backend(env.backend);
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
@@ -572,9 +601,9 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages,
-                         .warp_specialize = opts.warp_specialize || warpSpecializeFromEnv()};
+                         .warp_specialize = opts.warp_specialize || env.warpSpecialize};
     const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages,
-                                !wgmmaDisabled(), !tmaDisabled(), copts.warp_specialize};
+                                !env.wgmmaOff, !env.tmaOff, copts.warp_specialize};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -601,11 +630,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       std::lock_guard<std::mutex> lock(spec.compileMutex);
       // Unset: $TEGULA_SIM_CHIP (the whole program's simulated code for
       // another target, e.g. sm_90a), else sm_80.
-      const char *envChip = std::getenv("TEGULA_SIM_CHIP");
-      const std::string chip = !opts.chip.empty()       ? opts.chip
-                               : envChip && *envChip ? std::string(envChip)
-                                                     : "sm_80";
-      const bool warpSpecialize = opts.warp_specialize || warpSpecializeFromEnv();
+      const std::string chip = !opts.chip.empty()               ? opts.chip
+                               : env.simChip && *env.simChip ? std::string(env.simChip)
+                                                             : "sm_80";
+      const bool warpSpecialize = opts.warp_specialize || env.warpSpecialize;
       std::shared_ptr<sim::SimKernel> &slot =
           spec.simulated[{chip, opts.num_warps, opts.num_stages, warpSpecialize}];
       if (!slot)

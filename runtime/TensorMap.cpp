@@ -45,9 +45,6 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
                             what(), address % 16));
   const int64_t elem = int64_t(dtype_size(spec.dtype));
   const size_t rank = spec.shape.size();
-  r.shape.reserve(rank);
-  r.strideBytes.reserve(rank);
-  r.box.reserve(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t extent = valueOf(spec.shape[d], args);
     if (extent < 1 || extent > (int64_t(1) << 32))
@@ -111,20 +108,22 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
 // One spec per line: "base dtype rank  (arg value){shape} (arg value){strides} box..."
 namespace {
 /// Everything an encoding depends on, as bytes: the cache's key.
-std::string cacheKey(const ResolvedTensorMap &m) {
-  std::string key;
+/// Everything an encoding depends on, as bytes, into `key` (a buffer each
+/// thread reuses: a cache hit allocates nothing).
+void cacheKey(const ResolvedTensorMap &m, std::string &key) {
+  key.clear();
   auto put = [&](const void *p, size_t n) { key.append(static_cast<const char *>(p), n); };
   const uint64_t head[4] = {m.address, uint64_t(m.dtype), uint64_t(m.swizzle), uint64_t(m.shape.size())};
   put(head, sizeof head);
   put(m.shape.data(), m.shape.size() * sizeof(uint64_t));
   put(m.strideBytes.data(), m.strideBytes.size() * sizeof(uint64_t));
   put(m.box.data(), m.box.size() * sizeof(uint32_t));
-  return key;
 }
 } // namespace
 
 TensorMapBytes TensorMapCache::get(const ResolvedTensorMap &map, const Encoder &encode) {
-  std::string key = cacheKey(map);
+  thread_local std::string key;
+  cacheKey(map, key);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = index_.find(key); it != index_.end()) {
@@ -139,7 +138,7 @@ TensorMapBytes TensorMapCache::get(const ResolvedTensorMap &map, const Encoder &
   if (index_.count(key)) // another thread encoded it meanwhile
     return bytes;
   entries_.emplace_front(key, bytes);
-  index_.emplace(std::move(key), entries_.begin());
+  index_.emplace(key, entries_.begin());
   if (entries_.size() > capacity_) {
     index_.erase(entries_.back().first);
     entries_.pop_back();

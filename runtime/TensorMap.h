@@ -11,11 +11,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "tegula/error.h"
 #include "tegula/kernel.h"
+
+#include <fmt/format.h>
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <list>
 #include <mutex>
 #include <string>
@@ -44,11 +48,41 @@ struct TensorMapSpec {
   int swizzle = 0;
 };
 
+/// One value per dimension, at most 5 (TMA's largest rank), held inline: a
+/// launch resolves its tensor maps without touching the heap.
+template <class T>
+class TensorMapDims {
+public:
+  static constexpr size_t kMaxRank = 5;
+  TensorMapDims() = default;
+  TensorMapDims(std::initializer_list<T> values) {
+    for (T v : values)
+      push_back(v);
+  }
+  void push_back(T v) {
+    if (size_ == kMaxRank)
+      throw Error(fmt::format("a TMA tensor map has at most {} dimensions", kMaxRank));
+    values_[size_++] = v;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T &operator[](size_t i) { return values_[i]; }
+  const T &operator[](size_t i) const { return values_[i]; }
+  const T *data() const { return values_.data(); }
+  const T &back() const { return values_[size_ - 1]; }
+  const T *begin() const { return values_.data(); }
+  const T *end() const { return values_.data() + size_; }
+
+private:
+  std::array<T, kMaxRank> values_{};
+  size_t size_ = 0;
+};
+
 /// A spec resolved against one launch: what the encoder needs.
 struct ResolvedTensorMap {
   uint64_t address = 0; // of the first element, as the kernel sees it
-  std::vector<uint64_t> shape, strideBytes; // outermost first; strideBytes[rank-1] = element size
-  std::vector<uint32_t> box;
+  TensorMapDims<uint64_t> shape, strideBytes; // outermost first; strideBytes[rank-1] = element size
+  TensorMapDims<uint32_t> box;
   DType dtype = DType::f32;
   int swizzle = 0;
 };

@@ -12,6 +12,7 @@
 
 #include <gmock/gmock.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -212,6 +213,62 @@ TEST_F(DriverPath, TensorMapsFollowTheParametersAndDescribeTheirBuffers) {
   k({.grid = {2, 2}, .num_warps = 4, .backend = Backend::GPU}, a, b, c, M, N, K, lda, ldb, ldc,
     128, 128, 64);
   EXPECT_EQ(fake::tegula_fake_cuda_stats().encodes, 0u);
+}
+
+/// The TEGULA_* switches are read at every launch (one pass over the
+/// environment), so a program may change them between launches; a longer
+/// name that starts like one is not it.
+TEST_F(DriverPath, EnvironmentSwitchesAreReadAtEveryLaunch) {
+  struct Restore {
+    ~Restore() {
+      unsetenv("TEGULA_BACKEND");
+      unsetenv("TEGULA_BACKEND_X");
+      unsetenv("TEGULA_WGMMA");
+    }
+  } restore;
+  auto add = kernel("vector_add_env", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  std::vector<float> x(100, 1.0f), y(100, 2.0f), out(100, 0.0f);
+  auto launches = [] { return fake::tegula_fake_cuda_launches().size(); };
+  setenv("TEGULA_BACKEND", "gpu", 1);
+  add({.grid = {1}}, x, y, out, 100, 128);
+  EXPECT_EQ(launches(), 1u) << "TEGULA_BACKEND=gpu";
+  setenv("TEGULA_BACKEND", "interp", 1);
+  add({.grid = {1}}, x, y, out, 100, 128);
+  EXPECT_EQ(launches(), 1u) << "TEGULA_BACKEND=interp ran on the driver";
+  EXPECT_EQ(out[99], 3.0f);
+  unsetenv("TEGULA_BACKEND");
+  setenv("TEGULA_BACKEND_X", "gpu", 1);
+  add({.grid = {1}}, x, y, out, 100, 128);
+  EXPECT_EQ(launches(), 1u) << "TEGULA_BACKEND_X was taken for TEGULA_BACKEND";
+  setenv("TEGULA_BACKEND", "nonsense", 1);
+  try {
+    add({.grid = {1}}, x, y, out, 100, 128);
+    ADD_FAILURE() << "TEGULA_BACKEND=nonsense was accepted";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown backend 'nonsense' (TEGULA_BACKEND)"));
+  }
+  unsetenv("TEGULA_BACKEND");
+
+  // TEGULA_WGMMA=0 between two launches of a Hopper GEMM: a second module
+  // (mma.sync code) is loaded; back to wgmma, the first one is reused.
+  ASSERT_EQ(device_info().chip, "sm_90a");
+  auto mm = kernel("matmul_env", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  DeviceBuffer a(128 * 128, DType::bf16), b(128 * 128, DType::bf16), c(128 * 128, DType::bf16);
+  auto loads = [] {
+    std::vector<std::string> calls = fake::tegula_fake_cuda_calls();
+    return std::count_if(calls.begin(), calls.end(),
+                         [](const std::string &c) { return c.rfind("cuModuleLoad", 0) == 0; });
+  };
+  const LaunchOptions gpu{.grid = {1, 1}, .num_warps = 4, .backend = Backend::GPU};
+  fake::tegula_fake_cuda_reset();
+  mm(gpu, a, b, c, 128, 128, 128, 128, 128, 64);
+  EXPECT_EQ(loads(), 1);
+  setenv("TEGULA_WGMMA", "0", 1);
+  mm(gpu, a, b, c, 128, 128, 128, 128, 128, 64);
+  EXPECT_EQ(loads(), 2) << "TEGULA_WGMMA=0 reused the wgmma kernel";
+  unsetenv("TEGULA_WGMMA");
+  mm(gpu, a, b, c, 128, 128, 128, 128, 128, 64);
+  EXPECT_EQ(loads(), 2);
 }
 
 /// What the fake reads from a cubin (ELF .nv.info) and from PTX agree: the
