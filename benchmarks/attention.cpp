@@ -5,11 +5,16 @@
 // the output of two heads is checked against a double-precision reference
 // on the host. TFLOP/s counts 4 * BH * T^2 * d (halved when causal), as
 // FlashAttention and Triton do. Rows also go to $TEGULA_BENCH_OUT/attention.csv.
-// torch's SDPA on the same shapes: benchmarks/torch_reference.py (run by
-// scripts/gpu-check.sh when torch is importable). Without a driver it
-// prints "skipped: ..." and exits 0.
+// Each shape also runs an unfused reference in the same process: cuBLAS
+// S = scale Q K^T (f32, strided batched), a softmax in the DSL (causal
+// mask, bf16 P), cuBLAS O = P V - the T x T matrices in memory that flash
+// attention avoids; checked against the host reference like Tegula's
+// output. torch's SDPA on the same shapes: benchmarks/torch_reference.py
+// (run by scripts/gpu-check.sh when torch is importable). Without a driver
+// it prints "skipped: ..." and exits 0.
 //
 //   attention [--iters 10]
+#include "CublasLibrary.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
@@ -78,6 +83,65 @@ double checkHead(const std::vector<bfloat16> &q, const std::vector<bfloat16> &k,
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+/// The unfused reference's softmax: row `program_id` of S [BH * T, T]
+/// (f32, already scaled), causal rows masked past their position, into P
+/// (bf16, what the second GEMM reads).
+void causal_softmax_rows(tl::ptr<float> s, tl::ptr<bfloat16> p, tl::scalar<int32_t> T,
+                         tl::constant<int> CAUSAL, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor inRow = cols < T;
+  tl::tensor valid = CAUSAL.value ? inRow & (cols <= row % T) : inRow;
+  tl::tensor x = tl::load(s + row * T + cols, valid, -INFINITY);
+  tl::tensor e = tl::exp(x - tl::max(x, 0));
+  tl::store(p + row * T + cols, (e / tl::sum(e, 0)).to(tl::bf16), inRow);
+}
+
+/// The unfused reference's output (or an empty vector with `why` set when
+/// cuBLAS is missing or S and P would not fit in `maxBytes`), and its time.
+struct Unfused {
+  std::vector<bfloat16> out;
+  double ms = NAN;
+  std::string why;
+};
+Unfused runUnfused(const bench::Cublas &cublas, const DeviceBuffer &q, const DeviceBuffer &k,
+                   const DeviceBuffer &v, const Shape &s, float scale, int iters) {
+  Unfused r;
+  if (!cublas.handle) {
+    r.why = cublas.why;
+    return r;
+  }
+  const size_t scores = size_t(s.heads) * size_t(s.seq) * size_t(s.seq);
+  constexpr size_t kMaxBytes = size_t(24) << 30;
+  if (scores * 6 > kMaxBytes) {
+    r.why = fmt::format("S and P would take {:.1f} GiB", double(scores * 6) / double(1 << 30));
+    return r;
+  }
+  static Kernel softmax = kernel("causal_softmax_rows", causal_softmax_rows, {"s", "p", "T", "CAUSAL", "BLOCK"});
+  DeviceBuffer S(scores, DType::f32), P(scores, DType::bf16);
+  DeviceBuffer out(size_t(s.heads) * size_t(s.seq) * size_t(s.dim), DType::bf16);
+  const long long td = (long long)s.seq * s.dim, tt = (long long)s.seq * s.seq;
+  int block = 1;
+  while (block < s.seq)
+    block *= 2;
+  auto launch = [&] {
+    // S = scale Q K^T, O = P V: per head, strided through the batch.
+    cublas.gemmBatched(true, s.seq, s.seq, s.dim, scale, {q.device_ptr(), CUDA_R_16BF, s.dim, td},
+                       {k.device_ptr(), CUDA_R_16BF, s.dim, td}, {S.device_ptr(), CUDA_R_32F, s.seq, tt},
+                       s.heads);
+    softmax({.grid = {uint32_t(s.heads * s.seq)}, .num_warps = block >= 4096 ? 8 : 4, .backend = Backend::GPU},
+            S, P, s.seq, int(s.causal), block);
+    cublas.gemmBatched(false, s.seq, s.dim, s.seq, 1.0f, {P.device_ptr(), CUDA_R_16BF, s.seq, tt},
+                       {v.device_ptr(), CUDA_R_16BF, s.dim, td}, {out.device_ptr(), CUDA_R_16BF, s.dim, td},
+                       s.heads);
+  };
+  out.fill_bytes(0xff);
+  launch();
+  r.out = out.to_host<bfloat16>();
+  r.ms = time_ms(launch, iters).median;
+  return r;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -110,6 +174,10 @@ int main(int argc, char **argv) {
                     {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
     auto kd = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
                      {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+    const bench::Cublas cublas;
+    fmt::print("unfused reference: {}\n",
+               cublas.handle ? "cuBLAS S = scale Q K^T (f32) + DSL softmax (bf16 P) + cuBLAS O = P V"
+                             : "none: " + cublas.why);
     // The first: the H100 run of 2026-11-22 measured a user's kernel at
     // 11.6 TFLOP/s here (dots on CUDA cores), torch SDPA at 163.
     const std::vector<Shape> shapes = {{96, 1024, 64, true},  {96, 1024, 64, false},
@@ -177,6 +245,27 @@ int main(int argc, char **argv) {
           bestMs = ms, best = c.name();
       }
       std::string id = fmt::format("attention_bh{}_t{}_d{}{}", s.heads, s.seq, s.dim, s.causal ? "_causal" : "");
+      Unfused unfused;
+      try {
+        unfused = runUnfused(cublas, q, kk, v, s, scale, iters);
+      } catch (const Error &e) {
+        unfused.why = e.what();
+      }
+      if (!unfused.out.empty()) {
+        const double err = std::max(checkHead(hq, hk, hv, unfused.out, s, 0),
+                                    checkHead(hq, hk, hv, unfused.out, s, s.heads - 1));
+        const bool ok = err < 2e-2;
+        failures += !ok;
+        fmt::print("{:<26} {:<11} {:>9.3f} ms {:>7.1f} TFLOP/s  rel err {:.1e}{}\n", s.name(),
+                   "unfused", unfused.ms, flops / unfused.ms / 1e9, err, ok ? "" : " FAILED");
+        std::fprintf(csv, "%s,%d,%d,%d,%d,unfused cuBLAS,%.4f,%.2f,%.3g,%s\n", s.name().c_str(),
+                     s.heads, s.seq, s.dim, int(s.causal), unfused.ms, flops / unfused.ms / 1e9, err,
+                     ok ? "" : "FAILED");
+        // Ends with a number: gpu-check.sh's summary shows such lines.
+        fmt::print("{}_vs_unfused_cublas speed-up {:.2f}\n", id, unfused.ms / bestMs);
+      } else {
+        fmt::print("{:<26} {:<11} not run: {}\n", s.name(), "unfused", unfused.why);
+      }
       // Ends with a number: gpu-check.sh's summary shows such lines.
       fmt::print("{} best {}, TFLOP/s {:.1f}{}\n", id, best, flops / bestMs / 1e9,
                  s.heads == 96 && s.causal

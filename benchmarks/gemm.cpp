@@ -12,15 +12,12 @@
 //
 // fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
 // against cuBLASLt's fp8 matmul (the TN layout, f32 out).
+#include "CublasLibrary.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
-#include <cublasLt.h>
-#include <cublas_api.h>
-#include <dlfcn.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -33,135 +30,10 @@
 #include <fmt/format.h>
 
 using namespace tegula;
+using tegula::bench::Cublas;
+using tegula::bench::CublasLt;
 
 namespace {
-
-/// The first of `names` that dlopen loads, or null with `why` set.
-void *openLibrary(std::initializer_list<const char *> names, std::string &why) {
-  for (const char *name : names)
-    if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))
-      return lib;
-  why = fmt::format("cannot load {} ({})", *names.begin(), dlerror());
-  return nullptr;
-}
-
-/// The cuBLAS entry points used, resolved from libcublas at run time.
-struct Cublas {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  // cublasGemmEx is overloaded in C++: name the C signature.
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                    int, const void *, const void *, cudaDataType, int,
-                                    const void *, cudaDataType, int, const void *, void *,
-                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
-  GemmEx gemmEx = nullptr;
-  cublasHandle_t handle = nullptr;
-  std::string why;
-
-  Cublas() {
-    void *lib = openLibrary({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, why);
-    if (!lib)
-      return;
-    create = reinterpret_cast<decltype(create)>(dlsym(lib, "cublasCreate_v2"));
-    destroy = reinterpret_cast<decltype(destroy)>(dlsym(lib, "cublasDestroy_v2"));
-    gemmEx = reinterpret_cast<decltype(gemmEx)>(dlsym(lib, "cublasGemmEx"));
-    if (!create || !destroy || !gemmEx || create(&handle) != CUBLAS_STATUS_SUCCESS) {
-      why = "libcublas has no usable cublasCreate_v2/cublasGemmEx";
-      handle = nullptr;
-    }
-  }
-  ~Cublas() {
-    if (handle)
-      destroy(handle);
-  }
-  /// Row-major C[M,N] = A[M,K] B[K,N], as column-major C^T = B^T A^T.
-  /// `fastTf32`: f32 operands rounded to tf32 on tensor cores.
-  void gemm(cudaDataType type, bool fastTf32, const DeviceBuffer &a, const DeviceBuffer &b,
-            DeviceBuffer &c, int M, int N, int K) const {
-    const float one = 1, zero = 0;
-    cublasStatus_t s = gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
-                              reinterpret_cast<const void *>(b.device_ptr()), type, N,
-                              reinterpret_cast<const void *>(a.device_ptr()), type, K, &zero,
-                              reinterpret_cast<void *>(c.device_ptr()), type, N,
-                              fastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS)
-      throw Error(fmt::format("cublasGemmEx failed: status {}", int(s)));
-  }
-};
-
-/// cuBLASLt for fp8 (cublasGemmEx has none): D (f32) = op(A) op(B), opened
-/// at run time like cuBLAS.
-struct CublasLt {
-  decltype(&cublasLtCreate) create = nullptr;
-  decltype(&cublasLtDestroy) destroy = nullptr;
-  decltype(&cublasLtMatmulDescCreate) descCreate = nullptr;
-  decltype(&cublasLtMatmulDescDestroy) descDestroy = nullptr;
-  decltype(&cublasLtMatmulDescSetAttribute) descSet = nullptr;
-  decltype(&cublasLtMatrixLayoutCreate) layoutCreate = nullptr;
-  decltype(&cublasLtMatrixLayoutDestroy) layoutDestroy = nullptr;
-  decltype(&cublasLtMatmul) matmul = nullptr;
-  cublasLtHandle_t handle = nullptr;
-  std::string why;
-
-  CublasLt() {
-    void *lib = openLibrary({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, why);
-    if (!lib)
-      return;
-    auto sym = [&](auto &fn, const char *name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
-    sym(create, "cublasLtCreate");
-    sym(destroy, "cublasLtDestroy");
-    sym(descCreate, "cublasLtMatmulDescCreate");
-    sym(descDestroy, "cublasLtMatmulDescDestroy");
-    sym(descSet, "cublasLtMatmulDescSetAttribute");
-    sym(layoutCreate, "cublasLtMatrixLayoutCreate");
-    sym(layoutDestroy, "cublasLtMatrixLayoutDestroy");
-    sym(matmul, "cublasLtMatmul");
-    if (!create || !destroy || !descCreate || !descDestroy || !descSet || !layoutCreate ||
-        !layoutDestroy || !matmul || create(&handle) != CUBLAS_STATUS_SUCCESS) {
-      why = "libcublasLt lacks an entry point Tegula uses";
-      handle = nullptr;
-    }
-  }
-  ~CublasLt() {
-    if (handle)
-      destroy(handle);
-  }
-  /// Row-major C[M,N] (f32) = A[M,K] Bt[N,K]^T, fp8 `type`: column-major
-  /// C^T[N,M] = op_T(Bt as [K,N]) A^T (the TN layout fp8 requires).
-  void gemmTn(cudaDataType type, const DeviceBuffer &a, const DeviceBuffer &bt, DeviceBuffer &c,
-              int M, int N, int K) const {
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-    auto check = [&](cublasStatus_t s, const char *what) {
-      if (s != CUBLAS_STATUS_SUCCESS)
-        throw Error(fmt::format("cuBLASLt {} failed: status {}", what, int(s)));
-    };
-    try {
-      check(descCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-      cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
-      check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
-      check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "TRANSB");
-      check(layoutCreate(&la, type, uint64_t(K), uint64_t(N), int64_t(K)), "layout A");
-      check(layoutCreate(&lb, type, uint64_t(K), uint64_t(M), int64_t(K)), "layout B");
-      check(layoutCreate(&lc, CUDA_R_32F, uint64_t(N), uint64_t(M), int64_t(N)), "layout C");
-      const float one = 1, zero = 0;
-      check(matmul(handle, desc, &one, reinterpret_cast<const void *>(bt.device_ptr()), la,
-                   reinterpret_cast<const void *>(a.device_ptr()), lb, &zero,
-                   reinterpret_cast<const void *>(c.device_ptr()), lc,
-                   reinterpret_cast<void *>(c.device_ptr()), lc, nullptr, nullptr, 0, nullptr),
-            "cublasLtMatmul");
-    } catch (...) {
-      for (auto l : {la, lb, lc})
-        if (l) layoutDestroy(l);
-      if (desc) descDestroy(desc);
-      throw;
-    }
-    for (auto l : {la, lb, lc})
-      layoutDestroy(l);
-    descDestroy(desc);
-  }
-};
 
 struct Config {
   int bm, bn, bk, warps, stages;
