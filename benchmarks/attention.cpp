@@ -182,7 +182,8 @@ int main(int argc, char **argv) {
     // 11.6 TFLOP/s here (dots on CUDA cores), torch SDPA at 163.
     const std::vector<Shape> shapes = {{96, 1024, 64, true},  {96, 1024, 64, false},
                                        {32, 4096, 64, true},  {32, 4096, 128, true},
-                                       {16, 8192, 128, true}, {16, 8192, 128, false}};
+                                       {16, 8192, 128, true}, {16, 8192, 128, false},
+                                       {8, 16384, 64, true},  {8, 16384, 128, true}};
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const Shape &s : shapes) {

@@ -42,6 +42,30 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl:
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
+/// C = A B with A stored [K, M] and B stored [N, K], both loaded as stored
+/// and read through .trans(): the rings hold them as loaded (A's rows along
+/// M: element reads; B's along K: ldmatrix).
+template <class T, class Acc, tl::precision P>
+void gemm_transposed(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<Acc> c, tl::scalar<int32_t> M,
+                     tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                     tl::constant<int> BN, tl::constant<int> BK) {
+  using Zero = std::conditional_t<std::is_floating_point_v<T>, float, int>;
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
+                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), Zero(0));
+    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
+                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), Zero(0));
+    acc = tl::dot(a_t.trans(), b_t.trans(), acc, P);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
 const std::vector<std::string> kParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
 
 template <bool kMajorB>
@@ -100,6 +124,37 @@ TEST_P(Tf32Int8Rings, Int8IsExactAtEveryStageCount) {
       k(t, a, b, got, M, N, K, BM, BN, BK);
       EXPECT_EQ(got, want);
     }
+  }
+}
+
+TEST_P(Tf32Int8Rings, TransposedOperandsMatchTheInterpreter) {
+  const int M = 70, N = 50, K = 100;
+  {
+    auto k = kernel("gemm_tf32_tt", gemm_transposed<float, float, tl::precision::tf32>, kParams);
+    auto a = random_vector<float>(size_t(K * M)), b = random_vector<float>(size_t(N * K));
+    auto want = poisoned<float>(size_t(M * N)), got = poisoned<float>(size_t(M * N));
+    Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 64))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 64, 16);
+    k(target(g, 4), a, b, got, M, N, K, 64, 64, 16);
+    EXPECT_LT(rel_error(got, to_double(want)), 1e-5) << "tf32";
+    if (GetParam().chip == "sm_80") { // pipelined as loaded (4 bytes a copy: M, K are not multiples of 4)
+      std::string ptx = k.compile({a, b, got, M, N, K, 64, 64, 16}, {.chip = "sm_80", .assemble = false}).ptx;
+      EXPECT_GT(count(ptx, "cp\\.async\\.ca\\.shared\\.global \\[%rd\\d+\\], \\[%rd\\d+(\\+\\d+)?\\], 4,"), 0);
+      EXPECT_GT(count(ptx, "ldmatrix\\.sync\\.aligned\\.m8n8\\.x4\\.shared\\.b16"), 0) << "B, K-major as loaded";
+    }
+  }
+  {
+    auto k = kernel("gemm_i8_tt", gemm_transposed<int8_t, int32_t, tl::precision::ieee>, kParams);
+    std::mt19937 rng(9);
+    std::uniform_int_distribution<int> dist(-128, 127);
+    std::vector<int8_t> a(size_t(K * M)), b(size_t(N * K));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    std::vector<int32_t> want(size_t(M * N), -1), got(size_t(M * N), -1);
+    Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 64))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 64, 32);
+    k(target(g, 4), a, b, got, M, N, K, 64, 64, 32);
+    EXPECT_EQ(got, want) << "i8";
   }
 }
 
