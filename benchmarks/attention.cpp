@@ -92,9 +92,10 @@ void causal_softmax_rows(tl::ptr<float> s, tl::ptr<bfloat16> p, tl::scalar<int32
   tl::tensor cols = tl::arange(0, BLOCK);
   tl::tensor inRow = cols < T;
   tl::tensor valid = CAUSAL.value ? inRow & (cols <= row % T) : inRow;
-  tl::tensor x = tl::load(s + row * T + cols, valid, -INFINITY);
+  tl::tensor base = row.to(tl::i64) * T; // BH * T * T passes 2^31 at T = 16k
+  tl::tensor x = tl::load(s + base + cols, valid, -INFINITY);
   tl::tensor e = tl::exp(x - tl::max(x, 0));
-  tl::store(p + row * T + cols, (e / tl::sum(e, 0)).to(tl::bf16), inRow);
+  tl::store(p + base + cols, (e / tl::sum(e, 0)).to(tl::bf16), inRow);
 }
 
 /// The unfused reference's output (or an empty vector with `why` set when
