@@ -287,16 +287,20 @@ int main(int argc, char **argv) {
                      s.heads, s.seq, s.dim, int(s.causal), unfused.ms, flops / unfused.ms / 1e9, err,
                      ok ? "" : "FAILED");
         // Ends with a number: gpu-check.sh's summary shows such lines.
-        fmt::print("{}_vs_unfused_cublas speed-up {:.2f}\n", id, unfused.ms / bestMs);
+        if (!best.empty())
+          fmt::print("{}_vs_unfused_cublas speed-up {:.2f}\n", id, unfused.ms / bestMs);
       } else {
         fmt::print("{:<26} {:<11} not run: {}\n", s.name(), "unfused", unfused.why);
       }
       // Ends with a number: gpu-check.sh's summary shows such lines.
-      fmt::print("{} best {}, TFLOP/s {:.1f}{}\n", id, best, flops / bestMs / 1e9,
-                 s.heads == 96 && s.causal
-                     ? fmt::format(", speed-up over the CUDA-core dots of 2026-11-22 (11.6) {:.2f}",
-                                   flops / bestMs / 1e9 / 11.6)
-                     : std::string());
+      if (best.empty())
+        fmt::print("{}: no configuration ran correctly\n", id);
+      else
+        fmt::print("{} best {}, TFLOP/s {:.1f}{}\n", id, best, flops / bestMs / 1e9,
+                   s.heads == 96 && s.causal
+                       ? fmt::format(", speed-up over the CUDA-core dots of 2026-11-22 (11.6) {:.2f}",
+                                     flops / bestMs / 1e9 / 11.6)
+                       : std::string());
       std::fflush(stdout);
       std::fflush(csv);
     }

@@ -19,9 +19,15 @@ using namespace tegula::testing;
 
 namespace {
 
-/// C = A B, A [M, K] row-major; B [K, N] row-major, or with `kMajorB` the
-/// transpose of an [N, K] row-major matrix.
-template <class T, class Acc, tl::precision P, bool kMajorB>
+/// How the operands are stored: NN - A [M, K], B [K, N] row-major; NT - B
+/// stored [N, K] and addressed as its [K, N] transpose (K-major); TT - A
+/// stored [K, M] and B [N, K], both loaded as stored and read through
+/// .trans() (the rings hold them as loaded: A's rows along M, element reads;
+/// B's along K, ldmatrix).
+enum class Storage { NN, NT, TT };
+
+/// C = A B.
+template <class T, class Acc, tl::precision P, Storage S>
 void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
           tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
   using Zero = std::conditional_t<std::is_floating_point_v<T>, float, int>;
@@ -31,36 +37,18 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl:
   tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
   for (auto k : tl::range(0, K, BK.value, acc)) {
     tl::tensor ka = k + rk;
-    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
-                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), Zero(0));
-    tl::tensor bmask = (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N);
-    tl::tensor bt = kMajorB ? tl::load(b + rn.expand_dims(0) * K + ka.expand_dims(1), bmask, Zero(0))
-                            : tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0), bmask, Zero(0));
+    tl::tensor m = rm.expand_dims(S == Storage::TT ? 0 : 1), kk = ka.expand_dims(S == Storage::TT ? 1 : 0);
+    tl::tensor amask = (m < M) & (kk < K);
+    tl::tensor at = S == Storage::TT ? tl::load(a + kk * M + m, amask, Zero(0)).trans()
+                                     : tl::load(a + m * K + kk, amask, Zero(0));
+    tl::tensor bt = S == Storage::NN   ? tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))
+                    : S == Storage::NT ? tl::load(b + rn.expand_dims(0) * K + ka.expand_dims(1),
+                                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))
+                                       : tl::load(b + rn.expand_dims(1) * K + ka.expand_dims(0),
+                                                  (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), Zero(0))
+                                             .trans();
     acc = tl::dot(at, bt, acc, P);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
-}
-
-/// C = A B with A stored [K, M] and B stored [N, K], both loaded as stored
-/// and read through .trans(): the rings hold them as loaded (A's rows along
-/// M: element reads; B's along K: ldmatrix).
-template <class T, class Acc, tl::precision P>
-void gemm_transposed(tl::ptr<T> at, tl::ptr<T> bt, tl::ptr<Acc> c, tl::scalar<int32_t> M,
-                     tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                     tl::constant<int> BN, tl::constant<int> BK) {
-  using Zero = std::conditional_t<std::is_floating_point_v<T>, float, int>;
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor a_t = tl::load(at + ka.expand_dims(1) * M + rm.expand_dims(0),
-                              (ka.expand_dims(1) < K) & (rm.expand_dims(0) < M), Zero(0));
-    tl::tensor b_t = tl::load(bt + rn.expand_dims(1) * K + ka.expand_dims(0),
-                              (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), Zero(0));
-    acc = tl::dot(a_t.trans(), b_t.trans(), acc, P);
   }
   tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
@@ -70,11 +58,13 @@ const std::vector<std::string> kParams = {"a", "b", "c", "M", "N", "K", "BM", "B
 
 template <bool kMajorB>
 Kernel tf32Gemm() {
-  return kernel(kMajorB ? "gemm_tf32_nt" : "gemm_tf32_nn", gemm<float, float, tl::precision::tf32, kMajorB>, kParams);
+  return kMajorB ? kernel("gemm_tf32_nt", gemm<float, float, tl::precision::tf32, Storage::NT>, kParams)
+                 : kernel("gemm_tf32_nn", gemm<float, float, tl::precision::tf32, Storage::NN>, kParams);
 }
 template <bool kMajorB>
 Kernel i8Gemm() {
-  return kernel(kMajorB ? "gemm_i8_nt" : "gemm_i8_nn", gemm<int8_t, int32_t, tl::precision::ieee, kMajorB>, kParams);
+  return kMajorB ? kernel("gemm_i8_nt", gemm<int8_t, int32_t, tl::precision::ieee, Storage::NT>, kParams)
+                 : kernel("gemm_i8_nn", gemm<int8_t, int32_t, tl::precision::ieee, Storage::NN>, kParams);
 }
 
 int count(const std::string &text, const std::string &pattern) {
@@ -130,7 +120,7 @@ TEST_P(Tf32Int8Rings, Int8IsExactAtEveryStageCount) {
 TEST_P(Tf32Int8Rings, TransposedOperandsMatchTheInterpreter) {
   const int M = 70, N = 50, K = 100;
   {
-    auto k = kernel("gemm_tf32_tt", gemm_transposed<float, float, tl::precision::tf32>, kParams);
+    auto k = kernel("gemm_tf32_tt", gemm<float, float, tl::precision::tf32, Storage::TT>, kParams);
     auto a = random_vector<float>(size_t(K * M)), b = random_vector<float>(size_t(N * K));
     auto want = poisoned<float>(size_t(M * N)), got = poisoned<float>(size_t(M * N));
     Grid g{uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 64))};
@@ -144,7 +134,7 @@ TEST_P(Tf32Int8Rings, TransposedOperandsMatchTheInterpreter) {
     }
   }
   {
-    auto k = kernel("gemm_i8_tt", gemm_transposed<int8_t, int32_t, tl::precision::ieee>, kParams);
+    auto k = kernel("gemm_i8_tt", gemm<int8_t, int32_t, tl::precision::ieee, Storage::TT>, kParams);
     std::mt19937 rng(9);
     std::uniform_int_distribution<int> dist(-128, 127);
     std::vector<int8_t> a(size_t(K * M)), b(size_t(N * K));
