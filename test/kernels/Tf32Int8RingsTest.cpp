@@ -6,6 +6,7 @@
 // shapes, 1-4 stages, in the simulator as sm_80 and sm_90a code (there tf32
 // runs on wgmma, i8 still on mma.sync) and on a GPU when there is one.
 #include "ChipTargets.h"
+#include "TestKernels.h"
 #include "TestUtil.h"
 
 #include <gmock/gmock.h>
@@ -18,41 +19,6 @@ using namespace tegula;
 using namespace tegula::testing;
 
 namespace {
-
-/// How the operands are stored: NN - A [M, K], B [K, N] row-major; NT - B
-/// stored [N, K] and addressed as its [K, N] transpose (K-major); TT - A
-/// stored [K, M] and B [N, K], both loaded as stored and read through
-/// .trans() (the rings hold them as loaded: A's rows along M, element reads;
-/// B's along K, ldmatrix).
-enum class Storage { NN, NT, TT };
-
-/// C = A B.
-template <class T, class Acc, tl::precision P, Storage S>
-void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
-          tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
-  using Zero = std::conditional_t<std::is_floating_point_v<T>, float, int>;
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rk = tl::arange(0, BK);
-  tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
-  for (auto k : tl::range(0, K, BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor m = rm.expand_dims(S == Storage::TT ? 0 : 1), kk = ka.expand_dims(S == Storage::TT ? 1 : 0);
-    tl::tensor amask = (m < M) & (kk < K);
-    tl::tensor at = S == Storage::TT ? tl::load(a + kk * M + m, amask, Zero(0)).trans()
-                                     : tl::load(a + m * K + kk, amask, Zero(0));
-    tl::tensor bt = S == Storage::NN   ? tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
-                                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))
-                    : S == Storage::NT ? tl::load(b + rn.expand_dims(0) * K + ka.expand_dims(1),
-                                                  (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))
-                                       : tl::load(b + rn.expand_dims(1) * K + ka.expand_dims(0),
-                                                  (rn.expand_dims(1) < N) & (ka.expand_dims(0) < K), Zero(0))
-                                             .trans();
-    acc = tl::dot(at, bt, acc, P);
-  }
-  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
-}
 
 const std::vector<std::string> kParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
 
