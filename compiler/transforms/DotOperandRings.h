@@ -68,6 +68,15 @@ void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, V
 /// accumulator an iter_arg, its result used only by the yield there).
 std::optional<unsigned> carriedAccumulator(mlir::scf::ForOp loop, tile::DotOp dot);
 
+/// Places the wait for each of `issued` (wgmma dots of `loop`'s body, in
+/// issue order) right before the first op that needs its result - the yield
+/// at the latest - so that independent dots issued in between run while it
+/// does (attention's backward: dv and dP^T, S and dP): wait_group k with k
+/// the groups issued after it still in flight; the dots before it complete
+/// at the same wait. When the loop holds other dots (nested: their groups
+/// would count too), each waits right after it issues.
+void waitForWgmmaWhereNeeded(mlir::scf::ForOp loop, mlir::ArrayRef<Operation *> issued);
+
 /// A dot of a loop with its planned operand rings (A empty: in registers).
 struct RingDot {
   tile::DotOp dot;
@@ -77,8 +86,9 @@ struct RingDot {
 
 /// Warp specialisation of a TMA-fed loop (see Passes.td,
 /// pipeline-dot-operands' warp-specialize): a producer warpgroup issues every
-/// iteration's copies for all of `dots` (the loop's dots, in body order);
-/// the tile program's warps consume. `addMap` gives an operand its swizzled
+/// iteration's copies for all of `dots` (the loop's dots, in body order) -
+/// one ring per load, which every dot reading that load shares; the tile
+/// program's warps consume. `addMap` gives an operand its swizzled
 /// tensor map (called only once the loop qualifies). False, with nothing
 /// changed, when it does not apply (a loop nested deeper than a tile loop,
 /// a kernel that already has a producer, addresses the producer cannot

@@ -518,13 +518,10 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       op.erase();
 }
 
-/// Places the wait for each of `issued` (wgmma dots of `loop`'s body, in
-/// issue order) right before the first op that needs its result - the yield
-/// at the latest - so that independent dots issued in between run while it
-/// does (attention's backward: dv and dP^T, S and dP): wait_group k with k
-/// the groups issued after it still in flight; the dots before it complete
-/// at the same wait. When the loop holds other dots (nested: their groups
-/// would count too), each waits right after it issues.
+} // namespace
+
+namespace tegula::rings {
+
 void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
   llvm::DenseSet<Operation *> ours(issued.begin(), issued.end());
   bool others = false;
@@ -569,6 +566,10 @@ void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
   if (!inFlight.empty())
     waitFor(inFlight, 0, loop.getBody()->getTerminator());
 }
+
+} // namespace tegula::rings
+
+namespace {
 
 /// Every tensor-core dot of `loop` at once, when a load feeds more than one
 /// of them (attention's backward reads q as q^T in one dot and as q in
@@ -779,22 +780,31 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
   }
 
   /// The dots of a loop whose operands can all come through TMA rings (A
-  /// in registers or a ring), planned; nothing when one cannot.
+  /// in registers or a ring), planned; nothing when one cannot. A load may
+  /// feed several of them (one ring they share) when every use of it is one
+  /// of these operands.
   std::optional<std::vector<RingDot>> planTmaLoop(scf::ForOp loop, ArrayRef<tile::DotOp> dots) {
     std::vector<RingDot> planned;
+    llvm::DenseMap<Operation *, size_t> operandsOf; // by load
     for (tile::DotOp dot : dots) {
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
       if (!mma || !mma.isWgmma())
         return std::nullopt;
-      auto a = planOperand(loop, dot, 0, numStages);
-      auto b = planOperand(loop, dot, 1, numStages);
+      auto a = planOperand(loop, dot, 0, numStages, /*sharedLoad=*/true);
+      auto b = planOperand(loop, dot, 1, numStages, /*sharedLoad=*/true);
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
       const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
       if (!b || !b->block || (a && !a->block) || (!a && !aInRegisters))
         return std::nullopt;
+      if (a)
+        ++operandsOf[a->loadOp()];
+      ++operandsOf[b->loadOp()];
       planned.push_back({dot, std::move(a), std::move(*b)});
     }
+    for (auto [load, count] : operandsOf)
+      if (size_t(std::distance(load->getResult(0).use_begin(), load->getResult(0).use_end())) != count)
+        return std::nullopt; // read by something that is not one of these operands
     return planned;
   }
 

@@ -91,14 +91,22 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   if (loop.getInductionVar().getType() != (tiles ? tiles : loop).getInductionVar().getType())
     return false;
   Block &entry = fn.getBody().front();
-  // What the producer recomputes: the K loop's bounds and the copies'
-  // coordinates, from the tile loop's body and from the kernel's entry.
-  SmallVector<Operand *> operands;
-  for (RingDot &d : dots) {
-    if (d.a)
-      operands.push_back(&*d.a);
-    operands.push_back(&d.b);
-  }
+  // One ring per load: a load several dots read (attention's backward reads
+  // q as it is and transposed) fills one ring they all read.
+  SmallVector<Operand *> operands;  // one per distinct load, in order
+  llvm::MapVector<Operation *, SmallVector<Operand *>> byLoad;
+  for (RingDot &d : dots)
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b})
+      if (o) {
+        auto &uses = byLoad[o->loadOp()];
+        if (uses.empty())
+          operands.push_back(o);
+        else if (uses.front()->ring != o->ring)
+          return false; // the uses want the tile stored differently
+        uses.push_back(o);
+      }
+  const bool sharedRings = byLoad.size() < size_t(llvm::count_if(dots, [](RingDot &d) { return bool(d.a); })) +
+                                               dots.size();
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   auto outside = [&](Value v) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
@@ -122,9 +130,12 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   auto entrySlice = scalarSlice(entry, roots, Value(), none);
   if (!entrySlice || !none.empty())
     return false;
-  for (Operand *o : operands)
-    if (!addMap(*o))
+  for (auto &[load, uses] : byLoad) {
+    if (!addMap(*uses.front()))
       return false;
+    for (Operand *o : uses)
+      o->map = uses.front()->map;
+  }
 
   Location loc = loop.getLoc();
   MLIRContext *ctx = loop.getContext();
@@ -151,20 +162,24 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     tilegpu::TmaInitOp::create(b, loc, ring);
     return ring;
   };
+  llvm::DenseMap<Operation *, Value> ringOf; // by load
+  SmallVector<Value> allRings;
+  for (Operand *o : operands) {
+    ringOf[o->loadOp()] = allocRing(*o);
+    allRings.push_back(ringOf[o->loadOp()]);
+  }
   struct Rings {
     Value a, b;
     SmallVector<Value> all;
   };
   std::vector<Rings> rings;
-  SmallVector<Value> allRings;
   for (RingDot &d : dots) {
     Rings r;
-    r.a = d.a ? allocRing(*d.a) : Value();
-    r.b = allocRing(d.b);
+    r.a = d.a ? ringOf[d.a->loadOp()] : Value();
+    r.b = ringOf[d.b.loadOp()];
     if (r.a)
       r.all.push_back(r.a);
     r.all.push_back(r.b);
-    llvm::append_range(allRings, r.all);
     rings.push_back(r);
   }
   auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
@@ -244,11 +259,8 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
       auto released = tilegpu::TmaWaitOp::create(w, loc, allRings, stage, phase);
       released.setReleased(true);
     }
-    for (auto [d, r] : llvm::zip(dots, rings)) {
-      if (d.a)
-        issue(in, loop, *d.a, r.a, iv, stage, &map);
-      issue(in, loop, d.b, r.b, iv, stage, &map);
-    }
+    for (Operand *o : operands)
+      issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map);
   }
 
   // The consumers' loop: per dot, wait for this iteration's stage of its
@@ -267,7 +279,41 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
                                 constant(head, 2)));
   OpBuilder after(ctx);
   after.setInsertionPointAfter(loop);
+  auto dotOnShared = [&](OpBuilder &in, RingDot &d, Rings &r) -> Operation * {
+    Location dotLoc = d.dot.getLoc();
+    if (d.a) {
+      auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc(),
+                                               UnitAttr(), UnitAttr(), tile::DotPrecisionAttr());
+      both.setTransposeA(bool(d.a->trans));
+      both.setTransposeB(bool(d.b.trans));
+      return both;
+    }
+    auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc(),
+                                               UnitAttr(), tile::DotPrecisionAttr());
+    bOnly.setTransposeB(bool(d.b.trans));
+    return bOnly;
+  };
+  if (sharedRings) {
+    // Rings that several dots read: every ring's stage is waited for once,
+    // before the first dot; each wgmma group completes where its result is
+    // first needed and all within the iteration; then every ring's stage is
+    // released, before the yield.
+    OpBuilder in(dots.front().dot);
+    tilegpu::TmaWaitOp::create(in, loc, allRings, stage, phase).setNoBarrier(true);
+    SmallVector<Operation *> issued;
+    for (auto [d, r] : llvm::zip(dots, rings)) {
+      OpBuilder at(d.dot);
+      Operation *onShared = dotOnShared(at, d, r);
+      d.dot.replaceAllUsesWith(onShared->getResult(0));
+      issued.push_back(onShared);
+    }
+    waitForWgmmaWhereNeeded(loop, issued);
+    OpBuilder end(loop.getBody()->getTerminator());
+    tilegpu::TmaArriveOp::create(end, loc, allRings, stage);
+  }
   for (auto [d, r] : llvm::zip(dots, rings)) {
+    if (sharedRings)
+      break; // done above
     const std::optional<unsigned> carried = carriedAccumulator(loop, d.dot);
     const bool overlap = stages >= 3 && carried;
     Location dotLoc = d.dot.getLoc();
@@ -275,19 +321,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     // Each thread waits for itself: wgmma needs no barrier, and the release
     // mbarrier tells the producer when the stage is free.
     tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
-    Operation *onShared;
-    if (d.a) {
-      auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc(),
-                                               UnitAttr(), UnitAttr(), tile::DotPrecisionAttr());
-      both.setTransposeA(bool(d.a->trans));
-      both.setTransposeB(bool(d.b.trans));
-      onShared = both;
-    } else {
-      auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc(),
-                                                 UnitAttr(), tile::DotPrecisionAttr());
-      bOnly.setTransposeB(bool(d.b.trans));
-      onShared = bOnly;
-    }
+    Operation *onShared = dotOnShared(in, d, r);
     in.setInsertionPointAfter(onShared);
     Value result = tilegpu::WgmmaWaitOp::create(in, dotLoc, onShared->getResult(0).getType(), onShared->getResult(0),
                                                 in.getI32IntegerAttr(overlap ? 1 : 0))
@@ -312,14 +346,13 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   }
   for (RingDot &d : dots) {
     d.dot.erase();
-    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b}) {
-      if (!o)
-        continue;
-      for (Operation *between : o->chain)
-        between->erase();
-      o->loadOp()->erase();
-    }
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b})
+      if (o)
+        for (Operation *between : o->chain)
+          between->erase();
   }
+  for (Operand *o : operands)
+    o->loadOp()->erase();
   // After the loops every copy has been waited for (the producer issues
   // exactly the loops' iterations): the mbarriers go, the rings' bytes may
   // be reused.

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 using namespace tegula;
 using namespace tegula::testing;
@@ -178,6 +179,31 @@ TEST(GptAttentionHopperTiles, Bf16BackwardThroughTmaInTheSimulator) {
   const Shape shape{2, 2, 200, 64, 64, 64, 128, 64};
   forwardAndBackward<bfloat16>({.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = "sm_90a"}, 2e-2, shape,
                                Loads::Descriptors);
+}
+
+// Warp specialised: a producer warpgroup fills q / do (dkdv) or k / v (dq)
+// rings that two wgmma dots each read; the consumers release a stage once
+// every dot of the iteration has completed.
+TEST(GptAttentionHopperTiles, Bf16BackwardWarpSpecializedInTheSimulator) {
+  const Shape shape{2, 2, 200, 64, 64, 64, 128, 64};
+  forwardAndBackward<bfloat16>(
+      {.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .warp_specialize = true, .chip = "sm_90a"}, 2e-2,
+      shape, Loads::Descriptors);
+  std::vector<bfloat16> x(2 * 200 * 3 * 128);
+  std::vector<float> r(2 * 2 * 200);
+  std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                     "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+  const CompileOptions ws{.chip = "sm_90a", .num_warps = 8, .warp_specialize = true};
+  auto dkdv = kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<bfloat16>, params);
+  auto dq = kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<bfloat16>, params);
+  for (auto [kern, bm, bn] : {std::tuple{&dkdv, 64, 128}, std::tuple{&dq, 128, 64}}) {
+    CompiledKernel c =
+        kern->compile({x, x, r, r, x, 0, 128, 256, 384, 2, 200, 0.125f, 64, bm, bn, 400}, ws);
+    std::printf("[attention bwd ws] %s: %d registers, %d spilled bytes, producer warps %d\n",
+                kern->name().c_str(), c.registers, c.spill_bytes, c.producer_warps);
+    EXPECT_EQ(c.producer_warps, 4) << kern->name() << " was not warp specialised";
+    EXPECT_EQ(c.spill_bytes, 0) << kern->name();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, tegula::testing::gptBackends(), tegula::testing::gptBackendName);

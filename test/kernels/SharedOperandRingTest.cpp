@@ -76,6 +76,44 @@ TEST_P(SharedOperandRing, TwoDotsReadOneStreamedTile) {
   }
 }
 
+/// Warp specialised (sm_90a): a producer warpgroup fills the shared TMA
+/// ring once per iteration; the consumers wait for the stage once, run both
+/// dots and release it after both wgmma groups complete.
+TEST_P(SharedOperandRing, WarpSpecializedTwoDotsShareOneRing) {
+  const int BK = 64;
+  auto k = kernel("two_dots_tma_ws", two_dots_tma, {"a", "b", "c1", "c2", "K", "BK"});
+  for (int K : {64, 200, 448}) {
+    auto a = random_vector<bfloat16>(BK * BK), b = random_vector<bfloat16>(size_t(K) * BK);
+    auto want1 = poisoned<float>(BK * BK), want2 = poisoned<float>(BK * BK);
+    k({.grid = {1}, .backend = Backend::Interp}, a, b, want1, want2, K, BK);
+    for (int stages : {2, 3}) {
+      SCOPED_TRACE(fmt::format("K={}, {} stages", K, stages));
+      auto got1 = poisoned<float>(BK * BK), got2 = poisoned<float>(BK * BK);
+      LaunchOptions t = target({1}, 4);
+      t.num_stages = stages;
+      t.warp_specialize = true;
+      k(t, a, b, got1, got2, K, BK);
+      EXPECT_LT(rel_error(got1, to_double(want1)), 1e-5);
+      EXPECT_LT(rel_error(got2, to_double(want2)), 1e-5);
+    }
+  }
+  std::vector<bfloat16> x(256 * 64);
+  std::vector<float> y(64 * 64);
+  CompiledKernel c = k.compile({x, x, y, y, 256, 64},
+                               {.chip = GetParam().chip, .num_stages = 3, .warp_specialize = true, .assemble = false});
+  if (GetParam().chip == "sm_90a") {
+    EXPECT_EQ(c.producer_warps, 4);
+    // One ring filled by the producer: one TMA copy per iteration.
+    size_t copies = 0;
+    for (size_t p = c.ptx.find("cp.async.bulk.tensor"); p != std::string::npos;
+         p = c.ptx.find("cp.async.bulk.tensor", p + 1))
+      ++copies;
+    EXPECT_EQ(copies, 1u);
+  } else {
+    EXPECT_EQ(c.producer_warps, 0) << "no TMA, no producer";
+  }
+}
+
 TEST_P(SharedOperandRing, OneRingIsFilledPerIteration) {
   auto k = kernel("two_dots", two_dots, {"a", "b", "c1", "c2", "K", "BK"});
   std::vector<bfloat16> x(256 * 64);
