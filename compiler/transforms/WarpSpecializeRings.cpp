@@ -279,6 +279,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
                                 constant(head, 2)));
   OpBuilder after(ctx);
   after.setInsertionPointAfter(loop);
+  SmallVector<Operation *> issued; // shared rings: the dots on them, in order
   auto dotOnShared = [&](OpBuilder &in, RingDot &d, Rings &r) -> Operation * {
     Location dotLoc = d.dot.getLoc();
     if (d.a) {
@@ -297,19 +298,16 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     // Rings that several dots read: every ring's stage is waited for once,
     // before the first dot; each wgmma group completes where its result is
     // first needed and all within the iteration; then every ring's stage is
-    // released, before the yield.
+    // released, before the yield (both placed below, once the original dots
+    // are gone).
     OpBuilder in(dots.front().dot);
     tilegpu::TmaWaitOp::create(in, loc, allRings, stage, phase).setNoBarrier(true);
-    SmallVector<Operation *> issued;
     for (auto [d, r] : llvm::zip(dots, rings)) {
       OpBuilder at(d.dot);
       Operation *onShared = dotOnShared(at, d, r);
       d.dot.replaceAllUsesWith(onShared->getResult(0));
       issued.push_back(onShared);
     }
-    waitForWgmmaWhereNeeded(loop, issued);
-    OpBuilder end(loop.getBody()->getTerminator());
-    tilegpu::TmaArriveOp::create(end, loc, allRings, stage);
   }
   for (auto [d, r] : llvm::zip(dots, rings)) {
     if (sharedRings)
@@ -353,6 +351,11 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   }
   for (Operand *o : operands)
     o->loadOp()->erase();
+  if (sharedRings) { // now that the loop holds no other dots
+    waitForWgmmaWhereNeeded(loop, issued);
+    OpBuilder end(loop.getBody()->getTerminator());
+    tilegpu::TmaArriveOp::create(end, loc, allRings, stage);
+  }
   // After the loops every copy has been waited for (the producer issues
   // exactly the loops' iterations): the mbarriers go, the rings' bytes may
   // be reused.

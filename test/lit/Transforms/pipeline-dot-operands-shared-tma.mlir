@@ -1,4 +1,5 @@
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors --convert-tile-to-tilegpu=num-warps=4 --canonicalize --accelerate-dot=chip=sm_90a --remove-layout-conversions --cse --coalesce --pipeline-dot-operands=num-stages=3 -drop-unused-tensor-maps | FileCheck %s
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors --convert-tile-to-tilegpu=num-warps=4 --canonicalize --accelerate-dot=chip=sm_90a --remove-layout-conversions --cse --coalesce "--pipeline-dot-operands=num-stages=3 warp-specialize=true" -drop-unused-tensor-maps | FileCheck %s --check-prefix=WS
 
 // pipeline-dot-operands-shared.mlir's two dots reading one streamed tile,
 // the tile read through a tensor descriptor on sm_90a: one TMA ring (its own
@@ -22,6 +23,28 @@
 // CHECK:     scf.for
 // CHECK:       tilegpu.tma_wait %[[R]]
 // CHECK:     tilegpu.tma_release %[[R]]
+
+// Warp specialised: the producer fills the one ring once per iteration
+// (after the stage's release from its second use on); the consumers wait
+// for the stage once, issue both dots, wait for both groups and release
+// the stage once - one arrival per consumer thread per use of the stage.
+// WS:        tilegpu.producer_warps = 4
+// WS:        %[[R:.*]] = tilegpu.alloc_shared {mbarriers, released}
+// WS:        scf.if
+// WS:          scf.for
+// WS:            tilegpu.tma_wait %[[R]][%{{.*}}], %{{.*}} {released}
+// WS:          tilegpu.tma_load %[[R]]
+// WS-NOT:      tilegpu.tma_load
+// WS:        } else {
+// WS:          scf.for
+// WS:            tilegpu.tma_wait %[[R]][%[[S:.*]]], %{{.*}} {noBarrier}
+// WS-NEXT:       %[[D1:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S]]]
+// WS-NEXT:       %[[D2:.*]] = tilegpu.dot_shared_b %{{.*}}, %[[R]][%[[S]]], %{{.*}} {transposeB}
+// WS-NEXT:       tilegpu.wgmma_wait %[[D1]] {pending = 0 : i32}
+// WS-NEXT:       tilegpu.wgmma_wait %[[D2]] {pending = 0 : i32}
+// WS-NEXT:       tilegpu.tma_arrive %[[R]][%[[S]]]
+// WS-NEXT:       scf.yield
+// WS:          tilegpu.tma_release %[[R]]
 module {
   func.func @two_dots_tma(%arg0: !tile.ptr<bf16> {tile.divisibility = 16 : i32, tile.name = "a"}, %arg1: !tile.ptr<bf16> {tile.divisibility = 16 : i32, tile.name = "b"}, %arg2: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c1"}, %arg3: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c2"}, %arg4: i32 {tile.divisibility = 16 : i32, tile.name = "K"}) attributes {tile.constants = {BK = 64 : i64}, tile.kernel} {
     %cst = arith.constant dense<64> : tensor<64x1xi32>
