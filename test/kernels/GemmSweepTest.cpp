@@ -1,11 +1,14 @@
 // GemmSweepTest.cpp - randomly drawn GEMM configurations, compiled and run in
-// the simulator against the interpreter: operand type (bf16, f16, tf32, i8),
-// storage order (NN, NT, TT), chip (sm_80 mma.sync, sm_90a wgmma where it
-// fits), tile (BM, BN, BK), warps (1-8), stages (1-4) and a ragged problem
-// size - the combinations no hand-written test lists. The seed is fixed (the
+// the simulator against the interpreter: kernel (pointer loads in three
+// storage orders; examples::matmul_descriptors - TMA rings on sm_90a -
+// plain or warp specialised; the persistent kernels, with pointers or
+// descriptors), operand type (bf16, f16, tf32, i8), chip (sm_80 mma.sync,
+// sm_90a wgmma where it fits), tile (BM, BN, BK), warps (1-8), stages (1-4)
+// and a ragged problem size - the combinations no hand-written test lists. The seed is fixed (the
 // same draws every run) and each draw prints itself, so a failure is
 // reproducible from the log; TEGULA_GEMM_SWEEP_SEED and _COUNT draw others.
 #include "TestKernels.h"
+#include "examples/kernels.h"
 #include "TestUtil.h"
 #include "tegula/tegula.h"
 
@@ -33,14 +36,30 @@ const char *nameOf(Operands o) {
 }
 const char *nameOf(Storage s) { return s == Storage::NN ? "NN" : s == Storage::NT ? "NT" : "TT"; }
 
+enum class Kind { Pointers, Descriptors, Persistent, PersistentDescriptors };
+const char *nameOf(Kind k) {
+  switch (k) {
+  case Kind::Pointers: return "pointers";
+  case Kind::Descriptors: return "descriptors";
+  case Kind::Persistent: return "persistent";
+  case Kind::PersistentDescriptors: return "persistent descriptors";
+  }
+  return "?";
+}
+
 struct Draw {
+  Kind kind = Kind::Pointers;
+  bool warpSpecialize = false;
+  int programs = 0; // persistent kernels: programs launched
   Operands operands;
   Storage storage;
   std::string chip;
   int bm, bn, bk, warps, stages, M, N, K;
   std::string describe() const {
-    return fmt::format("{} {} {} tile {}x{}x{} warps {} stages {} M={} N={} K={}", nameOf(operands),
-                       nameOf(storage), chip, bm, bn, bk, warps, stages, M, N, K);
+    return fmt::format("{}{}{} {} {} {} tile {}x{}x{} warps {} stages {} M={} N={} K={}", nameOf(kind),
+                       warpSpecialize ? " ws" : "", programs ? fmt::format(" ({} programs)", programs) : "",
+                       nameOf(operands), kind == Kind::Pointers ? nameOf(storage) : "NN", chip, bm, bn, bk,
+                       warps, stages, M, N, K);
   }
 };
 
@@ -49,7 +68,13 @@ Draw drawOne(std::mt19937 &rng) {
     return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
   };
   Draw d;
+  d.kind = Kind(pick({0, 0, 1, 2, 3})); // pointer loads twice as often (three storage orders)
   d.operands = Operands(pick({0, 1, 2, 3}));
+  if (d.kind != Kind::Pointers && d.operands == Operands::I8)
+    d.operands = Operands::BF16; // the examples' descriptor / persistent GEMMs are f32-accumulating
+  if ((d.kind == Kind::Persistent || d.kind == Kind::PersistentDescriptors) && d.operands == Operands::TF32)
+    d.operands = Operands::F16; // they take no precision (f32 would run as FMAs)
+  d.warpSpecialize = (d.kind == Kind::Descriptors || d.kind == Kind::PersistentDescriptors) && pick({0, 1});
   d.storage = Storage(pick({0, 1, 2}));
   d.chip = pick({0, 1}) ? "sm_90a" : "sm_80";
   d.bm = pick({16, 32, 64, 128});
@@ -63,11 +88,74 @@ Draw drawOne(std::mt19937 &rng) {
   d.M = std::uniform_int_distribution<int>(1, 2 * d.bm + 3)(rng);
   d.N = std::uniform_int_distribution<int>(1, 2 * d.bn + 3)(rng);
   d.K = std::uniform_int_distribution<int>(1, 3 * d.bk + 5)(rng);
+  if (d.kind == Kind::PersistentDescriptors) { // rows of K and N elements: multiples of 16 bytes
+    const int align = d.operands == Operands::TF32 ? 4 : 8;
+    d.K = (d.K + align - 1) / align * align;
+    d.N = (d.N + align - 1) / align * align;
+  }
+  if (d.kind == Kind::Persistent || d.kind == Kind::PersistentDescriptors)
+    d.programs = pick({1, 2, 3});
   return d;
+}
+
+/// The examples' GEMMs (C of the operands' type, f32 accumulation): against
+/// the interpreter on the same inputs, so both round C alike.
+template <class T, tl::precision P>
+void runExampleDraw(const Draw &d, const std::string &name) {
+  // Row strides padded to 16 bytes, as TMA wants (the descriptors' lda, ldb, ldc).
+  const int align = int(16 / sizeof(T));
+  const int lda = (d.K + align - 1) / align * align, ldb = (d.N + align - 1) / align * align, ldc = ldb;
+  auto a = random_vector<T>(size_t(d.M) * lda), b = random_vector<T>(size_t(d.K) * ldb);
+  auto want = poisoned<T>(size_t(d.M) * ldc), got = poisoned<T>(size_t(d.M) * ldc);
+  const int tiles = cdiv(d.M, d.bm) * cdiv(d.N, d.bn);
+  LaunchOptions interp{.backend = Backend::Interp};
+  LaunchOptions sim{.num_warps = d.warps, .num_stages = d.stages, .backend = Backend::Sim,
+                    .warp_specialize = d.warpSpecialize, .chip = d.chip};
+  interp.grid = sim.grid = d.programs ? Grid{uint32_t(std::min(d.programs, tiles))}
+                                      : Grid{uint32_t(cdiv(d.M, d.bm)), uint32_t(cdiv(d.N, d.bn))};
+  const std::vector<std::string> persistentParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
+  switch (d.kind) {
+  case Kind::Descriptors: {
+    auto k = kernel(name, examples::matmul_descriptors<T, P>,
+                    {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+      k(*opts, a, b, *out, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk);
+    // The padding columns are no one's: compare the M x N elements.
+    for (auto *c : {&want, &got}) {
+      std::vector<T> packed;
+      for (int i = 0; i < d.M; ++i)
+        packed.insert(packed.end(), c->begin() + ptrdiff_t(i) * ldc, c->begin() + ptrdiff_t(i) * ldc + d.N);
+      *c = std::move(packed);
+    }
+    break;
+  }
+  case Kind::Persistent:
+  case Kind::PersistentDescriptors: {
+    // Packed rows: lda = K, ldb = ldc = N (multiples of 16 bytes for the descriptors).
+    auto k = d.kind == Kind::Persistent ? kernel(name, examples::matmul_persistent<T>, persistentParams)
+                                        : kernel(name, examples::matmul_persistent_descriptors<T>, persistentParams);
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+      k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2);
+    want.resize(size_t(d.M) * d.N);
+    got.resize(size_t(d.M) * d.N);
+    break;
+  }
+  case Kind::Pointers:
+    break;
+  }
+  // Both round the f32 sums to T: a last-place difference where the sums
+  // differ in their last bits.
+  const double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-2;
+  EXPECT_LT(rel_error(got, to_double(want)), tolerance);
 }
 
 template <class T, class Acc, tl::precision P>
 void runDraw(const Draw &d, const std::string &name) {
+  if (d.kind != Kind::Pointers) {
+    if constexpr (!std::is_same_v<T, int8_t>)
+      runExampleDraw<T, P>(d, name);
+    return;
+  }
   const std::vector<std::string> params = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
   Kernel k = d.storage == Storage::NN   ? kernel(name, gemm<T, Acc, P, Storage::NN>, params)
              : d.storage == Storage::NT ? kernel(name, gemm<T, Acc, P, Storage::NT>, params)
