@@ -104,6 +104,22 @@ int main() {
   }
   }
 
+  // tf32 (f32 operands at tf32 precision) on mma.sync: operands through
+  // cp.async rings, A read with ldmatrix, row-major B element by element.
+  fmt::print("\ntf32 GEMM (examples::matmul<float, tf32>), sm_80, cold, 3 stages\n");
+  fmt::print("  {:>13} {:>5}  {:>10}  {:>5} {:>7} {:>7}\n", "tile", "warps", "total", "regs", "spills", "shared");
+  for (Config c : {Config{128, 128, 16, 4}, Config{128, 128, 32, 8}, Config{64, 128, 16, 4}}) {
+    std::vector<float> m(64);
+    auto a = Clock::now();
+    auto tf32 = kernel(fmt::format("gemm_tf32_{}x{}x{}_w{}", c.bm, c.bn, c.bk, c.warps),
+                       examples::matmul<float, tl::precision::tf32>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+    CompiledKernel f = tf32.compile({m, m, m, 4096, 4096, 4096, c.bm, c.bn, c.bk},
+                                    {.chip = "sm_80", .num_warps = c.warps, .assemble = true});
+    auto b = Clock::now();
+    fmt::print("  {:>13} {:>5}  {:>7.1f} ms  {:>5} {:>5} B {:>5} B\n", fmt::format("{}x{}x{}", c.bm, c.bn, c.bk),
+               c.warps, ms(a, b), f.registers, f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes);
+  }
+
   // Flash attention: two chained dots per key block (Q K^T -> softmax -> P V).
   struct AttnConfig { int d, bm, bn, warps; };
   fmt::print("\nbf16 causal flash attention (examples::attention_fwd), sm_80, cold\n");
