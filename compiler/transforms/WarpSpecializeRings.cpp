@@ -105,8 +105,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
           return false; // the uses want the tile stored differently
         uses.push_back(o);
       }
-  const bool sharedRings = byLoad.size() < size_t(llvm::count_if(dots, [](RingDot &d) { return bool(d.a); })) +
-                                               dots.size();
+  const bool sharedRings = llvm::any_of(byLoad, [](auto &entry) { return entry.second.size() > 1; });
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   auto outside = [&](Value v) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
@@ -308,38 +307,38 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
       d.dot.replaceAllUsesWith(onShared->getResult(0));
       issued.push_back(onShared);
     }
-  }
-  for (auto [d, r] : llvm::zip(dots, rings)) {
-    if (sharedRings)
-      break; // done above
-    const std::optional<unsigned> carried = carriedAccumulator(loop, d.dot);
-    const bool overlap = stages >= 3 && carried;
-    Location dotLoc = d.dot.getLoc();
-    OpBuilder in(d.dot);
-    // Each thread waits for itself: wgmma needs no barrier, and the release
-    // mbarrier tells the producer when the stage is free.
-    tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
-    Operation *onShared = dotOnShared(in, d, r);
-    in.setInsertionPointAfter(onShared);
-    Value result = tilegpu::WgmmaWaitOp::create(in, dotLoc, onShared->getResult(0).getType(), onShared->getResult(0),
-                                                in.getI32IntegerAttr(overlap ? 1 : 0))
-                       .getResult();
-    if (overlap) {
-      Value hasPrevious = arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, iter, constant(in, 1));
-      auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
-      OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
-      Value previous = toI32(rel, arith::RemSIOp::create(
-                                      rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
-                                      constant(rel, stages)));
-      tilegpu::TmaArriveOp::create(rel, dotLoc, r.all, previous);
-    } else {
-      tilegpu::TmaArriveOp::create(in, dotLoc, r.all, stage);
-    }
-    d.dot.replaceAllUsesWith(result);
-    if (overlap) { // the last iteration's wgmma group
-      Value acc = loop.getResult(*carried);
-      auto done = tilegpu::WgmmaWaitOp::create(after, dotLoc, acc.getType(), acc, after.getI32IntegerAttr(0));
-      acc.replaceAllUsesExcept(done.getResult(), done);
+  } else {
+    // Per dot: its own rings, waited for and released on their own.
+    for (auto [d, r] : llvm::zip(dots, rings)) {
+      const std::optional<unsigned> carried = carriedAccumulator(loop, d.dot);
+      const bool overlap = stages >= 3 && carried;
+      Location dotLoc = d.dot.getLoc();
+      OpBuilder in(d.dot);
+      // Each thread waits for itself: wgmma needs no barrier, and the release
+      // mbarrier tells the producer when the stage is free.
+      tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
+      Operation *onShared = dotOnShared(in, d, r);
+      in.setInsertionPointAfter(onShared);
+      Value result = tilegpu::WgmmaWaitOp::create(in, dotLoc, onShared->getResult(0).getType(), onShared->getResult(0),
+                                                  in.getI32IntegerAttr(overlap ? 1 : 0))
+                         .getResult();
+      if (overlap) {
+        Value hasPrevious = arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, iter, constant(in, 1));
+        auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
+        OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
+        Value previous = toI32(rel, arith::RemSIOp::create(
+                                        rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
+                                        constant(rel, stages)));
+        tilegpu::TmaArriveOp::create(rel, dotLoc, r.all, previous);
+      } else {
+        tilegpu::TmaArriveOp::create(in, dotLoc, r.all, stage);
+      }
+      d.dot.replaceAllUsesWith(result);
+      if (overlap) { // the last iteration's wgmma group
+        Value acc = loop.getResult(*carried);
+        auto done = tilegpu::WgmmaWaitOp::create(after, dotLoc, acc.getType(), acc, after.getI32IntegerAttr(0));
+        acc.replaceAllUsesExcept(done.getResult(), done);
+      }
     }
   }
   for (RingDot &d : dots) {
