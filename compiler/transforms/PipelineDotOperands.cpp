@@ -113,7 +113,7 @@ bool zeroOrAbsent(Value other) {
 }
 
 /// A dot's precision as its dot_shared carries it: for f32 operands only
-/// (the others have one).
+/// (16-bit and i8 dots have no choice of precision).
 tile::DotPrecisionAttr f32Precision(tile::DotOp dot) {
   return getElementTypeOrSelf(dot.getA().getType()).isF32() ? dot.getPrecisionAttr()
                                                             : tile::DotPrecisionAttr();
