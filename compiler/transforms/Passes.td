@@ -151,7 +151,9 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     up to num-stages iterations ahead; it gives its registers to the
     consumers (setmaxnreg). The tile program's warps (the consumers) only
     wait for stages, run the dots and release each stage once its wgmma
-    group has completed (tilegpu.tma_arrive). Their barriers become
+    group has completed (tilegpu.tma_arrive); a load several dots read fills
+    one ring, whose stage the consumers wait for once and release once, after
+    every dot of the iteration. Their barriers become
     `bar.sync 1` over the consumer warps. Needs the producer's values -
     loop bounds, the loads' coordinates - to be computed from scalars
     (kernel arguments, program ids, arithmetic); otherwise the loop is
