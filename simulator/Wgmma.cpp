@@ -277,6 +277,12 @@ void wgmmaWaitGroup(int pending, uint32_t *values, size_t count, uint32_t site) 
   if (pending < 0 || pending > 7)
     fail(site, fmt::format("wgmma.wait_group {}: N is 0..7", pending));
   WgmmaState &s = state();
+  // The tensor cores run while the thread waits: the other threads run
+  // first, so that what they do meanwhile - a producer refilling a stage
+  // released before its groups completed - lands before the groups read
+  // their operands, as it may on hardware.
+  if (s.committed.size() > size_t(pending))
+    yieldThread();
   while (s.committed.size() > size_t(pending)) {
     for (const PendingMma &m : s.committed.front())
       complete(s, m);

@@ -12,6 +12,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -205,14 +206,105 @@ TEST(TmaSim, AProducerThatDoesNotWaitForTheReleaseIsReported) {
 }
 
 /// Consumers that do not wait for their stage issue wgmma on it while the
-/// producer's copies are still landing there.
+/// producer's copies are still landing there (reported as a read of bytes
+/// the copy writes before its mbarrier was waited for).
 TEST(TmaSim, AConsumerThatDoesNotWaitForItsStageIsReported) {
-  runPipelinedWithout("tegula_wait:", "the shared memory this wgmma.mma_async reads changed", true);
+  runPipelinedWithout("tegula_wait:", "before waiting for it", true);
 }
 
 /// Consumers that never release: the producer waits forever.
 TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
   runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
+}
+
+/// Two dots reading one TMA-fed tile per iteration (as it is and transposed,
+/// like attention's backward), warp specialised for sm_90a: one ring that
+/// both dots read, its stage released once both wgmma groups completed.
+/// `mutate` changes the lowered module; the simulator's error, or "" when it
+/// ran and matched the interpreter.
+void two_dots_tma(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::ptr<float> c2,
+                  tl::scalar<int32_t> K, tl::constant<int> BK) {
+  tl::tensor r = tl::arange(0, BK);
+  tl::tensor at = tl::load(a + r.expand_dims(1) * BK + r.expand_dims(0));
+  auto rows = tl::make_tensor_descriptor(b, {K, BK}, {BK, 1}, {BK, BK});
+  tl::tensor acc1 = tl::zeros({BK, BK}, tl::f32), acc2 = tl::zeros({BK, BK}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
+    tl::tensor bk = rows.load({k, 0});
+    acc1 = tl::dot(at, bk, acc1);
+    acc2 = tl::dot(at, bk.trans(), acc2);
+  }
+  tl::tensor offs = r.expand_dims(1) * BK + r.expand_dims(0);
+  tl::store(c1 + offs, acc1);
+  tl::store(c2 + offs, acc2);
+}
+
+std::string runSharedRing(const std::function<void(mlir::ModuleOp)> &mutate) {
+  const int K = 448, BK = 64; // 7 iterations over 3 stages: every stage is refilled
+  const std::vector<std::string> names = {"a", "b", "c1", "c2", "K", "BK"};
+  Kernel k = kernel("two_dots_tma", two_dots_tma, names);
+  auto a = random_vector<bfloat16>(BK * BK), b = random_vector<bfloat16>(size_t(K) * BK);
+  auto want1 = poisoned<float>(BK * BK), want2 = poisoned<float>(BK * BK);
+  std::vector<Arg> args = {a, b, want1, want2, K, BK};
+  k.launch({.grid = {1}, .backend = Backend::Interp}, args);
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args, "tile", true), &ctx);
+  EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a", true)));
+  EXPECT_TRUE(module->getOperation()->hasAttr("tilegpu.producer_warps"));
+  mutate(*module);
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "two_dots_tma");
+  auto got1 = poisoned<float>(BK * BK), got2 = poisoned<float>(BK * BK);
+  std::vector<Arg> run = {a, b, got1, got2, K, BK};
+  try {
+    simulated->run({1}, k.params(), names, run);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  EXPECT_LT(rel_error(got1, to_double(want1)), 1e-5);
+  EXPECT_LT(rel_error(got2, to_double(want2)), 1e-5);
+  return "";
+}
+
+TEST(TmaSim, AWarpSpecializedSharedRingIsHazardFree) {
+  EXPECT_EQ(runSharedRing([](mlir::ModuleOp) {}), "");
+}
+
+/// The consumers release the stage before its wgmma groups complete (the
+/// release, with what computes its address, moved before the iteration's
+/// first wgmma.wait_group): the producer may refill a stage the tensor cores
+/// are still reading.
+TEST(TmaSim, ASharedRingReleasedBeforeItsWgmmaGroupsCompleteIsReported) {
+  const std::string error = runSharedRing([](mlir::ModuleOp module) {
+    mlir::LLVM::InlineAsmOp arrive;
+    module->walk([&](mlir::LLVM::InlineAsmOp op) {
+      if (!arrive && op.getAsmString().contains("mbarrier.arrive.shared::cta.b64"))
+        arrive = op;
+    });
+    ASSERT_TRUE(arrive) << "no release in the consumers";
+    mlir::Operation *firstWait = nullptr;
+    for (mlir::Operation *op = arrive->getPrevNode(); op; op = op->getPrevNode())
+      if (auto asmOp = mlir::dyn_cast<mlir::LLVM::InlineAsmOp>(op))
+        if (asmOp.getAsmString().contains("wgmma.wait_group"))
+          firstWait = op;
+    ASSERT_TRUE(firstWait) << "no wgmma wait before the release in its block";
+    // The release's operands computed after the first wait move with it.
+    llvm::SetVector<mlir::Operation *> slice;
+    std::function<void(mlir::Operation *)> collect = [&](mlir::Operation *op) {
+      for (mlir::Value v : op->getOperands())
+        if (mlir::Operation *def = v.getDefiningOp())
+          if (def->getBlock() == arrive->getBlock() && firstWait->isBeforeInBlock(def) && !slice.contains(def)) {
+            collect(def);
+            slice.insert(def);
+          }
+    };
+    collect(arrive);
+    slice.insert(arrive);
+    for (mlir::Operation *op : slice)
+      op->moveBefore(firstWait);
+  });
+  EXPECT_THAT(error, HasSubstr("wgmma")) << "expected the early release to be reported";
 }
 
 /// The warp-specialised GEMM at 8 + 4 warps - setmaxnreg 40 (producer) and
