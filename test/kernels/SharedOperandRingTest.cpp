@@ -6,6 +6,7 @@
 // 2-4 stages, in the simulator (its race detector watches the ring) and on a
 // GPU when there is one.
 #include "ChipTargets.h"
+#include "TestKernels.h"
 #include "TestUtil.h"
 
 #include <gmock/gmock.h>
@@ -26,24 +27,6 @@ void two_dots(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::p
   for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
     tl::tensor rows = k + r;
     tl::tensor bk = tl::load(b + rows.expand_dims(1) * BK + r.expand_dims(0), rows.expand_dims(1) < K, 0.0f);
-    acc1 = tl::dot(at, bk, acc1);
-    acc2 = tl::dot(at, bk.trans(), acc2);
-  }
-  tl::tensor offs = r.expand_dims(1) * BK + r.expand_dims(0);
-  tl::store(c1 + offs, acc1);
-  tl::store(c2 + offs, acc2);
-}
-
-/// two_dots with b read through a tensor descriptor: a TMA ring on sm_90a,
-/// masked loads in a cp.async ring elsewhere.
-void two_dots_tma(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::ptr<float> c2,
-                  tl::scalar<int32_t> K, tl::constant<int> BK) {
-  tl::tensor r = tl::arange(0, BK);
-  tl::tensor at = tl::load(a + r.expand_dims(1) * BK + r.expand_dims(0));
-  auto rows = tl::make_tensor_descriptor(b, {K, BK}, {BK, 1}, {BK, BK});
-  tl::tensor acc1 = tl::zeros({BK, BK}, tl::f32), acc2 = tl::zeros({BK, BK}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
-    tl::tensor bk = rows.load({k, 0});
     acc1 = tl::dot(at, bk, acc1);
     acc2 = tl::dot(at, bk.trans(), acc2);
   }

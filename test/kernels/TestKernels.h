@@ -88,4 +88,24 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl:
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }
 
+/// acc1 = sum_k a b_k, acc2 = sum_k a b_k^T over K / BK row blocks b_k of b,
+/// read through a tensor descriptor (a TMA ring on sm_90a, masked loads in a
+/// cp.async ring elsewhere): each block loaded once per iteration and read
+/// by both dots, as attention's backward reads q and do.
+inline void two_dots_tma(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::ptr<float> c2,
+                         tl::scalar<int32_t> K, tl::constant<int> BK) {
+  tl::tensor r = tl::arange(0, BK);
+  tl::tensor at = tl::load(a + r.expand_dims(1) * BK + r.expand_dims(0));
+  auto rows = tl::make_tensor_descriptor(b, {K, BK}, {BK, 1}, {BK, BK});
+  tl::tensor acc1 = tl::zeros({BK, BK}, tl::f32), acc2 = tl::zeros({BK, BK}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
+    tl::tensor bk = rows.load({k, 0});
+    acc1 = tl::dot(at, bk, acc1);
+    acc2 = tl::dot(at, bk.trans(), acc2);
+  }
+  tl::tensor offs = r.expand_dims(1) * BK + r.expand_dims(0);
+  tl::store(c1 + offs, acc1);
+  tl::store(c2 + offs, acc2);
+}
+
 } // namespace tegula::testing

@@ -3,6 +3,7 @@
 // run as compiled, then with one of its synchronisation steps removed from
 // the LLVM module: each hazard must be reported at the user's line.
 #include "TestUtil.h"
+#include "kernels/TestKernels.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "examples/kernels.h"
@@ -217,27 +218,11 @@ TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
   runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
 }
 
-/// Two dots reading one TMA-fed tile per iteration (as it is and transposed,
-/// like attention's backward), warp specialised for sm_90a: one ring that
+/// two_dots_tma (TestKernels.h: two dots reading one TMA-fed tile per
+/// iteration, as it is and transposed), warp specialised for sm_90a: one ring that
 /// both dots read, its stage released once both wgmma groups completed.
 /// `mutate` changes the lowered module; the simulator's error, or "" when it
 /// ran and matched the interpreter.
-void two_dots_tma(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c1, tl::ptr<float> c2,
-                  tl::scalar<int32_t> K, tl::constant<int> BK) {
-  tl::tensor r = tl::arange(0, BK);
-  tl::tensor at = tl::load(a + r.expand_dims(1) * BK + r.expand_dims(0));
-  auto rows = tl::make_tensor_descriptor(b, {K, BK}, {BK, 1}, {BK, BK});
-  tl::tensor acc1 = tl::zeros({BK, BK}, tl::f32), acc2 = tl::zeros({BK, BK}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc1, acc2)) {
-    tl::tensor bk = rows.load({k, 0});
-    acc1 = tl::dot(at, bk, acc1);
-    acc2 = tl::dot(at, bk.trans(), acc2);
-  }
-  tl::tensor offs = r.expand_dims(1) * BK + r.expand_dims(0);
-  tl::store(c1 + offs, acc1);
-  tl::store(c2 + offs, acc2);
-}
-
 std::string runSharedRing(const std::function<void(mlir::ModuleOp)> &mutate) {
   const int K = 448, BK = 64; // 7 iterations over 3 stages: every stage is refilled
   const std::vector<std::string> names = {"a", "b", "c1", "c2", "K", "BK"};
