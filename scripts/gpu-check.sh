@@ -7,20 +7,23 @@
 # along (64 MiB for the whole working tree).
 #
 #   here:   bash scripts/gpu-check.sh pack        # build, collect, compress, measure
-#   there:  run(command="bash scripts/gpu-check.sh run", carry=[".gpu-carry"])
+#   there:  run(command="bash scripts/gpu-check.sh run tests", carry=[".gpu-carry"])
+#           then "... run benchmarks", then "... run python" (one call cannot hold them all)
+#   here:   bash scripts/gpu-check.sh collect DIR...   # the returned files -> benchmarks/results/
 #
 # Which programs: those the build marks as having GPU cases (test binaries
 # declared with tegula_gtest(... GPU), benchmarks with tegula_benchmark(...
 # GPU)), read from $BUILD_DIR/gpu-programs.txt - no list is kept here.
 # `pack` copies them stripped, with their shared-library closure (less
 # glibc), into one xz payload and refuses, with the measured size, when it
-# would not fit. `run` unpacks into /tmp, runs every test binary and every
-# benchmark with LD_LIBRARY_PATH pointing there, writes one log per program
-# under $OUT (when set) and ends with a one-screen summary.
+# would not fit. `run` unpacks into /tmp, runs what it is asked for (test
+# binaries sharded across the cores, benchmarks one at a time, the Python
+# steps) with LD_LIBRARY_PATH pointing there, inside the device call's limits
+# (10 minutes, 8 files back), and ends with a one-screen summary.
 # Sizes and what to do when it does not fit: docs/runtime.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=.gpu-carry
+CARRY=${TEGULA_GPU_CARRY:-.gpu-carry} # another folder: test/scripts/gpu-check-test.sh
 # The device tool's limit on what travels (tracked + untracked files + carry).
 LIMIT=$((64 * 1024 * 1024))
 mib() { bc -l <<<"scale=1; $1 / 1048576"; }
@@ -86,7 +89,7 @@ pack() {
       "(docs/runtime.md, \"Running on a GPU machine\")" >&2
     exit 2
   fi
-  echo "fits: run(command=\"bash scripts/gpu-check.sh run\", carry=[\"$CARRY\"])"
+  echo "fits: run(command=\"bash scripts/gpu-check.sh run tests\", carry=[\"$CARRY\"]), then run benchmarks, then run python"
 }
 
 # python_package ROOT: prints the PYTHONPATH under which `import tegula`
@@ -134,105 +137,258 @@ CONFIG
     echo "$py"
 }
 
+# What `run` can be asked for: a part names several items, an item is one
+# program (a carried test binary or benchmark) or one Python step.
+PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead pytest"
+items_of() {
+  case $1 in
+    all) items_of tests && items_of benchmarks && items_of python ;;
+    tests) awk '$1 == "test" {print $2}' "$CARRY/programs.txt" ;;
+    benchmarks) awk '$1 == "benchmark" {print $2}' "$CARRY/programs.txt"
+      echo attention-mma-sync ;;
+    python) printf '%s\n' $PYTHON_ITEMS ;;
+    attention-mma-sync) echo "$1" ;;
+    *) if awk -v n="$1" '$2 == n {found = 1} END {exit !found}' "$CARRY/programs.txt" ||
+         [[ " $PYTHON_ITEMS " == *" $1 "* ]]; then echo "$1"
+       else
+         echo "run: '$1' is neither a part (all, tests, benchmarks, python) nor a program of the payload" \
+           "($(awk '{printf "%s ", $2}' "$CARRY/programs.txt")) nor a Python step ($PYTHON_ITEMS)" >&2
+         return 1
+       fi ;;
+  esac
+}
+
+# run [PART|ITEM ...] - on the GPU machine (default: all). One device call
+# may run 10 minutes and bring back 8 files, so: the call stops starting
+# items when TEGULA_GPU_CHECK_SECONDS (default 540) are spent, kills one that
+# outruns them, and says which items are left ("resume with: ..."); $OUT
+# holds three files - summary.txt, gpu-check-LABEL.tar.gz (every log and
+# CSV so far, re-made after each item) and running.log (the item running
+# now, so a call killed from outside still returns its output).
 run() {
+  SECONDS=0 # the budget counts from here: unpacking is part of the call
   local out=${OUT:-/tmp/tegula-gpu-out} root=/tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
+  local budget=${TEGULA_GPU_CHECK_SECONDS:-540}
+  # Of 540 s: 18 kept for the summary and the bundle; no item starts with
+  # less than 21 left.
+  local reserve=$((budget / 30)) least=$((budget / 25 > 2 ? budget / 25 : 2))
   [[ -f $CARRY/payload.tar.xz ]] || { echo "no $CARRY/payload.tar.xz: run 'gpu-check.sh pack' first"; exit 1; }
-  rm -rf "$root" # nothing left from an earlier payload on a warm machine
-  mkdir -p "$out" "$root"
+  (($# > 0)) || set -- all
+  local items=() arg
+  for arg; do
+    local more
+    more=$(items_of "$arg") || exit 64
+    mapfile -t -O ${#items[@]} items <<<"$more"
+  done
+  local label
+  label=$(IFS=_; echo "$*")
+  ((${#label} <= 60)) || label=selection
+  local logs=/tmp/tegula-gpu-logs bundle=$out/gpu-check-$label.tar.gz
+  rm -rf "$root" "$logs" # nothing left from an earlier payload on a warm machine
+  mkdir -p "$out" "$root" "$logs"
   tar -C "$root" -xJf "$CARRY/payload.tar.xz"
   export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TEGULA_CACHE_DIR=/tmp/tegula-kernel-cache
-  export TEGULA_BENCH_OUT=$out # benchmarks write their CSVs beside the logs
+  export TEGULA_BENCH_OUT=$logs # benchmarks write their CSVs beside the logs
   # ptxas and libdevice come from the image's toolkit (CUDA_HOME, default
   # /usr/local/cuda); without ptxas the driver JIT-compiles the PTX.
   if [[ -z ${CUDA_HOME:-} && ! -d /usr/local/cuda ]] && command -v nvcc >/dev/null; then
     export CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
   fi
   export PATH="$PATH:${CUDA_HOME:-/usr/local/cuda}/bin"
+  local hopper=0
+  nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q '^9\.0' && hopper=1
   {
     echo "commit: $(cat "$CARRY/commit.txt" 2>/dev/null || echo unknown)"
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+    echo "command: bash scripts/gpu-check.sh run $* (budget ${budget} s)"
+    echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
+      echo 'none found (no nvidia-smi)')"
     echo "toolkit: ${CUDA_HOME:-/usr/local/cuda} ($(ptxas --version 2>/dev/null | tail -1 || echo 'no ptxas'))"
-    echo "unresolved libraries: $(for b in "$root"/bin/*; do ldd "$b"; done | grep -c 'not found')"
-  } | tee "$out/environment.log"
-  local rows=() status=0 kind name
-  while read -r kind name; do
-    local s=0 log=$out/$name.log
-    echo "== $kind $name"
-    if [[ $kind == test ]]; then
-      "$root/bin/$name" --gtest_color=no </dev/null 2>&1 | tee "$log" || s=$?
-      rows+=("$(printf '%-9s %-22s rc=%-3s %s' "$kind" "$name" "$s" "$(awk '
-        /^\[  PASSED  \] [0-9]+ test/ {p = $4} /^\[  SKIPPED \] [0-9]+ test/ {k = $4}
-        /^\[  FAILED  \] [0-9]+ test/ {f = $4}
-        END {printf "passed %d, skipped %d, failed %d", p, k, f}' "$log")")")
+    echo "cpus: $(nproc); unresolved libraries: $(for b in "$root"/bin/*; do ldd "$b" 2>/dev/null; done | grep -c "not found")"
+    echo "items: ${items[*]}"
+  } | tee "$logs/environment.log"
+
+  local rows=() notrun=() status=0 pypath= pytried=0
+  left() { echo $((budget - SECONDS - reserve)); }
+  save() { # the summary and the bundle, after every item
+    {
+      cat "$logs/environment.log"
+      echo
+      printf '%s\n' "${rows[@]}"
+      ((${#notrun[@]} == 0)) || {
+        echo "not run (the call's ${budget} s were spent): ${notrun[*]}"
+        echo "resume with: bash scripts/gpu-check.sh run ${notrun[*]}"
+      }
+    } >"$logs/summary.txt"
+    cp "$logs/summary.txt" "$out/summary.txt"
+    tar -C "$logs" -czf "$bundle.tmp" . && mv "$bundle.tmp" "$bundle"
+  }
+  # stream NAME CMD...: runs CMD with the time left, its output on the
+  # screen and in $OUT/running.log, then in $logs/NAME.log; sets rc.
+  stream() {
+    local name=$1
+    shift
+    timeout -k 10 "$(left)" "$@" </dev/null 2>&1 | tee "$out/running.log"
+    rc=${PIPESTATUS[0]}
+    mv "$out/running.log" "$logs/$name.log"
+  }
+  # The Python package for this machine's Python, built on first use; sets
+  # pypath (empty when it does not import).
+  python_path() {
+    ((pytried)) && return
+    pytried=1
+    pypath=$(python_package "$root")
+    if [[ -n $pypath ]]; then
+      echo "tegula imports with $(python3 --version 2>&1) from $pypath"
     else
-      "$root/bin/$name" </dev/null 2>&1 | tee "$log" || s=$?
-      rows+=("$(printf '%-9s %-22s rc=%-3s (log: %s)' "$kind" "$name" "$s" "$log")")
+      echo "the tegula package does not import with $(python3 --version 2>&1):"
+      cat "$root/python-build.log"
+    fi | tee "$logs/python_package.log"
+  }
+
+  local item rc kind
+  for item in "${items[@]}"; do
+    if (($(left) < least)); then
+      notrun+=("$item")
+      continue
     fi
-    ((s == 0)) || status=1
-  done <"$CARRY/programs.txt"
-  # Hopper: attention runs on wgmma above; again on mma.sync (TEGULA_WGMMA=0)
-  # for the comparison in the same session. (gemm compares both itself.)
-  if [[ -x $root/bin/attention ]] &&
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q '^9\.0'; then
-    echo "== benchmark attention with TEGULA_WGMMA=0 (mma.sync)"
-    mkdir -p "$out/mma-sync"
-    TEGULA_WGMMA=0 TEGULA_BENCH_OUT=$out/mma-sync "$root/bin/attention" </dev/null 2>&1 |
-      tee "$out/attention_mma_sync.log" || status=1
-  fi
-  # torch on the same shapes in the same session, where the image has it.
-  echo "== reference torch_reference.py"
-  python3 benchmarks/torch_reference.py </dev/null 2>&1 | tee "$out/torch_reference.log" || true
-  echo "== reference gpt2_torch.py"
-  python3 benchmarks/gpt2_torch.py </dev/null 2>&1 | tee "$out/gpt2_torch.log" || true
-  # Python: the launch overhead, and the pytest suite on the GPU - with the
-  # package built for this machine's Python when the carried one does not
-  # import (the build's Python is not this one).
-  echo "== python package"
-  local pypath
-  pypath=$(python_package "$root")
-  if [[ -n $pypath ]]; then
-    echo "tegula imports with $(python3 --version 2>&1) from $pypath" | tee "$out/python_package.log"
-  else
-    { echo "the tegula package does not import with $(python3 --version 2>&1):"; cat "$root/python-build.log"; } |
-      tee "$out/python_package.log"
-  fi
-  # The extensions built here link this machine's libstdc++: only Tegula's
-  # libraries ahead of it.
-  local pylibs="$root/pylib${system_libs:+:$system_libs}"
-  [[ $pypath == "$root/python" ]] && pylibs=$LD_LIBRARY_PATH
-  echo "== python launch_overhead.py"
-  LD_LIBRARY_PATH=$pylibs PYTHONPATH="$pypath" python3 benchmarks/launch_overhead.py </dev/null 2>&1 |
-    tee "$out/launch_overhead_py.log" || true
-  echo "== python pytest"
-  if [[ -n $pypath ]] && python3 -c "import pytest" 2>/dev/null; then
-    LD_LIBRARY_PATH=$pylibs PYTHONPATH="$pypath" python3 -m pytest -q -rs python/tests </dev/null 2>&1 |
-      tee "$out/pytest.log" || status=1
-  else
-    echo "skipped: tegula or pytest does not import with $(python3 --version 2>&1)" | tee "$out/pytest.log"
-  fi
+    kind=$(awk -v n="$item" '$2 == n {print $1}' "$CARRY/programs.txt")
+    echo "== $item ($(left) s left)"
+    rc=0
+    case $kind:$item in
+      test:*) run_test_binary "$item" ;;
+      benchmark:*)
+        stream "$item" "$root/bin/$item"
+        rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$(timed_out $rc)")")
+        grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" >>"$logs/results.txt" ;;
+      :attention-mma-sync)
+        # Hopper: attention runs on wgmma in `attention`; again on mma.sync
+        # for the comparison in the same session (gemm compares both itself).
+        if ((!hopper)) || [[ ! -x $root/bin/attention ]]; then
+          rows+=("$(printf '%-9s %-24s skipped: not a Hopper GPU' extra "$item")")
+        else
+          mkdir -p "$logs/mma-sync"
+          TEGULA_WGMMA=0 TEGULA_BENCH_OUT=$logs/mma-sync stream "$item" "$root/bin/attention"
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' extra "$item" "$rc" "$(timed_out $rc)")")
+          grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" | sed 's/^/mma.sync: /' >>"$logs/results.txt"
+        fi ;;
+      :torch-reference | :gpt2-torch)
+        # torch on the same shapes in the same session, where the image has it.
+        PYTHONUNBUFFERED=1 stream "$item" python3 "benchmarks/${item//-/_}.py"
+        rows+=("$(printf '%-9s %-24s rc=%-3s %s' reference "$item" "$rc" "$(timed_out $rc)")")
+        grep -hE '^(torch|gpt2)_' "$logs/$item.log" >>"$logs/results.txt"
+        rc=0 ;; # torch missing or failing is reported, not a Tegula failure
+      :python-launch-overhead | :pytest)
+        local py libs
+        python_path
+        py=$pypath
+        # The extensions built here link this machine's libstdc++: only
+        # Tegula's libraries ahead of it.
+        libs="$root/pylib${system_libs:+:$system_libs}"
+        [[ $py == "$root/python" ]] && libs=$LD_LIBRARY_PATH
+        if [[ -z $py ]]; then
+          rc=1
+          rows+=("$(printf '%-9s %-24s FAILED: the tegula package does not import (python_package.log)' python "$item")")
+        elif [[ $item == pytest ]] && ! python3 -c "import pytest" 2>/dev/null; then
+          rows+=("$(printf '%-9s %-24s skipped: no pytest for %s' python "$item" "$(python3 --version 2>&1)")")
+        elif [[ $item == pytest ]]; then
+          LD_LIBRARY_PATH=$libs PYTHONPATH=$py stream "$item" python3 -m pytest -q -rs python/tests
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$(timed_out $rc)$(tail -1 "$logs/$item.log")")")
+        else
+          LD_LIBRARY_PATH=$libs PYTHONPATH=$py PYTHONUNBUFFERED=1 stream "$item" python3 benchmarks/launch_overhead.py
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$(timed_out $rc)")")
+          grep -hE '^launch_overhead_' "$logs/$item.log" >>"$logs/results.txt"
+          rc=0
+        fi ;;
+    esac
+    ((rc == 0)) || status=1
+    save
+  done
+  [[ -f $logs/results.txt ]] && rows+=("" "results:" "$(cat "$logs/results.txt")")
+  save
   echo
-  echo "== summary ($(cat "$CARRY/commit.txt" 2>/dev/null)) =="
-  printf '%s\n' "${rows[@]}"
-  # A benchmark's result rows start with a name and end with a number (the
-  # ratio to its reference): show them.
-  while read -r kind name; do
-    [[ $kind == benchmark ]] && grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/$name.log"
-  done <"$CARRY/programs.txt"
-  [[ -f $out/attention_mma_sync.log ]] &&
-    grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$out/attention_mma_sync.log" | sed 's/^/mma.sync: /'  || true
-  grep -hE '^torch_' "$out/torch_reference.log" || true
-  grep -hE '^gpt2_' "$out/gpt2_torch.log" || true
-  grep -hE '^launch_overhead_' "$out/launch_overhead_py.log" || true
-  tail -1 "$out/pytest.log"
-  echo "logs: $out (commit them under benchmarks/results/)"
+  echo "== summary =="
+  sed 1,/^$/d "$logs/summary.txt"
+  echo "logs: $out (gpu-check.sh collect DIR here puts them under benchmarks/results/)"
+  # 1: something failed; 3: nothing failed, but items are left for another call.
+  ((status == 0 && ${#notrun[@]} > 0)) && status=3
   exit $status
+}
+
+timed_out() { (($1 == 124 || $1 == 137)) && echo "TIMED OUT (the call's budget) "; true; }
+
+# run_test_binary NAME: the binary's tests split across the machine's cores
+# (GoogleTest sharding; each shard a process with its own CUDA context), one
+# log for all of them. Sets rc and adds a row.
+run_test_binary() {
+  local name=$1 shards=${TEGULA_GPU_CHECK_SHARDS:-$(nproc)} i pids=() worst=0
+  ((shards > 12)) && shards=12 # 12 CUDA contexts of ~0.5 GiB; compiles and simulations in parallel
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout -k 10 "$(left)" \
+      "$root/bin/$name" --gtest_color=no </dev/null >"$logs/$name.shard$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    local s=$?
+    ((s > worst)) && worst=$s
+  done
+  rc=$worst
+  for ((i = 0; i < shards; i++)); do
+    echo "---- shard $i of $shards"
+    cat "$logs/$name.shard$i.log"
+    rm "$logs/$name.shard$i.log"
+  done >"$logs/$name.log"
+  # Counted test by test (the per-test lines, not the totals at the end), so
+  # a shard killed at the budget still counts what it finished.
+  local done='^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z].* \([0-9]+ ms\)$'
+  grep -E "$done" "$logs/$name.log" | grep -v ' OK ' | sed 's/^/    /' || true
+  rows+=("$(printf '%-9s %-24s rc=%-3s %s%s' test "$name" "$rc" "$(timed_out $rc)" "$(grep -E "$done" "$logs/$name.log" |
+    awk '/^\[ +OK/ {p++} /^\[ +SKIPPED/ {k++} /^\[ +FAILED/ {f++}
+      END {printf "passed %d, skipped %d, failed %d", p, k, f}')")")
+  local failed
+  failed=$(grep -E "$done" "$logs/$name.log" | grep -E '^\[  FAILED' |
+    sed -E 's/^\[  FAILED  \] /    failed: /; s/ \([0-9]+ ms\)$//')
+  [[ -z $failed ]] || rows+=("$failed")
+}
+
+# collect DIR...: here, after a device call - the bundles it brought back
+# (files_at) unpacked under benchmarks/results/DATE-GPU/LABEL/, where
+# they are committed beside a README that reads them.
+collect() {
+  (($# > 0)) || { echo "usage: $0 collect DIR... (the folders the device tool returned)" >&2; exit 64; }
+  local dir bundle n=0
+  for dir; do
+    for bundle in "$dir"/gpu-check-*.tar.gz; do
+      [[ -f $bundle ]] || continue
+      local tmp label date gpu dest
+      tmp=$(mktemp -d)
+      tar -C "$tmp" -xzf "$bundle"
+      label=$(basename "$bundle" .tar.gz)
+      label=${label#gpu-check-}
+      date=$(awk '/^date:/ {print $2}' "$tmp/environment.log")
+      gpu=$(awk -F': ' '/^gpu:/ {split($2, f, ","); print f[1]}' "$tmp/environment.log" |
+        tr 'A-Z' 'a-z' | sed -E 's/nvidia //; s/[^a-z0-9]+/-/g; s/^-|-$//g')
+      dest=${TEGULA_RESULTS_DIR:-benchmarks/results}/${date:-undated}-${gpu:-gpu}/$label
+      mkdir -p "$dest"
+      cp -r "$tmp"/. "$dest"/
+      # A call killed from outside left the item it was running here.
+      [[ -f $dir/running.log ]] && cp "$dir/running.log" "$dest/killed-while-running.log"
+      # summary.txt beside the bundle is newer than the one inside it.
+      [[ -f $dir/summary.txt ]] && cp "$dir/summary.txt" "$dest/summary.txt"
+      rm -rf "$tmp"
+      echo "$bundle -> $dest"
+      n=$((n + 1))
+    done
+  done
+  ((n > 0)) || { echo "collect: no gpu-check-*.tar.gz in $*" >&2; exit 1; }
 }
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   python-package) shift; python_package "$@" ;; # ROOT: what `run` does for Python, alone
   run) shift; run "$@" ;;
-  *) echo "usage: $0 pack | run" >&2; exit 64 ;;
+  collect) shift; collect "$@" ;;
+  *) echo "usage: $0 pack | run [all|tests|benchmarks|python|ITEM ...] | collect DIR..." >&2; exit 64 ;;
 esac
