@@ -224,14 +224,29 @@ run() {
     cp "$logs/summary.txt" "$out/summary.txt"
     tar -C "$logs" -czf "$bundle.tmp" . && mv "$bundle.tmp" "$bundle"
   }
-  # stream NAME CMD...: runs CMD with the time left, its output on the
-  # screen and in $OUT/running.log, then in $logs/NAME.log; sets rc.
+  # stream NAME CMD...: runs CMD with the time left, its output in
+  # $OUT/running.log (so a call killed from outside still returns it), then
+  # in $logs/NAME.log, its last lines on the screen; sets rc and why.
   stream() {
-    local name=$1
+    local name=$1 log=$out/running.log
     shift
-    timeout -k 10 "$(left)" "$@" </dev/null 2>&1 | tee "$out/running.log"
-    rc=${PIPESTATUS[0]}
-    mv "$out/running.log" "$logs/$name.log"
+    timeout -k 10 "$(left)" "$@" </dev/null >"$log" 2>&1 &
+    local pid=$!
+    watch_stall "$pid" "$log" "$logs/stalled" &
+    local watcher=$!
+    wait "$pid"
+    rc=$?
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null
+    why=
+    if [[ -f $logs/stalled ]]; then
+      why="STALLED (no output for ${TEGULA_GPU_CHECK_STALL:-120} s: killed) "
+      rm "$logs/stalled"
+    elif ((rc == 124 || rc == 137)); then
+      why="TIMED OUT (the call's budget) "
+    fi
+    tail -n 5 "$log"
+    mv "$log" "$logs/$name.log"
   }
   # The Python package for this machine's Python, built on first use; sets
   # pypath (empty when it does not import).
@@ -247,7 +262,7 @@ run() {
     fi | tee "$logs/python_package.log"
   }
 
-  local item rc kind
+  local item rc kind why
   for item in "${items[@]}"; do
     if (($(left) < least)); then
       notrun+=("$item")
@@ -260,7 +275,7 @@ run() {
       test:*) run_test_binary "$item" ;;
       benchmark:*)
         stream "$item" "$root/bin/$item"
-        rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$(timed_out $rc)")")
+        rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$why")")
         grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" >>"$logs/results.txt" ;;
       :attention-mma-sync)
         # Hopper: attention runs on wgmma in `attention`; again on mma.sync
@@ -270,13 +285,13 @@ run() {
         else
           mkdir -p "$logs/mma-sync"
           TEGULA_WGMMA=0 TEGULA_BENCH_OUT=$logs/mma-sync stream "$item" "$root/bin/attention"
-          rows+=("$(printf '%-9s %-24s rc=%-3s %s' extra "$item" "$rc" "$(timed_out $rc)")")
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' extra "$item" "$rc" "$why")")
           grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" | sed 's/^/mma.sync: /' >>"$logs/results.txt"
         fi ;;
       :torch-reference | :gpt2-torch)
         # torch on the same shapes in the same session, where the image has it.
         PYTHONUNBUFFERED=1 stream "$item" python3 "benchmarks/${item//-/_}.py"
-        rows+=("$(printf '%-9s %-24s rc=%-3s %s' reference "$item" "$rc" "$(timed_out $rc)")")
+        rows+=("$(printf '%-9s %-24s rc=%-3s %s' reference "$item" "$rc" "$why")")
         grep -hE '^(torch|gpt2)_' "$logs/$item.log" >>"$logs/results.txt"
         rc=0 ;; # torch missing or failing is reported, not a Tegula failure
       :python-launch-overhead | :pytest)
@@ -294,10 +309,10 @@ run() {
           rows+=("$(printf '%-9s %-24s skipped: no pytest for %s' python "$item" "$(python3 --version 2>&1)")")
         elif [[ $item == pytest ]]; then
           LD_LIBRARY_PATH=$libs PYTHONPATH=$py stream "$item" python3 -m pytest -q -rs python/tests
-          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$(timed_out $rc)$(tail -1 "$logs/$item.log")")")
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$why$(tail -1 "$logs/$item.log")")")
         else
           LD_LIBRARY_PATH=$libs PYTHONPATH=$py PYTHONUNBUFFERED=1 stream "$item" python3 benchmarks/launch_overhead.py
-          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$(timed_out $rc)")")
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$why")")
           grep -hE '^launch_overhead_' "$logs/$item.log" >>"$logs/results.txt"
           rc=0
         fi ;;
@@ -316,41 +331,130 @@ run() {
   exit $status
 }
 
-timed_out() { (($1 == 124 || $1 == 137)) && echo "TIMED OUT (the call's budget) "; true; }
 
-# run_test_binary NAME: the binary's tests split across the machine's cores
-# (GoogleTest sharding; each shard a process with its own CUDA context), one
-# log for all of them. Sets rc and adds a row.
+# A GoogleTest line that ends a test; "LOST" is ours: a test during which
+# its process stalled (no output for TEGULA_GPU_CHECK_STALL s: a hung
+# kernel), crashed or was killed at the budget.
+TEST_END='^\[ +(OK|FAILED|SKIPPED|LOST) +\] [A-Za-z][^ ]*'
+
+# watch_stall PID LOG MARKER: kills PID (a `timeout`, which passes the
+# signal on) once LOG has not grown for TEGULA_GPU_CHECK_STALL seconds
+# (default 120: no test or benchmark row takes that long), and creates MARKER.
+watch_stall() {
+  local pid=$1 log=$2 marker=$3 limit=${TEGULA_GPU_CHECK_STALL:-120} size last=-1 quiet=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+    if ((size == last)); then quiet=$((quiet + 1)); else quiet=0 last=$size; fi
+    if ((quiet >= limit)); then
+      touch "$marker"
+      kill -TERM "$pid" 2>/dev/null
+      return
+    fi
+  done
+}
+
+# run_tests NAME LOG TESTS...: runs TESTS of binary NAME (by name, in one
+# process), appending to LOG; when the process ends inside a test - stalled,
+# crashed, killed - that test is marked LOST and the rest run again without it.
+run_tests() {
+  local name=$1 log=$2
+  shift 2
+  local todo=("$@") attempt=0 pid s
+  while ((${#todo[@]} > 0)); do
+    local part=$log.$attempt
+    rm -f "$part.stalled"
+    timeout -k 10 "$(left)" "$root/bin/$name" --gtest_color=no \
+      --gtest_filter="$(IFS=:; echo "${todo[*]}")" </dev/null >"$part" 2>&1 &
+    pid=$!
+    watch_stall "$pid" "$part" "$part.stalled" &
+    local watcher=$!
+    wait "$pid"
+    s=$?
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null
+    cat "$part" >>"$log"
+    local ran lost
+    ran=$(grep -E "$TEST_END" "$part" | sed -E 's/^\[ +[A-Z]+ +\] ([^ ,]+).*/\1/')
+    lost=$(grep -E '^\[ RUN +\] ' "$part" | sed -E 's/^\[ RUN +\] //' | grep -vxF -f <(echo "$ran") | tail -1)
+    local why="exit status $s"
+    [[ -f $part.stalled ]] && why="no output for ${TEGULA_GPU_CHECK_STALL:-120} s: killed"
+    ((s == 124 || s == 137)) && [[ ! -f $part.stalled ]] && why="killed at the call's budget"
+    rm -f "$part" "$part.stalled"
+    [[ -n $lost ]] || break # it ended between tests: whatever is left failed to start, not ours to retry
+    echo "[   LOST   ] $lost ($why)" >>"$log"
+    [[ $why == "killed at the call's budget" ]] && break
+    mapfile -t todo < <(printf '%s\n' "${todo[@]}" | grep -vxF -f <(printf '%s\n' $ran "$lost"))
+    [[ -n ${todo[0]:-} ]] || todo=()
+    ((${#todo[@]} == 0)) || echo "---- again without $lost: ${#todo[@]} test(s) left" >>"$log"
+    attempt=$((attempt + 1))
+    (($(left) >= least)) || break
+  done
+  return 0
+}
+
+# run_test_binary NAME: the binary's tests dealt across the machine's cores
+# (each share a process with its own CUDA context), one log for all of them;
+# a test that hangs or crashes loses itself, not the rest of its share.
+# Sets rc and adds a row.
 run_test_binary() {
-  local name=$1 shards=${TEGULA_GPU_CHECK_SHARDS:-$(nproc)} i pids=() worst=0
+  local name=$1 shards=${TEGULA_GPU_CHECK_SHARDS:-$(nproc)} i
   ((shards > 12)) && shards=12 # 12 CUDA contexts of ~0.5 GiB; compiles and simulations in parallel
+  local tests=()
+  mapfile -t tests < <("$root/bin/$name" --gtest_list_tests 2>/dev/null |
+    awk '/^[^ ].*\.$/ {suite = $1; next} /^  [^ ]/ {print suite $1}')
+  ((shards > ${#tests[@]})) && shards=${#tests[@]}
   for ((i = 0; i < shards; i++)); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout -k 10 "$(left)" \
-      "$root/bin/$name" --gtest_color=no </dev/null >"$logs/$name.shard$i.log" 2>&1 &
-    pids+=($!)
+    local share=()
+    for ((j = i; j < ${#tests[@]}; j += shards)); do share+=("${tests[$j]}"); done
+    : >"$logs/$name.shard$i.log"
+    run_tests "$name" "$logs/$name.shard$i.log" "${share[@]}" &
   done
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}"
-    local s=$?
-    ((s > worst)) && worst=$s
-  done
-  rc=$worst
+  wait
   for ((i = 0; i < shards; i++)); do
-    echo "---- shard $i of $shards"
+    echo "---- share $i of $shards"
     cat "$logs/$name.shard$i.log"
     rm "$logs/$name.shard$i.log"
   done >"$logs/$name.log"
-  # Counted test by test (the per-test lines, not the totals at the end), so
-  # a shard killed at the budget still counts what it finished.
-  local done='^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z].* \([0-9]+ ms\)$'
-  grep -E "$done" "$logs/$name.log" | grep -v ' OK ' | sed 's/^/    /' || true
-  rows+=("$(printf '%-9s %-24s rc=%-3s %s%s' test "$name" "$rc" "$(timed_out $rc)" "$(grep -E "$done" "$logs/$name.log" |
-    awk '/^\[ +OK/ {p++} /^\[ +SKIPPED/ {k++} /^\[ +FAILED/ {f++}
-      END {printf "passed %d, skipped %d, failed %d", p, k, f}')")")
-  local failed
-  failed=$(grep -E "$done" "$logs/$name.log" | grep -E '^\[  FAILED' |
-    sed -E 's/^\[  FAILED  \] /    failed: /; s/ \([0-9]+ ms\)$//')
-  [[ -z $failed ]] || rows+=("$failed")
+  # Counted test by test (GoogleTest's totals are per process).
+  local ended
+  ended=$(grep -E "$TEST_END" "$logs/$name.log" | sed -E 's/^\[ +([A-Z]+) +\] ([^ ,]+).*/\1 \2/' | sort -u -k2)
+  local counts
+  counts=$(awk -v total=${#tests[@]} '{n[$1]++} END {
+      printf "passed %d, skipped %d, failed %d, lost %d, not run %d of %d",
+        n["OK"], n["SKIPPED"], n["FAILED"], n["LOST"], total - NR, total}' <<<"$ended")
+  [[ -n $ended ]] || counts="passed 0 ... nothing ran (${#tests[@]} listed)"
+  rc=0
+  [[ $counts == *", failed 0, lost 0, not run 0 of"* ]] || rc=1
+  rows+=("$(printf '%-9s %-24s %s' test "$name" "$counts")")
+  # A failed CUDA call (an illegal address, say) leaves its context broken,
+  # and every later test of that process fails with it: each failed test
+  # runs again alone, so the log says which failed on its own.
+  local failed=() alone=()
+  mapfile -t failed < <(awk '$1 == "FAILED" {print $2}' <<<"$ended")
+  if ((${#failed[@]} > 0 && ${#failed[@]} <= 64)) && (($(left) >= least)); then
+    for ((i = 0; i < ${#failed[@]}; i++)); do
+      while (($(jobs -rp | wc -l) >= shards)); do wait -n; done
+      timeout -k 10 "$(left)" "$root/bin/$name" --gtest_color=no --gtest_filter="${failed[$i]}" \
+        </dev/null >"$logs/$name.alone$i.log" 2>&1 &
+    done
+    wait
+    for ((i = 0; i < ${#failed[@]}; i++)); do
+      if grep -qE "^\[ +OK +\] ${failed[$i]} " "$logs/$name.alone$i.log"; then
+        alone+=("${failed[$i]}")
+      fi
+      { echo "---- ${failed[$i]} again, alone"; cat "$logs/$name.alone$i.log"; } >>"$logs/$name.log"
+      rm "$logs/$name.alone$i.log"
+    done
+  fi
+  local bad
+  bad=$(grep -E '^\[ +(FAILED|LOST) +\] [A-Za-z][^ ]*.*\)$' "$logs/$name.log" |
+    sed -E 's/^\[ +FAILED +\] ([^ ,]+).*/    failed: \1/; s/^\[ +LOST +\] ([^ ,]+) \((.*)\)$/    lost: \1 (\2)/' | sort -u)
+  local t
+  for t in "${alone[@]}"; do
+    bad=$(sed "s|^    failed: $t\$|    failed: $t (passed alone: an earlier test broke its process's context)|" <<<"$bad")
+  done
+  [[ -z $bad ]] || { rows+=("$bad"); echo "$bad"; }
 }
 
 # collect DIR...: here, after a device call - the bundles it brought back
