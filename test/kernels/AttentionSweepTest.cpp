@@ -4,7 +4,9 @@
 // and run in the simulator against the interpreter: bf16 or f16, causal or
 // not, heads, a ragged sequence length, head size, BM x BN, warps, chip. A
 // fixed seed, each draw printed; TEGULA_ATTENTION_SWEEP_SEED and _COUNT draw
-// others.
+// others. With a driver the same kinds of draws (another seed) run on the
+// GPU too (TEGULA_ATTENTION_SWEEP_GPU_SEED, _COUNT).
+#include "Sweep.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
 #include "tegula/tegula.h"
@@ -53,47 +55,54 @@ Draw drawOne(std::mt19937 &rng) {
   return d;
 }
 
-template <class T> void runDraw(const Draw &d, const std::string &name) {
+template <class T> void runDraw(const Draw &d, const std::string &name, const SweepTarget &target) {
   const size_t n = size_t(d.heads) * size_t(d.seq) * size_t(d.dim);
   auto q = random_vector<T>(n), k = random_vector<T>(n), v = random_vector<T>(n);
   auto want = poisoned<T>(n), got = poisoned<T>(n);
   const float scale = 1.0f / std::sqrt(float(d.dim));
   const Grid g{uint32_t(cdiv(d.seq, d.bm)), uint32_t(d.heads)};
   const LaunchOptions interp{.grid = g, .backend = Backend::Interp};
-  const LaunchOptions sim{.grid = g, .num_warps = d.warps, .backend = Backend::Sim,
-                          .warp_specialize = d.warpSpecialize, .chip = d.chip};
+  const LaunchOptions tested{.grid = g, .num_warps = d.warps, .backend = target.backend,
+                          .warp_specialize = d.warpSpecialize, .chip = target.chipFor(d.chip)};
   if (d.descriptors) {
     auto kern = kernel(name, examples::attention_fwd_descriptors<T>,
                        {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
-    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       kern(*opts, q, k, v, *out, d.seq, d.heads * d.seq, scale, d.dim, d.bm, d.bn, d.causal);
   } else {
     auto kern = kernel(name, examples::attention_fwd<T>,
                        {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
-    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       kern(*opts, q, k, v, *out, d.seq, scale, d.dim, d.bm, d.bn, d.causal);
   }
   EXPECT_LT(rel_error(got, to_double(want)), tolerance<T>());
 }
 
-TEST(AttentionSweep, RandomConfigurationsMatchTheInterpreter) {
-  const char *seedEnv = std::getenv("TEGULA_ATTENTION_SWEEP_SEED");
-  const char *countEnv = std::getenv("TEGULA_ATTENTION_SWEEP_COUNT");
-  const uint32_t seed = seedEnv ? uint32_t(std::strtoul(seedEnv, nullptr, 10)) : 20261123u;
-  const int count = countEnv ? std::atoi(countEnv) : 24;
-  std::mt19937 rng(seed);
-  std::printf("[attention sweep] seed %u, %d draws\n", seed, count);
-  for (int i = 0; i < count; ++i) {
+void sweep(const SweepPlan &plan, const SweepTarget &target) {
+  std::mt19937 rng(plan.seed);
+  for (int i = 0; i < plan.count; ++i) {
     const Draw d = drawOne(rng);
-    std::printf("[attention sweep] %2d: %s\n", i, d.describe().c_str());
+    std::printf("[attention sweep] %2d: %s on the %s\n", i, d.describe().c_str(), target.name());
     std::fflush(stdout);
     SCOPED_TRACE(d.describe());
     const std::string name = fmt::format("attention_sweep_{}", i);
     if (d.f16)
-      runDraw<float16>(d, name);
+      runDraw<float16>(d, name, target);
     else
-      runDraw<bfloat16>(d, name);
+      runDraw<bfloat16>(d, name, target);
   }
+}
+
+TEST(AttentionSweep, RandomConfigurationsMatchTheInterpreter) {
+  sweep(sweep_plan("attention sweep", "TEGULA_ATTENTION_SWEEP", 20261123u, 24), SweepTarget::sim());
+}
+
+TEST(AttentionSweep, RandomConfigurationsMatchTheInterpreterOnTheGpu) {
+  std::string why;
+  auto gpu = SweepTarget::gpu(&why);
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << why;
+  sweep(sweep_plan("attention sweep", "TEGULA_ATTENTION_SWEEP_GPU", 20261124u, 48), *gpu);
 }
 
 } // namespace

@@ -7,9 +7,12 @@
 // and a ragged problem size - the combinations no hand-written test lists. The seed is fixed (the
 // same draws every run) and each draw prints itself, so a failure is
 // reproducible from the log; TEGULA_GEMM_SWEEP_SEED and _COUNT draw others.
+// With a driver the same kinds of draws (another seed) run on the GPU too
+// (TEGULA_GEMM_SWEEP_GPU_SEED, _COUNT).
+#include "Sweep.h"
 #include "TestKernels.h"
-#include "examples/kernels.h"
 #include "TestUtil.h"
+#include "examples/kernels.h"
 #include "tegula/tegula.h"
 
 #include <fmt/format.h>
@@ -101,7 +104,7 @@ Draw drawOne(std::mt19937 &rng) {
 /// The examples' GEMMs (C of the operands' type, f32 accumulation): against
 /// the interpreter on the same inputs, so both round C alike.
 template <class T, tl::precision P>
-void runExampleDraw(const Draw &d, const std::string &name) {
+void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &target) {
   // Row strides padded to 16 bytes, as TMA wants (the descriptors' lda, ldb, ldc).
   const int align = int(16 / sizeof(T));
   const int lda = (d.K + align - 1) / align * align, ldb = (d.N + align - 1) / align * align, ldc = ldb;
@@ -109,16 +112,16 @@ void runExampleDraw(const Draw &d, const std::string &name) {
   auto want = poisoned<T>(size_t(d.M) * ldc), got = poisoned<T>(size_t(d.M) * ldc);
   const int tiles = cdiv(d.M, d.bm) * cdiv(d.N, d.bn);
   LaunchOptions interp{.backend = Backend::Interp};
-  LaunchOptions sim{.num_warps = d.warps, .num_stages = d.stages, .backend = Backend::Sim,
-                    .warp_specialize = d.warpSpecialize, .chip = d.chip};
-  interp.grid = sim.grid = d.programs ? Grid{uint32_t(std::min(d.programs, tiles))}
+  LaunchOptions tested{.num_warps = d.warps, .num_stages = d.stages, .backend = target.backend,
+                    .warp_specialize = d.warpSpecialize, .chip = target.chipFor(d.chip)};
+  interp.grid = tested.grid = d.programs ? Grid{uint32_t(std::min(d.programs, tiles))}
                                       : Grid{uint32_t(cdiv(d.M, d.bm)), uint32_t(cdiv(d.N, d.bn))};
   const std::vector<std::string> persistentParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
   switch (d.kind) {
   case Kind::Descriptors: {
     auto k = kernel(name, examples::matmul_descriptors<T, P>,
                     {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
-    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk);
     // The padding columns are no one's: compare the M x N elements.
     for (auto *c : {&want, &got}) {
@@ -134,7 +137,7 @@ void runExampleDraw(const Draw &d, const std::string &name) {
     // Packed rows: lda = K, ldb = ldc = N (multiples of 16 bytes for the descriptors).
     auto k = d.kind == Kind::Persistent ? kernel(name, examples::matmul_persistent<T>, persistentParams)
                                         : kernel(name, examples::matmul_persistent_descriptors<T>, persistentParams);
-    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&sim, &got}})
+    for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2);
     want.resize(size_t(d.M) * d.N);
     got.resize(size_t(d.M) * d.N);
@@ -150,10 +153,10 @@ void runExampleDraw(const Draw &d, const std::string &name) {
 }
 
 template <class T, class Acc, tl::precision P>
-void runDraw(const Draw &d, const std::string &name) {
+void runDraw(const Draw &d, const std::string &name, const SweepTarget &target) {
   if (d.kind != Kind::Pointers) {
     if constexpr (!std::is_same_v<T, int8_t>)
-      runExampleDraw<T, P>(d, name);
+      runExampleDraw<T, P>(d, name, target);
     return;
   }
   const std::vector<std::string> params = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
@@ -178,8 +181,9 @@ void runDraw(const Draw &d, const std::string &name) {
     want = poisoned<Acc>(n), got = poisoned<Acc>(n);
   Grid g{uint32_t(cdiv(d.M, d.bm)), uint32_t(cdiv(d.N, d.bn))};
   k({.grid = g, .backend = Backend::Interp}, a, b, want, d.M, d.N, d.K, d.bm, d.bn, d.bk);
-  k({.grid = g, .num_warps = d.warps, .num_stages = d.stages, .backend = Backend::Sim, .chip = d.chip}, a, b,
-    got, d.M, d.N, d.K, d.bm, d.bn, d.bk);
+  k({.grid = g, .num_warps = d.warps, .num_stages = d.stages, .backend = target.backend,
+     .chip = target.chipFor(d.chip)},
+    a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk);
   if constexpr (std::is_floating_point_v<Acc>) {
     std::vector<double> ref(want.begin(), want.end());
     // The interpreter rounds tf32 operands alike and sums in double: what
@@ -190,26 +194,33 @@ void runDraw(const Draw &d, const std::string &name) {
   }
 }
 
-TEST(GemmSweep, RandomConfigurationsMatchTheInterpreter) {
-  const char *seedEnv = std::getenv("TEGULA_GEMM_SWEEP_SEED");
-  const char *countEnv = std::getenv("TEGULA_GEMM_SWEEP_COUNT");
-  const uint32_t seed = seedEnv ? uint32_t(std::strtoul(seedEnv, nullptr, 10)) : 20261123u;
-  const int count = countEnv ? std::atoi(countEnv) : 40;
-  std::mt19937 rng(seed);
-  std::printf("[gemm sweep] seed %u, %d draws\n", seed, count);
-  for (int i = 0; i < count; ++i) {
+void sweep(const SweepPlan &plan, const SweepTarget &target) {
+  std::mt19937 rng(plan.seed);
+  for (int i = 0; i < plan.count; ++i) {
     const Draw d = drawOne(rng);
-    std::printf("[gemm sweep] %2d: %s\n", i, d.describe().c_str());
+    std::printf("[gemm sweep] %2d: %s on the %s\n", i, d.describe().c_str(), target.name());
     std::fflush(stdout);
     SCOPED_TRACE(d.describe());
     const std::string name = fmt::format("gemm_sweep_{}", i);
     switch (d.operands) {
-    case Operands::BF16: runDraw<bfloat16, float, tl::precision::ieee>(d, name); break;
-    case Operands::F16: runDraw<float16, float, tl::precision::ieee>(d, name); break;
-    case Operands::TF32: runDraw<float, float, tl::precision::tf32>(d, name); break;
-    case Operands::I8: runDraw<int8_t, int32_t, tl::precision::ieee>(d, name); break;
+    case Operands::BF16: runDraw<bfloat16, float, tl::precision::ieee>(d, name, target); break;
+    case Operands::F16: runDraw<float16, float, tl::precision::ieee>(d, name, target); break;
+    case Operands::TF32: runDraw<float, float, tl::precision::tf32>(d, name, target); break;
+    case Operands::I8: runDraw<int8_t, int32_t, tl::precision::ieee>(d, name, target); break;
     }
   }
+}
+
+TEST(GemmSweep, RandomConfigurationsMatchTheInterpreter) {
+  sweep(sweep_plan("gemm sweep", "TEGULA_GEMM_SWEEP", 20261123u, 40), SweepTarget::sim());
+}
+
+TEST(GemmSweep, RandomConfigurationsMatchTheInterpreterOnTheGpu) {
+  std::string why;
+  auto gpu = SweepTarget::gpu(&why);
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << why;
+  sweep(sweep_plan("gemm sweep", "TEGULA_GEMM_SWEEP_GPU", 20261124u, 80), *gpu);
 }
 
 } // namespace
