@@ -193,13 +193,14 @@ struct Parser {
       const std::string &shape = parts[4], &dtype = parts[5], &atype = parts[6];
       static const std::map<std::string, MmaKind> kinds = {
           {"bf16", MmaKind::BF16}, {"f16", MmaKind::F16}, {"tf32", MmaKind::TF32},
-          {"e4m3", MmaKind::E4M3}, {"e5m2", MmaKind::E5M2}};
-      if (dtype != "f32" || parts[7] != atype || !kinds.count(atype))
+          {"e4m3", MmaKind::E4M3}, {"e5m2", MmaKind::E5M2}, {"s8", MmaKind::S8}};
+      const bool integer = atype == "s8";
+      if (dtype != (integer ? "s32" : "f32") || parts[7] != atype || !kinds.count(atype))
         unsupported(fmt::format("'{}' (the simulator models f32 += {{bf16, f16, tf32, e4m3, e5m2}} "
-                                "products of one type)",
+                                "and s32 += s8 products of one type)",
                                 opcode));
       in.mmaKind = kinds.at(atype);
-      const bool eight = in.mmaKind == MmaKind::E4M3 || in.mmaKind == MmaKind::E5M2;
+      const bool eight = in.mmaKind == MmaKind::E4M3 || in.mmaKind == MmaKind::E5M2 || integer;
       const int k = in.mmaKind == MmaKind::TF32 ? 8 : eight ? 32 : 16;
       size_t npos = shape.find('n'), kpos = shape.find('k');
       if (shape.rfind("m64n", 0) != 0 || kpos == std::string::npos ||
@@ -209,7 +210,8 @@ struct Parser {
       const bool sixteen = in.mmaKind == MmaKind::BF16 || in.mmaKind == MmaKind::F16;
       // A from registers ({a0..a3}) has no imm-trans-a.
       in.aFromRegisters = ops.size() > 1 && ops[1].form == Operand::Vector;
-      expect((sixteen ? 8 : 6) - (in.aFromRegisters && sixteen ? 1 : 0));
+      // Integer wgmma has scale-d alone: no imm-scale-a/b, no transposes.
+      expect(integer ? 4 : (sixteen ? 8 : 6) - (in.aFromRegisters && sixteen ? 1 : 0));
       if (ops[0].form != Operand::Vector || ops[0].regs.size() != size_t(in.wgmmaN / 2))
         unsupported(fmt::format("'{}': D is a vector of N/2 = {} registers", stmt, in.wgmmaN / 2));
       if (ops[3].form != Operand::Register && ops[3].form != Operand::Immediate)
@@ -220,7 +222,7 @@ struct Parser {
       for (size_t i = 4; i < ops.size(); ++i)
         if (ops[i].form != Operand::Immediate)
           unsupported(fmt::format("'{}': scales and transposes are immediates", stmt));
-      if (ops[4].value != 1 || ops[5].value != 1)
+      if (!integer && (ops[4].value != 1 || ops[5].value != 1))
         unsupported(fmt::format("'{}': negated operands (imm-scale -1) are not modelled", stmt));
       if (sixteen && in.aFromRegisters)
         in.transB = ops[6].value != 0;

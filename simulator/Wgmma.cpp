@@ -50,8 +50,9 @@ WgmmaState &state() {
 }
 
 bool isFp8(MmaKind kind) { return kind == MmaKind::E4M3 || kind == MmaKind::E5M2; }
-int elementBytes(MmaKind kind) { return kind == MmaKind::TF32 ? 4 : isFp8(kind) ? 1 : 2; }
-int instructionK(MmaKind kind) { return kind == MmaKind::TF32 ? 8 : isFp8(kind) ? 32 : 16; }
+bool isEightBit(MmaKind kind) { return isFp8(kind) || kind == MmaKind::S8; }
+int elementBytes(MmaKind kind) { return kind == MmaKind::TF32 ? 4 : isEightBit(kind) ? 1 : 2; }
+int instructionK(MmaKind kind) { return kind == MmaKind::TF32 ? 8 : isEightBit(kind) ? 32 : 16; }
 
 float readElement(MmaKind kind, int64_t offset) {
   if (offset < 0 || size_t(offset) + size_t(elementBytes(kind)) > sharedBytes())
@@ -127,20 +128,29 @@ void complete(WgmmaState &s, const PendingMma &m) {
   const int K = instructionK(m.kind);
   for (int i = 0; i < m.n / 2; ++i) {
     auto [row, col] = fragmentPosition(i);
-    double acc = 0;
+    uint32_t in = 0;
     if (m.scaleD) {
-      uint32_t in = m.accIn[size_t(i)];
+      in = m.accIn[size_t(i)];
       if (isPlaceholder(in)) {
         const uint32_t slot = in & kSlotMask;
         if (slot >= s.slots.size() || !s.known[slot])
           fail(m.site, "wgmma.mma_async accumulates onto a result that is not computed yet");
         in = s.slots[slot];
       }
-      acc = std::bit_cast<float>(in);
     }
-    for (int k = 0; k < K; ++k) // products exact, summed at least as wide as f32
-      acc += double(a[size_t(row * K + k)]) * double(b[size_t(k * m.n + col)]);
-    s.slots[m.firstSlot + uint32_t(i)] = std::bit_cast<uint32_t>(float(acc));
+    uint32_t out;
+    if (m.kind == MmaKind::S8) { // s32 += s8 * s8, exact, wrapping around as the hardware's adds
+      int64_t acc = std::bit_cast<int32_t>(in);
+      for (int k = 0; k < K; ++k)
+        acc += int64_t(a[size_t(row * K + k)]) * int64_t(b[size_t(k * m.n + col)]);
+      out = uint32_t(uint64_t(acc));
+    } else {
+      double acc = std::bit_cast<float>(in);
+      for (int k = 0; k < K; ++k) // products exact, summed at least as wide as f32
+        acc += double(a[size_t(row * K + k)]) * double(b[size_t(k * m.n + col)]);
+      out = std::bit_cast<uint32_t>(float(acc));
+    }
+    s.slots[m.firstSlot + uint32_t(i)] = out;
     s.known[m.firstSlot + uint32_t(i)] = true;
   }
 }
@@ -183,8 +193,8 @@ void issue(PendingMma m, uint32_t *acc) {
   const uint32_t site = m.site;
   if (n < 8 || n > 256 || n % 8)
     fail(site, fmt::format("wgmma.mma_async n{}: N is a multiple of 8 up to 256", n));
-  if ((kind == MmaKind::TF32 || isFp8(kind)) && (transA || transB))
-    fail(site, "wgmma.mma_async .tf32 and fp8 have no transposed operands (both K-major)");
+  if ((kind == MmaKind::TF32 || isEightBit(kind)) && (transA || transB))
+    fail(site, "wgmma.mma_async .tf32, fp8 and s8 have no transposed operands (both K-major)");
   WgmmaState &s = state();
   if (scaleD && !s.fenced)
     for (int i = 0; i < n / 2; ++i)
@@ -239,8 +249,8 @@ void wgmmaMmaAsync(MmaKind kind, int n, uint64_t descA, uint64_t descB, bool sca
 
 void wgmmaMmaAsyncRegisterA(MmaKind kind, int n, const uint32_t aRegs[4], uint64_t descB,
                             bool scaleD, bool transB, uint32_t *acc, uint32_t site) {
-  if (isFp8(kind))
-    fail(site, "wgmma.mma_async with fp8 A from registers is not modelled by the simulator");
+  if (isEightBit(kind))
+    fail(site, "wgmma.mma_async with fp8 or s8 A from registers is not modelled by the simulator");
   const int K = instructionK(kind);
   std::vector<float> rows(size_t(16 * K));
   RegisterA io{aRegs, &rows};

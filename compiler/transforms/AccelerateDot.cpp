@@ -2,6 +2,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/layout/MmaLayouts.h"
+#include "compiler/analysis/AxisInfo.h"
 #include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -182,6 +183,31 @@ bool fitsWgmma(int64_t M, int64_t N, int64_t K, int64_t numWarps, unsigned bits)
   return true;
 }
 
+/// The dimension along which the values of 2-D `v` are contiguous in
+/// memory, as loaded (through layout conversions and transposes): a
+/// descriptor's block along its last dimension, a pointer load where the
+/// pointers run in steps of one element; -1 when unknown.
+int contiguousDimOfLoad(analysis::AxisInfoAnalysis &axis, Value v) {
+  bool transposed = false;
+  for (;;) {
+    if (auto convert = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+      v = convert.getSrc();
+    else if (auto trans = v.getDefiningOp<tile::TransOp>())
+      v = trans.getSrc(), transposed = !transposed;
+    else
+      break;
+  }
+  int dim = -1;
+  if (v.getDefiningOp<tile::DescriptorLoadOp>()) {
+    dim = 1;
+  } else if (auto load = v.getDefiningOp<tile::LoadOp>()) {
+    const std::vector<int64_t> &runs = axis.get(load.getPtr()).contiguity;
+    if (runs.size() == 2 && std::max(runs[0], runs[1]) > 1)
+      dim = runs[0] > runs[1] ? 0 : 1;
+  }
+  return dim < 0 ? -1 : transposed ? 1 - dim : dim;
+}
+
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
   using AccelerateDotBase::AccelerateDotBase;
 
@@ -191,6 +217,7 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
     const int64_t numWarps = warpsAttr ? warpsAttr.getInt() : 4;
     MLIRContext *ctx = &getContext();
     const llvm::DenseSet<Operation *> chained = chainedDots(module);
+    analysis::AxisInfoAnalysis axis(module);
     module.walk([&](tile::DotOp dot) {
       auto aT = cast<RankedTensorType>(dot.getA().getType());
       auto bT = cast<RankedTensorType>(dot.getB().getType());
@@ -204,6 +231,15 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aT.getElementType());
       const bool fp8Wgmma = fp8 && chip == "sm_90a" && !chained.contains(dot) &&
                             fitsWgmma(M, N, K, numWarps, 8);
+      // i8 x i8 -> i32 likewise (wgmma .s32.s8.s8) when both operands arrive
+      // K-major (so their loads can fill wgmma's tiles in a ring as they
+      // are); otherwise mma.sync m16n8k32, which pipelines either order.
+      auto contiguousAlong = [&](Value v) { return contiguousDimOfLoad(axis, v); };
+      const bool s8Wgmma = aT.getElementType().isInteger(8) && bT.getElementType().isInteger(8) &&
+                           cT.getElementType().isInteger(32) && chip == "sm_90a" &&
+                           !chained.contains(dot) && contiguousAlong(dot.getA()) == 1 &&
+                           contiguousAlong(dot.getB()) == 0 && fitsWgmma(M, N, K, numWarps, 8);
+      const bool eightBitWgmma = fp8Wgmma || s8Wgmma;
       if (fp8 && !fp8Wgmma) {
         OpBuilder b(dot);
         auto widen = [&](Value v) {
@@ -230,7 +266,7 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       const bool wgmmaType =
           bits == 16 || (bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32);
       const bool wgmma =
-          fp8Wgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
+          eightBitWgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
       if (wgmma)
         wm = int32_t(numWarps), wn = 1;
       auto mma = tilegpu::MmaEncodingAttr::get(ctx, {wm, wn}, wgmma ? 3u : 2u);
@@ -247,8 +283,8 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         // B keeps its layout: the lowering stores it into the swizzled tile
         // wgmma's descriptors read; so does A, unless it is loop-invariant
         // (then its fragments are read once, and wgmma takes A from registers;
-        // fp8's A always comes from shared memory).
-        if (!fp8Wgmma)
+        // 8-bit A always comes from shared memory).
+        if (!eightBitWgmma)
           a = fragmentsBeforeLoop(
               dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
       } else {

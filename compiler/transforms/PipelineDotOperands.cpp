@@ -201,13 +201,13 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   Type elem = type.getElementType();
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
   const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
-  // 16-bit operands; fp8 ones for wgmma (the only tensor-core path that
-  // reads fp8 as it is); tf32 and i8 ones for mma.sync (tf32 is rounded in
+  // 16-bit operands; 8-bit ones (fp8, i8) everywhere - wgmma reads them as
+  // they are, K-major; tf32 ones for mma.sync only (tf32 is rounded in
   // registers after the read: wgmma would read raw f32 and truncate).
   const unsigned bits = elem.getIntOrFloatBitWidth();
   auto mmaOf = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
-  const bool supported = bits == 16 || (bits == 8 && mmaOf.isWgmma() && isa<FloatType>(elem)) ||
-                         (!mmaOf.isWgmma() && (elem.isF32() || elem.isInteger(8)));
+  const bool supported = bits == 16 || (bits == 8 && (mmaOf.isWgmma() || elem.isInteger(8))) ||
+                         (!mmaOf.isWgmma() && elem.isF32());
   if (!supported || bytes < 4 || type.getRank() != 2)
     return std::nullopt;
   auto ptrType = cast<RankedTensorType>(load.getPtr().getType());

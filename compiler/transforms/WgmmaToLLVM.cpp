@@ -86,16 +86,22 @@ Value descriptor(OpBuilder &b, Location loc, Value tile, Value byteOffset,
       LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(plan.descriptorBase()))));
 }
 
-/// wgmma.mma_async m64n{count*2}k16 on accumulator registers `acc` (f32),
-/// A from the descriptor `descA` or, when `aRegs` holds its 4 registers
-/// (32-bit, two 16-bit values each), from registers.
+/// The inline-assembly constraint of accumulator registers: f32, or s32
+/// (integer wgmma).
+const char *accumulatorConstraint(ValueRange acc) {
+  return !acc.empty() && acc.front().getType().isInteger(32) ? "=r" : "=f";
+}
+
+/// wgmma.mma_async m64n{count*2}k16 on accumulator registers `acc` (f32, or
+/// s32 for s8 operands), A from the descriptor `descA` or, when `aRegs`
+/// holds its 4 registers (32-bit, two 16-bit values each), from registers.
 SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange acc, Value descA,
                              ValueRange aRegs, Value descB, bool transA, bool transB) {
   const size_t count = acc.size();
   std::string regs, constraints;
   for (size_t i = 0; i < count; ++i) {
     regs += fmt::format("{}${}", i ? ", " : "", i);
-    constraints += fmt::format("{}=f", i ? "," : "");
+    constraints += fmt::format("{}{}", i ? "," : "", accumulatorConstraint(acc));
   }
   for (size_t i = 0; i < count; ++i)
     constraints += fmt::format(",{}", i); // the accumulators in, tied to D
@@ -116,24 +122,27 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   args.push_back(descB);
   args.push_back(i32Const(b, loc, 1));
   constraints += ",l,r";
-  const bool tf32 = elem.isF32(), fp8 = elem.getIntOrFloatBitWidth() == 8;
+  const bool tf32 = elem.isF32(), eightBit = elem.getIntOrFloatBitWidth() == 8, s8 = elem.isInteger(8);
   const std::string type = tf32                              ? "tf32"
+                           : s8                              ? "s8"
                            : isa<Float8E4M3FNType>(elem)     ? "e4m3"
                            : isa<Float8E5M2Type>(elem)       ? "e5m2"
                            : elem.isBF16()                   ? "bf16"
                                                              : "f16";
   // scale-d is a predicate: always accumulate (the accumulator is explicit).
-  // A from registers is K-major and has no imm-trans-a; tf32 and fp8 have
-  // no transposes at all (both operands K-major).
-  const std::string trans = tf32 || fp8     ? ""
-                            : aRegs.empty() ? fmt::format(", {}, {}", int(transA), int(transB))
-                                            : fmt::format(", {}", int(transB));
+  // A from registers is K-major and has no imm-trans-a; tf32 and 8-bit
+  // types have no transposes at all (both operands K-major); integer wgmma
+  // has no imm-scale-a/b either.
+  const std::string trans = tf32 || eightBit ? ""
+                            : aRegs.empty()  ? fmt::format(", {}, {}", int(transA), int(transB))
+                                             : fmt::format(", {}", int(transB));
   const std::string body = fmt::format(
       "{{\n.reg .pred %scale_d;\nsetp.ne.b32 %scale_d, ${}, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, %scale_d, 1, 1{};\n}}",
-      bIndex + 1, count * 2, tf32 ? 8 : fp8 ? 32 : 16, type, type, regs, a, bIndex, trans);
+      "wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, {}, ${}, %scale_d{}{};\n}}",
+      bIndex + 1, count * 2, tf32 ? 8 : eightBit ? 32 : 16, s8 ? "s32" : "f32", type, type, regs, a,
+      bIndex, s8 ? "" : ", 1, 1", trans);
   auto resultType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(count, b.getF32Type()));
+      b.getContext(), SmallVector<Type>(count, acc.front().getType()));
   Value d = inlinePtx(b, loc, resultType, args, body, constraints);
   SmallVector<Value> out;
   for (size_t i = 0; i < count; ++i)
@@ -146,11 +155,11 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
 SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending) {
   std::string constraints;
   for (size_t i = 0; i < acc.size(); ++i)
-    constraints += fmt::format("{}=f", i ? "," : "");
+    constraints += fmt::format("{}{}", i ? "," : "", accumulatorConstraint(acc));
   for (size_t i = 0; i < acc.size(); ++i)
     constraints += fmt::format(",{}", i);
   auto resultType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
+      b.getContext(), SmallVector<Type>(acc.size(), acc.front().getType()));
   Value d = inlinePtx(b, loc, resultType, acc,
                       fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints);
   SmallVector<Value> out;
@@ -222,13 +231,13 @@ struct DotWgmmaPattern : OpConversionPattern<tile::DotOp> {
     auto bT = cast<RankedTensorType>(op.getB().getType());
     Type elem = aT.getElementType();
     const bool tf32 = elem.isF32() && op.getPrecision() == tile::DotPrecision::TF32;
-    const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(elem);
-    if (!(elem.isBF16() || elem.isF16() || tf32 || fp8) || bT.getElementType() != elem ||
-        !cT.getElementType().isF32())
+    const bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(elem), s8 = elem.isInteger(8);
+    if (!(elem.isBF16() || elem.isF16() || tf32 || fp8 || s8) || bT.getElementType() != elem ||
+        !(s8 ? cT.getElementType().isInteger(32) : cT.getElementType().isF32()))
       return rw.notifyMatchFailure(op, "wgmma here takes f16/bf16/fp8 operands, or f32 ones at "
-                                       "tf32 precision, and an f32 accumulator");
-    if (fp8 && isa_and_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding()))
-      return rw.notifyMatchFailure(op, "wgmma: fp8 A is read from shared memory, not registers");
+                                       "tf32 precision, and an f32 accumulator; or i8 ones and i32");
+    if ((fp8 || s8) && isa_and_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding()))
+      return rw.notifyMatchFailure(op, "wgmma: 8-bit A is read from shared memory, not registers");
     // A from registers when it arrives as this mma's fragments.
     auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(aT.getEncoding());
     if (fragments && (fragments.getParent() != mma || fragments.getOpIdx() != 0 ||

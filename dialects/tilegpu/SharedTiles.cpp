@@ -64,8 +64,8 @@ LogicalResult AsyncLoadOp::verify() {
 namespace {
 
 /// The operand types a dot on shared memory takes: 16-bit ones with an f32
-/// accumulator; on mma.sync also f32 at tf32 / tf32x3 precision and i8 with
-/// an i32 accumulator; on wgmma also fp8 (mma.sync would take it as f16).
+/// accumulator, i8 ones with an i32 accumulator; on mma.sync also f32 at
+/// tf32 / tf32x3 precision; on wgmma also fp8 (mma.sync would take it as f16).
 LogicalResult verifyOperandTypes(Operation *op, Type e, RankedTensorType acc,
                                  std::optional<tile::DotPrecision> precision) {
   const bool wgmma = cast<MmaEncodingAttr>(acc.getEncoding()).isWgmma();
@@ -73,11 +73,11 @@ LogicalResult verifyOperandTypes(Operation *op, Type e, RankedTensorType acc,
   const bool ok = ((e.isBF16() || e.isF16()) && f32Acc) ||
                   (isa<Float8E4M3FNType, Float8E5M2Type>(e) && wgmma && f32Acc) ||
                   (e.isF32() && !wgmma && f32Acc && precision && *precision != tile::DotPrecision::IEEE) ||
-                  (e.isInteger(8) && !wgmma && acc.getElementType().isInteger(32));
+                  (e.isInteger(8) && acc.getElementType().isInteger(32));
   if (!ok)
-    return op->emitOpError() << "takes f16/bf16 operands with an f32 accumulator; on mma.sync also "
-                                "f32 ones at tf32/tf32x3 precision or i8 ones with an i32 "
-                                "accumulator; on wgmma fp8 ones; got "
+    return op->emitOpError() << "takes f16/bf16 operands with an f32 accumulator or i8 ones with an "
+                                "i32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 "
+                                "precision; on wgmma fp8 ones; got "
                              << e << " operands, a " << acc.getElementType() << " accumulator";
   return success();
 }

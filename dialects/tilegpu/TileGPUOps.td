@@ -170,8 +170,8 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     dot_shared, may use it. `transposeA` / `transposeB`: the ring holds the
     operand transposed (as the kernel loaded it before `tile.trans`: [K, M]
     for A, [N, K] for B). mma.sync also takes f32 operands at `precision`
-    tf32 / tf32x3 (rounded in registers after the read) and i8 ones with an
-    i32 accumulator; wgmma only 16-bit and fp8 ones.
+    tf32 / tf32x3 (rounded in registers after the read); both take i8 ones
+    with an i32 accumulator; wgmma also fp8 ones.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
                        I32:$bStage, AnyRankedTensor:$acc, UnitAttr:$transposeA,

@@ -83,6 +83,45 @@ TEST_P(Tf32Int8Rings, Int8IsExactAtEveryStageCount) {
   }
 }
 
+/// On Hopper, i8 with both operands K-major runs on wgmma (.s32.s8.s8),
+/// fed by cp.async rings: exact at 4 and 8 warps, unpipelined and 3 stages, ragged
+/// M and N and a K that ends inside a K step (the tails zero-filled; rows
+/// of 16-byte multiples, as 16-byte copies need).
+TEST_P(Tf32Int8Rings, Int8OnWgmmaIsExact) {
+  if (GetParam().chip != "sm_90a")
+    GTEST_SKIP() << "wgmma is sm_90a's";
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  struct Tiles {
+    int bm, bn, bk, warps;
+  };
+  for (Tiles t : {Tiles{64, 64, 64, 4}, Tiles{64, 128, 32, 4}, Tiles{128, 64, 64, 8}}) {
+    const int M = t.bm + 37, N = t.bn + 19, K = 3 * t.bk + 16;
+    Kernel k = i8Gemm<true>();
+    std::vector<int8_t> a(size_t(M * K)), b(size_t(K * N));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    a[0] = b[0] = -128;
+    std::vector<int32_t> want(size_t(M * N), -1);
+    Grid g{uint32_t(cdiv(M, t.bm)), uint32_t(cdiv(N, t.bn))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, t.bm, t.bn, t.bk);
+    for (int stages : {1, 3}) {
+      SCOPED_TRACE(fmt::format("{}x{}x{} {} warps, {} stages", t.bm, t.bn, t.bk, t.warps, stages));
+      std::vector<int32_t> got(size_t(M * N), -1);
+      LaunchOptions o = target(g, t.warps);
+      o.num_stages = stages;
+      k(o, a, b, got, M, N, K, t.bm, t.bn, t.bk);
+      EXPECT_EQ(got, want);
+      const std::string ptx =
+          k.compile({a, b, got, M, N, K, t.bm, t.bn, t.bk},
+                    {.chip = "sm_90a", .num_warps = t.warps, .num_stages = stages, .assemble = false})
+              .ptx;
+      EXPECT_GT(count(ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k32\\.s32\\.s8\\.s8"), 0);
+      EXPECT_EQ(count(ptx, "cp\\.async\\.cg") > 0, stages > 1);
+    }
+  }
+}
+
 TEST_P(Tf32Int8Rings, TransposedOperandsMatchTheInterpreter) {
   const int M = 70, N = 50, K = 100;
   {
@@ -124,20 +163,27 @@ TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
   std::vector<float> f(256 * 256);
   std::vector<int8_t> i(256 * 256);
   std::vector<int32_t> o(256 * 256);
+  // How each runs: mma.sync fed by cp.async rings and ldmatrix; wgmma as
+  // its operands arrive (tf32: rounded in registers first); wgmma fed by
+  // cp.async rings (i8 with both operands K-major).
+  enum class Path { MmaSyncRings, Wgmma, WgmmaRings };
   struct Case {
     const char *what;
     CompiledKernel compiled;
-    bool mmaSync;
+    Path path;
   };
   const CompileOptions options{.chip = GetParam().chip, .num_warps = 4, .num_stages = 3};
   const bool hopper = GetParam().chip == "sm_90a";
+  const Path tf32Path = hopper ? Path::Wgmma : Path::MmaSyncRings;
   std::vector<Case> cases = {
-      {"tf32, B row-major", tf32Gemm<false>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), !hopper},
-      {"tf32, B K-major", tf32Gemm<true>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), !hopper},
+      {"tf32, B row-major", tf32Gemm<false>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), tf32Path},
+      {"tf32, B K-major", tf32Gemm<true>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), tf32Path},
       // Row-major i8 B is read a byte at a time (four loads per register):
       // half the K step keeps it within the registers.
-      {"i8, B row-major", i8Gemm<false>().compile({i, i, o, 256, 256, 256, 128, 128, 32}, options), true},
-      {"i8, B K-major", i8Gemm<true>().compile({i, i, o, 256, 256, 256, 128, 128, 64}, options), true},
+      {"i8, B row-major", i8Gemm<false>().compile({i, i, o, 256, 256, 256, 128, 128, 32}, options),
+       Path::MmaSyncRings},
+      {"i8, B K-major", i8Gemm<true>().compile({i, i, o, 256, 256, 256, 128, 128, 64}, options),
+       hopper ? Path::WgmmaRings : Path::MmaSyncRings},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
@@ -145,11 +191,18 @@ TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
                 GetParam().chip.c_str(), c.what, c.compiled.registers, c.compiled.spill_bytes,
                 c.compiled.shared_bytes + c.compiled.dynamic_shared_bytes);
     EXPECT_EQ(c.compiled.spill_bytes, 0);
-    if (!c.mmaSync) // tf32 on wgmma: not pipelined (its operands are rounded in registers first)
+    const std::string &ptx = c.compiled.ptx;
+    EXPECT_EQ(count(ptx, "wgmma\\.mma_async") > 0, c.path != Path::MmaSyncRings);
+    if (c.path == Path::Wgmma)
       continue;
-    EXPECT_GT(count(c.compiled.ptx, "cp\\.async\\.cg\\.shared\\.global"), 0);
-    EXPECT_GT(count(c.compiled.ptx, "ldmatrix\\.sync\\.aligned\\.m8n8\\.x4\\.shared\\.b16"), 0);
-    EXPECT_EQ(count(c.compiled.ptx, "ldmatrix[^;]*\\.trans"), 0);
+    EXPECT_GT(count(ptx, "cp\\.async\\.cg\\.shared\\.global"), 0);
+    if (c.path == Path::WgmmaRings) {
+      EXPECT_GT(count(ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n128k32\\.s32\\.s8\\.s8"), 0);
+      EXPECT_EQ(count(ptx, "ldmatrix"), 0);
+      continue;
+    }
+    EXPECT_GT(count(ptx, "ldmatrix\\.sync\\.aligned\\.m8n8\\.x4\\.shared\\.b16"), 0);
+    EXPECT_EQ(count(ptx, "ldmatrix[^;]*\\.trans"), 0);
   }
 }
 

@@ -92,7 +92,7 @@ func.func @f(%x: tensor<64x64xf16, #bad>) { return }
 #mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
 func.func @f(%a: !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, %b: !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>,
              %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
-  // expected-error @+1 {{takes f16/bf16 operands with an f32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 precision or i8 ones with an i32 accumulator; on wgmma fp8 ones; got 'f32' operands, a 'f32' accumulator}}
+  // expected-error @+1 {{takes f16/bf16 operands with an f32 accumulator or i8 ones with an i32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 precision; on wgmma fp8 ones; got 'f32' operands, a 'f32' accumulator}}
   %d = tilegpu.dot_shared %a[%s], %b[%s], %acc : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
   return %d : tensor<64x64xf32, #mma>
 }
