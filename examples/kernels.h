@@ -185,20 +185,21 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
   }
 }
 
-/// C (f32, M x N) = A Bᵀ with A [M, K] and B [N, K] row-major (both K
-/// contiguous: the "TN" layout fp8 GEMMs use, cuBLASLt's too), read through
-/// tensor descriptors. With fp8 operands on sm_90a the tiles go through TMA
-/// rings straight into wgmma k32 (docs/hopper.md); K and the row strides
-/// must span multiples of 16 bytes.
-template <class T>
-void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+/// C (Acc, M x N) = A Bᵀ with A [M, K] and B [N, K] row-major (both K
+/// contiguous: the "TN" layout fp8 and int8 GEMMs use, cuBLASLt's too), read
+/// through tensor descriptors; Acc is f32, or i32 for int8 operands. With
+/// 8-bit operands on sm_90a the tiles go through TMA rings straight into
+/// wgmma k32 (docs/hopper.md); K and the row strides must span multiples of
+/// 16 bytes.
+template <class T, class Acc = float>
+void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
                tl::constant<int> BN, tl::constant<int> BK) {
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
   auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
   tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
   for (auto k : tl::range(0, K, BK.value, acc))
     acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc);
   c_desc.store({m0, n0}, acc);

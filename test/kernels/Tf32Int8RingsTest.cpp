@@ -8,6 +8,7 @@
 #include "ChipTargets.h"
 #include "TestKernels.h"
 #include "TestUtil.h"
+#include "examples/kernels.h"
 
 #include <gmock/gmock.h>
 
@@ -118,6 +119,47 @@ TEST_P(Tf32Int8Rings, Int8OnWgmmaIsExact) {
               .ptx;
       EXPECT_GT(count(ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k32\\.s32\\.s8\\.s8"), 0);
       EXPECT_EQ(count(ptx, "cp\\.async\\.cg") > 0, stages > 1);
+    }
+  }
+}
+
+/// The same through tensor descriptors (examples::matmul_tn<int8_t,
+/// int32_t>): TMA rings feeding wgmma on sm_90a, plain and warp
+/// specialised, rings that wrap; elsewhere masked loads on mma.sync.
+TEST_P(Tf32Int8Rings, Int8ThroughTensorDescriptorsIsExact) {
+  auto k = kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  struct S {
+    int M, N, K, BM, BN, BK, warps, stages;
+    bool ws;
+  };
+  for (S s : {S{100, 80, 272, 64, 64, 64, 4, 3, false}, S{150, 136, 208, 128, 128, 64, 8, 2, false},
+              S{100, 80, 272, 64, 64, 64, 4, 3, true}, S{70, 200, 144, 64, 128, 32, 4, 4, true}}) {
+    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages{}", s.M, s.N, s.K, s.BM, s.BN,
+                             s.BK, s.warps, s.stages, s.ws ? ", warp specialised" : ""));
+    std::vector<int8_t> a(size_t(s.M * s.K)), b(size_t(s.N * s.K));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    std::vector<int32_t> want(size_t(s.M * s.N), -1), got = want;
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    LaunchOptions o = target(g, s.warps);
+    o.num_stages = s.stages;
+    o.warp_specialize = s.ws;
+    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    EXPECT_EQ(got, want);
+    if (GetParam().chip == "sm_90a") {
+      const CompiledKernel compiled =
+          k.compile({a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK},
+                    {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = s.ws});
+      std::printf("[i8 tma] %dx%dx%d %d warps %d stages%s: %d registers, %d spilled bytes\n", s.BM, s.BN, s.BK,
+                  s.warps, s.stages, s.ws ? " ws" : "", compiled.registers, compiled.spill_bytes);
+      EXPECT_EQ(compiled.spill_bytes, 0);
+      const std::string &ptx = compiled.ptx;
+      EXPECT_GT(count(ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k32\\.s32\\.s8\\.s8"), 0);
+      EXPECT_GT(count(ptx, "cp\\.async\\.bulk\\.tensor"), 0);
     }
   }
 }
