@@ -82,6 +82,18 @@ struct Cublas {
     if (s != CUBLAS_STATUS_SUCCESS)
       throw Error(fmt::format("cublasGemmEx failed: status {}", int(s)));
   }
+  /// Row-major C[M,N] (i32) = A[M,K] B[N,K]^T (i8, the TN layout int8
+  /// GEMMs take), as column-major C^T = B^T A on the integer tensor cores.
+  void gemmTnInt8(const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &c, int M, int N, int K) const {
+    const int32_t one = 1, zero = 0;
+    cublasStatus_t s = gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one,
+                              reinterpret_cast<const void *>(b.device_ptr()), CUDA_R_8I, K,
+                              reinterpret_cast<const void *>(a.device_ptr()), CUDA_R_8I, K, &zero,
+                              reinterpret_cast<void *>(c.device_ptr()), CUDA_R_32I, N, CUBLAS_COMPUTE_32I,
+                              CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      throw Error(fmt::format("cublasGemmEx (int8) failed: status {}", int(s)));
+  }
   /// One operand of a batch of row-major matrices: a device pointer, its
   /// element type, the row stride (ld) and the stride between matrices.
   struct Batched {

@@ -8,10 +8,11 @@
 // ($TEGULA_BENCH_OUT/gemm.csv, else ./gemm.csv).
 // Without a driver it prints "skipped: ..." and exits 0.
 //
-//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,fp8] [--iters 10]
+//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,fp8,i8] [--iters 10]
 //
 // fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
-// against cuBLASLt's fp8 matmul (the TN layout, f32 out).
+// against cuBLASLt's fp8 matmul (the TN layout, f32 out). i8: the same TN
+// kernel with i32 out, exact, against cuBLAS's int8 GEMM.
 #include "CublasLibrary.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
@@ -312,10 +313,73 @@ int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std:
   return failures;
 }
 
+/// int8 TN GEMMs (i32 out, exact): examples::matmul_tn<int8_t, int32_t> (TMA
+/// rings + wgmma .s32.s8.s8 on sm_90a, mma.sync m16n8k32 elsewhere)
+/// against cuBLAS's int8 GEMM on the same buffers. The check is exact: the
+/// error shown is the fraction of elements that differ from cuBLAS's.
+int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  auto k = kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3}, {128, 256, 128, 8, 4},
+                                 {128, 128, 128, 4, 4}};
+  if (device_info().chip == "sm_90a")
+    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}}) {
+      c.ws = true; // a producer warpgroup issues the TMA copies
+      configs.push_back(c);
+    }
+  int failures = 0;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  for (const Shape &shape : shapes) {
+    const int M = shape.M, N = shape.N, K = shape.K;
+    std::vector<int8_t> ha(size_t(M) * K), hb(size_t(N) * K);
+    for (auto &v : ha) v = int8_t(dist(rng));
+    for (auto &v : hb) v = int8_t(dist(rng));
+    DeviceBuffer a = DeviceBuffer::from(ha), b = DeviceBuffer::from(hb);
+    DeviceBuffer c(size_t(M) * N, DType::i32), ref(size_t(M) * N, DType::i32);
+    const double flops = 2.0 * M * N * K;
+    double refMs = NAN;
+    std::vector<int32_t> hostRef;
+    if (cublas.handle) {
+      try {
+        cublas.gemmTnInt8(a, b, ref, M, N, K);
+        refMs = time_ms([&] { cublas.gemmTnInt8(a, b, ref, M, N, K); }, iters).median;
+        hostRef = ref.to_host<int32_t>();
+      } catch (const Error &e) {
+        fmt::print("i8    {:<14} cuBLAS not run: {}\n", shape.name, e.what());
+      }
+    }
+    double bestMs = INFINITY;
+    std::string best;
+    for (const Config &cfg : configs) {
+      LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
+                         .num_warps = cfg.warps,
+                         .num_stages = cfg.stages,
+                         .backend = Backend::GPU,
+                         .warp_specialize = cfg.ws};
+      auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
+      c.fill_bytes(0xff);
+      const double ms = measure("i8", shape, cfg.name(), flops, iters, 1e-12, "cuBLAS", csv, failures, launch, [&] {
+        if (hostRef.empty())
+          return double(NAN);
+        const std::vector<int32_t> got = c.to_host<int32_t>();
+        size_t differ = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          differ += got[i] != hostRef[i];
+        return double(differ) / double(got.size());
+      });
+      if (ms < bestMs)
+        bestMs = ms, best = cfg.name();
+    }
+    summarize("i8", shape, best, bestMs, "cuBLAS", refMs, flops, csv);
+  }
+  return failures;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string shapesArg = "all", dtypes = "bf16,f16,tf32,fp8";
+  std::string shapesArg = "all", dtypes = "bf16,f16,tf32,fp8,i8";
   int iters = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters"))
@@ -375,6 +439,8 @@ int main(int argc, char **argv) {
     } else if (want("fp8")) {
       fmt::print("fp8: skipped on {} (fp8 tensor-core GEMMs need sm_90a)\n", info.chip);
     }
+    if (want("i8"))
+      failures += runI8(cublas, shapes, iters, csv);
     std::fclose(csv);
     return failures ? 1 : 0;
   } catch (const Error &e) {
