@@ -258,97 +258,41 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   return failures;
 }
 
-/// fp8 e4m3 TN GEMMs (f32 out): examples::matmul_tn (TMA rings + wgmma k32
-/// on sm_90a) against cuBLASLt's fp8 on the same buffers.
-int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
-  auto k = kernel("matmul_tn_e4m3", examples::matmul_tn<float8_e4m3>,
+/// TN GEMMs - C[M,N] (Acc) = A[M,K] B[N,K]^T, both operands K-major, the
+/// layout 8-bit GEMMs take - of examples::matmul_tn<T, Acc> (on sm_90a: TMA
+/// rings feeding wgmma k32) against `reference(a, b, ref, M, N, K)` on the
+/// same buffers: operands drawn by `draw(rng)`, outputs compared by
+/// `compare(got, want)` below `tolerance`.
+template <class T, class Acc, class Draw, class Reference, class Compare>
+int runTn(const char *dtype, const char *referenceName, const std::string &referenceMissing,
+          const std::vector<Config> &configs, Draw draw, Reference reference, Compare compare,
+          double tolerance, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  auto k = kernel(std::string("matmul_tn_") + dtype, examples::matmul_tn<T, Acc>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  const std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3},
-                                       {128, 256, 128, 8, 4}, {128, 128, 128, 4, 4}};
   int failures = 0;
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-2, 2);
   for (const Shape &shape : shapes) {
     const int M = shape.M, N = shape.N, K = shape.K;
-    std::vector<float8_e4m3> ha(size_t(M) * K), hb(size_t(N) * K);
-    for (auto &v : ha) v = float8_e4m3(dist(rng));
-    for (auto &v : hb) v = float8_e4m3(dist(rng));
+    std::vector<T> ha(size_t(M) * K), hb(size_t(N) * K);
+    for (auto &v : ha) v = draw(rng);
+    for (auto &v : hb) v = draw(rng);
     DeviceBuffer a = DeviceBuffer::from(ha), b = DeviceBuffer::from(hb);
-    DeviceBuffer c(size_t(M) * N, DType::f32), ref(size_t(M) * N, DType::f32);
+    DeviceBuffer c(size_t(M) * N, dtype_of_v<Acc>), ref(size_t(M) * N, dtype_of_v<Acc>);
     const double flops = 2.0 * M * N * K;
     double refMs = NAN;
-    std::vector<float> hostRef;
-    std::string refNote;
-    if (lt.handle) {
+    std::vector<Acc> hostRef;
+    std::string refNote = referenceMissing;
+    if (refNote.empty()) {
       try {
-        lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K);
-        refMs = time_ms([&] { lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K); }, iters).median;
-        hostRef = ref.to_host<float>();
+        reference(a, b, ref, M, N, K);
+        refMs = time_ms([&] { reference(a, b, ref, M, N, K); }, iters).median;
+        hostRef = ref.to_host<Acc>();
       } catch (const Error &e) {
         refNote = e.what();
       }
-    } else {
-      refNote = lt.why;
     }
     if (!refNote.empty())
-      fmt::print("fp8   {:<14} cuBLASLt not run: {}\n", shape.name, refNote);
-    double bestMs = INFINITY;
-    std::string best;
-    for (const Config &cfg : configs) {
-      LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
-                         .num_warps = cfg.warps,
-                         .num_stages = cfg.stages,
-                         .backend = Backend::GPU};
-      auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
-      c.fill_bytes(0xff);
-      const double ms = measure("fp8", shape, cfg.name(), flops, iters, 1e-3, "cuBLASLt", csv, failures,
-                                launch, [&] {
-                                  return hostRef.empty() ? NAN : relError(c.to_host<float>(), hostRef);
-                                });
-      if (ms < bestMs)
-        bestMs = ms, best = cfg.name();
-    }
-    summarize("e4m3", shape, best, bestMs, "cuBLASLt", refMs, flops, csv);
-  }
-  return failures;
-}
-
-/// int8 TN GEMMs (i32 out, exact): examples::matmul_tn<int8_t, int32_t> (TMA
-/// rings + wgmma .s32.s8.s8 on sm_90a, mma.sync m16n8k32 elsewhere)
-/// against cuBLAS's int8 GEMM on the same buffers. The check is exact: the
-/// error shown is the fraction of elements that differ from cuBLAS's.
-int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
-  auto k = kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>,
-                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3}, {128, 256, 128, 8, 4},
-                                 {128, 128, 128, 4, 4}};
-  if (device_info().chip == "sm_90a")
-    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}}) {
-      c.ws = true; // a producer warpgroup issues the TMA copies
-      configs.push_back(c);
-    }
-  int failures = 0;
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> dist(-128, 127);
-  for (const Shape &shape : shapes) {
-    const int M = shape.M, N = shape.N, K = shape.K;
-    std::vector<int8_t> ha(size_t(M) * K), hb(size_t(N) * K);
-    for (auto &v : ha) v = int8_t(dist(rng));
-    for (auto &v : hb) v = int8_t(dist(rng));
-    DeviceBuffer a = DeviceBuffer::from(ha), b = DeviceBuffer::from(hb);
-    DeviceBuffer c(size_t(M) * N, DType::i32), ref(size_t(M) * N, DType::i32);
-    const double flops = 2.0 * M * N * K;
-    double refMs = NAN;
-    std::vector<int32_t> hostRef;
-    if (cublas.handle) {
-      try {
-        cublas.gemmTnInt8(a, b, ref, M, N, K);
-        refMs = time_ms([&] { cublas.gemmTnInt8(a, b, ref, M, N, K); }, iters).median;
-        hostRef = ref.to_host<int32_t>();
-      } catch (const Error &e) {
-        fmt::print("i8    {:<14} cuBLAS not run: {}\n", shape.name, e.what());
-      }
-    }
+      fmt::print("{:<5} {:<14} {} not run: {}\n", dtype, shape.name, referenceName, refNote);
     double bestMs = INFINITY;
     std::string best;
     for (const Config &cfg : configs) {
@@ -359,21 +303,61 @@ int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std
                          .warp_specialize = cfg.ws};
       auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
       c.fill_bytes(0xff);
-      const double ms = measure("i8", shape, cfg.name(), flops, iters, 1e-12, "cuBLAS", csv, failures, launch, [&] {
-        if (hostRef.empty())
-          return double(NAN);
-        const std::vector<int32_t> got = c.to_host<int32_t>();
-        size_t differ = 0;
-        for (size_t i = 0; i < got.size(); ++i)
-          differ += got[i] != hostRef[i];
-        return double(differ) / double(got.size());
-      });
+      const double ms = measure(dtype, shape, cfg.name(), flops, iters, tolerance, referenceName, csv, failures,
+                                launch, [&] {
+                                  return hostRef.empty() ? NAN : compare(c.to_host<Acc>(), hostRef);
+                                });
       if (ms < bestMs)
         bestMs = ms, best = cfg.name();
     }
-    summarize("i8", shape, best, bestMs, "cuBLAS", refMs, flops, csv);
+    summarize(dtype, shape, best, bestMs, referenceName, refMs, flops, csv);
   }
   return failures;
+}
+
+/// The 8-bit TN tiles: 128-byte K steps; on sm_90a also warp specialised.
+std::vector<Config> eightBitConfigs(bool warpSpecialized) {
+  std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3}, {128, 256, 128, 8, 4},
+                                 {128, 128, 128, 4, 4}};
+  if (warpSpecialized)
+    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}}) {
+      c.ws = true; // a producer warpgroup issues the TMA copies
+      configs.push_back(c);
+    }
+  return configs;
+}
+
+/// fp8 e4m3 (f32 out) against cuBLASLt's fp8 matmul.
+int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  std::uniform_real_distribution<float> dist(-2, 2);
+  return runTn<float8_e4m3, float>(
+      "fp8", "cuBLASLt", lt.handle ? "" : lt.why, eightBitConfigs(false),
+      [&](std::mt19937 &rng) { return float8_e4m3(dist(rng)); },
+      [&](const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &ref, int M, int N, int K) {
+        lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K);
+      },
+      [](const std::vector<float> &got, const std::vector<float> &want) { return relError(got, want); }, 1e-3,
+      shapes, iters, csv);
+}
+
+/// int8 (i32 out, exact: the error shown is the fraction of elements that
+/// differ from cuBLAS's) against cuBLAS's int8 GEMM; wgmma .s32.s8.s8 on
+/// sm_90a, mma.sync m16n8k32 elsewhere. ("TFLOP/s" are tera-operations.)
+int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  std::uniform_int_distribution<int> dist(-128, 127);
+  return runTn<int8_t, int32_t>(
+      "i8", "cuBLAS", cublas.handle ? "" : cublas.why, eightBitConfigs(device_info().chip == "sm_90a"),
+      [&](std::mt19937 &rng) { return int8_t(dist(rng)); },
+      [&](const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &ref, int M, int N, int K) {
+        cublas.gemmTnInt8(a, b, ref, M, N, K);
+      },
+      [](const std::vector<int32_t> &got, const std::vector<int32_t> &want) {
+        size_t differ = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          differ += got[i] != want[i];
+        return double(differ) / double(got.size());
+      },
+      1e-12, shapes, iters, csv);
 }
 
 } // namespace
