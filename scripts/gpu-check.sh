@@ -230,14 +230,8 @@ run() {
   stream() {
     local name=$1 log=$out/running.log
     shift
-    timeout -k 10 "$(left)" "$@" </dev/null >"$log" 2>&1 &
-    local pid=$!
-    watch_stall "$pid" "$log" "$logs/stalled" &
-    local watcher=$!
-    wait "$pid"
+    run_watched "$log" "$logs/stalled" "$@"
     rc=$?
-    kill "$watcher" 2>/dev/null
-    wait "$watcher" 2>/dev/null
     why=
     if [[ -f $logs/stalled ]]; then
       why="STALLED (no output for ${TEGULA_GPU_CHECK_STALL:-120} s: killed) "
@@ -354,25 +348,35 @@ watch_stall() {
   done
 }
 
+# run_watched LOG MARKER CMD...: CMD with the call's time left, its output
+# in LOG, stopped (and MARKER created) when it stalls; returns its status.
+run_watched() {
+  local log=$1 marker=$2
+  shift 2
+  timeout -k 10 "$(left)" "$@" </dev/null >"$log" 2>&1 &
+  local pid=$!
+  watch_stall "$pid" "$log" "$marker" &
+  local watcher=$!
+  wait "$pid"
+  local s=$?
+  kill "$watcher" 2>/dev/null
+  wait "$watcher" 2>/dev/null
+  return $s
+}
+
 # run_tests NAME LOG TESTS...: runs TESTS of binary NAME (by name, in one
 # process), appending to LOG; when the process ends inside a test - stalled,
 # crashed, killed - that test is marked LOST and the rest run again without it.
 run_tests() {
   local name=$1 log=$2
   shift 2
-  local todo=("$@") attempt=0 pid s
+  local todo=("$@") attempt=0 s
   while ((${#todo[@]} > 0)); do
     local part=$log.$attempt
     rm -f "$part.stalled"
-    timeout -k 10 "$(left)" "$root/bin/$name" --gtest_color=no \
-      --gtest_filter="$(IFS=:; echo "${todo[*]}")" </dev/null >"$part" 2>&1 &
-    pid=$!
-    watch_stall "$pid" "$part" "$part.stalled" &
-    local watcher=$!
-    wait "$pid"
+    run_watched "$part" "$part.stalled" "$root/bin/$name" --gtest_color=no \
+      --gtest_filter="$(IFS=:; echo "${todo[*]}")"
     s=$?
-    kill "$watcher" 2>/dev/null
-    wait "$watcher" 2>/dev/null
     cat "$part" >>"$log"
     local ran lost
     ran=$(grep -E "$TEST_END" "$part" | sed -E 's/^\[ +[A-Z]+ +\] ([^ ,]+).*/\1/')
