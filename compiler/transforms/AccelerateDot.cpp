@@ -1,8 +1,8 @@
 //===- AccelerateDot.cpp - tile.dot onto mma.sync layouts -----------------===//
 #include "compiler/transforms/Passes.h"
 
-#include "compiler/layout/MmaLayouts.h"
 #include "compiler/analysis/AxisInfo.h"
+#include "compiler/layout/MmaLayouts.h"
 #include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
