@@ -12,6 +12,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tegula {
 #define GEN_PASS_DEF_ACCELERATEDOT
@@ -217,7 +218,7 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
     const int64_t numWarps = warpsAttr ? warpsAttr.getInt() : 4;
     MLIRContext *ctx = &getContext();
     const llvm::DenseSet<Operation *> chained = chainedDots(module);
-    analysis::AxisInfoAnalysis axis(module);
+    std::optional<analysis::AxisInfoAnalysis> axis; // for i8 dots on sm_90a only
     module.walk([&](tile::DotOp dot) {
       auto aT = cast<RankedTensorType>(dot.getA().getType());
       auto bT = cast<RankedTensorType>(dot.getB().getType());
@@ -234,11 +235,15 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // i8 x i8 -> i32 likewise (wgmma .s32.s8.s8) when both operands arrive
       // K-major (so their loads can fill wgmma's tiles in a ring as they
       // are); otherwise mma.sync m16n8k32, which pipelines either order.
-      auto contiguousAlong = [&](Value v) { return contiguousDimOfLoad(axis, v); };
+      auto contiguousAlong = [&](Value v) {
+        if (!axis)
+          axis.emplace(module);
+        return contiguousDimOfLoad(*axis, v);
+      };
       const bool s8Wgmma = aT.getElementType().isInteger(8) && bT.getElementType().isInteger(8) &&
                            cT.getElementType().isInteger(32) && chip == "sm_90a" &&
-                           !chained.contains(dot) && contiguousAlong(dot.getA()) == 1 &&
-                           contiguousAlong(dot.getB()) == 0 && fitsWgmma(M, N, K, numWarps, 8);
+                           !chained.contains(dot) && fitsWgmma(M, N, K, numWarps, 8) &&
+                           contiguousAlong(dot.getA()) == 1 && contiguousAlong(dot.getB()) == 0;
       const bool eightBitWgmma = fp8Wgmma || s8Wgmma;
       if (fp8 && !fp8Wgmma) {
         OpBuilder b(dot);
