@@ -37,7 +37,7 @@ Result measure(mlir::MLIRContext &ctx, const Kernel &k, const std::vector<Arg> &
                int warps, std::vector<float> &out, std::vector<float> &interpOut, int reps = 3) {
   Result r;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args), &ctx);
-  if (!module || mlir::failed(runGpuPipeline(*module, warps)))
+  if (!module || mlir::failed(runGpuPipeline(*module, {.numWarps = warps})))
     throw Error("lowering failed");
   auto t0 = std::chrono::steady_clock::now();
   auto simulated = sim::SimKernel::prepare(module->getOperation(), k.name());

@@ -167,7 +167,8 @@ struct Specialization {
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<LoadedKey, std::shared_ptr<runtime::LoadedKernel>> loaded;
   // by chip, warps, stages, warp specialisation
-  std::map<std::tuple<std::string, int, int, bool>, std::shared_ptr<sim::SimKernel>> simulated;
+  /// Keyed like `loaded` (chip, warps, stages, wgmma, tma, warp specialised).
+  std::map<LoadedKey, std::shared_ptr<sim::SimKernel>> simulated;
 };
 
 struct KernelImpl {
@@ -475,16 +476,15 @@ std::vector<runtime::TensorMapSpec> tensorMapsOf(ModuleOp module,
 
 /// A copy of `tile` through the GPU pipeline: per-thread LLVM + NVVM, what
 /// both the PTX back end and the simulator start from.
-OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile, int numWarps,
-                                  int numStages, const std::string &chip, bool warpSpecialize) {
+OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
+                                  const GpuPipelineOptions &options) {
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
-  const std::string layoutChip = Switches::read().wgmmaOff ? "sm_80" : chip;
   auto dump = [&](const char *stage, ModuleOp m) {
     if (dumpEnabled(stage))
       dumpStage(name, stage, printModule(m));
   };
-  if (failed(runGpuPipeline(*module, numWarps, dump, numStages, layoutChip, warpSpecialize)))
+  if (failed(runGpuPipeline(*module, options, dump)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
                             diags.text));
   return module;
@@ -508,8 +508,13 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
-    OwningOpRef<ModuleOp> module =
-        lowerForGpu(name, *spec.tile, opts.num_warps, opts.num_stages, opts.chip, warpSpecialize);
+    OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile,
+                                               {.numWarps = opts.num_warps,
+                                                .numStages = opts.num_stages,
+                                                .chip = opts.chip,
+                                                .warpSpecialize = warpSpecialize,
+                                                .useWgmma = !env.wgmmaOff,
+                                                .useTma = !env.tmaOff});
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -548,9 +553,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 namespace {
 /// The lowered module of `tile`, instrumented and JIT-compiled for the
 /// simulator.
-std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile, int numWarps,
-                                         int numStages, const std::string &chip, bool warpSpecialize) {
-  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, numWarps, numStages, chip, warpSpecialize);
+std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile,
+                                         const GpuPipelineOptions &options) {
+  OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, options);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
@@ -633,11 +638,17 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       const std::string chip = !opts.chip.empty()               ? opts.chip
                                : env.simChip && *env.simChip ? std::string(env.simChip)
                                                              : "sm_80";
-      const bool warpSpecialize = opts.warp_specialize || env.warpSpecialize;
+      const GpuPipelineOptions pipeline{.numWarps = opts.num_warps,
+                                        .numStages = opts.num_stages,
+                                        .chip = chip,
+                                        .warpSpecialize = opts.warp_specialize || env.warpSpecialize,
+                                        .useWgmma = !env.wgmmaOff,
+                                        .useTma = !env.tmaOff};
       std::shared_ptr<sim::SimKernel> &slot =
-          spec.simulated[{chip, opts.num_warps, opts.num_stages, warpSpecialize}];
+          spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, pipeline.useWgmma,
+                          pipeline.useTma, pipeline.warpSpecialize}];
       if (!slot)
-        slot = simulate(impl_->name, *spec.tile, opts.num_warps, opts.num_stages, chip, warpSpecialize);
+        slot = simulate(impl_->name, *spec.tile, pipeline);
       simulated = slot;
     }
     simulated->run(opts.grid, impl_->params, impl_->paramNames, args);

@@ -18,15 +18,13 @@ void buildTilePipeline(mlir::OpPassManager &pm) {
 
 namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
-void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
-                     const std::string &chip, bool warpSpecialize) {
-  // TEGULA_TMA=0: tensor descriptors become masked accesses on sm_90a too.
-  const char *tma = std::getenv("TEGULA_TMA");
-  if (chip == "sm_90a" && !(tma && std::string(tma) == "0"))
+void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
+  const std::string chip = o.layoutChip();
+  if (chip == "sm_90a" && o.useTma)
     pm.addPass(createUseTma());
   pm.addPass(createLowerTensorDescriptors());
   ConvertTileToTileGPUOptions options;
-  options.numWarps = numWarps;
+  options.numWarps = o.numWarps;
   pm.addPass(createConvertTileToTileGPU(options));
   pm.addPass(mlir::createCanonicalizerPass());
   AccelerateDotOptions accelerate;
@@ -45,8 +43,8 @@ void addLayoutPasses(mlir::OpPassManager &pm, int numWarps, int numStages,
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
   PipelineDotOperandsOptions pipelining;
-  pipelining.numStages = numStages;
-  pipelining.warpSpecialize = warpSpecialize && chip == "sm_90a";
+  pipelining.numStages = o.numStages;
+  pipelining.warpSpecialize = o.warpSpecialize && chip == "sm_90a";
   pm.addPass(createPipelineDotOperands(pipelining));
   pm.addPass(createDropUnusedTensorMaps());
 }
@@ -60,9 +58,8 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
 }
 } // namespace
 
-void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages,
-                      const std::string &chip, bool warpSpecialize) {
-  addLayoutPasses(pm, numWarps, numStages, chip, warpSpecialize);
+void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options) {
+  addLayoutPasses(pm, options);
   addLoweringPasses(pm);
 }
 
@@ -73,12 +70,11 @@ void enableTimingFromEnv(mlir::PassManager &pm) {
 }
 } // namespace
 
-mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, int numWarps,
-                                   const std::function<void(const char *, mlir::ModuleOp)> &dump,
-                                   int numStages, const std::string &chip, bool warpSpecialize) {
+mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, const GpuPipelineOptions &options,
+                                   const std::function<void(const char *, mlir::ModuleOp)> &dump) {
   // Two halves, so the layout-assigned IR can be shown on its own.
   mlir::PassManager layouts(module.getContext());
-  addLayoutPasses(layouts, numWarps, numStages, chip, warpSpecialize);
+  addLayoutPasses(layouts, options);
   enableTimingFromEnv(layouts);
   if (mlir::failed(layouts.run(module)))
     return mlir::failure();

@@ -17,21 +17,36 @@ namespace tegula {
 /// `--tegula-tile-pipeline`.
 void buildTilePipeline(mlir::OpPassManager &pm);
 
+/// What the GPU pipeline compiles for. Also the options of
+/// `--tegula-gpu-pipeline{num-warps=N chip=sm_90a ...}` in tegula-opt.
+struct GpuPipelineOptions {
+  int numWarps = 4;
+  /// Shared-memory stages for the operands of dots in loops
+  /// (pipeline-dot-operands; 1 turns software pipelining off).
+  int numStages = 3;
+  /// The target: sm_80, or sm_90a (wgmma for the dots that fit, TMA).
+  std::string chip = "sm_80";
+  /// TMA-fed loops get a producer warpgroup (sm_90a).
+  bool warpSpecialize = false;
+  /// false (TEGULA_WGMMA=0): the layouts are sm_80's on sm_90a too — dots on
+  /// mma.sync, no TMA — a way around the Hopper paths should they misbehave.
+  bool useWgmma = true;
+  /// false (TEGULA_TMA=0): tensor descriptors become masked accesses on sm_90a.
+  bool useTma = true;
+
+  /// The chip the layout passes see: sm_80 when wgmma is switched off.
+  std::string layoutChip() const { return useWgmma ? chip : std::string("sm_80"); }
+};
+
 /// tile IR -> tilegpu (layouts) -> per-thread LLVM dialect + NVVM, ready for
-/// the PTX back end. Also `--tegula-gpu-pipeline{num-warps=N}` in tegula-opt.
-/// `numStages`: shared-memory stages for the operands of dots in loops
-/// (pipeline-dot-operands; 1 turns software pipelining off).
-/// `chip`: the target (sm_80, sm_90a: wgmma for the dots that fit).
-/// `warpSpecialize`: TMA-fed loops get a producer warpgroup (sm_90a).
-void buildGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 3,
-                      const std::string &chip = "sm_80", bool warpSpecialize = false);
+/// the PTX back end.
+void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
 /// Runs the GPU pipeline; `dump(stage, module)` (if set) sees the module
 /// after "tilegpu" (layouts assigned) and "llvm" (per-thread code).
 /// TEGULA_TIMING=1 prints MLIR's per-pass timing report to stderr.
 mlir::LogicalResult
-runGpuPipeline(mlir::ModuleOp module, int numWarps,
-               const std::function<void(const char *, mlir::ModuleOp)> &dump = {},
-               int numStages = 3, const std::string &chip = "sm_80", bool warpSpecialize = false);
+runGpuPipeline(mlir::ModuleOp module, const GpuPipelineOptions &options,
+               const std::function<void(const char *, mlir::ModuleOp)> &dump = {});
 
 /// Tile-level clean-up after tracing: canonicalize (including the tile
 /// dialect's patterns) and CSE. The result is what the interpreter runs and

@@ -36,7 +36,7 @@ void registerAllPasses() {
       "tegula-tile-pipeline",
       "What a traced kernel goes through before the interpreter or GPU lowering",
       [](mlir::OpPassManager &pm) { buildTilePipeline(pm); });
-  struct GpuPipelineOptions : mlir::PassPipelineOptions<GpuPipelineOptions> {
+  struct GpuPipelineFlags : mlir::PassPipelineOptions<GpuPipelineFlags> {
     Option<int> numWarps{*this, "num-warps", llvm::cl::desc("warps per program"),
                          llvm::cl::init(4)};
     Option<int> numStages{*this, "num-stages",
@@ -47,11 +47,21 @@ void registerAllPasses() {
     Option<bool> warpSpecialize{*this, "warp-specialize",
                                 llvm::cl::desc("TMA-fed loops get a producer warpgroup (sm_90a)"),
                                 llvm::cl::init(false)};
+    Option<bool> useWgmma{*this, "wgmma",
+                          llvm::cl::desc("sm_90a: wgmma and TMA (false: sm_80's layouts)"),
+                          llvm::cl::init(true)};
+    Option<bool> useTma{*this, "tma", llvm::cl::desc("sm_90a: tensor descriptors through TMA"),
+                        llvm::cl::init(true)};
   };
-  mlir::PassPipelineRegistration<GpuPipelineOptions>(
+  mlir::PassPipelineRegistration<GpuPipelineFlags>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
-      [](mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildGpuPipeline(pm, o.numWarps, o.numStages, o.chip, o.warpSpecialize);
+      [](mlir::OpPassManager &pm, const GpuPipelineFlags &f) {
+        buildGpuPipeline(pm, {.numWarps = f.numWarps,
+                              .numStages = f.numStages,
+                              .chip = f.chip,
+                              .warpSpecialize = f.warpSpecialize,
+                              .useWgmma = f.useWgmma,
+                              .useTma = f.useTma});
       });
 }
 

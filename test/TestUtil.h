@@ -1,6 +1,7 @@
 // TestUtil.h - random inputs, poisoned outputs and error norms for tests.
 #pragma once
 
+#include "compiler/backend/PtxBackend.h"
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 
@@ -12,6 +13,13 @@
 #include <vector>
 
 namespace tegula::testing {
+
+/// Whether compile() assembles cubins here: registers, spills and shared
+/// bytes are ptxas's report, zero without it (no CUDA toolkit).
+inline bool have_ptxas() {
+  static const bool found = backend::findPtxas().has_value();
+  return found;
+}
 
 /// A fresh seed per run (printed by the test on failure through the seed
 /// recorded in SCOPED_TRACE), so inputs differ between runs.

@@ -34,7 +34,7 @@ struct ConvertToDotOperandViaShared : OpConversionPattern<tilegpu::ConvertLayout
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
     auto operandEnc = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(dstT.getEncoding());
-    if (!operandEnc || !SharedOperand::applies(srcT, layoutOf(dstT)))
+    if (!operandEnc || !SharedOperand::applies(srcT, layoutOf(dstT), operandEnc.getOpIdx() == 0))
       return failure(); // the generic exchange takes it
     if (!analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);

@@ -211,7 +211,7 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
           return std::nullopt;
         return MmaOperand(regs);
       }
-      if (!SharedOperand::applies(t, fragments))
+      if (!SharedOperand::applies(t, fragments, idx == 0))
         return std::nullopt;
       Value base = sharedBuffer(rw, loc, op);
       if (byteOffset)

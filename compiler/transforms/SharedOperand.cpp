@@ -10,6 +10,7 @@
 #include "compiler/transforms/SharedOperand.h"
 
 #include "compiler/layout/SharedSwizzle.h"
+#include "tegula/error.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -20,11 +21,35 @@ using tegula::layout::SharedTile;
 
 namespace tegula::lowering {
 
-bool SharedOperand::applies(RankedTensorType source, const LinearLayout &operand) {
+SharedOperand::Plan SharedOperand::plan(const LinearLayout &source, RankedTensorType sourceType,
+                                        const LinearLayout &operand, bool isA) {
+  const int bits = int(sourceType.getElementType().getIntOrFloatBitWidth());
+  const int contiguous = layout::contiguousDimOf(source);
+  SharedTile unswizzled{{int32_t(sourceType.getDimSize(0)), int32_t(sourceType.getDimSize(1))},
+                        contiguous < 0 ? (isA ? 1 : 0) : contiguous, bits, {}};
+  Plan p;
+  p.vector = layout::vectorElementsOf(source.compose(unswizzled.offsetLayout()), 128 / bits);
+  p.tile = layout::planOperandTile(source, operand, isA, p.vector, bits);
+  if (layout::ldmatrixReads(isA, p.tile.contiguousDim, bits))
+    p.reads = layout::planLdmatrixReads(operand, isA, p.tile.contiguousDim, bits);
+  return p;
+}
+
+bool SharedOperand::applies(RankedTensorType source, const LinearLayout &operand, bool isA) {
   const unsigned bits = source.getElementType().getIntOrFloatBitWidth();
-  return source.getRank() == 2 && (bits == 8 || bits == 16 || bits == 32) && source.getEncoding() &&
-         operand.inDimSize("lane") == 32 && operand.inDimSize("register") >= 2 &&
-         llvm::all_of(source.getShape(), [](int64_t d) { return llvm::isPowerOf2_64(uint64_t(d)); });
+  if (!(source.getRank() == 2 && (bits == 8 || bits == 16 || bits == 32) && source.getEncoding() &&
+        operand.inDimSize("lane") == 32 && operand.inDimSize("register") >= 2 &&
+        llvm::all_of(source.getShape(), [](int64_t d) { return llvm::isPowerOf2_64(uint64_t(d)); })))
+    return false;
+  // The planners report layouts they cannot serve by throwing: here, before
+  // any IR is written, that means "not this way" (the generic exchange
+  // takes the conversion, or the dot is not staged).
+  try {
+    plan(layoutOf(source), source, operand, isA);
+    return true;
+  } catch (const Error &) {
+    return false;
+  }
 }
 
 SharedOperand::SharedOperand(OpBuilder &b, Location loc, ValueRange values, RankedTensorType source,
@@ -32,13 +57,10 @@ SharedOperand::SharedOperand(OpBuilder &b, Location loc, ValueRange values, Rank
     : b_(b), loc_(loc), values_(values.begin(), values.end()), source_(layoutOf(source)),
       operand_(operand), elem_(values.front().getType()),
       bits_(int(source.getElementType().getIntOrFloatBitWidth())), base_(base) {
-  int contiguous = layout::contiguousDimOf(source_);
-  SharedTile unswizzled{{int32_t(source.getDimSize(0)), int32_t(source.getDimSize(1))},
-                        contiguous < 0 ? (isA ? 1 : 0) : contiguous, bits_, {}};
-  vector_ = layout::vectorElementsOf(source_.compose(unswizzled.offsetLayout()), 128 / bits_);
-  tile_ = layout::planOperandTile(source_, operand, isA, vector_, bits_);
-  if (layout::ldmatrixReads(isA, tile_.contiguousDim, bits_))
-    reads_ = layout::planLdmatrixReads(operand, isA, tile_.contiguousDim, bits_);
+  Plan p = plan(source_, source, operand, isA);
+  vector_ = p.vector;
+  tile_ = std::move(p.tile);
+  reads_ = std::move(p.reads);
   loaded_.assign(size_t(registers()), Value());
 }
 

@@ -24,9 +24,11 @@ namespace tegula::lowering {
 
 class SharedOperand {
 public:
-  /// Whether `source` (8-, 16- or 32-bit elements) can be staged as an
-  /// operand of layout `operand`.
-  static bool applies(mlir::RankedTensorType source, const layout::LinearLayout &operand);
+  /// Whether `source` (8-, 16- or 32-bit elements) can be staged as the
+  /// A (`isA`) or B operand of layout `operand`: the swizzled tile and its
+  /// reads can be planned (so the constructor cannot fail inside a
+  /// conversion pattern).
+  static bool applies(mlir::RankedTensorType source, const layout::LinearLayout &operand, bool isA);
 
   /// `values`: the registers of `source`; `operand`: the fragment layout to
   /// produce; `base`: the tile's place in shared memory (!llvm.ptr<3>, as
@@ -48,6 +50,17 @@ public:
   const layout::SharedTile &tile() const { return tile_; }
 
 private:
+  /// What staging `source` takes: elements per store, the swizzled tile,
+  /// the ldmatrix reads (absent: one ld.shared per element). Throws
+  /// tegula::Error where the layouts allow no plan.
+  struct Plan {
+    int32_t vector = 1;
+    layout::SharedTile tile;
+    std::optional<layout::LdmatrixReads> reads;
+  };
+  static Plan plan(const layout::LinearLayout &source, mlir::RankedTensorType sourceType,
+                   const layout::LinearLayout &operand, bool isA);
+
   mlir::Value at(mlir::Value elementOffset); // shared address of an element
   void readLdmatrixGroup(int32_t group);
 

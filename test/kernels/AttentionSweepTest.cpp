@@ -51,6 +51,11 @@ Draw drawOne(std::mt19937 &rng) {
   d.bn = pick({16, 32, 64});
   // Warps along the query rows, 16 each at most (the dot chain's layout).
   d.warps = std::min(pick({1, 2, 4, 8}), std::max(1, d.bm / 16));
+  if (d.warpSpecialize) { // drawn where it applies: TMA rings feeding wgmma
+    d.chip = "sm_90a";
+    d.warps = pick({4, 8});
+    d.bm = std::max(d.bm, 16 * d.warps);
+  }
   d.seq = std::uniform_int_distribution<int>(1, 3 * std::max(d.bm, d.bn) + 7)(rng);
   return d;
 }
@@ -69,6 +74,12 @@ template <class T> void runDraw(const Draw &d, const std::string &name, const Sw
                        {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       kern(*opts, q, k, v, *out, d.seq, d.heads * d.seq, scale, d.dim, d.bm, d.bn, d.causal);
+    if (d.warpSpecialize) {
+      const CompiledKernel c =
+          kern.compile({q, k, v, got, d.seq, d.heads * d.seq, scale, d.dim, d.bm, d.bn, d.causal},
+                       {.chip = d.chip, .num_warps = d.warps, .warp_specialize = true, .assemble = false});
+      EXPECT_EQ(c.producer_warps, 4) << "warp_specialize was asked for and did not apply";
+    }
   } else {
     auto kern = kernel(name, examples::attention_fwd<T>,
                        {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});

@@ -344,7 +344,10 @@ TEST_P(Compiled, MatmulColumnMajorAIsCoalescedAndPipelined) {
   // Shared memory holds the rings (3 stages of 64x32 and 32x64 bf16) and
   // nothing else: A's pointer tile is recomputed in the load's layout, not
   // converted through shared memory each iteration (16 KiB more, it was).
-  EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 3 * (64 * 32 + 32 * 64) * 2);
+  if (have_ptxas())
+    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 3 * (64 * 32 + 32 * 64) * 2);
+  else
+    std::printf("shared bytes not checked: no ptxas (they are its report)\n");
 }
 
 TEST_P(Compiled, MatmulTensorCoresBf16) { tensorCoreMatmul<bfloat16>(target({1}), interp({1})); }

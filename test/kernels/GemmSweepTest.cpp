@@ -88,6 +88,14 @@ Draw drawOne(std::mt19937 &rng) {
   while (d.bm * d.bn / (32 * d.warps) > 128)
     d.warps *= 2;
   d.stages = pick({1, 2, 3, 4});
+  if (d.warpSpecialize) { // drawn where it applies: TMA rings feeding wgmma
+    d.chip = "sm_90a";
+    if (d.operands == Operands::TF32)
+      d.operands = Operands::BF16; // tf32 on wgmma is not pipelined
+    d.warps = pick({4, 8});
+    d.bm = std::max(d.bm, 16 * d.warps); // wgmma: 16 rows a warp
+    d.stages = pick({2, 3, 4});
+  }
   d.M = std::uniform_int_distribution<int>(1, 2 * d.bm + 3)(rng);
   d.N = std::uniform_int_distribution<int>(1, 2 * d.bn + 3)(rng);
   d.K = std::uniform_int_distribution<int>(1, 3 * d.bk + 5)(rng);
@@ -99,6 +107,16 @@ Draw drawOne(std::mt19937 &rng) {
   if (d.kind == Kind::Persistent || d.kind == Kind::PersistentDescriptors)
     d.programs = pick({1, 2, 3});
   return d;
+}
+
+CompileOptions compileOptionsOf(const Draw &d) {
+  return {.chip = d.chip, .num_warps = d.warps, .num_stages = d.stages,
+          .warp_specialize = d.warpSpecialize, .assemble = false};
+}
+
+/// A draw with warp specialisation runs it: a producer warpgroup of 4 warps.
+void expectWarpSpecialized(const CompiledKernel &c) {
+  EXPECT_EQ(c.producer_warps, 4) << "warp_specialize was asked for and did not apply";
 }
 
 /// The examples' GEMMs (C of the operands' type, f32 accumulation): against
@@ -123,6 +141,9 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
                     {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk);
+    if (d.warpSpecialize)
+      expectWarpSpecialized(k.compile({a, b, got, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk},
+                                      compileOptionsOf(d)));
     // The padding columns are no one's: compare the M x N elements.
     for (auto *c : {&want, &got}) {
       std::vector<T> packed;
@@ -139,6 +160,8 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
                                         : kernel(name, examples::matmul_persistent_descriptors<T>, persistentParams);
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2);
+    if (d.warpSpecialize)
+      expectWarpSpecialized(k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2}, compileOptionsOf(d)));
     want.resize(size_t(d.M) * d.N);
     got.resize(size_t(d.M) * d.N);
     break;

@@ -96,7 +96,7 @@ TEST(HostSymbols, EveryExampleKernelResolvesFromTheSimulatorsTable) {
       SCOPED_TRACE(fmt::format("{} at {} warps", c.name, warps));
       auto module = mlir::parseSourceString<mlir::ModuleOp>(c.kernel.ir(c.args, "tile"), &ctx);
       ASSERT_TRUE(module);
-      ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, warps)));
+      ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = warps})));
       auto simulated = sim::SimKernel::prepare(module->getOperation(), c.name);
       for (const std::string &symbol : simulated->externalSymbols()) {
         EXPECT_TRUE(table.count(symbol)) << symbol << " is not in the simulator's table";

@@ -133,7 +133,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
     ASSERT_TRUE(module);
     if (dropBarrier)
       (*module)->setAttr("tegula.test.drop_reduce_barrier", mlir::UnitAttr::get(&ctx));
-    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4)));
+    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = 4})));
     auto simulated = sim::SimKernel::prepare(module->getOperation(), "softmax");
     auto out = poisoned<float>(x.size());
     std::vector<Arg> args = {Arg(x), Arg(out), Arg(cols), Arg(1024)};
@@ -177,7 +177,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingAsyncWait) {
     ASSERT_TRUE(module);
     if (dropWait)
       (*module)->setAttr("tegula.test.drop_async_wait", mlir::UnitAttr::get(&ctx));
-    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, /*numStages=*/3)));
+    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = 4, .numStages = 3})));
     auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul");
     auto out = poisoned<bfloat16>(size_t(M * N));
     std::vector<Arg> args = {Arg(a), Arg(b), Arg(out), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(16)};

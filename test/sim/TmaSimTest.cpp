@@ -63,7 +63,7 @@ void runWithout(const std::string &drop, const std::string &expectedError, bool 
   ctx.loadAllAvailableDialects();
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({x, ref, M, N}, "tile", true), &ctx);
   ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, 1, "sm_90a")));
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = 4, .numStages = 1, .chip = "sm_90a"})));
   int dropped = 0, copies = 0;
   module->walk([&](mlir::LLVM::InlineAsmOp op) {
     copies += op.getAsmString().contains(store ? "cp.async.bulk.tensor.2d.global.shared::cta"
@@ -129,6 +129,7 @@ struct LoweredGemm {
   std::vector<bfloat16> a, b, ref;
   mlir::MLIRContext ctx{registry()};
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  bool compiled = false; // the GPU pipeline ran
 
   static std::vector<std::string> names() {
     return {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
@@ -144,12 +145,20 @@ struct LoweredGemm {
     std::vector<Arg> args = {a, b, ref, M, N, K, K, N, N, BM, BN, BK};
     k.launch({.grid = {uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, .backend = Backend::Interp}, args);
     ctx.loadAllAvailableDialects();
-    module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args, "tile", true), &ctx);
-    EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, warps, {}, 3, "sm_90a", warpSpecialize)));
+    lower(k.ir(args, "tile", true), warps, warpSpecialize);
+  }
+  void lower(const std::string &tileIr, int warps, bool warpSpecialize) {
+    module = mlir::parseSourceString<mlir::ModuleOp>(tileIr, &ctx);
+    ASSERT_TRUE(module);
+    ASSERT_TRUE(mlir::succeeded(runGpuPipeline(
+        *module, {.numWarps = warps, .chip = "sm_90a", .warpSpecialize = warpSpecialize})));
     EXPECT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize);
+    compiled = true;
   }
   /// The simulator's error, or "" when it ran and matched the interpreter.
   std::string run() {
+    if (!compiled)
+      return "not compiled"; // the constructor reported why
     auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
     auto out = poisoned<bfloat16>(size_t(M * N));
     std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, BM, BN, BK};
@@ -236,7 +245,10 @@ std::string runSharedRing(const std::function<void(mlir::ModuleOp)> &mutate) {
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args, "tile", true), &ctx);
-  EXPECT_TRUE(module && mlir::succeeded(runGpuPipeline(*module, 4, {}, 3, "sm_90a", true)));
+  if (!module || mlir::failed(runGpuPipeline(*module, {.chip = "sm_90a", .warpSpecialize = true}))) {
+    ADD_FAILURE() << "two_dots_tma did not compile for sm_90a";
+    return "not compiled";
+  }
   EXPECT_TRUE(module->getOperation()->hasAttr("tilegpu.producer_warps"));
   mutate(*module);
   auto simulated = sim::SimKernel::prepare(module->getOperation(), "two_dots_tma");

@@ -81,7 +81,7 @@ void runWithout(const std::string &drop, const std::string &expectedError, int s
   std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(32)};
   auto module = mlir::parseSourceString<mlir::ModuleOp>(mm.ir(refArgs, "tile", true), &ctx);
   ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, 4, {}, stages, "sm_90a")));
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numStages = stages, .chip = "sm_90a"})));
   int fences = 0;
   module->walk([&](mlir::LLVM::InlineAsmOp op) {
     fences += op.getAsmString().contains("fence.proxy.async");
@@ -153,6 +153,41 @@ TEST(WgmmaSim, AMissingProxyFenceIsReported) {
 /// The accumulators were last written by ordinary instructions.
 TEST(WgmmaSim, AMissingWgmmaFenceIsReported) {
   runWithout("wgmma.fence", "without a wgmma.fence.sync.aligned since");
+}
+
+/// TEGULA_WGMMA may change between two simulated launches of one kernel: the
+/// second compiles again (mma.sync code), the third reuses the first.
+TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
+  struct Restore {
+    ~Restore() {
+      unsetenv("TEGULA_WGMMA");
+      unsetenv("TEGULA_DUMP");
+    }
+  } restore;
+  auto mm = kernel("matmul_switch", examples::matmul<bfloat16>,
+                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 64, N = 64, K = 64;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto ref = poisoned<bfloat16>(size_t(M * N));
+  mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 32);
+  // The lowered module is printed only when it is compiled.
+  setenv("TEGULA_DUMP", "llvm", 1);
+  auto launch = [&] {
+    auto out = poisoned<bfloat16>(size_t(M * N));
+    ::testing::internal::CaptureStderr();
+    mm({.grid = {1, 1}, .num_warps = 4, .backend = Backend::Sim, .chip = "sm_90a"}, a, b, out, M,
+       N, K, 64, 64, 32);
+    std::string dumped = ::testing::internal::GetCapturedStderr();
+    EXPECT_LT(rel_error(out, to_double(ref)), tolerance<bfloat16>());
+    return dumped;
+  };
+  EXPECT_THAT(launch(), HasSubstr("wgmma.mma_async"));
+  setenv("TEGULA_WGMMA", "0", 1);
+  const std::string off = launch();
+  EXPECT_THAT(off, HasSubstr("after stage 'llvm'")) << "TEGULA_WGMMA=0 reused the wgmma code";
+  EXPECT_THAT(off, ::testing::Not(HasSubstr("wgmma.mma_async")));
+  unsetenv("TEGULA_WGMMA");
+  EXPECT_EQ(launch(), "") << "the wgmma code was compiled twice";
 }
 
 } // namespace

@@ -61,7 +61,10 @@ int main(int argc, char **argv) {
   // A tile-dialect library goes through the whole GPU pipeline first.
   if (!module->getOps<mlir::func::FuncOp>().empty() &&
       (mlir::failed(tegula::runTilePipeline(*module)) ||
-       mlir::failed(tegula::runGpuPipeline(*module, numWarps, {}, numStages, chip, warpSpecialize))))
+       mlir::failed(tegula::runGpuPipeline(*module, {.numWarps = numWarps,
+                                                  .numStages = numStages,
+                                                  .chip = chip,
+                                                  .warpSpecialize = warpSpecialize}))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};
