@@ -82,17 +82,26 @@ struct Cublas {
     if (s != CUBLAS_STATUS_SUCCESS)
       throw Error(fmt::format("cublasGemmEx failed: status {}", int(s)));
   }
-  /// Row-major C[M,N] (i32) = A[M,K] B[N,K]^T (i8, the TN layout int8
-  /// GEMMs take), as column-major C^T = B^T A on the integer tensor cores.
+  /// Row-major C[M,N] = A[M,K] B[N,K]^T (the TN layout, both operands
+  /// K-major), as column-major C^T = B^T A: i8 -> i32 on the integer tensor
+  /// cores, or f32 at tf32 (`tf32`: CUBLAS_COMPUTE_32F_FAST_TF32).
   void gemmTnInt8(const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &c, int M, int N, int K) const {
     const int32_t one = 1, zero = 0;
-    cublasStatus_t s = gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one,
-                              reinterpret_cast<const void *>(b.device_ptr()), CUDA_R_8I, K,
-                              reinterpret_cast<const void *>(a.device_ptr()), CUDA_R_8I, K, &zero,
-                              reinterpret_cast<void *>(c.device_ptr()), CUDA_R_32I, N, CUBLAS_COMPUTE_32I,
-                              CUBLAS_GEMM_DEFAULT);
+    gemmTn(CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, &one, &zero, a, b, c, M, N, K, "int8");
+  }
+  void gemmTnTf32(const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &c, int M, int N, int K) const {
+    const float one = 1, zero = 0;
+    gemmTn(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, &one, &zero, a, b, c, M, N, K, "tf32");
+  }
+  void gemmTn(cudaDataType in, cudaDataType out, cublasComputeType_t compute, const void *one,
+              const void *zero, const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &c, int M, int N,
+              int K, const char *what) const {
+    cublasStatus_t s = gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, one,
+                              reinterpret_cast<const void *>(b.device_ptr()), in, K,
+                              reinterpret_cast<const void *>(a.device_ptr()), in, K, zero,
+                              reinterpret_cast<void *>(c.device_ptr()), out, N, compute, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
-      throw Error(fmt::format("cublasGemmEx (int8) failed: status {}", int(s)));
+      throw Error(fmt::format("cublasGemmEx ({}, TN) failed: status {}", what, int(s)));
   }
   /// One operand of a batch of row-major matrices: a device pointer, its
   /// element type, the row stride (ld) and the stride between matrices.

@@ -8,11 +8,12 @@
 // ($TEGULA_BENCH_OUT/gemm.csv, else ./gemm.csv).
 // Without a driver it prints "skipped: ..." and exits 0.
 //
-//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,fp8,i8] [--iters 10]
+//   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,tf32tn,fp8,i8] [--iters 10]
 //
 // fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
 // against cuBLASLt's fp8 matmul (the TN layout, f32 out). i8: the same TN
-// kernel with i32 out, exact, against cuBLAS's int8 GEMM.
+// kernel with i32 out, exact, against cuBLAS's int8 GEMM; tf32tn: the TN
+// kernel at tf32 (f32 in and out) against cuBLAS's tf32 GEMM.
 #include "CublasLibrary.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
@@ -151,12 +152,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   // again with wgmma off, so one run shows both paths (unless the caller
   // set TEGULA_WGMMA itself).
   const bool bothPaths = device_info().chip == "sm_90a" && !std::getenv("TEGULA_WGMMA");
-  if (bothPaths && !wide) // tf32: wgmma (operands rounded in registers, not pipelined) and
-                          // mma.sync (cp.async rings) at the same tiles
-    for (Config c : std::vector<Config>(configs)) {
-      c.mmaSync = true;
-      configs.push_back(c);
-    }
+  // tf32 with B row-major stays on mma.sync on sm_90a too (wgmma reads tf32
+  // K-major only: tf32tn runs it).
   if (bothPaths && wide) {
     for (Config c : {Config{128, 256, 64, 8, 3}, Config{256, 128, 64, 8, 3}, Config{128, 128, 64, 4, 4},
                      Config{128, 256, 64, 8, 4}})
@@ -263,11 +260,12 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
 /// rings feeding wgmma k32) against `reference(a, b, ref, M, N, K)` on the
 /// same buffers: operands drawn by `draw(rng)`, outputs compared by
 /// `compare(got, want)` below `tolerance`.
-template <class T, class Acc, class Draw, class Reference, class Compare>
+template <class T, class Acc, tl::precision P = tl::precision::ieee, class Draw, class Reference,
+          class Compare>
 int runTn(const char *dtype, const char *referenceName, const std::string &referenceMissing,
           const std::vector<Config> &configs, Draw draw, Reference reference, Compare compare,
           double tolerance, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
-  auto k = kernel(std::string("matmul_tn_") + dtype, examples::matmul_tn<T, Acc>,
+  auto k = kernel(std::string("matmul_tn_") + dtype, examples::matmul_tn<T, Acc, P>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   int failures = 0;
   std::mt19937 rng(7);
@@ -327,6 +325,28 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
   return configs;
 }
 
+/// tf32 TN (f32 in and out) against cuBLAS at CUBLAS_COMPUTE_32F_FAST_TF32:
+/// on sm_90a TMA rings straight into wgmma k8, each stage rounded to tf32
+/// in place (docs/hopper.md); 128-byte K steps (32 floats).
+int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
+  std::vector<Config> configs = {{128, 128, 32, 4, 3}, {128, 256, 32, 8, 3}, {128, 256, 32, 8, 4},
+                                 {128, 128, 32, 4, 4}};
+  if (device_info().chip == "sm_90a")
+    for (Config c : {Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4}}) {
+      c.ws = true;
+      configs.push_back(c);
+    }
+  std::uniform_real_distribution<float> dist(-1, 1);
+  return runTn<float, float, tl::precision::tf32>(
+      "tf32tn", "cuBLAS", cublas.handle ? "" : cublas.why, configs, [&](std::mt19937 &rng) { return dist(rng); },
+      [&](const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &ref, int M, int N, int K) {
+        cublas.gemmTnTf32(a, b, ref, M, N, K);
+      },
+      // Both round to tf32 (cuBLAS perhaps by truncation) and sum in f32.
+      [](const std::vector<float> &got, const std::vector<float> &want) { return relError(got, want); }, 5e-3,
+      shapes, iters, csv);
+}
+
 /// fp8 e4m3 (f32 out) against cuBLASLt's fp8 matmul.
 int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
   std::uniform_real_distribution<float> dist(-2, 2);
@@ -363,7 +383,7 @@ int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string shapesArg = "all", dtypes = "bf16,f16,tf32,fp8,i8";
+  std::string shapesArg = "all", dtypes = "bf16,f16,tf32,tf32tn,fp8,i8";
   int iters = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters"))
@@ -417,6 +437,8 @@ int main(int argc, char **argv) {
     if (want("tf32"))
       failures += runDtype<float, tl::precision::tf32>("tf32", CUDA_R_32F, true, cublas, shapes, iters, csv);
     // fp8 runs on wgmma only on Hopper (elsewhere it would be an f16 GEMM).
+    if (want("tf32tn"))
+      failures += runTf32Tn(cublas, shapes, iters, csv);
     if (want("fp8") && info.chip == "sm_90a") {
       CublasLt lt;
       failures += runFp8(lt, shapes, iters, csv);

@@ -190,8 +190,9 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
 /// through tensor descriptors; Acc is f32, or i32 for int8 operands. With
 /// 8-bit operands on sm_90a the tiles go through TMA rings straight into
 /// wgmma k32 (docs/hopper.md); K and the row strides must span multiples of
-/// 16 bytes.
-template <class T, class Acc = float>
+/// 16 bytes. P: f32 operands' precision (tf32 runs on wgmma too, its ring
+/// stages rounded in place).
+template <class T, class Acc = float, tl::precision P = tl::precision::ieee>
 void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
                tl::constant<int> BN, tl::constant<int> BK) {
@@ -201,7 +202,7 @@ void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M
   tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
   tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
   for (auto k : tl::range(0, K, BK.value, acc))
-    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc);
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc, P);
   c_desc.store({m0, n0}, acc);
 }
 

@@ -198,7 +198,9 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
     };
     bool writtenThisInterval = s.writeEpoch == c.epoch;
     if (write) {
-      if (writtenThisInterval && s.writer != tid)
+      // Writes over a bulk copy's bytes too are ordered by its mbarrier,
+      // once this thread has waited for it (checkTmaWrite, Tma.h).
+      if (writtenThisInterval && s.writer != tid && s.writer != kAsyncProxyWriter)
         report("wrote", s.writer, s.writeSite);
       if (s.readEpoch == c.epoch) {
         if (s.reader != tid)

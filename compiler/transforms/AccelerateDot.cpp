@@ -218,7 +218,7 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
     const int64_t numWarps = warpsAttr ? warpsAttr.getInt() : 4;
     MLIRContext *ctx = &getContext();
     const llvm::DenseSet<Operation *> chained = chainedDots(module);
-    std::optional<analysis::AxisInfoAnalysis> axis; // for i8 dots on sm_90a only
+    std::optional<analysis::AxisInfoAnalysis> axis; // for i8 and tf32 dots on sm_90a only
     module.walk([&](tile::DotOp dot) {
       auto aT = cast<RankedTensorType>(dot.getA().getType());
       auto bT = cast<RankedTensorType>(dot.getB().getType());
@@ -268,8 +268,13 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // Hopper: wgmma where it fits (a chained dot's A operand then comes
       // from registers, the previous accumulator's): 16-bit operands, or f32
       // at tf32 precision (tf32x3's split products stay on mma.sync).
+      // tf32 only when neither operand is loaded along M or N: wgmma reads
+      // tf32 K-major only, so such a load could fill no ring, while mma.sync
+      // pipelines either order.
+      const bool tf32 = bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32;
       const bool wgmmaType =
-          bits == 16 || (bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32);
+          bits == 16 || (tf32 && chip == "sm_90a" && contiguousAlong(dot.getA()) != 0 &&
+                         contiguousAlong(dot.getB()) != 1);
       const bool wgmma =
           eightBitWgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
       if (wgmma)

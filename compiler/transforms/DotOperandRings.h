@@ -64,6 +64,10 @@ struct Operand {
 void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage,
            const mlir::IRMapping *outer = nullptr);
 
+/// A dot's precision as its dot_shared carries it: for f32 operands only
+/// (16-bit and i8 dots have no choice of precision).
+tile::DotPrecisionAttr f32Precision(tile::DotOp dot);
+
 /// The iter_arg index when `dot` just accumulates across `loop` (its
 /// accumulator an iter_arg, its result used only by the yield there).
 std::optional<unsigned> carriedAccumulator(mlir::scf::ForOp loop, tile::DotOp dot);

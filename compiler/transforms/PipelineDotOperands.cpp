@@ -112,13 +112,6 @@ bool zeroOrAbsent(Value other) {
   return false;
 }
 
-/// A dot's precision as its dot_shared carries it: for f32 operands only
-/// (16-bit and i8 dots have no choice of precision).
-tile::DotPrecisionAttr f32Precision(tile::DotOp dot) {
-  return getElementTypeOrSelf(dot.getA().getType()).isF32() ? dot.getPrecisionAttr()
-                                                            : tile::DotPrecisionAttr();
-}
-
 /// The same layout with its two output dims swapped.
 layout::LinearLayout swapDims(const layout::LinearLayout &ll) {
   return ll.transposeOuts({"dim1", "dim0"}).renameOuts({"dim0", "dim1"});
@@ -131,10 +124,12 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
   auto mma = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
   auto type = cast<RankedTensorType>(block.getType());
   Value v = idx == 0 ? dot.getA() : dot.getB();
-  // 16-bit operands, or fp8 (K-major only: wgmma's plan says so).
+  // 16-bit operands, or 8-bit and tf32 ones (K-major only: wgmma's plan
+  // says so; tf32 rings are rounded in place, one dot each).
   const unsigned bits = type.getElementType().getIntOrFloatBitWidth();
   if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !(sharedLoad || block->hasOneUse()) ||
-      block->getBlock() != loop.getBody() || type.getRank() != 2 || (bits != 16 && bits != 8))
+      block->getBlock() != loop.getBody() || type.getRank() != 2 ||
+      !(bits == 16 || bits == 8 || (bits == 32 && block->hasOneUse())))
     return std::nullopt;
   auto slice = addressSlice(loop, block.getOffsets());
   if (!slice)
@@ -202,12 +197,14 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
   const int64_t bytes = (width ? width.getInt() : 1) * elem.getIntOrFloatBitWidth() / 8;
   // 16-bit operands; 8-bit ones (fp8, i8) everywhere - wgmma reads them as
-  // they are, K-major; tf32 ones for mma.sync only (tf32 is rounded in
-  // registers after the read: wgmma would read raw f32 and truncate).
+  // they are, K-major; tf32 ones too: mma.sync rounds them in registers
+  // after the read, wgmma (K-major) in the stage before it reads it - which
+  // a ring read by two dots would do while the first one's group still
+  // reads it.
   const unsigned bits = elem.getIntOrFloatBitWidth();
   auto mmaOf = cast<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
   const bool supported = bits == 16 || (bits == 8 && (mmaOf.isWgmma() || elem.isInteger(8))) ||
-                         (!mmaOf.isWgmma() && elem.isF32());
+                         (elem.isF32() && (!mmaOf.isWgmma() || loaded.hasOneUse()));
   if (!supported || bytes < 4 || type.getRank() != 2)
     return std::nullopt;
   auto ptrType = cast<RankedTensorType>(load.getPtr().getType());
@@ -287,6 +284,11 @@ Value addSwizzledTensorMap(Operand &op) {
 } // namespace
 
 namespace tegula::rings {
+
+tile::DotPrecisionAttr f32Precision(tile::DotOp dot) {
+  return getElementTypeOrSelf(dot.getA().getType()).isF32() ? dot.getPrecisionAttr()
+                                                            : tile::DotPrecisionAttr();
+}
 
 // An iteration that does not exist (iv >= upper bound) is masked off; a
 // TMA box past the tensor's end reads zeros.

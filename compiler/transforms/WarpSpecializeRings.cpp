@@ -283,13 +283,13 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     Location dotLoc = d.dot.getLoc();
     if (d.a) {
       auto both = tilegpu::DotSharedOp::create(in, dotLoc, d.dot.getType(), r.a, stage, r.b, stage, d.dot.getAcc(),
-                                               UnitAttr(), UnitAttr(), tile::DotPrecisionAttr());
+                                               UnitAttr(), UnitAttr(), f32Precision(d.dot));
       both.setTransposeA(bool(d.a->trans));
       both.setTransposeB(bool(d.b.trans));
       return both;
     }
     auto bOnly = tilegpu::DotSharedBOp::create(in, dotLoc, d.dot.getType(), d.dot.getA(), r.b, stage, d.dot.getAcc(),
-                                               UnitAttr(), tile::DotPrecisionAttr());
+                                               UnitAttr(), f32Precision(d.dot));
     bOnly.setTransposeB(bool(d.b.trans));
     return bOnly;
   };

@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <fmt/format.h>
@@ -291,6 +292,46 @@ std::optional<WgmmaOperandTile> ringOperand(int idx, tilegpu::SharedTilesType ri
   return p;
 }
 
+/// The f32 values of ring stages `tiles` (base, bytes) rounded to tf32 in
+/// place, as mma.sync and the interpreter round them (the tensor cores would
+/// only drop the low bits of what the ring's copies wrote): the warps of
+/// the dot share the 16-byte pieces, then fence the async proxy (wgmma reads
+/// next) and meet. Rounding is idempotent, so a stage read again rounds
+/// nothing new.
+void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int64_t>> tiles,
+                       int64_t warps) {
+  const int64_t threads = 32 * warps;
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto f32x4 = VectorType::get({4}, f32), i32x4 = VectorType::get({4}, i32);
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  for (auto [base, bytes] : tiles) {
+    const int64_t pieces = bytes / 16;
+    for (int64_t first = 0; first < pieces; first += threads) {
+      OpBuilder::InsertionGuard guard(b);
+      Value piece = LLVM::AddOp::create(b, loc, tid, i32Const(b, loc, int32_t(first)));
+      if (first + threads > pieces) { // a last round for some of the threads
+        Value some = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, piece,
+                                          i32Const(b, loc, int32_t(pieces)));
+        auto only = scf::IfOp::create(b, loc, TypeRange{}, some, /*withElse=*/false);
+        b.setInsertionPointToStart(only.thenBlock());
+      }
+      Value at = LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                                     ValueRange{LLVM::MulOp::create(b, loc, piece, i32Const(b, loc, 16))});
+      Value in = LLVM::LoadOp::create(b, loc, f32x4, at, /*alignment=*/16);
+      Value out = LLVM::UndefOp::create(b, loc, i32x4);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value index = i32Const(b, loc, int32_t(i));
+        out = LLVM::InsertElementOp::create(
+            b, loc, out, tf32Bits(b, loc, LLVM::ExtractElementOp::create(b, loc, in, index)), index);
+      }
+      LLVM::StoreOp::create(b, loc, out, at, /*alignment=*/16);
+    }
+  }
+  // Ordinary stores, read next by the tensor cores (the async proxy).
+  inlinePtx(b, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
+  ctaBarrier(b, loc);
+}
+
 /// dot_shared with a wgmma accumulator: the operands are stages of rings
 /// that pipeline-dot-operands placed as wgmma reads them (and whose wait
 /// fenced the async proxy), so the dot is the instructions alone.
@@ -310,6 +351,9 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
       return rw.notifyMatchFailure(op, "a ring is not in a layout wgmma's descriptors describe");
     Value aTile = ringStage(rw, loc, adaptor.getA()[0], adaptor.getAStage()[0], aT);
     Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
+    if (aT.getElementType().isF32())
+      roundStagesToTf32(rw, loc, {{aTile, aT.tileBytes()}, {bTile, bT.tileBytes()}},
+                        mma.getWarpsPerCTA()[0]);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
                           cT.getDimSize(1), planA->tile.shape[1], aTile, planA, ValueRange{}, bTile,
@@ -334,6 +378,8 @@ struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     if (!planB)
       return rw.notifyMatchFailure(op, "the ring is not in a layout wgmma's descriptors describe");
     Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
+    if (bT.getElementType().isF32())
+      roundStagesToTf32(rw, loc, {{bTile, bT.tileBytes()}}, mma.getWarpsPerCTA()[0]);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, bT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
                           cT.getDimSize(1), planB->tile.shape[0], Value(), std::nullopt, adaptor.getA(), bTile,

@@ -64,20 +64,21 @@ LogicalResult AsyncLoadOp::verify() {
 namespace {
 
 /// The operand types a dot on shared memory takes: 16-bit ones with an f32
-/// accumulator, i8 ones with an i32 accumulator; on mma.sync also f32 at
-/// tf32 / tf32x3 precision; on wgmma also fp8 (mma.sync would take it as f16).
+/// accumulator, i8 ones with an i32 accumulator, f32 at tf32 precision (on
+/// mma.sync also tf32x3); on wgmma also fp8 (mma.sync would take it as f16).
 LogicalResult verifyOperandTypes(Operation *op, Type e, RankedTensorType acc,
                                  std::optional<tile::DotPrecision> precision) {
   const bool wgmma = cast<MmaEncodingAttr>(acc.getEncoding()).isWgmma();
   const bool f32Acc = acc.getElementType().isF32();
   const bool ok = ((e.isBF16() || e.isF16()) && f32Acc) ||
                   (isa<Float8E4M3FNType, Float8E5M2Type>(e) && wgmma && f32Acc) ||
-                  (e.isF32() && !wgmma && f32Acc && precision && *precision != tile::DotPrecision::IEEE) ||
+                  (e.isF32() && f32Acc && precision &&
+                   (wgmma ? *precision == tile::DotPrecision::TF32 : *precision != tile::DotPrecision::IEEE)) ||
                   (e.isInteger(8) && acc.getElementType().isInteger(32));
   if (!ok)
     return op->emitOpError() << "takes f16/bf16 operands with an f32 accumulator or i8 ones with an "
-                                "i32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 "
-                                "precision; on wgmma fp8 ones; got "
+                                "i32 accumulator, f32 ones at tf32 precision (on mma.sync also "
+                                "tf32x3); on wgmma fp8 ones; got "
                              << e << " operands, a " << acc.getElementType() << " accumulator";
   return success();
 }

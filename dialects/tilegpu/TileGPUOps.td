@@ -169,9 +169,10 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     flight: only a tilegpu.wgmma_wait, or the accumulator of another such
     dot_shared, may use it. `transposeA` / `transposeB`: the ring holds the
     operand transposed (as the kernel loaded it before `tile.trans`: [K, M]
-    for A, [N, K] for B). mma.sync also takes f32 operands at `precision`
-    tf32 / tf32x3 (rounded in registers after the read); both take i8 ones
-    with an i32 accumulator; wgmma also fp8 ones.
+    for A, [N, K] for B). Both take f32 operands at `precision` tf32
+    (mma.sync rounds them in registers after the read, wgmma's lowering
+    the stage in place before it) and i8 ones with an i32 accumulator;
+    mma.sync also tf32x3, wgmma also fp8.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,
                        I32:$bStage, AnyRankedTensor:$acc, UnitAttr:$transposeA,

@@ -169,8 +169,10 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
     compare(name, m.read_gradient(name), grads.to_f32(std::string("transformer.") + name), 2e-5);
 }
 
-// Hopper: at the GPU's tiles with tf32 matmuls, the linear layers run on
-// wgmma (m64nNk8, operands rounded to tf32 as on mma.sync). The simulator
+// Hopper: at the GPU's tiles with tf32 matmuls, the dots whose operands
+// both load K-major (the tied LM head, the backward's dx) run on wgmma
+// (m64nNk8, ring stages rounded to tf32 in place as mma.sync rounds in
+// registers), the others on mma.sync as on Ampere. The simulator
 // running the sm_90a code agrees with it running the sm_80 code (mma.sync)
 // up to the order of the sums.
 TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {

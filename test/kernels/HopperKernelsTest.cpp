@@ -86,26 +86,37 @@ std::vector<Shape> shapesFor(int warps) {
 TEST_P(Hopper, MatmulBf16) { checkMatmul<bfloat16>(target({1}), shapesFor(GetParam().warps)); }
 TEST_P(Hopper, MatmulF16) { checkMatmul<float16>(target({1}), shapesFor(GetParam().warps)); }
 
-/// f32 at tf32 precision: m64nNk8 with both operands K-major (B, row-major
-/// in memory, is stored transposed); the operands are rounded to tf32 as
-/// the interpreter rounds them, so only the order of the sums differs.
+/// f32 at tf32 precision: m64nNk8 with both operands K-major (the TN
+/// layout, through tensor descriptors: TMA rings whose stages are rounded
+/// to tf32 in place, as the interpreter rounds), so only the order of the
+/// sums differs. A row-major B - loaded along N, which wgmma cannot read at
+/// tf32 - stays on mma.sync, pipelined.
 TEST_P(Hopper, MatmulTf32) {
-  auto k = kernel("matmul_wgmma_tf32", examples::matmul<float, tl::precision::tf32>,
-                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+  auto tn = kernel("matmul_wgmma_tf32_tn", examples::matmul_tn<float, float, tl::precision::tf32>, names);
+  auto nn = kernel("matmul_tf32_nn", examples::matmul<float, tl::precision::tf32>, names);
   const int BM = 16 * GetParam().warps;
   for (Shape s : {Shape{BM + 5, 72, 40, BM, 64, 16}, Shape{2 * BM, 128, 64, BM, 128, 32}}) {
     SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}", s.M, s.N, s.K, s.BM, s.BN, s.BK));
-    auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.K * s.N));
-    auto want = poisoned<float>(size_t(s.M * s.N)), got = poisoned<float>(size_t(s.M * s.N));
     Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
-    k(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
-    k(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
-    EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+    for (const Kernel *k : {&tn, &nn}) { // B [N, K] for TN, [K, N] for NN: as many elements
+      auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.K * s.N));
+      auto want = poisoned<float>(size_t(s.M * s.N)), got = poisoned<float>(size_t(s.M * s.N));
+      (*k)(interp(g), a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      (*k)(target(g), a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+      EXPECT_LT(rel_error(got, to_double(want)), 1e-5) << k->name();
+    }
   }
   std::vector<float> x(128 * 128);
-  std::string ptx = k.compile({x, x, x, 128, 128, 128, 64, 64, 32}, {.chip = "sm_90a", .assemble = false}).ptx;
+  const CompileOptions hopper{.chip = "sm_90a", .assemble = false};
+  std::string ptx = tn.compile({x, x, x, 128, 128, 128, 64, 64, 32}, hopper).ptx;
   EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  EXPECT_THAT(ptx, HasSubstr("cp.async.bulk.tensor"));
   EXPECT_THAT(ptx, Not(HasSubstr("mma.sync")));
+  ptx = nn.compile({x, x, x, 128, 128, 128, 64, 64, 32}, hopper).ptx;
+  EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+  EXPECT_THAT(ptx, HasSubstr("cp.async.cg.shared.global"));
+  EXPECT_THAT(ptx, Not(HasSubstr("wgmma.")));
 }
 
 /// Operands contiguous along M (A) or along K (B): wgmma's transposed

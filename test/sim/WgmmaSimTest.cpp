@@ -17,6 +17,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <functional>
 #include <fmt/format.h>
 
 using namespace tegula;
@@ -188,6 +189,94 @@ TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
   EXPECT_THAT(off, ::testing::Not(HasSubstr("wgmma.mma_async")));
   unsetenv("TEGULA_WGMMA");
   EXPECT_EQ(launch(), "") << "the wgmma code was compiled twice";
+}
+
+/// examples::matmul_tn at tf32 (TMA rings straight into wgmma k8, 3
+/// stages), lowered for sm_90a; `mutate` changes the LLVM module; then run
+/// in the simulator against the interpreter: the simulator's error, or ""
+/// with the relative error in `relError`.
+std::string runTf32Tn(const std::function<void(mlir::ModuleOp)> &mutate, double &relError) {
+  const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+  auto k = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names);
+  const int M = 64, N = 64, K = 72, BM = 64, BN = 64, BK = 16; // 5 iterations, the last half empty
+  auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(N * K));
+  auto ref = poisoned<float>(size_t(M * N)), out = poisoned<float>(size_t(M * N));
+  std::vector<Arg> refArgs = {a, b, ref, M, N, K, BM, BN, BK};
+  k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
+  if (!module || mlir::failed(runGpuPipeline(*module, {.numStages = 3, .chip = "sm_90a"}))) {
+    ADD_FAILURE() << "matmul_tn at tf32 did not compile for sm_90a";
+    return "not compiled";
+  }
+  mutate(*module);
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_tn_tf32");
+  std::vector<Arg> args = {a, b, out, M, N, K, BM, BN, BK};
+  try {
+    simulated->run({1, 1}, k.params(), names, args);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  relError = rel_error(out, to_double(ref));
+  return "";
+}
+
+/// The stores that round a tf32 stage in place (16-byte pieces of i32).
+std::vector<mlir::LLVM::StoreOp> roundingStores(mlir::ModuleOp module) {
+  std::vector<mlir::LLVM::StoreOp> stores;
+  module->walk([&](mlir::LLVM::StoreOp op) {
+    auto v = mlir::dyn_cast<mlir::VectorType>(op.getValue().getType());
+    if (v && v.getNumElements() == 4 && v.getElementType().isInteger(32) &&
+        mlir::cast<mlir::LLVM::LLVMPointerType>(op.getAddr().getType()).getAddressSpace() == 3)
+      stores.push_back(op);
+  });
+  return stores;
+}
+
+/// tf32 through TMA rings: the stages are rounded in place, so wgmma (which
+/// would drop the low bits) matches the interpreter's rounding; without the
+/// rounding it does not - the simulator reads tf32 as the tensor cores do.
+TEST(WgmmaSim, Tf32RingStagesAreRoundedAsTheInterpreterRounds) {
+  double rounded = 1, truncated = 0;
+  EXPECT_EQ(runTf32Tn([](mlir::ModuleOp m) { ASSERT_FALSE(roundingStores(m).empty()); }, rounded), "");
+  EXPECT_LT(rounded, 1e-6);
+  EXPECT_EQ(runTf32Tn([](mlir::ModuleOp m) {
+              for (mlir::LLVM::StoreOp op : roundingStores(m))
+                op.erase();
+            },
+                      truncated),
+            "");
+  EXPECT_GT(truncated, 1e-5) << "truncated tf32 operands matched the interpreter's rounding";
+}
+
+/// The rounded stage is written by every thread and read by the tensor
+/// cores: without the fence after the stores, or the barrier after the
+/// fence, the simulator reports it.
+TEST(WgmmaSim, Tf32RoundingWithoutItsFenceOrBarrierIsReported) {
+  double unused = 0;
+  // The op after the rounding stores: `step` ops on (0: the fence, 1: the barrier).
+  auto dropAfterRounding = [](int step) {
+    return [step](mlir::ModuleOp m) {
+      std::vector<mlir::LLVM::StoreOp> stores = roundingStores(m);
+      ASSERT_FALSE(stores.empty());
+      mlir::Operation *op = stores.back()->getNextNode();
+      while (op && !mlir::isa<mlir::LLVM::InlineAsmOp>(op))
+        op = op->getNextNode();
+      for (int i = 0; i < step && op; ++i)
+        op = op->getNextNode();
+      ASSERT_TRUE(op) << "no fence after the rounding stores";
+      op->erase();
+    };
+  };
+  EXPECT_THAT(runTf32Tn(dropAfterRounding(0), unused),
+              HasSubstr("without a fence.proxy.async.shared::cta since"));
+  // Thread 0 reaches the wgmma first and stands for the tensor cores' read:
+  // the other threads' rounding stores land under it.
+  EXPECT_THAT(runTf32Tn(dropAfterRounding(1), unused),
+              HasSubstr("which the asynchronous read at inline PTX"));
 }
 
 } // namespace

@@ -17,11 +17,14 @@
 // CHECK-NEXT:  tilegpu.dot_shared %[[RA]][%[[S:.*]]], %[[RB]][%[[S]]], %{{.*}} {precision = 1 : i32} :
 // CHECK:       tilegpu.async_load %[[RA]]
 // CHECK:       tilegpu.async_load %[[RB]]
-// Hopper runs tf32 on wgmma, which would read raw f32 from a ring and
-// truncate it: not pipelined.
+// On Hopper too: B is loaded along N, and wgmma reads tf32 K-major only, so
+// the dot stays on mma.sync, pipelined the same way
+// (pipeline-dot-operands-tf32-wgmma.mlir: K-major B on wgmma).
 // HOPPER-LABEL: func.func @gemm_tf32
-// HOPPER-NOT:   tilegpu.async_load
-// HOPPER:       tile.dot {{.*}}, tf32
+// HOPPER:       scf.for
+// HOPPER:         tilegpu.async_wait {pending = 2 : i32}
+// HOPPER-NEXT:    tilegpu.dot_shared {{.*}} {precision = 1 : i32} : {{.*}} -> tensor<64x64xf32, #mma>
+// HOPPER-NOT:     tilegpu.wgmma_wait
 module {
   func.func @gemm_tf32(%arg0: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "a"}, %arg1: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "b"}, %arg2: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c"}, %arg3: i32 {tile.divisibility = 16 : i32, tile.name = "M"}, %arg4: i32 {tile.divisibility = 16 : i32, tile.name = "N"}, %arg5: i32 {tile.divisibility = 16 : i32, tile.name = "K"}) attributes {tile.constants = {BK = 16 : i64, BM = 64 : i64, BN = 64 : i64}, tile.kernel} {
     %cst = arith.constant dense<0.000000e+00> : tensor<16x64xf32>

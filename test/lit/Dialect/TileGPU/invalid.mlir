@@ -87,24 +87,25 @@ func.func @f(%x: tensor<64x64xf16, #bad>) { return }
 
 // -----
 
-// dot_shared on f32 rings: mma.sync at tf32 / tf32x3 precision only (ieee
-// f32 never runs on tensor cores).
+// dot_shared on f32 rings: tf32 precision (tf32x3 on mma.sync too) only
+// (ieee f32 never runs on tensor cores).
 #mma = #tilegpu.mma<{warpsPerCTA = [2, 2]}>
 func.func @f(%a: !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, %b: !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>,
              %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
-  // expected-error @+1 {{takes f16/bf16 operands with an f32 accumulator or i8 ones with an i32 accumulator; on mma.sync also f32 ones at tf32/tf32x3 precision; on wgmma fp8 ones; got 'f32' operands, a 'f32' accumulator}}
+  // expected-error @+1 {{takes f16/bf16 operands with an f32 accumulator or i8 ones with an i32 accumulator, f32 ones at tf32 precision (on mma.sync also tf32x3); on wgmma fp8 ones; got 'f32' operands, a 'f32' accumulator}}
   %d = tilegpu.dot_shared %a[%s], %b[%s], %acc : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
   return %d : tensor<64x64xf32, #mma>
 }
 
 // -----
 
-// ... and not on wgmma, which would read the raw f32 and truncate it.
+// ... and on wgmma tf32 only (the lowering rounds the stages in place;
+// tf32x3's split products are mma.sync's).
 #mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
 func.func @f(%a: !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, %b: !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>,
              %s: i32, %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
   // expected-error @+1 {{got 'f32' operands, a 'f32' accumulator}}
-  %d = tilegpu.dot_shared %a[%s], %b[%s], %acc {precision = 1 : i32} : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
+  %d = tilegpu.dot_shared %a[%s], %b[%s], %acc {precision = 2 : i32} : !tilegpu.shared<3 x[64, 16] x f32, contiguousDim = 1>, !tilegpu.shared<3 x[16, 64] x f32, contiguousDim = 1>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
   return %d : tensor<64x64xf32, #mma>
 }
 
