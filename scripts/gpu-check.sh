@@ -451,12 +451,58 @@ run_test_binary() {
       rm "$logs/$name.alone$i.log"
     done
   fi
+  # Which Hopper path a failure depends on (the likeliest first-contact
+  # failures are new TMA / mbarrier / wgmma code): each test that failed on
+  # its own, or was lost, runs again with TMA off, then with wgmma off
+  # (sm_80's code), each within the stall limit.
+  local suspects=() verdicts=() sw t
+  for t in "${failed[@]}"; do [[ " ${alone[*]} " == *" $t "* ]] || suspects+=("$t"); done
+  mapfile -t -O "${#suspects[@]}" suspects < <(awk '$1 == "LOST" {print $2}' <<<"$ended")
+  if ((${#suspects[@]} > 0 && ${#suspects[@]} <= 16)) && (($(left) >= least)); then
+    local limit=${TEGULA_GPU_CHECK_STALL:-120}
+    for ((i = 0; i < ${#suspects[@]}; i++)); do
+      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
+        while (($(jobs -rp | wc -l) >= shards)); do wait -n; done
+        (($(left) < limit)) && limit=$(left)
+        ((limit > 0)) || break 2
+        local f=$logs/$name.bisect$i.${sw%%=*}.log
+        { env "$sw" timeout -k 5 "$limit" "$root/bin/$name" --gtest_color=no --gtest_filter="${suspects[$i]}" \
+            </dev/null >"$f" 2>&1; echo $? >"$f.status"; } &
+      done
+    done
+    wait
+    for ((i = 0; i < ${#suspects[@]}; i++)); do
+      local verdict=""
+      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
+        local f=$logs/$name.bisect$i.${sw%%=*}.log outcome="not run"
+        if [[ -f $f ]]; then
+          if grep -qE "^\[ +OK +\] ${suspects[$i]} " "$f"; then outcome=passes
+          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then outcome=fails
+          else
+            local status
+            status=$(cat "$f.status" 2>/dev/null)
+            case $status in
+              124 | 137) outcome="does not finish" ;;
+              *) outcome="crashes (exit status ${status:-unknown})" ;;
+            esac
+          fi
+          { echo "---- ${suspects[$i]} again with $sw: $outcome"; cat "$f"; } >>"$logs/$name.log"
+          rm -f "$f" "$f.status"
+        fi
+        verdict+="${verdict:+, }$sw $outcome"
+      done
+      verdicts+=("${suspects[$i]}|$verdict")
+    done
+  fi
   local bad
   bad=$(grep -E '^\[ +(FAILED|LOST) +\] [A-Za-z][^ ]*.*\)$' "$logs/$name.log" |
     sed -E 's/^\[ +FAILED +\] ([^ ,]+).*/    failed: \1/; s/^\[ +LOST +\] ([^ ,]+) \((.*)\)$/    lost: \1 (\2)/' | sort -u)
-  local t
   for t in "${alone[@]}"; do
     bad=$(sed "s|^    failed: $t\$|    failed: $t (passed alone: an earlier test broke its process's context)|" <<<"$bad")
+  done
+  local v
+  for v in "${verdicts[@]}"; do
+    bad=$(awk -v t="${v%%|*}" -v note="    [${v#*|}]" '{print} $2 == t {print note}' <<<"$bad")
   done
   [[ -z $bad ]] || { rows+=("$bad"); echo "$bad"; }
 }

@@ -13,10 +13,11 @@ mkdir -p "$work/payload/bin" "$work/payload/lib" "$work/carry"
 # A GoogleTest binary as the script sees it: --gtest_list_tests, a filter of
 # exact names, tests run in registration order; one skipped, one failing,
 # one that hangs (no output), one that crashes and one that fails unless it
-# runs alone (as after a CUDA error that broke the process's context).
+# runs alone (as after a CUDA error that broke the process's context), one
+# that passes only with TEGULA_TMA=0 (a broken TMA path).
 cat >"$work/payload/bin/fake_test" <<'TEST'
 #!/usr/bin/env bash
-all="One Two Hangs Three Skipped Crashes Fails After Sticky"
+all="One Two Hangs Three Skipped Crashes Fails After Sticky NeedsTmaOff"
 if [[ ${1:-} == --gtest_list_tests ]]; then
   echo "Running main() from gtest_main.cc"
   echo "A."
@@ -32,6 +33,8 @@ for t in $all; do
     Skipped) echo "[  SKIPPED ] A.$t (0 ms)" ;;
     Fails) echo "[  FAILED  ] A.$t (3 ms)"; rc=1 ;;
     Hangs) sleep 600 ;;
+    NeedsTmaOff) if [[ ${TEGULA_TMA:-} == 0 ]]; then echo "[       OK ] A.$t (1 ms)"; else
+      echo "[  FAILED  ] A.$t (1 ms)"; rc=1; fi ;;
     Crashes) kill -SEGV $$ ;;
     Sticky) if [[ $names == " A.Sticky " ]]; then echo "[       OK ] A.$t (1 ms)"; else
       echo "[  FAILED  ] A.$t (1 ms)"; rc=1; fi ;;
@@ -69,13 +72,25 @@ cat "$work/run.log"
 ((rc == 1)) || fail "rc $rc, not 1 (a test failed)"
 summary=$work/out/summary.txt
 [[ -f $summary ]] || fail "no summary.txt in \$OUT"
-grep -qE '^test +fake_test +passed 4, skipped 1, failed 2, lost 2, not run 0 of 9$' "$summary" ||
+grep -qE '^test +fake_test +passed 4, skipped 1, failed 3, lost 2, not run 0 of 10$' "$summary" ||
   fail "wrong test counts"
 grep -qx '    failed: A.Fails' "$summary" || fail "the failing test is not named"
 grep -qx "    failed: A.Sticky (passed alone: an earlier test broke its process's context)" "$summary" ||
   fail "the test that passes alone is not told apart"
 grep -qx '    lost: A.Hangs (no output for 2 s: killed)' "$summary" || fail "the hanging test is not named"
 grep -qx '    lost: A.Crashes (exit status 139)' "$summary" || fail "the crashing test is not named"
+# Each test that failed on its own or was lost runs again with TMA off and
+# with wgmma off: the summary says which switch makes it pass.
+grep -A1 -x '    failed: A.NeedsTmaOff' "$summary" | grep -qx '    \[TEGULA_TMA=0 passes, TEGULA_WGMMA=0 fails\]' ||
+  fail "the switch that mends A.NeedsTmaOff is not named"
+grep -A1 -x '    failed: A.Fails' "$summary" | grep -qx '    \[TEGULA_TMA=0 fails, TEGULA_WGMMA=0 fails\]' ||
+  fail "A.Fails was not tried with the switches"
+grep -A1 -x '    lost: A.Crashes (exit status 139)' "$summary" |
+  grep -qx '    \[TEGULA_TMA=0 crashes (exit status 139), TEGULA_WGMMA=0 crashes (exit status 139)\]' ||
+  fail "A.Crashes was not tried with the switches"
+grep -A1 -x '    lost: A.Hangs (no output for 2 s: killed)' "$summary" |
+  grep -qx '    \[TEGULA_TMA=0 does not finish, TEGULA_WGMMA=0 does not finish\]' ||
+  fail "A.Hangs was not tried with the switches"
 grep -qE '^benchmark +fake_bench +rc=0' "$summary" || fail "fake_bench did not run"
 grep -qE '^benchmark +quiet_bench +rc=[0-9]+ +STALLED \(no output for 2 s: killed\)' "$summary" ||
   fail "quiet_bench was not stopped when it stalled"
