@@ -1,8 +1,9 @@
 //===- DotOperandRings.h - what pipeline-dot-operands shares -*- C++ -*-===//
 //
 // Internal to compiler/transforms: the operand plans of pipeline-dot-operands
-// (PipelineDotOperands.cpp) and what its warp-specialised variant
-// (WarpSpecializeRings.cpp) builds from them.
+// (DotOperandPlans.cpp), the rings it builds from them
+// (PipelineDotOperands.cpp) and its warp-specialised variant
+// (WarpSpecializeRings.cpp).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -63,6 +64,19 @@ struct Operand {
 /// producer's own copies).
 void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage,
            const mlir::IRMapping *outer = nullptr);
+
+/// The ring operand `idx` (0: A, 1: B) of `dot` in `loop` can come through,
+/// planned (DotOperandPlans.cpp); nothing when its load cannot be issued
+/// ahead. `sharedLoad`: the load may have other uses (operands of other dots
+/// the caller pipelines from the same ring); its chain to this dot is still
+/// this dot's alone.
+std::optional<Operand> planOperand(mlir::scf::ForOp loop, tile::DotOp dot, unsigned idx, int stages,
+                                   bool sharedLoad = false);
+
+/// A TMA operand's own tensor map: a copy of its descriptor's (use-tma)
+/// with the ring's box (one block of rows) and swizzle, as a new hidden
+/// kernel argument; null when the descriptor has none.
+Value addSwizzledTensorMap(Operand &op);
 
 /// A dot's precision as its dot_shared carries it: for f32 operands only
 /// (16-bit and i8 dots have no choice of precision).
