@@ -40,7 +40,35 @@ int count(const std::string &text, const std::string &pattern) {
   return int(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-class Tf32Int8Rings : public ChipTargetTest {};
+/// A TN GEMM case (examples::matmul_tn: A [M, K], B [N, K]).
+struct TnCase {
+  int M, N, K, BM, BN, BK, warps, stages;
+  bool ws;
+  std::string describe() const {
+    return fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages{}", M, N, K, BM, BN, BK, warps,
+                       stages, ws ? ", warp specialised" : "");
+  }
+};
+
+class Tf32Int8Rings : public ChipTargetTest {
+protected:
+  /// `k` on case `s`: in the interpreter into `want`, on the target into
+  /// `got`; on sm_90a also compiled for it (else an empty result).
+  template <class T, class Acc>
+  CompiledKernel runTn(const Kernel &k, const TnCase &s, std::vector<T> &a, std::vector<T> &b,
+                       std::vector<Acc> &want, std::vector<Acc> &got) {
+    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
+    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    LaunchOptions o = target(g, s.warps);
+    o.num_stages = s.stages;
+    o.warp_specialize = s.ws;
+    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    if (GetParam().chip != "sm_90a")
+      return {};
+    return k.compile({a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK},
+                     {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = s.ws});
+  }
+};
 
 TEST_P(Tf32Int8Rings, Tf32MatchesTheInterpreterAtEveryStageCount) {
   const int M = 70, N = 50, K = 72, BM = 64, BN = 64, BK = 16;
@@ -132,29 +160,16 @@ TEST_P(Tf32Int8Rings, Int8ThroughTensorDescriptorsIsExact) {
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   std::mt19937 rng(9);
   std::uniform_int_distribution<int> dist(-128, 127);
-  struct S {
-    int M, N, K, BM, BN, BK, warps, stages;
-    bool ws;
-  };
-  for (S s : {S{100, 80, 272, 64, 64, 64, 4, 3, false}, S{150, 136, 208, 128, 128, 64, 8, 2, false},
-              S{100, 80, 272, 64, 64, 64, 4, 3, true}, S{70, 200, 144, 64, 128, 32, 4, 4, true}}) {
-    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages{}", s.M, s.N, s.K, s.BM, s.BN,
-                             s.BK, s.warps, s.stages, s.ws ? ", warp specialised" : ""));
+  for (TnCase s : {TnCase{100, 80, 272, 64, 64, 64, 4, 3, false}, TnCase{150, 136, 208, 128, 128, 64, 8, 2, false},
+                   TnCase{100, 80, 272, 64, 64, 64, 4, 3, true}, TnCase{70, 200, 144, 64, 128, 32, 4, 4, true}}) {
+    SCOPED_TRACE(s.describe());
     std::vector<int8_t> a(size_t(s.M * s.K)), b(size_t(s.N * s.K));
     for (auto &v : a) v = int8_t(dist(rng));
     for (auto &v : b) v = int8_t(dist(rng));
     std::vector<int32_t> want(size_t(s.M * s.N), -1), got = want;
-    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
-    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
-    LaunchOptions o = target(g, s.warps);
-    o.num_stages = s.stages;
-    o.warp_specialize = s.ws;
-    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    const CompiledKernel compiled = runTn(k, s, a, b, want, got);
     EXPECT_EQ(got, want);
     if (GetParam().chip == "sm_90a") {
-      const CompiledKernel compiled =
-          k.compile({a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK},
-                    {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = s.ws});
       std::printf("[i8 tma] %dx%dx%d %d warps %d stages%s: %d registers, %d spilled bytes\n", s.BM, s.BN, s.BK,
                   s.warps, s.stages, s.ws ? " ws" : "", compiled.registers, compiled.spill_bytes);
       if (have_ptxas()) {
@@ -175,28 +190,15 @@ TEST_P(Tf32Int8Rings, Int8ThroughTensorDescriptorsIsExact) {
 TEST_P(Tf32Int8Rings, Tf32ThroughTensorDescriptorsMatchesTheInterpreter) {
   auto k = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
-  struct S {
-    int M, N, K, BM, BN, BK, warps, stages;
-    bool ws;
-  };
-  for (S s : {S{100, 80, 72, 64, 64, 16, 4, 3, false}, S{150, 136, 52, 128, 128, 16, 8, 2, false},
-              S{100, 80, 72, 64, 64, 16, 4, 3, true}, S{70, 200, 100, 64, 128, 32, 4, 4, true},
-              S{64, 16, 40, 64, 16, 16, 4, 3, false}}) { // B's stages: fewer pieces than threads
-    SCOPED_TRACE(fmt::format("M={} N={} K={} tile {}x{}x{}, {} warps, {} stages{}", s.M, s.N, s.K, s.BM, s.BN,
-                             s.BK, s.warps, s.stages, s.ws ? ", warp specialised" : ""));
+  for (TnCase s : {TnCase{100, 80, 72, 64, 64, 16, 4, 3, false}, TnCase{150, 136, 52, 128, 128, 16, 8, 2, false},
+                   TnCase{100, 80, 72, 64, 64, 16, 4, 3, true}, TnCase{70, 200, 100, 64, 128, 32, 4, 4, true},
+                   TnCase{64, 16, 40, 64, 16, 16, 4, 3, false}}) { // B's stages: fewer pieces than threads
+    SCOPED_TRACE(s.describe());
     auto a = random_vector<float>(size_t(s.M * s.K)), b = random_vector<float>(size_t(s.N * s.K));
     auto want = poisoned<float>(size_t(s.M * s.N)), got = poisoned<float>(size_t(s.M * s.N));
-    Grid g{uint32_t(cdiv(s.M, s.BM)), uint32_t(cdiv(s.N, s.BN))};
-    k({.grid = g, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK);
-    LaunchOptions o = target(g, s.warps);
-    o.num_stages = s.stages;
-    o.warp_specialize = s.ws;
-    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK);
+    const CompiledKernel c = runTn(k, s, a, b, want, got);
     EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
     if (GetParam().chip == "sm_90a") {
-      const CompiledKernel c =
-          k.compile({a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK},
-                    {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = s.ws});
       EXPECT_GT(count(c.ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k8\\.f32\\.tf32\\.tf32"), 0);
       EXPECT_GT(count(c.ptx, "cp\\.async\\.bulk\\.tensor"), 0);
       EXPECT_EQ(c.producer_warps, s.ws ? 4 : 0);
