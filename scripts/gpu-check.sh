@@ -167,7 +167,10 @@ items_of() {
 # now, so a call killed from outside still returns its output).
 run() {
   SECONDS=0 # the budget counts from here: unpacking is part of the call
-  local out=${OUT:-/tmp/tegula-gpu-out} root=/tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
+  # TEGULA_GPU_CHECK_TMP: where the payload and the logs go (two runs at
+  # once need two; test/scripts/gpu-check-test.sh gives each its own).
+  local tmp=${TEGULA_GPU_CHECK_TMP:-/tmp}
+  local out=${OUT:-/tmp/tegula-gpu-out} root=$tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
   local budget=${TEGULA_GPU_CHECK_SECONDS:-540}
   # Of 540 s: 18 kept for the summary and the bundle; no item starts with
   # less than 21 left.
@@ -183,7 +186,7 @@ run() {
   local label
   label=$(IFS=_; echo "$*")
   ((${#label} <= 60)) || label=selection
-  local logs=/tmp/tegula-gpu-logs bundle=$out/gpu-check-$label.tar.gz
+  local logs=$tmp/tegula-gpu-logs bundle=$out/gpu-check-$label.tar.gz
   rm -rf "$root" "$logs" # nothing left from an earlier payload on a warm machine
   mkdir -p "$out" "$root" "$logs"
   tar -C "$root" -xJf "$CARRY/payload.tar.xz"

@@ -50,7 +50,9 @@ chmod +x "$work/payload/bin/"*
 tar -C "$work/payload" -cJf "$work/carry/payload.tar.xz" bin lib
 printf 'test fake_test\nbenchmark fake_bench\nbenchmark quiet_bench\nbenchmark slow_bench\n' >"$work/carry/programs.txt"
 echo "abc1234" >"$work/carry/commit.txt"
-export TEGULA_GPU_CARRY=$work/carry OUT=$work/out TEGULA_GPU_CHECK_SHARDS=2 TEGULA_GPU_CHECK_STALL=2
+mkdir -p "$work/tmp"
+export TEGULA_GPU_CARRY=$work/carry OUT=$work/out TEGULA_GPU_CHECK_SHARDS=2 TEGULA_GPU_CHECK_STALL=2 \
+  TEGULA_GPU_CHECK_TMP=$work/tmp
 
 fail() { echo "FAILED: $*"; exit 1; }
 
