@@ -492,14 +492,21 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
 } // namespace
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
+  const Switches env = Switches::read();
+  CompileOptions withEnv = opts;
+  withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize;
+  return compile(args, withEnv, !env.wgmmaOff, !env.tmaOff);
+}
+
+CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts, bool useWgmma,
+                               bool useTma) const {
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  const Switches env = Switches::read();
-  const bool warpSpecialize = opts.warp_specialize || env.warpSpecialize;
+  const bool warpSpecialize = opts.warp_specialize;
   std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={}",
                                       opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      !env.wgmmaOff, !env.tmaOff, warpSpecialize);
+                                      useWgmma, useTma, warpSpecialize);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -513,8 +520,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .numStages = opts.num_stages,
                                                 .chip = opts.chip,
                                                 .warpSpecialize = warpSpecialize,
-                                                .useWgmma = !env.wgmmaOff,
-                                                .useTma = !env.tmaOff});
+                                                .useWgmma = useWgmma,
+                                                .useTma = useTma});
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -616,7 +623,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
         kernel = it->second; // the fast path: no copy of the compiled binary
     }
     if (!kernel) {
-      CompiledKernel compiled = compile(args, copts);
+      CompiledKernel compiled = compile(args, copts, !env.wgmmaOff, !env.tmaOff);
       std::lock_guard<std::mutex> lock(spec.compileMutex);
       auto &slot = spec.loaded[key];
       if (!slot)

@@ -170,7 +170,7 @@ run() {
   # TEGULA_GPU_CHECK_TMP: where the payload and the logs go (two runs at
   # once need two; test/scripts/gpu-check-test.sh gives each its own).
   local tmp=${TEGULA_GPU_CHECK_TMP:-/tmp}
-  local out=${OUT:-/tmp/tegula-gpu-out} root=$tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
+  local out=${OUT:-$tmp/tegula-gpu-out} root=$tmp/tegula-carry system_libs=${LD_LIBRARY_PATH:-}
   local budget=${TEGULA_GPU_CHECK_SECONDS:-540}
   # Of 540 s: 18 kept for the summary and the bundle; no item starts with
   # less than 21 left.
@@ -191,7 +191,7 @@ run() {
   mkdir -p "$out" "$root" "$logs"
   tar -C "$root" -xJf "$CARRY/payload.tar.xz"
   export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export TEGULA_CACHE_DIR=/tmp/tegula-kernel-cache
+  export TEGULA_CACHE_DIR=$tmp/tegula-kernel-cache
   export TEGULA_BENCH_OUT=$logs # benchmarks write their CSVs beside the logs
   # ptxas and libdevice come from the image's toolkit (CUDA_HOME, default
   # /usr/local/cuda); without ptxas the driver JIT-compiles the PTX.
@@ -455,18 +455,23 @@ run_test_binary() {
     done
   fi
   # Which Hopper path a failure depends on (the likeliest first-contact
-  # failures are new TMA / mbarrier / wgmma code): each test that failed on
-  # its own, or was lost, runs again with TMA off, then with wgmma off
-  # (sm_80's code), each within the stall limit.
+  # failures are new TMA / mbarrier / wgmma code): on a Hopper GPU each test
+  # that failed on its own, or was lost, runs again with TMA off, then with
+  # wgmma off (sm_80's code), each within the stall limit, all within a
+  # quarter of the time left. A test that checks the generated code fails
+  # under a switch for that reason too: the verdict names the first failing
+  # line.
   local suspects=() verdicts=() sw t
   for t in "${failed[@]}"; do [[ " ${alone[*]} " == *" $t "* ]] || suspects+=("$t"); done
   mapfile -t -O "${#suspects[@]}" suspects < <(awk '$1 == "LOST" {print $2}' <<<"$ended")
-  if ((${#suspects[@]} > 0 && ${#suspects[@]} <= 16)) && (($(left) >= least)); then
-    local limit=${TEGULA_GPU_CHECK_STALL:-120}
+  if ((hopper || ${TEGULA_GPU_CHECK_BISECT:-0})) && ((${#suspects[@]} > 0 && ${#suspects[@]} <= 16)) &&
+    (($(left) >= least)); then
+    local deadline=$((SECONDS + $(left) / 4)) limit
     for ((i = 0; i < ${#suspects[@]}; i++)); do
       for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
         while (($(jobs -rp | wc -l) >= shards)); do wait -n; done
-        (($(left) < limit)) && limit=$(left)
+        limit=$((deadline - SECONDS))
+        ((limit > ${TEGULA_GPU_CHECK_STALL:-120})) && limit=${TEGULA_GPU_CHECK_STALL:-120}
         ((limit > 0)) || break 2
         local f=$logs/$name.bisect$i.${sw%%=*}.log
         { env "$sw" timeout -k 5 "$limit" "$root/bin/$name" --gtest_color=no --gtest_filter="${suspects[$i]}" \
@@ -480,12 +485,17 @@ run_test_binary() {
         local f=$logs/$name.bisect$i.${sw%%=*}.log outcome="not run"
         if [[ -f $f ]]; then
           if grep -qE "^\[ +OK +\] ${suspects[$i]} " "$f"; then outcome=passes
-          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then outcome=fails
+          elif grep -qE "^\[ +SKIPPED +\] ${suspects[$i]} " "$f"; then outcome=skips
+          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then
+            local at
+            at=$(grep -m1 -oE '[^ /:]+\.(cpp|h):[0-9]+: Failure' "$f" | sed 's/: Failure$//')
+            outcome="fails${at:+ at $at}"
           else
             local status
             status=$(cat "$f.status" 2>/dev/null)
             case $status in
               124 | 137) outcome="does not finish" ;;
+              0) outcome="ends without a result" ;;
               *) outcome="crashes (exit status ${status:-unknown})" ;;
             esac
           fi

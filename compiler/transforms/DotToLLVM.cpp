@@ -201,34 +201,48 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     const bool stageB = !isa<tilegpu::DotOperandEncodingAttr>(bT.getEncoding());
     if ((stageA || stageB) && !analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);
-    auto operand = [&](unsigned idx, RankedTensorType t, ValueRange regs, bool stage,
-                       int64_t byteOffset) -> std::optional<MmaOperand> {
-      auto enc = tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, bits);
-      LinearLayout fragments = tilegpu::toLinearLayout(enc, t.getShape());
+    auto fragmentsOf = [&](unsigned idx, RankedTensorType t) {
+      return tilegpu::toLinearLayout(tilegpu::DotOperandEncodingAttr::get(rw.getContext(), idx, mma, bits),
+                                     t.getShape());
+    };
+    // Both operands are checked before any IR is written: the registers
+    // each will hold, or nothing when it is neither this mma's fragments
+    // nor a tile that can be staged.
+    auto registersOf = [&](unsigned idx, RankedTensorType t, ValueRange regs,
+                           bool stage) -> std::optional<int64_t> {
       if (!stage) {
         auto given = cast<tilegpu::DotOperandEncodingAttr>(t.getEncoding());
         if (given.getParent() != mma || given.getOpIdx() != idx || given.getElementBits() != bits)
           return std::nullopt;
-        return MmaOperand(regs);
+        return int64_t(regs.size());
       }
+      LinearLayout fragments = fragmentsOf(idx, t);
       if (!SharedOperand::applies(t, fragments, idx == 0))
         return std::nullopt;
+      return int64_t(fragments.inDimSize("register"));
+    };
+    const std::optional<int64_t> aRegs = registersOf(0, aT, adaptor.getA(), stageA),
+                                 bRegs = registersOf(1, bT, adaptor.getB(), stageB);
+    ValueRange c = adaptor.getAcc();
+    if (!aRegs || !bRegs)
+      return rw.notifyMatchFailure(op, "mma.sync: an operand is neither this mma's fragments nor "
+                                       "a tile that can be staged in shared memory");
+    if (*aRegs != 4 * e * kTiles * mTiles || *bRegs != 2 * e * kTiles * nTiles ||
+        int64_t(c.size()) != 4 * mTiles * nTiles)
+      return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
+    auto operand = [&](unsigned idx, RankedTensorType t, ValueRange regs, bool stage,
+                       int64_t byteOffset) -> MmaOperand {
+      if (!stage)
+        return MmaOperand(regs);
       Value base = sharedBuffer(rw, loc, op);
       if (byteOffset)
         base = LLVM::GEPOp::create(rw, loc, base.getType(), rw.getI8Type(), base,
                                    ValueRange{i32Const(rw, loc, byteOffset)});
-      return MmaOperand(std::make_unique<SharedOperand>(rw, loc, regs, t, fragments, idx == 0, base));
+      return MmaOperand(std::make_unique<SharedOperand>(rw, loc, regs, t, fragmentsOf(idx, t), idx == 0, base));
     };
     std::optional<MmaOperand> a = operand(0, aT, adaptor.getA(), stageA, 0);
     std::optional<MmaOperand> b =
         operand(1, bT, adaptor.getB(), stageB, stageA ? aT.getNumElements() * bits / 8 : 0);
-    ValueRange c = adaptor.getAcc();
-    if (!a || !b)
-      return rw.notifyMatchFailure(op, "mma.sync: an operand is neither this mma's fragments nor "
-                                       "a tile that can be staged in shared memory");
-    if (a->registers() != 4 * e * kTiles * mTiles || b->registers() != 2 * e * kTiles * nTiles ||
-        int64_t(c.size()) != 4 * mTiles * nTiles)
-      return rw.notifyMatchFailure(op, "mma.sync: operand registers do not match the layouts");
     if (stageA || stageB) {
       ctaBarrier(rw, loc); // earlier users of the scratch are done
       for (MmaOperand *o : {&*a, &*b})

@@ -334,7 +334,8 @@ void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int
 
 /// dot_shared with a wgmma accumulator: the operands are stages of rings
 /// that pipeline-dot-operands placed as wgmma reads them (and whose wait
-/// fenced the async proxy), so the dot is the instructions alone.
+/// fenced the async proxy), so the dot is the instructions alone - after
+/// rounding f32 stages to tf32 in place.
 struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::DotSharedOp op, OneToNOpAdaptor adaptor,

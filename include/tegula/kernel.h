@@ -246,6 +246,11 @@ public:
   size_t num_specializations() const;
 
 private:
+  /// compile() with the TEGULA_WGMMA / TEGULA_TMA switches as a launch read
+  /// them (once, for its cache key and its compile alike).
+  CompiledKernel compile(const std::vector<Arg> &args, const CompileOptions &opts, bool useWgmma,
+                         bool useTma) const;
+
   std::shared_ptr<detail::KernelImpl> impl_;
 };
 

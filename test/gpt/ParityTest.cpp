@@ -170,7 +170,8 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
 }
 
 // Hopper: at the GPU's tiles with tf32 matmuls, the dots whose operands
-// both load K-major (the tied LM head, the backward's dx) run on wgmma
+// load K-major (the tied LM head, the backward's dx, attention's Q K^T and
+// its backward's K Q^T and V dO^T) run on wgmma
 // (m64nNk8, ring stages rounded to tf32 in place as mma.sync rounds in
 // registers), the others on mma.sync as on Ampere. The simulator
 // running the sm_90a code agrees with it running the sm_80 code (mma.sync)

@@ -91,7 +91,7 @@ Draw drawOne(std::mt19937 &rng) {
   if (d.warpSpecialize) { // drawn where it applies: TMA rings feeding wgmma
     d.chip = "sm_90a";
     if (d.operands == Operands::TF32)
-      d.operands = Operands::BF16; // tf32 on wgmma is not pipelined
+      d.operands = Operands::BF16; // the descriptor GEMMs load B along N: tf32 stays on mma.sync
     d.warps = pick({4, 8});
     d.bm = std::max(d.bm, 16 * d.warps); // wgmma: 16 rows a warp
     d.stages = pick({2, 3, 4});

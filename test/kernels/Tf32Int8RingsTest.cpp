@@ -201,9 +201,19 @@ TEST_P(Tf32Int8Rings, Tf32ThroughTensorDescriptorsMatchesTheInterpreter) {
     if (GetParam().chip == "sm_90a") {
       EXPECT_GT(count(c.ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k8\\.f32\\.tf32\\.tf32"), 0);
       EXPECT_GT(count(c.ptx, "cp\\.async\\.bulk\\.tensor"), 0);
-      EXPECT_EQ(c.producer_warps, s.ws ? 4 : 0);
+      if (s.ws) // (without it, TEGULA_WARP_SPECIALIZE=1 in the environment asks for it too)
+        EXPECT_EQ(c.producer_warps, 4);
       if (have_ptxas())
         EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+      // Both operands through rings (not TMA loads stored again by the
+      // threads): the dot reads ring stages.
+      ScopedEnv dump("TEGULA_DUMP", "tilegpu");
+      ::testing::internal::CaptureStderr();
+      k.compile({a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK},
+                {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = s.ws,
+                 .assemble = false});
+      const std::string layouts = ::testing::internal::GetCapturedStderr();
+      EXPECT_GT(count(layouts, "tilegpu\\.dot_shared %"), 0) << "tf32 operands not pipelined";
     }
   }
 }

@@ -31,7 +31,7 @@ for t in $all; do
   echo "[ RUN      ] A.$t"
   case $t in
     Skipped) echo "[  SKIPPED ] A.$t (0 ms)" ;;
-    Fails) echo "[  FAILED  ] A.$t (3 ms)"; rc=1 ;;
+    Fails) echo "fake_test.cpp:12: Failure"; echo "[  FAILED  ] A.$t (3 ms)"; rc=1 ;;
     Hangs) sleep 600 ;;
     NeedsTmaOff) if [[ ${TEGULA_TMA:-} == 0 ]]; then echo "[       OK ] A.$t (1 ms)"; else
       echo "[  FAILED  ] A.$t (1 ms)"; rc=1; fi ;;
@@ -52,7 +52,7 @@ printf 'test fake_test\nbenchmark fake_bench\nbenchmark quiet_bench\nbenchmark s
 echo "abc1234" >"$work/carry/commit.txt"
 mkdir -p "$work/tmp"
 export TEGULA_GPU_CARRY=$work/carry OUT=$work/out TEGULA_GPU_CHECK_SHARDS=2 TEGULA_GPU_CHECK_STALL=2 \
-  TEGULA_GPU_CHECK_TMP=$work/tmp
+  TEGULA_GPU_CHECK_TMP=$work/tmp TEGULA_GPU_CHECK_BISECT=1 # as on a Hopper GPU
 
 fail() { echo "FAILED: $*"; exit 1; }
 
@@ -85,7 +85,8 @@ grep -qx '    lost: A.Crashes (exit status 139)' "$summary" || fail "the crashin
 # with wgmma off: the summary says which switch makes it pass.
 grep -A1 -x '    failed: A.NeedsTmaOff' "$summary" | grep -qx '    \[TEGULA_TMA=0 passes, TEGULA_WGMMA=0 fails\]' ||
   fail "the switch that mends A.NeedsTmaOff is not named"
-grep -A1 -x '    failed: A.Fails' "$summary" | grep -qx '    \[TEGULA_TMA=0 fails, TEGULA_WGMMA=0 fails\]' ||
+grep -A1 -x '    failed: A.Fails' "$summary" |
+  grep -qx '    \[TEGULA_TMA=0 fails at fake_test.cpp:12, TEGULA_WGMMA=0 fails at fake_test.cpp:12\]' ||
   fail "A.Fails was not tried with the switches"
 grep -A1 -x '    lost: A.Crashes (exit status 139)' "$summary" |
   grep -qx '    \[TEGULA_TMA=0 crashes (exit status 139), TEGULA_WGMMA=0 crashes (exit status 139)\]' ||

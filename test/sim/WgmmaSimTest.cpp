@@ -159,20 +159,15 @@ TEST(WgmmaSim, AMissingWgmmaFenceIsReported) {
 /// TEGULA_WGMMA may change between two simulated launches of one kernel: the
 /// second compiles again (mma.sync code), the third reuses the first.
 TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
-  struct Restore {
-    ~Restore() {
-      unsetenv("TEGULA_WGMMA");
-      unsetenv("TEGULA_DUMP");
-    }
-  } restore;
+  ScopedEnv wgmma("TEGULA_WGMMA", nullptr);
+  // The lowered module is printed only when it is compiled.
+  ScopedEnv dump("TEGULA_DUMP", "llvm");
   auto mm = kernel("matmul_switch", examples::matmul<bfloat16>,
                    {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   const int M = 64, N = 64, K = 64;
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
   auto ref = poisoned<bfloat16>(size_t(M * N));
   mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 32);
-  // The lowered module is printed only when it is compiled.
-  setenv("TEGULA_DUMP", "llvm", 1);
   auto launch = [&] {
     auto out = poisoned<bfloat16>(size_t(M * N));
     ::testing::internal::CaptureStderr();
@@ -183,11 +178,12 @@ TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
     return dumped;
   };
   EXPECT_THAT(launch(), HasSubstr("wgmma.mma_async"));
-  setenv("TEGULA_WGMMA", "0", 1);
-  const std::string off = launch();
-  EXPECT_THAT(off, HasSubstr("after stage 'llvm'")) << "TEGULA_WGMMA=0 reused the wgmma code";
-  EXPECT_THAT(off, ::testing::Not(HasSubstr("wgmma.mma_async")));
-  unsetenv("TEGULA_WGMMA");
+  {
+    ScopedEnv off("TEGULA_WGMMA", "0");
+    const std::string dumped = launch();
+    EXPECT_THAT(dumped, HasSubstr("after stage 'llvm'")) << "TEGULA_WGMMA=0 reused the wgmma code";
+    EXPECT_THAT(dumped, ::testing::Not(HasSubstr("wgmma.mma_async")));
+  }
   EXPECT_EQ(launch(), "") << "the wgmma code was compiled twice";
 }
 
