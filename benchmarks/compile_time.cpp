@@ -120,6 +120,27 @@ int main() {
                c.warps, ms(a, b), f.registers, f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes);
   }
 
+  // tf32 TN on Hopper: TMA rings straight into wgmma k8, each stage rounded
+  // to tf32 in place (docs/hopper.md); the configs benchmarks/gemm tries.
+  fmt::print("\ntf32 TN GEMM (examples::matmul_tn<float, float, tf32>), sm_90a, cold\n");
+  fmt::print("  {:>13} {:>8}  {:>10}  {:>5} {:>7} {:>7}\n", "tile", "warps", "total", "regs", "spills", "shared");
+  struct TnConfig { int bm, bn, bk, warps, stages; bool ws; };
+  for (TnConfig c : {TnConfig{128, 128, 32, 4, 3, false}, TnConfig{128, 256, 32, 8, 4, false},
+                     TnConfig{128, 256, 32, 8, 3, true}}) {
+    std::vector<float> m(64);
+    auto a = Clock::now();
+    auto tn = kernel(fmt::format("gemm_tf32_tn_{}x{}x{}_w{}{}", c.bm, c.bn, c.bk, c.warps, c.ws ? "_ws" : ""),
+                     examples::matmul_tn<float, float, tl::precision::tf32>,
+                     {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+    CompiledKernel f = tn.compile({m, m, m, 4096, 4096, 4096, c.bm, c.bn, c.bk},
+                                  {.chip = "sm_90a", .num_warps = c.warps, .num_stages = c.stages,
+                                   .warp_specialize = c.ws, .assemble = true});
+    auto b = Clock::now();
+    fmt::print("  {:>13} {:>8}  {:>7.1f} ms  {:>5} {:>5} B {:>5} B\n", fmt::format("{}x{}x{}", c.bm, c.bn, c.bk),
+               fmt::format("{} s{}{}", c.warps, c.stages, c.ws ? " ws" : ""), ms(a, b), f.registers,
+               f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes);
+  }
+
   // Flash attention: two chained dots per key block (Q K^T -> softmax -> P V).
   struct AttnConfig { int d, bm, bn, warps; };
   fmt::print("\nbf16 causal flash attention (examples::attention_fwd), sm_80, cold\n");

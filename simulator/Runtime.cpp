@@ -580,22 +580,35 @@ void fenceProxyAsync() {
   ++c.proxyFences[size_t(c.current)];
 }
 
-void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32_t site) {
+namespace {
+/// checkAsyncProxyRead / Write: `verb` is "reads" or "writes".
+void checkAsyncProxyAccess(const void *p, size_t bytes, const char *who, const char *verb, uint32_t site) {
   Cta &c = cta();
   auto addr = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(c.shared.data());
   if (addr < base || addr + bytes > base + c.shared.size())
-    fail(site, fmt::format("{} reads {} bytes at shared offset {} outside the CTA's {} bytes of "
+    fail(site, fmt::format("{} {} {} bytes at shared offset {} outside the CTA's {} bytes of "
                            "shared memory",
-                           reader, bytes, int64_t(addr - base), c.shared.size()));
+                           who, verb, bytes, int64_t(addr - base), c.shared.size()));
   for (size_t i = 0; i < bytes; ++i) {
     const ProxyWrite &w = c.proxyWrites[addr - base + i];
     if (w.writer && c.proxyFences[w.writer - 1] == w.fences)
-      fail(site, fmt::format("{} reads shared byte {}, which {} wrote at {} without a "
-                             "fence.proxy.async.shared::cta since: the async proxy (tensor cores, TMA) may read "
-                             "the old value",
-                             reader, addr - base + i, describeThread(int(w.writer - 1)),
-                             siteText(c, w.site)));
+      fail(site, fmt::format("{} {} shared byte {}, which {} wrote at {} without a "
+                             "fence.proxy.async.shared::cta since: {}",
+                             who, verb, addr - base + i, describeThread(int(w.writer - 1)),
+                             siteText(c, w.site),
+                             std::string(verb) == "reads"
+                                 ? "the async proxy (tensor cores, TMA) may read the old value"
+                                 : "that write may land after the async proxy's"));
   }
+}
+} // namespace
+
+void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32_t site) {
+  checkAsyncProxyAccess(p, bytes, reader, "reads", site);
+}
+
+void checkAsyncProxyWrite(const void *p, size_t bytes, const char *writer, uint32_t site) {
+  checkAsyncProxyAccess(p, bytes, writer, "writes", site);
 }
 
 uint8_t *sharedBase() { return cta().shared.data(); }

@@ -111,6 +111,9 @@ void asyncReadEnd(const void *p, size_t bytes);
 /// memory: fails if a byte was written through the generic proxy and its
 /// writer has not fenced since.
 void checkAsyncProxyRead(const void *p, size_t bytes, const char *reader, uint32_t site);
+/// An async-proxy write (a TMA copy landing) likewise: generic writes to
+/// those bytes not fenced since could land after it.
+void checkAsyncProxyWrite(const void *p, size_t bytes, const char *writer, uint32_t site);
 /// Stop the simulation with `message` (prefixed with kernel, CTA, thread and
 /// the site's instruction and location).
 [[noreturn]] void fail(uint32_t site, const std::string &message);

@@ -262,6 +262,7 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
     fail(site, fmt::format("cp.async.bulk.tensor: the destination (shared offset {}) must be "
                            "128-byte aligned",
                            offset));
+  checkAsyncProxyWrite(sharedBase() + offset, bytes, "cp.async.bulk.tensor", site);
   // Overwriting an earlier copy's bytes before any thread waited for that
   // copy: its data was never read (a producer that did not wait for the
   // stage's release, or a ring refilled too early).

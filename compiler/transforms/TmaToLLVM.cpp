@@ -259,6 +259,10 @@ struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
                   fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op)), "l,b");
     }
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
+    // The ring's bytes may be scratch that ordinary stores used before (a
+    // layout conversion's exchange): each thread orders its own such writes
+    // before the copies of the async proxy that will land there.
+    inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     ctaBarrier(rw, loc); // every thread before a warp-specialised kernel splits, else the consumers
     rw.eraseOp(op);
     return success();

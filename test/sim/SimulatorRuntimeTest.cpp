@@ -153,6 +153,29 @@ TEST(SimRuntime, SharedWriteReadWithoutBarrierIsARace) {
   EXPECT_THAT(e, HasSubstr("thread 1 (warp 0, lane 1)"));
 }
 
+/// A TMA copy landing on bytes the generic proxy wrote (a tf32 ring stage
+/// rounded in place, then refilled) needs the writers' fence.proxy.async
+/// first, else their writes may land after it.
+TEST(SimRuntime, AnAsyncProxyWriteAfterUnfencedGenericWritesIsReported) {
+  auto program = [](bool fence) {
+    return [fence] {
+      auto *s = reinterpret_cast<float *>(sharedBase());
+      const int t = threadId();
+      checkAccess(&s[t], 4, AccessKind::Write, Space::Shared, 0);
+      s[t] = float(t);
+      if (fence)
+        fenceProxyAsync();
+      barrier(0);
+      if (t == 0) // the copy's bytes: all 32 threads' words
+        checkAsyncProxyWrite(s, 32 * 4, "cp.async.bulk.tensor", 0);
+    };
+  };
+  EXPECT_NO_THROW(runThreads(32, program(true), 128));
+  std::string e = errorOf([&] { runThreads(32, program(false), 128); });
+  EXPECT_THAT(e, HasSubstr("cp.async.bulk.tensor writes shared byte 0, which thread 0 (warp 0, lane 0) wrote"));
+  EXPECT_THAT(e, HasSubstr("without a fence.proxy.async.shared::cta since: that write may land after"));
+}
+
 TEST(SimRuntime, ReadBeforeAnotherThreadsWriteIsARaceNotGarbage) {
   // Thread t reads slot t + 1 before thread t + 1 (which runs later) writes it.
   std::string e = errorOf([] {
