@@ -146,7 +146,10 @@ void cross_entropy_fwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<floa
   tl::tensor s = tl::zeros({BLOCK}, tl::f32);
   for (auto c : tl::range(0, V, BLOCK.value, m, s)) {
     tl::tensor cols = c + cols0;
-    tl::tensor v = tl::load(logits + base + cols, cols < V, -INFINITY).to(tl::f32);
+    // Masked by the padded row (a multiple of 16: vector loads), the
+    // padding then set aside by value.
+    tl::tensor v = tl::where(cols < V, tl::load(logits + base + cols, cols < Vp, -INFINITY).to(tl::f32),
+                             -INFINITY);
     tl::tensor m_new = tl::maximum(m, v);
     // Lanes that have seen only padding keep m = -inf: no NaN from inf - inf.
     s = tl::where(m_new == -INFINITY, 0.0f, s * tl::exp(m - m_new) + tl::exp(v - m_new));
@@ -172,7 +175,8 @@ void cross_entropy_bwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<floa
   tl::tensor cols0 = tl::arange(0, BLOCK);
   for (auto c : tl::range(0, Vp, BLOCK.value)) {
     tl::tensor cols = c + cols0;
-    tl::tensor p = tl::exp(tl::load(logits + base + cols, cols < V, -INFINITY).to(tl::f32) - lse);
+    tl::tensor x = tl::load(logits + base + cols, cols < Vp, -INFINITY).to(tl::f32);
+    tl::tensor p = tl::exp(tl::where(cols < V, x, -INFINITY) - lse);
     tl::tensor g = (p - tl::where(cols == target, 1.0f, 0.0f)) * dl;
     tl::store(dlogits + base + cols, tl::where(cols < V, g, 0.0f), cols < Vp);
   }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <regex>
 #include <type_traits>
 
 using namespace tegula;
@@ -20,12 +21,24 @@ namespace {
 
 class GptGpuConfigs : public ::testing::TestWithParam<const char *> {};
 
-void check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4) {
+/// `scalarLoads` (when >= 0): a memory-bound kernel moves its tiles in
+/// vectors - at least one vector load, and no more element-wise global
+/// loads than its per-row scalars (a mean, a target, ...).
+void check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4,
+           int scalarLoads = -1) {
   CompiledKernel c = kern.compile(args, {.chip = chip, .num_warps = warps});
   std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled\n", chip, kern.name().c_str(), c.registers,
               c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
   EXPECT_NE(c.ptx.find(".entry"), std::string::npos);
   EXPECT_EQ(c.spill_bytes, 0) << kern.name();
+  if (scalarLoads < 0)
+    return;
+  const std::regex load("ld\\.global(\\.v[248])?\\.[bfu]\\d+");
+  int vector = 0, scalar = 0;
+  for (auto it = std::sregex_iterator(c.ptx.begin(), c.ptx.end(), load); it != std::sregex_iterator(); ++it)
+    ++((*it)[1].matched ? vector : scalar);
+  EXPECT_GT(vector, 0) << kern.name() << ": its tiles are loaded element by element";
+  EXPECT_LE(scalar, scalarLoads) << kern.name() << ": element-wise loads beyond its per-row scalars";
 }
 
 /// Every kernel GptModel launches with storage T (f32 with tf32 dots, or bf16
@@ -110,20 +123,20 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul", k::matmul_tma<T>, k::matmul_tma<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
            {t, t, t, 8192, 768, 50304, BM, BN, BK});
   check(kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
-        {t, t, t, t, f, f, C, 1e-5f, 1024}, chip);
+        {t, t, t, t, f, f, C, 1e-5f, 1024}, chip, 4, 0);
   check(kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
-        {t, t, t, f, f, t, C, 1024}, chip);
+        {t, t, t, f, f, t, C, 1024}, chip, 4, 2); // mean, rstd
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
-        {t, i, f, 50257, 50304, 1024}, chip);
+        {t, i, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
   check(kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
                {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
-        {t, i, f, f, t, 50257, 50304, 1024}, chip);
+        {t, i, f, f, t, 50257, 50304, 1024}, chip, 4, 4); // target, loss, its logit, dloss
   check(kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
-        {t, t, t, int64_t(8192) * C, 1024}, chip);
+        {t, t, t, int64_t(8192) * C, 1024}, chip, 4, 0);
   if constexpr (std::is_same_v<T, float>)
     check(kernel("adamw", k::adamw, {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1",
                                      "bias2", "grad_scale", "n", "BLOCK"}),
-          {f, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), 1024}, chip);
+          {f, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), 1024}, chip, 4, 0);
   else
     check(kernel("adamw_mixed", k::adamw_mixed<T>, {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
                                                     "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"}),
