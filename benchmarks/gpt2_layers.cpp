@@ -67,8 +67,12 @@ template <class T> void runLayers(int iters, double copyGBs) {
 
   auto lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
   report("layernorm_fwd", 2.0 * act * e, [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+  // The model runs its row kernels at 4 warps (bf16: 16 bytes a thread,
+  // where 8 warps give 8): both, so one run says which is faster.
+  report("layernorm_fwd_w4", 2.0 * act * e, [&] { lnFwd(on({rows}, 4), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
+  report("layernorm_bwd_dx_w4", 3.0 * act * e, [&] { lnDx(on({rows}, 4), dy, x, w, mean, rstd, dx, C, 1024); });
   auto lnDw = kernel("layernorm_bwd_dwdb", k::layernorm_bwd_dwdb<T>,
                      {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
   report("layernorm_bwd_dwdb", 2.0 * act * e,
@@ -83,10 +87,14 @@ template <class T> void runLayers(int iters, double copyGBs) {
   report("residual", 3.0 * act * e, [&] { residual(on({uint32_t(cdiv(act, 1024))}, 4), x, dy, y, act, 1024); });
   auto ceFwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
   report("cross_entropy_fwd", double(rows) * V * e, [&] { ceFwd(on({rows}, 8), logits, targets, losses, V, Vp, 1024); });
+  report("cross_entropy_fwd_w4", double(rows) * V * e,
+         [&] { ceFwd(on({rows}, 4), logits, targets, losses, V, Vp, 1024); });
   auto ceBwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
                       {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
   report("cross_entropy_bwd", 2.0 * rows * Vp * e,
          [&] { ceBwd(on({rows}, 8), logits, targets, losses, dlosses, dlogits, V, Vp, 1024); });
+  report("cross_entropy_bwd_w4", 2.0 * rows * Vp * e,
+         [&] { ceBwd(on({rows}, 4), logits, targets, losses, dlosses, dlogits, V, Vp, 1024); });
   const std::vector<std::string> adamNames = {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
                                               "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"};
   if constexpr (std::is_same_v<T, float>) {
