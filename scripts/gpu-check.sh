@@ -400,6 +400,64 @@ run_tests() {
   return 0
 }
 
+# bisect_failures: run_test_binary's last step, with its NAME, failed,
+# alone, ended and shards in scope; fills its `verdicts` ("test|verdict").
+# Which Hopper path a failure depends on (the likeliest first-contact
+# failures are new TMA / mbarrier / wgmma code): on a Hopper GPU each test
+# that failed on its own, or was lost, runs again with TMA off, then with
+# wgmma off (sm_80's code), each within the stall limit, all within a
+# quarter of the time left. A test that checks the generated code fails
+# under a switch for that reason too: the verdict names the first failing
+# line.
+bisect_failures() {
+  local suspects=() sw t i
+  for t in "${failed[@]}"; do [[ " ${alone[*]} " == *" $t "* ]] || suspects+=("$t"); done
+  mapfile -t -O "${#suspects[@]}" suspects < <(awk '$1 == "LOST" {print $2}' <<<"$ended")
+  if ((hopper || ${TEGULA_GPU_CHECK_BISECT:-0})) && ((${#suspects[@]} > 0 && ${#suspects[@]} <= 16)) &&
+    (($(left) >= least)); then
+    local deadline=$((SECONDS + $(left) / 4)) limit
+    for ((i = 0; i < ${#suspects[@]}; i++)); do
+      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
+        while (($(jobs -rp | wc -l) >= shards)); do wait -n; done
+        limit=$((deadline - SECONDS))
+        ((limit > ${TEGULA_GPU_CHECK_STALL:-120})) && limit=${TEGULA_GPU_CHECK_STALL:-120}
+        ((limit > 0)) || break 2
+        local f=$logs/$name.bisect$i.${sw%%=*}.log
+        { env "$sw" timeout -k 5 "$limit" "$root/bin/$name" --gtest_color=no --gtest_filter="${suspects[$i]}" \
+            </dev/null >"$f" 2>&1; echo $? >"$f.status"; } &
+      done
+    done
+    wait
+    for ((i = 0; i < ${#suspects[@]}; i++)); do
+      local verdict=""
+      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
+        local f=$logs/$name.bisect$i.${sw%%=*}.log outcome="not run"
+        if [[ -f $f ]]; then
+          if grep -qE "^\[ +OK +\] ${suspects[$i]} " "$f"; then outcome=passes
+          elif grep -qE "^\[ +SKIPPED +\] ${suspects[$i]} " "$f"; then outcome=skips
+          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then
+            local at
+            at=$(grep -m1 -oE '[^ /:]+\.(cpp|h):[0-9]+: Failure' "$f" | sed 's/: Failure$//')
+            outcome="fails${at:+ at $at}"
+          else
+            local status
+            status=$(cat "$f.status" 2>/dev/null)
+            case $status in
+              124 | 137) outcome="does not finish" ;;
+              0) outcome="ends without a result" ;;
+              *) outcome="crashes (exit status ${status:-unknown})" ;;
+            esac
+          fi
+          { echo "---- ${suspects[$i]} again with $sw: $outcome"; cat "$f"; } >>"$logs/$name.log"
+          rm -f "$f" "$f.status"
+        fi
+        verdict+="${verdict:+, }$sw $outcome"
+      done
+      verdicts+=("${suspects[$i]}|$verdict")
+    done
+  fi
+}
+
 # run_test_binary NAME: the binary's tests dealt across the machine's cores
 # (each share a process with its own CUDA context), one log for all of them;
 # a test that hangs or crashes loses itself, not the rest of its share.
@@ -454,59 +512,8 @@ run_test_binary() {
       rm "$logs/$name.alone$i.log"
     done
   fi
-  # Which Hopper path a failure depends on (the likeliest first-contact
-  # failures are new TMA / mbarrier / wgmma code): on a Hopper GPU each test
-  # that failed on its own, or was lost, runs again with TMA off, then with
-  # wgmma off (sm_80's code), each within the stall limit, all within a
-  # quarter of the time left. A test that checks the generated code fails
-  # under a switch for that reason too: the verdict names the first failing
-  # line.
-  local suspects=() verdicts=() sw t
-  for t in "${failed[@]}"; do [[ " ${alone[*]} " == *" $t "* ]] || suspects+=("$t"); done
-  mapfile -t -O "${#suspects[@]}" suspects < <(awk '$1 == "LOST" {print $2}' <<<"$ended")
-  if ((hopper || ${TEGULA_GPU_CHECK_BISECT:-0})) && ((${#suspects[@]} > 0 && ${#suspects[@]} <= 16)) &&
-    (($(left) >= least)); then
-    local deadline=$((SECONDS + $(left) / 4)) limit
-    for ((i = 0; i < ${#suspects[@]}; i++)); do
-      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
-        while (($(jobs -rp | wc -l) >= shards)); do wait -n; done
-        limit=$((deadline - SECONDS))
-        ((limit > ${TEGULA_GPU_CHECK_STALL:-120})) && limit=${TEGULA_GPU_CHECK_STALL:-120}
-        ((limit > 0)) || break 2
-        local f=$logs/$name.bisect$i.${sw%%=*}.log
-        { env "$sw" timeout -k 5 "$limit" "$root/bin/$name" --gtest_color=no --gtest_filter="${suspects[$i]}" \
-            </dev/null >"$f" 2>&1; echo $? >"$f.status"; } &
-      done
-    done
-    wait
-    for ((i = 0; i < ${#suspects[@]}; i++)); do
-      local verdict=""
-      for sw in TEGULA_TMA=0 TEGULA_WGMMA=0; do
-        local f=$logs/$name.bisect$i.${sw%%=*}.log outcome="not run"
-        if [[ -f $f ]]; then
-          if grep -qE "^\[ +OK +\] ${suspects[$i]} " "$f"; then outcome=passes
-          elif grep -qE "^\[ +SKIPPED +\] ${suspects[$i]} " "$f"; then outcome=skips
-          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then
-            local at
-            at=$(grep -m1 -oE '[^ /:]+\.(cpp|h):[0-9]+: Failure' "$f" | sed 's/: Failure$//')
-            outcome="fails${at:+ at $at}"
-          else
-            local status
-            status=$(cat "$f.status" 2>/dev/null)
-            case $status in
-              124 | 137) outcome="does not finish" ;;
-              0) outcome="ends without a result" ;;
-              *) outcome="crashes (exit status ${status:-unknown})" ;;
-            esac
-          fi
-          { echo "---- ${suspects[$i]} again with $sw: $outcome"; cat "$f"; } >>"$logs/$name.log"
-          rm -f "$f" "$f.status"
-        fi
-        verdict+="${verdict:+, }$sw $outcome"
-      done
-      verdicts+=("${suspects[$i]}|$verdict")
-    done
-  fi
+  local verdicts=() t
+  bisect_failures
   local bad
   bad=$(grep -E '^\[ +(FAILED|LOST) +\] [A-Za-z][^ ]*.*\)$' "$logs/$name.log" |
     sed -E 's/^\[ +FAILED +\] ([^ ,]+).*/    failed: \1/; s/^\[ +LOST +\] ([^ ,]+) \((.*)\)$/    lost: \1 (\2)/' | sort -u)
