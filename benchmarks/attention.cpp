@@ -43,8 +43,9 @@ struct Config {
   int bm, bn, warps;
   bool tma = false; // examples::attention_fwd_descriptors: K, V through TMA rings on sm_90a
   bool ws = false;  // with tma: warp specialised (a producer warpgroup fills the K and V rings)
+  bool pp = false;  // with ws at 4 warps: ping-pong, two query blocks per CTA on their own warpgroups
   std::string name() const {
-    return fmt::format("{}x{} w{}{}{}", bm, bn, warps, tma ? " tma" : "", ws ? " ws" : "");
+    return fmt::format("{}x{} w{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "");
   }
 };
 
@@ -233,6 +234,10 @@ int main(int argc, char **argv) {
             c.tma = true;
             c.ws = ws;
             configs.push_back(c);
+            if (ws && c.warps == 4) {
+              c.pp = true;
+              configs.push_back(c);
+            }
           }
       double bestMs = INFINITY;
       std::string best;
@@ -240,7 +245,8 @@ int main(int argc, char **argv) {
         LaunchOptions opts{.grid = {uint32_t(cdiv(s.seq, c.bm)), uint32_t(s.heads)},
                            .num_warps = c.warps,
                            .backend = Backend::GPU,
-                           .warp_specialize = c.ws};
+                           .warp_specialize = c.ws,
+                           .ping_pong = c.pp};
         auto launch = [&] {
           if (c.tma)
             kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);

@@ -44,9 +44,10 @@ struct Config {
   bool tma = false;        // examples::matmul_descriptors: TMA rings on sm_90a
                            // (with persistent: examples::matmul_persistent_descriptors)
   bool ws = false;         // with tma: warp specialised (a producer warpgroup + `warps` consumers)
+  bool pp = false;         // with ws at 4 warps: ping-pong, two programs per CTA (persistent: 2 per SM)
   std::string name() const {
     return fmt::format("{}x{}x{} w{} s{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
-                       persistent ? " pers" : "", tma ? " tma" : "", ws ? " ws" : "");
+                       persistent ? " pers" : "", tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "");
   }
 };
 
@@ -183,6 +184,15 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.tma = c.ws = c.persistent = true;
       configs.push_back(c);
     }
+    // Ping-pong: each CTA's two consumer warpgroups run their own tiles, one
+    // storing its result while the other computes (each program has its own
+    // stages: 2 x stages x tile + 2 C blocks must fit in 227 KiB).
+    for (Config c : {Config{128, 128, 64, 4, 2}, Config{128, 128, 32, 4, 4}}) {
+      c.tma = c.ws = c.pp = true;
+      configs.push_back(c);
+      c.persistent = true;
+      configs.push_back(c);
+    }
   }
   // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
   if (wide)
@@ -223,13 +233,14 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU,
-                         .warp_specialize = cfg.ws};
+                         .warp_specialize = cfg.ws,
+                         .ping_pong = cfg.pp};
       if (bothPaths && cfg.mmaSync)
         setenv("TEGULA_WGMMA", "0", 1);
       else if (bothPaths)
         unsetenv("TEGULA_WGMMA");
-      if (cfg.persistent)
-        opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
+      if (cfg.persistent) // ping-pong: two programs per SM
+        opts.grid = {std::min<uint32_t>(sms * (cfg.pp ? 2 : 1), uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
       c.fill_bytes(0xff); // what the kernel does not write shows
       auto launch = [&] {
         if (cfg.persistent && cfg.tma)

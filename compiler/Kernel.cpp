@@ -131,8 +131,8 @@ std::vector<char> serialize(const CompiledKernel &k) {
   std::vector<char> out;
   putString(out, k.ptx);
   putString(out, std::string(k.cubin.begin(), k.cubin.end()));
-  putString(out, fmt::format("{} {} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
-                             k.dynamic_shared_bytes, k.producer_warps));
+  putString(out, fmt::format("{} {} {} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
+                             k.dynamic_shared_bytes, k.producer_warps, k.programs_per_cta));
   putString(out, k.ptxas_log);
   putString(out, k.tensor_maps);
   return out;
@@ -144,7 +144,7 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   std::string cubin = getString(in, pos);
   k.cubin.assign(cubin.begin(), cubin.end());
   std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
-      k.dynamic_shared_bytes >> k.producer_warps;
+      k.dynamic_shared_bytes >> k.producer_warps >> k.programs_per_cta;
   k.ptxas_log = getString(in, pos);
   if (pos < in.size())
     k.tensor_maps = getString(in, pos);
@@ -156,8 +156,8 @@ CompiledKernel deserialize(const std::vector<char> &in) {
 namespace detail {
 
 /// What a loaded GPU kernel was compiled for: chip, warps, stages, wgmma
-/// and TMA allowed, warp specialised.
-using LoadedKey = std::tuple<std::string, int, int, bool, bool, bool>;
+/// and TMA allowed, warp specialised, ping-pong.
+using LoadedKey = std::tuple<std::string, int, int, bool, bool, bool, bool>;
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
@@ -424,6 +424,8 @@ struct Switches {
   bool tmaOff = false;
   /// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
   bool warpSpecialize = false;
+  /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
+  bool pingPong = false;
 
   static Switches read() {
     Switches s;
@@ -447,6 +449,8 @@ struct Switches {
         s.tmaOff = value == "0";
       else if (name == "WARP_SPECIALIZE")
         s.warpSpecialize = value == "1";
+      else if (name == "PING_PONG")
+        s.pingPong = value == "1";
     }
     return s;
   }
@@ -494,7 +498,8 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
   const Switches env = Switches::read();
   CompileOptions withEnv = opts;
-  withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize;
+  withEnv.ping_pong = opts.ping_pong || env.pingPong;
+  withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize || withEnv.ping_pong;
   return compile(args, withEnv, !env.wgmmaOff, !env.tmaOff);
 }
 
@@ -503,10 +508,10 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
-  const bool warpSpecialize = opts.warp_specialize;
-  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={}",
+  const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
+  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={};pp={}",
                                       opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      useWgmma, useTma, warpSpecialize);
+                                      useWgmma, useTma, warpSpecialize, opts.ping_pong);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -520,6 +525,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .numStages = opts.num_stages,
                                                 .chip = opts.chip,
                                                 .warpSpecialize = warpSpecialize,
+                                                .pingPong = opts.ping_pong,
                                                 .useWgmma = useWgmma,
                                                 .useTma = useTma});
     CompiledKernel out;
@@ -527,6 +533,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
       out.dynamic_shared_bytes = int(dyn.getInt());
     if (auto producers = (*module)->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"))
       out.producer_warps = int(producers.getInt());
+    if (auto programs = (*module)->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"))
+      out.programs_per_cta = int(programs.getInt());
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
     backend::Target target{opts.chip, "+ptx80", 3};
     out.ptx = backend::translateToPtx(*module, target);
@@ -613,9 +621,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages,
-                         .warp_specialize = opts.warp_specialize || env.warpSpecialize};
-    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages,
-                                !env.wgmmaOff, !env.tmaOff, copts.warp_specialize};
+                         .warp_specialize = opts.warp_specialize || env.warpSpecialize,
+                         .ping_pong = opts.ping_pong || env.pingPong};
+    copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
+    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, !env.wgmmaOff,
+                                !env.tmaOff, copts.warp_specialize, copts.ping_pong};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -629,7 +639,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       if (!slot)
         slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
                                            compiled.dynamic_shared_bytes,
-                                           runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps);
+                                           runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps,
+                                           compiled.programs_per_cta);
       kernel = slot;
     }
     runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream,
@@ -648,12 +659,14 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       const GpuPipelineOptions pipeline{.numWarps = opts.num_warps,
                                         .numStages = opts.num_stages,
                                         .chip = chip,
-                                        .warpSpecialize = opts.warp_specialize || env.warpSpecialize,
+                                        .warpSpecialize = opts.warp_specialize || env.warpSpecialize ||
+                                                          opts.ping_pong || env.pingPong,
+                                        .pingPong = opts.ping_pong || env.pingPong,
                                         .useWgmma = !env.wgmmaOff,
                                         .useTma = !env.tmaOff};
       std::shared_ptr<sim::SimKernel> &slot =
           spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, pipeline.useWgmma,
-                          pipeline.useTma, pipeline.warpSpecialize}];
+                          pipeline.useTma, pipeline.warpSpecialize, pipeline.pingPong}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, pipeline);
       simulated = slot;

@@ -45,6 +45,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   PipelineDotOperandsOptions pipelining;
   pipelining.numStages = o.numStages;
   pipelining.warpSpecialize = o.warpSpecialize && chip == "sm_90a";
+  pipelining.pingPong = o.pingPong;
   pm.addPass(createPipelineDotOperands(pipelining));
   pm.addPass(createDropUnusedTensorMaps());
 }

@@ -28,6 +28,9 @@ struct GpuPipelineOptions {
   std::string chip = "sm_80";
   /// TMA-fed loops get a producer warpgroup (sm_90a).
   bool warpSpecialize = false;
+  /// With warpSpecialize at numWarps 4: ping-pong - two programs per CTA,
+  /// each on its own consumer warpgroup, sharing the producer warpgroup.
+  bool pingPong = false;
   /// false (TEGULA_WGMMA=0): the layouts are sm_80's on sm_90a too — dots on
   /// mma.sync, no TMA — a way around the Hopper paths should they misbehave.
   bool useWgmma = true;

@@ -47,6 +47,10 @@ void registerAllPasses() {
     Option<bool> warpSpecialize{*this, "warp-specialize",
                                 llvm::cl::desc("TMA-fed loops get a producer warpgroup (sm_90a)"),
                                 llvm::cl::init(false)};
+    Option<bool> pingPong{*this, "ping-pong",
+                          llvm::cl::desc("with warp-specialize at 4 warps: two programs per CTA, each on its own "
+                                         "consumer warpgroup (sm_90a)"),
+                          llvm::cl::init(false)};
     Option<bool> useWgmma{*this, "wgmma",
                           llvm::cl::desc("sm_90a: wgmma and TMA (false: sm_80's layouts)"),
                           llvm::cl::init(true)};
@@ -59,7 +63,8 @@ void registerAllPasses() {
         buildGpuPipeline(pm, {.numWarps = f.numWarps,
                               .numStages = f.numStages,
                               .chip = f.chip,
-                              .warpSpecialize = f.warpSpecialize,
+                              .warpSpecialize = f.warpSpecialize || f.pingPong,
+                              .pingPong = f.pingPong,
                               .useWgmma = f.useWgmma,
                               .useTma = f.useTma});
       });

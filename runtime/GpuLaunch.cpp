@@ -63,12 +63,14 @@ const GpuDevice &currentDevice() {
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
                                                  int dynamicSharedBytes,
-                                                 std::vector<TensorMapSpec> tensorMaps, int producerWarps) {
+                                                 std::vector<TensorMapSpec> tensorMaps, int producerWarps,
+                                                 int programsPerCta) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
   k->name_ = name;
   k->producerWarps_ = producerWarps;
+  k->programsPerCta_ = programsPerCta;
   CUmodule module;
   const void *image = cubin.empty() ? static_cast<const void *>(ptx.c_str())
                                     : static_cast<const void *>(cubin.data());
@@ -143,7 +145,7 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
   std::vector<DeviceCopy> copies; // staged host buffers only (no allocation without)
   // Scalars and device addresses live here until the launch reads them.
   LaunchStorage<std::array<char, 8>, 24> scalars(args.size());
-  LaunchStorage<void *, 32> kernelParams(args.size() + kernel.tensorMaps().size());
+  LaunchStorage<void *, 32> kernelParams(args.size() + kernel.tensorMaps().size() + 1);
   size_t numParams = 0;
   auto freeAll = [&] {
     for (DeviceCopy &c : copies)
@@ -194,12 +196,19 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
           resolved, [&](const ResolvedTensorMap &m) { return encodeTensorMapForGpu(m, name); });
       kernelParams[numParams++] = maps[i].bytes.data();
     }
+    // Ping-pong: CTA c runs programs 2c and 2c + 1 of the launch, which
+    // tells the kernel how many there are.
+    const int programs = kernel.programsPerCta();
+    uint32_t programsX = grid.x;
+    if (programs > 1)
+      kernelParams[numParams++] = &programsX;
+    const unsigned ctasX = unsigned((uint64_t(grid.x) + unsigned(programs) - 1) / unsigned(programs));
     // The staging copies ran on the default stream; a caller's stream (which
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)
       d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
-    d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), grid.x, grid.y, grid.z,
-                             unsigned(32 * (numWarps + kernel.producerWarps())), 1, 1,
+    d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), ctasX, grid.y, grid.z,
+                             unsigned(32 * (numWarps * programs + kernel.producerWarps())), 1, 1,
                              unsigned(kernel.dynamicSharedBytes()),
                              reinterpret_cast<CUstream>(stream), kernelParams.data(),
                              nullptr),

@@ -45,22 +45,26 @@ public:
   /// `dynamicSharedBytes`: what each launch provides (above 48 KiB the
   /// kernel is opted in first; an error names the device's limit).
   /// `tensorMaps`: the hidden TMA parameters each launch encodes and
-  /// appends after the kernel's own.
+  /// appends after the kernel's own. `programsPerCta` 2 (ping-pong): each
+  /// CTA runs two programs of numWarps warps; the launch passes the grid's
+  /// program count along x as a last hidden parameter.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
                                             const std::string &name, int dynamicSharedBytes = 0,
-                                            std::vector<TensorMapSpec> tensorMaps = {}, int producerWarps = 0);
+                                            std::vector<TensorMapSpec> tensorMaps = {}, int producerWarps = 0,
+                                            int programsPerCta = 1);
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
   int dynamicSharedBytes() const { return dynamicShared_; }
   const std::vector<TensorMapSpec> &tensorMaps() const { return tensorMaps_; }
   /// Warps every launch adds to num_warps (a warp-specialised kernel's producers).
   int producerWarps() const { return producerWarps_; }
+  int programsPerCta() const { return programsPerCta_; }
 
 private:
   std::vector<TensorMapSpec> tensorMaps_;
   LoadedKernel() = default;
   std::string name_;
-  int dynamicShared_ = 0, producerWarps_ = 0;
+  int dynamicShared_ = 0, producerWarps_ = 0, programsPerCta_ = 1;
   void *module_ = nullptr, *function_ = nullptr;
 };
 

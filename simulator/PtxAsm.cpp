@@ -244,8 +244,8 @@ struct Parser {
     } else if (opcode == "bar.sync" || opcode == "barrier.sync" || opcode == "barrier.sync.aligned") {
       in.op = Op::NamedBarrier;
       expect(2);
-      if (ops[0].form != Operand::Immediate || ops[1].form != Operand::Immediate)
-        unsupported(fmt::format("'{}': the barrier and the thread count are immediates", stmt));
+      if (ops[1].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': the thread count is an immediate", stmt));
     } else if (opcode == "setmaxnreg.inc.sync.aligned.u32" || opcode == "setmaxnreg.dec.sync.aligned.u32") {
       in.op = Op::SetMaxNReg;
       in.increase = opcode == "setmaxnreg.inc.sync.aligned.u32";
@@ -666,7 +666,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       mbarrierArriveExpectTx(address(ops[1]), uint32_t(value(ops[2])), site);
       break;
     case Op::NamedBarrier:
-      namedBarrier(uint32_t(ops[0].value), uint32_t(ops[1].value), site);
+      namedBarrier(uint32_t(value(ops[0])), uint32_t(ops[1].value), site);
       break;
     case Op::SetMaxNReg:
       setMaxRegisters(in.increase, uint32_t(ops[0].value), site);

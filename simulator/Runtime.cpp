@@ -325,9 +325,12 @@ void runCta(Cta &c) {
     fiberInit(th.fiber, th.stack + kGuardBytes, kStackBytes - kGuardBytes, threadMain);
   }
   c.stats.threads += c.threads.size();
+  const Schedule schedule = c.config->schedule;
+  const size_t n = c.threads.size();
   for (;;) {
     bool ran = false;
-    for (size_t t = 0; t < c.threads.size(); ++t) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t t = schedule == Schedule::HighestFirst ? n - 1 - i : i;
       if (c.threads[t].state != State::Ready)
         continue;
       ran = true;
@@ -336,6 +339,11 @@ void runCta(Cta &c) {
       fiberSwitch(c.scheduler, c.threads[t].fiber);
       if (!c.error.empty())
         return;
+      // A thread that blocked: back to the first ready thread of the
+      // preferred end. One that yielded while spinning (a failed
+      // mbarrier.try_wait) lets the others run first, as the hardware would.
+      if (schedule != Schedule::RoundRobin && c.threads[t].state != State::Ready)
+        break;
     }
     if (ran)
       continue;

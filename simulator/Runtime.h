@@ -49,6 +49,15 @@ enum class SpecialRegister : int32_t {
   LaneId, WarpId, NWarpId,
 };
 
+/// The order threads run in between their waits. Round-robin keeps warps
+/// in step; the other two let the lowest- (highest-) numbered ready thread
+/// run on until it blocks (a thread spinning on an mbarrier lets the others
+/// run), so groups of threads that synchronise only
+/// through mbarriers or barriers of their own (a ping-pong kernel's two
+/// programs, producer and consumers) drift apart and orderings the
+/// round-robin never produces are tried.
+enum class Schedule { RoundRobin, LowestFirst, HighestFirst };
+
 struct LaunchConfig {
   std::string kernel;
   Grid grid;
@@ -61,6 +70,7 @@ struct LaunchConfig {
   /// The kernel's declared per-thread register count (.maxnreg; 0: none):
   /// the CTA's pool setmaxnreg moves registers in is threads x this.
   int maxRegisters = 0;
+  Schedule schedule = Schedule::RoundRobin;
 };
 
 /// What a run cost: fiber switches and instrumented accesses.

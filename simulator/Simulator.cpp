@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -37,11 +38,29 @@ struct SimKernel::Impl {
   std::vector<runtime::TensorMapSpec> tensorMaps;
   size_t sharedBytes = 0;
   int threads = 0;
+  int programsPerCta = 1; // 2: ping-pong (a hidden last argument counts the programs)
   int maxRegisters = 0; // the kernel's .maxnreg (nvvm.maxnreg), 0: none
   mutable std::string ir;
 };
 
 namespace {
+/// $TEGULA_SIM_SCHEDULE, read once: a whole test suite can run under
+/// another thread order.
+Schedule scheduleFromEnvironment() {
+  static const Schedule schedule = [] {
+    const char *text = std::getenv("TEGULA_SIM_SCHEDULE");
+    const std::string name = text ? text : "";
+    if (name.empty() || name == "round-robin")
+      return Schedule::RoundRobin;
+    if (name == "lowest-first")
+      return Schedule::LowestFirst;
+    if (name == "highest-first")
+      return Schedule::HighestFirst;
+    throw Error(fmt::format("TEGULA_SIM_SCHEDULE={}: expected round-robin, lowest-first or highest-first", name));
+  }();
+  return schedule;
+}
+
 
 std::string diagnosticText(Diagnostic &d) {
   std::string where;
@@ -111,7 +130,10 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
     impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
   auto producers = module->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"); // warp specialisation
-  impl->threads = int((warps ? warps.getInt() : 4) + (producers ? producers.getInt() : 0)) * kWarpSize;
+  auto programs = module->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"); // ping-pong
+  impl->programsPerCta = programs ? int(programs.getInt()) : 1;
+  impl->threads =
+      int((warps ? warps.getInt() : 4) * impl->programsPerCta + (producers ? producers.getInt() : 0)) * kWarpSize;
   auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
   if (!fn)
     throw Error(fmt::format("simulator: the module has no kernel '{}'", kernel));
@@ -151,16 +173,20 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   LaunchConfig config;
   config.kernel = impl_->kernel;
   config.grid = grid;
+  // Ping-pong: CTA c runs programs 2c and 2c + 1.
+  const int programs = impl_->programsPerCta;
+  config.grid.x = unsigned((uint64_t(grid.x) + unsigned(programs) - 1) / unsigned(programs));
   config.threads = impl_->threads;
   config.maxRegisters = impl_->maxRegisters;
   config.sharedBytes = impl_->sharedBytes;
   config.sites = &impl_->sites;
   config.detectRaces = options.detectRaces;
+  config.schedule = options.schedule ? *options.schedule : scheduleFromEnvironment();
 
   std::vector<uint64_t> slots;
-  slots.reserve(args.size() + impl_->tensorMaps.size());
+  slots.reserve(args.size() + impl_->tensorMaps.size() + 1);
   std::vector<int> paramOfSlot; // kernel function argument -> DSL parameter
-  const size_t ownArgs = impl_->argTypes.size() - impl_->tensorMaps.size();
+  const size_t ownArgs = impl_->argTypes.size() - impl_->tensorMaps.size() - (programs > 1 ? 1 : 0);
   for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
     if (params[i].kind == ParamInfo::Kind::Constant)
       continue;
@@ -198,6 +224,8 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
         runtime::resolveTensorMap(spec, address, args, paramNames, impl_->kernel)));
     slots.push_back(reinterpret_cast<uintptr_t>(maps.back().bytes.data()));
   }
+  if (programs > 1)
+    slots.push_back(grid.x); // the launch's programs along x
   std::sort(config.buffers.begin(), config.buffers.end(),
             [](const Buffer &a, const Buffer &b) { return a.begin < b.begin; });
   std::vector<void *> packed;

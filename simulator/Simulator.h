@@ -13,6 +13,7 @@
 #include "tegula/kernel.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ namespace tegula::sim {
 
 struct SimOptions {
   bool detectRaces = true;
+  /// Unset: $TEGULA_SIM_SCHEDULE ("round-robin", "lowest-first",
+  /// "highest-first"), else round-robin (Runtime.h).
+  std::optional<Schedule> schedule;
   /// Capture vprintf output here instead of printing it (tests).
   std::string *printed = nullptr;
 };

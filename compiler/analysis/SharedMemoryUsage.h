@@ -28,6 +28,9 @@ namespace tegula::analysis {
 
 /// Per op: the byte offset of its buffer in the module's shared memory.
 inline constexpr llvm::StringLiteral kSharedOffsetAttr = "tilegpu.shared_offset";
+/// Per op in a ping-pong kernel's consumer region: the bytes between its
+/// buffer's copies, one per program of the CTA (program_slot).
+inline constexpr llvm::StringLiteral kSharedSlotStrideAttr = "tilegpu.shared_slot_stride";
 /// Per module: the bytes of shared memory a program (CTA) needs.
 inline constexpr llvm::StringLiteral kSharedBytesAttr = "tilegpu.shared_bytes";
 /// Set by the lowering when the scratch is dynamic shared memory (more than

@@ -5,10 +5,20 @@
 // so that buffers live at the same time never share bytes. The lowering
 // reads each op's offset and the module's total.
 //
+// A ping-pong kernel (two programs per CTA) runs its consumer code once per
+// program, each at its own pace: one program may be storing its result
+// while the other is in its loop. The consumers' buffers are packed among
+// themselves into an arena, which gets one copy per program
+// (tilegpu.shared_slot_stride bytes apart); the rings, allocated before
+// the split, hold both programs' stages and live to the kernel's end.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/analysis/SharedMemoryLiveness.h"
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/transforms/LoweringCommon.h"
 #include "compiler/transforms/Passes.h"
+
+#include "llvm/Support/MathExtras.h"
 
 namespace tegula {
 #define GEN_PASS_DEF_ALLOCATESHAREDMEMORY
@@ -29,25 +39,46 @@ struct AllocateSharedMemoryPass
     // buffers of different functions never overlap in time and reuse the
     // same bytes, as they may (each launch runs one kernel).
     ProgramOrder order(module);
-    std::vector<Operation *> owners;
-    std::vector<SharedBuffer> buffers;
+    const int64_t programs = lowering::programsPerCta(module);
+    std::vector<Operation *> owners, programOwners; // the latter: per-program (ping-pong consumers)
+    std::vector<SharedBuffer> buffers, programBuffers;
     module.walk([&](Operation *op) {
-      if (int64_t bytes = sharedScratchBytes(op)) {
-        owners.push_back(op);
-        // A ring of shared tiles lives from its allocation to its last
-        // user (across the whole loop that fills and reads it); every other
-        // user needs its buffer only while it runs.
-        SmallVector<Operation *> users;
-        if (isa<tilegpu::AllocSharedOp>(op))
-          users = llvm::to_vector(op->getUsers());
-        buffers.push_back({order.liveRange(op, users), bytes, -1, sharedScratchAlignment(op)});
-      }
+      int64_t bytes = sharedScratchBytes(op);
+      if (!bytes)
+        return;
+      // A ring of shared tiles lives from its allocation to its last user
+      // (across the whole loop that fills and reads it); every other user
+      // needs its buffer only while it runs.
+      SmallVector<Operation *> users;
+      if (isa<tilegpu::AllocSharedOp>(op))
+        users = llvm::to_vector(op->getUsers());
+      const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
+      if (programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp>(op))
+        users.push_back(op->getBlock()->getTerminator()); // read by either program until the end
+      (perProgram ? programOwners : owners).push_back(op);
+      (perProgram ? programBuffers : buffers)
+          .push_back({order.liveRange(op, users), bytes, -1, sharedScratchAlignment(op)});
     });
+    int64_t arenaBytes = 0;
+    if (!programBuffers.empty()) {
+      arenaBytes = int64_t(llvm::alignTo(packSharedBuffers(programBuffers, kSharedAlignment), kWgmmaTileAlignment));
+      LiveInterval live = programBuffers.front().live;
+      for (const SharedBuffer &b : programBuffers)
+        live = {std::min(live.first, b.live.first), std::max(live.last, b.live.last)};
+      buffers.push_back({live, arenaBytes * programs, -1, kWgmmaTileAlignment});
+    }
     int64_t total = packSharedBuffers(buffers, kSharedAlignment);
 
     Builder b(&getContext());
     for (auto [op, buffer] : llvm::zip(owners, buffers))
       op->setAttr(kSharedOffsetAttr, b.getI32IntegerAttr(int32_t(buffer.offset)));
+    if (!programBuffers.empty()) {
+      const int64_t arena = buffers.back().offset;
+      for (auto [op, buffer] : llvm::zip(programOwners, programBuffers)) {
+        op->setAttr(kSharedOffsetAttr, b.getI32IntegerAttr(int32_t(arena + buffer.offset)));
+        op->setAttr(kSharedSlotStrideAttr, b.getI32IntegerAttr(int32_t(arenaBytes)));
+      }
+    }
     module->setAttr(kSharedBytesAttr, b.getI32IntegerAttr(int32_t(total)));
   }
 };

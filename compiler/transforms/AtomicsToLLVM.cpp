@@ -125,7 +125,7 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     return rw.notifyMatchFailure(op, kNoSharedOffset);
   if (!ptrTensor) {
     Value isThread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
-                                           NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type()),
+                                           programThreadIndex(rw, loc),
                                            i32Const(rw, loc, 0));
     Value pred = mask.empty() ? isThread0 : LLVM::AndOp::create(rw, loc, mask[0], isThread0).getResult();
     SmallVector<Value> args;

@@ -125,7 +125,7 @@ struct AssertPattern : OpConversionPattern<tile::AssertOp> {
     if (auto f = dyn_cast<FileLineColLoc>(loc))
       where = fmt::format("{}:{}", f.getFilename().str(), f.getLine());
     Type i32 = rw.getI32Type();
-    SmallVector<Value> pid = {NVVM::BlockIdXOp::create(rw, loc, i32),
+    SmallVector<Value> pid = {programIdX(rw, loc),
                               NVVM::BlockIdYOp::create(rw, loc, i32),
                               NVVM::BlockIdZOp::create(rw, loc, i32)};
     Value one = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true));
@@ -165,9 +165,9 @@ struct PrintPattern : OpConversionPattern<tile::PrintOp> {
     if (!fn)
       return rw.notifyMatchFailure(op, "print outside a kernel");
     Type i32 = rw.getI32Type();
-    Value pid[3] = {NVVM::BlockIdXOp::create(rw, loc, i32), NVVM::BlockIdYOp::create(rw, loc, i32),
+    Value pid[3] = {programIdX(rw, loc), NVVM::BlockIdYOp::create(rw, loc, i32),
                     NVVM::BlockIdZOp::create(rw, loc, i32)};
-    Value tid = NVVM::ThreadIdXOp::create(rw, loc, i32);
+    Value tid = programThreadIndex(rw, loc);
     Value thread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rw, loc, 0));
 
     auto emit = [&](Value cond, const std::string &idxFormat, ArrayRef<Value> idx, Value value) {

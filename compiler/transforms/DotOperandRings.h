@@ -110,8 +110,9 @@ struct RingDot {
 /// tensor map (called only once the loop qualifies). False, with nothing
 /// changed, when it does not apply (a loop nested deeper than a tile loop,
 /// a kernel that already has a producer, addresses the producer cannot
-/// recompute from scalars).
-bool pipelineWarpSpecialized(mlir::scf::ForOp loop, mlir::MutableArrayRef<RingDot> dots, int stages,
+/// recompute from scalars). `pingPong` (num_warps 4): two programs per CTA,
+/// each on its own consumer warpgroup (module tilegpu.programs_per_cta).
+bool pipelineWarpSpecialized(mlir::scf::ForOp loop, mlir::MutableArrayRef<RingDot> dots, int stages, bool pingPong,
                              llvm::function_ref<bool(Operand &)> addMap);
 
 } // namespace tegula::rings

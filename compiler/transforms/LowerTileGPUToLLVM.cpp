@@ -336,7 +336,7 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
     // by thread 0 only.
     Value threadOwns = owner ? owner->threadPredicate(rw, loc)
                              : LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
-                                                    NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type()),
+                                                    programThreadIndex(rw, loc),
                                                     i32Const(rw, loc, 0))
                                    .getResult();
     ValueRange ptrs = adaptor.getPtr(), vals = adaptor.getValue();
@@ -380,6 +380,8 @@ LogicalResult checkSharedOffsets(ModuleOp module, int64_t total) {
     if (bytes == 0)
       return WalkResult::advance();
     std::optional<int64_t> offset = analysis::sharedOffset(op);
+    if (auto stride = op->getAttrOfType<IntegerAttr>(analysis::kSharedSlotStrideAttr))
+      bytes += stride.getInt() * (programsPerCta(op) - 1); // a copy per program
     if (!offset) {
       op->emitError() << "needs " << bytes << " bytes of shared memory but has no "
                       << analysis::kSharedOffsetAttr << ": run allocate-shared-memory first";
@@ -395,6 +397,42 @@ LogicalResult checkSharedOffsets(ModuleOp module, int64_t total) {
     return WalkResult::advance();
   });
   return failure(result.wasInterrupted());
+}
+
+/// A ping-pong kernel runs programs 2c and 2c + 1 on CTA c: program_id(x)
+/// becomes 2 * ctaid.x + slot and num_programs(x) the launch's count of
+/// programs, a hidden i32 argument after all others (the runtime passes it;
+/// the CTAs are half as many, rounded up).
+void runProgramsPerCta(ModuleOp module) {
+  const int64_t programs = programsPerCta(module);
+  module.walk([&](func::FuncOp fn) {
+    if (fn.isExternal())
+      return;
+    OpBuilder b(fn.getContext());
+    Type i32 = b.getI32Type();
+    (void)fn.insertArgument(fn.getNumArguments(), i32, DictionaryAttr(), fn.getLoc());
+    Value count = fn.getArgument(fn.getNumArguments() - 1);
+    SmallVector<Operation *> queries;
+    fn.walk([&](Operation *op) {
+      if (auto id = dyn_cast<tile::ProgramIdOp>(op); id && id.getAxis() == tile::ProgramAxis::X)
+        queries.push_back(op);
+      if (auto n = dyn_cast<tile::NumProgramsOp>(op); n && n.getAxis() == tile::ProgramAxis::X)
+        queries.push_back(op);
+    });
+    for (Operation *op : queries) {
+      if (isa<tile::NumProgramsOp>(op)) {
+        op->getResult(0).replaceAllUsesWith(count);
+        op->erase();
+        continue;
+      }
+      b.setInsertionPointAfter(op);
+      Location loc = op->getLoc();
+      Value first = arith::MulIOp::create(b, loc, op->getResult(0),
+                                          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(programs))));
+      Value id = arith::AddIOp::create(b, loc, first, tilegpu::ProgramSlotOp::create(b, loc, i32));
+      op->getResult(0).replaceAllUsesExcept(id, first.getDefiningOp());
+    }
+  });
 }
 
 struct LowerTileGPUToLLVMPass
@@ -420,6 +458,9 @@ struct LowerTileGPUToLLVMPass
         for (StringRef attr : {"tile.name", "tile.divisibility"})
           fn.removeArgAttr(i, attr);
     });
+
+    if (programsPerCta(module) > 1)
+      runProgramsPerCta(module);
 
     // Shared memory: allocate-shared-memory gave every user a buffer within
     // the module's total; one global holds them all.
@@ -500,9 +541,11 @@ struct LowerTileGPUToLLVMPass
         return signalPassFailure();
     }
 
-    // A warp-specialised kernel's producer warps run after the tile program's.
+    // A warp-specialised kernel's producer warps run after the tile
+    // program's (both programs' in a ping-pong kernel).
     auto producers = module->getAttrOfType<IntegerAttr>("tilegpu.producer_warps");
-    int32_t threads = int32_t(warpsAttr.getInt() + (producers ? producers.getInt() : 0)) * kWarpSize;
+    int32_t threads =
+        int32_t(warpsAttr.getInt() * programsPerCta(module) + (producers ? producers.getInt() : 0)) * kWarpSize;
     for (const std::string &name : kernels)
       if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
         fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));

@@ -25,8 +25,59 @@ Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(int32_t(v)));
 }
 
-std::pair<Value, Value> laneAndWarp(OpBuilder &b, Location loc) {
+namespace {
+ModuleOp moduleAt(OpBuilder &b) {
+  Operation *parent = b.getInsertionBlock()->getParentOp();
+  return isa<ModuleOp>(parent) ? cast<ModuleOp>(parent) : parent->getParentOfType<ModuleOp>();
+}
+int64_t numWarps(ModuleOp module) {
+  auto warps = module ? module->getAttrOfType<IntegerAttr>("tilegpu.num_warps") : IntegerAttr();
+  return warps ? warps.getInt() : 4;
+}
+} // namespace
+
+int64_t programsPerCta(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto programs = module ? module->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta") : IntegerAttr();
+  return programs ? programs.getInt() : 1;
+}
+
+Value programThreadIndex(OpBuilder &b, Location loc) {
   Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  ModuleOp module = moduleAt(b);
+  if (!module || programsPerCta(module) == 1 || warpRoleAt(b.getInsertionBlock()) != WarpRole::Consumer)
+    return tid;
+  // Program threads are a power of two (a warpgroup).
+  return LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, numWarps(module) * kWarpSize - 1));
+}
+
+Value programSlot(OpBuilder &b, Location loc) {
+  ModuleOp module = moduleAt(b);
+  const WarpRole role = warpRoleAt(b.getInsertionBlock());
+  if (!module || role == WarpRole::All || (role == WarpRole::Consumer && programsPerCta(module) == 1))
+    return i32Const(b, loc, 0);
+  const int64_t programThreads = numWarps(module) * kWarpSize;
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  if (role == WarpRole::Consumer)
+    return LLVM::UDivOp::create(b, loc, tid, i32Const(b, loc, programThreads));
+  // Producer warp w (after every consumer) serves program w.
+  return LLVM::UDivOp::create(
+      b, loc, LLVM::SubOp::create(b, loc, tid, i32Const(b, loc, programThreads * programsPerCta(module))),
+      i32Const(b, loc, kWarpSize));
+}
+
+Value programIdX(OpBuilder &b, Location loc) {
+  Value cta = NVVM::BlockIdXOp::create(b, loc, b.getI32Type());
+  ModuleOp module = moduleAt(b);
+  const int64_t programs = module ? programsPerCta(module) : 1;
+  if (programs == 1)
+    return cta;
+  return LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, cta, i32Const(b, loc, programs)),
+                             programSlot(b, loc));
+}
+
+std::pair<Value, Value> laneAndWarp(OpBuilder &b, Location loc) {
+  Value tid = programThreadIndex(b, loc);
   Value lane = LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, kWarpSize - 1));
   Value warp = LLVM::LShrOp::create(b, loc, tid, i32Const(b, loc, 5));
   return {lane, warp};
@@ -188,8 +239,14 @@ void ctaBarrier(OpBuilder &b, Location loc) {
     NVVM::Barrier0Op::create(b, loc);
     return;
   }
-  const int64_t consumerThreads = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() * 32;
-  inlinePtx(b, loc, Type(), {}, fmt::format("bar.sync 1, {};", consumerThreads), "~{memory}");
+  const int64_t consumerThreads = numWarps(module) * kWarpSize;
+  if (programsPerCta(module) == 1) {
+    inlinePtx(b, loc, Type(), {}, fmt::format("bar.sync 1, {};", consumerThreads), "~{memory}");
+    return;
+  }
+  // Each program's warpgroup has a barrier of its own: 1 + its slot.
+  Value id = LLVM::AddOp::create(b, loc, programSlot(b, loc), i32Const(b, loc, 1));
+  inlinePtx(b, loc, Type(), {id}, fmt::format("bar.sync $0, {};", consumerThreads), "r,~{memory}");
 }
 
 Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {
@@ -229,10 +286,13 @@ Value sharedBuffer(OpBuilder &b, Location loc, Operation *op) {
   assert(offset && "shared-memory user without an offset");
   Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   Value base = LLVM::AddressOfOp::create(b, loc, ptr3, kScratchSymbol);
-  if (*offset == 0)
+  Value at = i32Const(b, loc, *offset);
+  if (auto stride = op->getAttrOfType<IntegerAttr>(analysis::kSharedSlotStrideAttr))
+    at = LLVM::AddOp::create(b, loc, at,
+                             LLVM::MulOp::create(b, loc, programSlot(b, loc), i32Const(b, loc, stride.getInt())));
+  else if (*offset == 0)
     return base;
-  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), base,
-                             ValueRange{i32Const(b, loc, *offset)});
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), base, ValueRange{at});
 }
 
 Type memoryType(Type pointee) {

@@ -24,8 +24,23 @@ constexpr const char *kScratchSymbol = "tegula_scratch";
 /// The linear layout of an encoded tile type.
 layout::LinearLayout layoutOf(mlir::Type tensorType);
 mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
-/// lane (tid.x % 32) and warp (tid.x / 32) of the current thread.
+/// lane and warp of the current thread within its program (the layouts'
+/// lane and warp): tid.x % 32 and tid.x / 32, or in a ping-pong kernel's
+/// consumers those of programThreadIndex.
 std::pair<mlir::Value, mlir::Value> laneAndWarp(mlir::OpBuilder &b, mlir::Location loc);
+/// The current thread's index among its program's threads: tid.x, or in a
+/// ping-pong kernel's consumer region tid.x % (32 * num_warps) - each
+/// consumer warpgroup runs its own program.
+mlir::Value programThreadIndex(mlir::OpBuilder &b, mlir::Location loc);
+/// The program's index along x: ctaid.x, or in a ping-pong kernel
+/// 2 * ctaid.x + program_slot (what prints and assertions report).
+mlir::Value programIdX(mlir::OpBuilder &b, mlir::Location loc);
+/// Programs a CTA of `module` runs: its tilegpu.programs_per_cta (2 in a
+/// ping-pong kernel), else 1.
+int64_t programsPerCta(mlir::Operation *moduleOrInside);
+/// tilegpu.program_slot at the insertion point: which of the CTA's programs
+/// the thread runs (consumers) or fills the rings of (producer warps).
+mlir::Value programSlot(mlir::OpBuilder &b, mlir::Location loc);
 /// For every register of this thread, its coordinates (one i32 per dim).
 llvm::SmallVector<llvm::SmallVector<mlir::Value>>
 coordinates(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
@@ -71,7 +86,8 @@ WarpRole warpRoleAt(mlir::Block *block);
 
 /// The barrier of the threads running the tile program: bar.sync 0 (every
 /// thread), or in a warp-specialised kernel's consumer branch bar.sync 1
-/// over the consumer warps alone (the producers never reach it).
+/// over the consumer warps alone (the producers never reach it); in a
+/// ping-pong kernel bar.sync 1 + slot over the program's warpgroup.
 void ctaBarrier(mlir::OpBuilder &b, mlir::Location loc);
 
 /// Inline PTX with side effects; returns its result (null for none).
@@ -89,7 +105,9 @@ struct TileTypeConverter : mlir::LLVMTypeConverter {
 /// allocate-shared-memory gave `op`. Buffers of ops whose lives do not
 /// overlap share bytes, so every user begins with a barrier (the earlier
 /// users' reads are done) before it writes; none is needed at its end. Patterns check that `op` has one
-/// (analysis::sharedOffset) before they build anything.
+/// (analysis::sharedOffset) before they build anything. In a ping-pong
+/// kernel a consumer's buffer has a copy per program,
+/// `tilegpu.shared_slot_stride` bytes apart.
 mlir::Value sharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op);
 /// The shared address of stage `stage` (i32) of the ring `ring` (lowered: a
 /// shared pointer) whose type is `type`.

@@ -158,11 +158,21 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     loop bounds, the loads' coordinates - to be computed from scalars
     (kernel arguments, program ids, arithmetic); otherwise the loop is
     pipelined as without it.
+
+    `ping-pong` (with warp-specialize, num_warps 4): the CTA runs two
+    programs (module attribute tilegpu.programs_per_cta = 2), each on its own
+    consumer warpgroup, so one program's mainloop runs while the other stores
+    its result. The rings hold both programs' stages (program w's after
+    program w - 1's); producer warp w fills program w's; each program's
+    code is guarded by its program id being in the launch (the lowering maps
+    program_id to 2 * ctaid + slot and num_programs to a hidden argument).
   }];
   let options = [
     Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">,
     Option<"warpSpecialize", "warp-specialize", "bool", "false",
-           "TMA rings get a producer warpgroup (sm_90a)">
+           "TMA rings get a producer warpgroup (sm_90a)">,
+    Option<"pingPong", "ping-pong", "bool", "false",
+           "with warp-specialize at num_warps 4: two programs per CTA, each on its own consumer warpgroup">
   ];
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

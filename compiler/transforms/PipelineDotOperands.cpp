@@ -569,7 +569,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       if (!planned)
         continue;
       bool mapsAdded = true;
-      if (pipelineWarpSpecialized(loop, *planned, numStages, [&](Operand &o) {
+      if (pipelineWarpSpecialized(loop, *planned, numStages, pingPong, [&](Operand &o) {
             return mapsAdded = bool(o.map = addSwizzledTensorMap(o));
           }))
         return true;

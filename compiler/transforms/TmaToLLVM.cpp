@@ -67,8 +67,10 @@ void invalidateBarrier(OpBuilder &b, Location loc, Value bar, Value leader) {
   inlinePtx(b, loc, Type(), {bar, leader}, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "l,b");
 }
 
+/// The first thread of the program (the CTA's, or in a ping-pong kernel's
+/// consumers their warpgroup's).
 Value isLeader(OpBuilder &b, Location loc) {
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  Value tid = programThreadIndex(b, loc);
   return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, 0));
 }
 
@@ -235,11 +237,17 @@ int64_t consumerThreads(Operation *op) {
 }
 
 /// The thread that issues a ring's copies: thread 0, or in a
-/// warp-specialised kernel's producer branch the first producer thread.
+/// warp-specialised kernel's producer branch the first thread of the
+/// producer warp serving the program (program_slot; the first producer
+/// warp unless the kernel is ping-pong).
 Value ringLeader(OpBuilder &b, Location loc, Operation *op) {
+  if (warpRoleAt(op->getBlock()) != WarpRole::Producer)
+    return isLeader(b, loc);
   Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
-  const int64_t leader = warpRoleAt(op->getBlock()) == WarpRole::Producer ? consumerThreads(op) : 0;
-  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, leader));
+  Value leader = LLVM::AddOp::create(
+      b, loc, i32Const(b, loc, consumerThreads(op) * programsPerCta(op)),
+      LLVM::MulOp::create(b, loc, programSlot(b, loc), i32Const(b, loc, kWarpSize)));
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, leader);
 }
 
 struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
@@ -293,7 +301,29 @@ struct IsProducerWarpPattern : OpConversionPattern<tilegpu::IsProducerWarpOp> {
       return rw.notifyMatchFailure(op, "the module has no producer warps (tilegpu.producer_warps)");
     Value tid = NVVM::ThreadIdXOp::create(rw, op.getLoc(), rw.getI32Type());
     rw.replaceOp(op, LLVM::ICmpOp::create(rw, op.getLoc(), LLVM::ICmpPredicate::uge, tid,
-                                          i32Const(rw, op.getLoc(), consumers)));
+                                          i32Const(rw, op.getLoc(), consumers * programsPerCta(op))));
+    return success();
+  }
+};
+
+struct IsWarpLeaderPattern : OpConversionPattern<tilegpu::IsWarpLeaderOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::IsWarpLeaderOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Value tid = NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type());
+    rw.replaceOp(op, LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
+                                          LLVM::AndOp::create(rw, loc, tid, i32Const(rw, loc, kWarpSize - 1)),
+                                          i32Const(rw, loc, 0)));
+    return success();
+  }
+};
+
+struct ProgramSlotPattern : OpConversionPattern<tilegpu::ProgramSlotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::ProgramSlotOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    rw.replaceOp(op, programSlot(rw, op.getLoc()));
     return success();
   }
 };
@@ -375,11 +405,21 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
     const bool released = alloc && alloc.getReleased();
     ctaBarrier(rw, loc); // every thread is past its last wait
     Value leader = isLeader(rw, loc);
-    for (unsigned s = 0; s < type.getStages(); ++s)
+    // A ping-pong kernel's ring holds each program's stages in turn; a
+    // program invalidates its own (the other may still be running).
+    const bool split = alloc && warpRoleAt(alloc->getBlock()) == WarpRole::All &&
+                       warpRoleAt(op->getBlock()) == WarpRole::Consumer;
+    const int64_t programs = split ? programsPerCta(op) : 1;
+    const int64_t stages = type.getStages() / programs;
+    Value first = LLVM::MulOp::create(rw, loc, programSlot(rw, loc), i32Const(rw, loc, stages));
+    for (int64_t s = 0; s < stages; ++s)
       for (bool which : {false, true})
         if (!which || released)
-          invalidateBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, which),
-                            leader);
+          invalidateBarrier(
+              rw, loc,
+              stageBarrier(rw, loc, adaptor.getRing(), LLVM::AddOp::create(rw, loc, first, i32Const(rw, loc, s)),
+                           type, which),
+              leader);
     rw.eraseOp(op);
     return success();
   }
@@ -389,7 +429,8 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern, TmaRingLoadPattern,
-               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, IsProducerWarpPattern, SetMaxRegistersPattern>(
+               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern,
+               SetMaxRegistersPattern>(
       types, patterns.getContext());
 }
 

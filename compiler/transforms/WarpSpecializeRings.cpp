@@ -10,6 +10,12 @@
 // group has completed. Lowering turns the consumers' barriers into
 // `bar.sync 1` over their own warps.
 //
+// Ping-pong (one warpgroup of consumers): the CTA runs two programs, each
+// on its own consumer warpgroup, whose tiles alternate on the tensor cores
+// while the other stores its result; producer warp w fills program w's
+// stages of the rings (which hold both programs' stages). The lowering
+// maps program ids (program p is slot p % 2 of CTA p / 2).
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
 
@@ -71,7 +77,7 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
 }
 } // namespace
 
-bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages,
+bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong,
                              llvm::function_ref<bool(Operand &)> addMap) {
   // The K loop at the top of the kernel, or in a loop there (a persistent
   // kernel's tile loop) whose iterations all run the same K iterations.
@@ -140,7 +146,13 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   MLIRContext *ctx = loop.getContext();
   const int64_t consumerWarps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt();
   constexpr int64_t kProducerWarps = 4, kProducerRegisters = 40;
-  module->setAttr("tilegpu.producer_warps", IntegerAttr::get(IntegerType::get(ctx, 32), kProducerWarps));
+  Type i32 = IntegerType::get(ctx, 32);
+  module->setAttr("tilegpu.producer_warps", IntegerAttr::get(i32, kProducerWarps));
+  // Ping-pong needs one warpgroup per program: two of 8 warps would leave
+  // each thread too few registers.
+  const int64_t programs = pingPong && consumerWarps == 4 ? 2 : 1;
+  if (programs > 1)
+    module->setAttr("tilegpu.programs_per_cta", IntegerAttr::get(i32, programs));
   Type ivType = loop.getInductionVar().getType();
   auto constant = [&](OpBuilder &at, int64_t v) -> Value {
     return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
@@ -155,7 +167,12 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   // tile's result.
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   auto allocRing = [&](Operand &o) -> Value {
-    auto ring = tilegpu::AllocSharedOp::create(b, loc, o.ring);
+    tilegpu::SharedTilesType type = o.ring;
+    if (programs > 1) // program w's stages follow program w - 1's
+      type = tilegpu::SharedTilesType::get(ctx, type.getStages() * unsigned(programs), type.getShape(),
+                                           type.getElementType(), type.getContiguousDim(), type.getSwizzle(),
+                                           type.getBlockElements());
+    auto ring = tilegpu::AllocSharedOp::create(b, loc, type);
     ring.setMbarriers(true);
     ring.setReleased(true);
     tilegpu::TmaInitOp::create(b, loc, ring);
@@ -195,17 +212,57 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   // rounded down to 8) - and setmaxnreg.inc waits until the pool has the
   // registers: what the consumers ask for must fit in what the producer
   // gives back.
-  const int64_t threads = (consumerWarps + kProducerWarps) * 32;
+  const int64_t threads = (consumerWarps * programs + kProducerWarps) * 32;
   const int64_t share = 65536 / threads / 8 * 8;
   const bool moveRegisters = share < 248;
-  const int64_t consumerRegisters = std::min<int64_t>(
-      256, (threads * share - kProducerWarps * 32 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+  const int64_t consumerRegisters =
+      std::min<int64_t>(256, (threads * share - kProducerWarps * 32 * kProducerRegisters) /
+                                 (consumerWarps * programs * 32) / 8 * 8);
   if (moveRegisters) {
     OpBuilder atConsumer = OpBuilder::atBlockBegin(consumer);
     tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);
     // The launch's per-thread count (.maxnreg), which setmaxnreg needs the
     // kernel to declare: the pool it moves registers in is threads x this.
     module->setAttr("tilegpu.max_registers", IntegerAttr::get(IntegerType::get(ctx, 32), share));
+  }
+  // The producer runs in the first thread of warp w for program w (one
+  // program unless ping-pong); a ping-pong program's code runs only for
+  // programs of the launch (the last CTA's second may be past the end).
+  // Returns the program's first stage in the rings (null: one program).
+  auto programValues = [&](OpBuilder &at, Block *body, bool producer) -> Value {
+    if (programs == 1 && !producer)
+      return Value();
+    Value slot = tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type());
+    SmallVector<Value> conditions;
+    if (programs > 1)
+      conditions.push_back(arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt,
+                                                 tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X),
+                                                 tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X)));
+    if (producer) {
+      conditions.push_back(tilegpu::IsWarpLeaderOp::create(at, loc, at.getI1Type()));
+      conditions.push_back(
+          arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, slot,
+                                arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(programs)))));
+    }
+    Value active = conditions.front();
+    for (Value c : ArrayRef(conditions).drop_front())
+      active = arith::AndIOp::create(at, loc, active, c);
+    auto guard = scf::IfOp::create(at, loc, TypeRange{}, active, false);
+    // The rest of `body` runs under the guard.
+    for (Operation &op : llvm::make_early_inc_range(llvm::make_range(std::next(guard->getIterator()),
+                                                                      std::prev(body->end()))))
+      op.moveBefore(guard.thenBlock()->getTerminator());
+    at.setInsertionPointToStart(guard.thenBlock());
+    if (programs == 1)
+      return Value();
+    return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
+  };
+  {
+    OpBuilder atConsumer(ctx);
+    atConsumer.setInsertionPointToStart(consumer);
+    if (moveRegisters)
+      atConsumer.setInsertionPointAfter(&consumer->front());
+    programValues(atConsumer, consumer, false);
   }
 
   // Iteration g of the K loop over the whole kernel: (the tile loop's
@@ -224,6 +281,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   OpBuilder p = OpBuilder::atBlockBegin(split.thenBlock());
   if (moveRegisters)
     tilegpu::SetMaxRegistersOp::create(p, loc, int32_t(kProducerRegisters), false);
+  const Value firstStage = programValues(p, split.thenBlock(), true); // null: one program
   IRMapping map;
   for (Operation *op : *entrySlice)
     p.clone(*op, map);
@@ -246,6 +304,8 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
     Value g = globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
     Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
+    if (firstStage)
+      stage = arith::AddIOp::create(in, loc, stage, firstStage);
     Value reuse = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, g, constant(in, stages));
     auto wait = scf::IfOp::create(in, loc, TypeRange{}, reuse, false);
     {
@@ -272,7 +332,16 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   Value iter = tiles ? globalIteration(head, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
                                        loop.getUpperBound(), cstep)
                      : i;
-  Value stage = toI32(head, arith::RemSIOp::create(head, loc, iter, constant(head, stages)));
+  // The program's first stage (ping-pong), from its slot.
+  Value consumerFirstStage =
+      programs == 1 ? Value()
+                    : arith::MulIOp::create(head, loc, tilegpu::ProgramSlotOp::create(head, loc, head.getI32Type()),
+                                            arith::ConstantOp::create(head, loc, head.getI32IntegerAttr(stages)))
+                          .getResult();
+  auto inProgram = [&](OpBuilder &at, Value s) -> Value {
+    return consumerFirstStage ? arith::AddIOp::create(at, loc, s, consumerFirstStage).getResult() : s;
+  };
+  Value stage = inProgram(head, toI32(head, arith::RemSIOp::create(head, loc, iter, constant(head, stages))));
   Value phase = toI32(head, arith::RemSIOp::create(
                                 head, loc, arith::DivSIOp::create(head, loc, iter, constant(head, stages)),
                                 constant(head, 2)));
@@ -326,9 +395,10 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
         Value hasPrevious = arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, iter, constant(in, 1));
         auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
         OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
-        Value previous = toI32(rel, arith::RemSIOp::create(
-                                        rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
-                                        constant(rel, stages)));
+        Value previous = inProgram(
+            rel, toI32(rel, arith::RemSIOp::create(
+                                rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
+                                constant(rel, stages))));
         tilegpu::TmaArriveOp::create(rel, dotLoc, r.all, previous);
       } else {
         tilegpu::TmaArriveOp::create(in, dotLoc, r.all, stage);

@@ -303,7 +303,7 @@ void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int
   const int64_t threads = 32 * warps;
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   auto f32x4 = VectorType::get({4}, f32), i32x4 = VectorType::get({4}, i32);
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value tid = programThreadIndex(b, loc);
   for (auto [base, bytes] : tiles) {
     const int64_t pieces = bytes / 16;
     for (int64_t first = 0; first < pieces; first += threads) {

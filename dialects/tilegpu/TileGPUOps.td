@@ -140,6 +140,34 @@ def TileGPU_IsProducerWarpOp : TileGPU_Op<"is_producer_warp", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
+def TileGPU_IsWarpLeaderOp : TileGPU_Op<"is_warp_leader", [Pure]> {
+  let summary = "True in lane 0 of every warp";
+  let description = [{
+    A warp-specialised kernel's producer runs in one thread per program it
+    serves: its waits and copies need no other, and a thread that waits on
+    a release mbarrier must not still be waiting when the consumers, done,
+    invalidate it (a lagging lane could).
+  }];
+  let results = (outs I1:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_ProgramSlotOp : TileGPU_Op<"program_slot", [Pure]> {
+  let summary = "Which of its CTA's programs a thread serves (ping-pong)";
+  let description = [{
+    A ping-pong kernel (module attribute `tilegpu.programs_per_cta` = 2)
+    runs two programs per CTA, each on its own consumer warpgroup, and the
+    producer warpgroup's warp w fills program w's rings. The slot is the
+    consumer warpgroup's index (thread index / (32 * num_warps)) in the
+    consumers, the warp's index among the producer warps in the producer
+    (those past the programs serve none; without the attribute, warp 0
+    serves the one program), else 0. Program p of the launch is slot p % 2
+    of CTA p / 2.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def TileGPU_SetMaxRegistersOp : TileGPU_Op<"set_max_registers"> {
   let summary = "setmaxnreg: move registers between warpgroups (sm_90a)";
   let description = [{

@@ -55,6 +55,14 @@ struct LaunchOptions {
   /// the num_warps warps only compute (docs/hopper.md). Kernels it does not
   /// apply to compile as without it. Also on with TEGULA_WARP_SPECIALIZE=1.
   bool warp_specialize = false;
+  /// Implies warp_specialize; at num_warps 4, where warp specialisation
+  /// applies: ping-pong - each CTA runs two programs (grid.x / 2 CTAs,
+  /// rounded up), each on its own consumer warpgroup, one program's
+  /// mainloop running while the other stores its result. Program ids and
+  /// num_programs are those of the launch's grid, as without it; a
+  /// persistent kernel should launch twice the programs (two per SM).
+  /// Also on with TEGULA_PING_PONG=1.
+  bool ping_pong = false;
   /// The compile target. Empty: the device's (GPU); in the simulator
   /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
   /// Hopper code (wgmma) on the CPU.
@@ -196,6 +204,7 @@ struct CompileOptions {
   int num_warps = 4;
   int num_stages = 3; // as LaunchOptions::num_stages
   bool warp_specialize = false; // as LaunchOptions::warp_specialize
+  bool ping_pong = false;       // as LaunchOptions::ping_pong
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;
@@ -216,6 +225,10 @@ struct CompiledKernel {
   /// Warps the launch adds to num_warps: a warp-specialised kernel's
   /// producer warpgroup (4), else 0.
   int producer_warps = 0;
+  /// Programs each CTA runs: 2 for a ping-pong kernel (each on its own
+  /// num_warps warps; the launch passes the grid's program count as a
+  /// hidden last parameter), else 1.
+  int programs_per_cta = 1;
 };
 
 /// A traced, specialisable, launchable kernel. Cheap to copy (shared state).

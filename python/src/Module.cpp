@@ -238,10 +238,11 @@ struct Launcher {
     static PyObject *const numWarps = python::interned("num_warps"),
                            *const numStages = python::interned("num_stages"),
                            *const chip = python::interned("chip"),
-                           *const warpSpecialize = python::interned("warp_specialize");
+                           *const warpSpecialize = python::interned("warp_specialize"),
+                           *const pingPong = python::interned("ping_pong");
     std::vector<py::object> bound =
         bindParameters(kernel, args, kwargs,
-                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize"});
+                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong"});
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts;
@@ -254,6 +255,8 @@ struct Launcher {
       opts.chip = std::string(utf8(c));
     if (py::handle ws = option(kwargs, warpSpecialize))
       opts.warp_specialize = ws.cast<bool>();
+    if (py::handle pp = option(kwargs, pingPong))
+      opts.ping_pong = pp.cast<bool>();
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
     r.kernel->launch(opts, r.args);
   }
@@ -270,7 +273,8 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
 
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
-      bindParameters(k, args, kwargs, {"chip", "num_warps", "num_stages", "assemble", "warp_specialize"});
+      bindParameters(k, args, kwargs,
+                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong"});
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
@@ -284,6 +288,8 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
     opts.assemble = kwargs["assemble"].cast<bool>();
   if (kwargs.contains("warp_specialize"))
     opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
+  if (kwargs.contains("ping_pong"))
+    opts.ping_pong = kwargs["ping_pong"].cast<bool>();
   py::gil_scoped_release unlocked;
   return r.kernel->compile(r.args, opts);
 }
@@ -313,6 +319,7 @@ PYBIND11_MODULE(_tegula, m) {
       .def_readonly("spill_bytes", &CompiledKernel::spill_bytes)
       .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes)
       .def_readonly("producer_warps", &CompiledKernel::producer_warps)
+      .def_readonly("programs_per_cta", &CompiledKernel::programs_per_cta)
       .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
       .def("__repr__", [](const CompiledKernel &c) {
         return fmt::format("<CompiledKernel: {} bytes of PTX, cubin {} bytes, {} registers, {} B "
@@ -327,7 +334,8 @@ PYBIND11_MODULE(_tegula, m) {
   py::class_<KernelSet>(m, "Kernel", R"doc(A Tegula kernel written in the C++ DSL.
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
-num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False)``;
+num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False,
+ping_pong=False)``;
 ``grid`` is a tuple of
 1-3 ints or a callable taking a dict of the arguments by parameter name;
 ``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
@@ -335,7 +343,8 @@ where "sm_90a" runs Hopper's wgmma code). Arrays are numpy arrays or
 anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
 ``backend`` is "interp", "sim" or "gpu" (default: $TEGULA_BACKEND, else
 "interp"); ``warp_specialize`` gives sm_90a TMA-fed loops a producer
-warpgroup.)doc")
+warpgroup; ``ping_pong`` (num_warps=4) also runs two programs per CTA, each on
+its own consumer warpgroup.)doc")
       .def_readonly("name", &KernelSet::name)
       .def_readonly("param_names", &KernelSet::param_names)
       .def_property_readonly("signatures",
@@ -362,7 +371,8 @@ warpgroup.)doc")
            "debug_info=False)")
       .def("compile", &compile,
            "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
-           "num_warps, num_stages, assemble=True, warp_specialize=False; returns a CompiledKernel")
+           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False; returns a "
+           "CompiledKernel")
       .def("__repr__", [](const KernelSet &k) {
         return fmt::format("<tegula.Kernel {}({}), {} instantiation{}>", k.name,
                            fmt::join(k.param_names, ", "), k.overloads.size(),

@@ -18,12 +18,13 @@ class CompiledKernel:
     spill_bytes: int
     dynamic_shared_bytes: int
     producer_warps: int
+    programs_per_cta: int
     ptxas_log: str
 
 class Launcher:
     def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
                  backend: str | None = None, stream: Any = None, chip: str | None = None,
-                 warp_specialize: bool = False, **constants: Any) -> None: ...
+                 warp_specialize: bool = False, ping_pong: bool = False, **constants: Any) -> None: ...
 
 class Kernel:
     name: str
@@ -32,7 +33,7 @@ class Kernel:
     def __getitem__(self, grid: Grid) -> Launcher: ...
     def ir(self, *args: Any, stage: str = "tile", debug_info: bool = False, **constants: Any) -> str: ...
     def compile(self, *args: Any, chip: str = "sm_80", num_warps: int = 4, num_stages: int = 3,
-                assemble: bool = True, warp_specialize: bool = False,
+                assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False,
                 **constants: Any) -> CompiledKernel: ...
 
 def cdiv(a: int, b: int) -> int: ...

@@ -118,6 +118,25 @@ def test_warp_specialized_matmul_in_the_simulator(rng):
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
 
 
+def test_ping_pong_matmul_in_the_simulator(rng):
+    # Two programs per CTA on their own consumer warpgroups: 3 x 2 programs
+    # on 2 x 2 CTAs, the last column's second program past the end.
+    M, N, K = 150, 72, 136
+    bf16 = ml_dtypes.bfloat16
+    a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
+    c = poisoned((M, N), bf16)
+    grid = (tegula.cdiv(M, 64), tegula.cdiv(N, 64))
+    args = (a, b, c, M, N, K, K, N, N)
+    examples.matmul_descriptors[grid](*args, BM=64, BN=64, BK=32, backend="sim", chip="sm_90a",
+                                      ping_pong=True)
+    compiled = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a",
+                                                   ping_pong=True, assemble=False)
+    assert (compiled.producer_warps, compiled.programs_per_cta) == (4, 2)
+    assert ".maxntid 384, 1, 1" in compiled.ptx
+    rtol, atol = tegula.testing.default_tolerance(bf16)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_transpose_and_row_sum(rng, backend):
     M, N = 37, 50

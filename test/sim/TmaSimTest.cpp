@@ -139,31 +139,34 @@ struct LoweredGemm {
     registerAllDialects(r);
     return r;
   }
-  LoweredGemm(int m, int n, int kk, int bm, int bn, int bk, int warps, bool warpSpecialize)
+  LoweredGemm(int m, int n, int kk, int bm, int bn, int bk, int warps, bool warpSpecialize, bool pingPong = false)
       : M(m), N(n), K(kk), BM(bm), BN(bn), BK(bk), a(random_vector<bfloat16>(size_t(m * kk))),
         b(random_vector<bfloat16>(size_t(kk * n))), ref(poisoned<bfloat16>(size_t(m * n))) {
     std::vector<Arg> args = {a, b, ref, M, N, K, K, N, N, BM, BN, BK};
     k.launch({.grid = {uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, .backend = Backend::Interp}, args);
     ctx.loadAllAvailableDialects();
-    lower(k.ir(args, "tile", true), warps, warpSpecialize);
+    lower(k.ir(args, "tile", true), warps, warpSpecialize, pingPong);
   }
-  void lower(const std::string &tileIr, int warps, bool warpSpecialize) {
+  void lower(const std::string &tileIr, int warps, bool warpSpecialize, bool pingPong) {
     module = mlir::parseSourceString<mlir::ModuleOp>(tileIr, &ctx);
     ASSERT_TRUE(module);
     ASSERT_TRUE(mlir::succeeded(runGpuPipeline(
-        *module, {.numWarps = warps, .chip = "sm_90a", .warpSpecialize = warpSpecialize})));
-    EXPECT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize);
+        *module, {.numWarps = warps, .chip = "sm_90a", .warpSpecialize = warpSpecialize || pingPong,
+                  .pingPong = pingPong})));
+    EXPECT_EQ(module->getOperation()->hasAttr("tilegpu.producer_warps"), warpSpecialize || pingPong);
+    EXPECT_EQ(module->getOperation()->hasAttr("tilegpu.programs_per_cta"), pingPong);
     compiled = true;
   }
   /// The simulator's error, or "" when it ran and matched the interpreter.
-  std::string run() {
+  std::string run(sim::Schedule schedule = sim::Schedule::RoundRobin) {
     if (!compiled)
       return "not compiled"; // the constructor reported why
     auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_descriptors");
     auto out = poisoned<bfloat16>(size_t(M * N));
     std::vector<Arg> args = {a, b, out, M, N, K, K, N, N, BM, BN, BK};
     try {
-      simulated->run({uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, k.params(), names(), args);
+      simulated->run({uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, k.params(), names(), args,
+                     {.schedule = schedule});
     } catch (const Error &e) {
       return e.what();
     }
@@ -176,8 +179,11 @@ struct LoweredGemm {
 /// mbarrier each) feeding wgmma, K = 160 (5 iterations: the ring wraps and
 /// the phases flip), run with `drop` removed. `warpSpecialize`: a producer
 /// warpgroup fills the rings.
-void runPipelinedWithout(const std::string &drop, const std::string &expectedError, bool warpSpecialize = false) {
-  LoweredGemm g(64, 64, 160, 64, 64, 32, 4, warpSpecialize);
+void runPipelinedWithout(const std::string &drop, const std::string &expectedError, bool warpSpecialize = false,
+                         bool pingPong = false) {
+  // Ping-pong: 3 x 2 programs on 2 x 2 CTAs, the last column's second
+  // program past the end.
+  LoweredGemm g(pingPong ? 150 : 64, 64, 160, 64, 64, 32, 4, warpSpecialize, pingPong);
   int dropped = 0, waits = 0;
   g.module->walk([&](mlir::LLVM::InlineAsmOp op) {
     waits += op.getAsmString().contains("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1");
@@ -225,6 +231,27 @@ TEST(TmaSim, AConsumerThatDoesNotWaitForItsStageIsReported) {
 /// Consumers that never release: the producer waits forever.
 TEST(TmaSim, ConsumersThatNeverReleaseAStageDeadlock) {
   runPipelinedWithout("mbarrier.arrive.shared::cta.b64", "deadlock: the mbarrier at shared offset", true);
+}
+
+/// Ping-pong: two programs per CTA, each on its own consumer warpgroup with
+/// its own stages of the rings, its own barrier and its own scratch; the
+/// producer's warps 0 and 1 fill one program's stages each.
+TEST(TmaSim, APingPongKernelIsHazardFree) { runPipelinedWithout("", "", true, true); }
+
+/// Threads that synchronise only through mbarriers and barriers of their
+/// own drift apart on a GPU. Run so that the lowest- (highest-) numbered
+/// threads get ahead, the warp-specialised and ping-pong GEMMs stay
+/// hazard-free: these orders found a program's epilogue reusing ring
+/// bytes the other program still read, and producer lanes still waiting on
+/// release mbarriers the consumers had invalidated.
+TEST(TmaSim, WarpSpecializedKernelsAreHazardFreeInOtherThreadOrders) {
+  for (sim::Schedule schedule : {sim::Schedule::LowestFirst, sim::Schedule::HighestFirst})
+    for (bool pingPong : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}{}", schedule == sim::Schedule::LowestFirst ? "lowest-first" : "highest-first",
+                               pingPong ? ", ping-pong" : ""));
+      LoweredGemm g(pingPong ? 150 : 64, 64, 160, 64, 64, 32, 4, true, pingPong);
+      EXPECT_EQ(g.run(schedule), "");
+    }
 }
 
 /// two_dots_tma (TestKernels.h: two dots reading one TMA-fed tile per

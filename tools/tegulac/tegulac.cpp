@@ -47,6 +47,9 @@ static cl::opt<int> numStages("num-stages",
                               cl::init(3));
 static cl::opt<bool> warpSpecialize("warp-specialize",
                                     cl::desc("sm_90a: TMA-fed loops get a producer warpgroup"));
+static cl::opt<bool> pingPong("ping-pong",
+                              cl::desc("sm_90a, 4 warps: two programs per CTA on their own consumer warpgroups "
+                                       "(implies --warp-specialize)"));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -64,7 +67,8 @@ int main(int argc, char **argv) {
        mlir::failed(tegula::runGpuPipeline(*module, {.numWarps = numWarps,
                                                   .numStages = numStages,
                                                   .chip = chip,
-                                                  .warpSpecialize = warpSpecialize}))))
+                                                  .warpSpecialize = warpSpecialize || pingPong,
+                                                  .pingPong = pingPong}))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};

@@ -1,0 +1,79 @@
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" | FileCheck %s
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" -allocate-shared-memory | FileCheck %s --check-prefix=ALLOC
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" | FileCheck %s --check-prefix=EIGHT
+
+// ping-pong (with warp-specialize, 4 warps): two programs per CTA
+// (tilegpu.programs_per_cta = 2), each on its own consumer warpgroup. The
+// rings hold both programs' stages (2 x 3); the producer runs in the first
+// thread of producer warp `program_slot` for each program of the launch,
+// and fills that program's stages (slot * 3 + i % 3); the consumers run
+// only for a program of the launch and use their slot's stages too.
+// CHECK: tilegpu.programs_per_cta = 2 : i32
+// CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 64] x bf16
+// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 128] x bf16
+// CHECK: scf.if %{{.*}} {
+// CHECK:   tilegpu.set_max_registers {count = 40 : i32}
+// CHECK:   %[[SLOT:.*]] = tilegpu.program_slot
+// CHECK:   %[[ACTIVE:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK:   %[[LEADER:.*]] = tilegpu.is_warp_leader
+// CHECK:   %[[SERVES:.*]] = arith.cmpi slt, %[[SLOT]], %c2_i32
+// CHECK:   scf.if
+// CHECK:     %[[FIRST:.*]] = arith.muli %[[SLOT]], %c3_i32
+// CHECK:     scf.for
+// CHECK:       %[[STAGE:.*]] = arith.addi %{{.*}}, %[[FIRST]]
+// CHECK:       tilegpu.tma_load %[[A]][%[[STAGE]]]
+// CHECK: } else {
+// CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
+// CHECK:   tilegpu.program_slot
+// CHECK:   scf.if
+// CHECK:     scf.for
+// CHECK:       tilegpu.program_slot
+// CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
+// CHECK:       tilegpu.dot_shared %[[A]]
+// CHECK:     tilegpu.tma_release %[[A]]
+// CHECK:     tile.descriptor_store
+// CHECK: } {tilegpu.warp_specialized}
+
+// Both programs' rings live to the kernel's end (the other program may
+// still read its stages). The consumers' buffers are packed into an arena
+// of their own (here 32 KiB: the C block), which has a copy per program.
+// ALLOC: tilegpu.shared_bytes = 214112
+// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 164864 : i32} : <6 x[64, 64] x bf16
+// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 0 : i32} : <6 x[64, 128] x bf16
+// ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32}
+// ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma}
+
+// Lowered: 384 threads; program_id = 2 * ctaid.x + slot, num_programs a
+// hidden last argument; each program's barrier is bar.sync 1 + slot.
+// LLVM: llvm.func @mm({{.*}}, %{{.*}}: i32) attributes {{.*}}nvvm.maxntid = array<i32: 384, 1, 1>
+// LLVM: "bar.sync $0, 128;", "r,~{memory}"
+
+// At 8 warps ping-pong never applies (two programs of 8 warps would leave
+// too few registers; PingPongCompile checks a kernel warp specialised with
+// one program per CTA instead).
+// EIGHT-NOT: programs_per_cta
+module {
+  func.func @mm(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %b: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                %c: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %k: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+    %c1 = arith.constant 1 : i64
+    %c0 = arith.constant 0 : i32
+    %c64 = arith.constant 64 : i32
+    %c256 = arith.constant 256 : i64
+    %k64 = arith.extsi %k : i32 to i64
+    %pid = tile.program_id x
+    %row = arith.muli %pid, %c64 : i32
+    %da = tile.make_tensor_descriptor %a, [%c256, %k64], [%k64, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<64x64xbf16>>
+    %db = tile.make_tensor_descriptor %b, [%k64, %c256], [%c256, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<64x128xbf16>>
+    %dc = tile.make_tensor_descriptor %c, [%c256, %c256], [%c256, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<64x128xf32>>
+    %zero = arith.constant dense<0.0> : tensor<64x128xf32>
+    %acc = scf.for %i = %c0 to %k step %c64 iter_args(%x = %zero) -> (tensor<64x128xf32>) : i32 {
+      %ta = tile.descriptor_load %da[%row, %i] : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16>
+      %tb = tile.descriptor_load %db[%i, %c0] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
+      %d = tile.dot %ta, %tb, %x, ieee : tensor<64x64xbf16> * tensor<64x128xbf16> -> tensor<64x128xf32>
+      scf.yield %d : tensor<64x128xf32>
+    }
+    tile.descriptor_store %dc[%row, %c0], %acc : !tile.tensordesc<tensor<64x128xf32>>, tensor<64x128xf32>
+    return
+  }
+}
