@@ -12,7 +12,7 @@ cd "${TEGULA_BUILD_DIR:-build}"
 # left in the caller's environment must not change what they check.
 for v in TEGULA_BACKEND TEGULA_CACHE_DIR TEGULA_DUMP TEGULA_TIMING TEGULA_LAUNCH_BLOCKING \
          TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE TEGULA_SIM_CHIP TEGULA_WGMMA TEGULA_TMA \
-         TEGULA_WARP_SPECIALIZE; do
+         TEGULA_WARP_SPECIALIZE TEGULA_PING_PONG TEGULA_SIM_SCHEDULE; do
   if [[ -n ${!v+x} ]]; then
     echo "[test] ignoring $v=${!v} from the environment"
     unset "$v"
@@ -35,6 +35,12 @@ if [[ $# -eq 0 ]]; then
   echo "[test] the tensor-descriptor simulator tests again with TEGULA_WARP_SPECIALIZE=1"
   TEGULA_SIM_CHIP=sm_90a TEGULA_WARP_SPECIALIZE=1 ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" \
     -R 'Sim.*TensorDescriptor' || status=$?
+  # ... and ping-pong (two programs per CTA where it applies), run so that
+  # the lowest-numbered threads get ahead: the programs, the producer and the
+  # consumers drift apart as they may on a GPU.
+  echo "[test] the tensor-descriptor simulator tests again with TEGULA_PING_PONG=1, lowest-first thread order"
+  TEGULA_SIM_CHIP=sm_90a TEGULA_PING_PONG=1 TEGULA_SIM_SCHEDULE=lowest-first \
+    ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" -R 'Sim.*TensorDescriptor' || status=$?
 fi
 # The Python package against the same build (pytest fails when it collects
 # nothing; -rs lists each skip with its reason).

@@ -146,6 +146,8 @@ int64_t sharedScratchBytes(Operation *op) {
     return int64_t(ring.getType().getStages()) *
            (ring.getType().tileBytes() +
             (ring.getMbarriers() ? kTmaBarrierBytes * (ring.getReleased() ? 2 : 1) : 0));
+  if (isa<tilegpu::OrderInitOp>(op)) // the turn and retirement mbarriers
+    return 2 * kTmaBarrierBytes;
   if (isTmaLoad(op)) // the block, then its mbarrier
     return tmaBlockBytes(op) + kTmaBarrierBytes;
   if (isTmaStore(op)) // the block on its way out

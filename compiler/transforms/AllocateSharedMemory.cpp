@@ -53,7 +53,7 @@ struct AllocateSharedMemoryPass
       if (isa<tilegpu::AllocSharedOp>(op))
         users = llvm::to_vector(op->getUsers());
       const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
-      if (programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp>(op))
+      if (programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp, tilegpu::OrderInitOp>(op))
         users.push_back(op->getBlock()->getTerminator()); // read by either program until the end
       (perProgram ? programOwners : owners).push_back(op);
       (perProgram ? programBuffers : buffers)

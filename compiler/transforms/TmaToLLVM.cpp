@@ -306,6 +306,93 @@ struct IsProducerWarpPattern : OpConversionPattern<tilegpu::IsProducerWarpOp> {
   }
 };
 
+/// The ping-pong order's mbarriers: the turn barrier, then the retirement
+/// barrier, in tilegpu.order_init's buffer.
+FailureOr<std::pair<Value, Value>> orderBarriers(OpBuilder &b, Location loc, Operation *op) {
+  auto fn = op->getParentOfType<FunctionOpInterface>();
+  tilegpu::OrderInitOp init;
+  if (fn)
+    fn->walk([&](tilegpu::OrderInitOp i) { init = i; });
+  if (!init || !analysis::sharedOffset(init))
+    return failure();
+  Value turn = sharedBuffer(b, loc, init);
+  Value retired = LLVM::GEPOp::create(b, loc, turn.getType(), b.getI8Type(), turn,
+                                      ValueRange{i32Const(b, loc, analysis::kTmaBarrierBytes)});
+  return std::pair{turn, retired};
+}
+
+struct OrderInitPattern : OpConversionPattern<tilegpu::OrderInitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderInitOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto bars = orderBarriers(rw, loc, op);
+    if (failed(bars))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    Value leader = isLeader(rw, loc);
+    inlinePtx(rw, loc, Type(), {bars->first, leader},
+              fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op)), "l,b");
+    initBarrier(rw, loc, bars->second, leader);
+    inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
+    ctaBarrier(rw, loc);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct OrderWaitPattern : OpConversionPattern<tilegpu::OrderWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto bars = orderBarriers(rw, loc, op);
+    if (failed(bars))
+      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
+    // Turn 0 starts at once; turn t waits for phase t - 1 of the turn
+    // barrier, unless the other program has retired.
+    Value turn = adaptor.getTurn();
+    Value previous = LLVM::SubOp::create(rw, loc, turn, i32Const(rw, loc, 1));
+    Value parity = LLVM::AndOp::create(rw, loc, previous, i32Const(rw, loc, 1));
+    Value first = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, turn, i32Const(rw, loc, 0));
+    inlinePtx(rw, loc, Type(), {bars->first, parity, bars->second, first},
+              "{\n.reg .pred %tegula_go;\n@$3 bra tegula_turn_done;\ntegula_turn:\n"
+              "mbarrier.try_wait.parity.shared::cta.b64 %tegula_go, [$0], $1;\n"
+              "@%tegula_go bra tegula_turn_done;\n"
+              "mbarrier.try_wait.parity.shared::cta.b64 %tegula_go, [$2], 0;\n"
+              "@!%tegula_go bra tegula_turn;\ntegula_turn_done:\n}",
+              "l,r,l,b");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct OrderArrivePattern : OpConversionPattern<tilegpu::OrderArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderArriveOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto bars = orderBarriers(rw, op.getLoc(), op);
+    if (failed(bars))
+      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
+    inlinePtx(rw, op.getLoc(), Type(), {bars->first}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "l");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct OrderRetirePattern : OpConversionPattern<tilegpu::OrderRetireOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderRetireOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto bars = orderBarriers(rw, op.getLoc(), op);
+    if (failed(bars))
+      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
+    inlinePtx(rw, op.getLoc(), Type(), {bars->second, isLeader(rw, op.getLoc())},
+              "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "l,b");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 struct IsWarpLeaderPattern : OpConversionPattern<tilegpu::IsWarpLeaderOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::IsWarpLeaderOp op, OpAdaptor,
@@ -430,6 +517,7 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern, TmaRingLoadPattern,
                TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern,
+               OrderInitPattern, OrderWaitPattern, OrderArrivePattern, OrderRetirePattern,
                SetMaxRegistersPattern>(
       types, patterns.getContext());
 }

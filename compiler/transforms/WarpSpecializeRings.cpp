@@ -66,6 +66,32 @@ std::optional<SmallVector<Operation *>> scalarSlice(Block &block, ArrayRef<Value
   return ordered;
 }
 
+/// Ping-pong: the two programs' K loops take turns - program `slot`'s j-th
+/// loop (j: the tile loop's iteration) is turn 2j + slot; it waits for the
+/// other program to have issued the previous turn's loop (or retired), and
+/// ends its turn once its own loop is issued, so one program's wgmma groups
+/// run while the other stores its result. Every program retires at the end
+/// of the consumers' code (an idle one at once).
+void orderTurns(scf::ForOp loop, scf::ForOp tiles, Block *consumer, int64_t programs) {
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  Type i32 = b.getI32Type();
+  Value j = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  if (tiles) {
+    Value iteration = arith::DivSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, tiles.getInductionVar(), tiles.getLowerBound()), tiles.getStep());
+    j = iteration.getType() == i32 ? iteration : arith::IndexCastOp::create(b, loc, i32, iteration).getResult();
+  }
+  Value turn = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, j, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(programs)))),
+      tilegpu::ProgramSlotOp::create(b, loc, i32));
+  tilegpu::OrderWaitOp::create(b, loc, turn);
+  b.setInsertionPointAfter(loop);
+  tilegpu::OrderArriveOp::create(b, loc);
+  b.setInsertionPoint(consumer->getTerminator());
+  tilegpu::OrderRetireOp::create(b, loc);
+}
+
 /// ceil((ub - lb) / step), at least 0: a loop's trip count (step > 0).
 Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   Type t = lb.getType();
@@ -198,6 +224,8 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     r.all.push_back(r.b);
     rings.push_back(r);
   }
+  if (programs > 1) // the programs' loops take turns on the tensor cores
+    tilegpu::OrderInitOp::create(b, loc);
   auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
   split->setAttr("tilegpu.warp_specialized", UnitAttr::get(ctx)); // its else region: the consumers
   // The consumers: the rest of the kernel.
@@ -434,6 +462,8 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();
+  if (programs > 1)
+    orderTurns(loop, tiles, consumer, programs);
   return true;
 }
 } // namespace tegula::rings

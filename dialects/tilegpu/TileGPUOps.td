@@ -152,6 +152,42 @@ def TileGPU_IsWarpLeaderOp : TileGPU_Op<"is_warp_leader", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
+def TileGPU_OrderInitOp : TileGPU_Op<"order_init"> {
+  let summary = "A ping-pong kernel's turn and retirement mbarriers";
+  let description = [{
+    Before the split, every thread: thread 0 initialises two mbarriers in
+    the op's shared buffer (16 bytes, live to the kernel's end) - the turn
+    barrier, whose phase t completes when the program holding turn t has
+    issued its loop (32 * num_warps arrivals), and the retirement barrier,
+    whose phase 0 completes when either program has no loop left - then a
+    barrier. The programs' loops take turns on the tensor cores: turn
+    2j + slot is program `slot`'s j-th loop.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_OrderWaitOp : TileGPU_Op<"order_wait"> {
+  let summary = "Wait for the program's turn (ping-pong)";
+  let description = [{
+    From turn 1 on, every thread of the program spins until the turn
+    barrier completed phase `turn` - 1 (the other program issued its loop)
+    or the retirement barrier its phase 0 (the other program has no loop
+    left).
+  }];
+  let arguments = (ins I32:$turn);
+  let assemblyFormat = "$turn attr-dict";
+}
+
+def TileGPU_OrderArriveOp : TileGPU_Op<"order_arrive"> {
+  let summary = "End the program's turn: every thread arrives on the turn barrier";
+  let assemblyFormat = "attr-dict";
+}
+
+def TileGPU_OrderRetireOp : TileGPU_Op<"order_retire"> {
+  let summary = "The program takes no more turns: its first thread arrives on the retirement barrier";
+  let assemblyFormat = "attr-dict";
+}
+
 def TileGPU_ProgramSlotOp : TileGPU_Op<"program_slot", [Pure]> {
   let summary = "Which of its CTA's programs a thread serves (ping-pong)";
   let description = [{

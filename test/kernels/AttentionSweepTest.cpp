@@ -26,11 +26,12 @@ namespace {
 
 struct Draw {
   bool descriptors, warpSpecialize, f16, causal;
+  bool pingPong = false; // with warpSpecialize at 4 warps: two programs per CTA
   std::string chip;
   int heads, seq, dim, bm, bn, warps;
   std::string describe() const {
     return fmt::format("{}{} {} {} {}heads {} T={} d={} tile {}x{} warps {}", descriptors ? "descriptors" : "pointers",
-                       warpSpecialize ? " ws" : "", f16 ? "f16" : "bf16", chip, causal ? "causal " : "", heads, seq,
+                       pingPong ? " pp" : warpSpecialize ? " ws" : "", f16 ? "f16" : "bf16", chip, causal ? "causal " : "", heads, seq,
                        dim, bm, bn, warps);
   }
 };
@@ -55,6 +56,7 @@ Draw drawOne(std::mt19937 &rng) {
     d.chip = "sm_90a";
     d.warps = pick({4, 8});
     d.bm = std::max(d.bm, 16 * d.warps);
+    d.pingPong = d.warps == 4 && pick({0, 1});
   }
   d.seq = std::uniform_int_distribution<int>(1, 3 * std::max(d.bm, d.bn) + 7)(rng);
   return d;
@@ -68,7 +70,8 @@ template <class T> void runDraw(const Draw &d, const std::string &name, const Sw
   const Grid g{uint32_t(cdiv(d.seq, d.bm)), uint32_t(d.heads)};
   const LaunchOptions interp{.grid = g, .backend = Backend::Interp};
   const LaunchOptions tested{.grid = g, .num_warps = d.warps, .backend = target.backend,
-                          .warp_specialize = d.warpSpecialize, .chip = target.chipFor(d.chip)};
+                          .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong,
+                          .chip = target.chipFor(d.chip)};
   if (d.descriptors) {
     auto kern = kernel(name, examples::attention_fwd_descriptors<T>,
                        {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
@@ -77,8 +80,10 @@ template <class T> void runDraw(const Draw &d, const std::string &name, const Sw
     if (d.warpSpecialize) {
       const CompiledKernel c =
           kern.compile({q, k, v, got, d.seq, d.heads * d.seq, scale, d.dim, d.bm, d.bn, d.causal},
-                       {.chip = d.chip, .num_warps = d.warps, .warp_specialize = true, .assemble = false});
+                       {.chip = d.chip, .num_warps = d.warps, .warp_specialize = true, .ping_pong = d.pingPong,
+                        .assemble = false});
       EXPECT_EQ(c.producer_warps, 4) << "warp_specialize was asked for and did not apply";
+      EXPECT_EQ(c.programs_per_cta, d.pingPong ? 2 : 1) << "ping_pong was asked for and did not apply";
     }
   } else {
     auto kern = kernel(name, examples::attention_fwd<T>,

@@ -53,6 +53,7 @@ const char *nameOf(Kind k) {
 struct Draw {
   Kind kind = Kind::Pointers;
   bool warpSpecialize = false;
+  bool pingPong = false; // with warpSpecialize at 4 warps: two programs per CTA
   int programs = 0; // persistent kernels: programs launched
   Operands operands;
   Storage storage;
@@ -60,7 +61,7 @@ struct Draw {
   int bm, bn, bk, warps, stages, M, N, K;
   std::string describe() const {
     return fmt::format("{}{}{} {} {} {} tile {}x{}x{} warps {} stages {} M={} N={} K={}", nameOf(kind),
-                       warpSpecialize ? " ws" : "", programs ? fmt::format(" ({} programs)", programs) : "",
+                       pingPong ? " pp" : warpSpecialize ? " ws" : "", programs ? fmt::format(" ({} programs)", programs) : "",
                        nameOf(operands), kind == Kind::Pointers ? nameOf(storage) : "NN", chip, bm, bn, bk,
                        warps, stages, M, N, K);
   }
@@ -95,6 +96,13 @@ Draw drawOne(std::mt19937 &rng) {
     d.warps = pick({4, 8});
     d.bm = std::max(d.bm, 16 * d.warps); // wgmma: 16 rows a warp
     d.stages = pick({2, 3, 4});
+    d.pingPong = d.warps == 4 && pick({0, 1});
+    // Ping-pong: both programs' stages and C blocks in an H100's shared
+    // memory (a GPU draw must launch).
+    const int elementBytes = 2; // bf16 or f16 here
+    while (d.pingPong && d.stages > 2 &&
+           2 * (d.stages * (d.bm + d.bn) * d.bk * elementBytes + d.bm * d.bn * 4) > 200 * 1024)
+      --d.stages;
   }
   d.M = std::uniform_int_distribution<int>(1, 2 * d.bm + 3)(rng);
   d.N = std::uniform_int_distribution<int>(1, 2 * d.bn + 3)(rng);
@@ -111,12 +119,14 @@ Draw drawOne(std::mt19937 &rng) {
 
 CompileOptions compileOptionsOf(const Draw &d) {
   return {.chip = d.chip, .num_warps = d.warps, .num_stages = d.stages,
-          .warp_specialize = d.warpSpecialize, .assemble = false};
+          .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .assemble = false};
 }
 
-/// A draw with warp specialisation runs it: a producer warpgroup of 4 warps.
-void expectWarpSpecialized(const CompiledKernel &c) {
+/// A draw with warp specialisation runs it: a producer warpgroup of 4 warps
+/// (and with ping-pong two programs per CTA).
+void expectWarpSpecialized(const Draw &d, const CompiledKernel &c) {
   EXPECT_EQ(c.producer_warps, 4) << "warp_specialize was asked for and did not apply";
+  EXPECT_EQ(c.programs_per_cta, d.pingPong ? 2 : 1) << "ping_pong was asked for and did not apply";
 }
 
 /// The examples' GEMMs (C of the operands' type, f32 accumulation): against
@@ -131,7 +141,7 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
   const int tiles = cdiv(d.M, d.bm) * cdiv(d.N, d.bn);
   LaunchOptions interp{.backend = Backend::Interp};
   LaunchOptions tested{.num_warps = d.warps, .num_stages = d.stages, .backend = target.backend,
-                    .warp_specialize = d.warpSpecialize, .chip = target.chipFor(d.chip)};
+                    .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .chip = target.chipFor(d.chip)};
   interp.grid = tested.grid = d.programs ? Grid{uint32_t(std::min(d.programs, tiles))}
                                       : Grid{uint32_t(cdiv(d.M, d.bm)), uint32_t(cdiv(d.N, d.bn))};
   const std::vector<std::string> persistentParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
@@ -142,7 +152,7 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk);
     if (d.warpSpecialize)
-      expectWarpSpecialized(k.compile({a, b, got, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk},
+      expectWarpSpecialized(d, k.compile({a, b, got, d.M, d.N, d.K, lda, ldb, ldc, d.bm, d.bn, d.bk},
                                       compileOptionsOf(d)));
     // The padding columns are no one's: compare the M x N elements.
     for (auto *c : {&want, &got}) {
@@ -161,7 +171,7 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
       k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2);
     if (d.warpSpecialize)
-      expectWarpSpecialized(k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2}, compileOptionsOf(d)));
+      expectWarpSpecialized(d, k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2}, compileOptionsOf(d)));
     want.resize(size_t(d.M) * d.N);
     got.resize(size_t(d.M) * d.N);
     break;

@@ -113,6 +113,7 @@ TEST(PingPongCompile, AppliesToOneWarpgroupProgramsOnHopper) {
     EXPECT_EQ(c.producer_warps, 4);
     EXPECT_NE(c.ptx.find(".maxntid 384, 1, 1"), std::string::npos);
     EXPECT_NE(c.ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
+    EXPECT_NE(c.ptx.find("tegula_turn:"), std::string::npos) << "the programs' loops take no turns";
     EXPECT_LE(c.dynamic_shared_bytes, kHopperSharedBytes);
     if (!c.cubin.empty()) {
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;

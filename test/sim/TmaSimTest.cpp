@@ -254,6 +254,53 @@ TEST(TmaSim, WarpSpecializedKernelsAreHazardFreeInOtherThreadOrders) {
     }
 }
 
+/// The ping-pong persistent GEMM on 3 programs (2 CTAs) over 6 tiles:
+/// program 2 has two tiles (turns 0 and 2), its partner program 3 is past
+/// the end and retires at once. Without the retirement, program 2's second
+/// turn waits for a turn that never comes.
+std::string runPingPongTurnsWithout(const std::string &drop) {
+  const int M = 128, N = 192, K = 96, B = 64, BK = 32;
+  const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
+  Kernel k = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>, names);
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto want = poisoned<bfloat16>(size_t(M * N)), got = want;
+  k.launch({.grid = {3}, .backend = Backend::Interp}, {a, b, want, M, N, K, B, B, BK, 2});
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({a, b, want, M, N, K, B, B, BK, 2}, "tile", true), &ctx);
+  if (!module || mlir::failed(runGpuPipeline(*module, {.chip = "sm_90a", .warpSpecialize = true, .pingPong = true}))) {
+    ADD_FAILURE() << "the persistent GEMM did not compile for sm_90a";
+    return "not compiled";
+  }
+  int turns = 0, dropped = 0;
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    turns += op.getAsmString().contains("tegula_turn:");
+    if (!drop.empty() && op.getAsmString().contains(drop)) {
+      op.erase();
+      ++dropped;
+    }
+  });
+  EXPECT_GT(turns, 0) << "the loops take no turns";
+  if (!drop.empty())
+    EXPECT_GT(dropped, 0) << "no inline PTX contains " << drop;
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_persistent_descriptors");
+  try {
+    simulated->run({3}, k.params(), names, {a, b, got, M, N, K, B, B, BK, 2});
+  } catch (const Error &e) {
+    return e.what();
+  }
+  EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  return "";
+}
+
+TEST(TmaSim, PingPongTurnsAreHazardFree) { EXPECT_EQ(runPingPongTurnsWithout(""), ""); }
+
+TEST(TmaSim, APingPongProgramThatNeverRetiresIsADeadlock) {
+  EXPECT_THAT(runPingPongTurnsWithout("@$1 mbarrier.arrive.shared::cta.b64"), HasSubstr("deadlock"));
+}
+
 /// two_dots_tma (TestKernels.h: two dots reading one TMA-fed tile per
 /// iteration, as it is and transposed), warp specialised for sm_90a: one ring that
 /// both dots read, its stage released once both wgmma groups completed.

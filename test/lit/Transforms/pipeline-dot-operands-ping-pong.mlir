@@ -8,10 +8,14 @@
 // rings hold both programs' stages (2 x 3); the producer runs in the first
 // thread of producer warp `program_slot` for each program of the launch,
 // and fills that program's stages (slot * 3 + i % 3); the consumers run
-// only for a program of the launch and use their slot's stages too.
+// only for a program of the launch and use their slot's stages too. The
+// programs' loops take turns on the tensor cores: order_wait before the
+// loop (turn 2j + slot), order_arrive once it is issued, order_retire when
+// the program has no loop left (an idle one at once).
 // CHECK: tilegpu.programs_per_cta = 2 : i32
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 64] x bf16
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 128] x bf16
+// CHECK: tilegpu.order_init
 // CHECK: scf.if %{{.*}} {
 // CHECK:   tilegpu.set_max_registers {count = 40 : i32}
 // CHECK:   %[[SLOT:.*]] = tilegpu.program_slot
@@ -27,20 +31,27 @@
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
 // CHECK:   tilegpu.program_slot
 // CHECK:   scf.if
+// CHECK:     %[[TURN:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
+// CHECK:     tilegpu.order_wait %[[TURN]]
 // CHECK:     scf.for
 // CHECK:       tilegpu.program_slot
 // CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
 // CHECK:       tilegpu.dot_shared %[[A]]
+// CHECK:     tilegpu.order_arrive
 // CHECK:     tilegpu.tma_release %[[A]]
 // CHECK:     tile.descriptor_store
+// CHECK:   }
+// CHECK:   tilegpu.order_retire
 // CHECK: } {tilegpu.warp_specialized}
 
 // Both programs' rings live to the kernel's end (the other program may
-// still read its stages). The consumers' buffers are packed into an arena
+// still read its stages), and so does the order's pair of mbarriers (in the
+// gap before the arena). The consumers' buffers are packed into an arena
 // of their own (here 32 KiB: the C block), which has a copy per program.
 // ALLOC: tilegpu.shared_bytes = 214112
 // ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 164864 : i32} : <6 x[64, 64] x bf16
 // ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 0 : i32} : <6 x[64, 128] x bf16
+// ALLOC: tilegpu.order_init {tilegpu.shared_offset = 98400 : i32}
 // ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32}
 // ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma}
 
