@@ -224,7 +224,11 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     r.all.push_back(r.b);
     rings.push_back(r);
   }
-  if (programs > 1) // the programs' loops take turns on the tensor cores
+  // A GEMM's loops take turns on the tensor cores (CUTLASS's ping-pong).
+  // Not a loop with several dots and work between them (attention's
+  // softmax): a turn would hold the tensor cores through that work too.
+  const bool takeTurns = programs > 1 && dots.size() == 1;
+  if (takeTurns)
     tilegpu::OrderInitOp::create(b, loc);
   auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
   split->setAttr("tilegpu.warp_specialized", UnitAttr::get(ctx)); // its else region: the consumers
@@ -462,7 +466,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();
-  if (programs > 1)
+  if (takeTurns)
     orderTurns(loop, tiles, consumer, programs);
   return true;
 }

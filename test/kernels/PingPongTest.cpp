@@ -88,6 +88,13 @@ TEST_P(PingPong, AttentionMatchesThePointerKernel) {
     k(pingPong(target(g)), q, kk, v, got, seq, heads * seq, 0.125f, 64, 64, 64, causal);
     EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
   }
+  // Two dots with the softmax between: the programs interleave freely (a
+  // turn would hold the tensor cores through the softmax).
+  std::vector<bfloat16> x(2 * 128 * 64);
+  CompiledKernel c = k.compile({x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true},
+                               {.chip = "sm_90a", .num_warps = 4, .ping_pong = true, .assemble = false});
+  EXPECT_EQ(c.programs_per_cta, 2);
+  EXPECT_EQ(c.ptx.find("tegula_turn:"), std::string::npos);
 }
 
 TEGULA_INSTANTIATE_CHIP_TARGETS(PingPong);
