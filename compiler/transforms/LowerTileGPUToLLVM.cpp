@@ -403,10 +403,10 @@ LogicalResult checkSharedOffsets(ModuleOp module, int64_t total) {
 /// becomes 2 * ctaid.x + slot and num_programs(x) the launch's count of
 /// programs, a hidden i32 argument after all others (the runtime passes it;
 /// the CTAs are half as many, rounded up).
-void runProgramsPerCta(ModuleOp module) {
+void runProgramsPerCta(ModuleOp module, ArrayRef<std::string> kernels) {
   const int64_t programs = programsPerCta(module);
   module.walk([&](func::FuncOp fn) {
-    if (fn.isExternal())
+    if (fn.isExternal() || !llvm::is_contained(kernels, fn.getName().str()))
       return;
     OpBuilder b(fn.getContext());
     Type i32 = b.getI32Type();
@@ -460,7 +460,7 @@ struct LowerTileGPUToLLVMPass
     });
 
     if (programsPerCta(module) > 1)
-      runProgramsPerCta(module);
+      runProgramsPerCta(module, kernels);
 
     // Shared memory: allocate-shared-memory gave every user a buffer within
     // the module's total; one global holds them all.

@@ -260,11 +260,12 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   // The producer runs in the first thread of warp w for program w (one
   // program unless ping-pong); a ping-pong program's code runs only for
   // programs of the launch (the last CTA's second may be past the end).
-  // Returns the program's first stage in the rings (null: one program).
-  auto programValues = [&](OpBuilder &at, Block *body, bool producer) -> Value {
+  // For the producer, returns the program's first stage in the rings (null:
+  // one program).
+  auto guardProgram = [&](OpBuilder &at, Block *body, bool producer) -> Value {
     if (programs == 1 && !producer)
       return Value();
-    Value slot = tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type());
+    Value slot = producer ? tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type()).getResult() : Value();
     SmallVector<Value> conditions;
     if (programs > 1)
       conditions.push_back(arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt,
@@ -285,7 +286,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
                                                                       std::prev(body->end()))))
       op.moveBefore(guard.thenBlock()->getTerminator());
     at.setInsertionPointToStart(guard.thenBlock());
-    if (programs == 1)
+    if (programs == 1 || !producer)
       return Value();
     return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
   };
@@ -294,7 +295,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     atConsumer.setInsertionPointToStart(consumer);
     if (moveRegisters)
       atConsumer.setInsertionPointAfter(&consumer->front());
-    programValues(atConsumer, consumer, false);
+    guardProgram(atConsumer, consumer, false);
   }
 
   // Iteration g of the K loop over the whole kernel: (the tile loop's
@@ -313,7 +314,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   OpBuilder p = OpBuilder::atBlockBegin(split.thenBlock());
   if (moveRegisters)
     tilegpu::SetMaxRegistersOp::create(p, loc, int32_t(kProducerRegisters), false);
-  const Value firstStage = programValues(p, split.thenBlock(), true); // null: one program
+  const Value firstStage = guardProgram(p, split.thenBlock(), true); // null: one program
   IRMapping map;
   for (Operation *op : *entrySlice)
     p.clone(*op, map);

@@ -29,9 +29,9 @@
 // CHECK:       tilegpu.tma_load %[[A]][%[[STAGE]]]
 // CHECK: } else {
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
-// CHECK:   tilegpu.program_slot
 // CHECK:   scf.if
-// CHECK:     %[[TURN:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
+// CHECK:     %[[SLOT2:.*]] = tilegpu.program_slot
+// CHECK:     %[[TURN:.*]] = arith.addi %{{.*}}, %[[SLOT2]] : i32
 // CHECK:     tilegpu.order_wait %[[TURN]]
 // CHECK:     scf.for
 // CHECK:       tilegpu.program_slot
