@@ -309,7 +309,8 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU,
-                         .warp_specialize = cfg.ws};
+                         .warp_specialize = cfg.ws,
+                         .ping_pong = cfg.pp};
       auto launch = [&] { k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk); };
       c.fill_bytes(0xff);
       const double ms = measure(dtype, shape, cfg.name(), flops, iters, tolerance, referenceName, csv, failures,
@@ -329,8 +330,9 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
   std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3}, {128, 256, 128, 8, 4},
                                  {128, 128, 128, 4, 4}};
   if (warpSpecialized)
-    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}}) {
+    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}, Config{128, 64, 128, 4, 2}}) {
       c.ws = true; // a producer warpgroup issues the TMA copies
+      c.pp = c.warps == 4 && c.bn == 64; // ping-pong: both programs' stages and C blocks fit
       configs.push_back(c);
     }
   return configs;
@@ -343,8 +345,9 @@ int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters,
   std::vector<Config> configs = {{128, 128, 32, 4, 3}, {128, 256, 32, 8, 3}, {128, 256, 32, 8, 4},
                                  {128, 128, 32, 4, 4}};
   if (device_info().chip == "sm_90a")
-    for (Config c : {Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4}}) {
+    for (Config c : {Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4}, Config{128, 64, 32, 4, 2}}) {
       c.ws = true;
+      c.pp = c.warps == 4 && c.bn == 64; // ping-pong: both programs' stages and C blocks fit
       configs.push_back(c);
     }
   std::uniform_real_distribution<float> dist(-1, 1);

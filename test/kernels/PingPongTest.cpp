@@ -138,4 +138,31 @@ TEST(PingPongCompile, AppliesToOneWarpgroupProgramsOnHopper) {
   EXPECT_EQ(ampere.producer_warps, 0);
 }
 
+/// The TN kernels' ping-pong tiles in benchmarks/gemm (128x64, 2 stages, K
+/// steps of 128 bytes): fp8, int8 and tf32 on wgmma, within an H100's
+/// shared memory, no spills.
+TEST(PingPongCompile, TnBenchmarkTilesFit) {
+  auto check = [](const char *what, const CompiledKernel &c) {
+    EXPECT_EQ(c.programs_per_cta, 2) << what;
+    EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << what;
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << what << ": " << c.ptxas_log;
+    std::printf("[tegula test] ping-pong %s TN 128x64, 2 x 4 + 4 warps, 2 stages: %d registers, %d spill bytes, "
+                "%d bytes of shared memory\n",
+                what, c.registers, c.spill_bytes, c.dynamic_shared_bytes);
+  };
+  const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
+  const CompileOptions opts{.chip = "sm_90a", .num_warps = 4, .num_stages = 2, .ping_pong = true};
+  std::vector<float> c(256 * 256), f(256 * 256);
+  std::vector<float8_e4m3> q(256 * 256);
+  std::vector<int8_t> i8(256 * 256);
+  std::vector<int32_t> ci(256 * 256);
+  check("fp8", kernel("matmul_tn_fp8", examples::matmul_tn<float8_e4m3, float>, names)
+                   .compile({q, q, c, 256, 256, 256, 128, 64, 128}, opts));
+  check("i8", kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>, names)
+                  .compile({i8, i8, ci, 256, 256, 256, 128, 64, 128}, opts));
+  check("tf32", kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names)
+                    .compile({f, f, c, 256, 256, 256, 128, 64, 32}, opts));
+}
+
 } // namespace
