@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -115,6 +116,14 @@ struct Cta {
   uint64_t registerWaits = 0;
   std::string registerRequest;
   uint32_t firstEpoch = 1, epoch = 1;
+  // The race detector's view of barriers: the epoch the last barrier of
+  // every thread (bar.sync 0) began, and per thread the epoch each named
+  // barrier it took part in last began (namedUsed: the ids completed).
+  // Two accesses are ordered when both threads passed one barrier since
+  // the first: a named barrier orders only the threads that meet there.
+  uint32_t fullEpoch = 1;
+  uint16_t namedUsed = 0;
+  std::vector<std::array<uint32_t, 16>> passed;
   Fiber scheduler;
   int current = -1;
   void (*entry)(void **) = nullptr;
@@ -184,6 +193,20 @@ void judgeUninitialisedReads(Cta &c) {
   c.uninitialisedReads.clear();
 }
 
+/// Whether thread `them`'s access in epoch `when` is ordered before the
+/// current access of thread `me`: a barrier of every thread began since, or
+/// a named barrier both took part in.
+bool ordered(const Cta &c, uint16_t them, uint16_t me, uint32_t when) {
+  if (when < c.fullEpoch)
+    return true;
+  for (uint16_t ids = c.namedUsed; ids; ids &= uint16_t(ids - 1)) {
+    const int id = std::countr_zero(ids);
+    if (c.passed[me][size_t(id)] > when && c.passed[them][size_t(id)] > when)
+      return true;
+  }
+  return false;
+}
+
 /// A shared byte's previous access that conflicts with this one, if any.
 void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
   auto tid = uint16_t(c.current);
@@ -191,33 +214,33 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
     Shadow &s = c.shadow[i];
     auto report = [&](const char *theirKind, uint16_t them, uint32_t theirSite) {
       fail(site, fmt::format(
-                     "shared-memory race on byte {}: {} {} it here, {} {} it at {} in the same "
-                     "barrier interval",
+                     "shared-memory race on byte {}: {} {} it here, {} {} it at {}, and no barrier "
+                     "both passed since orders the two",
                      i, describeThread(tid), write ? "writes" : "reads", describeThread(them),
                      theirKind, siteText(c, theirSite)));
     };
-    bool writtenThisInterval = s.writeEpoch == c.epoch;
+    // Accesses over a bulk copy's bytes are ordered by its mbarrier, once
+    // this thread has waited for it (checkTmaWrite, Tma.h).
+    const bool unorderedWrite =
+        s.writer != tid && s.writer != kAsyncProxyWriter && !ordered(c, s.writer, tid, s.writeEpoch);
     if (write) {
-      // Writes over a bulk copy's bytes too are ordered by its mbarrier,
-      // once this thread has waited for it (checkTmaWrite, Tma.h).
-      if (writtenThisInterval && s.writer != tid && s.writer != kAsyncProxyWriter)
+      if (unorderedWrite)
         report("wrote", s.writer, s.writeSite);
-      if (s.readEpoch == c.epoch) {
-        if (s.reader != tid)
-          report("read", s.reader, s.readSite);
-        if (s.otherReader != 0xffff && s.otherReader != tid)
-          report("read", s.otherReader, s.readSite);
-      }
+      if (s.reader != tid && !ordered(c, s.reader, tid, s.readEpoch))
+        report("read", s.reader, s.readSite);
+      if (s.otherReader != 0xffff && s.otherReader != tid && !ordered(c, s.otherReader, tid, s.readEpoch))
+        report("read", s.otherReader, s.readSite);
       s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site;
     } else {
       if (s.writeEpoch < c.firstEpoch && c.uninitialisedReads.size() < 4096)
         c.uninitialisedReads.push_back({i, int(tid), site});
-      // Reads of a bulk copy's bytes are ordered by its mbarrier (Tma.h).
-      if (writtenThisInterval && s.writer != tid && s.writer != kAsyncProxyWriter)
+      if (unorderedWrite)
         report("wrote", s.writer, s.writeSite);
-      if (s.readEpoch != c.epoch)
+      // The previous reader is forgotten once it is ordered before this one
+      // (a later writer is ordered after both then); otherwise both are kept.
+      if (s.reader == tid || ordered(c, s.reader, tid, s.readEpoch))
         s.reader = tid, s.readEpoch = c.epoch, s.readSite = site, s.otherReader = 0xffff;
-      else if (s.reader != tid)
+      else
         s.otherReader = tid;
     }
   }
@@ -260,7 +283,7 @@ void resolveBlocked(Cta &c) {
     judgeUninitialisedReads(c);
     if (!c.error.empty())
       return;
-    ++c.epoch;
+    c.fullEpoch = ++c.epoch;
     for (Thread &t : c.threads)
       t.state = State::Ready;
     return;
@@ -306,7 +329,9 @@ void runCta(Cta &c) {
   std::fill(c.proxyWrites.begin(), c.proxyWrites.end(), ProxyWrite{});
   std::fill(c.asyncReads.begin(), c.asyncReads.end(), uint16_t(0));
   std::fill(c.proxyFences.begin(), c.proxyFences.end(), 0u);
-  c.firstEpoch = c.epoch = c.epoch + 1;
+  c.firstEpoch = c.epoch = c.fullEpoch = c.epoch + 1;
+  c.namedUsed = 0;
+  c.passed.assign(c.threads.size(), {});
   c.uninitialisedReads.clear();
   for (Collective &w : c.warps)
     w = Collective{};
@@ -448,9 +473,12 @@ void namedBarrier(uint32_t id, uint32_t count, uint32_t site) {
     __builtin_unreachable();
   }
   ++c.epoch;
-  for (Thread &other : c.threads)
-    if (other.state == State::AtBarrier && other.barrierId == id)
-      other.state = State::Ready;
+  c.namedUsed |= uint16_t(1u << id);
+  for (size_t t = 0; t < c.threads.size(); ++t)
+    if (c.threads[t].state == State::AtBarrier && c.threads[t].barrierId == id) {
+      c.threads[t].state = State::Ready;
+      c.passed[t][id] = c.epoch;
+    }
 }
 
 void setMaxRegisters(bool increase, uint32_t count, uint32_t site) {
