@@ -496,6 +496,7 @@ struct LowerTileGPUToLLVMPass
     populateDotPatterns(types, patterns);
     populateWgmmaPatterns(types, patterns);
     populateTmaPatterns(types, patterns);
+    populateWarpRolePatterns(types, patterns);
     populateFp8Patterns(types, patterns);
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);

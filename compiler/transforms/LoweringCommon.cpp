@@ -51,6 +51,10 @@ Value programThreadIndex(OpBuilder &b, Location loc) {
   return LLVM::AndOp::create(b, loc, tid, i32Const(b, loc, numWarps(module) * kWarpSize - 1));
 }
 
+Value isProgramLeader(OpBuilder &b, Location loc) {
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, programThreadIndex(b, loc), i32Const(b, loc, 0));
+}
+
 Value programSlot(OpBuilder &b, Location loc) {
   ModuleOp module = moduleAt(b);
   const WarpRole role = warpRoleAt(b.getInsertionBlock());

@@ -35,6 +35,9 @@ mlir::Value programThreadIndex(mlir::OpBuilder &b, mlir::Location loc);
 /// The program's index along x: ctaid.x, or in a ping-pong kernel
 /// 2 * ctaid.x + program_slot (what prints and assertions report).
 mlir::Value programIdX(mlir::OpBuilder &b, mlir::Location loc);
+/// i1: the first thread of the program (thread 0 of the CTA, or of a
+/// ping-pong kernel's consumer warpgroup).
+mlir::Value isProgramLeader(mlir::OpBuilder &b, mlir::Location loc);
 /// Programs a CTA of `module` runs: its tilegpu.programs_per_cta (2 in a
 /// ping-pong kernel), else 1.
 int64_t programsPerCta(mlir::Operation *moduleOrInside);
@@ -126,6 +129,7 @@ void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatte
 void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateFp8Patterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateTmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateWarpRolePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 
 } // namespace tegula::lowering

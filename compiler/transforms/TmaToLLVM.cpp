@@ -67,12 +67,6 @@ void invalidateBarrier(OpBuilder &b, Location loc, Value bar, Value leader) {
   inlinePtx(b, loc, Type(), {bar, leader}, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "l,b");
 }
 
-/// The first thread of the program (the CTA's, or in a ping-pong kernel's
-/// consumers their warpgroup's).
-Value isLeader(OpBuilder &b, Location loc) {
-  Value tid = programThreadIndex(b, loc);
-  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, i32Const(b, loc, 0));
-}
 
 /// For each register of `type` (a tile with a layout), the address of its
 /// element in a row-major copy of the tile at `buffer` (shared memory).
@@ -139,7 +133,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     Value buffer = sharedBuffer(rw, loc, op);
     Value bar = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), buffer,
                                     ValueRange{i32Const(rw, loc, blockBytes)});
-    Value leader = isLeader(rw, loc);
+    Value leader = isProgramLeader(rw, loc);
 
     // Earlier users of these bytes (generic proxy) are done before TMA writes.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
@@ -198,7 +192,7 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     // Generic writes, read next by the async proxy.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     ctaBarrier(rw, loc);
-    SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isLeader(rw, loc)};
+    SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isProgramLeader(rw, loc)};
     std::string constraints = "l,l,b";
     std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
     inlinePtx(rw, loc, Type(), args,
@@ -242,7 +236,7 @@ int64_t consumerThreads(Operation *op) {
 /// warp unless the kernel is ping-pong).
 Value ringLeader(OpBuilder &b, Location loc, Operation *op) {
   if (warpRoleAt(op->getBlock()) != WarpRole::Producer)
-    return isLeader(b, loc);
+    return isProgramLeader(b, loc);
   Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
   Value leader = LLVM::AddOp::create(
       b, loc, i32Const(b, loc, consumerThreads(op) * programsPerCta(op)),
@@ -258,7 +252,7 @@ struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
     tilegpu::SharedTilesType type = op.getRing().getType();
     auto alloc = op.getRing().getDefiningOp<tilegpu::AllocSharedOp>();
     const bool released = alloc && alloc.getReleased();
-    Value leader = isLeader(rw, loc);
+    Value leader = isProgramLeader(rw, loc);
     for (unsigned s = 0; s < type.getStages(); ++s) {
       initBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type), leader);
       if (released) // every consumer thread releases the stage
@@ -287,141 +281,6 @@ struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
                 {stageBarrier(rw, loc, lowered, adaptor.getStage(), cast<tilegpu::SharedTilesType>(ring.getType()),
                               true)},
                 "mbarrier.arrive.shared::cta.b64 _, [$0];", "l");
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct IsProducerWarpPattern : OpConversionPattern<tilegpu::IsProducerWarpOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::IsProducerWarpOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    const int64_t consumers = consumerThreads(op);
-    if (!consumers)
-      return rw.notifyMatchFailure(op, "the module has no producer warps (tilegpu.producer_warps)");
-    Value tid = NVVM::ThreadIdXOp::create(rw, op.getLoc(), rw.getI32Type());
-    rw.replaceOp(op, LLVM::ICmpOp::create(rw, op.getLoc(), LLVM::ICmpPredicate::uge, tid,
-                                          i32Const(rw, op.getLoc(), consumers * programsPerCta(op))));
-    return success();
-  }
-};
-
-/// The ping-pong order's mbarriers: the turn barrier, then the retirement
-/// barrier, in tilegpu.order_init's buffer.
-FailureOr<std::pair<Value, Value>> orderBarriers(OpBuilder &b, Location loc, Operation *op) {
-  auto fn = op->getParentOfType<FunctionOpInterface>();
-  tilegpu::OrderInitOp init;
-  if (fn)
-    fn->walk([&](tilegpu::OrderInitOp i) { init = i; });
-  if (!init || !analysis::sharedOffset(init))
-    return failure();
-  Value turn = sharedBuffer(b, loc, init);
-  Value retired = LLVM::GEPOp::create(b, loc, turn.getType(), b.getI8Type(), turn,
-                                      ValueRange{i32Const(b, loc, analysis::kTmaBarrierBytes)});
-  return std::pair{turn, retired};
-}
-
-struct OrderInitPattern : OpConversionPattern<tilegpu::OrderInitOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::OrderInitOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto bars = orderBarriers(rw, loc, op);
-    if (failed(bars))
-      return rw.notifyMatchFailure(op, kNoSharedOffset);
-    Value leader = isLeader(rw, loc);
-    inlinePtx(rw, loc, Type(), {bars->first, leader},
-              fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op)), "l,b");
-    initBarrier(rw, loc, bars->second, leader);
-    inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
-    ctaBarrier(rw, loc);
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct OrderWaitPattern : OpConversionPattern<tilegpu::OrderWaitOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::OrderWaitOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto bars = orderBarriers(rw, loc, op);
-    if (failed(bars))
-      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
-    // Turn 0 starts at once; turn t waits for phase t - 1 of the turn
-    // barrier, unless the other program has retired.
-    Value turn = adaptor.getTurn();
-    Value previous = LLVM::SubOp::create(rw, loc, turn, i32Const(rw, loc, 1));
-    Value parity = LLVM::AndOp::create(rw, loc, previous, i32Const(rw, loc, 1));
-    Value first = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, turn, i32Const(rw, loc, 0));
-    inlinePtx(rw, loc, Type(), {bars->first, parity, bars->second, first},
-              "{\n.reg .pred %tegula_go;\n@$3 bra tegula_turn_done;\ntegula_turn:\n"
-              "mbarrier.try_wait.parity.shared::cta.b64 %tegula_go, [$0], $1;\n"
-              "@%tegula_go bra tegula_turn_done;\n"
-              "mbarrier.try_wait.parity.shared::cta.b64 %tegula_go, [$2], 0;\n"
-              "@!%tegula_go bra tegula_turn;\ntegula_turn_done:\n}",
-              "l,r,l,b");
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct OrderArrivePattern : OpConversionPattern<tilegpu::OrderArriveOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::OrderArriveOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    auto bars = orderBarriers(rw, op.getLoc(), op);
-    if (failed(bars))
-      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
-    inlinePtx(rw, op.getLoc(), Type(), {bars->first}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "l");
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct OrderRetirePattern : OpConversionPattern<tilegpu::OrderRetireOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::OrderRetireOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    auto bars = orderBarriers(rw, op.getLoc(), op);
-    if (failed(bars))
-      return rw.notifyMatchFailure(op, "no tilegpu.order_init with a shared offset in the kernel");
-    inlinePtx(rw, op.getLoc(), Type(), {bars->second, isLeader(rw, op.getLoc())},
-              "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "l,b");
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct IsWarpLeaderPattern : OpConversionPattern<tilegpu::IsWarpLeaderOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::IsWarpLeaderOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    Value tid = NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type());
-    rw.replaceOp(op, LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
-                                          LLVM::AndOp::create(rw, loc, tid, i32Const(rw, loc, kWarpSize - 1)),
-                                          i32Const(rw, loc, 0)));
-    return success();
-  }
-};
-
-struct ProgramSlotPattern : OpConversionPattern<tilegpu::ProgramSlotOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::ProgramSlotOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    rw.replaceOp(op, programSlot(rw, op.getLoc()));
-    return success();
-  }
-};
-
-struct SetMaxRegistersPattern : OpConversionPattern<tilegpu::SetMaxRegistersOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(tilegpu::SetMaxRegistersOp op, OpAdaptor,
-                                ConversionPatternRewriter &rw) const override {
-    inlinePtx(rw, op.getLoc(), Type(), {},
-              fmt::format("setmaxnreg.{}.sync.aligned.u32 {};", op.getIncrease() ? "inc" : "dec", op.getCount()),
-              "");
     rw.eraseOp(op);
     return success();
   }
@@ -491,7 +350,7 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
     auto alloc = op.getRing().getDefiningOp<tilegpu::AllocSharedOp>();
     const bool released = alloc && alloc.getReleased();
     ctaBarrier(rw, loc); // every thread is past its last wait
-    Value leader = isLeader(rw, loc);
+    Value leader = isProgramLeader(rw, loc);
     // A ping-pong kernel's ring holds each program's stages in turn; a
     // program invalidates its own (the other may still be running).
     const bool split = alloc && warpRoleAt(alloc->getBlock()) == WarpRole::All &&
@@ -516,9 +375,7 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern, TmaRingLoadPattern,
-               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern,
-               OrderInitPattern, OrderWaitPattern, OrderArrivePattern, OrderRetirePattern,
-               SetMaxRegistersPattern>(
+               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern>(
       types, patterns.getContext());
 }
 
