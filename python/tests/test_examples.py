@@ -96,45 +96,37 @@ def test_matmul_hopper_code_in_the_simulator(rng, dtype):
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
 
 
-def test_warp_specialized_matmul_in_the_simulator(rng):
-    # Tensor descriptors on sm_90a: TMA rings filled by a producer warpgroup
-    # (4 warps beside the 4 that compute), the consumers' barriers over their
-    # own 128 threads.
-    M, N, K = 100, 72, 200
+def run_descriptor_matmul_in_the_simulator(rng, M, N, K, **options):
+    """examples.matmul_descriptors on sm_90a in the simulator with `options`,
+    checked against numpy; returns its CompiledKernel."""
     bf16 = ml_dtypes.bfloat16
     a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
     c = poisoned((M, N), bf16)
     grid = (tegula.cdiv(M, 64), tegula.cdiv(N, 64))
     args = (a, b, c, M, N, K, K, N, N)
-    examples.matmul_descriptors[grid](*args, BM=64, BN=64, BK=32, backend="sim", chip="sm_90a",
-                                      warp_specialize=True)
-    compiled = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a",
-                                                   warp_specialize=True, assemble=False)
-    assert compiled.producer_warps == 4
-    assert "bar.sync 1, 128;" in compiled.ptx
-    plain = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a", assemble=False)
-    assert plain.producer_warps == 0
+    tiles = dict(BM=64, BN=64, BK=32, chip="sm_90a")
+    examples.matmul_descriptors[grid](*args, **tiles, backend="sim", **options)
     rtol, atol = tegula.testing.default_tolerance(bf16)
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+    return examples.matmul_descriptors.compile(*args, **tiles, assemble=False, **options)
+
+
+def test_warp_specialized_matmul_in_the_simulator(rng):
+    # Tensor descriptors on sm_90a: TMA rings filled by a producer warpgroup
+    # (4 warps beside the 4 that compute), the consumers' barriers over their
+    # own 128 threads.
+    compiled = run_descriptor_matmul_in_the_simulator(rng, 100, 72, 200, warp_specialize=True)
+    assert compiled.producer_warps == 4
+    assert "bar.sync 1, 128;" in compiled.ptx
+    assert run_descriptor_matmul_in_the_simulator(rng, 100, 72, 200).producer_warps == 0
 
 
 def test_ping_pong_matmul_in_the_simulator(rng):
     # Two programs per CTA on their own consumer warpgroups: 3 x 2 programs
     # on 2 x 2 CTAs, the last column's second program past the end.
-    M, N, K = 150, 72, 136
-    bf16 = ml_dtypes.bfloat16
-    a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
-    c = poisoned((M, N), bf16)
-    grid = (tegula.cdiv(M, 64), tegula.cdiv(N, 64))
-    args = (a, b, c, M, N, K, K, N, N)
-    examples.matmul_descriptors[grid](*args, BM=64, BN=64, BK=32, backend="sim", chip="sm_90a",
-                                      ping_pong=True)
-    compiled = examples.matmul_descriptors.compile(*args, BM=64, BN=64, BK=32, chip="sm_90a",
-                                                   ping_pong=True, assemble=False)
+    compiled = run_descriptor_matmul_in_the_simulator(rng, 150, 72, 136, ping_pong=True)
     assert (compiled.producer_warps, compiled.programs_per_cta) == (4, 2)
     assert ".maxntid 384, 1, 1" in compiled.ptx
-    rtol, atol = tegula.testing.default_tolerance(bf16)
-    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
