@@ -185,9 +185,9 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       configs.push_back(c);
     }
     // Ping-pong: each CTA's two consumer warpgroups run their own tiles, one
-    // storing its result while the other computes (each program has its own
-    // stages: 2 x stages x tile + 2 C blocks must fit in 227 KiB).
-    for (Config c : {Config{128, 128, 64, 4, 2}, Config{128, 128, 32, 4, 4}}) {
+    // storing its result while the other computes; their loops take turns
+    // on one ring (stages x tile + 2 C blocks must fit in 227 KiB).
+    for (Config c : {Config{128, 128, 64, 4, 4}, Config{128, 128, 32, 4, 6}}) {
       c.tma = c.ws = c.pp = true;
       configs.push_back(c);
       c.persistent = true;
@@ -330,9 +330,10 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
   std::vector<Config> configs = {{128, 128, 128, 4, 3}, {128, 256, 128, 8, 3}, {128, 256, 128, 8, 4},
                                  {128, 128, 128, 4, 4}};
   if (warpSpecialized)
-    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}, Config{128, 64, 128, 4, 2}}) {
+    for (Config c : {Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 4}, Config{128, 64, 128, 4, 4},
+                     Config{128, 128, 128, 4, 2}}) {
       c.ws = true; // a producer warpgroup issues the TMA copies
-      c.pp = c.warps == 4 && c.bn == 64; // ping-pong: both programs' stages and C blocks fit
+      c.pp = c.warps == 4 && (c.bn == 64 || c.stages == 2); // ping-pong: the ring and both C blocks fit
       configs.push_back(c);
     }
   return configs;
@@ -345,9 +346,10 @@ int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters,
   std::vector<Config> configs = {{128, 128, 32, 4, 3}, {128, 256, 32, 8, 3}, {128, 256, 32, 8, 4},
                                  {128, 128, 32, 4, 4}};
   if (device_info().chip == "sm_90a")
-    for (Config c : {Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4}, Config{128, 64, 32, 4, 2}}) {
+    for (Config c : {Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4}, Config{128, 64, 32, 4, 4},
+                     Config{128, 128, 32, 4, 2}}) {
       c.ws = true;
-      c.pp = c.warps == 4 && c.bn == 64; // ping-pong: both programs' stages and C blocks fit
+      c.pp = c.warps == 4 && (c.bn == 64 || c.stages == 2); // ping-pong: the ring and both C blocks fit
       configs.push_back(c);
     }
   std::uniform_real_distribution<float> dist(-1, 1);

@@ -403,6 +403,13 @@ void asyncProxyWrote(const void *p, size_t bytes, uint32_t site) {
   for (size_t i = offset; i < offset + bytes && i < c.shadow.size(); ++i) {
     Shadow &s = c.shadow[i];
     s.writer = kAsyncProxyWriter, s.writeEpoch = c.epoch, s.writeSite = site;
+    // The copy supersedes the earlier generic reads: a ring's protocol
+    // issues it once they are done (their threads released the stage, which
+    // the producer waited for), so a later write of another thread, ordered
+    // after the copy by its mbarrier, does not race them. (A copy that
+    // overtakes a generic read is not caught here; one under a wgmma still
+    // reading is, by the wgmma model.)
+    s.reader = 0, s.readEpoch = 0, s.otherReader = 0xffff;
     c.proxyWrites[i] = ProxyWrite{};
   }
 }

@@ -162,10 +162,13 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     `ping-pong` (with warp-specialize, num_warps 4): the CTA runs two
     programs (module attribute tilegpu.programs_per_cta = 2), each on its own
     consumer warpgroup, so one program's mainloop runs while the other stores
-    its result. The rings hold both programs' stages (program w's after
-    program w - 1's); producer warp w fills program w's; each program's
-    code is guarded by its program id being in the launch (the lowering maps
-    program_id to 2 * ctaid + slot and num_programs to a hidden argument).
+    its result. A loop with one dot takes turns (tilegpu.order_wait /
+    order_arrive / order_retire) and the programs share its rings, which the
+    producer fills turn by turn; otherwise the rings hold both programs'
+    stages (program w's after program w - 1's) and producer warp w fills
+    program w's. Each program's code is guarded by its program id being in
+    the launch (the lowering maps program_id to 2 * ctaid + slot and
+    num_programs to a hidden argument).
   }];
   let options = [
     Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">,

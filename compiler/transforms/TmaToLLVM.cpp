@@ -351,21 +351,11 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
     const bool released = alloc && alloc.getReleased();
     ctaBarrier(rw, loc); // every thread is past its last wait
     Value leader = isProgramLeader(rw, loc);
-    // A ping-pong kernel's ring holds each program's stages in turn; a
-    // program invalidates its own (the other may still be running).
-    const bool split = alloc && warpRoleAt(alloc->getBlock()) == WarpRole::All &&
-                       warpRoleAt(op->getBlock()) == WarpRole::Consumer;
-    const int64_t programs = split ? programsPerCta(op) : 1;
-    const int64_t stages = type.getStages() / programs;
-    Value first = LLVM::MulOp::create(rw, loc, programSlot(rw, loc), i32Const(rw, loc, stages));
-    for (int64_t s = 0; s < stages; ++s)
+    for (unsigned s = 0; s < type.getStages(); ++s)
       for (bool which : {false, true})
         if (!which || released)
-          invalidateBarrier(
-              rw, loc,
-              stageBarrier(rw, loc, adaptor.getRing(), LLVM::AddOp::create(rw, loc, first, i32Const(rw, loc, s)),
-                           type, which),
-              leader);
+          invalidateBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, which),
+                            leader);
     rw.eraseOp(op);
     return success();
   }

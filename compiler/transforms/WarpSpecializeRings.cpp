@@ -11,10 +11,11 @@
 // `bar.sync 1` over their own warps.
 //
 // Ping-pong (one warpgroup of consumers): the CTA runs two programs, each
-// on its own consumer warpgroup, whose tiles alternate on the tensor cores
-// while the other stores its result; producer warp w fills program w's
-// stages of the rings (which hold both programs' stages). The lowering
-// maps program ids (program p is slot p % 2 of CTA p / 2).
+// on its own consumer warpgroup. A single-dot loop's programs take turns on
+// the tensor cores - one runs its loop while the other stores its result -
+// and share the rings, which the producer fills turn by turn; otherwise the
+// rings hold both programs' stages and producer warp w fills program w's.
+// The lowering maps program ids (program p is slot p % 2 of CTA p / 2).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
@@ -186,6 +187,13 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   auto toI32 = [&](OpBuilder &at, Value v) -> Value {
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
   };
+  // A GEMM's loops take turns on the tensor cores (CUTLASS's ping-pong).
+  // Not a loop with several dots and work between them (attention's
+  // softmax): a turn would hold the tensor cores through that work too.
+  // Taking turns, the programs share one ring (each turn has all its
+  // stages); otherwise each program has stages of its own.
+  const bool takeTurns = programs > 1 && dots.size() == 1;
+  const bool sharedRing = takeTurns && !sharedRings;
   // The rings and their mbarriers (data and release), before the split:
   // every thread takes part in the initialisation's barrier. They live for
   // the whole kernel: a persistent kernel's tiles share them, so the
@@ -194,7 +202,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   auto allocRing = [&](Operand &o) -> Value {
     tilegpu::SharedTilesType type = o.ring;
-    if (programs > 1) // program w's stages follow program w - 1's
+    if (programs > 1 && !sharedRing) // program w's stages follow program w - 1's
       type = tilegpu::SharedTilesType::get(ctx, type.getStages() * unsigned(programs), type.getShape(),
                                            type.getElementType(), type.getContiguousDim(), type.getSwizzle(),
                                            type.getBlockElements());
@@ -224,10 +232,6 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     r.all.push_back(r.b);
     rings.push_back(r);
   }
-  // A GEMM's loops take turns on the tensor cores (CUTLASS's ping-pong).
-  // Not a loop with several dots and work between them (attention's
-  // softmax): a turn would hold the tensor cores through that work too.
-  const bool takeTurns = programs > 1 && dots.size() == 1;
   if (takeTurns)
     tilegpu::OrderInitOp::create(b, loc);
   auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
@@ -267,15 +271,15 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
       return Value();
     Value slot = producer ? tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type()).getResult() : Value();
     SmallVector<Value> conditions;
-    if (programs > 1)
+    if (programs > 1 && !(producer && sharedRing)) // with one ring, the producer serves both programs
       conditions.push_back(arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt,
                                                  tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X),
                                                  tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X)));
     if (producer) {
       conditions.push_back(tilegpu::IsWarpLeaderOp::create(at, loc, at.getI1Type()));
-      conditions.push_back(
-          arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, slot,
-                                arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(programs)))));
+      conditions.push_back(arith::CmpIOp::create(
+          at, loc, arith::CmpIPredicate::slt, slot,
+          arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(sharedRing ? 1 : programs)))));
     }
     Value active = conditions.front();
     for (Value c : ArrayRef(conditions).drop_front())
@@ -286,7 +290,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
                                                                       std::prev(body->end()))))
       op.moveBefore(guard.thenBlock()->getTerminator());
     at.setInsertionPointToStart(guard.thenBlock());
-    if (programs == 1 || !producer)
+    if (programs == 1 || !producer || sharedRing)
       return Value();
     return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
   };
@@ -308,6 +312,40 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, j, tripCount(at, loc, lb, ub, step)), i);
   };
 
+  // One ring for both ping-pong programs: the turns' K iterations are
+  // numbered in turn order, which each program and the producer compute from
+  // how many loops each program runs.
+  auto fromI32 = [&](OpBuilder &at, Value v) -> Value {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, ivType, v).getResult();
+  };
+  // The entry's scalars as program `pid` (i32) computes them.
+  auto cloneForProgram = [&](OpBuilder &at, ArrayRef<Operation *> slice, IRMapping &m, Value pid) {
+    for (Operation *op : slice)
+      if (auto id = dyn_cast<tile::ProgramIdOp>(op); id && id.getAxis() == tile::ProgramAxis::X)
+        m.map(id.getResult(), pid);
+      else
+        at.clone(*op, m);
+  };
+  // How many K loops program `pid` runs: its tile loop's trip count (1
+  // without one), 0 past the launch's programs.
+  auto loopsOf = [&](OpBuilder &at, Value pid) -> Value {
+    IRMapping m;
+    cloneForProgram(at, *entrySlice, m, pid);
+    Value n = tiles ? tripCount(at, loc, m.lookupOrDefault(tiles.getLowerBound()),
+                                m.lookupOrDefault(tiles.getUpperBound()), m.lookupOrDefault(tiles.getStep()))
+                    : constant(at, 1);
+    Value inLaunch = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, pid,
+                                           tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X));
+    return arith::SelectOp::create(at, loc, inLaunch, n, constant(at, 0));
+  };
+  // Loops run before program `slot`'s j-th (turn 2j + slot): its own j and
+  // the other program's min(j + slot, others) - turns alternate until one
+  // program has no loop left.
+  auto turnsBefore = [&](OpBuilder &at, Value j, Value slot, Value others) -> Value {
+    return arith::AddIOp::create(
+        at, loc, j, arith::MinSIOp::create(at, loc, arith::AddIOp::create(at, loc, j, slot), others));
+  };
+
   // The producer: the loops' bounds and addresses recomputed, then per
   // iteration: wait until the stage is released (from its second use on),
   // and fill it.
@@ -315,27 +353,18 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   if (moveRegisters)
     tilegpu::SetMaxRegistersOp::create(p, loc, int32_t(kProducerRegisters), false);
   const Value firstStage = guardProgram(p, split.thenBlock(), true); // null: one program
-  IRMapping map;
-  for (Operation *op : *entrySlice)
-    p.clone(*op, map);
-  Value tileIv, tileLb, tileStep;
-  if (tiles) {
-    tileLb = map.lookupOrDefault(tiles.getLowerBound()), tileStep = map.lookupOrDefault(tiles.getStep());
-    auto producerTiles = scf::ForOp::create(p, loc, tileLb, map.lookupOrDefault(tiles.getUpperBound()), tileStep);
-    p.setInsertionPointToStart(producerTiles.getBody());
-    tileIv = producerTiles.getInductionVar();
-    map.map(tiles.getInductionVar(), tileIv);
-    for (Operation *op : tileSlice)
-      p.clone(*op, map);
-  }
-  Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
-        step = map.lookupOrDefault(loop.getStep());
-  auto producerLoop = scf::ForOp::create(p, loc, lb, ub, step);
-  {
+  // Per iteration of the K loop (`map` holds the producer's copies of its
+  // bounds and addresses; `global` numbers the iteration over the kernel):
+  // wait until the stage is released (from its second use on), fill it.
+  auto produceLoop = [&](OpBuilder &at, IRMapping &map,
+                         llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global) {
+    Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
+          step = map.lookupOrDefault(loop.getStep());
+    auto producerLoop = scf::ForOp::create(at, loc, lb, ub, step);
     OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
     Value iv = producerLoop.getInductionVar();
     Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
-    Value g = globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
+    Value g = global(in, i, lb, ub, step);
     Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
     if (firstStage)
       stage = arith::AddIOp::create(in, loc, stage, firstStage);
@@ -353,6 +382,56 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     }
     for (Operand *o : operands)
       issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map);
+  };
+  if (!sharedRing) {
+    IRMapping map;
+    for (Operation *op : *entrySlice)
+      p.clone(*op, map);
+    Value tileIv, tileLb, tileStep;
+    if (tiles) {
+      tileLb = map.lookupOrDefault(tiles.getLowerBound()), tileStep = map.lookupOrDefault(tiles.getStep());
+      auto producerTiles = scf::ForOp::create(p, loc, tileLb, map.lookupOrDefault(tiles.getUpperBound()), tileStep);
+      p.setInsertionPointToStart(producerTiles.getBody());
+      tileIv = producerTiles.getInductionVar();
+      map.map(tiles.getInductionVar(), tileIv);
+      for (Operation *op : tileSlice)
+        p.clone(*op, map);
+    }
+    produceLoop(p, map, [&](OpBuilder &in, Value i, Value lb, Value ub, Value step) {
+      return globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
+    });
+  } else {
+    // One ring for both programs: the producer fills it turn by turn -
+    // turn t is program t % 2's (t / 2)-th loop, if it has one.
+    Value base = arith::AndIOp::create(p, loc, tile::ProgramIdOp::create(p, loc, tile::ProgramAxis::X),
+                                       arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(-2)));
+    Value first = arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(1));
+    Value loops0 = loopsOf(p, base), loops1 = loopsOf(p, arith::AddIOp::create(p, loc, base, first));
+    Value turns = arith::MulIOp::create(p, loc, constant(p, 2), arith::MaxSIOp::create(p, loc, loops0, loops1));
+    auto turnLoop = scf::ForOp::create(p, loc, constant(p, 0), turns, constant(p, 1));
+    OpBuilder t = OpBuilder::atBlockBegin(turnLoop.getBody());
+    Value turn = turnLoop.getInductionVar();
+    Value slot = arith::RemSIOp::create(t, loc, turn, constant(t, 2)), j = arith::DivSIOp::create(t, loc, turn, constant(t, 2));
+    Value isFirst = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, slot, constant(t, 0));
+    Value mine = arith::SelectOp::create(t, loc, isFirst, loops0, loops1);
+    Value others = arith::SelectOp::create(t, loc, isFirst, loops1, loops0);
+    auto has = scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::slt, j, mine),
+                                 false);
+    OpBuilder in = OpBuilder::atBlockBegin(has.thenBlock());
+    IRMapping map;
+    cloneForProgram(in, *entrySlice, map, arith::AddIOp::create(in, loc, base, toI32(in, slot)));
+    if (tiles) {
+      map.map(tiles.getInductionVar(),
+              arith::AddIOp::create(in, loc, map.lookupOrDefault(tiles.getLowerBound()),
+                                    arith::MulIOp::create(in, loc, j, map.lookupOrDefault(tiles.getStep()))));
+      for (Operation *op : tileSlice)
+        in.clone(*op, map);
+    }
+    Value before = turnsBefore(in, j, slot, others);
+    produceLoop(in, map, [&](OpBuilder &at, Value i, Value lb, Value ub, Value step) -> Value {
+      return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, before, tripCount(at, loc, lb, ub, step)),
+                                   i);
+    });
   }
 
   // The consumers' loop: per dot, wait for this iteration's stage of its
@@ -362,12 +441,28 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   OpBuilder head = OpBuilder::atBlockBegin(loop.getBody());
   Value clb = loop.getLowerBound(), cstep = loop.getStep();
   Value i = arith::DivSIOp::create(head, loc, arith::SubIOp::create(head, loc, loop.getInductionVar(), clb), cstep);
-  Value iter = tiles ? globalIteration(head, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
-                                       loop.getUpperBound(), cstep)
-                     : i;
+  Value iter, turnFirst, turnTrip; // shared ring: the turn's first global iteration and its count
+  if (sharedRing) { // from the loops both programs ran before this one
+    OpBuilder at(loop);
+    Value pid = tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X);
+    Value others = loopsOf(at, arith::XOrIOp::create(at, loc, pid, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(1))));
+    Value j = tiles ? arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tiles.getInductionVar(), tiles.getLowerBound()),
+                                             tiles.getStep())
+                          .getResult()
+                    : constant(at, 0);
+    turnTrip = tripCount(at, loc, clb, loop.getUpperBound(), cstep);
+    turnFirst = arith::MulIOp::create(
+        at, loc, turnsBefore(at, j, fromI32(at, tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type())), others),
+        turnTrip);
+    iter = arith::AddIOp::create(head, loc, turnFirst, i);
+  } else {
+    iter = tiles ? globalIteration(head, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
+                                   loop.getUpperBound(), cstep)
+                 : i;
+  }
   // The program's first stage (ping-pong), from its slot.
   Value consumerFirstStage =
-      programs == 1 ? Value()
+      programs == 1 || sharedRing ? Value()
                     : arith::MulIOp::create(head, loc, tilegpu::ProgramSlotOp::create(head, loc, head.getI32Type()),
                                             arith::ConstantOp::create(head, loc, head.getI32IntegerAttr(stages)))
                           .getResult();
@@ -425,7 +520,10 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
                                                   in.getI32IntegerAttr(overlap ? 1 : 0))
                          .getResult();
       if (overlap) {
-        Value hasPrevious = arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, iter, constant(in, 1));
+        // With a shared ring the previous iteration may be the other
+        // program's: a turn releases its own stages, the last after the loop.
+        Value hasPrevious =
+            arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, sharedRing ? i : iter, constant(in, 1));
         auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
         OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
         Value previous = inProgram(
@@ -441,6 +539,16 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
         Value acc = loop.getResult(*carried);
         auto done = tilegpu::WgmmaWaitOp::create(after, dotLoc, acc.getType(), acc, after.getI32IntegerAttr(0));
         acc.replaceAllUsesExcept(done.getResult(), done);
+        if (sharedRing) { // the turn's last stage, once its group has completed
+          auto ran = scf::IfOp::create(
+              after, dotLoc, TypeRange{},
+              arith::CmpIOp::create(after, dotLoc, arith::CmpIPredicate::sge, turnTrip, constant(after, 1)), false);
+          OpBuilder rel = OpBuilder::atBlockBegin(ran.thenBlock());
+          Value last = arith::SubIOp::create(rel, dotLoc, arith::AddIOp::create(rel, dotLoc, turnFirst, turnTrip),
+                                             constant(rel, 1));
+          tilegpu::TmaArriveOp::create(
+              rel, dotLoc, r.all, toI32(rel, arith::RemSIOp::create(rel, dotLoc, last, constant(rel, stages))));
+        }
       }
     }
   }
@@ -461,9 +569,12 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   // After the loops every copy has been waited for (the producer issues
   // exactly the loops' iterations): the mbarriers go, the rings' bytes may
   // be reused.
+  // (A ping-pong kernel's rings live to its end: the other program may still
+  // use them, and no buffer reuses their bytes.)
   after.setInsertionPointAfter(tiles ? tiles : loop);
-  for (Value ring : allRings)
-    tilegpu::TmaReleaseOp::create(after, loc, ring);
+  if (programs == 1)
+    for (Value ring : allRings)
+      tilegpu::TmaReleaseOp::create(after, loc, ring);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();

@@ -114,7 +114,7 @@ TEST(PingPongCompile, AppliesToOneWarpgroupProgramsOnHopper) {
                      {.chip = chip, .num_warps = warps, .num_stages = stages, .ping_pong = true});
   };
   constexpr int kHopperSharedBytes = 227 * 1024;
-  for (auto [BK, stages] : {std::pair{64, 2}, std::pair{32, 4}}) {
+  for (auto [BK, stages] : {std::pair{64, 4}, std::pair{32, 6}}) {
     CompiledKernel c = compile("sm_90a", 128, BK, 4, stages);
     EXPECT_EQ(c.programs_per_cta, 2);
     EXPECT_EQ(c.producer_warps, 4);
@@ -138,31 +138,33 @@ TEST(PingPongCompile, AppliesToOneWarpgroupProgramsOnHopper) {
   EXPECT_EQ(ampere.producer_warps, 0);
 }
 
-/// The TN kernels' ping-pong tiles in benchmarks/gemm (128x64, 2 stages, K
-/// steps of 128 bytes): fp8, int8 and tf32 on wgmma, within an H100's
-/// shared memory, no spills.
+/// The TN kernels' ping-pong tiles in benchmarks/gemm (K steps of 128
+/// bytes; 128x64 at 4 stages, 128x128 at 2): fp8, int8 and tf32 on wgmma,
+/// within an H100's shared memory, no spills.
 TEST(PingPongCompile, TnBenchmarkTilesFit) {
-  auto check = [](const char *what, const CompiledKernel &c) {
+  auto check = [](const char *what, int BN, int stages, const CompiledKernel &c) {
     EXPECT_EQ(c.programs_per_cta, 2) << what;
     EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << what;
     if (!c.cubin.empty())
       EXPECT_EQ(c.spill_bytes, 0) << what << ": " << c.ptxas_log;
-    std::printf("[tegula test] ping-pong %s TN 128x64, 2 x 4 + 4 warps, 2 stages: %d registers, %d spill bytes, "
+    std::printf("[tegula test] ping-pong %s TN 128x%d, 2 x 4 + 4 warps, %d stages: %d registers, %d spill bytes, "
                 "%d bytes of shared memory\n",
-                what, c.registers, c.spill_bytes, c.dynamic_shared_bytes);
+                what, BN, stages, c.registers, c.spill_bytes, c.dynamic_shared_bytes);
   };
   const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
-  const CompileOptions opts{.chip = "sm_90a", .num_warps = 4, .num_stages = 2, .ping_pong = true};
   std::vector<float> c(256 * 256), f(256 * 256);
   std::vector<float8_e4m3> q(256 * 256);
   std::vector<int8_t> i8(256 * 256);
   std::vector<int32_t> ci(256 * 256);
-  check("fp8", kernel("matmul_tn_fp8", examples::matmul_tn<float8_e4m3, float>, names)
-                   .compile({q, q, c, 256, 256, 256, 128, 64, 128}, opts));
-  check("i8", kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>, names)
-                  .compile({i8, i8, ci, 256, 256, 256, 128, 64, 128}, opts));
-  check("tf32", kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names)
-                    .compile({f, f, c, 256, 256, 256, 128, 64, 32}, opts));
+  auto fp8 = kernel("matmul_tn_fp8", examples::matmul_tn<float8_e4m3, float>, names);
+  auto int8 = kernel("matmul_tn_i8", examples::matmul_tn<int8_t, int32_t>, names);
+  auto tf32 = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names);
+  for (auto [BN, stages] : {std::pair{64, 4}, std::pair{128, 2}}) {
+    const CompileOptions opts{.chip = "sm_90a", .num_warps = 4, .num_stages = stages, .ping_pong = true};
+    check("fp8", BN, stages, fp8.compile({q, q, c, 256, 256, 256, 128, BN, 128}, opts));
+    check("i8", BN, stages, int8.compile({i8, i8, ci, 256, 256, 256, 128, BN, 128}, opts));
+    check("tf32", BN, stages, tf32.compile({f, f, c, 256, 256, 256, 128, BN, 32}, opts));
+  }
 }
 
 } // namespace

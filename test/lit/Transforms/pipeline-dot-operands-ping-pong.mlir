@@ -5,55 +5,69 @@
 
 // ping-pong (with warp-specialize, 4 warps): two programs per CTA
 // (tilegpu.programs_per_cta = 2), each on its own consumer warpgroup. The
-// rings hold both programs' stages (2 x 3); the producer runs in the first
-// thread of producer warp `program_slot` for each program of the launch,
-// and fills that program's stages (slot * 3 + i % 3); the consumers run
-// only for a program of the launch and use their slot's stages too. The
-// programs' loops take turns on the tensor cores: order_wait before the
-// loop (turn 2j + slot), order_arrive once it is issued, order_retire when
-// the program has no loop left (an idle one at once).
+// programs' loops take turns on the tensor cores (order_wait before the loop
+// with turn 2j + slot, order_arrive once it is issued, order_retire when the
+// program has no loop left - an idle one at once) and share one ring: the
+// producer (the first thread of producer warp 0) fills it turn by turn - turn
+// t is program t % 2's (t / 2)-th loop if it has one - numbering the K
+// iterations in turn order, as each program does from the loops both ran
+// before its own (j + min(j + slot, the other's loops)).
 // CHECK: tilegpu.programs_per_cta = 2 : i32
-// CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 64] x bf16
-// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released} : <6 x[64, 128] x bf16
+// CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released} : <3 x[64, 64] x bf16
+// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released} : <3 x[64, 128] x bf16
 // CHECK: tilegpu.order_init
 // CHECK: scf.if %{{.*}} {
 // CHECK:   tilegpu.set_max_registers {count = 40 : i32}
 // CHECK:   %[[SLOT:.*]] = tilegpu.program_slot
-// CHECK:   %[[ACTIVE:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
 // CHECK:   %[[LEADER:.*]] = tilegpu.is_warp_leader
-// CHECK:   %[[SERVES:.*]] = arith.cmpi slt, %[[SLOT]], %c2_i32
+// CHECK:   arith.cmpi slt, %[[SLOT]], %c1_i32
 // CHECK:   scf.if
-// CHECK:     %[[FIRST:.*]] = arith.muli %[[SLOT]], %c3_i32
-// CHECK:     scf.for
-// CHECK:       %[[STAGE:.*]] = arith.addi %{{.*}}, %[[FIRST]]
-// CHECK:       tilegpu.tma_load %[[A]][%[[STAGE]]]
+// CHECK:     %[[PID:.*]] = tile.program_id x
+// CHECK:     %[[BASE:.*]] = arith.andi %[[PID]], %c-2_i32
+// CHECK:     %[[TURNS:.*]] = arith.muli %c2_i32, %{{.*}} : i32
+// CHECK:     scf.for %[[T:.*]] = %{{.*}} to %[[TURNS]]
+// CHECK:       %[[OF:.*]] = arith.remsi %[[T]], %c2
+// CHECK:       scf.if
+// CHECK:         arith.addi %[[BASE]], %[[OF]]
+// CHECK:         arith.minsi
+// CHECK:         scf.for
+// CHECK:           tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {released}
+// CHECK:           tilegpu.tma_load %[[A]][
+// CHECK:           tilegpu.tma_load %[[B]][
 // CHECK: } else {
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
 // CHECK:   scf.if
+// CHECK:     %[[OTHER:.*]] = arith.xori %{{.*}}, %c1_i32
+// CHECK:     tilegpu.program_slot
+// CHECK:     arith.minsi
+// CHECK:     %[[FIRST:.*]] = arith.muli
 // CHECK:     %[[SLOT2:.*]] = tilegpu.program_slot
 // CHECK:     %[[TURN:.*]] = arith.addi %{{.*}}, %[[SLOT2]] : i32
 // CHECK:     tilegpu.order_wait %[[TURN]]
 // CHECK:     scf.for
-// CHECK:       tilegpu.program_slot
+// CHECK:       arith.addi %[[FIRST]], %{{.*}}
 // CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
 // CHECK:       tilegpu.dot_shared %[[A]]
 // CHECK:     tilegpu.order_arrive
-// CHECK:     tilegpu.tma_release %[[A]]
+// CHECK-NOT: tilegpu.tma_release
+// CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
+// CHECK:     scf.if
+// CHECK:       tilegpu.tma_arrive %[[A]], %[[B]]
 // CHECK:     tile.descriptor_store
 // CHECK:   }
 // CHECK:   tilegpu.order_retire
 // CHECK: } {tilegpu.warp_specialized}
 
-// Both programs' rings live to the kernel's end (the other program may
-// still read its stages), and so does the order's pair of mbarriers (in the
-// gap before the arena). The consumers' buffers are packed into an arena
-// of their own (here 32 KiB: the C block), which has a copy per program.
-// ALLOC: tilegpu.shared_bytes = 214112
-// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 164864 : i32} : <6 x[64, 64] x bf16
-// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 0 : i32} : <6 x[64, 128] x bf16
-// ALLOC: tilegpu.order_init {tilegpu.shared_offset = 98400 : i32}
-// ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32}
-// ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 99328 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma}
+// The ring and the order's pair of mbarriers live to the kernel's end (a
+// program may still use them while the other is done). The consumers'
+// buffers are packed into an arena of their own (here 32 KiB: the C block),
+// which has a copy per program.
+// ALLOC: tilegpu.shared_bytes = 140336
+// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 115712 : i32} : <3 x[64, 64] x bf16
+// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 65536 : i32} : <3 x[64, 128] x bf16
+// ALLOC: tilegpu.order_init {tilegpu.shared_offset = 114736 : i32}
+// ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32}
+// ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma}
 
 // Lowered: 384 threads; program_id = 2 * ctaid.x + slot, num_programs a
 // hidden last argument; each program's barrier is bar.sync 1 + slot.
