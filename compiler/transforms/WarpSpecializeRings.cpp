@@ -102,32 +102,93 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
       b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(1))), step);
   return arith::MaxSIOp::create(b, loc, n, constant(0));
 }
-} // namespace
 
-bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong,
-                             llvm::function_ref<bool(Operand &)> addMap) {
+/// The loop's dots with the rings they read.
+struct Rings {
+  Value a, b;
+  SmallVector<Value> all;
+};
+
+/// pipelineWarpSpecialized, step by step: plan() decides whether it applies
+/// (and gives each ring its tensor map), build() rewrites the kernel.
+class WarpSpecializer {
+public:
+  WarpSpecializer(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong)
+      : loop(loop), dots(dots), stages(stages), pingPong(pingPong), loc(loop.getLoc()), ctx(loop.getContext()),
+        ivType(loop.getInductionVar().getType()) {}
+
+  bool plan(llvm::function_ref<bool(Operand &)> addMap);
+  void build();
+
+private:
+  void allocateAndSplit();
+  void moveRegisters();
+  Value guardProgram(OpBuilder &at, Block *body, bool producer);
+  void buildProducer();
+  void produceLoop(OpBuilder &at, IRMapping &map,
+                   llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global);
+  void buildConsumers();
+
+  Value constant(OpBuilder &at, int64_t v) { return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v)); }
+  Value toI32(OpBuilder &at, Value v) {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
+  }
+  Value fromI32(OpBuilder &at, Value v) {
+    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, ivType, v).getResult();
+  }
+  Value globalIteration(OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb, Value ub,
+                        Value step);
+  void cloneForProgram(OpBuilder &at, IRMapping &m, Value pid);
+  Value loopsOf(OpBuilder &at, Value pid);
+  Value turnsBefore(OpBuilder &at, Value j, Value slot, Value others);
+
+  static constexpr int64_t kProducerWarps = 4, kProducerRegisters = 40;
+
+  scf::ForOp loop, tiles; // the K loop, and the tile loop around it (if any)
+  MutableArrayRef<RingDot> dots;
+  const int stages;
+  const bool pingPong;
+  Location loc;
+  MLIRContext *ctx;
+  Type ivType;
+  func::FuncOp fn;
+  ModuleOp module;
+  SmallVector<Operand *> operands; // one per distinct load, in order
+  llvm::MapVector<Operation *, SmallVector<Operand *>> byLoad;
+  bool sharedRings = false;        // a load several dots read
+  SmallVector<Operation *> tileSlice, entrySlice;
+  int64_t consumerWarps = 0, programs = 1;
+  bool takeTurns = false, sharedRing = false;
+  llvm::DenseMap<Operation *, Value> ringOf; // by load
+  SmallVector<Value> allRings;
+  std::vector<Rings> rings; // per dot
+  scf::IfOp split;
+  Block *consumer = nullptr;
+  bool registersMove = false;
+  Value firstStage; // the producer's program's first stage (ping-pong with a stage set per program)
+};
+
+bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   // The K loop at the top of the kernel, or in a loop there (a persistent
   // kernel's tile loop) whose iterations all run the same K iterations.
-  auto tiles = dyn_cast<scf::ForOp>(loop->getParentOp());
-  auto fn = dyn_cast<func::FuncOp>((tiles ? tiles : loop)->getParentOp());
-  auto module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
+  tiles = dyn_cast<scf::ForOp>(loop->getParentOp());
+  fn = dyn_cast<func::FuncOp>((tiles ? tiles : loop)->getParentOp());
+  module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
   if (!fn || dots.empty() || module->hasAttr("tilegpu.producer_warps"))
     return false; // nested deeper, or the kernel already has a producer
   for (RingDot &d : dots)
     if (!d.b.block || (d.a && !d.a->block))
       return false; // a ring filled by cp.async
-  if (module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt() % 4)
+  consumerWarps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt();
+  if (consumerWarps % 4)
     return false; // the producer must be a warpgroup of its own (setmaxnreg, wgmma)
   if (tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
                             [&](Value v) { return tiles->isAncestor(v.getParentRegion()->getParentOp()); }))
     return false; // the K loop's bounds change from tile to tile
-  if (loop.getInductionVar().getType() != (tiles ? tiles : loop).getInductionVar().getType())
+  if (ivType != (tiles ? tiles : loop).getInductionVar().getType())
     return false;
-  Block &entry = fn.getBody().front();
   // One ring per load: a load several dots read (attention's backward reads
   // q as it is and transposed) fills one ring they all read.
-  SmallVector<Operand *> operands;  // one per distinct load, in order
-  llvm::MapVector<Operation *, SmallVector<Operand *>> byLoad;
   for (RingDot &d : dots)
     for (Operand *o : {d.a ? &*d.a : nullptr, &d.b})
       if (o) {
@@ -138,7 +199,7 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
           return false; // the uses want the tile stored differently
         uses.push_back(o);
       }
-  const bool sharedRings = llvm::any_of(byLoad, [](auto &entry) { return entry.second.size() > 1; });
+  sharedRings = llvm::any_of(byLoad, [](auto &entry) { return entry.second.size() > 1; });
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   auto outside = [&](Value v) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
@@ -148,7 +209,6 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
       llvm::append_range(roots, llvm::make_filter_range(op->getOperands(), outside));
     llvm::append_range(roots, llvm::make_filter_range(o->block.getOffsets(), outside));
   }
-  SmallVector<Operation *> tileSlice;
   if (tiles) {
     SmallVector<Value> fromEntry;
     auto s = scalarSlice(*tiles.getBody(), roots, tiles.getInductionVar(), fromEntry);
@@ -159,49 +219,58 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     llvm::append_range(roots, ValueRange{tiles.getLowerBound(), tiles.getUpperBound(), tiles.getStep()});
   }
   SmallVector<Value> none;
-  auto entrySlice = scalarSlice(entry, roots, Value(), none);
-  if (!entrySlice || !none.empty())
+  auto s = scalarSlice(fn.getBody().front(), roots, Value(), none);
+  if (!s || !none.empty())
     return false;
+  entrySlice = *s;
   for (auto &[load, uses] : byLoad) {
     if (!addMap(*uses.front()))
       return false;
     for (Operand *o : uses)
       o->map = uses.front()->map;
   }
+  // Ping-pong needs one warpgroup per program: two of 8 warps would leave
+  // each thread too few registers. A GEMM's loops take turns on the tensor
+  // cores (CUTLASS's ping-pong); not a loop with several dots and work
+  // between them (attention's softmax): a turn would hold the tensor cores
+  // through that work too. Taking turns, the programs share one ring (each
+  // turn has all its stages); otherwise each program has stages of its own.
+  programs = pingPong && consumerWarps == 4 ? 2 : 1;
+  takeTurns = programs > 1 && dots.size() == 1;
+  sharedRing = takeTurns && !sharedRings;
+  return true;
+}
 
-  Location loc = loop.getLoc();
-  MLIRContext *ctx = loop.getContext();
-  const int64_t consumerWarps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt();
-  constexpr int64_t kProducerWarps = 4, kProducerRegisters = 40;
+void WarpSpecializer::build() {
   Type i32 = IntegerType::get(ctx, 32);
   module->setAttr("tilegpu.producer_warps", IntegerAttr::get(i32, kProducerWarps));
-  // Ping-pong needs one warpgroup per program: two of 8 warps would leave
-  // each thread too few registers.
-  const int64_t programs = pingPong && consumerWarps == 4 ? 2 : 1;
   if (programs > 1)
     module->setAttr("tilegpu.programs_per_cta", IntegerAttr::get(i32, programs));
-  Type ivType = loop.getInductionVar().getType();
-  auto constant = [&](OpBuilder &at, int64_t v) -> Value {
-    return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
-  };
-  auto toI32 = [&](OpBuilder &at, Value v) -> Value {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
-  };
-  // A GEMM's loops take turns on the tensor cores (CUTLASS's ping-pong).
-  // Not a loop with several dots and work between them (attention's
-  // softmax): a turn would hold the tensor cores through that work too.
-  // Taking turns, the programs share one ring (each turn has all its
-  // stages); otherwise each program has stages of its own.
-  const bool takeTurns = programs > 1 && dots.size() == 1;
-  const bool sharedRing = takeTurns && !sharedRings;
+  allocateAndSplit();
+  moveRegisters();
+  {
+    OpBuilder atConsumer(ctx);
+    atConsumer.setInsertionPointToStart(consumer);
+    if (registersMove)
+      atConsumer.setInsertionPointAfter(&consumer->front());
+    guardProgram(atConsumer, consumer, false);
+  }
+  buildProducer();
+  buildConsumers();
+  if (takeTurns)
+    orderTurns(loop, tiles, consumer, programs);
+}
+
+void WarpSpecializer::allocateAndSplit() {
   // The rings and their mbarriers (data and release), before the split:
   // every thread takes part in the initialisation's barrier. They live for
   // the whole kernel: a persistent kernel's tiles share them, so the
   // producer fills the next tile's stages while the consumers store this
   // tile's result.
+  Block &entry = fn.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
-  auto allocRing = [&](Operand &o) -> Value {
-    tilegpu::SharedTilesType type = o.ring;
+  for (Operand *o : operands) {
+    tilegpu::SharedTilesType type = o->ring;
     if (programs > 1 && !sharedRing) // program w's stages follow program w - 1's
       type = tilegpu::SharedTilesType::get(ctx, type.getStages() * unsigned(programs), type.getShape(),
                                            type.getElementType(), type.getContiguousDim(), type.getSwizzle(),
@@ -210,19 +279,9 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     ring.setMbarriers(true);
     ring.setReleased(true);
     tilegpu::TmaInitOp::create(b, loc, ring);
-    return ring;
-  };
-  llvm::DenseMap<Operation *, Value> ringOf; // by load
-  SmallVector<Value> allRings;
-  for (Operand *o : operands) {
-    ringOf[o->loadOp()] = allocRing(*o);
-    allRings.push_back(ringOf[o->loadOp()]);
+    ringOf[o->loadOp()] = ring;
+    allRings.push_back(ring);
   }
-  struct Rings {
-    Value a, b;
-    SmallVector<Value> all;
-  };
-  std::vector<Rings> rings;
   for (RingDot &d : dots) {
     Rings r;
     r.a = d.a ? ringOf[d.a->loadOp()] : Value();
@@ -234,13 +293,16 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   }
   if (takeTurns)
     tilegpu::OrderInitOp::create(b, loc);
-  auto split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
+  split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
   split->setAttr("tilegpu.warp_specialized", UnitAttr::get(ctx)); // its else region: the consumers
   // The consumers: the rest of the kernel.
-  Block *consumer = split.elseBlock();
+  consumer = split.elseBlock();
   for (Operation &op : llvm::make_early_inc_range(llvm::make_range(std::next(split->getIterator()),
                                                                     std::prev(entry.end()))))
     op.moveBefore(consumer->getTerminator());
+}
+
+void WarpSpecializer::moveRegisters() {
   // Registers move from the producer warpgroup to the consumers when the
   // launch's per-thread share is below what a thread may hold. The CTA's
   // pool is what the launch allocated - threads x the kernel's count, which
@@ -250,142 +312,138 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   // gives back.
   const int64_t threads = (consumerWarps * programs + kProducerWarps) * 32;
   const int64_t share = 65536 / threads / 8 * 8;
-  const bool moveRegisters = share < 248;
+  registersMove = share < 248;
+  if (!registersMove)
+    return;
   const int64_t consumerRegisters =
       std::min<int64_t>(256, (threads * share - kProducerWarps * 32 * kProducerRegisters) /
                                  (consumerWarps * programs * 32) / 8 * 8);
-  if (moveRegisters) {
-    OpBuilder atConsumer = OpBuilder::atBlockBegin(consumer);
-    tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);
-    // The launch's per-thread count (.maxnreg), which setmaxnreg needs the
-    // kernel to declare: the pool it moves registers in is threads x this.
-    module->setAttr("tilegpu.max_registers", IntegerAttr::get(IntegerType::get(ctx, 32), share));
+  OpBuilder atConsumer = OpBuilder::atBlockBegin(consumer);
+  tilegpu::SetMaxRegistersOp::create(atConsumer, loc, int32_t(consumerRegisters), true);
+  // The launch's per-thread count (.maxnreg), which setmaxnreg needs the
+  // kernel to declare: the pool it moves registers in is threads x this.
+  module->setAttr("tilegpu.max_registers", IntegerAttr::get(IntegerType::get(ctx, 32), share));
+}
+
+/// The producer runs in the first thread of warp w for program w (one
+/// program unless ping-pong; with a shared ring warp 0 serves both); a
+/// ping-pong program's code runs only for programs of the launch (the last
+/// CTA's second may be past the end). The rest of `body` moves under the
+/// guard, where `at` then points. For a producer with a stage set per
+/// program, returns its program's first stage (else null).
+Value WarpSpecializer::guardProgram(OpBuilder &at, Block *body, bool producer) {
+  if (programs == 1 && !producer)
+    return Value();
+  Value slot = producer ? tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type()).getResult() : Value();
+  SmallVector<Value> conditions;
+  if (programs > 1 && !(producer && sharedRing))
+    conditions.push_back(arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt,
+                                               tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X),
+                                               tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X)));
+  if (producer) {
+    conditions.push_back(tilegpu::IsWarpLeaderOp::create(at, loc, at.getI1Type()));
+    conditions.push_back(arith::CmpIOp::create(
+        at, loc, arith::CmpIPredicate::slt, slot,
+        arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(sharedRing ? 1 : programs)))));
   }
-  // The producer runs in the first thread of warp w for program w (one
-  // program unless ping-pong); a ping-pong program's code runs only for
-  // programs of the launch (the last CTA's second may be past the end).
-  // For the producer, returns the program's first stage in the rings (null:
-  // one program).
-  auto guardProgram = [&](OpBuilder &at, Block *body, bool producer) -> Value {
-    if (programs == 1 && !producer)
-      return Value();
-    Value slot = producer ? tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type()).getResult() : Value();
-    SmallVector<Value> conditions;
-    if (programs > 1 && !(producer && sharedRing)) // with one ring, the producer serves both programs
-      conditions.push_back(arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt,
-                                                 tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X),
-                                                 tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X)));
-    if (producer) {
-      conditions.push_back(tilegpu::IsWarpLeaderOp::create(at, loc, at.getI1Type()));
-      conditions.push_back(arith::CmpIOp::create(
-          at, loc, arith::CmpIPredicate::slt, slot,
-          arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(sharedRing ? 1 : programs)))));
-    }
-    Value active = conditions.front();
-    for (Value c : ArrayRef(conditions).drop_front())
-      active = arith::AndIOp::create(at, loc, active, c);
-    auto guard = scf::IfOp::create(at, loc, TypeRange{}, active, false);
-    // The rest of `body` runs under the guard.
-    for (Operation &op : llvm::make_early_inc_range(llvm::make_range(std::next(guard->getIterator()),
-                                                                      std::prev(body->end()))))
-      op.moveBefore(guard.thenBlock()->getTerminator());
-    at.setInsertionPointToStart(guard.thenBlock());
-    if (programs == 1 || !producer || sharedRing)
-      return Value();
-    return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
-  };
+  Value active = conditions.front();
+  for (Value c : ArrayRef(conditions).drop_front())
+    active = arith::AndIOp::create(at, loc, active, c);
+  auto guard = scf::IfOp::create(at, loc, TypeRange{}, active, false);
+  for (Operation &op : llvm::make_early_inc_range(llvm::make_range(std::next(guard->getIterator()),
+                                                                    std::prev(body->end()))))
+    op.moveBefore(guard.thenBlock()->getTerminator());
+  at.setInsertionPointToStart(guard.thenBlock());
+  if (programs == 1 || !producer || sharedRing)
+    return Value();
+  return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
+}
+
+/// Iteration g of the K loop over the whole kernel: (the tile loop's
+/// iteration) * (K iterations) + i - stages and phases run on across tiles.
+Value WarpSpecializer::globalIteration(OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb,
+                                       Value ub, Value step) {
+  if (!tiles)
+    return i;
+  Value j = arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tileIv, tileLb), tileStep);
+  return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, j, tripCount(at, loc, lb, ub, step)), i);
+}
+
+// One ring for both ping-pong programs: the turns' K iterations are numbered
+// in turn order, which each program and the producer compute from how many
+// loops each program runs.
+
+/// The entry's scalars as program `pid` (i32) computes them.
+void WarpSpecializer::cloneForProgram(OpBuilder &at, IRMapping &m, Value pid) {
+  for (Operation *op : entrySlice)
+    if (auto id = dyn_cast<tile::ProgramIdOp>(op); id && id.getAxis() == tile::ProgramAxis::X)
+      m.map(id.getResult(), pid);
+    else
+      at.clone(*op, m);
+}
+
+/// How many K loops program `pid` runs: its tile loop's trip count (1
+/// without one), 0 past the launch's programs.
+Value WarpSpecializer::loopsOf(OpBuilder &at, Value pid) {
+  IRMapping m;
+  cloneForProgram(at, m, pid);
+  Value n = tiles ? tripCount(at, loc, m.lookupOrDefault(tiles.getLowerBound()),
+                              m.lookupOrDefault(tiles.getUpperBound()), m.lookupOrDefault(tiles.getStep()))
+                  : constant(at, 1);
+  Value inLaunch = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, pid,
+                                         tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X));
+  return arith::SelectOp::create(at, loc, inLaunch, n, constant(at, 0));
+}
+
+/// Loops run before program `slot`'s j-th (turn 2j + slot): its own j and
+/// the other program's min(j + slot, others) - turns alternate until one
+/// program has no loop left.
+Value WarpSpecializer::turnsBefore(OpBuilder &at, Value j, Value slot, Value others) {
+  return arith::AddIOp::create(at, loc, j,
+                               arith::MinSIOp::create(at, loc, arith::AddIOp::create(at, loc, j, slot), others));
+}
+
+/// Per iteration of the K loop (`map` holds the producer's copies of its
+/// bounds and addresses; `global` numbers the iteration over the kernel):
+/// wait until the stage is released (from its second use on), fill it.
+void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
+                                  llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global) {
+  Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
+        step = map.lookupOrDefault(loop.getStep());
+  auto producerLoop = scf::ForOp::create(at, loc, lb, ub, step);
+  OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
+  Value iv = producerLoop.getInductionVar();
+  Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
+  Value g = global(in, i, lb, ub, step);
+  Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
+  if (firstStage)
+    stage = arith::AddIOp::create(in, loc, stage, firstStage);
+  Value reuse = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, g, constant(in, stages));
+  auto wait = scf::IfOp::create(in, loc, TypeRange{}, reuse, false);
   {
-    OpBuilder atConsumer(ctx);
-    atConsumer.setInsertionPointToStart(consumer);
-    if (moveRegisters)
-      atConsumer.setInsertionPointAfter(&consumer->front());
-    guardProgram(atConsumer, consumer, false);
+    // Use u = g / stages of the stage needs the release of use u - 1: that
+    // release completes phase u - 1 of the release barriers.
+    OpBuilder w = OpBuilder::atBlockBegin(wait.thenBlock());
+    Value use = arith::DivSIOp::create(w, loc, g, constant(w, stages));
+    Value phase =
+        toI32(w, arith::RemSIOp::create(w, loc, arith::SubIOp::create(w, loc, use, constant(w, 1)), constant(w, 2)));
+    auto released = tilegpu::TmaWaitOp::create(w, loc, allRings, stage, phase);
+    released.setReleased(true);
   }
+  for (Operand *o : operands)
+    issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map);
+}
 
-  // Iteration g of the K loop over the whole kernel: (the tile loop's
-  // iteration) * (K iterations) + i - stages and phases run on across tiles.
-  auto globalIteration = [&](OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb, Value ub,
-                             Value step) -> Value {
-    if (!tiles)
-      return i;
-    Value j = arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tileIv, tileLb), tileStep);
-    return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, j, tripCount(at, loc, lb, ub, step)), i);
-  };
-
-  // One ring for both ping-pong programs: the turns' K iterations are
-  // numbered in turn order, which each program and the producer compute from
-  // how many loops each program runs.
-  auto fromI32 = [&](OpBuilder &at, Value v) -> Value {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, ivType, v).getResult();
-  };
-  // The entry's scalars as program `pid` (i32) computes them.
-  auto cloneForProgram = [&](OpBuilder &at, ArrayRef<Operation *> slice, IRMapping &m, Value pid) {
-    for (Operation *op : slice)
-      if (auto id = dyn_cast<tile::ProgramIdOp>(op); id && id.getAxis() == tile::ProgramAxis::X)
-        m.map(id.getResult(), pid);
-      else
-        at.clone(*op, m);
-  };
-  // How many K loops program `pid` runs: its tile loop's trip count (1
-  // without one), 0 past the launch's programs.
-  auto loopsOf = [&](OpBuilder &at, Value pid) -> Value {
-    IRMapping m;
-    cloneForProgram(at, *entrySlice, m, pid);
-    Value n = tiles ? tripCount(at, loc, m.lookupOrDefault(tiles.getLowerBound()),
-                                m.lookupOrDefault(tiles.getUpperBound()), m.lookupOrDefault(tiles.getStep()))
-                    : constant(at, 1);
-    Value inLaunch = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, pid,
-                                           tile::NumProgramsOp::create(at, loc, tile::ProgramAxis::X));
-    return arith::SelectOp::create(at, loc, inLaunch, n, constant(at, 0));
-  };
-  // Loops run before program `slot`'s j-th (turn 2j + slot): its own j and
-  // the other program's min(j + slot, others) - turns alternate until one
-  // program has no loop left.
-  auto turnsBefore = [&](OpBuilder &at, Value j, Value slot, Value others) -> Value {
-    return arith::AddIOp::create(
-        at, loc, j, arith::MinSIOp::create(at, loc, arith::AddIOp::create(at, loc, j, slot), others));
-  };
-
-  // The producer: the loops' bounds and addresses recomputed, then per
-  // iteration: wait until the stage is released (from its second use on),
-  // and fill it.
+/// The producer: the loops' bounds and addresses recomputed, then their
+/// iterations (produceLoop).
+void WarpSpecializer::buildProducer() {
   OpBuilder p = OpBuilder::atBlockBegin(split.thenBlock());
-  if (moveRegisters)
+  if (registersMove)
     tilegpu::SetMaxRegistersOp::create(p, loc, int32_t(kProducerRegisters), false);
-  const Value firstStage = guardProgram(p, split.thenBlock(), true); // null: one program
-  // Per iteration of the K loop (`map` holds the producer's copies of its
-  // bounds and addresses; `global` numbers the iteration over the kernel):
-  // wait until the stage is released (from its second use on), fill it.
-  auto produceLoop = [&](OpBuilder &at, IRMapping &map,
-                         llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global) {
-    Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
-          step = map.lookupOrDefault(loop.getStep());
-    auto producerLoop = scf::ForOp::create(at, loc, lb, ub, step);
-    OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
-    Value iv = producerLoop.getInductionVar();
-    Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
-    Value g = global(in, i, lb, ub, step);
-    Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
-    if (firstStage)
-      stage = arith::AddIOp::create(in, loc, stage, firstStage);
-    Value reuse = arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, g, constant(in, stages));
-    auto wait = scf::IfOp::create(in, loc, TypeRange{}, reuse, false);
-    {
-      // Use u = g / stages of the stage needs the release of use u - 1:
-      // that release completes phase u - 1 of the release barriers.
-      OpBuilder w = OpBuilder::atBlockBegin(wait.thenBlock());
-      Value use = arith::DivSIOp::create(w, loc, g, constant(w, stages));
-      Value phase = toI32(w, arith::RemSIOp::create(w, loc, arith::SubIOp::create(w, loc, use, constant(w, 1)),
-                                                    constant(w, 2)));
-      auto released = tilegpu::TmaWaitOp::create(w, loc, allRings, stage, phase);
-      released.setReleased(true);
-    }
-    for (Operand *o : operands)
-      issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map);
-  };
+  firstStage = guardProgram(p, split.thenBlock(), true);
   if (!sharedRing) {
     IRMapping map;
-    for (Operation *op : *entrySlice)
+    for (Operation *op : entrySlice)
       p.clone(*op, map);
     Value tileIv, tileLb, tileStep;
     if (tiles) {
@@ -400,44 +458,45 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
     produceLoop(p, map, [&](OpBuilder &in, Value i, Value lb, Value ub, Value step) {
       return globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
     });
-  } else {
-    // One ring for both programs: the producer fills it turn by turn -
-    // turn t is program t % 2's (t / 2)-th loop, if it has one.
-    Value base = arith::AndIOp::create(p, loc, tile::ProgramIdOp::create(p, loc, tile::ProgramAxis::X),
-                                       arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(-2)));
-    Value first = arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(1));
-    Value loops0 = loopsOf(p, base), loops1 = loopsOf(p, arith::AddIOp::create(p, loc, base, first));
-    Value turns = arith::MulIOp::create(p, loc, constant(p, 2), arith::MaxSIOp::create(p, loc, loops0, loops1));
-    auto turnLoop = scf::ForOp::create(p, loc, constant(p, 0), turns, constant(p, 1));
-    OpBuilder t = OpBuilder::atBlockBegin(turnLoop.getBody());
-    Value turn = turnLoop.getInductionVar();
-    Value slot = arith::RemSIOp::create(t, loc, turn, constant(t, 2)), j = arith::DivSIOp::create(t, loc, turn, constant(t, 2));
-    Value isFirst = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, slot, constant(t, 0));
-    Value mine = arith::SelectOp::create(t, loc, isFirst, loops0, loops1);
-    Value others = arith::SelectOp::create(t, loc, isFirst, loops1, loops0);
-    auto has = scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::slt, j, mine),
-                                 false);
-    OpBuilder in = OpBuilder::atBlockBegin(has.thenBlock());
-    IRMapping map;
-    cloneForProgram(in, *entrySlice, map, arith::AddIOp::create(in, loc, base, toI32(in, slot)));
-    if (tiles) {
-      map.map(tiles.getInductionVar(),
-              arith::AddIOp::create(in, loc, map.lookupOrDefault(tiles.getLowerBound()),
-                                    arith::MulIOp::create(in, loc, j, map.lookupOrDefault(tiles.getStep()))));
-      for (Operation *op : tileSlice)
-        in.clone(*op, map);
-    }
-    Value before = turnsBefore(in, j, slot, others);
-    produceLoop(in, map, [&](OpBuilder &at, Value i, Value lb, Value ub, Value step) -> Value {
-      return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, before, tripCount(at, loc, lb, ub, step)),
-                                   i);
-    });
+    return;
   }
+  // One ring for both programs: the producer fills it turn by turn - turn t
+  // is program t % 2's (t / 2)-th loop, if it has one.
+  Value base = arith::AndIOp::create(p, loc, tile::ProgramIdOp::create(p, loc, tile::ProgramAxis::X),
+                                     arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(-2)));
+  Value loops0 = loopsOf(p, base),
+        loops1 = loopsOf(p, arith::AddIOp::create(p, loc, base, arith::ConstantOp::create(p, loc, p.getI32IntegerAttr(1))));
+  Value turns = arith::MulIOp::create(p, loc, constant(p, 2), arith::MaxSIOp::create(p, loc, loops0, loops1));
+  auto turnLoop = scf::ForOp::create(p, loc, constant(p, 0), turns, constant(p, 1));
+  OpBuilder t = OpBuilder::atBlockBegin(turnLoop.getBody());
+  Value turn = turnLoop.getInductionVar();
+  Value slot = arith::RemSIOp::create(t, loc, turn, constant(t, 2)), j = arith::DivSIOp::create(t, loc, turn, constant(t, 2));
+  Value isFirst = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, slot, constant(t, 0));
+  Value mine = arith::SelectOp::create(t, loc, isFirst, loops0, loops1);
+  Value others = arith::SelectOp::create(t, loc, isFirst, loops1, loops0);
+  auto has =
+      scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::slt, j, mine), false);
+  OpBuilder in = OpBuilder::atBlockBegin(has.thenBlock());
+  IRMapping map;
+  cloneForProgram(in, map, arith::AddIOp::create(in, loc, base, toI32(in, slot)));
+  if (tiles) {
+    map.map(tiles.getInductionVar(),
+            arith::AddIOp::create(in, loc, map.lookupOrDefault(tiles.getLowerBound()),
+                                  arith::MulIOp::create(in, loc, j, map.lookupOrDefault(tiles.getStep()))));
+    for (Operation *op : tileSlice)
+      in.clone(*op, map);
+  }
+  Value before = turnsBefore(in, j, slot, others);
+  produceLoop(in, map, [&](OpBuilder &at, Value i, Value lb, Value ub, Value step) -> Value {
+    return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, before, tripCount(at, loc, lb, ub, step)), i);
+  });
+}
 
-  // The consumers' loop: per dot, wait for this iteration's stage of its
-  // rings, the dot, and once its wgmma group is complete release the stage -
-  // the previous iteration's when one group stays in flight (across tiles
-  // too: a tile ends with a wait for all its groups), else this one's.
+/// The consumers' loop: per dot, wait for this iteration's stage of its
+/// rings, the dot, and once its wgmma group is complete release the stage -
+/// the previous iteration's when one group stays in flight (across tiles
+/// too: a tile ends with a wait for all its groups), else this one's.
+void WarpSpecializer::buildConsumers() {
   OpBuilder head = OpBuilder::atBlockBegin(loop.getBody());
   Value clb = loop.getLowerBound(), cstep = loop.getStep();
   Value i = arith::DivSIOp::create(head, loc, arith::SubIOp::create(head, loc, loop.getInductionVar(), clb), cstep);
@@ -445,9 +504,11 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   if (sharedRing) { // from the loops both programs ran before this one
     OpBuilder at(loop);
     Value pid = tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X);
-    Value others = loopsOf(at, arith::XOrIOp::create(at, loc, pid, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(1))));
-    Value j = tiles ? arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tiles.getInductionVar(), tiles.getLowerBound()),
-                                             tiles.getStep())
+    Value others =
+        loopsOf(at, arith::XOrIOp::create(at, loc, pid, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(1))));
+    Value j = tiles ? arith::DivSIOp::create(
+                          at, loc, arith::SubIOp::create(at, loc, tiles.getInductionVar(), tiles.getLowerBound()),
+                          tiles.getStep())
                           .getResult()
                     : constant(at, 0);
     turnTrip = tripCount(at, loc, clb, loop.getUpperBound(), cstep);
@@ -578,8 +639,16 @@ bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))
       op.erase();
-  if (takeTurns)
-    orderTurns(loop, tiles, consumer, programs);
+}
+
+} // namespace
+
+bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong,
+                             llvm::function_ref<bool(Operand &)> addMap) {
+  WarpSpecializer specializer(loop, dots, stages, pingPong);
+  if (!specializer.plan(addMap))
+    return false;
+  specializer.build();
   return true;
 }
 } // namespace tegula::rings
