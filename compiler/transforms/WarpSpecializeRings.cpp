@@ -126,7 +126,7 @@ private:
   Value guardProgram(OpBuilder &at, Block *body, bool producer);
   void buildProducer();
   void produceLoop(OpBuilder &at, IRMapping &map,
-                   llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global);
+                   llvm::function_ref<Value(OpBuilder &, Value)> firstIteration);
   void buildConsumers();
 
   Value constant(OpBuilder &at, int64_t v) { return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v)); }
@@ -136,8 +136,7 @@ private:
   Value fromI32(OpBuilder &at, Value v) {
     return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, ivType, v).getResult();
   }
-  Value globalIteration(OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb, Value ub,
-                        Value step);
+  Value tileFirstIteration(OpBuilder &at, Value tileIv, Value tileLb, Value tileStep, Value trip);
   void cloneForProgram(OpBuilder &at, IRMapping &m, Value pid);
   Value loopsOf(OpBuilder &at, Value pid);
   Value turnsBefore(OpBuilder &at, Value j, Value slot, Value others);
@@ -359,14 +358,14 @@ Value WarpSpecializer::guardProgram(OpBuilder &at, Block *body, bool producer) {
   return arith::MulIOp::create(at, loc, slot, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(stages)));
 }
 
-/// Iteration g of the K loop over the whole kernel: (the tile loop's
-/// iteration) * (K iterations) + i - stages and phases run on across tiles.
-Value WarpSpecializer::globalIteration(OpBuilder &at, Value i, Value tileIv, Value tileLb, Value tileStep, Value lb,
-                                       Value ub, Value step) {
+/// The K loop's iterations are numbered over the whole kernel, so stages
+/// and phases run on across tiles: a tile's first is (the tile loop's
+/// iteration) * (K iterations per tile).
+Value WarpSpecializer::tileFirstIteration(OpBuilder &at, Value tileIv, Value tileLb, Value tileStep, Value trip) {
   if (!tiles)
-    return i;
+    return constant(at, 0);
   Value j = arith::DivSIOp::create(at, loc, arith::SubIOp::create(at, loc, tileIv, tileLb), tileStep);
-  return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, j, tripCount(at, loc, lb, ub, step)), i);
+  return arith::MulIOp::create(at, loc, j, trip);
 }
 
 // One ring for both ping-pong programs: the turns' K iterations are numbered
@@ -404,17 +403,19 @@ Value WarpSpecializer::turnsBefore(OpBuilder &at, Value j, Value slot, Value oth
 }
 
 /// Per iteration of the K loop (`map` holds the producer's copies of its
-/// bounds and addresses; `global` numbers the iteration over the kernel):
-/// wait until the stage is released (from its second use on), fill it.
+/// bounds and addresses; `firstIteration(at, trip)` numbers its first
+/// iteration over the kernel): wait until the stage is released (from its
+/// second use on), fill it.
 void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
-                                  llvm::function_ref<Value(OpBuilder &, Value, Value, Value, Value)> global) {
+                                  llvm::function_ref<Value(OpBuilder &, Value)> firstIteration) {
   Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
         step = map.lookupOrDefault(loop.getStep());
+  Value first = firstIteration(at, tripCount(at, loc, lb, ub, step));
   auto producerLoop = scf::ForOp::create(at, loc, lb, ub, step);
   OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
   Value iv = producerLoop.getInductionVar();
   Value i = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, iv, lb), step);
-  Value g = global(in, i, lb, ub, step);
+  Value g = arith::AddIOp::create(in, loc, first, i);
   Value stage = toI32(in, arith::RemSIOp::create(in, loc, g, constant(in, stages)));
   if (firstStage)
     stage = arith::AddIOp::create(in, loc, stage, firstStage);
@@ -455,9 +456,8 @@ void WarpSpecializer::buildProducer() {
       for (Operation *op : tileSlice)
         p.clone(*op, map);
     }
-    produceLoop(p, map, [&](OpBuilder &in, Value i, Value lb, Value ub, Value step) {
-      return globalIteration(in, i, tileIv, tileLb, tileStep, lb, ub, step);
-    });
+    produceLoop(p, map,
+                [&](OpBuilder &at, Value trip) { return tileFirstIteration(at, tileIv, tileLb, tileStep, trip); });
     return;
   }
   // One ring for both programs: the producer fills it turn by turn - turn t
@@ -487,9 +487,7 @@ void WarpSpecializer::buildProducer() {
       in.clone(*op, map);
   }
   Value before = turnsBefore(in, j, slot, others);
-  produceLoop(in, map, [&](OpBuilder &at, Value i, Value lb, Value ub, Value step) -> Value {
-    return arith::AddIOp::create(at, loc, arith::MulIOp::create(at, loc, before, tripCount(at, loc, lb, ub, step)), i);
-  });
+  produceLoop(in, map, [&](OpBuilder &at, Value trip) -> Value { return arith::MulIOp::create(at, loc, before, trip); });
 }
 
 /// The consumers' loop: per dot, wait for this iteration's stage of its
@@ -500,33 +498,35 @@ void WarpSpecializer::buildConsumers() {
   OpBuilder head = OpBuilder::atBlockBegin(loop.getBody());
   Value clb = loop.getLowerBound(), cstep = loop.getStep();
   Value i = arith::DivSIOp::create(head, loc, arith::SubIOp::create(head, loc, loop.getInductionVar(), clb), cstep);
-  Value iter, turnFirst, turnTrip; // shared ring: the turn's first global iteration and its count
-  if (sharedRing) { // from the loops both programs ran before this one
-    OpBuilder at(loop);
-    Value pid = tile::ProgramIdOp::create(at, loc, tile::ProgramAxis::X);
-    Value others =
-        loopsOf(at, arith::XOrIOp::create(at, loc, pid, arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(1))));
+  // The loop's first iteration over the kernel, and its count, computed
+  // before it.
+  OpBuilder before(loop);
+  const Value turnTrip = tripCount(before, loc, clb, loop.getUpperBound(), cstep);
+  Value turnFirst;
+  if (sharedRing) { // after the loops both programs ran before this one
+    Value pid = tile::ProgramIdOp::create(before, loc, tile::ProgramAxis::X);
+    Value others = loopsOf(
+        before, arith::XOrIOp::create(before, loc, pid, arith::ConstantOp::create(before, loc, before.getI32IntegerAttr(1))));
     Value j = tiles ? arith::DivSIOp::create(
-                          at, loc, arith::SubIOp::create(at, loc, tiles.getInductionVar(), tiles.getLowerBound()),
+                          before, loc, arith::SubIOp::create(before, loc, tiles.getInductionVar(), tiles.getLowerBound()),
                           tiles.getStep())
                           .getResult()
-                    : constant(at, 0);
-    turnTrip = tripCount(at, loc, clb, loop.getUpperBound(), cstep);
-    turnFirst = arith::MulIOp::create(
-        at, loc, turnsBefore(at, j, fromI32(at, tilegpu::ProgramSlotOp::create(at, loc, at.getI32Type())), others),
-        turnTrip);
-    iter = arith::AddIOp::create(head, loc, turnFirst, i);
+                    : constant(before, 0);
+    Value slot = fromI32(before, tilegpu::ProgramSlotOp::create(before, loc, before.getI32Type()));
+    turnFirst = arith::MulIOp::create(before, loc, turnsBefore(before, j, slot, others), turnTrip);
   } else {
-    iter = tiles ? globalIteration(head, i, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(), clb,
-                                   loop.getUpperBound(), cstep)
-                 : i;
+    turnFirst = tiles ? tileFirstIteration(before, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(),
+                                           turnTrip)
+                      : constant(before, 0);
   }
-  // The program's first stage (ping-pong), from its slot.
+  Value iter = arith::AddIOp::create(head, loc, turnFirst, i);
+  // The program's first stage (ping-pong with a stage set per program).
   Value consumerFirstStage =
-      programs == 1 || sharedRing ? Value()
-                    : arith::MulIOp::create(head, loc, tilegpu::ProgramSlotOp::create(head, loc, head.getI32Type()),
-                                            arith::ConstantOp::create(head, loc, head.getI32IntegerAttr(stages)))
-                          .getResult();
+      programs == 1 || sharedRing
+          ? Value()
+          : arith::MulIOp::create(before, loc, tilegpu::ProgramSlotOp::create(before, loc, before.getI32Type()),
+                                  arith::ConstantOp::create(before, loc, before.getI32IntegerAttr(stages)))
+                .getResult();
   auto inProgram = [&](OpBuilder &at, Value s) -> Value {
     return consumerFirstStage ? arith::AddIOp::create(at, loc, s, consumerFirstStage).getResult() : s;
   };

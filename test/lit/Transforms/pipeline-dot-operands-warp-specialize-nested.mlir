@@ -14,8 +14,8 @@
 // CHECK: scf.if %{{.*}} {
 // CHECK:   scf.for %[[T:.*]] =
 // CHECK:     arith.muli %[[T]]
+// CHECK:     arith.subi %[[T]]
 // CHECK:     scf.for
-// CHECK:       arith.subi %[[T]]
 // CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {released}
 // CHECK:       tilegpu.tma_load %[[A]][
 // CHECK:       tilegpu.tma_load %[[B]][
