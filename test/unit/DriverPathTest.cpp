@@ -215,6 +215,41 @@ TEST_F(DriverPath, TensorMapsFollowTheParametersAndDescribeTheirBuffers) {
   EXPECT_EQ(fake::tegula_fake_cuda_stats().encodes, 0u);
 }
 
+/// Ping-pong (two programs per CTA): the launch runs ceil(grid.x / 2) CTAs
+/// of 2 x 4 + 4 warps and passes the launch's grid.x as the hidden last
+/// parameter (the kernel's num_programs(0)), after the tensor maps.
+TEST_F(DriverPath, PingPongLaunchesHalfTheCtasAndPassesTheProgramCount) {
+  ASSERT_EQ(device_info().chip, "sm_90a") << "TEGULA_FAKE_CUDA_ARCH changed the fake's device";
+  auto k = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  const int M = 384, N = 256, K = 128;
+  DeviceBuffer a(size_t(M) * K, DType::bf16), b(size_t(K) * N, DType::bf16), c(size_t(M) * N, DType::bf16);
+  for (uint32_t programs : {1u, 5u, 6u}) {
+    SCOPED_TRACE(std::to_string(programs) + " programs");
+    fake::tegula_fake_cuda_reset();
+    k({.grid = {programs}, .num_warps = 4, .num_stages = 4, .backend = Backend::GPU, .ping_pong = true}, a,
+      b, c, M, N, K, 128, 128, 64, 8);
+    auto launches = fake::tegula_fake_cuda_launches();
+    ASSERT_EQ(launches.size(), 1u);
+    const fake::Launch &l = launches[0];
+    EXPECT_EQ(l.grid[0], (programs + 1) / 2);
+    EXPECT_EQ(l.grid[1], 1u);
+    EXPECT_EQ(l.block[0], 384u) << "two consumer warpgroups and a producer";
+    // Stages of 128x64 + 64x128 bf16 shared by both programs, and each
+    // program's own epilogue block: far above 48 KiB, opted in.
+    EXPECT_GE(l.sharedBytes, 4u * (128 * 64 + 64 * 128) * 2);
+    EXPECT_LE(l.sharedBytes, 227u * 1024);
+    // a, b, c, M, N, K; A's, B's and C's maps; then the program count.
+    ASSERT_EQ(l.params.size(), 10u);
+    EXPECT_EQ(paramAs<int32_t>(l, 3), M);
+    EXPECT_EQ(paramAs<int32_t>(l, 9), int32_t(programs)) << "num_programs(0) is the launch's, not the CTAs'";
+    for (size_t i = 6; i < 9; ++i) {
+      fake::TensorMap map;
+      EXPECT_TRUE(fake::tegula_fake_cuda_decode_tensor_map(l.params[i].data(), &map)) << i;
+    }
+  }
+}
+
 /// The TEGULA_* switches are read at every launch (one pass over the
 /// environment), so a program may change them between launches; a longer
 /// name that starts like one is not it.
