@@ -387,6 +387,19 @@ void expectAssembles(const std::string &ptxas, const std::string &ptx, const std
   EXPECT_EQ(std::system(cmd.c_str()), 0) << what << ": " << cmd;
 }
 
+/// Why the GPU cases cannot run here; empty when a Hopper GPU is present.
+std::string whyNoHopper() {
+  std::string why;
+  if (!gpu_available(&why))
+    return "no GPU: " + why;
+  if (device_info().chip != "sm_90a")
+    return "wgmma and TMA need sm_90a; this device is " + device_info().chip;
+  return "";
+}
+#define SKIP_WITHOUT_HOPPER()                                                                      \
+  if (std::string why = whyNoHopper(); !why.empty())                                               \
+  GTEST_SKIP() << why
+
 TEST(WgmmaFragmentsGpu, ProbesAssembleForSm90a) {
   std::string ptxas;
   if (!havePtxas(&ptxas))
@@ -431,11 +444,7 @@ TEST(WgmmaFragmentsGpu, ProbeDescriptorsAddressTheirElementsInTheSimulatorsModel
 }
 
 TEST(WgmmaFragmentsGpu, SharedOperandsAndAccumulatorsAreWhereTheLayoutsSay) {
-  std::string why;
-  if (!gpu_available(&why))
-    GTEST_SKIP() << "no GPU: " << why;
-  if (device_info().chip != "sm_90a")
-    GTEST_SKIP() << "wgmma needs sm_90a; this device is " << device_info().chip;
+  SKIP_WITHOUT_HOPPER();
   std::mt19937 rng(11);
   for (const OperandCase &c : sharedCases()) {
     SCOPED_TRACE(c.name());
@@ -460,11 +469,7 @@ TEST(WgmmaFragmentsGpu, SharedOperandsAndAccumulatorsAreWhereTheLayoutsSay) {
 /// runs give each element of A a digit of its row or column (0..15, exact
 /// in every type): together they say which element of A each C holds.
 TEST(WgmmaFragmentsGpu, RegisterOperandAIsMmaSyncsFragmentPerWarp) {
-  std::string why;
-  if (!gpu_available(&why))
-    GTEST_SKIP() << "no GPU: " << why;
-  if (device_info().chip != "sm_90a")
-    GTEST_SKIP() << "wgmma needs sm_90a; this device is " << device_info().chip;
+  SKIP_WITHOUT_HOPPER();
   for (const OperandCase &c : registerCases()) {
     SCOPED_TRACE(c.name() + ", A from registers");
     const int K = c.k;
@@ -502,11 +507,7 @@ TEST(WgmmaFragmentsGpu, RegisterOperandAIsMmaSyncsFragmentPerWarp) {
 /// A box copied with each swizzle lands as tmaSwizzleBytes' tile places it;
 /// the parts of a box past the tensor's edges are zeros.
 TEST(WgmmaFragmentsGpu, TmaBoxesLandWhereTheSwizzledTilesSay) {
-  std::string why;
-  if (!gpu_available(&why))
-    GTEST_SKIP() << "no GPU: " << why;
-  if (device_info().chip != "sm_90a")
-    GTEST_SKIP() << "TMA needs sm_90a; this device is " << device_info().chip;
+  SKIP_WITHOUT_HOPPER();
   struct Box {
     DType dtype;
     int bits, rows, cols; // the box: `cols` spans the swizzle
