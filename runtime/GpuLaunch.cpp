@@ -6,8 +6,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tegula::runtime {
@@ -60,6 +61,34 @@ const GpuDevice &currentDevice() {
   return device;
 }
 
+namespace {
+/// The module holding `name`: its cubin; without one, or when the driver
+/// refuses it (a GPU other than the one it was built for), its PTX through
+/// the driver's JIT, whose log a failure carries.
+CUmodule loadModule(Driver &d, const std::vector<char> &cubin, const std::string &ptx,
+                    const std::string &name) {
+  CUmodule module = nullptr;
+  if (!cubin.empty()) {
+    const CUresult r = d.cuModuleLoadData(&module, cubin.data());
+    if (r == CUDA_SUCCESS)
+      return module;
+    if (ptx.empty())
+      d.check(r, "cuModuleLoadData", name);
+    std::fprintf(stderr, "tegula: kernel '%s': the driver refused its cubin: %s; loading its PTX through the "
+                 "driver's JIT\n", name.c_str(), d.describe(r).c_str());
+  }
+  std::array<char, 16384> log{};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size() - 1))};
+  const CUresult r = d.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  if (r != CUDA_SUCCESS && log[0])
+    throw Error(fmt::format("cuModuleLoadDataEx failed for kernel '{}': {}; the JIT says:\n{}", name,
+                            d.describe(r), log.data()));
+  d.check(r, "cuModuleLoadDataEx", name);
+  return module;
+}
+} // namespace
+
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
                                                  int dynamicSharedBytes,
@@ -71,10 +100,7 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   k->name_ = name;
   k->producerWarps_ = producerWarps;
   k->programsPerCta_ = programsPerCta;
-  CUmodule module;
-  const void *image = cubin.empty() ? static_cast<const void *>(ptx.c_str())
-                                    : static_cast<const void *>(cubin.data());
-  d.check(d.cuModuleLoadData(&module, image), "cuModuleLoadData", name);
+  CUmodule module = loadModule(d, cubin, ptx, name);
   k->module_ = module;
   CUfunction fn;
   d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
@@ -82,12 +108,14 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   k->dynamicShared_ = dynamicSharedBytes;
   k->tensorMaps_ = std::move(tensorMaps);
   if (dynamicSharedBytes > 48 * 1024) {
-    int device = currentDevice().ordinal, optin = 0;
+    CUdevice device;
+    int optin = 0;
+    d.check(d.cuDeviceGet(&device, currentDevice().ordinal), "cuDeviceGet", name);
     d.check(d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                    device),
             "cuDeviceGetAttribute", name);
     if (dynamicSharedBytes > optin)
-      throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per program; {} allows "
+      throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per CTA; {} allows "
                               "at most {} (smaller tiles, fewer stages)",
                               name, dynamicSharedBytes, currentDevice().name, optin));
     d.check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

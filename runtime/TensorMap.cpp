@@ -5,6 +5,7 @@
 #include "tegula/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sstream>
 
@@ -24,6 +25,13 @@ std::string describe(const TensorMapValue &v, const std::vector<std::string> &na
     return std::string();
   return v.value == 1 ? fmt::format(" (argument '{}')", paramName(names, v.arg))
                       : fmt::format(" (argument '{}' x {})", paramName(names, v.arg), v.value);
+}
+/// `m`'s strides in elements, for messages.
+std::vector<uint64_t> strideElements(const ResolvedTensorMap &m, int64_t elem) {
+  std::vector<uint64_t> out;
+  for (uint64_t s : m.strideBytes)
+    out.push_back(s / uint64_t(elem));
+  return out;
 }
 } // namespace
 
@@ -59,6 +67,19 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
     r.strideBytes.push_back(uint64_t(stride * elem));
     r.box.push_back(uint32_t(spec.box[d]));
   }
+  // TMA clips to the extents, not to the allocation: a map reaching past its
+  // buffer would read (or a store write) other memory on a GPU.
+  if (size_t(spec.base) < args.size() && args[size_t(spec.base)].bytes()) {
+    uint64_t end = uint64_t(elem);
+    for (size_t d = 0; d < rank; ++d)
+      end += (r.shape[d] - 1) * r.strideBytes[d];
+    const uint64_t bytes = args[size_t(spec.base)].bytes();
+    if (end > bytes)
+      throw Error(fmt::format("{}: its extents [{}] and strides [{}] (elements) reach byte {}, past the {} "
+                              "bytes the argument holds",
+                              what(), fmt::join(r.shape, ", "), fmt::join(strideElements(r, elem), ", "), end,
+                              bytes));
+  }
   return r;
 }
 
@@ -89,16 +110,23 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
     if (i + 1 < rank)
       strides[i] = map.strideBytes[rank - 2 - i];
   }
+  CUtensorMapSwizzle swizzle;
+  switch (map.swizzle) {
+  case 0: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+  case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+  case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+  case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  default: // the kernel's descriptors assume the swizzle: never fall back to none
+    throw Error(fmt::format("kernel '{}': a {}-byte TMA swizzle does not exist (0, 32, 64 or 128)", kernel,
+                            map.swizzle));
+  }
   TensorMapBytes out;
   static_assert(sizeof(CUtensorMap) == sizeof(out.bytes));
   d.check(d.cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap *>(out.bytes.data()), type,
                                    cuuint32_t(rank), reinterpret_cast<void *>(map.address),
                                    dims.data(), strides.data(), box.data(), elementStrides.data(),
                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                   map.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
-                                   : map.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                   : map.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
-                                                       : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                   swizzle,
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
           "cuTensorMapEncodeTiled", kernel);

@@ -42,7 +42,7 @@ struct DeviceInfo {
   size_t total_memory = 0;    // bytes
   int memory_clock_khz = 0;   // as the driver reports it
   int memory_bus_bits = 0;
-  int multiprocessors = 0;    // SMs: the grid of a persistent kernel
+  int multiprocessors = 0;    // SMs: the grid of a persistent kernel (2x with ping_pong: 2 programs a CTA)
   /// 2 * clock * bus width: the nominal DRAM bandwidth the attributes imply.
   double nominal_bandwidth_gbs() const {
     return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;

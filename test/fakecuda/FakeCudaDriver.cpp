@@ -355,6 +355,8 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
     FAKE_NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
     FAKE_NAME(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
     FAKE_NAME(CUDA_ERROR_LAUNCH_FAILED)
+    FAKE_NAME(CUDA_ERROR_NO_BINARY_FOR_GPU)
+    FAKE_NAME(CUDA_ERROR_INVALID_PTX)
 #undef FAKE_NAME
   default:
     *name = nullptr;
@@ -532,7 +534,29 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned, CUjit_option *, void **) {
+/// The driver's JIT: PTX for a newer target than the device fails, with
+/// ptxas's message in the error log buffer when one is given.
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned numOptions, CUjit_option *options,
+                            void **values) {
+  const char *bytes = static_cast<const char *>(image);
+  if (bytes && std::memcmp(bytes, "\x7f" "ELF", 4) != 0) {
+    std::string_view ptx(bytes);
+    const size_t target = ptx.find(".target sm_");
+    if (target != std::string_view::npos && std::atoi(bytes + target + 11) > fakeArch()) {
+      char *log = nullptr;
+      size_t size = 0;
+      for (unsigned i = 0; i < numOptions; ++i) {
+        if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
+          log = static_cast<char *>(values[i]);
+        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+          size = size_t(reinterpret_cast<uintptr_t>(values[i]));
+      }
+      if (log && size)
+        std::snprintf(log, size, "ptxas application ptx input, line 2; fatal   : SM version specified by "
+                      ".target is higher than default SM version assumed");
+      return CUDA_ERROR_INVALID_PTX;
+    }
+  }
   return cuModuleLoadData(module, image);
 }
 

@@ -528,6 +528,23 @@ TEST(TensorDescriptorErrors, ReportedAtTheUsersLine) {
 
 /// TMA's run-time rules: a 16-byte aligned base and strides of whole 16-byte
 /// units, checked by every backend.
+/// TMA clips to a map's extents, not to the buffer: extents that reach past
+/// the argument (64 rows of 40 floats over a 40 x 40 buffer) are refused
+/// before any copy could read other memory on a GPU.
+TEST(TensorDescriptorErrors, ExtentsPastTheBufferAreRefused) {
+  auto k = kernel("shifted_copy", shifted_copy<float>,
+                  {"x", "out", "M", "N", "ldx", "ldo", "SHIFT", "BM", "BN"});
+  std::vector<float> x(40 * 40), out(64 * 40);
+  try {
+    k({.grid = {1, 1}, .backend = Backend::Sim, .chip = "sm_90a"}, x, out, 64, 40, 40, 40, 0, 16, 16);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("the tensor descriptor over argument 'x': its extents [64, 40] and "
+                                    "strides [40, 1] (elements) reach byte 10240, past the 6400 bytes the "
+                                    "argument holds"));
+  }
+}
+
 TEST(TensorDescriptorErrors, MisalignedStridesAndBasesAreRefused) {
   auto k = kernel("shifted_copy", shifted_copy<float>,
                   {"x", "out", "M", "N", "ldx", "ldo", "SHIFT", "BM", "BN"});

@@ -7,6 +7,7 @@
 #include "FakeCuda.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
+#include "runtime/GpuLaunch.h"
 #include "tegula/device.h"
 #include "tegula/tegula.h"
 
@@ -304,6 +305,32 @@ TEST_F(DriverPath, EnvironmentSwitchesAreReadAtEveryLaunch) {
   unsetenv("TEGULA_WGMMA");
   mm(gpu, a, b, c, 128, 128, 128, 128, 128, 64);
   EXPECT_EQ(loads(), 2);
+}
+
+/// A cubin the driver refuses (built for another GPU) is loaded from its
+/// PTX through the driver's JIT; a JIT failure carries the driver's log.
+TEST_F(DriverPath, ARefusedCubinLoadsFromItsPtxAndAJitFailureCarriesTheLog) {
+  auto k = kernel("vector_add_jit", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  std::vector<float> x(64);
+  CompiledKernel c = k.compile({x, x, x, 64, 64}, {.chip = "sm_90a", .num_warps = 1});
+  if (c.cubin.empty())
+    GTEST_SKIP() << "no ptxas here: no cubin to refuse";
+  fake::tegula_fake_cuda_fail_next("cuModuleLoadData", CUDA_ERROR_NO_BINARY_FOR_GPU);
+  ::testing::internal::CaptureStderr();
+  auto loaded = runtime::LoadedKernel::load(c.cubin, c.ptx, "vector_add_jit");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(loaded->function(), nullptr);
+  EXPECT_THAT(said, HasSubstr("kernel 'vector_add_jit': the driver refused its cubin: CUDA_ERROR_NO_BINARY_FOR_GPU"));
+  // PTX for a newer GPU than the fake's sm_90.
+  std::string newer = c.ptx;
+  newer.replace(newer.find(".target sm_90a"), 14, ".target sm_120a");
+  try {
+    runtime::LoadedKernel::load({}, newer, "vector_add_jit");
+    ADD_FAILURE() << "the JIT took PTX for sm_120a";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("cuModuleLoadDataEx failed for kernel 'vector_add_jit': CUDA_ERROR_INVALID_PTX"));
+    EXPECT_THAT(e.what(), HasSubstr("the JIT says:\nptxas application ptx input"));
+  }
 }
 
 /// What the fake reads from a cubin (ELF .nv.info) and from PTX agree: the
