@@ -23,6 +23,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <fmt/format.h>
@@ -97,7 +98,7 @@ const char *accumulatorConstraint(ValueRange acc) {
 /// s32 for s8 operands), A from the descriptor `descA` or, when `aRegs`
 /// holds its 4 registers (32-bit, two 16-bit values each), from registers.
 SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange acc, Value descA,
-                             ValueRange aRegs, Value descB, bool transA, bool transB) {
+                             ValueRange aRegs, Value descB, bool transA, bool transB, bool scaleD) {
   const size_t count = acc.size();
   std::string regs, constraints;
   for (size_t i = 0; i < count; ++i) {
@@ -121,7 +122,7 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   }
   const size_t bIndex = next();
   args.push_back(descB);
-  args.push_back(i32Const(b, loc, 1));
+  args.push_back(i32Const(b, loc, scaleD ? 1 : 0));
   constraints += ",l,r";
   const bool tf32 = elem.isF32(), eightBit = elem.getIntOrFloatBitWidth() == 8, s8 = elem.isInteger(8);
   const std::string type = tf32                              ? "tf32"
@@ -130,7 +131,7 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
                            : isa<Float8E5M2Type>(elem)       ? "e5m2"
                            : elem.isBF16()                   ? "bf16"
                                                              : "f16";
-  // scale-d is a predicate: always accumulate (the accumulator is explicit).
+  // scale-d is a predicate: false ignores the accumulator's input (D = A B).
   // A from registers is K-major and has no imm-trans-a; tf32 and 8-bit
   // types have no transposes at all (both operands K-major); integer wgmma
   // has no imm-scale-a/b either.
@@ -169,6 +170,35 @@ SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pend
   return out;
 }
 
+/// wgmma.fence with `values` (accumulators and A fragments the next wgmmas
+/// read) passing through it as in/out operands, returned: every instruction
+/// writing them stays above the fence and none comes between it and the
+/// wgmmas, as the PTX ISA requires (ptxas otherwise inserts warpgroup
+/// arrives and may serialise the wgmmas).
+SmallVector<Value> emitFence(OpBuilder &b, Location loc, ValueRange values) {
+  if (values.empty()) {
+    inlinePtx(b, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
+    return {};
+  }
+  std::string constraints;
+  SmallVector<Type> types;
+  for (Value v : values) {
+    constraints += fmt::format("{}{}", types.empty() ? "" : ",", v.getType().isF32() ? "=f" : "=r");
+    types.push_back(v.getType());
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += fmt::format(",{}", i);
+  Value d = inlinePtx(b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), types), values,
+                      "wgmma.fence.sync.aligned;", constraints);
+  SmallVector<Value> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
+  return out;
+}
+
+/// Whether `v` is the constant 0 (f32 or i32).
+bool isZero(Value v) { return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()); }
+
 /// `a * b + acc` on wgmma, both operands in shared memory at `aTile` and
 /// `bTile` (placed as the plans say): wgmma.fence, one wgmma.mma_async per
 /// warpgroup, m-tile, <= 256 columns and k16, one commit. Returns the
@@ -180,7 +210,6 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
                                 const std::optional<WgmmaOperandTile> &planA, ValueRange aValues,
                                 Value bTile, const WgmmaOperandTile &planB, ValueRange c) {
   const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
-  inlinePtx(b, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
   // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
   auto [lane, warp] = laneAndWarp(b, loc);
   Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
@@ -188,32 +217,63 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
                                                  i32Const(b, loc, planA->instructionOffset(64, 0)))
                                  .getResult()
                            : Value();
-  SmallVector<Value> acc(c.begin(), c.end());
   const bool tf32 = elem.isF32();
   const int64_t instrK = tf32 ? 8 : elem.getIntOrFloatBitWidth() == 8 ? 32 : 16, kTiles = K / instrK;
+  // A from registers: every instruction's 4 words (m-tiles, then k-slices),
+  // computed before the fence. This warp's 16 rows are mma.sync's A
+  // fragment: 8 values a k-slice (tf32: m16k8, one value a register).
+  SmallVector<Value> aRegs;
+  if (!planA)
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+        const size_t slice = size_t(k0 / instrK + kTiles * mi);
+        if (tf32)
+          for (Value v : aValues.slice(4 * slice, 4))
+            aRegs.push_back(tf32Bits(b, loc, v));
+        else
+          aRegs.append(packWords(b, loc, aValues.slice(8 * slice, 8)));
+      }
+  // A slice of accumulators that is all zeros (a fresh dot) is not read:
+  // its first wgmma takes scale-d = 0, and no zeros are materialised.
+  const size_t sliceCount = size_t(instrN / 2);
+  SmallVector<bool> fresh;
+  SmallVector<Value> acc(c.begin(), c.end()), live;
+  for (size_t first = 0; first < acc.size(); first += sliceCount) {
+    ArrayRef<Value> slice = ArrayRef<Value>(acc).slice(first, sliceCount);
+    fresh.push_back(llvm::all_of(slice, isZero));
+    for (Value &v : MutableArrayRef<Value>(acc).slice(first, sliceCount))
+      if (fresh.back())
+        v = LLVM::UndefOp::create(b, loc, v.getType());
+      else
+        live.push_back(v);
+  }
+  SmallVector<Value> fenced = live;
+  fenced.append(aRegs);
+  fenced = emitFence(b, loc, fenced);
+  for (size_t first = 0, next = 0; first < acc.size(); first += sliceCount)
+    if (!fresh[first / sliceCount])
+      for (size_t i = 0; i < sliceCount; ++i)
+        acc[first + i] = fenced[next++];
+  ArrayRef<Value> fencedA = ArrayRef<Value>(fenced).drop_front(live.size());
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
       for (int64_t k0 = 0; k0 < K; k0 += instrK) {
         Value descA;
-        SmallVector<Value> aRegs;
+        ArrayRef<Value> regs;
         if (planA) {
           Value offA = LLVM::AddOp::create(
               b, loc, groupRows,
               i32Const(b, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
           descA = descriptor(b, loc, aTile, offA, *planA);
-        } else if (tf32) { // this warp's 16 rows: mma.sync's m16k8 A fragment, one value a register
-          const size_t first = size_t(4 * (k0 / instrK + kTiles * mi));
-          for (Value v : aValues.slice(first, 4))
-            aRegs.push_back(tf32Bits(b, loc, v));
-        } else { // this warp's 16 rows: mma.sync's A fragment, 8 values (k-slices first, then m-tiles)
-          const size_t first = size_t(8 * (k0 / instrK + kTiles * mi));
-          aRegs = packWords(b, loc, aValues.slice(first, 8));
+        } else {
+          regs = fencedA.slice(size_t(4 * (k0 / instrK + kTiles * mi)), 4);
         }
         Value descB = descriptor(
             b, loc, bTile, i32Const(b, loc, planB.instructionOffset(int32_t(n0), int32_t(k0))), planB);
-        const size_t first = size_t(4 * (nTiles * mi + n0 / 8)), count = size_t(instrN / 2);
-        SmallVector<Value> d = emitWgmma(b, loc, elem, ArrayRef<Value>(acc).slice(first, count),
-                                         descA, aRegs, descB, planA && !planA->kMajor, !planB.kMajor);
+        const size_t first = size_t(4 * (nTiles * mi + n0 / 8));
+        const bool scaleD = k0 > 0 || !fresh[first / sliceCount];
+        SmallVector<Value> d = emitWgmma(b, loc, elem, ArrayRef<Value>(acc).slice(first, sliceCount), descA,
+                                         regs, descB, planA && !planA->kMajor, !planB.kMajor, scaleD);
         std::copy(d.begin(), d.end(), acc.begin() + ptrdiff_t(first));
       }
   inlinePtx(b, loc, Type(), {}, "wgmma.commit_group.sync.aligned;", "");

@@ -273,4 +273,33 @@ TEST(HopperPtx, PtxasAssemblesWithoutSpills) {
     }
 }
 
+/// The PTX ISA makes a register written between wgmma.fence and a wgmma
+/// that reads it (accumulator or A fragment) undefined; ptxas repairs it
+/// with warpgroup arrives it warns about (C7519), and in divergent code
+/// serialises the wgmmas (C7520). Attention chains wgmma with A from
+/// registers (P) and fresh accumulators (S); neither may be written after
+/// the fence - plain, warp specialised and ping-pong.
+TEST(HopperPtx, NoRegisterIsWrittenBetweenTheFenceAndItsWgmma) {
+  if (!have_ptxas())
+    GTEST_SKIP() << "ptxas not found: its warnings are what this test reads";
+  auto k = kernel("attention_fwd_descriptors_fence", examples::attention_fwd_descriptors<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  std::vector<bfloat16> x(256 * 128);
+  struct Config {
+    int BM, warps;
+    bool ws, pp;
+  };
+  for (Config c : {Config{128, 8, false, false}, Config{128, 8, true, false}, Config{64, 4, false, true}}) {
+    SCOPED_TRACE(fmt::format("attention {}x64 d128, {} warps{}{}", c.BM, c.warps, c.ws ? ", warp specialised" : "",
+                             c.pp ? ", ping-pong" : ""));
+    CompiledKernel out = k.compile({x, x, x, x, 256, 256, 0.1f, 128, c.BM, 64, true},
+                                   {.chip = "sm_90a", .num_warps = c.warps, .warp_specialize = c.ws,
+                                    .ping_pong = c.pp});
+    ASSERT_FALSE(out.cubin.empty()) << out.ptxas_log;
+    EXPECT_THAT(out.ptxas_log, Not(HasSubstr("C7519"))) << "registers written after wgmma.fence";
+    EXPECT_THAT(out.ptxas_log, Not(HasSubstr("C7520"))) << "wgmmas serialised";
+    EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
+  }
+}
+
 } // namespace
