@@ -58,10 +58,10 @@ struct Operand {
 };
 
 /// Issues `op`'s load for the iteration whose induction variable is `iv`
-/// into stage `stage` of `ring` (TMA: a tilegpu.tma_load; cp.async: masked
-/// off when the iteration does not exist). `outer`: clones of the values
-/// from outside the loop the address computation uses (a warp-specialised
-/// producer's own copies).
+/// into stage `stage` of `ring`, when the iteration exists (TMA: a
+/// tilegpu.tma_load under an scf.if; cp.async: masked off). `outer`: clones
+/// of the values from outside the loop the address computation uses (a
+/// warp-specialised producer's own copies, for iterations that exist).
 void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage,
            const mlir::IRMapping *outer = nullptr);
 

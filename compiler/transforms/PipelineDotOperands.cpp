@@ -37,6 +37,16 @@ namespace tegula::rings {
 void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage, const IRMapping *outer) {
   Location loc = op.loadOp()->getLoc();
   if (op.block) {
+    // Only iterations the loop runs (a look-ahead past its end copies
+    // nothing): such a copy would be a box wholly outside the tensor, and
+    // waiting for it would rely on TMA crediting the bytes of a box it never
+    // reads - not documented. A producer's loop (`outer`) runs only those.
+    OpBuilder::InsertionGuard guard(b);
+    if (!outer) {
+      Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
+      auto only = scf::IfOp::create(b, loc, TypeRange{}, runs, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(only.thenBlock());
+    }
     IRMapping map = outer ? *outer : IRMapping();
     map.map(loop.getInductionVar(), iv);
     for (Operation *o : op.slice.ops)
@@ -117,22 +127,9 @@ std::pair<Value, Value> stageAndPhase(OpBuilder &b, scf::ForOp loop, Value k, in
   return {stage, phase};
 }
 
-/// After a loop whose TMA rings look `lookahead` iterations ahead: wait for
-/// the copies issued past its end (iterations n .. n + lookahead - 1, zero
-/// boxes or real), so that no copy lands in memory reused later, then
-/// invalidate the rings' mbarriers.
-void drainTmaRings(OpBuilder &b, scf::ForOp loop, ArrayRef<Value> rings, int stages, int lookahead) {
-  Location loc = loop.getLoc();
-  Value lb = loop.getLowerBound(), step = loop.getStep();
-  Value span = arith::SubIOp::create(b, loc, loop.getUpperBound(), lb);
-  Value n = arith::DivSIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, ivConstant(b, loop, 1))), step);
-  n = arith::MaxSIOp::create(b, loc, n, ivConstant(b, loop, 0));
-  Value end = arith::AddIOp::create(b, loc, n, ivConstant(b, loop, lookahead));
-  auto drain = scf::ForOp::create(b, loc, n, end, ivConstant(b, loop, 1));
-  OpBuilder body = OpBuilder::atBlockBegin(drain.getBody());
-  auto [stage, phase] = stageAndPhase(body, loop, drain.getInductionVar(), stages);
-  tilegpu::TmaWaitOp::create(body, loc, rings, stage, phase);
+/// After a loop with TMA rings: every copy was issued for an iteration the
+/// loop ran and waited for there, so the rings' mbarriers can go.
+void releaseTmaRings(OpBuilder &b, Location loc, ArrayRef<Value> rings) {
   for (Value ring : rings)
     tilegpu::TmaReleaseOp::create(b, loc, ring);
 }
@@ -243,11 +240,11 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       between->erase();
     o->loadOp()->erase();
   }
-  // After the loop: the copies still in flight (past the end: zero fills)
-  // land before the rings' memory is reused.
+  // After the loop: cp.async copies still in flight (past the end: zero
+  // fills) land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma) {
-    drainTmaRings(b, loop, rings, stages, lookahead);
+    releaseTmaRings(b, loc, rings);
   } else {
     tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   }
@@ -458,10 +455,10 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     load->erase();
   if (wgmma)
     waitForWgmmaWhereNeeded(loop, issued);
-  // After the loop: the copies still in flight land before the rings' memory is reused.
+  // After the loop: cp.async copies still in flight land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma)
-    drainTmaRings(b, loop, rings, stages, lookahead);
+    releaseTmaRings(b, loc, rings);
   else
     tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))

@@ -4,8 +4,9 @@
 // filled by TMA: one mbarrier per stage (tma_init), the prologue's copies,
 // each iteration waiting for its stage's phase ((i / 3) % 2) before wgmma
 // reads it and refilling the stage two iterations behind (one wgmma group
-// stays in flight), and after the loop the copies issued past the end
-// drained before the mbarriers are invalidated. Each ring gets its own
+// stays in flight). Every copy is guarded by its iteration existing (none
+// past the loop's end: no box wholly outside the tensor), so after the loop
+// the mbarriers are invalidated without a drain. Each ring gets its own
 // tensor map: A's 64 x 32 bf16 boxes with rows of 64 bytes (64-byte
 // swizzle), B's 32 x 64 with 128-byte rows (128-byte swizzle).
 // CHECK: tilegpu.tensor_maps = "{{.*}}\0A0 6 2 -1 128 3 1 3 1 -1 1 64 32 64\0A1 6 2 3 1 -1 128 -1 128 -1 1 32 64 128\0A"
@@ -13,16 +14,22 @@
 // CHECK: tilegpu.tma_init %[[A]]
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[32, 64] x bf16
 // CHECK: tilegpu.tma_init %[[B]]
-// CHECK: tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA:arg[0-9]+]][
-// CHECK: tilegpu.tma_load %[[B]][%{{.*}}], %[[MAPB:arg[0-9]+]][
+// CHECK: %[[P0:.*]] = arith.cmpi slt, %[[I0:.*]], %[[K:arg3]] : i32
+// CHECK: scf.if %[[P0]] {
+// CHECK:   tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA:arg[0-9]+]][%{{.*}}, %[[I0]]]
+// CHECK: scf.if
+// CHECK:   tilegpu.tma_load %[[B]][%{{.*}}], %[[MAPB:arg[0-9]+]][
 // CHECK: scf.for
 // CHECK:   tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}}
 // CHECK:   tilegpu.dot_shared %[[A]][%{{.*}}], %[[B]][%{{.*}}]
 // CHECK:   tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32}
-// CHECK:   tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA]][
-// CHECK:   tilegpu.tma_load %[[B]][%{{.*}}], %[[MAPB]][
-// CHECK: scf.for
-// CHECK:   tilegpu.tma_wait %[[A]], %[[B]]
+// CHECK:   %[[P:.*]] = arith.cmpi slt, %[[AHEAD:.*]], %[[K]] : i32
+// CHECK:   scf.if %[[P]] {
+// CHECK:     tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA]][%{{.*}}, %[[AHEAD]]]
+// CHECK:   scf.if
+// CHECK:     tilegpu.tma_load %[[B]][%{{.*}}], %[[MAPB]][
+// CHECK:   scf.yield
+// CHECK-NOT: tma_wait
 // CHECK: tilegpu.tma_release %[[A]]
 // CHECK: tilegpu.tma_release %[[B]]
 // CHECK: tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
