@@ -140,19 +140,27 @@ CONFIG
 # What `run` can be asked for: a part names several items, an item is one
 # program (a carried test binary or benchmark) or one Python step.
 PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead pytest"
+# The GEMM benchmark's types (benchmarks/gemm.cpp's --dtypes): in `benchmarks`
+# it runs one type an item (gemm-bf16, ...), since all of them together
+# outgrow a call; `run gemm` still runs it whole.
+GEMM_DTYPES="bf16 f16 tf32 tf32tn fp8 i8"
 items_of() {
   case $1 in
     all) items_of tests && items_of benchmarks && items_of python ;;
     tests) awk '$1 == "test" {print $2}' "$CARRY/programs.txt" ;;
-    benchmarks) awk '$1 == "benchmark" {print $2}' "$CARRY/programs.txt"
+    benchmarks) awk '$1 == "benchmark" {print $2}' "$CARRY/programs.txt" | while read -r b; do
+        if [[ $b == gemm ]]; then printf 'gemm-%s\n' $GEMM_DTYPES; else echo "$b"; fi
+      done
       echo attention-mma-sync ;;
     python) printf '%s\n' $PYTHON_ITEMS ;;
     attention-mma-sync) echo "$1" ;;
     *) if awk -v n="$1" '$2 == n {found = 1} END {exit !found}' "$CARRY/programs.txt" ||
-         [[ " $PYTHON_ITEMS " == *" $1 "* ]]; then echo "$1"
+         [[ " $PYTHON_ITEMS " == *" $1 "* ]] ||
+         [[ $1 == gemm-* && " $GEMM_DTYPES " == *" ${1#gemm-} "* ]]; then echo "$1"
        else
          echo "run: '$1' is neither a part (all, tests, benchmarks, python) nor a program of the payload" \
-           "($(awk '{printf "%s ", $2}' "$CARRY/programs.txt")) nor a Python step ($PYTHON_ITEMS)" >&2
+           "($(awk '{printf "%s ", $2}' "$CARRY/programs.txt")) nor a GEMM type" \
+           "($(printf 'gemm-%s ' $GEMM_DTYPES)) nor a Python step ($PYTHON_ITEMS)" >&2
          return 1
        fi ;;
   esac
@@ -272,6 +280,12 @@ run() {
       test:*) run_test_binary "$item" ;;
       benchmark:*)
         stream "$item" "$root/bin/$item"
+        rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$why")")
+        grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" >>"$logs/results.txt" ;;
+      :gemm-*)
+        # One type of the GEMM benchmark, its CSV in a folder of its own.
+        mkdir -p "$logs/$item"
+        TEGULA_BENCH_OUT=$logs/$item stream "$item" "$root/bin/gemm" --dtypes "${item#gemm-}"
         rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$why")")
         grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" >>"$logs/results.txt" ;;
       :attention-mma-sync)

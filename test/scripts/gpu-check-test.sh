@@ -46,9 +46,13 @@ TEST
 printf '#!/usr/bin/env bash\necho "fake_row 1.0 ms ratio 0.75"\n' >"$work/payload/bin/fake_bench"
 printf '#!/usr/bin/env bash\necho "quiet: started"\nsleep 600\n' >"$work/payload/bin/quiet_bench"
 printf '#!/usr/bin/env bash\nwhile :; do echo "slow: still going"; sleep 0.5; done\n' >"$work/payload/bin/slow_bench"
+# The GEMM benchmark: one type a call (--dtypes), its CSV in TEGULA_BENCH_OUT.
+printf '#!/usr/bin/env bash\necho "gemm_$2 1.0 ms ratio 0.5"\necho "$1 $2" >"$TEGULA_BENCH_OUT/gemm.csv"\n' \
+  >"$work/payload/bin/gemm"
 chmod +x "$work/payload/bin/"*
 tar -C "$work/payload" -cJf "$work/carry/payload.tar.xz" bin lib
-printf 'test fake_test\nbenchmark fake_bench\nbenchmark quiet_bench\nbenchmark slow_bench\n' >"$work/carry/programs.txt"
+printf 'test fake_test\nbenchmark fake_bench\nbenchmark quiet_bench\nbenchmark slow_bench\nbenchmark gemm\n' \
+  >"$work/carry/programs.txt"
 echo "abc1234" >"$work/carry/commit.txt"
 mkdir -p "$work/tmp"
 export TEGULA_GPU_CARRY=$work/carry OUT=$work/out TEGULA_GPU_CHECK_SHARDS=2 TEGULA_GPU_CHECK_STALL=2 \
@@ -112,6 +116,25 @@ for f in environment.log summary.txt fake_test.log fake_bench.log quiet_bench.lo
 done
 grep -q '^slow: still going' <(tar -xzOf "$bundle" ./slow_bench.log) || fail "the killed benchmark's output is lost"
 grep -q '^\[ RUN      \] A.After' <(tar -xzOf "$bundle" ./fake_test.log) || fail "A.After never ran"
+
+# `benchmarks` runs the GEMM benchmark one type an item (with no time left,
+# the resume line lists them), and such an item passes --dtypes and keeps
+# its CSV apart; an unknown type is refused.
+set +e
+OUT=$work/out2 TEGULA_GPU_CHECK_SECONDS=1 bash "$script" run benchmarks >"$work/none.log" 2>&1
+rc=$?
+set -e
+((rc == 3)) || fail "rc $rc, not 3 (items left) with no time to run any"
+grep -qx 'resume with: bash scripts/gpu-check.sh run fake_bench quiet_bench slow_bench gemm-bf16 gemm-f16 gemm-tf32 gemm-tf32tn gemm-fp8 gemm-i8 attention-mma-sync' \
+  "$work/out2/summary.txt" || fail "benchmarks did not split the GEMM benchmark by type"
+OUT=$work/out2 bash "$script" run gemm-bf16 gemm-fp8 >"$work/gemm.log" 2>&1 || fail "the GEMM items failed: $(cat "$work/gemm.log")"
+grep -qE '^benchmark +gemm-bf16 +rc=0' "$work/out2/summary.txt" || fail "gemm-bf16 did not run"
+grep -qx 'gemm_bf16 1.0 ms ratio 0.5' "$work/out2/summary.txt" || fail "gemm-bf16's row is missing"
+grep -qx 'gemm_fp8 1.0 ms ratio 0.5' "$work/out2/summary.txt" || fail "gemm-fp8's row is missing"
+[[ $(tar -xzOf "$work/out2/gpu-check-gemm-bf16_gemm-fp8.tar.gz" ./gemm-fp8/gemm.csv) == "--dtypes fp8" ]] ||
+  fail "gemm-fp8's CSV is not its own"
+if OUT=$work/out2 bash "$script" run gemm-f64 >"$work/unknown-gemm.log" 2>&1; then fail "gemm-f64 was accepted"; fi
+grep -q "'gemm-f64' is neither" "$work/unknown-gemm.log" || fail "no clear error for an unknown GEMM type"
 
 # collect: the bundle under a results folder named by date and GPU.
 TEGULA_RESULTS_DIR=$work/results bash "$script" collect "$work/out"
