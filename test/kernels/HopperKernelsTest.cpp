@@ -262,6 +262,7 @@ TEST(HopperPtx, PtxasAssemblesWithoutSpills) {
                                      {.chip = "sm_90a", .num_warps = c.warps, .num_stages = stages});
       EXPECT_FALSE(out.cubin.empty()) << out.ptxas_log;
       EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
+      EXPECT_THAT(out.ptxas_log, Not(HasSubstr("(C75"))) << "ptxas repaired the wgmma fences";
       EXPECT_THAT(out.ptx, HasSubstr("wgmma.mma_async"));
       if (stages > 1)
         EXPECT_THAT(out.ptx, HasSubstr("cp.async.cg.shared.global"));

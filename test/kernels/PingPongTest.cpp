@@ -10,11 +10,14 @@
 #include "examples/kernels.h"
 #include "kernels/ChipTargets.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
 using namespace tegula;
 using namespace tegula::testing;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -125,6 +128,7 @@ TEST(PingPongCompile, AppliesToOneWarpgroupProgramsOnHopper) {
     if (!c.cubin.empty()) {
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
       EXPECT_EQ(c.registers, 168);
+      EXPECT_THAT(c.ptxas_log, Not(HasSubstr("(C75"))) << "ptxas repaired the wgmma fences";
     }
     std::printf("[tegula test] ping-pong persistent 128x128x%d, 2 x 4 + 4 warps, %d stages: %d registers, %d spill "
                 "bytes, %d bytes of shared memory\n",
@@ -145,8 +149,10 @@ TEST(PingPongCompile, TnBenchmarkTilesFit) {
   auto check = [](const char *what, int BN, int stages, const CompiledKernel &c) {
     EXPECT_EQ(c.programs_per_cta, 2) << what;
     EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << what;
-    if (!c.cubin.empty())
+    if (!c.cubin.empty()) {
       EXPECT_EQ(c.spill_bytes, 0) << what << ": " << c.ptxas_log;
+      EXPECT_THAT(c.ptxas_log, Not(HasSubstr("(C75"))) << what << ": ptxas repaired the wgmma fences";
+    }
     std::printf("[tegula test] ping-pong %s TN 128x%d, 2 x 4 + 4 warps, %d stages: %d registers, %d spill bytes, "
                 "%d bytes of shared memory\n",
                 what, BN, stages, c.registers, c.spill_bytes, c.dynamic_shared_bytes);
