@@ -4,6 +4,7 @@
 // is in the simulator's own symbol table, for every dtype and warp count;
 // a function outside it is an error naming it and the kernel; and the
 // table's 16-bit conversions round correctly.
+#include "MlirTestUtil.h"
 #include "TestUtil.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
@@ -12,7 +13,6 @@
 #include "simulator/HostJit.h"
 #include "simulator/Simulator.h"
 
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
@@ -85,10 +85,7 @@ TEST(HostSymbols, EveryExampleKernelResolvesFromTheSimulatorsTable) {
   addCases("_f16", f16, cases);
   addCases("_bf16", bf16, cases);
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  tegula::testing::LoadedContext ctx;
   const std::set<std::string> table = tableNames();
   std::map<std::string, std::set<std::string>> users; // symbol -> kernels
   for (Case &c : cases)
@@ -115,10 +112,7 @@ TEST(HostSymbols, EveryExampleKernelResolvesFromTheSimulatorsTable) {
 }
 
 std::string prepareError(const char *source, const std::string &kernel) {
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  tegula::testing::LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
   if (!module)
     return "(does not parse)";

@@ -5,6 +5,7 @@
 // the store. The generic lowering (shared-memory exchanges derived from the
 // linear layouts) and the elementwise lowering must handle the mma layouts;
 // the simulator runs the result, race detector on, against the interpreter.
+#include "MlirTestUtil.h"
 #include "TestUtil.h"
 #include "compiler/Registration.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
@@ -13,7 +14,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -70,10 +70,7 @@ template <class T> void roundTrip(int numWarps, bool viaOperand) {
   auto x = random_vector<T>(size_t(M * N), -2, 2);
   std::vector<Arg> specialise = {x, x, M, N, BM, BN};
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   registerAllPasses();
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(specialise, "tile", true), &ctx);
   ASSERT_TRUE(module);

@@ -3,13 +3,13 @@
 // buffers, failed device_asserts, print output, and - with the reduction
 // lowering's barrier removed by a test hook - the shared-memory race.
 #include "ErrorTestUtil.h"
+#include "MlirTestUtil.h"
 #include "TestUtil.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "examples/kernels.h"
 #include "simulator/Simulator.h"
 
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
@@ -121,10 +121,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingReductionBarrier) {
   auto ref = poisoned<float>(x.size());
   sm({.grid = {rows}, .backend = Backend::Interp}, x, ref, cols, 1024);
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   std::string tileIR = sm.ir({x, ref, cols, 1024}, "tile", /*debug_info=*/true);
   std::vector<ParamInfo> params = sm.params();
   std::vector<std::string> names = {"x", "out", "n_cols", "BLOCK"};
@@ -166,10 +163,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingAsyncWait) {
   std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(16)};
   mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 16);
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   std::string tileIR = mm.ir(refArgs, "tile", /*debug_info=*/true);
   std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
   for (bool dropWait : {false, true}) {
@@ -201,10 +195,7 @@ TEST(SimChecks, RaceDetectorFindsTheMissingAsyncWait) {
 /// will emit (cp.async, ldmatrix, mma.sync in LLVM + NVVM); the simulator
 /// runs it end to end and D is the plain product.
 TEST(SimChecks, TensorCoreOpsRunEndToEnd) {
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   llvm::SourceMgr sources;
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(
       std::string(TEGULA_TEST_DIR) + "/lit/Simulator/tensor-core-ops.mlir", sources, &ctx);
@@ -255,10 +246,7 @@ std::string namedBarrierRaceError(const char *firstBarrier, const char *secondBa
       llvm.return
     }}
   )mlir", firstBarrier, secondBarrier);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
   if (!module)
     return "(does not parse)";

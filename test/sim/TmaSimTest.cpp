@@ -2,6 +2,7 @@
 // load lowered for sm_90a (cp.async.bulk.tensor completing on an mbarrier),
 // run as compiled, then with one of its synchronisation steps removed from
 // the LLVM module: each hazard must be reported at the user's line.
+#include "MlirTestUtil.h"
 #include "TestUtil.h"
 #include "kernels/TestKernels.h"
 #include "compiler/Pipeline.h"
@@ -10,7 +11,6 @@
 #include "simulator/Simulator.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/SetVector.h"
@@ -57,10 +57,7 @@ void runWithout(const std::string &drop, const std::string &expectedError, bool 
   auto ref = poisoned<float>(x.size());
   k({.grid = {2, 2}, .backend = Backend::Interp}, x, ref, M, N);
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({x, ref, M, N}, "tile", true), &ctx);
   ASSERT_TRUE(module);
   ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = 4, .numStages = 1, .chip = "sm_90a"})));
@@ -127,24 +124,18 @@ struct LoweredGemm {
   int M, N, K, BM, BN, BK;
   Kernel k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>, names());
   std::vector<bfloat16> a, b, ref;
-  mlir::MLIRContext ctx{registry()};
+  LoadedContext ctx;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   bool compiled = false; // the GPU pipeline ran
 
   static std::vector<std::string> names() {
     return {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
   }
-  static mlir::DialectRegistry registry() {
-    mlir::DialectRegistry r;
-    registerAllDialects(r);
-    return r;
-  }
   LoweredGemm(int m, int n, int kk, int bm, int bn, int bk, int warps, bool warpSpecialize, bool pingPong = false)
       : M(m), N(n), K(kk), BM(bm), BN(bn), BK(bk), a(random_vector<bfloat16>(size_t(m * kk))),
         b(random_vector<bfloat16>(size_t(kk * n))), ref(poisoned<bfloat16>(size_t(m * n))) {
     std::vector<Arg> args = {a, b, ref, M, N, K, K, N, N, BM, BN, BK};
     k.launch({.grid = {uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, .backend = Backend::Interp}, args);
-    ctx.loadAllAvailableDialects();
     lower(k.ir(args, "tile", true), warps, warpSpecialize, pingPong);
   }
   void lower(const std::string &tileIr, int warps, bool warpSpecialize, bool pingPong) {
@@ -265,10 +256,7 @@ std::string runPingPongTurnsWithout(const std::string &drop) {
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
   auto want = poisoned<bfloat16>(size_t(M * N)), got = want;
   k.launch({.grid = {3}, .backend = Backend::Interp}, {a, b, want, M, N, K, B, B, BK, 2});
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({a, b, want, M, N, K, B, B, BK, 2}, "tile", true), &ctx);
   if (!module || mlir::failed(runGpuPipeline(*module, {.chip = "sm_90a", .warpSpecialize = true, .pingPong = true}))) {
     ADD_FAILURE() << "the persistent GEMM did not compile for sm_90a";
@@ -314,10 +302,7 @@ std::string runSharedRing(const std::function<void(mlir::ModuleOp)> &mutate) {
   auto want1 = poisoned<float>(BK * BK), want2 = poisoned<float>(BK * BK);
   std::vector<Arg> args = {a, b, want1, want2, K, BK};
   k.launch({.grid = {1}, .backend = Backend::Interp}, args);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(args, "tile", true), &ctx);
   if (!module || mlir::failed(runGpuPipeline(*module, {.chip = "sm_90a", .warpSpecialize = true}))) {
     ADD_FAILURE() << "two_dots_tma did not compile for sm_90a";

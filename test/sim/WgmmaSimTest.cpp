@@ -2,6 +2,7 @@
 // shared-memory placement of wgmma operands (layout/WgmmaOperands.h) read
 // back through the simulator's independent decoding of matrix descriptors
 // (simulator/Wgmma.h, written from the PTX ISA's canonical layouts).
+#include "MlirTestUtil.h"
 #include "TestUtil.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
@@ -11,7 +12,6 @@
 #include "simulator/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
@@ -75,10 +75,7 @@ void runWithout(const std::string &drop, const std::string &expectedError, int s
   auto ref = poisoned<bfloat16>(size_t(M * N));
   mm({.grid = {1, 1}, .backend = Backend::Interp}, a, b, ref, M, N, K, 64, 64, 32);
 
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   std::vector<Arg> refArgs = {Arg(a), Arg(b), Arg(ref), Arg(M), Arg(N), Arg(K), Arg(64), Arg(64), Arg(32)};
   auto module = mlir::parseSourceString<mlir::ModuleOp>(mm.ir(refArgs, "tile", true), &ctx);
   ASSERT_TRUE(module);
@@ -199,10 +196,7 @@ std::string runTf32Tn(const std::function<void(mlir::ModuleOp)> &mutate, double 
   auto ref = poisoned<float>(size_t(M * N)), out = poisoned<float>(size_t(M * N));
   std::vector<Arg> refArgs = {a, b, ref, M, N, K, BM, BN, BK};
   k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
   if (!module || mlir::failed(runGpuPipeline(*module, {.numStages = 3, .chip = "sm_90a"}))) {
     ADD_FAILURE() << "matmul_tn at tf32 did not compile for sm_90a";
