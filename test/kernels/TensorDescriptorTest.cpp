@@ -291,17 +291,22 @@ TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
   auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
                   {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
   const int heads = 2, seq = 200;
-  for (auto [BM, warps] : {std::pair{64, 4}, std::pair{128, 8}})
+  struct Tile {
+    int BM, BN, D, warps;
+  };
+  // The last: FlashAttention-3's tile at d = 128 (benchmarks/attention).
+  for (Tile t : {Tile{64, 64, 64, 4}, Tile{128, 64, 64, 8}, Tile{128, 128, 128, 8}})
     for (bool causal : {false, true}) {
-      SCOPED_TRACE(fmt::format("T={} causal={} {}x64 at {} warps", seq, causal, BM, warps));
-      const size_t n = size_t(heads * seq * 64);
+      SCOPED_TRACE(fmt::format("T={} causal={} {}x{} d {} at {} warps", seq, causal, t.BM, t.BN, t.D, t.warps));
+      const size_t n = size_t(heads * seq * t.D);
       auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
       auto want = poisoned<bfloat16>(n), got = want;
-      Grid g{uint32_t(cdiv(seq, BM)), uint32_t(heads)};
-      ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, 0.125f, 64, BM, 64, causal);
-      LaunchOptions o = target(g, warps);
+      Grid g{uint32_t(cdiv(seq, t.BM)), uint32_t(heads)};
+      const float scale = 1.0f / std::sqrt(float(t.D));
+      ref({.grid = g, .backend = Backend::Interp}, q, kk, v, want, seq, scale, t.D, t.BM, t.BN, causal);
+      LaunchOptions o = target(g, t.warps);
       o.warp_specialize = true;
-      k(o, q, kk, v, got, seq, heads * seq, 0.125f, 64, BM, 64, causal);
+      k(o, q, kk, v, got, seq, heads * seq, scale, t.D, t.BM, t.BN, causal);
       EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
     }
   std::vector<bfloat16> x(2 * 128 * 64);
