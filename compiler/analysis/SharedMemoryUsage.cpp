@@ -120,8 +120,10 @@ int64_t tmaBlockBytes(Operation *op) {
 }
 
 int64_t sharedScratchAlignment(Operation *op) {
-  // wgmma dots and rings (whose stages wgmma may read) start on the
-  // swizzle period.
+  // wgmma dots and rings (whose stages wgmma may read), and the swizzled
+  // tiles TMA stores copy out, start on the swizzle period.
+  if (isTmaStore(op) && op->hasAttr("tilegpu.tma_swizzle"))
+    return kWgmmaTileAlignment;
   if (isTmaLoad(op) || isTmaStore(op))
     return kTmaAlignment;
   return isWgmmaDot(op) || isa<tilegpu::AllocSharedOp>(op) ? kWgmmaTileAlignment : kSharedAlignment;

@@ -79,4 +79,11 @@ std::optional<int> tmaSwizzleBytes(const SharedTile &tile) {
   return rowBytes;
 }
 
+std::optional<SharedTile> tmaStoreTile(const std::vector<int32_t> &shape, int elementBits) {
+  std::optional<WgmmaOperandTile> plan = planWgmmaOperandTile(0, shape, 1, elementBits);
+  if (!plan || tmaSwizzleBytes(plan->tile) != plan->swizzleBytes)
+    return std::nullopt;
+  return plan->tile;
+}
+
 } // namespace tegula::layout

@@ -63,4 +63,13 @@ std::optional<WgmmaOperandTile> planWgmmaOperandTile(int operand, const std::vec
 /// (an unswizzled tile, or rows of another width).
 std::optional<int> tmaSwizzleBytes(const SharedTile &tile);
 
+/// The tile a TMA store stages a row-major [rows, cols] block of
+/// `elementBits` in: wgmma's K-major A placement (rows of the widest swizzle,
+/// up to 128 bytes, the columns fill; their 16-byte chunks XORed by row as
+/// TMA's swizzle reads them; blocks of that many columns one after another),
+/// so the threads' stores of an mma accumulator hit every bank once, and
+/// the copy out is one swizzled box per block. nullopt where no swizzle
+/// applies (dimensions not powers of two, rows under 32 bytes or fewer than 8).
+std::optional<SharedTile> tmaStoreTile(const std::vector<int32_t> &shape, int elementBits);
+
 } // namespace tegula::layout

@@ -2,6 +2,7 @@
 #include "compiler/transforms/LoweringCommon.h"
 
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/OperandStaging.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -323,6 +324,24 @@ TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) 
     out.append(size_t(layoutOf(t).inDimSize("register")), elem);
     return success();
   });
+}
+
+void storeSharedTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType type,
+                     const layout::SharedTile &tile, Value base) {
+  layout::LinearLayout source = layoutOf(type);
+  layout::LinearLayout offsets = source.compose(tile.offsetLayout());
+  const int32_t vector = layout::vectorElementsOf(offsets, 128 / int32_t(type.getElementTypeBitWidth()));
+  Owners owners = ownersOf(b, loc, source);
+  auto at = coordinates(b, loc, offsets);
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
+    if (r & owners.duplicateRegisters)
+      continue;
+    ValueRange group = values.slice(size_t(r), size_t(vector));
+    SmallVector<Value> words = vector == 1 ? SmallVector<Value>(group) : packWords(b, loc, group);
+    Value p = LLVM::GEPOp::create(b, loc, ptr3, values[size_t(r)].getType(), base, ValueRange{at[size_t(r)][0]});
+    predicatedStore(b, loc, p, words, owners.threadOwns, "shared");
+  }
 }
 
 } // namespace tegula::lowering

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "compiler/layout/LinearLayout.h"
+#include "compiler/layout/SharedSwizzle.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -79,6 +80,12 @@ llvm::SmallVector<mlir::Value> unpackWords(mlir::OpBuilder &b, mlir::Location lo
 /// ones go as 32-bit words: PTX vectors have at most four elements).
 void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
                      mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
+
+/// The owners of `values` (the registers of `type`) store them into the
+/// shared tile `tile` that starts at `base`, in vectors of up to 16 bytes
+/// where the layouts allow (8-bit and 16-bit elements packed into words).
+void storeSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values, mlir::RankedTensorType type,
+                     const layout::SharedTile &tile, mlir::Value base);
 
 /// Who runs code in `block`: every thread, or - in a warp-specialised
 /// kernel, split by an scf.if marked tilegpu.warp_specialized - its then

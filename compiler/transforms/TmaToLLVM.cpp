@@ -17,7 +17,10 @@
 // A `tile.descriptor_store` so marked goes the other way: the block's
 // owners write it into the buffer, fence.proxy.async, bar.sync; thread 0
 // issues cp.async.bulk.tensor global <- shared (a bulk group, clipped to
-// the tensor) and waits until the buffer has been read.
+// the tensor) and waits until the buffer has been read. A store whose map
+// use-tma swizzled (`tilegpu.tma_swizzle`) stages the block in a swizzled
+// tile (layout::tmaStoreTile) - vector stores, no bank conflicts - and
+// copies it out one box per swizzle-wide block of columns.
 //
 // TMA fills the parts of the box outside the tensor with zeros. The tensor
 // map is the kernel parameter use-tma added (`tilegpu.tensor_map`).
@@ -32,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/SharedSwizzle.h"
+#include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/LoweringCommon.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -88,15 +92,22 @@ SmallVector<Value> rowMajorAddresses(OpBuilder &b, Location loc, RankedTensorTyp
   return out;
 }
 
+/// The single value each of a 1:N adaptor's ranges holds (scalar operands).
+SmallVector<Value> firstOfEach(ArrayRef<ValueRange> ranges) {
+  SmallVector<Value> out;
+  for (ValueRange r : ranges)
+    out.push_back(r.front());
+  return out;
+}
+
 /// "$4, $5": the operands for a TMA box's coordinates - `offsets` (outermost
 /// first) appended to `args` innermost first, as PTX wants them - and their
 /// constraints appended to `constraints`.
-std::string appendCoordinates(SmallVector<Value> &args, std::string &constraints,
-                              ArrayRef<ValueRange> offsets) {
+std::string appendCoordinates(SmallVector<Value> &args, std::string &constraints, ArrayRef<Value> offsets) {
   std::string coords;
   for (size_t d = offsets.size(); d-- > 0;) {
     coords += fmt::format("{}${}", d + 1 == offsets.size() ? "" : ", ", args.size());
-    args.push_back(offsets[d].front());
+    args.push_back(offsets[d]);
     constraints += ",r";
   }
   return coords;
@@ -144,7 +155,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     // TMA coordinates run innermost first.
     SmallVector<Value> args = {buffer, adaptor.getDesc().front(), bar, leader};
     std::string constraints = "l,l,l,b";
-    std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
+    std::string coords = appendCoordinates(args, constraints, firstOfEach(adaptor.getOffsets()));
     inlinePtx(rw, loc, Type(), args,
               fmt::format("@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], {0};\n"
                           "@$3 cp.async.bulk.tensor.{1}d.shared::cluster.global.tile."
@@ -184,23 +195,51 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     const int64_t rank = type.getRank();
     Value buffer = sharedBuffer(rw, loc, op);
     ctaBarrier(rw, loc); // earlier users of the buffer are done
-    Owners owners = ownersOf(rw, loc, layoutOf(type));
     ValueRange values = adaptor.getValue();
-    for (auto [r, p] : llvm::enumerate(rowMajorAddresses(rw, loc, type, buffer)))
-      if (!(int32_t(r) & owners.duplicateRegisters))
-        predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
+    // A swizzled map (use-tma): the block is staged in tmaStoreTile's tile,
+    // written in vectors without bank conflicts, and leaves one box per
+    // block of swizzle-wide rows; else row-major, one box.
+    std::optional<layout::SharedTile> tile;
+    if (auto swizzle = op->getAttrOfType<IntegerAttr>("tilegpu.tma_swizzle")) {
+      tile = layout::tmaStoreTile({int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
+                                  int(type.getElementTypeBitWidth()));
+      if (!tile || tile->rowBytes() != swizzle.getInt())
+        return rw.notifyMatchFailure(op, "the store's swizzle does not match its staging tile");
+      storeSharedTile(rw, loc, values, type, *tile, buffer);
+    } else {
+      Owners owners = ownersOf(rw, loc, layoutOf(type));
+      for (auto [r, p] : llvm::enumerate(rowMajorAddresses(rw, loc, type, buffer)))
+        if (!(int32_t(r) & owners.duplicateRegisters))
+          predicatedStore(rw, loc, p, values[r], owners.threadOwns, "shared");
+    }
     // Generic writes, read next by the async proxy.
     inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
     ctaBarrier(rw, loc);
-    SmallVector<Value> args = {adaptor.getDesc().front(), buffer, isProgramLeader(rw, loc)};
-    std::string constraints = "l,l,b";
-    std::string coords = appendCoordinates(args, constraints, adaptor.getOffsets());
-    inlinePtx(rw, loc, Type(), args,
-              fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];\n"
-                          "@$2 cp.async.bulk.commit_group;\n"
-                          "@$2 cp.async.bulk.wait_group.read 0;",
-                          rank, coords),
-              constraints);
+    const int64_t blocks = tile && tile->blockElements ? type.getDimSize(1) / tile->blockElements : 1;
+    Value leader = isProgramLeader(rw, loc);
+    for (int64_t j = 0; j < blocks; ++j) {
+      // Block j: columns j * blockElements on, rows x rowBytes further in.
+      SmallVector<Value> offsets = firstOfEach(adaptor.getOffsets());
+      Value from = buffer;
+      if (j) {
+        Value column = i32Const(rw, loc, j * tile->blockElements);
+        Value inner = offsets.back();
+        if (inner.getType() != column.getType())
+          column = LLVM::SExtOp::create(rw, loc, inner.getType(), column);
+        offsets.back() = LLVM::AddOp::create(rw, loc, inner, column);
+        from = LLVM::GEPOp::create(rw, loc, buffer.getType(), rw.getI8Type(), buffer,
+                                   ValueRange{i32Const(rw, loc, j * type.getDimSize(0) * tile->rowBytes())});
+      }
+      SmallVector<Value> args = {adaptor.getDesc().front(), from, leader};
+      std::string constraints = "l,l,b";
+      std::string coords = appendCoordinates(args, constraints, offsets);
+      inlinePtx(rw, loc, Type(), args,
+                fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];",
+                            rank, coords),
+                constraints);
+    }
+    inlinePtx(rw, loc, Type(), {leader},
+              "@$0 cp.async.bulk.commit_group;\n@$0 cp.async.bulk.wait_group.read 0;", "b");
     rw.eraseOp(op);
     return success();
   }

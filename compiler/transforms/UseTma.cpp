@@ -11,9 +11,14 @@
 // runtime arguments). The descriptor is marked `tilegpu.tensor_map = N`
 // (its argument) and its loads and stores `tilegpu.tma`;
 // `lower-tilegpu-to-llvm` turns loads into cp.async.bulk.tensor completing
-// on an mbarrier, stores into a bulk copy out of shared memory.
+// on an mbarrier, stores into a bulk copy out of shared memory. A descriptor
+// only stored through gets a swizzled map (`swizzledStoreBytes`): its stores
+// (`tilegpu.tma_swizzle`) stage the block in a swizzled tile, which the
+// threads fill without bank conflicts, and copy it out a box per block of
+// swizzle-wide rows.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/Passes.h"
 #include "runtime/TensorMap.h"
 
@@ -64,6 +69,18 @@ std::optional<DType> dtypeOf(Type t) {
   return std::nullopt;
 }
 
+/// The swizzle (bytes) of the tile a store of `block` stages it in, when
+/// there is one (layout::tmaStoreTile).
+std::optional<int> swizzledStoreBytes(RankedTensorType block) {
+  if (block.getRank() != 2)
+    return std::nullopt;
+  auto tile = layout::tmaStoreTile({int32_t(block.getDimSize(0)), int32_t(block.getDimSize(1))},
+                                   int(block.getElementTypeBitWidth()));
+  if (!tile)
+    return std::nullopt;
+  return tile->rowBytes();
+}
+
 struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -100,6 +117,14 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
           continue;
         spec.box.assign(block.getShape().begin(), block.getShape().end());
         spec.dtype = *dtype;
+        // Only stored through: the block leaves from a swizzled tile, one
+        // box per swizzle-wide block of columns (TmaToLLVM.cpp).
+        std::optional<int> swizzle;
+        if (llvm::all_of(accesses, [](Operation *u) { return isa<tile::DescriptorStoreOp>(u); }))
+          if ((swizzle = swizzledStoreBytes(block))) {
+            spec.box.back() = int32_t(*swizzle * 8 / int64_t(block.getElementTypeBitWidth()));
+            spec.swizzle = *swizzle;
+          }
 
         // The hidden argument: the tensor map, by value.
         unsigned argNo = fn.getNumArguments();
@@ -111,8 +136,11 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
                       TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
         fn.setArgAttr(argNo, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
         desc->setAttr("tilegpu.tensor_map", b.getI32IntegerAttr(int32_t(argNo)));
-        for (Operation *access : accesses)
+        for (Operation *access : accesses) {
           access->setAttr("tilegpu.tma", b.getUnitAttr());
+          if (swizzle)
+            access->setAttr("tilegpu.tma_swizzle", b.getI32IntegerAttr(*swizzle));
+        }
         specs.push_back(std::move(spec));
       }
     });

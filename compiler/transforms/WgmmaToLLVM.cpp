@@ -49,30 +49,16 @@ std::optional<WgmmaOperandTile> planOperand(unsigned idx, RankedTensorType t) {
   return layout::planWgmmaOperandTile(int(idx), shape, 1 - contiguous, bits);
 }
 
-/// The owners of `values` (`t`'s registers) store them into `tile` at `base`,
-/// in vectors of up to 16 bytes; f32 values rounded to tf32 first, as the
-/// interpreter rounds them (the tensor cores would only drop the low bits).
+/// The owners of `values` (`t`'s registers) store them into `tile` at `base`;
+/// f32 values rounded to tf32 first, as the interpreter rounds them (the
+/// tensor cores would only drop the low bits).
 void storeTile(OpBuilder &b, Location loc, ValueRange original, RankedTensorType t,
                const layout::SharedTile &tile, Value base) {
   SmallVector<Value> values(original.begin(), original.end());
   if (t.getElementType().isF32())
     for (Value &v : values)
       v = LLVM::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, v));
-  LinearLayout source = layoutOf(t);
-  LinearLayout offsets = source.compose(tile.offsetLayout());
-  const int32_t vector = layout::vectorElementsOf(offsets, 8);
-  Owners owners = ownersOf(b, loc, source);
-  auto at = coordinates(b, loc, offsets);
-  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
-    if (r & owners.duplicateRegisters)
-      continue;
-    ValueRange group(ArrayRef<Value>(values).slice(size_t(r), size_t(vector)));
-    SmallVector<Value> words = vector == 1 ? SmallVector<Value>(group) : packWords(b, loc, group);
-    Value p = LLVM::GEPOp::create(b, loc, ptr3, values[size_t(r)].getType(), base,
-                                  ValueRange{at[size_t(r)][0]});
-    predicatedStore(b, loc, p, words, owners.threadOwns, "shared");
-  }
+  storeSharedTile(b, loc, values, t, tile, base);
 }
 
 /// A matrix descriptor for the operand whose tile starts at `tile` (shared

@@ -5,6 +5,7 @@
 // that drain it, unswizzled and with the derived swizzle.
 #include "compiler/layout/MmaLayouts.h"
 #include "compiler/layout/SharedSwizzle.h"
+#include "compiler/layout/WgmmaOperands.h"
 #include "tegula/error.h"
 
 #include <gmock/gmock.h>
@@ -13,6 +14,8 @@
 #include <cstdio>
 #include <set>
 #include <tuple>
+
+#include <fmt/format.h>
 
 using namespace tegula;
 using namespace tegula::layout;
@@ -224,6 +227,33 @@ TEST(SharedSwizzle, DerivedSwizzlesMakeStoresAndLdmatrixConflictFree) {
         ASSERT_EQ(int64_t(asLayout.apply({{"dim0", i}, {"dim1", j}})[0]) * 2, swizzled.offset(i, j))
             << i << ", " << j;
   }
+}
+
+/// An epilogue's accumulator (mma.sync's C fragment, warps along M as on
+/// wgmma) stored into the tile a TMA store stages it in: a row-major tile
+/// whose rows span a multiple of 128 bytes puts a warp's 8 rows on the same
+/// banks (8-way for bf16);
+/// tmaStoreTile's 128-byte swizzle spreads bf16 over all 32 banks and
+/// halves f32's conflicts (2-way: TMA's swizzle is fixed).
+TEST(SharedSwizzle, TmaStoreTilesTakeTheAccumulatorWithFewConflicts) {
+  struct Case {
+    int32_t M, N, warps, bits, worstPlain, worstSwizzled;
+  };
+  for (Case c : {Case{128, 128, 4, 16, 8, 1}, Case{128, 256, 8, 16, 8, 1}, Case{64, 64, 4, 16, 8, 1},
+                 Case{128, 64, 4, 32, 4, 2}}) {
+    SCOPED_TRACE(fmt::format("{}x{} {}-bit, {} warps", c.M, c.N, c.bits, c.warps));
+    const LinearLayout acc = mmaAccumulatorLayout({c.M, c.N}, {c.warps, 1});
+    const SharedAccess store = vectorAccess("store", acc, 2, c.bits); // two columns a register pair
+    std::optional<SharedTile> tile = tmaStoreTile({c.M, c.N}, c.bits);
+    ASSERT_TRUE(tile);
+    EXPECT_EQ(tile->rowBytes(), 128);
+    EXPECT_EQ(tmaSwizzleBytes(*tile), 128);
+    EXPECT_EQ(bankConflicts(SharedTile{{c.M, c.N}, 1, c.bits, {}}, store).worst, c.worstPlain);
+    EXPECT_EQ(bankConflicts(*tile, store).worst, c.worstSwizzled);
+  }
+  EXPECT_FALSE(tmaStoreTile({128, 8}, 16)) << "16-byte rows take no swizzle";
+  EXPECT_FALSE(tmaStoreTile({4, 64}, 16)) << "fewer than 8 rows";
+  EXPECT_FALSE(tmaStoreTile({100, 64}, 16)) << "not a power of two";
 }
 
 TEST(SharedSwizzle, OffsetLayoutOfAColumnMajorTile) {

@@ -67,7 +67,7 @@
 // ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 65536 : i32} : <3 x[64, 128] x bf16
 // ALLOC: tilegpu.order_init {tilegpu.shared_offset = 114736 : i32}
 // ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32}
-// ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma}
+// ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 
 // Lowered: 384 threads; program_id = 2 * ctaid.x + slot, num_programs a
 // hidden last argument; each program's barrier is bar.sync 1 + slot.

@@ -5,14 +5,16 @@
 // hidden tensor-map argument, recorded in tilegpu.tensor_maps (base argument
 // 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
 // constant 1, box 32 x 64, no swizzle), the store's descriptor likewise
-// over argument 1; the load and the store are marked for TMA.
-// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A"}
+// over argument 1 but swizzled (only stored through: its 128-byte rows are
+// staged in a 128-byte swizzled tile); the load and the store are marked
+// for TMA, the store with its swizzle.
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A"}
 // CHECK-LABEL: func.func @copy
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
 // CHECK: tile.descriptor_load {{.*}} {tilegpu.tma}
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 5 : i32}
-// CHECK: tile.descriptor_store {{.*}} {tilegpu.tma}
+// CHECK: tile.descriptor_store {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 
 // The lowering: the map is a grid-constant parameter; one thread initialises
 // the mbarrier behind the 4 KiB block, expects its bytes and issues the copy
@@ -28,11 +30,14 @@
 // LLVM: mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;{{.*}} "l,r" %{{.*}}, %[[ZERO:.*]] :
 // LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> bf16
 // LLVM: mbarrier.inval.shared::cta.b64
-// The store: the block's owners write it to shared memory, fence, barrier;
-// thread 0 sends it out and waits until the buffer has been read.
+// The store: the block's owners write it to the swizzled tile in vectors
+// vectors, fence, barrier; thread 0 sends it out and waits until the buffer
+// has been read.
+// LLVM: st.shared.v2.b32
 // LLVM: fence.proxy.async.shared::cta;
 // LLVM: nvvm.barrier0
-// LLVM: "@$2 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$3, $4}], [$1];\0A@$2 cp.async.bulk.commit_group;\0A@$2 cp.async.bulk.wait_group.read 0;"
+// LLVM: "@$2 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$3, $4}], [$1];"
+// LLVM: "@$0 cp.async.bulk.commit_group;\0A@$0 cp.async.bulk.wait_group.read 0;"
 module {
   func.func @copy(%x: !tile.ptr<bf16>, %out: !tile.ptr<bf16>, %m: i32, %n: i32) attributes {tile.kernel} {
     %c1 = arith.constant 1 : i64
