@@ -28,7 +28,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   auto V = [&](int64_t offset, int64_t count) { return d.arena.view(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return d.stats.view(offset, count); };
   auto linear = [&](Arg x, const std::string &w, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launch({1, uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, P(w + ".weight"), P(w + ".bias"), y,
+    kernels_->linear(launchLinear({1, uint32_t(cdiv(N, BN))}), x, P(w + ".weight"), P(w + ".bias"), y,
                      pre, 1, N, K, gelu, BM, BN, BK);
   };
   auto add = [&](Arg x, Arg y, Arg out) { kernels_->residual(launch({1}), x, y, out, int64_t(C), lnBlock); };
@@ -62,7 +62,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     add(V(d.res, C), V(d.proj, C), V(d.x, C));
   }
   layernorm(V(d.x, C), "ln_f", V(d.ln, C));
-  kernels_->lmHead(launch({1, uint32_t(cdiv(c.vocab_padded, BN))}, tiles_.linear_warps), V(d.ln, C), P("wte.weight"),
+  kernels_->lmHead(launchLinear({1, uint32_t(cdiv(c.vocab_padded, BN))}), V(d.ln, C), P("wte.weight"),
                    V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, BM, BN, BK);
   return d.arena.download(d.logits, c.vocab);
 }

@@ -256,8 +256,9 @@ void GptModel::init_random(uint64_t seed) {
   }
 }
 
-LaunchOptions GptModel::launch(Grid grid, int warps) const {
-  return {.grid = grid, .num_warps = warps, .backend = backend_, .warp_specialize = warpSpecialize_};
+LaunchOptions GptModel::launch(Grid grid, int warps, int stages) const {
+  return {.grid = grid, .num_warps = warps, .num_stages = stages, .backend = backend_,
+          .warp_specialize = warpSpecialize_};
 }
 
 float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {
@@ -329,7 +330,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   // Tiles: large on the GPU, small where the CPU runs every thread.
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
   auto linear = [&](Arg x, const std::string &w, const std::string &b, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, P(w), P(b), y,
+    kernels_->linear(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}), x, P(w), P(b), y,
                      pre, BT, N, K, gelu, BM, BN, BK);
   };
   const int64_t btc = int64_t(BT) * C;
@@ -366,7 +367,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
                       A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
-  kernels_->lmHead(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}, tiles_.linear_warps),
+  kernels_->lmHead(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}),
                    A(a.lnfOut, btc),
                    P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, BM, BN, BK);
   if (targets.empty())
@@ -415,9 +416,9 @@ void GptModel::backward() {
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
-    kernels_->matmulDx(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}, tiles_.linear_warps), dy,
+    kernels_->matmulDx(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}), dy,
                        P(w + ".weight"), dx, BT, N, K, BM, BN, BK);
-    kernels_->matmulDw(launch({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}, tiles_.linear_warps), x, dy,
+    kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
                        G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     kernels_->biasBwd(launch({uint32_t(cdiv(N, colBlock))}), dy, G(w + ".bias"), BT, N, true, colBlock);
   };
@@ -437,9 +438,9 @@ void GptModel::backward() {
   kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
                             dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
   // Tied LM head: logits = lnf wte^T.
-  kernels_->matmul(launch({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}, tiles_.linear_warps),
+  kernels_->matmul(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}),
                    dA(a.logits, logitsSize), P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
-  kernels_->matmulDw(launch({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}, tiles_.linear_warps),
+  kernels_->matmulDw(launchLinear({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}),
                      dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
   const int64_t last = a.layers.back().residual3;

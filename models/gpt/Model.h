@@ -95,6 +95,7 @@ public:
     int attention_bwd_block, attention_bwd_step, attention_warps;
     int attention_fwd_block, attention_fwd_warps; // its forward (and decoding)
     int vocab_block;                              // cross-entropy's chunks of the vocabulary
+    int linear_stages = 3;                        // the linear layers' pipeline depth
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
   /// registers and shared memory of f32 ones, so their tiles are larger -
@@ -102,11 +103,14 @@ public:
   /// fed by TMA rings on sm_90a), its backward on sm_90a at 128-row blocks
   /// stepping 64 rows (wgmma; on sm_80 those spill, so 64 by 64 there) -
   /// and every one compiles without spills for its chip
-  /// (test/gpt/GpuConfigsTest).
+  /// (test/gpt/GpuConfigsTest). On sm_90a the bf16 linear layers step K by
+  /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
+  /// two stages are in flight ahead of the one being read (at K = 32 and 3
+  /// stages a single 2-instruction stage ahead left the load latency exposed).
   static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80") {
     if (storage != DType::bf16)
       return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
-    return chip == "sm_90a" ? Tiles{128, 128, 32, 8, 128, 64, 8, 128, 8, 1024}
+    return chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
                             : Tiles{128, 128, 32, 8, 64, 64, 8, 128, 8, 1024};
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
@@ -213,7 +217,9 @@ private:
   struct Decoder;
   /// One decoding step at position `pos`: the new token's logits [vocab].
   std::vector<float> decodeStep(Decoder &d, int32_t token, int pos);
-  LaunchOptions launch(Grid grid, int warps = 4) const;
+  LaunchOptions launch(Grid grid, int warps = 4, int stages = 3) const;
+  /// A linear layer's launch: its tiles' warps and pipeline depth.
+  LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
   /// Parameter `name` as the kernels read it (the bf16 copy with bf16 storage).
   Arg weights(const std::string &name) const;
 

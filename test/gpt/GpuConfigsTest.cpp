@@ -25,12 +25,13 @@ class GptGpuConfigs : public ::testing::TestWithParam<const char *> {};
 /// vectors - at least one vector load, and no more element-wise global
 /// loads than its per-row scalars (a mean, a target, ...).
 void check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4,
-           int scalarLoads = -1) {
-  CompiledKernel c = kern.compile(args, {.chip = chip, .num_warps = warps});
+           int scalarLoads = -1, int stages = 3) {
+  CompiledKernel c = kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages});
   std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled\n", chip, kern.name().c_str(), c.registers,
               c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
   EXPECT_NE(c.ptx.find(".entry"), std::string::npos);
   EXPECT_EQ(c.spill_bytes, 0) << kern.name();
+  EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << kern.name() << ": more shared memory than an H100's";
   if (scalarLoads < 0)
     return;
   const std::regex load("ld\\.global(\\.v[248])?\\.[bfu]\\d+");
@@ -56,7 +57,7 @@ template <class T> void checkAll(const char *chip) {
   const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>, chip);
   const int C = 768, D = 64, W = tiles.attention_warps;
   const int own = tiles.attention_bwd_block, step = tiles.attention_bwd_step;
-  const int BM = tiles.bm, BN = tiles.bn, BK = tiles.bk, LW = tiles.linear_warps;
+  const int BM = tiles.bm, BN = tiles.bn, BK = tiles.bk, LW = tiles.linear_warps, LS = tiles.linear_stages;
   const int FB = tiles.attention_fwd_block, FW = tiles.attention_fwd_warps;
   const std::vector<std::string> fwdParams = {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H",
                                               "T", "scale", "first_block", "D", "BM", "BN"};
@@ -105,9 +106,10 @@ template <class T> void checkAll(const char *chip) {
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
                     std::vector<Arg> args) {
     const Kernel kern = descriptors ? kernel(name, tma, params) : kernel(name, pointers, params);
-    check(kern, args, chip, LW);
+    check(kern, args, chip, LW, -1, LS);
     if (descriptors && std::string(chip) == "sm_90a") {
-      const std::string ptx = kern.compile(args, {.chip = chip, .num_warps = LW, .assemble = false}).ptx;
+      const std::string ptx =
+          kern.compile(args, {.chip = chip, .num_warps = LW, .num_stages = LS, .assemble = false}).ptx;
       EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << name;
     }
   };
