@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,9 +45,38 @@ struct Config {
   bool tma = false; // examples::attention_fwd_descriptors: K, V through TMA rings on sm_90a
   bool ws = false;  // with tma: warp specialised (a producer warpgroup fills the K and V rings)
   bool pp = false;  // with ws at 4 warps: ping-pong, two query blocks per CTA on their own warpgroups
+  /// false: TEGULA_OVERLAP_DOTS=0 - the softmax not overlapped with P V
+  /// (overlap-chained-dots; "-ov" in the name), for the comparison.
+  bool overlap = true;
   std::string name() const {
-    return fmt::format("{}x{} w{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "");
+    return fmt::format("{}x{} w{}{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
+                       overlap ? "" : " -ov");
   }
+};
+
+/// Sets environment variable `name` to `value` (nothing when null) for its
+/// lifetime, then restores it.
+class ScopedSwitch {
+public:
+  ScopedSwitch(const char *name, const char *value) : name_(name) {
+    if (!value)
+      return;
+    if (const char *old = std::getenv(name))
+      old_ = old;
+    set_ = true;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedSwitch() {
+    if (set_)
+      old_ ? (void)::setenv(name_, old_->c_str(), 1) : (void)::unsetenv(name_);
+  }
+  ScopedSwitch(const ScopedSwitch &) = delete;
+  ScopedSwitch &operator=(const ScopedSwitch &) = delete;
+
+private:
+  const char *name_;
+  std::optional<std::string> old_;
+  bool set_ = false;
 };
 
 /// softmax(q k^T / sqrt(d)) v in double for some rows of head `head`: all
@@ -242,6 +272,14 @@ int main(int argc, char **argv) {
               configs.push_back(c);
             }
           }
+      // The same without the softmax under P V, where overlap-chained-dots
+      // applies (64-wide key blocks; 128 x 128 would not fit the registers).
+      for (size_t i = 0, n = configs.size(); i < n; ++i)
+        if (configs[i].tma && configs[i].bn == 64) {
+          Config c = configs[i];
+          c.overlap = false;
+          configs.push_back(c);
+        }
       double bestMs = INFINITY;
       std::string best;
       for (const Config &c : configs) {
@@ -250,6 +288,8 @@ int main(int argc, char **argv) {
                            .backend = Backend::GPU,
                            .warp_specialize = c.ws,
                            .ping_pong = c.pp};
+        // Read at each launch (and part of the loaded kernel's key).
+        ScopedSwitch overlap("TEGULA_OVERLAP_DOTS", c.overlap ? nullptr : "0");
         auto launch = [&] {
           if (c.tma)
             kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);

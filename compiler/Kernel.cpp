@@ -155,9 +155,16 @@ CompiledKernel deserialize(const std::vector<char> &in) {
 
 namespace detail {
 
-/// What a loaded GPU kernel was compiled for: chip, warps, stages, wgmma
-/// and TMA allowed, warp specialised, ping-pong.
-using LoadedKey = std::tuple<std::string, int, int, bool, bool, bool, bool>;
+/// The code paths the TEGULA_WGMMA / TEGULA_TMA / TEGULA_OVERLAP_DOTS
+/// switches allow (all by default).
+struct CodePaths {
+  bool wgmma = true, tma = true, overlapDots = true;
+  auto key() const { return std::tuple(wgmma, tma, overlapDots); }
+};
+
+/// What a loaded GPU kernel was compiled for: chip, warps, stages, the
+/// code paths allowed, warp specialised, ping-pong.
+using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool>, bool, bool>;
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
@@ -167,7 +174,7 @@ struct Specialization {
   std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled; // by options
   std::map<LoadedKey, std::shared_ptr<runtime::LoadedKernel>> loaded;
   // by chip, warps, stages, warp specialisation
-  /// Keyed like `loaded` (chip, warps, stages, wgmma, tma, warp specialised).
+  /// Keyed like `loaded`.
   std::map<LoadedKey, std::shared_ptr<sim::SimKernel>> simulated;
 };
 
@@ -422,6 +429,8 @@ struct Switches {
   bool wgmmaOff = false;
   /// TEGULA_TMA=0: tensor descriptors use masked loads on sm_90a too.
   bool tmaOff = false;
+  /// TEGULA_OVERLAP_DOTS=0: no overlap-chained-dots on sm_90a.
+  bool overlapDotsOff = false;
   /// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
   bool warpSpecialize = false;
   /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
@@ -447,6 +456,8 @@ struct Switches {
         s.wgmmaOff = value == "0";
       else if (name == "TMA")
         s.tmaOff = value == "0";
+      else if (name == "OVERLAP_DOTS")
+        s.overlapDotsOff = value == "0";
       else if (name == "WARP_SPECIALIZE")
         s.warpSpecialize = value == "1";
       else if (name == "PING_PONG")
@@ -454,6 +465,8 @@ struct Switches {
     }
     return s;
   }
+
+  detail::CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff}; }
 };
 
 /// The module's TMA tensor maps (use-tma), their argument numbers turned
@@ -500,18 +513,19 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   CompileOptions withEnv = opts;
   withEnv.ping_pong = opts.ping_pong || env.pingPong;
   withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize || withEnv.ping_pong;
-  return compile(args, withEnv, !env.wgmmaOff, !env.tmaOff);
+  return compile(args, withEnv, env.paths());
 }
 
-CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts, bool useWgmma,
-                               bool useTma) const {
+CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts,
+                               const detail::CodePaths &paths) const {
   detail::Specialization &spec = impl_->specialize(args);
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
-  std::string optionKey = fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};ws={};pp={}",
-                                      opts.chip, opts.num_warps, opts.num_stages, assemble,
-                                      useWgmma, useTma, warpSpecialize, opts.ping_pong);
+  std::string optionKey =
+      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};ws={};pp={}",
+                  opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma,
+                  paths.overlapDots, warpSpecialize, opts.ping_pong);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -526,8 +540,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .chip = opts.chip,
                                                 .warpSpecialize = warpSpecialize,
                                                 .pingPong = opts.ping_pong,
-                                                .useWgmma = useWgmma,
-                                                .useTma = useTma});
+                                                .useWgmma = paths.wgmma,
+                                                .useTma = paths.tma,
+                                                .overlapDots = paths.overlapDots});
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -624,8 +639,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                          .warp_specialize = opts.warp_specialize || env.warpSpecialize,
                          .ping_pong = opts.ping_pong || env.pingPong};
     copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
-    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, !env.wgmmaOff,
-                                !env.tmaOff, copts.warp_specialize, copts.ping_pong};
+    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, env.paths().key(),
+                                copts.warp_specialize, copts.ping_pong};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -633,7 +648,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
         kernel = it->second; // the fast path: no copy of the compiled binary
     }
     if (!kernel) {
-      CompiledKernel compiled = compile(args, copts, !env.wgmmaOff, !env.tmaOff);
+      CompiledKernel compiled = compile(args, copts, env.paths());
       std::lock_guard<std::mutex> lock(spec.compileMutex);
       auto &slot = spec.loaded[key];
       if (!slot)
@@ -663,10 +678,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                                                           opts.ping_pong || env.pingPong,
                                         .pingPong = opts.ping_pong || env.pingPong,
                                         .useWgmma = !env.wgmmaOff,
-                                        .useTma = !env.tmaOff};
+                                        .useTma = !env.tmaOff,
+                                        .overlapDots = !env.overlapDotsOff};
       std::shared_ptr<sim::SimKernel> &slot =
-          spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, pipeline.useWgmma,
-                          pipeline.useTma, pipeline.warpSpecialize, pipeline.pingPong}];
+          spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, env.paths().key(),
+                          pipeline.warpSpecialize, pipeline.pingPong}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, pipeline);
       simulated = slot;

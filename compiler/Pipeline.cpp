@@ -48,6 +48,8 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pipelining.pingPong = o.pingPong;
   pm.addPass(createPipelineDotOperands(pipelining));
   pm.addPass(createDropUnusedTensorMaps());
+  if (chip == "sm_90a" && o.overlapDots)
+    pm.addPass(createOverlapChainedDots());
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.

@@ -36,6 +36,9 @@ struct GpuPipelineOptions {
   bool useWgmma = true;
   /// false (TEGULA_TMA=0): tensor descriptors become masked accesses on sm_90a.
   bool useTma = true;
+  /// false (TEGULA_OVERLAP_DOTS=0): no overlap-chained-dots on sm_90a -
+  /// attention's softmax waits for its first dot and the second waits for it.
+  bool overlapDots = true;
 
   /// The chip the layout passes see: sm_80 when wgmma is switched off.
   std::string layoutChip() const { return useWgmma ? chip : std::string("sm_80"); }

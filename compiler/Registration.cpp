@@ -56,6 +56,9 @@ void registerAllPasses() {
                           llvm::cl::init(true)};
     Option<bool> useTma{*this, "tma", llvm::cl::desc("sm_90a: tensor descriptors through TMA"),
                         llvm::cl::init(true)};
+    Option<bool> overlapDots{*this, "overlap-dots",
+                             llvm::cl::desc("sm_90a: overlap-chained-dots (attention's softmax under P V)"),
+                             llvm::cl::init(true)};
   };
   mlir::PassPipelineRegistration<GpuPipelineFlags>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
@@ -66,7 +69,8 @@ void registerAllPasses() {
                               .warpSpecialize = f.warpSpecialize || f.pingPong,
                               .pingPong = f.pingPong,
                               .useWgmma = f.useWgmma,
-                              .useTma = f.useTma});
+                              .useTma = f.useTma,
+                              .overlapDots = f.overlapDots});
       });
 }
 

@@ -194,6 +194,35 @@ def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
   }];
 }
 
+def OverlapChainedDots : Pass<"overlap-chained-dots", "mlir::ModuleOp"> {
+  let summary = "Rotate loops of two chained wgmma dots: the work between them runs under the second";
+  let description = [{
+    FlashAttention-3's intra-warpgroup overlap, for any loop of that shape.
+    An `scf.for` whose body issues two wgmma dots (`tilegpu.dot_shared` /
+    `dot_shared_b` with a version-3 mma result, each followed by its
+    `wgmma_wait` 0) - the first not depending on the previous iteration's
+    second (attention: S = Q K^T, softmax, O = P V + alpha O) - is rotated
+    by half an iteration: after a prologue running the first half of
+    iteration 0 (up to the second dot's ring wait), iteration j issues
+    iteration j+1's first dot, then its own second dot, waits for the first
+    (`wgmma_wait 1`: the second stays in flight) and runs iteration j+1's
+    work on it (the softmax) while the tensor cores compute the second; then
+    waits for that (its A fragments kept alive: `keepA`) and runs what
+    depends on it (the rescaled accumulator). An epilogue issues the last
+    second dot. Loops that may not run at all get the prologue and epilogue
+    under `scf.if lb < ub`. Only TMA rings (per-stage mbarriers: their
+    waits and releases commute across rings); the two halves must use
+    rings of their own and nothing else with side effects but loads. A
+    loop whose tiles would not fit the thread's registers during the overlap
+    (both accumulators, two sets of A fragments, a loop-invariant A) is left
+    as it is. `explain` remarks why a loop with two wgmma dots is not rotated.
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", "false", "remark on loops left as they are, and why">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
   let summary = "Give every shared-memory user an offset; record the total";
   let description = [{

@@ -139,16 +139,23 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
 }
 
 /// wgmma.wait_group `pending`, with every accumulator register passing
-/// through it.
-SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending) {
+/// through it (returned), and the A fragments `keep` the group's wgmmas
+/// read: their registers stay untouched until the wait, as the PTX ISA
+/// requires while a wgmma may still read them (other code runs between an
+/// overlapped dot and its wait; see overlap-chained-dots).
+SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending,
+                            ValueRange keep = {}) {
+  SmallVector<Value> values(acc.begin(), acc.end());
+  values.append(keep.begin(), keep.end());
   std::string constraints;
-  for (size_t i = 0; i < acc.size(); ++i)
-    constraints += fmt::format("{}{}", i ? "," : "", accumulatorConstraint(acc));
-  for (size_t i = 0; i < acc.size(); ++i)
+  SmallVector<Type> types;
+  for (Value v : values) {
+    constraints += fmt::format("{}{}", types.empty() ? "" : ",", v.getType().isF32() ? "=f" : "=r");
+    types.push_back(v.getType());
+  }
+  for (size_t i = 0; i < values.size(); ++i)
     constraints += fmt::format(",{}", i);
-  auto resultType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(acc.size(), acc.front().getType()));
-  Value d = inlinePtx(b, loc, resultType, acc,
+  Value d = inlinePtx(b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), types), values,
                       fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints);
   SmallVector<Value> out;
   for (size_t i = 0; i < acc.size(); ++i)
@@ -194,7 +201,8 @@ bool isZero(Value v) { return matchPattern(v, m_AnyZeroFloat()) || matchPattern(
 SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t warps, int64_t M,
                                 int64_t N, int64_t K, Value aTile,
                                 const std::optional<WgmmaOperandTile> &planA, ValueRange aValues,
-                                Value bTile, const WgmmaOperandTile &planB, ValueRange c) {
+                                Value bTile, const WgmmaOperandTile &planB, ValueRange c,
+                                SmallVector<Value> *aFragments = nullptr) {
   const int64_t mTiles = M / (16 * warps), nTiles = N / 8, instrN = std::min<int64_t>(N, 256);
   // Warpgroup g's rows of m-tile mi start at 64 g + 16 warps mi.
   auto [lane, warp] = laneAndWarp(b, loc);
@@ -241,6 +249,8 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
       for (size_t i = 0; i < sliceCount; ++i)
         acc[first + i] = fenced[next++];
   ArrayRef<Value> fencedA = ArrayRef<Value>(fenced).drop_front(live.size());
+  if (aFragments)
+    aFragments->assign(fencedA.begin(), fencedA.end());
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
       for (int64_t k0 = 0; k0 < K; k0 += instrK) {
@@ -409,10 +419,17 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   }
 };
 
+/// The registers each dot_shared_b's wgmmas read A from, for a wait with
+/// `keepA` (the dot is converted first: it comes first in its block).
+using FragmentRegisters = DenseMap<Operation *, SmallVector<Value>>;
+
 /// dot_shared_b with a wgmma accumulator: A from registers (its fragments),
 /// B from the ring stage through a descriptor; in flight like dot_shared.
 struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
-  using OpConversionPattern::OpConversionPattern;
+  DotSharedBWgmmaPattern(const TypeConverter &types, MLIRContext *context,
+                         std::shared_ptr<FragmentRegisters> fragments)
+      : OpConversionPattern(types, context, /*benefit=*/2), fragments(std::move(fragments)) {}
+  std::shared_ptr<FragmentRegisters> fragments;
   LogicalResult matchAndRewrite(tilegpu::DotSharedBOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
     auto cT = cast<RankedTensorType>(op.getType());
@@ -427,19 +444,33 @@ struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
     if (bT.getElementType().isF32())
       roundStagesToTf32(rw, loc, {{bTile, bT.tileBytes()}}, mma.getWarpsPerCTA()[0]);
+    SmallVector<Value> aRegisters;
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, bT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
                           cT.getDimSize(1), planB->tile.shape[0], Value(), std::nullopt, adaptor.getA(), bTile,
-                          *planB, adaptor.getAcc())});
+                          *planB, adaptor.getAcc(), &aRegisters)});
+    (*fragments)[op] = std::move(aRegisters);
     return success();
   }
 };
 
 struct WgmmaWaitPattern : OpConversionPattern<tilegpu::WgmmaWaitOp> {
-  using OpConversionPattern::OpConversionPattern;
+  WgmmaWaitPattern(const TypeConverter &types, MLIRContext *context,
+                   std::shared_ptr<FragmentRegisters> fragments)
+      : OpConversionPattern(types, context), fragments(std::move(fragments)) {}
+  std::shared_ptr<FragmentRegisters> fragments;
+
   LogicalResult matchAndRewrite(tilegpu::WgmmaWaitOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
-    rw.replaceOpWithMultiple(op, {emitWait(rw, op.getLoc(), adaptor.getAcc(), int(op.getPending()))});
+    ValueRange keep;
+    if (op.getKeepA()) {
+      auto it = fragments->find(op.getAcc().getDefiningOp());
+      if (it == fragments->end())
+        return rw.notifyMatchFailure(op, "keepA: the accumulator is not a wgmma dot_shared_b's "
+                                         "lowered before this wait");
+      keep = it->second;
+    }
+    rw.replaceOpWithMultiple(op, {emitWait(rw, op.getLoc(), adaptor.getAcc(), int(op.getPending()), keep)});
     return success();
   }
 };
@@ -449,9 +480,9 @@ struct WgmmaWaitPattern : OpConversionPattern<tilegpu::WgmmaWaitOp> {
 void populateWgmmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Above the mma.sync lowering, which computes the same accumulator layout
   // and takes the dots this one cannot.
-  patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern, DotSharedBWgmmaPattern>(
-      types, patterns.getContext(), /*benefit=*/2);
-  patterns.add<WgmmaWaitPattern>(types, patterns.getContext());
+  patterns.add<DotWgmmaPattern, DotSharedWgmmaPattern>(types, patterns.getContext(), /*benefit=*/2);
+  auto fragments = std::make_shared<FragmentRegisters>();
+  patterns.add<DotSharedBWgmmaPattern, WgmmaWaitPattern>(types, patterns.getContext(), fragments);
 }
 
 } // namespace tegula::lowering

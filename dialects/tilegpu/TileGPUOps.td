@@ -275,9 +275,12 @@ def TileGPU_WgmmaWaitOp : TileGPU_Op<"wgmma_wait", [AllTypesMatch<["acc", "resul
     are once all but the `pending` most recent groups have completed. With
     `pending` = 1 the last group (whose result this is) may still be in
     flight: the value is only a later dot_shared's accumulator or another
-    wgmma_wait's operand.
+    wgmma_wait's operand. `keepA` (overlap-chained-dots: other code runs
+    between a dot_shared_b and its wait): the A fragments that dot's wgmmas
+    read from registers pass through the wait too, so nothing reuses their
+    registers while the tensor cores may still read them.
   }];
-  let arguments = (ins AnyRankedTensor:$acc, I32Attr:$pending);
+  let arguments = (ins AnyRankedTensor:$acc, I32Attr:$pending, UnitAttr:$keepA);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$acc attr-dict `:` type($acc)";
 }

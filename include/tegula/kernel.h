@@ -168,6 +168,7 @@ struct ParamInfo {
 
 namespace detail {
 struct KernelImpl;
+struct CodePaths;
 template <class P> struct param_traits;
 template <class T> struct param_traits<tl::ptr<T>> {
   static constexpr ParamInfo info{ParamInfo::Kind::Pointer, dtype_of_v<T>};
@@ -259,10 +260,11 @@ public:
   size_t num_specializations() const;
 
 private:
-  /// compile() with the TEGULA_WGMMA / TEGULA_TMA switches as a launch read
-  /// them (once, for its cache key and its compile alike).
-  CompiledKernel compile(const std::vector<Arg> &args, const CompileOptions &opts, bool useWgmma,
-                         bool useTma) const;
+  /// compile() with the TEGULA_WGMMA / TEGULA_TMA / TEGULA_OVERLAP_DOTS
+  /// switches as a launch read them (once, for its cache key and its
+  /// compile alike).
+  CompiledKernel compile(const std::vector<Arg> &args, const CompileOptions &opts,
+                         const detail::CodePaths &paths) const;
 
   std::shared_ptr<detail::KernelImpl> impl_;
 };

@@ -9,6 +9,8 @@
 #include "examples/kernels.h"
 #include "kernels/ChipTargets.h"
 
+#include <array>
+#include <bit>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -321,6 +323,36 @@ TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
     std::printf("[tegula test] warp-specialised attention %dx64, d 64, %d+4 warps: %d registers, %d spill bytes\n",
                 BM, warps, c.registers, c.spill_bytes);
   }
+}
+
+/// overlap-chained-dots (sm_90a) rotates attention's loop - the next S =
+/// Q K^T and this P V in flight together, the softmax between the waits -
+/// without changing a single operation on any element: the output is the
+/// same bits as with TEGULA_OVERLAP_DOTS=0, for plain TMA rings, warp
+/// specialisation and ping-pong, ragged and causal, one key block or four.
+TEST_P(TensorDescriptor, OverlappedAttentionComputesTheSameBits) {
+  auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  const int heads = 2, D = 64;
+  for (int seq : {40, 200})
+    for (bool causal : {false, true})
+      for (int mode = 0; mode < 3; ++mode) { // plain, warp specialised, ping-pong
+        SCOPED_TRACE(fmt::format("T={} causal={} {}", seq, causal, std::array{"plain", "ws", "pp"}[size_t(mode)]));
+        const size_t n = size_t(heads * seq * D);
+        auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
+        auto overlapped = poisoned<bfloat16>(n), serial = overlapped;
+        LaunchOptions o = target({uint32_t(cdiv(seq, 64)), uint32_t(heads)}, 4);
+        o.warp_specialize = mode > 0;
+        o.ping_pong = mode == 2;
+        k(o, q, kk, v, overlapped, seq, heads * seq, 0.125f, D, 64, 64, causal);
+        {
+          ScopedEnv off("TEGULA_OVERLAP_DOTS", "0");
+          k(o, q, kk, v, serial, seq, heads * seq, 0.125f, D, 64, 64, causal);
+        }
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::bit_cast<uint16_t>(overlapped[i]), std::bit_cast<uint16_t>(serial[i]))
+              << "element " << i << ": " << float(overlapped[i]) << " vs " << float(serial[i]);
+      }
 }
 
 /// Flash attention with K and V through descriptors (TMA rings feeding
