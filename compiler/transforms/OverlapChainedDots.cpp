@@ -140,12 +140,15 @@ FailureOr<Rotation> plan(scf::ForOp loop, std::string &why) {
   Rotation r;
   r.loop = loop;
   Block *body = loop.getBody();
-  SmallVector<Operation *> dots;
-  for (Operation &op : body->without_terminator())
-    if (isWgmmaDot(&op))
-      dots.push_back(&op);
+  SmallVector<Operation *> dots; // nested ones too: each commits a group
+  body->walk([&](Operation *op) {
+    if (isWgmmaDot(op))
+      dots.push_back(op);
+  });
   if (dots.size() != 2)
     return why = kNotTwoDots, failure();
+  if (dots[0]->getBlock() != body || dots[1]->getBlock() != body)
+    return why = "a dot under control flow", failure();
   r.dot1 = dots[0];
   r.dot2 = dots[1];
   r.wait1 = soleWait(r.dot1);
@@ -298,6 +301,17 @@ void rotate(Rotation &r) {
     state.push_back(first.lookup(v));
   const size_t lateAt = r.early.size(), earlyBAt = lateAt + r.late.size(),
                crossingAt = earlyBAt + r.earlyUsedByB.size();
+  // What B of the iteration at `at` reads, from the rotated loop's `values`
+  // (its block arguments, or its results for the epilogue).
+  auto mapForB = [&](IRMapping &m, Value at, ValueRange values) {
+    m.map(iv, at);
+    for (auto [k, i] : llvm::enumerate(r.late))
+      m.map(iterArgs[i], values[lateAt + k]);
+    for (auto [k, i] : llvm::enumerate(r.earlyUsedByB))
+      m.map(iterArgs[i], values[earlyBAt + k]);
+    for (auto [k, v] : llvm::enumerate(r.crossing))
+      m.map(v, values[crossingAt + k]);
+  };
 
   // Iterations 0 .. n-2 run B_j with A_{j+1}.
   Value lastStart = arith::SubIOp::create(b, loc, ub, step);
@@ -313,13 +327,7 @@ void rotate(Rotation &r) {
     mA.map(iv, next);
     for (auto [k, i] : llvm::enumerate(r.early))
       mA.map(iterArgs[i], args[k]);
-    mB.map(iv, here);
-    for (auto [k, i] : llvm::enumerate(r.late))
-      mB.map(iterArgs[i], args[lateAt + k]);
-    for (auto [k, i] : llvm::enumerate(r.earlyUsedByB))
-      mB.map(iterArgs[i], args[earlyBAt + k]);
-    for (auto [k, v] : llvm::enumerate(r.crossing))
-      mB.map(v, args[crossingAt + k]);
+    mapForB(mB, here, args);
 
     auto upTo = [](ArrayRef<Operation *> ops, Operation *last) {
       auto *it = llvm::find(ops, last);
@@ -359,14 +367,8 @@ void rotate(Rotation &r) {
   Value last = arith::AddIOp::create(
       b, loc, lb, arith::MulIOp::create(b, loc, arith::DivSIOp::create(b, loc, span, step), step));
   IRMapping mLast;
-  mLast.map(iv, last);
   auto results = rotated.getResults();
-  for (auto [k, i] : llvm::enumerate(r.late))
-    mLast.map(iterArgs[i], results[lateAt + k]);
-  for (auto [k, i] : llvm::enumerate(r.earlyUsedByB))
-    mLast.map(iterArgs[i], results[earlyBAt + k]);
-  for (auto [k, v] : llvm::enumerate(r.crossing))
-    mLast.map(v, results[crossingAt + k]);
+  mapForB(mLast, last, results);
   cloneAll(r.b, mLast);
   SmallVector<Value> finals(loop.getNumResults());
   for (auto [k, i] : llvm::enumerate(r.early))
