@@ -138,39 +138,13 @@ SmallVector<Value> emitWgmma(OpBuilder &b, Location loc, Type elem, ValueRange a
   return out;
 }
 
-/// wgmma.wait_group `pending`, with every accumulator register passing
-/// through it (returned), and the A fragments `keep` the group's wgmmas
-/// read: their registers stay untouched until the wait, as the PTX ISA
-/// requires while a wgmma may still read them (other code runs between an
-/// overlapped dot and its wait; see overlap-chained-dots).
-SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending,
-                            ValueRange keep = {}) {
-  SmallVector<Value> values(acc.begin(), acc.end());
-  values.append(keep.begin(), keep.end());
-  std::string constraints;
-  SmallVector<Type> types;
-  for (Value v : values) {
-    constraints += fmt::format("{}{}", types.empty() ? "" : ",", v.getType().isF32() ? "=f" : "=r");
-    types.push_back(v.getType());
-  }
-  for (size_t i = 0; i < values.size(); ++i)
-    constraints += fmt::format(",{}", i);
-  Value d = inlinePtx(b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), types), values,
-                      fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints);
-  SmallVector<Value> out;
-  for (size_t i = 0; i < acc.size(); ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
-  return out;
-}
-
-/// wgmma.fence with `values` (accumulators and A fragments the next wgmmas
-/// read) passing through it as in/out operands, returned: every instruction
-/// writing them stays above the fence and none comes between it and the
-/// wgmmas, as the PTX ISA requires (ptxas otherwise inserts warpgroup
-/// arrives and may serialise the wgmmas).
-SmallVector<Value> emitFence(OpBuilder &b, Location loc, ValueRange values) {
+/// `instruction` (no operands of its own) with `values` passing through it
+/// as tied in/out operands, returned: nothing that reads or writes them can
+/// move across it.
+SmallVector<Value> passThrough(OpBuilder &b, Location loc, const std::string &instruction,
+                               ValueRange values) {
   if (values.empty()) {
-    inlinePtx(b, loc, Type(), {}, "wgmma.fence.sync.aligned;", "");
+    inlinePtx(b, loc, Type(), {}, instruction, "");
     return {};
   }
   std::string constraints;
@@ -181,12 +155,35 @@ SmallVector<Value> emitFence(OpBuilder &b, Location loc, ValueRange values) {
   }
   for (size_t i = 0; i < values.size(); ++i)
     constraints += fmt::format(",{}", i);
-  Value d = inlinePtx(b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), types), values,
-                      "wgmma.fence.sync.aligned;", constraints);
+  Value d = inlinePtx(b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), types), values, instruction,
+                      constraints);
   SmallVector<Value> out;
   for (size_t i = 0; i < values.size(); ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, d, int64_t(i)));
   return out;
+}
+
+/// wgmma.wait_group `pending`, with every accumulator register passing
+/// through it (returned), and the A fragments `keep` the group's wgmmas
+/// read: their registers stay untouched until the wait, as the PTX ISA
+/// requires while a wgmma may still read them (other code runs between an
+/// overlapped dot and its wait; see overlap-chained-dots).
+SmallVector<Value> emitWait(OpBuilder &b, Location loc, ValueRange acc, int pending,
+                            ValueRange keep = {}) {
+  SmallVector<Value> values(acc.begin(), acc.end());
+  values.append(keep.begin(), keep.end());
+  SmallVector<Value> out = passThrough(b, loc, fmt::format("wgmma.wait_group.sync.aligned {};", pending), values);
+  out.resize(acc.size());
+  return out;
+}
+
+/// wgmma.fence with `values` (accumulators and A fragments the next wgmmas
+/// read) passing through it, returned: every instruction writing them stays
+/// above the fence and none comes between it and the wgmmas, as the PTX ISA
+/// requires (ptxas otherwise inserts warpgroup arrives and may serialise
+/// the wgmmas).
+SmallVector<Value> emitFence(OpBuilder &b, Location loc, ValueRange values) {
+  return passThrough(b, loc, "wgmma.fence.sync.aligned;", values);
 }
 
 /// Whether `v` is the constant 0 (f32 or i32).
