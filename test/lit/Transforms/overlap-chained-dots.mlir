@@ -1,5 +1,6 @@
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots | FileCheck %s
 // RUN: tegula-opt %s -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots=explain=true 2>&1 | FileCheck %s --check-prefix=CPASYNC
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
 
 // Flash attention (examples::attention_fwd_descriptors, 64 x 64 blocks, d 64,
 // 4 warps) with K and V in TMA rings: S = Q K^T and O = P V + alpha O on
@@ -37,6 +38,13 @@
 // CHECK:        scf.yield %[[LOOP]]#0, %[[LOOP]]#1, %[[OLD]]
 // CHECK:      } else {
 // CHECK-NEXT:   scf.yield
+
+// Lowered, the loop's first wait (S: 32 accumulator registers a thread)
+// leaves one group in flight, and P V's wait passes P's 16 packed fragment
+// registers through with its 32 accumulators, so that nothing reuses them
+// while the tensor cores may still read them.
+// LLVM: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;", "{{(=f,){31}=f,0,}}
+// LLVM: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;", "{{(=f,){32}(=r,){15}=r,0,}}
 
 // Without TMA the rings are cp.async's, whose waits count commit groups
 // across rings in issue order: the loop is left as it is.
