@@ -7,7 +7,9 @@
 // gives; a masked-off group reads nothing and zero-fills (source size 0);
 // then one commit group. async_wait: cp.async.wait_group, then a barrier so
 // every thread's copies are visible (and every thread is done reading the
-// stage the next copies overwrite).
+// stage the next copies overwrite). store_shared fills a stage from
+// registers instead (the owners' vector stores), then the same fence and
+// barrier.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
@@ -92,11 +94,24 @@ struct AsyncWaitPattern : OpConversionPattern<tilegpu::AsyncWaitOp> {
     if (!op->getParentOfType<ModuleOp>()->hasAttr("tegula.test.drop_async_wait"))
       NVVM::CpAsyncWaitGroupOp::create(rw, op.getLoc(), rw.getI32IntegerAttr(int32_t(op.getPending())));
     if (op.getFenceAsyncProxy()) // cp.async writes through the generic proxy; wgmma reads next
-      LLVM::InlineAsmOp::create(rw, op.getLoc(), TypeRange{}, ValueRange{},
-                                "fence.proxy.async.shared::cta;", "", /*has_side_effects=*/true,
-                                false, LLVM::tailcallkind::TailCallKind::None,
-                                LLVM::AsmDialectAttr(), ArrayAttr());
+      inlinePtx(rw, op.getLoc(), Type(), {}, "fence.proxy.async.shared::cta;", "");
     ctaBarrier(rw, op.getLoc());
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct StoreSharedPattern : OpConversionPattern<tilegpu::StoreSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::StoreSharedOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    tilegpu::SharedTilesType ring = op.getDst().getType();
+    Value stage = ringStage(rw, loc, adaptor.getDst()[0], adaptor.getStage()[0], ring);
+    storeSharedTile(rw, loc, adaptor.getSrc(), cast<RankedTensorType>(op.getSrc().getType()), ring.tile(), stage);
+    if (op.getFenceAsyncProxy()) // the stores go through the generic proxy; wgmma reads next
+      inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
+    ctaBarrier(rw, loc);
     rw.eraseOp(op);
     return success();
   }
@@ -105,7 +120,7 @@ struct AsyncWaitPattern : OpConversionPattern<tilegpu::AsyncWaitOp> {
 } // namespace
 
 void populateAsyncCopyPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<AllocSharedPattern, AsyncLoadPattern, AsyncWaitPattern>(types, patterns.getContext());
+  patterns.add<AllocSharedPattern, AsyncLoadPattern, AsyncWaitPattern, StoreSharedPattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

@@ -212,15 +212,21 @@ def OverlapChainedDots : Pass<"overlap-chained-dots", "mlir::ModuleOp"> {
     second dot. Loops that may not run at all get the prologue and epilogue
     under `scf.if lb < ub`. Only TMA rings (per-stage mbarriers: their
     waits and releases commute across rings); the two halves must use
-    rings of their own and nothing else with side effects but loads. A
-    loop whose tiles would not fit the thread's registers during the overlap
-    (both accumulators, two sets of A fragments, a loop-invariant A) is left
-    as it is. `explain` remarks why a loop with two wgmma dots is not rotated.
+    rings of their own and nothing else with side effects but loads. The
+    tiles live during the overlap (both accumulators, two sets of A
+    fragments, a loop-invariant A) must fit the thread's registers; where
+    they fit only without the first dot's loop-invariant A (attention's Q at
+    128 x 128, d = 128), that operand is stored once before the loop into a
+    one-stage ring in wgmma's layout (`tilegpu.store_shared`) and the first
+    dot reads it from there (`tilegpu.dot_shared`), if shared memory has
+    room beside the rings (227 KiB); otherwise the loop is left as it is.
+    `explain` remarks why a loop with two wgmma dots is not rotated.
   }];
   let options = [
     Option<"explain", "explain", "bool", "false", "remark on loops left as they are, and why">
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {

@@ -61,6 +61,17 @@ LogicalResult AsyncLoadOp::verify() {
   return success();
 }
 
+LogicalResult StoreSharedOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  SharedTilesType dst = getDst().getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "stores " << src.getElementType() << " elements into a ring of "
+                         << dst.getElementType();
+  if (src.getShape() != dst.getShape() || !src.getEncoding())
+    return emitOpError() << "needs a laid-out tile of the ring's tile shape";
+  return success();
+}
+
 namespace {
 
 /// The operand types a dot on shared memory takes: 16-bit ones with an f32

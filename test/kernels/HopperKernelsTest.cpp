@@ -306,37 +306,48 @@ TEST(HopperPtx, NoRegisterIsWrittenBetweenTheFenceAndItsWgmma) {
 /// overlap-chained-dots on the benchmark's attention tiles: the loop is
 /// rotated (the first dot's wait leaves the second in flight: wait_group 1)
 /// where both accumulators, two sets of P fragments and Q fit the thread's
-/// registers, without spills or serialised wgmmas; 128 x 128 at d 128 is
-/// left as it is (it would spill); TEGULA_OVERLAP_DOTS=0 turns it off.
+/// registers, without spills or serialised wgmmas; at 128 x 128, d 128 they
+/// fit only with Q in shared memory: S = Q K^T then reads both operands
+/// through descriptors (Q staged once before the loop).
+/// TEGULA_OVERLAP_DOTS=0 turns it all off.
 TEST(HopperPtx, AttentionSoftmaxRunsWhileTheNextDotComputes) {
   auto k = kernel("attention_fwd_descriptors_overlap", examples::attention_fwd_descriptors<bfloat16>,
                   {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
   std::vector<bfloat16> x(256 * 128);
   struct Config {
     int BM, BN, D, warps;
-    bool ws, pp, rotated;
+    bool ws, pp, rotated, qInShared = false;
+  };
+  // A wgmma whose A operand is a descriptor, not a {register list}.
+  auto readsAFromShared = [](const std::string &ptx) {
+    for (size_t at = ptx.find("wgmma.mma_async"); at != std::string::npos; at = ptx.find("wgmma.mma_async", at + 1))
+      if (ptx.compare(ptx.find('}', at), 5, "}, %r") == 0)
+        return true;
+    return false;
   };
   constexpr const char *kOverlapWait = "wgmma.wait_group.sync.aligned 1;";
   for (Config c : {Config{64, 64, 64, 4, false, false, true}, Config{128, 64, 128, 8, false, false, true},
                    Config{128, 64, 128, 8, true, false, true}, Config{64, 64, 128, 4, true, true, true},
-                   Config{128, 128, 64, 8, true, false, true}, Config{128, 128, 128, 8, true, false, false},
-                   Config{128, 128, 128, 8, false, false, false}}) {
+                   Config{128, 128, 64, 8, true, false, true}, Config{128, 128, 128, 8, true, false, true, true},
+                   Config{128, 128, 128, 8, false, false, true, true}}) {
     SCOPED_TRACE(fmt::format("attention {}x{} d{}, {} warps{}{}", c.BM, c.BN, c.D, c.warps,
                              c.ws ? ", warp specialised" : "", c.pp ? ", ping-pong" : ""));
     const CompileOptions options{.chip = "sm_90a", .num_warps = c.warps, .warp_specialize = c.ws, .ping_pong = c.pp};
     CompiledKernel out = k.compile({x, x, x, x, 256, 256, 0.1f, c.D, c.BM, c.BN, true}, options);
     EXPECT_EQ(out.ptx.find(kOverlapWait) != std::string::npos, c.rotated);
+    EXPECT_EQ(readsAFromShared(out.ptx), c.qInShared);
     if (!out.cubin.empty()) {
       EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
       EXPECT_THAT(out.ptxas_log, Not(HasSubstr("(C75"))) << "wgmmas serialised";
-      std::printf("[tegula test] attention %dx%d d%d %d warps%s%s: %s, %d registers, 0 spills\n", c.BM, c.BN,
+      std::printf("[tegula test] attention %dx%d d%d %d warps%s%s: %s%s, %d registers, 0 spills\n", c.BM, c.BN,
                   c.D, c.warps, c.ws ? " ws" : "", c.pp ? " pp" : "", c.rotated ? "overlapped" : "not overlapped",
-                  out.registers);
+                  c.qInShared ? " (Q in shared memory)" : "", out.registers);
     }
     if (c.rotated) {
       ScopedEnv off("TEGULA_OVERLAP_DOTS", "0");
-      EXPECT_EQ(k.compile({x, x, x, x, 256, 256, 0.1f, c.D, c.BM, c.BN, true}, options).ptx.find(kOverlapWait),
-                std::string::npos);
+      const std::string ptx = k.compile({x, x, x, x, 256, 256, 0.1f, c.D, c.BM, c.BN, true}, options).ptx;
+      EXPECT_EQ(ptx.find(kOverlapWait), std::string::npos);
+      EXPECT_FALSE(readsAFromShared(ptx));
     }
   }
 }

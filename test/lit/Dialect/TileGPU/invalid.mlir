@@ -119,3 +119,22 @@ func.func @f(%a: !tilegpu.shared<3 x[64, 32] x i8, contiguousDim = 1>, %b: !tile
   %d = tilegpu.dot_shared %a[%s], %b[%s], %acc : !tilegpu.shared<3 x[64, 32] x i8, contiguousDim = 1>, !tilegpu.shared<3 x[32, 64] x i8, contiguousDim = 0>, tensor<64x64xf32, #mma> -> tensor<64x64xf32, #mma>
   return %d : tensor<64x64xf32, #mma>
 }
+
+// -----
+
+// store_shared writes a tile of the ring's shape and element type.
+#blocked = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+func.func @f(%q: tensor<64x64xbf16, #blocked>, %r: !tilegpu.shared<1 x[64, 32] x bf16, contiguousDim = 1>, %s: i32) {
+  // expected-error @+1 {{needs a laid-out tile of the ring's tile shape}}
+  tilegpu.store_shared %q, %r[%s] : tensor<64x64xbf16, #blocked>, !tilegpu.shared<1 x[64, 32] x bf16, contiguousDim = 1>
+  return
+}
+
+// -----
+
+#blocked = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+func.func @f(%q: tensor<64x64xf16, #blocked>, %r: !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1>, %s: i32) {
+  // expected-error @+1 {{stores 'f16' elements into a ring of 'bf16'}}
+  tilegpu.store_shared %q, %r[%s] : tensor<64x64xf16, #blocked>, !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1>
+  return
+}

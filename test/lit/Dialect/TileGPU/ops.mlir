@@ -28,3 +28,13 @@ func.func @layouts(%x: tensor<512xf32, #b1>, %y: tensor<64xf32, #s>, %t: tensor<
   }
   return %c, %e, %sum : tensor<512xf32, #b3>, tensor<64x1xf32, #b2>, tensor<64xf32, #s>
 }
+
+// A ring filled from registers (overlap-chained-dots' staged wgmma operand).
+// CHECK-LABEL: func.func @store_shared(
+// CHECK:         %[[R:.*]] = tilegpu.alloc_shared : <1 x[64, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4]>
+// CHECK:         tilegpu.store_shared %{{.*}}, %[[R]][%{{.*}}] {fenceAsyncProxy} : tensor<64x64xbf16, #[[B2]]>, <1 x[64, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4]>
+func.func @store_shared(%q: tensor<64x64xbf16, #b2>, %s: i32) {
+  %r = tilegpu.alloc_shared : !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4]>
+  tilegpu.store_shared %q, %r[%s] {fenceAsyncProxy} : tensor<64x64xbf16, #b2>, !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4]>
+  return
+}
