@@ -301,6 +301,8 @@ void attention_fwd(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
 /// rows ([rows = heads x seq_len, D]): on sm_90a TMA rings feed both dots.
 /// Key rows past this head's end belong to the next head (or lie past the
 /// tensor: zeros); their scores are masked to -inf, so they add nothing.
+/// Key blocks wholly inside the sequence and below the causal diagonal are
+/// not masked at all (a runtime tl::if_, as FlashAttention does).
 template <class T>
 void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
                                tl::scalar<int32_t> seq_len, tl::scalar<int32_t> rows,
@@ -316,15 +318,20 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
   tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
   tl::tensor l = tl::zeros({BM}, tl::f32);
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
-  tl::tensor end = causal.value ? tl::minimum((tl::program_id(0) + 1) * BM, seq_len)
-                                : tl::tensor(seq_len);
+  tl::tensor first_row = tl::program_id(0) * BM;
+  tl::tensor end = causal.value ? tl::minimum(first_row + BM, seq_len) : tl::tensor(seq_len);
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
-    tl::tensor rn = start + tl::arange(0, BN); // key rows of this head
     tl::tensor s = tl::dot(q_tile, k_desc.load({head + start, 0}).trans()) * (scale * kLog2e);
-    tl::tensor valid = rn.expand_dims(0) < seq_len;
-    if (causal.value)
-      valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
-    s = tl::where(valid, s, -INFINITY);
+    // Only the blocks that reach past the diagonal (causal) or the sequence
+    // mask their scores; the others skip the compares and selects.
+    tl::tensor needs_mask = start + BN > (causal.value ? first_row : tl::tensor(seq_len));
+    s = tl::if_(needs_mask, [&] {
+      tl::tensor rn = start + tl::arange(0, BN); // key rows of this head
+      tl::tensor valid = rn.expand_dims(0) < seq_len;
+      if (causal.value)
+        valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
+      return tl::where(valid, s, -INFINITY);
+    }, [&] { return s; });
     tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
     tl::tensor p = tl::exp2(s - m_new.expand_dims(1));
     tl::tensor alpha = tl::exp2(m - m_new);

@@ -105,7 +105,10 @@ def PropagateMmaLayout : Pass<"propagate-mma-layout", "mlir::ModuleOp"> {
     are left where the data leaves them (stores, yields, other ops), and a
     16-bit A operand of a following tensor-core dot is converted straight
     into its `dot_operand` layout - with warps along M only, the same
-    registers (a dot chain, as in attention, moves no data). Tiles from
+    registers (a dot chain, as in attention, moves no data). An `scf.if`
+    whose branches both yield data converted out of one mma layout yields
+    it in that layout, and the data moves on from the if's result (attention
+    masking its scores only on the blocks that need it). Tiles from
     outside are converted in; run remove-layout-conversions after it.
   }];
 }

@@ -15,10 +15,16 @@
 // rematerialises the cheap ones, moves conversions to the narrow side of
 // broadcasts and carries loop values in the layout they are produced in.
 //
+// An scf.if whose branches both yield a moved value (attention's scores,
+// masked on the blocks that need it, as they are elsewhere) yields it in the
+// mma layout, and the data follows from there too.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/transforms/LayoutRewriting.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -166,15 +172,50 @@ bool isAnchor(tilegpu::ConvertLayoutOp cvt) {
          isa<tilegpu::BlockedEncodingAttr>(cast<RankedTensorType>(cvt.getType()).getEncoding());
 }
 
+/// An scf.if result that both branches yield as conversions out of one
+/// mma-family layout takes that layout; its users convert after the if (a
+/// new anchor). False when there is none.
+bool yieldIfResultsInMmaLayout(ModuleOp module) {
+  bool changed = false;
+  module.walk([&](scf::IfOp op) {
+    if (op.getElseRegion().empty())
+      return;
+    scf::YieldOp thenYield = op.thenYield(), elseYield = op.elseYield();
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      auto a = thenYield.getOperand(unsigned(i)).getDefiningOp<tilegpu::ConvertLayoutOp>();
+      auto b = elseYield.getOperand(unsigned(i)).getDefiningOp<tilegpu::ConvertLayoutOp>();
+      if (!a || !b || a.getSrc().getType() != b.getSrc().getType() || !isAnchor(a))
+        continue;
+      Type original = result.getType();
+      result.setType(a.getSrc().getType());
+      thenYield->setOperand(unsigned(i), a.getSrc());
+      elseYield->setOperand(unsigned(i), b.getSrc());
+      for (tilegpu::ConvertLayoutOp c : {a, b}) // a branch's own, or one from before the if
+        if (c->use_empty())
+          c.erase();
+      OpBuilder builder(op->getContext());
+      builder.setInsertionPointAfter(op);
+      auto back = tilegpu::ConvertLayoutOp::create(builder, op.getLoc(), original, result);
+      result.replaceAllUsesExcept(back, back);
+      changed = true;
+    }
+  });
+  return changed;
+}
+
 struct PropagateMmaLayoutPass : tegula::impl::PropagateMmaLayoutBase<PropagateMmaLayoutPass> {
   void runOnOperation() override {
-    SmallVector<tilegpu::ConvertLayoutOp> anchors;
-    getOperation().walk([&](tilegpu::ConvertLayoutOp cvt) {
-      if (isAnchor(cvt))
-        anchors.push_back(cvt);
-    });
-    for (tilegpu::ConvertLayoutOp anchor : anchors)
-      propagateFrom(anchor);
+    // Each round moves what the conversions reach; an if whose branches
+    // then both yield moved data passes it on to the next round.
+    do {
+      SmallVector<tilegpu::ConvertLayoutOp> anchors;
+      getOperation().walk([&](tilegpu::ConvertLayoutOp cvt) {
+        if (isAnchor(cvt))
+          anchors.push_back(cvt);
+      });
+      for (tilegpu::ConvertLayoutOp anchor : anchors)
+        propagateFrom(anchor);
+    } while (yieldIfResultsInMmaLayout(getOperation()));
     // Moved conversions are identities now.
     getOperation().walk([](tilegpu::ConvertLayoutOp cvt) {
       if (cvt.getSrc().getType() == cvt.getType()) {

@@ -143,10 +143,12 @@ Cost conversionCost(tilegpu::ConvertLayoutOp cvt) {
                         cast<RankedTensorType>(cvt.getType()).getEncoding());
 }
 
-/// A cheap tile, or a conversion of one (about to be rematerialised): free
-/// in any layout.
+/// A cheap tile, or a conversion of one, or of a conversion of one (about
+/// to be rematerialised): free in any layout. Every pattern must agree on
+/// this, or one counts as saved a conversion that another made for free,
+/// and the two undo each other forever.
 bool isCheapTile(Value v) {
-  if (auto cvt = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+  while (auto cvt = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
     v = cvt.getSrc();
   return isCheap(v);
 }
@@ -235,7 +237,7 @@ struct SinkConversionBelowElementwise : RewritePattern {
     SmallVector<Attribute> candidates;
     for (Value o : op->getOperands())
       if (auto cvt = o.getDefiningOp<tilegpu::ConvertLayoutOp>())
-        if (!isCheap(cvt.getSrc()) && !llvm::is_contained(candidates, cvt.getSrc().getType().getEncoding()))
+        if (!isCheapTile(o) && !llvm::is_contained(candidates, cvt.getSrc().getType().getEncoding()))
           candidates.push_back(cvt.getSrc().getType().getEncoding());
     for (Attribute encoding : candidates) {
       Plan plan = planIn(op, encoding);
