@@ -76,9 +76,9 @@ def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
 def TileGPU_StoreSharedOp : TileGPU_Op<"store_shared"> {
   let summary = "Write a tile held in registers into one stage of a ring, then a barrier";
   let description = [{
-    Each thread stores the elements its layout gives it, up to 16 bytes at
-    a time, at the stage's swizzled offsets (threads holding the same
-    element store the same value); then, with `fenceAsyncProxy` (wgmma
+    Each element's owner (one thread where the layout repeats it) stores
+    it, up to 16 bytes at a time, at the stage's swizzled offsets; then,
+    with `fenceAsyncProxy` (wgmma
     reads the stage next), each thread fences (fence.proxy.async), and a
     barrier. overlap-chained-dots keeps a loop-invariant wgmma A operand
     there (attention's Q) instead of in registers.
