@@ -48,9 +48,12 @@ struct Config {
   /// false: TEGULA_OVERLAP_DOTS=0 - the softmax not overlapped with P V
   /// (overlap-chained-dots; "-ov" in the name), for the comparison.
   bool overlap = true;
+  /// false: TEGULA_WARPGROUP_TURNS=0 - two consumer warpgroups issue their
+  /// dots whenever ready (warpgroup-turns; "-wt"), for the comparison.
+  bool turns = true;
   std::string name() const {
-    return fmt::format("{}x{} w{}{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
-                       overlap ? "" : " -ov");
+    return fmt::format("{}x{} w{}{}{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
+                       overlap ? "" : " -ov", turns ? "" : " -wt");
   }
 };
 
@@ -282,6 +285,15 @@ int main(int argc, char **argv) {
           c.overlap = false;
           configs.push_back(c);
         }
+      // Warp specialised with two consumer warpgroups (8 warps, or ping-pong's
+      // two programs of 4), the warpgroups take turns issuing their dots
+      // (FlashAttention-3's ping-pong); the same without.
+      for (size_t i = 0, n = configs.size(); i < n; ++i)
+        if (configs[i].ws && configs[i].overlap && (configs[i].warps == 8 || configs[i].pp)) {
+          Config c = configs[i];
+          c.turns = false;
+          configs.push_back(c);
+        }
       double bestMs = INFINITY;
       std::string best;
       for (const Config &c : configs) {
@@ -292,6 +304,7 @@ int main(int argc, char **argv) {
                            .ping_pong = c.pp};
         // Read at each launch (and part of the loaded kernel's key).
         ScopedSwitch overlap("TEGULA_OVERLAP_DOTS", c.overlap ? nullptr : "0");
+        ScopedSwitch turns("TEGULA_WARPGROUP_TURNS", c.turns ? nullptr : "0");
         auto launch = [&] {
           if (c.tma)
             kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);

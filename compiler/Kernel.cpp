@@ -155,16 +155,16 @@ CompiledKernel deserialize(const std::vector<char> &in) {
 
 namespace detail {
 
-/// The code paths the TEGULA_WGMMA / TEGULA_TMA / TEGULA_OVERLAP_DOTS
-/// switches allow (all by default).
+/// The code paths the TEGULA_WGMMA / TEGULA_TMA / TEGULA_OVERLAP_DOTS /
+/// TEGULA_WARPGROUP_TURNS switches allow (all by default).
 struct CodePaths {
-  bool wgmma = true, tma = true, overlapDots = true;
-  auto key() const { return std::tuple(wgmma, tma, overlapDots); }
+  bool wgmma = true, tma = true, overlapDots = true, warpgroupTurns = true;
+  auto key() const { return std::tuple(wgmma, tma, overlapDots, warpgroupTurns); }
 };
 
 /// What a loaded GPU kernel was compiled for: chip, warps, stages, the
 /// code paths allowed, warp specialised, ping-pong.
-using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool>, bool, bool>;
+using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool, bool>, bool, bool>;
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
@@ -431,6 +431,8 @@ struct Switches {
   bool tmaOff = false;
   /// TEGULA_OVERLAP_DOTS=0: no overlap-chained-dots on sm_90a.
   bool overlapDotsOff = false;
+  /// TEGULA_WARPGROUP_TURNS=0: no warpgroup-turns on sm_90a.
+  bool warpgroupTurnsOff = false;
   /// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
   bool warpSpecialize = false;
   /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
@@ -458,6 +460,8 @@ struct Switches {
         s.tmaOff = value == "0";
       else if (name == "OVERLAP_DOTS")
         s.overlapDotsOff = value == "0";
+      else if (name == "WARPGROUP_TURNS")
+        s.warpgroupTurnsOff = value == "0";
       else if (name == "WARP_SPECIALIZE")
         s.warpSpecialize = value == "1";
       else if (name == "PING_PONG")
@@ -466,7 +470,7 @@ struct Switches {
     return s;
   }
 
-  detail::CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff}; }
+  detail::CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff, !warpgroupTurnsOff}; }
 };
 
 /// The module's TMA tensor maps (use-tma), their argument numbers turned
@@ -523,9 +527,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
   std::string optionKey =
-      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};ws={};pp={}",
+      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={}",
                   opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma,
-                  paths.overlapDots, warpSpecialize, opts.ping_pong);
+                  paths.overlapDots, paths.warpgroupTurns, warpSpecialize, opts.ping_pong);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -542,7 +546,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .pingPong = opts.ping_pong,
                                                 .useWgmma = paths.wgmma,
                                                 .useTma = paths.tma,
-                                                .overlapDots = paths.overlapDots});
+                                                .overlapDots = paths.overlapDots,
+                                                .warpgroupTurns = paths.warpgroupTurns});
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -671,17 +676,19 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
       const std::string chip = !opts.chip.empty()               ? opts.chip
                                : env.simChip && *env.simChip ? std::string(env.simChip)
                                                              : "sm_80";
+      const detail::CodePaths paths = env.paths();
       const GpuPipelineOptions pipeline{.numWarps = opts.num_warps,
                                         .numStages = opts.num_stages,
                                         .chip = chip,
                                         .warpSpecialize = opts.warp_specialize || env.warpSpecialize ||
                                                           opts.ping_pong || env.pingPong,
                                         .pingPong = opts.ping_pong || env.pingPong,
-                                        .useWgmma = !env.wgmmaOff,
-                                        .useTma = !env.tmaOff,
-                                        .overlapDots = !env.overlapDotsOff};
+                                        .useWgmma = paths.wgmma,
+                                        .useTma = paths.tma,
+                                        .overlapDots = paths.overlapDots,
+                                        .warpgroupTurns = paths.warpgroupTurns};
       std::shared_ptr<sim::SimKernel> &slot =
-          spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, env.paths().key(),
+          spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, paths.key(),
                           pipeline.warpSpecialize, pipeline.pingPong}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, pipeline);

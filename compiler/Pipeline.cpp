@@ -50,6 +50,8 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addPass(createDropUnusedTensorMaps());
   if (chip == "sm_90a" && o.overlapDots)
     pm.addPass(createOverlapChainedDots());
+  if (chip == "sm_90a" && o.warpSpecialize && o.warpgroupTurns)
+    pm.addPass(createWarpgroupTurns());
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.

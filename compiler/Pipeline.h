@@ -39,6 +39,9 @@ struct GpuPipelineOptions {
   /// false (TEGULA_OVERLAP_DOTS=0): no overlap-chained-dots on sm_90a -
   /// attention's softmax waits for its first dot and the second waits for it.
   bool overlapDots = true;
+  /// false (TEGULA_WARPGROUP_TURNS=0): no warpgroup-turns on sm_90a - two
+  /// consumer warpgroups issue attention's dots whenever they are ready.
+  bool warpgroupTurns = true;
 
   /// The chip the layout passes see: sm_80 when wgmma is switched off.
   std::string layoutChip() const { return useWgmma ? chip : std::string("sm_80"); }

@@ -59,6 +59,10 @@ void registerAllPasses() {
     Option<bool> overlapDots{*this, "overlap-dots",
                              llvm::cl::desc("sm_90a: overlap-chained-dots (attention's softmax under P V)"),
                              llvm::cl::init(true)};
+    Option<bool> warpgroupTurns{
+        *this, "warpgroup-turns",
+        llvm::cl::desc("sm_90a, warp specialised: two consumer warpgroups take turns issuing attention's dots"),
+        llvm::cl::init(true)};
   };
   mlir::PassPipelineRegistration<GpuPipelineFlags>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
@@ -70,7 +74,8 @@ void registerAllPasses() {
                               .pingPong = f.pingPong,
                               .useWgmma = f.useWgmma,
                               .useTma = f.useTma,
-                              .overlapDots = f.overlapDots});
+                              .overlapDots = f.overlapDots,
+                              .warpgroupTurns = f.warpgroupTurns});
       });
 }
 

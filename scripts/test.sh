@@ -11,7 +11,7 @@ cd "${TEGULA_BUILD_DIR:-build}"
 # The tests choose their own backends, caches and dumps: a TEGULA_* setting
 # left in the caller's environment must not change what they check.
 for v in TEGULA_BACKEND TEGULA_CACHE_DIR TEGULA_DUMP TEGULA_TIMING TEGULA_LAUNCH_BLOCKING \
-         TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE TEGULA_SIM_CHIP TEGULA_WGMMA TEGULA_TMA TEGULA_OVERLAP_DOTS \
+         TEGULA_DEVICE TEGULA_PTXAS TEGULA_LIBDEVICE TEGULA_SIM_CHIP TEGULA_WGMMA TEGULA_TMA TEGULA_OVERLAP_DOTS TEGULA_WARPGROUP_TURNS \
          TEGULA_WARP_SPECIALIZE TEGULA_PING_PONG TEGULA_SIM_SCHEDULE; do
   if [[ -n ${!v+x} ]]; then
     echo "[test] ignoring $v=${!v} from the environment"

@@ -232,6 +232,28 @@ def OverlapChainedDots : Pass<"overlap-chained-dots", "mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def WarpgroupTurns : Pass<"warpgroup-turns", "mlir::ModuleOp"> {
+  let summary = "Two consumer warpgroups take turns issuing their wgmma dots (FlashAttention-3's ping-pong)";
+  let description = [{
+    In a warp-specialised kernel (sm_90a) with two consumer warpgroups - 8
+    warps, or ping-pong's two programs of 4 - and a loop of two wgmma dots
+    (attention's forward), each burst of wgmma issues (dots in one block
+    with only scalar arithmetic and the consumers' ring waits between them:
+    the rotated loop's next S = Q K^T and this P V) is bracketed by
+    `tilegpu.order_wait` (no turn: the warpgroup's next) and
+    `tilegpu.order_arrive`: the warpgroups alternate, so one's softmax runs
+    while the other's dots keep the tensor cores busy. `tilegpu.order_init`
+    goes before the warp split and `tilegpu.order_retire` at the end of the
+    consumers. Kernels whose loops already take turns (a ping-pong GEMM) and
+    loops with more dots (attention's backward) are left alone. Runs after
+    `overlap-chained-dots`. `explain` remarks why a kernel is left alone.
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", "false", "remark on kernels left as they are, and why">
+  ];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
+}
+
 def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
   let summary = "Give every shared-memory user an offset; record the total";
   let description = [{

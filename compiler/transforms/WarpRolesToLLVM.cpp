@@ -10,11 +10,12 @@
 //                      warp's index among the producer warps
 //   set_max_registers  setmaxnreg.{inc,dec}
 //
-// and a ping-pong kernel's programs take turns on the tensor cores through
-// two mbarriers in tilegpu.order_init's buffer: the turn barrier (phase t
-// completes when the program holding turn t has issued its loop, 32 *
-// num_warps arrivals) and the retirement barrier (phase 0 completes when
-// either program has no loop left; one arrival).
+// and two consumer warpgroups take turns on the tensor cores (a ping-pong
+// GEMM's programs, loop by loop; attention's warpgroups, burst by burst of
+// wgmma issues) through two mbarriers in tilegpu.order_init's buffer: the
+// turn barrier (phase t completes when the warpgroup holding turn t has
+// ended it, 128 arrivals) and the retirement barrier (phase 0 completes
+// when either takes no more turns; one arrival).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/analysis/SharedMemoryUsage.h"
@@ -31,6 +32,9 @@ using namespace mlir;
 
 namespace tegula::lowering {
 namespace {
+
+/// Threads of a warpgroup: the turn barrier counts one's arrivals.
+constexpr int64_t kWarpgroupThreads = 4 * kWarpSize;
 
 /// Threads of one program: 32 * num_warps.
 int64_t programThreads(Operation *op) {
@@ -116,7 +120,7 @@ struct OrderInitPattern : OpConversionPattern<tilegpu::OrderInitOp> {
               fmt::format("@$2 mbarrier.init.shared::cta.b64 [$0], {};\n"
                           "@$2 mbarrier.init.shared::cta.b64 [$1], 1;\n"
                           "@$2 fence.mbarrier_init.release.cluster;",
-                          programThreads(op)),
+                          kWarpgroupThreads),
               "l,l,b");
     ctaBarrier(rw, loc);
     rw.eraseOp(op);
@@ -133,11 +137,21 @@ struct OrderWaitPattern : OpConversionPattern<tilegpu::OrderWaitOp> {
     if (failed(bars))
       return rw.notifyMatchFailure(op, kNoOrder);
     // Turn 0 starts at once; turn t waits for phase t - 1 of the turn
-    // barrier, unless the other program has retired.
-    Value turn = adaptor.getTurn();
-    Value parity = LLVM::AndOp::create(rw, loc, LLVM::SubOp::create(rw, loc, turn, i32Const(rw, loc, 1)),
-                                       i32Const(rw, loc, 1));
-    Value first = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, turn, i32Const(rw, loc, 0));
+    // barrier, unless the other warpgroup has retired. Without a turn: the
+    // consumer warpgroup w's next, w + 2k - only its parity counts, and a
+    // fresh barrier lets the first through (phase -1 counts as complete).
+    Value parity, first;
+    if (Value turn = adaptor.getTurn()) {
+      parity = LLVM::AndOp::create(rw, loc, LLVM::SubOp::create(rw, loc, turn, i32Const(rw, loc, 1)),
+                                   i32Const(rw, loc, 1));
+      first = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, turn, i32Const(rw, loc, 0));
+    } else {
+      Value tid = NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type());
+      Value warpgroup = LLVM::UDivOp::create(rw, loc, tid, i32Const(rw, loc, kWarpgroupThreads));
+      parity = LLVM::XOrOp::create(rw, loc, LLVM::AndOp::create(rw, loc, warpgroup, i32Const(rw, loc, 1)),
+                                   i32Const(rw, loc, 1));
+      first = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(false));
+    }
     inlinePtx(rw, loc, Type(), {bars->first, parity, bars->second, first},
               "{\n.reg .pred %tegula_go;\n@$3 bra tegula_turn_done;\ntegula_turn:\n"
               "mbarrier.try_wait.parity.shared::cta.b64 %tegula_go, [$0], $1;\n"
@@ -150,17 +164,42 @@ struct OrderWaitPattern : OpConversionPattern<tilegpu::OrderWaitOp> {
   }
 };
 
-/// order_arrive: every thread of the program arrives on the turn barrier;
-/// order_retire: its first thread on the retirement barrier.
-template <class Op, bool kRetire> struct OrderArrivalPattern : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
-  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor, ConversionPatternRewriter &rw) const override {
+/// Named barriers 3 and 4: consumer warpgroup w's own (ids 0, 1 and 2 are
+/// the CTA's, the consumers' and ping-pong program 1's).
+constexpr int64_t kFirstWarpgroupBarrier = 3;
+
+/// order_arrive: every thread of the warpgroup arrives on the turn barrier,
+/// then waits at the warpgroup's named barrier. mbarrier waits tell phases
+/// apart only by parity: a warp that reached its next order_wait while a
+/// sibling warp had still to arrive would take the warpgroup's own open
+/// phase for the other's completed one (and arrive twice in it).
+struct OrderArrivePattern : OpConversionPattern<tilegpu::OrderArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderArriveOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto bars = orderBarriers(rw, loc, op);
     if (failed(bars))
       return rw.notifyMatchFailure(op, kNoOrder);
-    Value who = kRetire ? isProgramLeader(rw, loc) : LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true)).getResult();
-    inlinePtx(rw, loc, Type(), {kRetire ? bars->second : bars->first, who},
+    Value tid = NVVM::ThreadIdXOp::create(rw, loc, rw.getI32Type());
+    Value id = LLVM::AddOp::create(rw, loc, LLVM::UDivOp::create(rw, loc, tid, i32Const(rw, loc, kWarpgroupThreads)),
+                                   i32Const(rw, loc, kFirstWarpgroupBarrier));
+    inlinePtx(rw, loc, Type(), {bars->first, id},
+              fmt::format("mbarrier.arrive.shared::cta.b64 _, [$0];\nbar.sync $1, {};", kWarpgroupThreads),
+              "l,r,~{memory}");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// order_retire: the program's first thread arrives on the retirement barrier.
+struct OrderRetirePattern : OpConversionPattern<tilegpu::OrderRetireOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::OrderRetireOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto bars = orderBarriers(rw, loc, op);
+    if (failed(bars))
+      return rw.notifyMatchFailure(op, kNoOrder);
+    inlinePtx(rw, loc, Type(), {bars->second, isProgramLeader(rw, loc)},
               "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "l,b");
     rw.eraseOp(op);
     return success();
@@ -171,8 +210,7 @@ template <class Op, bool kRetire> struct OrderArrivalPattern : OpConversionPatte
 
 void populateWarpRolePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern, SetMaxRegistersPattern,
-               OrderInitPattern, OrderWaitPattern, OrderArrivalPattern<tilegpu::OrderArriveOp, false>,
-               OrderArrivalPattern<tilegpu::OrderRetireOp, true>>(types, patterns.getContext());
+               OrderInitPattern, OrderWaitPattern, OrderArrivePattern, OrderRetirePattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

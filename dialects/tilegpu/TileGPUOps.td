@@ -171,33 +171,43 @@ def TileGPU_IsWarpLeaderOp : TileGPU_Op<"is_warp_leader", [Pure]> {
 }
 
 def TileGPU_OrderInitOp : TileGPU_Op<"order_init"> {
-  let summary = "A ping-pong kernel's turn and retirement mbarriers";
+  let summary = "The turn and retirement mbarriers of consumer warpgroups that take turns";
   let description = [{
     Before the split, every thread: thread 0 initialises two mbarriers in
     the op's shared buffer (16 bytes, live to the kernel's end) - the turn
-    barrier, whose phase t completes when the program holding turn t has
-    issued its loop (32 * num_warps arrivals), and the retirement barrier,
-    whose phase 0 completes when either program has no loop left - then a
-    barrier. The programs' loops take turns on the tensor cores: turn
-    2j + slot is program `slot`'s j-th loop.
+    barrier, whose phase t completes when the warpgroup holding turn t has
+    ended it (128 arrivals: one consumer warpgroup), and the retirement
+    barrier, whose phase 0 completes when either warpgroup takes no more
+    turns - then a barrier. Turns alternate between the two consumer
+    warpgroups: a ping-pong GEMM's programs take turn 2j + slot for their
+    j-th K loop; warpgroups that take turns at each burst of wgmma issues
+    (`warpgroup-turns`) number theirs implicitly (warpgroup w: w, w + 2, ...).
   }];
   let assemblyFormat = "attr-dict";
 }
 
 def TileGPU_OrderWaitOp : TileGPU_Op<"order_wait"> {
-  let summary = "Wait for the program's turn (ping-pong)";
+  let summary = "Wait for the warpgroup's turn";
   let description = [{
-    From turn 1 on, every thread of the program spins until the turn
-    barrier completed phase `turn` - 1 (the other program issued its loop)
-    or the retirement barrier its phase 0 (the other program has no loop
-    left).
+    Every thread of the warpgroup spins until the turn barrier completed
+    phase `turn` - 1 (the other warpgroup ended its turn) or the retirement
+    barrier its phase 0 (the other takes no more turns); turn 0 starts at
+    once. Without `turn`: the warpgroup's next turn (consumer warpgroup w
+    holds turns w, w + 2, ...: only the parity matters, and a fresh barrier
+    lets turn 0 through).
   }];
-  let arguments = (ins I32:$turn);
-  let assemblyFormat = "$turn attr-dict";
+  let arguments = (ins Optional<I32>:$turn);
+  let assemblyFormat = "($turn^)? attr-dict";
 }
 
 def TileGPU_OrderArriveOp : TileGPU_Op<"order_arrive"> {
-  let summary = "End the program's turn: every thread arrives on the turn barrier";
+  let summary = "End the warpgroup's turn: every thread arrives on the turn barrier";
+  let description = [{
+    Then the warpgroup's threads meet at its own named barrier (3 + its
+    index): no warp waits for its next turn while its warpgroup's phase is
+    still open - a wait sees only the parity of phases, and would take that
+    open phase's predecessor for the other warpgroup's turn.
+  }];
   let assemblyFormat = "attr-dict";
 }
 

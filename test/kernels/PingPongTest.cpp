@@ -91,13 +91,26 @@ TEST_P(PingPong, AttentionMatchesThePointerKernel) {
     k(pingPong(target(g)), q, kk, v, got, seq, heads * seq, 0.125f, 64, 64, 64, causal);
     EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
   }
-  // Two dots with the softmax between: the programs interleave freely (a
-  // turn would hold the tensor cores through the softmax).
+  // Two dots with the softmax between: the programs take turns burst by
+  // burst of wgmma issues (warpgroup-turns: three bursts, each ended by the
+  // warpgroup's arrival and named barrier), not loop by loop (a turn would
+  // hold the tensor cores through the softmax); TEGULA_WARPGROUP_TURNS=0
+  // lets them interleave freely.
   std::vector<bfloat16> x(2 * 128 * 64);
-  CompiledKernel c = k.compile({x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true},
-                               {.chip = "sm_90a", .num_warps = 4, .ping_pong = true, .assemble = false});
+  const std::vector<Arg> args = {x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true};
+  const CompileOptions o{.chip = "sm_90a", .num_warps = 4, .ping_pong = true, .assemble = false};
+  CompiledKernel c = k.compile(args, o);
   EXPECT_EQ(c.programs_per_cta, 2);
-  EXPECT_EQ(c.ptx.find("tegula_turn:"), std::string::npos);
+  auto count = [](const std::string &ptx, std::string_view what) {
+    size_t n = 0;
+    for (size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(c.ptx, "tegula_turn:"), 3u);
+  EXPECT_EQ(count(c.ptx, "];\nbar.sync %r"), 3u) << "each turn ends with an arrival and the warpgroup's barrier";
+  ScopedEnv off("TEGULA_WARPGROUP_TURNS", "0");
+  EXPECT_EQ(count(k.compile(args, o).ptx, "tegula_turn:"), 0u);
 }
 
 TEGULA_INSTANTIATE_CHIP_TARGETS(PingPong);

@@ -360,6 +360,8 @@ TEST_P(TensorDescriptor, OverlappedAttentionComputesTheSameBits) {
 /// there once and S = Q K^T reads both operands from shared memory). The
 /// result is the same bits as unrotated with Q in registers, and close to
 /// attention in double; plain TMA and warp specialised, causal and not.
+/// Warp specialised, its two warpgroups take turns issuing their dots
+/// (warpgroup-turns): the same bits again as when they do not.
 TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
   auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
                   {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
@@ -389,6 +391,16 @@ TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
         for (size_t i = 0; i < n; ++i)
           ASSERT_EQ(std::bit_cast<uint16_t>(staged[i]), std::bit_cast<uint16_t>(inRegisters[i]))
               << "element " << i << ": " << float(staged[i]) << " vs " << float(inRegisters[i]);
+        if (!ws)
+          continue;
+        auto noTurns = poisoned<bfloat16>(n);
+        {
+          ScopedEnv off("TEGULA_WARPGROUP_TURNS", "0");
+          k(o, q, kk, v, noTurns, seq, heads * seq, 0.125f, D, B, B, causal);
+        }
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::bit_cast<uint16_t>(staged[i]), std::bit_cast<uint16_t>(noTurns[i]))
+              << "element " << i << ": " << float(staged[i]) << " vs " << float(noTurns[i]) << " without turns";
       }
 }
 
