@@ -246,9 +246,6 @@ void transpose(tl::ptr<T> x, tl::ptr<T> out, tl::scalar<int32_t> M, tl::scalar<i
   tl::store(out + rn.expand_dims(1) * M + rm.expand_dims(0), v.trans(), mask.trans());
 }
 
-/// log2(e): attention's scores in base-2 units, for exp2.
-inline constexpr float kLog2e = 1.44269504088896340736f;
-
 /// Flash-attention forward (FlashAttention-2's loop, written as a user
 /// would): q, k, v, out are [BH, T, D] row-major; one program per BM query
 /// rows (axis 0) of one batch*head (axis 1). Each BN-key block: S = Q K^T *
@@ -279,7 +276,7 @@ void attention_fwd(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out,
     tl::tensor rn = start + tl::arange(0, BN); // key rows
     tl::tensor k_tile = tl::load(k + base + rn.expand_dims(1) * D + rd.expand_dims(0),
                                  rn.expand_dims(1) < seq_len, 0.0f); // [BN, D], rows as stored
-    tl::tensor s = tl::dot(q_tile, k_tile.trans()) * (scale * kLog2e);
+    tl::tensor s = tl::dot(q_tile, k_tile.trans()) * (scale * tl::log2e);
     tl::tensor valid = rn.expand_dims(0) < seq_len;
     if (causal.value)
       valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
@@ -320,8 +317,11 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
   tl::tensor first_row = tl::program_id(0) * BM;
   tl::tensor end = causal.value ? tl::minimum(first_row + BM, seq_len) : tl::tensor(seq_len);
+  const tl::tensor c = scale * tl::log2e; // scores to base-2 units
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
-    tl::tensor s = tl::dot(q_tile, k_desc.load({head + start, 0}).trans()) * (scale * kLog2e);
+    // Raw scores; the softmax scales them in base 2 inside one fma an element
+    // (exp2(s * c - m), m in base-2 units), as FlashAttention does.
+    tl::tensor s = tl::dot(q_tile, k_desc.load({head + start, 0}).trans());
     // Only the blocks that reach past the diagonal (causal) or the sequence
     // mask their scores; the others skip the compares and selects.
     tl::tensor needs_mask = start + BN > (causal.value ? first_row : tl::tensor(seq_len));
@@ -332,10 +332,10 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
         valid = valid & (rn.expand_dims(0) <= rm.expand_dims(1));
       return tl::where(valid, s, -INFINITY);
     }, [&] { return s; });
-    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
-    tl::tensor p = tl::exp2(s - m_new.expand_dims(1));
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c); // c > 0: the max of the scaled scores
+    tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));
     tl::tensor alpha = tl::exp2(m - m_new);
-    l = l * alpha + tl::sum(p, 1);
+    l = tl::fma(l, alpha, tl::sum(p, 1));
     acc = tl::dot(p.to(dtype_of_v<T>), v_desc.load({head + start, 0}), acc * alpha.expand_dims(1));
     m = m_new;
   }

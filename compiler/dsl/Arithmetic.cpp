@@ -498,6 +498,27 @@ tensor minimum(operand a, operand b) {
   return extremum<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(a, b, "tl::minimum");
 }
 
+tensor fma(operand a, operand b, operand c) {
+  const Loc &loc = a.loc;
+  TraceState &ts = current(loc);
+  const operand *tile = a.kind == operand::Kind::Tensor   ? &a
+                        : b.kind == operand::Kind::Tensor ? &b
+                        : c.kind == operand::Kind::Tensor ? &c
+                                                          : nullptr;
+  if (!tile)
+    fail(loc, "tl::fma needs at least one tile operand");
+  // Each operand against a tile: then the element type and shape of all three.
+  Operands pa = prepare(ts, *tile, a, "tl::fma"), pb = prepare(ts, *tile, b, "tl::fma"),
+           pc = prepare(ts, *tile, c, "tl::fma");
+  Type elem = promote(ts.builder, promote(ts.builder, pa.elem, pb.elem), pc.elem);
+  if (!isa<FloatType>(elem))
+    fail(loc, fmt::format("tl::fma needs floating-point operands, got {}", describeType(elem)));
+  auto shape = commonShape(commonShape(pa.shape, pb.shape, loc, "tl::fma"), pc.shape, loc, "tl::fma");
+  Location l = toLoc(ts.ctx, loc);
+  auto ready = [&](Value v) { return broadcastTo(ts, castTo(ts, v, elem, l), shape, loc, "tl::fma"); };
+  return wrap(math::FmaOp::create(ts.builder, l, ready(pa.b), ready(pb.b), ready(pc.b)));
+}
+
 tensor where(const tensor &cond, operand a, operand b) {
   const Loc &loc = a.loc;
   TraceState &ts = current(loc);

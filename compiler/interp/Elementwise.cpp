@@ -333,8 +333,12 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case([&](math::FmaOp) {
         const Tile &x = *in[0], &y = *in[1], &z = *in[2];
         auto r = makeTile(resElem, x.shape);
+        // f32 rounded once, as fma.rn.f32 does (in double, then to f32, would
+        // round twice).
+        const bool f32 = resElem.isF32();
         for (size_t k = 0; k < r->f.size(); ++k)
-          r->f[k] = roundTo(resElem, std::fma(x.f[k], y.f[k], z.f[k]));
+          r->f[k] = f32 ? double(std::fmaf(float(x.f[k]), float(y.f[k]), float(z.f[k])))
+                        : roundTo(resElem, std::fma(x.f[k], y.f[k], z.f[k]));
         return TileRef(r);
       })
       .Default([](Operation *) { return R(); });

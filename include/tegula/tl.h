@@ -213,6 +213,16 @@ tensor ceil(const tensor &x, Loc loc = Loc::current());
 /// Elementwise max/min; NaN in either operand gives NaN.
 tensor maximum(operand a, operand b);
 tensor minimum(operand a, operand b);
+/// log2(e) and ln(2) in f32: softmaxes in base 2 (scores times log2e, then
+/// exp2: one ex2.approx an element on a GPU, where exp is libdevice's nine
+/// instructions), as FlashAttention and Triton's tutorial keep them.
+inline constexpr float log2e = 1.44269504088896340736f, ln2 = 0.69314718055994530942f;
+
+/// a * b + c rounded once (fma.rn): floating-point operands, broadcast like
+/// the arithmetic operators, at least one a tile. The compiler never fuses
+/// a * b + c by itself (the interpreter and the GPU give the same bits), so
+/// a kernel asks for it where it wants one instruction instead of two.
+tensor fma(operand a, operand b, operand c);
 /// cond ? a : b elementwise, broadcasting all three.
 tensor where(const tensor &cond, operand a, operand b);
 /// Convert the element type (same as x.to(t)).

@@ -21,10 +21,9 @@
 
 namespace tegula::gpt::kernels {
 
-/// The scores are kept in base 2 (scale * log2 e folded into S, exp2): one
-/// ex2.approx an element on a GPU where exp is libdevice's nine
-/// instructions, as FlashAttention does. lse is stored as a natural log.
-inline constexpr float kLog2e = 1.44269504088896340736f, kLn2 = 0.69314718055994530942f;
+/// The softmaxes work in base 2 (tl::log2e, exp2), the scaling folded into
+/// one fma an element: exp2(s * scale * log2e - m). lse is stored as a
+/// natural log.
 
 namespace detail {
 /// Element offsets of rows `rows` of head bh (= b * H + h) in a [B, T, stride]
@@ -54,11 +53,11 @@ void dkdvStep(const tl::tensor &k, const tl::tensor &v, const tl::tensor &q, con
               const tl::tensor &T, const tl::tensor &scale, const tl::tensor &needs_mask, tl::tensor &dk,
               tl::tensor &dv) {
   const int64_t BN = rn.shape()[0], BM = rm.shape()[0];
-  // Base 2: S^T * log2 e and lse * log2 e, one ex2 an element (see kLog2e).
-  tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P) * (scale * kLog2e); // [BN, BM]
+  // Base 2: P^T = exp2(S^T scale log2 e - lse log2 e), an fma and an ex2 an element.
+  tl::tensor st = tl::dot(k, q.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
   tl::tensor pt = maskWhereNeeded(
       needs_mask, [&] { return (rn.expand_dims(1) <= rm.expand_dims(0)) & (rm.expand_dims(0) < T); },
-      tl::exp2(st - (lse_row * kLog2e).expand_dims(0)), 0.0f);
+      tl::exp2(tl::fma(st, scale * tl::log2e, -(lse_row * tl::log2e).expand_dims(0))), 0.0f);
   dv = tl::dot(pt.to(tl::ptr<T_>::element), g, dv, P);
   tl::tensor dpt = tl::dot(v, g.trans(), tl::zeros({BN, BM}, tl::f32), P); // [BN, BM]
   tl::tensor dst = pt * (dpt - delta_row.expand_dims(0));
@@ -73,10 +72,10 @@ void dqStep(const tl::tensor &q, const tl::tensor &g, const tl::tensor &k, const
             const tl::tensor &rm, const tl::tensor &rn, const tl::tensor &lse_col, const tl::tensor &delta_col,
             const tl::tensor &T, const tl::tensor &scale, const tl::tensor &needs_mask, tl::tensor &dq) {
   const int64_t BM = rm.shape()[0], BN = rn.shape()[0];
-  tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * (scale * kLog2e);
+  tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P);
   tl::tensor p = maskWhereNeeded(
       needs_mask, [&] { return (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T); },
-      tl::exp2(s - lse_col * kLog2e), 0.0f);
+      tl::exp2(tl::fma(s, scale * tl::log2e, -lse_col * tl::log2e)), 0.0f);
   tl::tensor ds = p * (tl::dot(g, v.trans(), tl::zeros({BM, BN}, tl::f32), P) - delta_col);
   dq = tl::dot(ds.to(tl::ptr<T_>::element), k, dq, P);
 }
@@ -101,20 +100,21 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
   tl::tensor l = tl::zeros({BM}, tl::f32);
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
   tl::tensor end = tl::minimum((block + 1) * BM, T); // causal
+  const tl::tensor c = scale * tl::log2e; // scores to base-2 units
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
     tl::tensor rn = start + tl::arange(0, BN);
     // K as stored ([BN, D], rows contiguous), transposed for the dot: the
     // load vectorises and software pipelining takes it.
     tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd,
                             rn.expand_dims(1) < T, 0.0f);
-    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * (scale * kLog2e);
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P); // raw: scaled in the fma below
     // Every block masked (not only the diagonal's, as the backward does):
     // at 128 x 128 on sm_80 the branch would cost 236 bytes of spills.
     s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
-    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c); // c > 0: the max of the scaled scores
     tl::tensor alpha = tl::exp2(m - m_new);
-    tl::tensor p = tl::exp2(s - m_new.expand_dims(1));
-    l = l * alpha + tl::sum(p, 1);
+    tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));
+    l = tl::fma(l, alpha, tl::sum(p, 1));
     tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd,
                             rn.expand_dims(1) < T, 0.0f);
     acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1), P);
@@ -123,7 +123,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
   tl::tensor valid = rm < T;
   tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
             acc / l.expand_dims(1), valid.expand_dims(1));
-  tl::store(lse + bh * T + rm, m * kLn2 + tl::log(l), valid); // natural log
+  tl::store(lse + bh * T + rm, m * tl::ln2 + tl::log(l), valid); // natural log
 }
 
 /// attention_fwd with q, k and v read through tensor descriptors over the
@@ -152,17 +152,18 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
   tl::tensor l = tl::zeros({BM}, tl::f32);
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
   tl::tensor end = tl::minimum((block + 1) * BM, T); // causal
+  const tl::tensor c = scale * tl::log2e; // scores to base-2 units
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor k = kv_rows.load({row0 + start, k_off + col});
-    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P) * (scale * kLog2e);
+    tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P); // raw: scaled in the fma below
     // Every block masked (not only the diagonal's, as the backward does):
     // at 128 x 128 on sm_80 the branch would cost 236 bytes of spills.
     s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
-    tl::tensor m_new = tl::maximum(m, tl::max(s, 1));
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c); // c > 0: the max of the scaled scores
     tl::tensor alpha = tl::exp2(m - m_new);
-    tl::tensor p = tl::exp2(s - m_new.expand_dims(1));
-    l = l * alpha + tl::sum(p, 1);
+    tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));
+    l = tl::fma(l, alpha, tl::sum(p, 1));
     tl::tensor v = kv_rows.load({row0 + start, v_off + col});
     acc = tl::dot(p.to(tl::ptr<T_>::element), v, acc * alpha.expand_dims(1), P);
     m = m_new;
@@ -170,7 +171,7 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
   tl::tensor valid = rm < T;
   tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
             acc / l.expand_dims(1), valid.expand_dims(1));
-  tl::store(lse + bh * T + rm, m * kLn2 + tl::log(l), valid); // natural log
+  tl::store(lse + bh * T + rm, m * tl::ln2 + tl::log(l), valid); // natural log
 }
 
 /// delta[bh, t] = sum over d of do * o (the backward's row correction).

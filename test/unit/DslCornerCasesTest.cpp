@@ -143,6 +143,32 @@ TEST(DslCornerCases, MaximumPrefersPositiveZero) {
   EXPECT_FALSE(std::signbit(out[4]));
 }
 
+void fused(tl::ptr<float> x, tl::ptr<float> c, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, tl::fma(v, v, tl::load(c + offs)));
+  tl::store(out + 4 + offs, v * v + tl::load(c + offs));
+  tl::store(out + 8 + offs, tl::fma(2.0f, v, 1.0f)); // literals broadcast
+}
+
+/// (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24: tl::fma rounds once and keeps it,
+/// a product and a sum round the product to 1 + 2^-11 first (nothing fuses
+/// them) - in the interpreter and in the simulator's GPU code alike.
+TEST(DslCornerCases, FmaRoundsOnce) {
+  const float a = 1.0f + std::ldexp(1.0f, -12), c = -(1.0f + std::ldexp(1.0f, -11));
+  std::vector<float> x = {a, a, 3.0f, -0.5f}, cs = {c, c, 1.0f, 0.25f};
+  for (Backend backend : {Backend::Interp, Backend::Sim}) {
+    SCOPED_TRACE(backend == Backend::Interp ? "interpreter" : "simulator");
+    std::vector<float> out(12, NAN);
+    kernel("fused", fused)({.grid = {1}, .backend = backend}, x, cs, out);
+    EXPECT_EQ(out[0], std::ldexp(1.0f, -24));
+    EXPECT_EQ(out[4], 0.0f);
+    EXPECT_EQ(out[2], 10.0f);
+    EXPECT_EQ(out[3], 0.5f);
+    EXPECT_EQ(std::vector<float>(out.begin() + 8, out.end()), (std::vector<float>{2 * a + 1, 2 * a + 1, 7.0f, 0.0f}));
+  }
+}
+
 void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {
   tl::tensor r = tl::arange(0, 4).expand_dims(1), c = tl::arange(0, 8).expand_dims(0);
   tl::tensor m = r < rows; // [4, 1] against [4, 8] pointers

@@ -190,6 +190,18 @@ TEST(LaunchErrors, WrongArgumentKindNamesTheParameter) {
   EXPECT_THAT(errorOf(k, {x, 2}), HasSubstr("kernel 'simple' takes 3 arguments, 2 were given"));
 }
 
+void integer_fma(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 16);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, tl::fma(offs, 2, 1).to(tl::f32));
+}
+
+TEST(DslErrors, FmaNeedsFloatingPoint) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("integer_fma", integer_fma), {x}),
+                     "tl::fma needs floating-point operands, got i32");
+}
+
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
   EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
 }

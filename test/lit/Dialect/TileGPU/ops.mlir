@@ -38,3 +38,20 @@ func.func @store_shared(%q: tensor<64x64xbf16, #b2>, %s: i32) {
   tilegpu.store_shared %q, %r[%s] {fenceAsyncProxy} : tensor<64x64xbf16, #b2>, !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1, swizzle = [1, 2, 4]>
   return
 }
+
+// Turns on the tensor cores: with a turn (a ping-pong GEMM's loops) and
+// without one (the warpgroup's next, warpgroup-turns).
+// CHECK-LABEL: func.func @turns(
+// CHECK:         tilegpu.order_init
+// CHECK-NEXT:    tilegpu.order_wait %{{.*}}
+// CHECK-NEXT:    tilegpu.order_wait{{$}}
+// CHECK-NEXT:    tilegpu.order_arrive
+// CHECK-NEXT:    tilegpu.order_retire
+func.func @turns(%turn: i32) {
+  tilegpu.order_init
+  tilegpu.order_wait %turn
+  tilegpu.order_wait
+  tilegpu.order_arrive
+  tilegpu.order_retire
+  return
+}
