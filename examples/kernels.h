@@ -307,7 +307,11 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
                                tl::constant<int> BN, tl::constant<bool> causal) {
   auto k_desc = tl::make_tensor_descriptor(k, {rows, D}, {D, 1}, {BN, D});
   auto v_desc = tl::make_tensor_descriptor(v, {rows, D}, {D, 1}, {BN, D});
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM); // query rows
+  // Causal: the query blocks that see the most keys first - CTAs start in
+  // program order, so the launch ends on short blocks (longest first, as
+  // FlashAttention's schedulers order them).
+  tl::tensor block = causal.value ? tl::num_programs(0) - 1 - tl::program_id(0) : tl::program_id(0);
+  tl::tensor rm = block * BM + tl::arange(0, BM); // query rows
   tl::tensor rd = tl::arange(0, D);
   tl::tensor head = tl::program_id(1) * seq_len; // this head's first row
   tl::tensor q_tile = tl::load(q + (head + rm.expand_dims(1)) * D + rd.expand_dims(0),
@@ -315,7 +319,7 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
   tl::tensor m = tl::full({BM}, -INFINITY, tl::f32);
   tl::tensor l = tl::zeros({BM}, tl::f32);
   tl::tensor acc = tl::zeros({BM, D}, tl::f32);
-  tl::tensor first_row = tl::program_id(0) * BM;
+  tl::tensor first_row = block * BM;
   tl::tensor end = causal.value ? tl::minimum(first_row + BM, seq_len) : tl::tensor(seq_len);
   const tl::tensor c = scale * tl::log2e; // scores to base-2 units
   for (auto start : tl::range(0, end, BN.value, m, l, acc)) {

@@ -231,6 +231,14 @@ Value inlinePtx(OpBuilder &b, Location loc, Type result, ValueRange args, const 
   return result ? op.getResult(0) : Value();
 }
 
+bool isWgmmaDot(Operation *op) {
+  if (!isa<tilegpu::DotSharedOp, tilegpu::DotSharedBOp>(op))
+    return false;
+  auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(
+      cast<RankedTensorType>(op->getResult(0).getType()).getEncoding());
+  return mma && mma.isWgmma();
+}
+
 WarpRole warpRoleAt(Block *block) {
   for (Region *r = block->getParent(); r && r->getParentOp(); r = r->getParentOp()->getParentRegion())
     if (auto split = dyn_cast<scf::IfOp>(r->getParentOp()); split && split->hasAttr("tilegpu.warp_specialized"))

@@ -94,6 +94,10 @@ void storeSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange va
 enum class WarpRole { All, Producer, Consumer };
 WarpRole warpRoleAt(mlir::Block *block);
 
+/// Whether `op` is a dot the tensor cores run as wgmma from shared memory
+/// (tilegpu.dot_shared / dot_shared_b with a version-3 mma result).
+bool isWgmmaDot(mlir::Operation *op);
+
 /// The barrier of the threads running the tile program: bar.sync 0 (every
 /// thread), or in a warp-specialised kernel's consumer branch bar.sync 1
 /// over the consumer warps alone (the producers never reach it); in a

@@ -57,14 +57,6 @@ using namespace tegula;
 
 namespace {
 
-bool isWgmmaDot(Operation *op) {
-  if (!isa<tilegpu::DotSharedOp, tilegpu::DotSharedBOp>(op))
-    return false;
-  auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(
-      cast<RankedTensorType>(op->getResult(0).getType()).getEncoding());
-  return mma && mma.isWgmma();
-}
-
 /// The wgmma_wait 0 that is the only user of `dot`, if any.
 tilegpu::WgmmaWaitOp soleWait(Operation *dot) {
   if (!dot->getResult(0).hasOneUse())
@@ -188,7 +180,7 @@ FailureOr<Rotation> plan(scf::ForOp loop, std::string &why) {
   Block *body = loop.getBody();
   SmallVector<Operation *> dots; // nested ones too: each commits a group
   body->walk([&](Operation *op) {
-    if (isWgmmaDot(op))
+    if (lowering::isWgmmaDot(op))
       dots.push_back(op);
   });
   if (dots.size() != 2)

@@ -29,6 +29,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
 
+#include "compiler/transforms/LoweringCommon.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -41,14 +43,6 @@ using namespace mlir;
 using namespace tegula;
 
 namespace {
-
-bool isWgmmaDot(Operation *op) {
-  if (!isa<tilegpu::DotSharedOp, tilegpu::DotSharedBOp>(op))
-    return false;
-  auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(
-      cast<RankedTensorType>(op->getResult(0).getType()).getEncoding());
-  return mma && mma.isWgmma();
-}
 
 /// What may sit between two dots of a burst: a consumer's ring wait (no
 /// barrier) or scalar arithmetic - nothing that waits for the other
@@ -66,7 +60,7 @@ SmallVector<std::pair<Operation *, Operation *>> burstsIn(Region &region) {
   region.walk([&](Block *block) {
     Operation *first = nullptr, *last = nullptr;
     for (Operation &op : *block) {
-      if (isWgmmaDot(&op)) {
+      if (lowering::isWgmmaDot(&op)) {
         first = first ? first : &op;
         last = &op;
       } else if (first && !fitsInBurst(&op)) {
@@ -85,7 +79,7 @@ bool hasTwoDotLoop(Region &region) {
   bool found = false;
   region.walk([&](scf::ForOp loop) {
     int dots = 0;
-    loop.getBody()->walk([&](Operation *op) { dots += isWgmmaDot(op); });
+    loop.getBody()->walk([&](Operation *op) { dots += lowering::isWgmmaDot(op); });
     found |= dots == 2;
   });
   return found;

@@ -35,6 +35,12 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
   return ((b * T + rows) * stride + col0 + h * D).expand_dims(1);
 }
 
+/// This program's query block counted from the last: causal blocks late in
+/// the sequence see the most keys, and CTAs start in program order, so
+/// the longest run first and the launch ends on short ones (FlashAttention's
+/// schedulers do the same).
+inline tl::tensor longestFirst() { return tl::num_programs(0) - 1 - tl::program_id(0); }
+
 /// `x` where `visible()`, `other` elsewhere - where `needs_mask` (a scalar:
 /// the block reaches past the causal diagonal or past T); elsewhere `x` as
 /// it is. Only the diagonal blocks of a causal loop pay for the compares
@@ -91,7 +97,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
                    tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
                    tl::constant<int> BN) {
   tl::tensor bh = tl::program_id(1);
-  tl::tensor block = tl::program_id(0) + first_block;
+  tl::tensor block = detail::longestFirst() + first_block;
   tl::tensor rm = block * BM + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd,
@@ -144,7 +150,7 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto q_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
   auto kv_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
-  tl::tensor block = tl::program_id(0) + first_block;
+  tl::tensor block = detail::longestFirst() + first_block;
   tl::tensor rm = block * BM + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = q_rows.load({row0 + block * BM, q_off + col});
@@ -234,7 +240,7 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
                       tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
                       tl::constant<int> BM, tl::constant<int> BN) {
   tl::tensor bh = tl::program_id(1);
-  tl::tensor m0 = tl::program_id(0) * BM;
+  tl::tensor m0 = detail::longestFirst() * BM;
   tl::tensor rm = m0 + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor qmask = rm.expand_dims(1) < T;
@@ -244,7 +250,7 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
   tl::tensor l = tl::load(lse + bh * T + rm, rm < T, 0.0f).expand_dims(1);
   tl::tensor dl = tl::load(delta + bh * T + rm, rm < T, 0.0f).expand_dims(1);
   tl::tensor dq = tl::zeros({BM, D}, tl::f32);
-  tl::tensor end = tl::minimum((tl::program_id(0) + 1) * BM, T);
+  tl::tensor end = tl::minimum(m0 + BM, T);
   for (auto start : tl::range(0, end, BN.value, dq)) {
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor kmask = rn.expand_dims(1) < T;
@@ -306,7 +312,7 @@ void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse,
   auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
   auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
   auto dout_rows = tl::make_tensor_descriptor(dout, {rows, H * D}, {H * D, 1}, {BM, D});
-  tl::tensor m0 = tl::program_id(0) * BM;
+  tl::tensor m0 = detail::longestFirst() * BM;
   tl::tensor rm = m0 + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = query_rows.load({row0 + m0, q_off + col});
