@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     tmaParams.push_back("rows");
     auto fwd = kernel("attention_fwd_tma", k::attention_fwd_tma<bfloat16>,
                       {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
-                       "BM", "BN", "rows"});
+                       "BM", "BN", "rows", "diagonal_mask_only"});
     auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<bfloat16>, {"o", "dout", "delta", "H", "T", "D", "BM"});
     auto dkdv = kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<bfloat16>, tmaParams);
     auto dq = kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<bfloat16>, tmaParams);
@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
               warps = tiles.attention_warps;
     auto forward = [&] {
       fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps), qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale,
-          0, D, fb, fb, BT);
+          0, D, fb, fb, BT, tiles.attention_fwd_diagonal_mask_only);
     };
     // ws: on sm_90a, warp specialised (a producer warpgroup fills the TMA
     // rings that two dots each read).

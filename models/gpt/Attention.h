@@ -70,6 +70,18 @@ void dkdvStep(const tl::tensor &k, const tl::tensor &v, const tl::tensor &q, con
   dk = tl::dot(dst.to(tl::ptr<T_>::element), q, dk, P);
 }
 
+/// The forward's scores s [BM, BN] of queries rm against keys rn, -inf
+/// where a key lies after its query or past T: on every block, or (with
+/// `onlyWhereNeeded`) on those that reach past the diagonal or T.
+inline tl::tensor maskCausal(const tl::tensor &s, const tl::tensor &rm, const tl::tensor &rn, const tl::tensor &start,
+                             const tl::tensor &firstQuery, const tl::tensor &T, bool onlyWhereNeeded) {
+  auto visible = [&] { return (rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T); };
+  if (!onlyWhereNeeded)
+    return tl::where(visible(), s, -INFINITY);
+  const int64_t BN = rn.shape()[0];
+  return maskWhereNeeded((start + BN > firstQuery) | (start + BN > T), visible, s, -INFINITY);
+}
+
 /// One block of keys rn (k, v) added to the dq of queries rm (q, do):
 /// dq += dS k, dS = P (do v^T - delta), P = exp(q k^T scale - lse) (dq is
 /// scaled at the end).
@@ -90,12 +102,16 @@ void dqStep(const tl::tensor &q, const tl::tensor &g, const tl::tensor &k, const
 /// o [B, T, H * D] and lse [B * H, T] from qkv (see above), for the query
 /// blocks from `first_block` on (a decoding step with a KV cache runs just
 /// the block holding its new position: grid x = 1, first_block = t / BM).
+/// `diagonal_mask_only`: only the key blocks that reach past the diagonal
+/// or T compare and select (a runtime branch, as FlashAttention does);
+/// false masks every block - at 128 x 128 on sm_80 the branch costs 236
+/// bytes of spills (GptModel::Tiles chooses per chip).
 template <class T_, tl::precision P = tl::precision::ieee>
 void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
                    tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
                    tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
                    tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
-                   tl::constant<int> BN) {
+                   tl::constant<int> BN, tl::constant<bool> diagonal_mask_only) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor block = detail::longestFirst() + first_block;
   tl::tensor rm = block * BM + tl::arange(0, BM);
@@ -114,9 +130,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
     tl::tensor k = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd,
                             rn.expand_dims(1) < T, 0.0f);
     tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P); // raw: scaled in the fma below
-    // Every block masked (not only the diagonal's, as the backward does):
-    // at 128 x 128 on sm_80 the branch would cost 236 bytes of spills.
-    s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
+    s = detail::maskCausal(s, rm, rn, start, block * BM, T, diagonal_mask_only.value);
     tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c); // c > 0: the max of the scaled scores
     tl::tensor alpha = tl::exp2(m - m_new);
     tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));
@@ -145,7 +159,7 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
                        tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
                        tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
                        tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
-                       tl::constant<int> BN, tl::scalar<int32_t> rows) {
+                       tl::constant<int> BN, tl::scalar<int32_t> rows, tl::constant<bool> diagonal_mask_only) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto q_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
@@ -163,9 +177,7 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
     tl::tensor rn = start + tl::arange(0, BN);
     tl::tensor k = kv_rows.load({row0 + start, k_off + col});
     tl::tensor s = tl::dot(q, k.trans(), tl::zeros({BM, BN}, tl::f32), P); // raw: scaled in the fma below
-    // Every block masked (not only the diagonal's, as the backward does):
-    // at 128 x 128 on sm_80 the branch would cost 236 bytes of spills.
-    s = tl::where((rn.expand_dims(0) <= rm.expand_dims(1)) & (rn.expand_dims(0) < T), s, -INFINITY);
+    s = detail::maskCausal(s, rm, rn, start, block * BM, T, diagonal_mask_only.value);
     tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c); // c > 0: the max of the scaled scores
     tl::tensor alpha = tl::exp2(m - m_new);
     tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));

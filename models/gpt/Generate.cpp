@@ -53,7 +53,8 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     kernels_->attention(launch({1, uint32_t(H)}, attWarps), V(d.cache[size_t(l)], cacheSize),
                         V(d.att, int64_t(c.n_ctx) * C),
                         S(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
-                        1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock, pos + 1);
+                        1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock, pos + 1,
+                        tiles_.attention_fwd_diagonal_mask_only);
     linear(V(d.att + int64_t(pos) * C, C), h + "attn.c_proj", V(d.proj, C), V(d.proj, C), C, C, false);
     add(V(d.x, C), V(d.proj, C), V(d.res, C));
     layernorm(V(d.res, C), h + "ln_2", V(d.ln, C));

@@ -349,7 +349,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                         A(L.atty, btc),
                         S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
-                        D, attBlock, attBlock, BT);
+                        D, attBlock, attBlock, BT, tiles_.attention_fwd_diagonal_mask_only);
     linear(A(L.atty, btc), h + "attn.c_proj.weight", h + "attn.c_proj.bias", A(L.attproj, btc),
            A(L.attproj, btc), C, C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),

@@ -96,6 +96,10 @@ public:
     int attention_fwd_block, attention_fwd_warps; // its forward (and decoding)
     int vocab_block;                              // cross-entropy's chunks of the vocabulary
     int linear_stages = 3;                        // the linear layers' pipeline depth
+    // attention's forward compares and selects only on the key blocks past
+    // the diagonal or T (false: on every block; the branch spills at
+    // 128 x 128 on sm_80)
+    bool attention_fwd_diagonal_mask_only = true;
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
   /// registers and shared memory of f32 ones, so their tiles are larger -
@@ -111,7 +115,7 @@ public:
     if (storage != DType::bf16)
       return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
     return chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
-                            : Tiles{128, 128, 32, 8, 64, 64, 8, 128, 8, 1024};
+                            : Tiles{128, 128, 32, 8, 64, 64, 8, 128, 8, 1024, 3, false};
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }

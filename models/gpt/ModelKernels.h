@@ -24,15 +24,16 @@ namespace tegula::gpt {
 
 inline int pow2AtLeast(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 
-/// attention_fwd with attention_fwd_tma's signature (`rows` = B * T last,
+/// attention_fwd with attention_fwd_tma's signature (`rows` = B * T,
 /// unused): one call site for both.
 template <class E, tl::precision P>
 void attentionFwdPointers(tl::ptr<E> qkv, tl::ptr<E> o, tl::ptr<float> lse, tl::scalar<int32_t> q_off,
                           tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride,
                           tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
                           tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
-                          tl::constant<int> BN, tl::scalar<int32_t>) {
-  kernels::attention_fwd<E, P>(qkv, o, lse, q_off, k_off, v_off, stride, H, T, scale, first_block, D, BM, BN);
+                          tl::constant<int> BN, tl::scalar<int32_t>, tl::constant<bool> diagonal_mask_only) {
+  kernels::attention_fwd<E, P>(qkv, o, lse, q_off, k_off, v_off, stride, H, T, scale, first_block, D, BM, BN,
+                               diagonal_mask_only);
 }
 
 /// attention_bwd_dkdv / attention_bwd_dq with the descriptor kernels'
@@ -107,7 +108,7 @@ private:
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
         .attention = kernel(name("attention_fwd"), pick(attentionFwdPointers<T, P>, attention_fwd_tma<T, P>),
                             {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
-                             "D", "BM", "BN", "rows"}),
+                             "D", "BM", "BN", "rows", "diagonal_mask_only"}),
         .residual = kernel(name("residual"), residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
         .lmHead = kernel(name("lm_head"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
                          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),

@@ -97,12 +97,12 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
   Reference ref = reference(shape, to_double(qkv), to_double(dout), scale);
   auto fwd = kernel("attention_fwd", k::attention_fwd<E>,
                     {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
-                     "BM", "BN"});
+                     "BM", "BN", "diagonal_mask_only"});
   auto o = poisoned<E>(B * T * C);
   auto lse = poisoned<float>(B * H * T);
   LaunchOptions opts = base;
   opts.grid = {uint32_t(cdiv(T, BM)), uint32_t(B * H)};
-  fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM, BN);
+  fwd(opts, qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM, BN, true);
   EXPECT_LT(rel_error(o, ref.o), tol);
   EXPECT_LT(rel_error(lse, ref.lse), 1e-5);
 
@@ -139,7 +139,7 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
       auto oo = poisoned<float>(B * T * C);
       auto ll = poisoned<float>(B * H * T);
       fwd({.grid = opts.grid, .backend = Backend::Interp}, x, oo, ll, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, BM,
-          BN);
+          BN, true);
       double l = 0;
       for (size_t i = 0; i < oo.size(); ++i) l += double(oo[i]) * dout[i];
       return l;

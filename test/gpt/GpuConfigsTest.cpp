@@ -62,12 +62,17 @@ template <class T> void checkAll(const char *chip) {
   const std::vector<std::string> fwdParams = {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H",
                                               "T", "scale", "first_block", "D", "BM", "BN"};
   const std::vector<Arg> fwdArgs = {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, D, FB, FB};
+  const bool diagonalOnly = tiles.attention_fwd_diagonal_mask_only; // else every block masked
   if constexpr (std::is_same_v<T, float>) {
-    check(kernel("attention_fwd", k::attention_fwd<T, P>, fwdParams), fwdArgs, chip, FW);
+    std::vector<std::string> params = fwdParams;
+    std::vector<Arg> args = fwdArgs;
+    params.push_back("diagonal_mask_only"), args.push_back(diagonalOnly);
+    check(kernel("attention_fwd", k::attention_fwd<T, P>, params), args, chip, FW);
   } else { // through descriptors: TMA rings feeding wgmma on sm_90a
     std::vector<std::string> params = fwdParams;
     std::vector<Arg> args = fwdArgs;
     params.push_back("rows"), args.push_back(8192);
+    params.push_back("diagonal_mask_only"), args.push_back(diagonalOnly);
     const Kernel fwd = kernel("attention_fwd", k::attention_fwd_tma<T, P>, params);
     check(fwd, args, chip, FW);
     if (std::string(chip) == "sm_90a") {
