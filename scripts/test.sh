@@ -31,10 +31,11 @@ if [[ $# -eq 0 ]]; then
   TEGULA_SIM_CHIP=sm_90a ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" -R 'sim|Sim' ||
     status=$?
   # ... and the tensor-descriptor kernels warp specialised (a producer
-  # warpgroup fills their TMA rings).
-  echo "[test] the tensor-descriptor simulator tests again with TEGULA_WARP_SPECIALIZE=1"
-  TEGULA_SIM_CHIP=sm_90a TEGULA_WARP_SPECIALIZE=1 ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" \
-    -R 'Sim.*TensorDescriptor' || status=$?
+  # warpgroup fills their TMA rings), the threads run in a shuffled order
+  # (seeded): the warps of a warpgroup drift apart too.
+  echo "[test] the tensor-descriptor simulator tests again with TEGULA_WARP_SPECIALIZE=1, shuffled thread order"
+  TEGULA_SIM_CHIP=sm_90a TEGULA_WARP_SPECIALIZE=1 TEGULA_SIM_SCHEDULE=shuffled:7 \
+    ctest --output-on-failure -j "${TEGULA_JOBS:-$(nproc)}" -R 'Sim.*TensorDescriptor' || status=$?
   # ... and ping-pong (two programs per CTA where it applies), run so that
   # the lowest-numbered threads get ahead: the programs, the producer and the
   # consumers drift apart as they may on a GPU.

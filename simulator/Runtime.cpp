@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <sys/mman.h>
 
 #include <fmt/format.h>
@@ -352,10 +354,19 @@ void runCta(Cta &c) {
   c.stats.threads += c.threads.size();
   const Schedule schedule = c.config->schedule;
   const size_t n = c.threads.size();
+  // The threads in the order they are preferred.
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  if (schedule == Schedule::HighestFirst)
+    std::reverse(order.begin(), order.end());
+  if (schedule == Schedule::Shuffled) {
+    std::mt19937_64 rng(c.config->scheduleSeed * 0x9e3779b97f4a7c15ull + c.stats.ctas);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
   for (;;) {
     bool ran = false;
     for (size_t i = 0; i < n; ++i) {
-      const size_t t = schedule == Schedule::HighestFirst ? n - 1 - i : i;
+      const size_t t = order[i];
       if (c.threads[t].state != State::Ready)
         continue;
       ran = true;

@@ -55,8 +55,10 @@ enum class SpecialRegister : int32_t {
 /// run), so groups of threads that synchronise only
 /// through mbarriers or barriers of their own (a ping-pong kernel's two
 /// programs, producer and consumers) drift apart and orderings the
-/// round-robin never produces are tried.
-enum class Schedule { RoundRobin, LowestFirst, HighestFirst };
+/// round-robin never produces are tried. Shuffled does the same over an
+/// order of the threads drawn at random for each CTA (from
+/// LaunchConfig::scheduleSeed): the warps of one warpgroup drift apart too.
+enum class Schedule { RoundRobin, LowestFirst, HighestFirst, Shuffled };
 
 struct LaunchConfig {
   std::string kernel;
@@ -71,6 +73,7 @@ struct LaunchConfig {
   /// the CTA's pool setmaxnreg moves registers in is threads x this.
   int maxRegisters = 0;
   Schedule schedule = Schedule::RoundRobin;
+  uint64_t scheduleSeed = 1; // Shuffled's
 };
 
 /// What a run cost: fiber switches and instrumented accesses.

@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,17 +47,28 @@ struct SimKernel::Impl {
 namespace {
 /// $TEGULA_SIM_SCHEDULE, read once: a whole test suite can run under
 /// another thread order.
-Schedule scheduleFromEnvironment() {
-  static const Schedule schedule = [] {
+std::pair<Schedule, uint64_t> scheduleFromEnvironment() {
+  static const std::pair<Schedule, uint64_t> schedule = []() -> std::pair<Schedule, uint64_t> {
     const char *text = std::getenv("TEGULA_SIM_SCHEDULE");
     const std::string name = text ? text : "";
     if (name.empty() || name == "round-robin")
-      return Schedule::RoundRobin;
+      return {Schedule::RoundRobin, 1};
     if (name == "lowest-first")
-      return Schedule::LowestFirst;
+      return {Schedule::LowestFirst, 1};
     if (name == "highest-first")
-      return Schedule::HighestFirst;
-    throw Error(fmt::format("TEGULA_SIM_SCHEDULE={}: expected round-robin, lowest-first or highest-first", name));
+      return {Schedule::HighestFirst, 1};
+    if (name == "shuffled")
+      return {Schedule::Shuffled, 1};
+    if (name.starts_with("shuffled:")) {
+      const std::string seed = name.substr(9);
+      uint64_t value = 0;
+      auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), value);
+      if (ec == std::errc() && end == seed.data() + seed.size() && !seed.empty())
+        return {Schedule::Shuffled, value};
+    }
+    throw Error(fmt::format("TEGULA_SIM_SCHEDULE={}: expected round-robin, lowest-first, highest-first, "
+                            "shuffled or shuffled:SEED (a decimal number)",
+                            name));
   }();
   return schedule;
 }
@@ -181,7 +193,8 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   config.sharedBytes = impl_->sharedBytes;
   config.sites = &impl_->sites;
   config.detectRaces = options.detectRaces;
-  config.schedule = options.schedule ? *options.schedule : scheduleFromEnvironment();
+  std::tie(config.schedule, config.scheduleSeed) =
+      options.schedule ? std::pair(*options.schedule, options.scheduleSeed) : scheduleFromEnvironment();
 
   std::vector<uint64_t> slots;
   slots.reserve(args.size() + impl_->tensorMaps.size() + 1);

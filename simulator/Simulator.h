@@ -26,8 +26,11 @@ namespace tegula::sim {
 struct SimOptions {
   bool detectRaces = true;
   /// Unset: $TEGULA_SIM_SCHEDULE ("round-robin", "lowest-first",
-  /// "highest-first"), else round-robin (Runtime.h).
+  /// "highest-first", "shuffled" or "shuffled:SEED"), else round-robin
+  /// (Runtime.h).
   std::optional<Schedule> schedule;
+  /// Shuffled's seed (with `schedule`; else the environment's, or 1).
+  uint64_t scheduleSeed = 1;
   /// Capture vprintf output here instead of printing it (tests).
   std::string *printed = nullptr;
 };

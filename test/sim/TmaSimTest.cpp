@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
 
 using namespace tegula;
@@ -231,14 +232,15 @@ TEST(TmaSim, APingPongKernelIsHazardFree) { runPipelinedWithout("", "", true, tr
 
 /// Threads that synchronise only through mbarriers and barriers of their
 /// own drift apart on a GPU. Run so that the lowest- (highest-) numbered
-/// threads get ahead, the warp-specialised and ping-pong GEMMs stay
-/// hazard-free: these orders found a program's epilogue reusing ring
+/// threads get ahead, or in a shuffled order, the warp-specialised and
+/// ping-pong GEMMs stay hazard-free: these orders found a program's epilogue reusing ring
 /// bytes the other program still read, and producer lanes still waiting on
 /// release mbarriers the consumers had invalidated.
 TEST(TmaSim, WarpSpecializedKernelsAreHazardFreeInOtherThreadOrders) {
-  for (sim::Schedule schedule : {sim::Schedule::LowestFirst, sim::Schedule::HighestFirst})
+  for (sim::Schedule schedule : {sim::Schedule::LowestFirst, sim::Schedule::HighestFirst, sim::Schedule::Shuffled})
     for (bool pingPong : {false, true}) {
-      SCOPED_TRACE(fmt::format("{}{}", schedule == sim::Schedule::LowestFirst ? "lowest-first" : "highest-first",
+      SCOPED_TRACE(fmt::format("{}{}",
+                               std::array{"round-robin", "lowest-first", "highest-first", "shuffled"}[size_t(schedule)],
                                pingPong ? ", ping-pong" : ""));
       LoweredGemm g(pingPong ? 150 : 64, 64, 160, 64, 64, 32, 4, true, pingPong);
       EXPECT_EQ(g.run(schedule), "");

@@ -69,11 +69,11 @@ struct LoweredAttention {
   }
 
   /// The simulator's error, or "" when it ran and matched the interpreter.
-  std::string run(sim::Schedule schedule) {
+  std::string run(sim::Schedule schedule, uint64_t seed = 1) {
     auto simulated = sim::SimKernel::prepare(module->getOperation(), "attention_fwd_descriptors");
     auto got = poisoned<bfloat16>(q.size());
     try {
-      simulated->run(grid(), k.params(), names(), args(got), {.schedule = schedule});
+      simulated->run(grid(), k.params(), names(), args(got), {.schedule = schedule, .scheduleSeed = seed});
     } catch (const Error &e) {
       return e.what();
     }
@@ -93,8 +93,9 @@ std::string describe(const Case &c) {
 }
 
 /// Consumer warpgroups drift apart on a GPU: in the round-robin, lowest-
-/// and highest-first orders the turns stay deadlock-free and hazard-free,
-/// and the result is the interpreter's.
+/// and highest-first orders, and three shuffled ones (the warps of one
+/// warpgroup drifting apart too), the turns stay deadlock-free and
+/// hazard-free, and the result is the interpreter's.
 TEST(WarpgroupTurnsSim, AttentionIsHazardFreeInEveryThreadOrder) {
   for (const Case &c : kCases) {
     LoweredAttention a(c.BM, c.warps, c.pingPong);
@@ -105,6 +106,10 @@ TEST(WarpgroupTurnsSim, AttentionIsHazardFreeInEveryThreadOrder) {
     for (sim::Schedule s : {sim::Schedule::RoundRobin, sim::Schedule::LowestFirst, sim::Schedule::HighestFirst}) {
       SCOPED_TRACE(fmt::format("{}, schedule {}", describe(c), int(s)));
       EXPECT_EQ(a.run(s), "");
+    }
+    for (uint64_t seed : {1, 2, 3}) {
+      SCOPED_TRACE(fmt::format("{}, shuffled:{}", describe(c), seed));
+      EXPECT_EQ(a.run(sim::Schedule::Shuffled, seed), "");
     }
   }
 }
@@ -127,6 +132,9 @@ TEST(WarpgroupTurnsSim, ATurnEndedWithoutTheWarpgroupsBarrierIsReported) {
   });
   ASSERT_EQ(changed, 3);
   EXPECT_THAT(a.run(sim::Schedule::LowestFirst), ::testing::AnyOf(HasSubstr("deadlock"), HasSubstr("more arrivals")));
+  for (uint64_t seed : {1, 2, 3})
+    EXPECT_THAT(a.run(sim::Schedule::Shuffled, seed), ::testing::AnyOf(HasSubstr("deadlock"), HasSubstr("more arrivals")))
+        << "shuffled:" << seed;
 }
 
 /// Turns never ended: warpgroup 1 waits for a turn that never comes while
