@@ -206,6 +206,42 @@ TEST(GptAttentionHopperTiles, Bf16BackwardWarpSpecializedInTheSimulator) {
   }
 }
 
+// The forward through tensor descriptors (attention_fwd_tma, what GptModel
+// runs in bf16) at sm_90a's tiles - 128 x 128, 8 warps, TMA rings feeding
+// wgmma - warp specialised, so its two consumer warpgroups take turns
+// issuing their dots (warpgroup-turns), on a batch of two ragged sequences;
+// masking only the blocks that need it and every block alike. Query blocks
+// run longest first.
+TEST(GptAttentionHopperTiles, Bf16ForwardWarpSpecializedTakesTurnsInTheSimulator) {
+  const Shape shape{2, 2, 200, 64, 128, 128, 128, 64};
+  const int B = shape.B, H = shape.H, T = shape.T, D = shape.D, C = shape.C();
+  auto qkv = random_vector<bfloat16>(size_t(B * T * 3 * C));
+  const float scale = 1.0f / std::sqrt(float(D));
+  const Reference ref = reference(shape, to_double(qkv), std::vector<double>(size_t(B * T * C), 0.0), scale);
+  auto fwd = kernel("attention_fwd_tma", k::attention_fwd_tma<bfloat16>,
+                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                     "BM", "BN", "rows", "diagonal_mask_only"});
+  for (bool diagonalOnly : {true, false}) {
+    SCOPED_TRACE(diagonalOnly ? "diagonal blocks masked" : "every block masked");
+    auto o = poisoned<bfloat16>(size_t(B * T * C));
+    auto lse = poisoned<float>(size_t(B * H * T));
+    const std::vector<Arg> args = {qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, 128, 128, B * T, diagonalOnly};
+    const CompiledKernel c = fwd.compile(args, {.chip = "sm_90a", .num_warps = 8, .warp_specialize = true});
+    EXPECT_EQ(c.producer_warps, 4);
+    EXPECT_NE(c.ptx.find("tegula_turn:"), std::string::npos) << "the warpgroups take no turns";
+    if (!c.cubin.empty())
+      EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    fwd({.grid = {uint32_t(cdiv(T, 128)), uint32_t(B * H)},
+         .num_warps = 8,
+         .backend = Backend::Sim,
+         .warp_specialize = true,
+         .chip = "sm_90a"},
+        qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, 128, 128, B * T, diagonalOnly);
+    EXPECT_LT(rel_error(o, ref.o), 2e-2);
+    EXPECT_LT(rel_error(lse, ref.lse), 1e-5);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GptAttention, tegula::testing::gptBackends(), tegula::testing::gptBackendName);
 
 } // namespace
