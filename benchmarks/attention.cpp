@@ -15,6 +15,7 @@
 //
 //   attention [--iters 10]
 #include "CublasLibrary.h"
+#include "ScopedSwitch.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
@@ -55,31 +56,6 @@ struct Config {
     return fmt::format("{}x{} w{}{}{}{}{}", bm, bn, warps, tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
                        overlap ? "" : " -ov", turns ? "" : " -wt");
   }
-};
-
-/// Sets environment variable `name` to `value` (nothing when null) for its
-/// lifetime, then restores it.
-class ScopedSwitch {
-public:
-  ScopedSwitch(const char *name, const char *value) : name_(name) {
-    if (!value)
-      return;
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    set_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedSwitch() {
-    if (set_)
-      old_ ? (void)::setenv(name_, old_->c_str(), 1) : (void)::unsetenv(name_);
-  }
-  ScopedSwitch(const ScopedSwitch &) = delete;
-  ScopedSwitch &operator=(const ScopedSwitch &) = delete;
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-  bool set_ = false;
 };
 
 /// softmax(q k^T / sqrt(d)) v in double for some rows of head `head`: all
@@ -303,8 +279,8 @@ int main(int argc, char **argv) {
                            .warp_specialize = c.ws,
                            .ping_pong = c.pp};
         // Read at each launch (and part of the loaded kernel's key).
-        ScopedSwitch overlap("TEGULA_OVERLAP_DOTS", c.overlap ? nullptr : "0");
-        ScopedSwitch turns("TEGULA_WARPGROUP_TURNS", c.turns ? nullptr : "0");
+        bench::ScopedSwitch overlap("TEGULA_OVERLAP_DOTS", c.overlap ? nullptr : "0");
+        bench::ScopedSwitch turns("TEGULA_WARPGROUP_TURNS", c.turns ? nullptr : "0");
         auto launch = [&] {
           if (c.tma)
             kd(opts, q, kk, v, out, s.seq, s.heads * s.seq, scale, s.dim, c.bm, c.bn, s.causal);

@@ -6,10 +6,13 @@
 // a causal forward as 2 B H T^2 D (two matmuls, half the scores) and the
 // backward as 2.5 times that (five matmuls); torch SDPA at the same shape:
 // torch_reference.py. The descriptor kernels' gradients are checked against
-// the pointer kernels' (other loads, other tiles). Without a driver it prints
-// "skipped: ..." and exits 0.
+// the pointer kernels' (other loads, other tiles). On sm_90a both also run
+// warp specialised (the forward with and without its two consumer
+// warpgroups taking turns: TEGULA_WARPGROUP_TURNS), checked against the
+// plain runs. Without a driver it prints "skipped: ..." and exits 0.
 //
 //   gpt2-attention [--iters 20] [--batch 8]
+#include "ScopedSwitch.h"
 #include "models/gpt/Attention.h"
 #include "models/gpt/Model.h"
 #include "tegula/device.h"
@@ -98,12 +101,15 @@ int main(int argc, char **argv) {
     const uint32_t bh = uint32_t(B * H);
     const int fb = tiles.attention_fwd_block, own = tiles.attention_bwd_block, step = tiles.attention_bwd_step,
               warps = tiles.attention_warps;
-    auto forward = [&] {
-      fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps), qkv, o, lse, 0, C, 2 * C, 3 * C, H, T, scale,
-          0, D, fb, fb, BT, tiles.attention_fwd_diagonal_mask_only);
-    };
     // ws: on sm_90a, warp specialised (a producer warpgroup fills the TMA
-    // rings that two dots each read).
+    // rings; in the forward the two consumer warpgroups take turns issuing
+    // their dots unless TEGULA_WARPGROUP_TURNS=0).
+    auto forwardWith = [&](bool ws, DeviceBuffer &out, DeviceBuffer &lseOut) {
+      fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps, ws), qkv, out, lseOut, 0, C, 2 * C, 3 * C, H,
+          T, scale, 0, D, fb, fb, BT, tiles.attention_fwd_diagonal_mask_only);
+    };
+    auto forward = [&] { forwardWith(false, o, lse); };
+    // The backward's ws: each ring filled by the producer is read by two dots.
     auto backwardWith = [&](bool ws) {
       pre(on({uint32_t(cdiv(T, step)), bh}, 4), o, dout, delta, H, T, D, step);
       dkdv(on({uint32_t(cdiv(T, own)), bh}, warps, ws), qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T,
@@ -131,6 +137,19 @@ int main(int argc, char **argv) {
     fmt::print("gpt2_attention_fwd_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, fwdMs, fwdFlops / fwdMs / 1e9);
     fmt::print("gpt2_attention_bwd_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, bwdMs, bwdFlops / bwdMs / 1e9);
     if (info.chip == "sm_90a") {
+      DeviceBuffer o2(size_t(BT) * C, DType::bf16), lse2(size_t(B) * H * T, DType::f32);
+      for (bool turns : {true, false}) {
+        bench::ScopedSwitch off("TEGULA_WARPGROUP_TURNS", turns ? nullptr : "0");
+        o2.fill_bytes(0xff);
+        forwardWith(true, o2, lse2);
+        const double fwdErr = relDiff(o2, o);
+        const double ms = time_ms([&] { forwardWith(true, o2, lse2); }, iters).median;
+        const char *what = turns ? "ws" : "ws_noturns";
+        fmt::print("warp specialised forward{} vs the plain one: rel {:.2e} {}\n", turns ? "" : " without turns", fwdErr,
+                   fwdErr < 1e-2 ? "ok" : "FAILED");
+        ok = ok && fwdErr < 1e-2;
+        fmt::print("gpt2_attention_fwd_{}_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", what, B, ms, fwdFlops / ms / 1e9);
+      }
       dqkv.fill_bytes(0xff);
       backwardWith(true);
       const double wsErr = relDiff(dqkv, reference);
