@@ -21,9 +21,9 @@
 
 namespace tegula::gpt::kernels {
 
-/// The softmaxes work in base 2 (tl::log2e, exp2), the scaling folded into
-/// one fma an element: exp2(s * scale * log2e - m). lse is stored as a
-/// natural log.
+// The softmaxes work in base 2 (tl::log2e, exp2), the scaling folded into
+// one fma an element: exp2(s * scale * log2e - m). lse is stored as a
+// natural log.
 
 namespace detail {
 /// Element offsets of rows `rows` of head bh (= b * H + h) in a [B, T, stride]
