@@ -60,6 +60,8 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
   pm.addPass(createLowerTileGPUToLLVM());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  pm.addPass(createCarryPackedPairs());
+  pm.addPass(mlir::createCanonicalizerPass());
 }
 } // namespace
 

@@ -81,6 +81,59 @@ struct ElementwisePattern : ConversionPattern {
   }
 };
 
+/// f32 → bf16 / f16 two registers at a time where the result leaves its
+/// block (a P tile carried round a rotated attention loop): one
+/// `fptrunc <2 x f32>` is one cvt.rn.{bf16,f16}x2.f32, and carry-packed-pairs
+/// then carries the pair whole. Conversions used in their own block pair at
+/// instruction selection already, next to the pack that takes them, where
+/// the scheduler keeps them (pairing them here hoists them all above the
+/// dots and costs registers: sm_80's attention then spills).
+struct PairedTruncPattern : OpConversionPattern<arith::TruncFOp> {
+  /// Whether `v`, or a layout conversion of it, is used outside `block`:
+  /// by another block's op, the terminator, or a loop or branch it enters.
+  static bool leavesBlock(Value v, Block *block) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      if (auto convert = dyn_cast<tilegpu::ConvertLayoutOp>(user))
+        return leavesBlock(convert.getResult(), block);
+      return user->getBlock() != block || user->hasTrait<OpTrait::IsTerminator>() ||
+             user->getNumRegions() > 0;
+    });
+  }
+
+  PairedTruncPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/3) {}
+  LogicalResult matchAndRewrite(arith::TruncFOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto tensor = dyn_cast<RankedTensorType>(op.getType());
+    if (!tensor || !getElementTypeOrSelf(op.getIn().getType()).isF32() ||
+        !isa<BFloat16Type, Float16Type>(tensor.getElementType()) || op.getRoundingmodeAttr() ||
+        op.getFastmathAttr())
+      return failure();
+    if (!leavesBlock(op.getResult(), op->getBlock()))
+      return failure();
+    ValueRange in = adaptor.getIn();
+    if (in.size() % 2 != 0)
+      return failure();
+    Location loc = op.getLoc();
+    Type narrow = tensor.getElementType();
+    auto wideVector = VectorType::get({2}, rw.getF32Type());
+    auto narrowVector = VectorType::get({2}, narrow);
+    auto index = [&](int32_t i) { return LLVM::ConstantOp::create(rw, loc, rw.getI32Type(), i); };
+    Value zero = index(0), one = index(1);
+    SmallVector<Value> results;
+    for (size_t k = 0; k < in.size(); k += 2) {
+      Value pair = LLVM::PoisonOp::create(rw, loc, wideVector);
+      pair = LLVM::InsertElementOp::create(rw, loc, pair, in[k], zero);
+      pair = LLVM::InsertElementOp::create(rw, loc, pair, in[k + 1], one);
+      Value narrowed = LLVM::FPTruncOp::create(rw, loc, narrowVector, pair);
+      results.push_back(LLVM::ExtractElementOp::create(rw, loc, narrowed, zero));
+      results.push_back(LLVM::ExtractElementOp::create(rw, loc, narrowed, one));
+    }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
 struct ConstantPattern : OpConversionPattern<arith::ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(arith::ConstantOp op, OneToNOpAdaptor,
@@ -501,7 +554,7 @@ struct LowerTileGPUToLLVMPass
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
-    patterns.add<ElementwisePattern>(types, ctx);
+    patterns.add<ElementwisePattern, PairedTruncPattern>(types, ctx);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
                  StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
                                   NVVM::BlockIdZOp>,

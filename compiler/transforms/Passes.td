@@ -291,4 +291,18 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
                            "::mlir::cf::ControlFlowDialect", "::mlir::scf::SCFDialect"];
 }
 
+def CarryPackedPairs : Pass<"carry-packed-pairs", "mlir::ModuleOp"> {
+  let summary = "Branches pass a 2-element vector whole where they carried its halves";
+  let description = [{
+    After `lower-tilegpu-to-llvm`, a tile carried round a loop is one block
+    argument per register. Where two arguments of a block take
+    `extractelement %v[0]` and `extractelement %v[1]` of the same
+    2-element vector on every incoming edge (a paired f32 → bf16/f16
+    conversion), the block takes `%v` and extracts the halves itself. A P
+    tile carried round a rotated attention loop then stays packed: one
+    `cvt.rn.bf16x2.f32` a pair, and no repacking for the next wgmma.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TEGULA_PASSES

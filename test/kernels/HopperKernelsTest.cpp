@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <regex>
+
 #include <fmt/format.h>
 
 using namespace tegula;
@@ -336,6 +338,10 @@ TEST(HopperPtx, AttentionSoftmaxRunsWhileTheNextDotComputes) {
     CompiledKernel out = k.compile({x, x, x, x, 256, 256, 0.1f, c.D, c.BM, c.BN, true}, options);
     EXPECT_EQ(out.ptx.find(kOverlapWait) != std::string::npos, c.rotated);
     EXPECT_EQ(readsAFromShared(out.ptx), c.qInShared);
+    if (c.rotated) { // P carried round the loop stays packed: paired conversions, no repacking
+      EXPECT_THAT(out.ptx, HasSubstr("cvt.rn.bf16x2.f32"));
+      EXPECT_FALSE(std::regex_search(out.ptx, std::regex(R"(mov\.b32\s+%r\d+, \{%rs)")));
+    }
     if (!out.cubin.empty()) {
       EXPECT_EQ(out.spill_bytes, 0) << out.ptxas_log;
       EXPECT_THAT(out.ptxas_log, Not(HasSubstr("(C75"))) << "wgmmas serialised";
