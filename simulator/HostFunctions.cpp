@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -191,6 +192,12 @@ static double nv_powi(double x, int n) { return std::pow(x, double(n)); }
 static void nv_sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std::cos(x); }
 static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = std::cos(x); }
 static int nv_abs(int x) { return x < 0 ? -x : x; }
+// ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
+// subnormal results flushed to +0 (subnormal inputs give 1 either way).
+static float tegula_sim_ex2_approx_ftz_f32(float x) {
+  const float r = float(std::exp2(double(x)));
+  return r < std::numeric_limits<float>::min() ? 0.0f : r;
+}
 
 // Conversions the host code generator calls instead of inlining (compiler
 // runtime names). They are defined here rather than taken from whatever
@@ -245,6 +252,7 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_cp_async_commit", reinterpret_cast<void *>(tegula_sim_cp_async_commit)},
       {"__tegula_sim_cp_async_wait", reinterpret_cast<void *>(tegula_sim_cp_async_wait)},
       {"vprintf", reinterpret_cast<void *>(simVprintf)},
+      {"__tegula_sim_ex2_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_ex2_approx_ftz_f32)},
       {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
       {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},
       {"__nv_isnanf", reinterpret_cast<void *>(nv_isnanf)},

@@ -323,6 +323,21 @@ struct InstrumentForSimulatorPass
     return success();
   }
 
+  /// NVVM intrinsics the lowering calls by name become the host function
+  /// that computes what the instruction does (HostFunctions.cpp).
+  LogicalResult rewriteNvvmIntrinsic(LLVM::CallIntrinsicOp op) {
+    static const std::map<std::string, std::string> hostFunctions = {
+        {"llvm.nvvm.ex2.approx.ftz.f32", "__tegula_sim_ex2_approx_ftz_f32"}};
+    auto it = hostFunctions.find(op.getIntrin().str());
+    if (it == hostFunctions.end())
+      return op->emitOpError() << "'" << op.getIntrin() << "' is not supported by the simulator";
+    OpBuilder b(op);
+    auto fn = hook(it->second, op.getResult(0).getType(), llvm::to_vector(op.getArgs().getTypes()));
+    op.getResult(0).replaceAllUsesWith(call(b, op.getLoc(), fn, op.getArgs()));
+    op->erase();
+    return success();
+  }
+
   LogicalResult rewriteNvvm(Operation *op) {
     OpBuilder b(op);
     Location loc = op->getLoc();
@@ -408,6 +423,7 @@ struct InstrumentForSimulatorPass
     SmallVector<Access> accesses;
     SmallVector<Operation *> nvvmOps, traps, casts;
     SmallVector<LLVM::InlineAsmOp> asmOps;
+    SmallVector<LLVM::CallIntrinsicOp> nvvmIntrinsics;
     SmallVector<LLVM::AddressOfOp> sharedRefs;
     bool failedWalk = false;
     module.walk([&](Operation *op) {
@@ -430,6 +446,8 @@ struct InstrumentForSimulatorPass
         casts.push_back(op);
       else if (isa<NVVM::NVVMDialect>(op->getDialect()))
         nvvmOps.push_back(op);
+      else if (auto i = dyn_cast<LLVM::CallIntrinsicOp>(op); i && i.getIntrin().starts_with("llvm.nvvm."))
+        nvvmIntrinsics.push_back(i);
       else if (auto call = dyn_cast<LLVM::CallOp>(op); call && !call.getCallee()) {
         op->emitOpError("indirect calls are not supported by the simulator");
         failedWalk = true;
@@ -484,6 +502,9 @@ struct InstrumentForSimulatorPass
     }
     for (Operation *op : nvvmOps)
       if (failed(rewriteNvvm(op)))
+        return signalPassFailure();
+    for (LLVM::CallIntrinsicOp op : nvvmIntrinsics)
+      if (failed(rewriteNvvmIntrinsic(op)))
         return signalPassFailure();
     for (LLVM::InlineAsmOp op : asmOps)
       if (failed(rewriteInlineAsm(op, layout)))

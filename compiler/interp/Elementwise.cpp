@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 
 #include "llvm/ADT/APFloat.h"
 
@@ -312,7 +313,16 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       })
       // Math.
       .Case([&](math::ExpOp) { return mapFloat(a(), resElem, [](double x) { return std::exp(x); }); })
-      .Case([&](math::Exp2Op) { return mapFloat(a(), resElem, [](double x) { return std::exp2(x); }); })
+      .Case([&](math::Exp2Op) {
+        // f32: the GPU's ex2.approx.ftz - subnormal results flush to +0.
+        const bool f32 = resElem.isF32();
+        return mapFloat(a(), resElem, [f32](double x) {
+          if (!f32)
+            return std::exp2(x);
+          const float r = float(std::exp2(x));
+          return r < std::numeric_limits<float>::min() ? 0.0 : double(r);
+        });
+      })
       .Case([&](math::LogOp) { return mapFloat(a(), resElem, [](double x) { return std::log(x); }); })
       .Case([&](math::Log2Op) { return mapFloat(a(), resElem, [](double x) { return std::log2(x); }); })
       .Case([&](math::SqrtOp) { return mapFloat(a(), resElem, [](double x) { return std::sqrt(x); }); })

@@ -134,6 +134,30 @@ struct PairedTruncPattern : OpConversionPattern<arith::TruncFOp> {
   }
 };
 
+/// f32 exp2 is the hardware's approximation with flush to zero: one
+/// MUFU.EX2. libdevice's __nv_exp2f is the same approximation without the
+/// flush, which ptxas wraps in a compare and two scaling multiplies for
+/// subnormal results - three more instructions on every softmax element.
+/// Subnormal results (below 2^-126) become +0; the interpreter and the
+/// simulator flush them alike.
+struct Exp2ApproxPattern : OpConversionPattern<math::Exp2Op> {
+  static constexpr const char *kEx2ApproxFtz = "llvm.nvvm.ex2.approx.ftz.f32";
+  Exp2ApproxPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/20) {} // above libdevice's
+  LogicalResult matchAndRewrite(math::Exp2Op op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32())
+      return failure();
+    SmallVector<Value> results; // a tile's registers, or the one scalar
+    for (Value x : adaptor.getOperand())
+      results.push_back(LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(),
+                                                      rw.getStringAttr(kEx2ApproxFtz), ValueRange{x})
+                            ->getResult(0));
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
 struct ConstantPattern : OpConversionPattern<arith::ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(arith::ConstantOp op, OneToNOpAdaptor,
@@ -554,7 +578,7 @@ struct LowerTileGPUToLLVMPass
     populateAsyncCopyPatterns(types, patterns);
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
-    patterns.add<ElementwisePattern, PairedTruncPattern>(types, ctx);
+    patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern>(types, ctx);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
                  StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
                                   NVVM::BlockIdZOp>,

@@ -97,16 +97,18 @@ public:
     int vocab_block;                              // cross-entropy's chunks of the vocabulary
     int linear_stages = 3;                        // the linear layers' pipeline depth
     // attention's forward compares and selects only on the key blocks past
-    // the diagonal or T (false: on every block; the branch spills at
-    // 128 x 128 on sm_80)
+    // the diagonal or T (false: on every block - sm_80's 64 x 64 forward
+    // then takes 200 registers instead of 248, two CTAs an SM)
     bool attention_fwd_diagonal_mask_only = true;
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
   /// registers and shared memory of f32 ones, so their tiles are larger -
-  /// attention's forward in bf16 at 128-row blocks (two warpgroups of wgmma
-  /// fed by TMA rings on sm_90a), its backward on sm_90a at 128-row blocks
-  /// stepping 64 rows (wgmma; on sm_80 those spill, so 64 by 64 there) -
-  /// and every one compiles without spills for its chip
+  /// attention's forward in bf16 at 128-row blocks on sm_90a (two
+  /// warpgroups of wgmma fed by TMA rings; on sm_80 128 x 128 blocks at 8
+  /// warps take all 255 registers and spill, so 64 x 64 at 4 warps there),
+  /// its backward on sm_90a at 128-row blocks stepping 64 rows (wgmma; on
+  /// sm_80 those spill, so 64 by 64 there) - and every one compiles without
+  /// spills for its chip
   /// (test/gpt/GpuConfigsTest). On sm_90a the bf16 linear layers step K by
   /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
   /// two stages are in flight ahead of the one being read (at K = 32 and 3
@@ -115,7 +117,7 @@ public:
     if (storage != DType::bf16)
       return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
     return chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
-                            : Tiles{128, 128, 32, 8, 64, 64, 8, 128, 8, 1024, 3, false};
+                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }

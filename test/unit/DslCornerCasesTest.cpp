@@ -2,6 +2,7 @@
 // (each once a bug): literal ranges, i1 ordering, signed zeros, saturation,
 // mask broadcasting, small-type sums, and mistakes caught with the user's line.
 #include "ErrorTestUtil.h"
+#include "runtime/CudaDriver.h"
 #include "tegula/tegula.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 
 using namespace tegula;
 using tegula::testing::errorOf;
@@ -167,6 +170,46 @@ TEST(DslCornerCases, FmaRoundsOnce) {
     EXPECT_EQ(out[3], 0.5f);
     EXPECT_EQ(std::vector<float>(out.begin() + 8, out.end()), (std::vector<float>{2 * a + 1, 2 * a + 1, 7.0f, 0.0f}));
   }
+}
+
+void exp2_of(tl::ptr<float> x, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::store(out + offs, tl::exp2(tl::load(x + offs)));
+}
+
+/// tl::exp2 on f32 is the GPU's ex2.approx.ftz: one MUFU.EX2 an element
+/// (libdevice's exp2f keeps subnormal results at three more instructions),
+/// so results below 2^-126 are +0 - in the interpreter and the simulator
+/// too. On the GPU the approximation is within 2^-22 relative.
+TEST(DslCornerCases, Exp2FlushesSubnormalResultsToZero) {
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> x = {-130.0f, -126.5f, -149.0f, -125.0f, -100.0f, 0.0f, tiny, -tiny,
+                                -INFINITY, INFINITY, NAN, 10.0f, 0.5f, -1.0f, 3.0f, -0.0f};
+  const std::vector<float> want = {0.0f, 0.0f, 0.0f, std::ldexp(1.0f, -125), std::ldexp(1.0f, -100), 1.0f,
+                                   1.0f, 1.0f, 0.0f, INFINITY, NAN, 1024.0f, float(std::exp2(0.5)), 0.5f,
+                                   8.0f, 1.0f};
+  std::vector<Backend> backends = {Backend::Interp, Backend::Sim};
+  if (runtime::Driver::available())
+    backends.push_back(Backend::GPU);
+  else
+    std::printf("[tegula test] no CUDA driver: exp2 checked in the interpreter and simulator only\n");
+  for (Backend backend : backends) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> out(16, 42.0f);
+    kernel("exp2_of", exp2_of)({.grid = {1}, .backend = backend}, x, out);
+    for (size_t i = 0; i < x.size(); ++i) {
+      SCOPED_TRACE(fmt::format("exp2({})", x[i]));
+      if (std::isnan(want[i]))
+        EXPECT_TRUE(std::isnan(out[i])) << out[i];
+      else if (backend == Backend::GPU && std::isfinite(want[i]) && want[i] != 0.0f)
+        EXPECT_NEAR(out[i], want[i], want[i] * std::ldexp(1.0f, -22));
+      else
+        EXPECT_EQ(out[i], want[i]);
+    }
+  }
+  const std::string ptx = kernel("exp2_of", exp2_of).compile({x, x}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("ex2.approx.ftz.f32"));
+  EXPECT_THAT(ptx, ::testing::Not(HasSubstr("ex2.approx.f32")));
 }
 
 void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {

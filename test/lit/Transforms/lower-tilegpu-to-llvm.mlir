@@ -122,3 +122,30 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return
   }
 }
+
+// -----
+
+// f32 exp2 is ex2.approx.ftz (one MUFU.EX2; libdevice's exp2f is the same
+// approximation keeping subnormal results, at three more instructions), for
+// a tile's every register and for a scalar; f64 stays libdevice's.
+#b = #tilegpu.blocked<{sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @exp2s(
+  // CHECK-COUNT-2: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%{{.*}}) : (f32) -> f32
+  // CHECK:         llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%{{.*}}) : (f32) -> f32
+  // CHECK:         llvm.call @__nv_exp2(%{{.*}}) : (f64) -> f64
+  // CHECK-NOT:     __nv_exp2f
+  func.func @exp2s(%x: !tile.ptr<f32>, %s: f32, %d: f64, %y: !tile.ptr<f64>) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32, #b>
+    %f = arith.sitofp %r : tensor<256xi32, #b> to tensor<256xf32, #b>
+    %e = math.exp2 %f : tensor<256xf32, #b>
+    %xs = tile.splat %x : tensor<256x!tile.ptr<f32>, #b>
+    %p = tile.addptr %xs, %r : tensor<256x!tile.ptr<f32>, #b>, tensor<256xi32, #b>
+    tile.store %p, %e : tensor<256x!tile.ptr<f32>, #b>
+    %es = math.exp2 %s : f32
+    tile.store %x, %es : !tile.ptr<f32>
+    %ed = math.exp2 %d : f64
+    tile.store %y, %ed : !tile.ptr<f64>
+    return
+  }
+}
