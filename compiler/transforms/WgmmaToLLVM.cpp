@@ -61,18 +61,38 @@ void storeTile(OpBuilder &b, Location loc, ValueRange original, RankedTensorType
   storeSharedTile(b, loc, values, t, tile, base);
 }
 
-/// A matrix descriptor for the operand whose tile starts at `tile` (shared
-/// pointer) plus `byteOffset` (i32).
-Value descriptor(OpBuilder &b, Location loc, Value tile, Value byteOffset,
-                 const WgmmaOperandTile &plan) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value address = LLVM::AddOp::create(b, loc, LLVM::PtrToIntOp::create(b, loc, i32, tile), byteOffset);
-  Value field = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, address, i32Const(b, loc, 4)),
-                                    i32Const(b, loc, 0x3fff));
-  return LLVM::OrOp::create(
-      b, loc, LLVM::ZExtOp::create(b, loc, i64, field),
-      LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(plan.descriptorBase()))));
-}
+/// The matrix descriptors of one operand tile, instruction by instruction.
+/// A descriptor's address field holds bits 4..17 of a shared address, and
+/// shared addresses stay below 2^18 (228 KB), so the descriptor of
+/// `tile + offset` is the tile's own plus offset / 16: each instruction adds
+/// a constant to the low word and pairs it with the constant high word,
+/// instead of shifting, masking and or-ing a 64-bit address of its own.
+class Descriptors {
+public:
+  /// The tile starts at `tile` (shared pointer) plus `byteOffset` (i32).
+  Descriptors(OpBuilder &b, Location loc, Value tile, Value byteOffset, const WgmmaOperandTile &plan)
+      : high(uint32_t(plan.descriptorBase() >> 32)) {
+    Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), tile);
+    if (byteOffset)
+      address = LLVM::AddOp::create(b, loc, address, byteOffset);
+    Value field = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, address, i32Const(b, loc, 4)),
+                                      i32Const(b, loc, 0x3fff));
+    low = LLVM::OrOp::create(b, loc, field, i32Const(b, loc, int32_t(uint32_t(plan.descriptorBase()))));
+  }
+  /// The descriptor of the tile's instruction at `offset` bytes (a multiple
+  /// of 16, as every wgmma operand's start is).
+  Value at(OpBuilder &b, Location loc, int32_t offset) const {
+    assert(offset % 16 == 0 && "wgmma operands start 16-byte aligned");
+    Value word = offset ? LLVM::AddOp::create(b, loc, low, i32Const(b, loc, offset / 16)).getResult() : low;
+    Type i64 = b.getI64Type();
+    return LLVM::OrOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, word),
+                              LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(uint64_t(high) << 32))));
+  }
+
+private:
+  Value low;
+  uint32_t high;
+};
 
 /// The inline-assembly constraint of accumulator registers: f32, or s32
 /// (integer wgmma).
@@ -248,21 +268,20 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
   ArrayRef<Value> fencedA = ArrayRef<Value>(fenced).drop_front(live.size());
   if (aFragments)
     aFragments->assign(fencedA.begin(), fencedA.end());
+  std::optional<Descriptors> descriptorsA;
+  if (planA)
+    descriptorsA.emplace(b, loc, aTile, groupRows, *planA);
+  const Descriptors descriptorsB(b, loc, bTile, Value(), planB);
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
       for (int64_t k0 = 0; k0 < K; k0 += instrK) {
         Value descA;
         ArrayRef<Value> regs;
-        if (planA) {
-          Value offA = LLVM::AddOp::create(
-              b, loc, groupRows,
-              i32Const(b, loc, planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
-          descA = descriptor(b, loc, aTile, offA, *planA);
-        } else {
+        if (planA)
+          descA = descriptorsA->at(b, loc, int32_t(planA->instructionOffset(int32_t(16 * warps * mi), int32_t(k0))));
+        else
           regs = fencedA.slice(size_t(4 * (k0 / instrK + kTiles * mi)), 4);
-        }
-        Value descB = descriptor(
-            b, loc, bTile, i32Const(b, loc, planB.instructionOffset(int32_t(n0), int32_t(k0))), planB);
+        Value descB = descriptorsB.at(b, loc, int32_t(planB.instructionOffset(int32_t(n0), int32_t(k0))));
         const size_t first = size_t(4 * (nTiles * mi + n0 / 8));
         const bool scaleD = k0 > 0 || !fresh[first / sliceCount];
         SmallVector<Value> d = emitWgmma(b, loc, elem, ArrayRef<Value>(acc).slice(first, sliceCount), descA,

@@ -17,9 +17,12 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // k16 step (2), both operands from shared memory: A K-major (64-byte rows,
 // 64-byte swizzle, SBO 512: descriptor 0x8000002000010000), B N-major
 // (128-byte swizzle, LBO 32 x 128 = 4096, SBO 1024: 0x4000004001000000).
+// Each is a low word (address field, LBO) with its constant high word.
 // LLVM-LABEL: llvm.func @bf16
-// LLVM-DAG: llvm.mlir.constant(-9223371899415756800 : i64)
-// LLVM-DAG: llvm.mlir.constant(4611686293322072064 : i64)
+// LLVM-DAG: llvm.mlir.constant(65536 : i32)
+// LLVM-DAG: llvm.mlir.constant(-9223371899415822336 : i64)
+// LLVM-DAG: llvm.mlir.constant(16777216 : i32)
+// LLVM-DAG: llvm.mlir.constant(4611686293305294848 : i64)
 // LLVM: nvvm.barrier0
 // LLVM: st.shared
 // LLVM: fence.proxy.async.shared::cta
