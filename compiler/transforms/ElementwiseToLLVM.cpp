@@ -1,0 +1,135 @@
+//===- ElementwiseToLLVM.cpp - arith/math on tiles, register by register --===//
+//
+// An elementwise arith or math op on a tile becomes one scalar op per
+// register the thread holds (the arith/math-to-LLVM and libdevice patterns
+// then lower those), except where the GPU has something better:
+//   - f32 -> bf16/f16 truncations whose result leaves its block convert two
+//     registers at a time (carry-packed-pairs then carries the pair whole);
+//   - f32 exp2 is ex2.approx.ftz (one MUFU.EX2).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+
+namespace tegula::lowering {
+namespace {
+
+/// Any elementwise arith/math op on tiles becomes one scalar op per register
+/// (which the arith/math-to-LLVM patterns then lower).
+struct ElementwisePattern : ConversionPattern {
+  ElementwisePattern(const TypeConverter &tc, MLIRContext *ctx)
+      : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
+                                ConversionPatternRewriter &rw) const override {
+    if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1 ||
+        !isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+      return failure();
+    auto tensor = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!tensor)
+      return failure();
+    Type scalar = getTypeConverter()->convertType(tensor.getElementType());
+    size_t n = size_t(layoutOf(tensor).inDimSize("register"));
+    SmallVector<Value> results;
+    for (size_t k = 0; k < n; ++k) {
+      SmallVector<Value> args;
+      for (ValueRange v : operands)
+        args.push_back(v.size() == 1 ? v[0] : v[k]);
+      OperationState state(op->getLoc(), op->getName().getStringRef(), args, {scalar},
+                           op->getAttrs());
+      results.push_back(rw.create(state)->getResult(0));
+    }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+/// f32 → bf16 / f16 two registers at a time where the result leaves its
+/// block (a P tile carried round a rotated attention loop): one
+/// `fptrunc <2 x f32>` is one cvt.rn.{bf16,f16}x2.f32, and carry-packed-pairs
+/// then carries the pair whole. Conversions used in their own block pair at
+/// instruction selection already, next to the pack that takes them, where
+/// the scheduler keeps them (pairing them here hoists them all above the
+/// dots and costs registers: sm_80's attention then spills).
+struct PairedTruncPattern : OpConversionPattern<arith::TruncFOp> {
+  /// Whether `v`, or a layout conversion of it, is used outside `block`:
+  /// by another block's op, the terminator, or a loop or branch it enters.
+  static bool leavesBlock(Value v, Block *block) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      if (auto convert = dyn_cast<tilegpu::ConvertLayoutOp>(user))
+        return leavesBlock(convert.getResult(), block);
+      return user->getBlock() != block || user->hasTrait<OpTrait::IsTerminator>() ||
+             user->getNumRegions() > 0;
+    });
+  }
+
+  PairedTruncPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/3) {}
+  LogicalResult matchAndRewrite(arith::TruncFOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto tensor = dyn_cast<RankedTensorType>(op.getType());
+    if (!tensor || !getElementTypeOrSelf(op.getIn().getType()).isF32() ||
+        !isa<BFloat16Type, Float16Type>(tensor.getElementType()) || op.getRoundingmodeAttr() ||
+        op.getFastmathAttr())
+      return failure();
+    if (!leavesBlock(op.getResult(), op->getBlock()))
+      return failure();
+    ValueRange in = adaptor.getIn();
+    if (in.size() % 2 != 0)
+      return failure();
+    Location loc = op.getLoc();
+    Type narrow = tensor.getElementType();
+    auto wideVector = VectorType::get({2}, rw.getF32Type());
+    auto narrowVector = VectorType::get({2}, narrow);
+    auto index = [&](int32_t i) { return LLVM::ConstantOp::create(rw, loc, rw.getI32Type(), i); };
+    Value zero = index(0), one = index(1);
+    SmallVector<Value> results;
+    for (size_t k = 0; k < in.size(); k += 2) {
+      Value pair = LLVM::PoisonOp::create(rw, loc, wideVector);
+      pair = LLVM::InsertElementOp::create(rw, loc, pair, in[k], zero);
+      pair = LLVM::InsertElementOp::create(rw, loc, pair, in[k + 1], one);
+      Value narrowed = LLVM::FPTruncOp::create(rw, loc, narrowVector, pair);
+      results.push_back(LLVM::ExtractElementOp::create(rw, loc, narrowed, zero));
+      results.push_back(LLVM::ExtractElementOp::create(rw, loc, narrowed, one));
+    }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+/// f32 exp2 is the hardware's approximation with flush to zero: one
+/// MUFU.EX2. libdevice's __nv_exp2f is the same approximation without the
+/// flush, which ptxas wraps in a compare and two scaling multiplies for
+/// subnormal results - three more instructions on every softmax element.
+/// Subnormal results (below 2^-126) become +0; the interpreter and the
+/// simulator flush them alike.
+struct Exp2ApproxPattern : OpConversionPattern<math::Exp2Op> {
+  static constexpr const char *kEx2ApproxFtz = "llvm.nvvm.ex2.approx.ftz.f32";
+  Exp2ApproxPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/20) {} // above libdevice's
+  LogicalResult matchAndRewrite(math::Exp2Op op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32())
+      return failure();
+    SmallVector<Value> results; // a tile's registers, or the one scalar
+    for (Value x : adaptor.getOperand())
+      results.push_back(LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(),
+                                                      rw.getStringAttr(kEx2ApproxFtz), ValueRange{x})
+                            ->getResult(0));
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+} // namespace
+
+void populateElementwisePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
+  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern>(types, patterns.getContext());
+}
+
+} // namespace tegula::lowering
