@@ -97,24 +97,29 @@ module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32}
 module attributes {tilegpu.num_warps = 4 : i32} {
   // CHECK-LABEL: llvm.func @carried(
   // CHECK:         llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+  // CHECK:         llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xf16>
   // CHECK:         llvm.br ^bb1(
   // CHECK:         llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+  // CHECK:         llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xf16>
   // CHECK-COUNT-2: llvm.fptrunc %{{.*}} : f32 to bf16
   // CHECK-NOT:     llvm.fptrunc
   func.func @carried(%x: !tile.ptr<bf16>, %n: i32) attributes {tile.kernel} {
     %r = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32, #b>
     %f = arith.sitofp %r : tensor<256xi32, #b> to tensor<256xf32, #b>
     %init = arith.truncf %f : tensor<256xf32, #b> to tensor<256xbf16, #b>
+    %init16 = arith.truncf %f : tensor<256xf32, #b> to tensor<256xf16, #b>
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
-    %res = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<256xbf16, #b>) : i32 {
+    %res:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init, %h = %init16) -> (tensor<256xbf16, #b>, tensor<256xf16, #b>) : i32 {
       %w = arith.extf %acc : tensor<256xbf16, #b> to tensor<256xf32, #b>
       %w2 = arith.addf %w, %f : tensor<256xf32, #b>
       %t = arith.truncf %w2 : tensor<256xf32, #b> to tensor<256xbf16, #b>
-      scf.yield %t : tensor<256xbf16, #b>
+      %t16 = arith.truncf %w2 : tensor<256xf32, #b> to tensor<256xf16, #b>
+      scf.yield %t, %t16 : tensor<256xbf16, #b>, tensor<256xf16, #b>
     }
-    %out = arith.extf %res : tensor<256xbf16, #b> to tensor<256xf32, #b>
-    %o2 = arith.mulf %out, %f : tensor<256xf32, #b>
+    %out = arith.extf %res#0 : tensor<256xbf16, #b> to tensor<256xf32, #b>
+    %out16 = arith.extf %res#1 : tensor<256xf16, #b> to tensor<256xf32, #b>
+    %o2 = arith.mulf %out, %out16 : tensor<256xf32, #b>
     %last = arith.truncf %o2 : tensor<256xf32, #b> to tensor<256xbf16, #b>
     %xs = tile.splat %x : tensor<256x!tile.ptr<bf16>, #b>
     %p = tile.addptr %xs, %r : tensor<256x!tile.ptr<bf16>, #b>, tensor<256xi32, #b>
