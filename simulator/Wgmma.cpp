@@ -166,6 +166,12 @@ int64_t wgmmaElementOffset(uint64_t descriptor, bool kMajor, int elementBytes, i
   if (baseOffset != 0)
     throw Error(fmt::format("wgmma descriptor {:#018x}: a non-zero base offset is not modelled",
                             descriptor));
+  // Reserved: set only when a start address field overflowed (the lowering
+  // adds each instruction's offset / 16 to the tile's field).
+  if (descriptor >> 14 & 3)
+    throw Error(fmt::format("wgmma descriptor {:#018x}: reserved bits 14-15 are set (a start "
+                            "address past the 256 KB shared window?)",
+                            descriptor));
   if (mode == 0)
     throw Error(fmt::format("wgmma descriptor {:#018x}: unswizzled (interleaved) operands are "
                             "not modelled",

@@ -64,6 +64,19 @@ TEST(WgmmaSim, DescriptorsAddressTheCompilersTiles) {
   }
 }
 
+/// The lowering adds each instruction's offset / 16 to the tile's address
+/// field (shared addresses stay below 2^18); a field that overflowed sets the
+/// reserved bits 14-15, which the model reports instead of reading wrapped
+/// addresses.
+TEST(WgmmaSim, AnOverflowedStartAddressIsReported) {
+  auto plan = layout::planWgmmaOperandTile(1, {16, 64}, 1, 16);
+  ASSERT_TRUE(plan);
+  const uint64_t last = plan->descriptorBase() | 0x3fff; // the window's last 16 bytes
+  EXPECT_NO_THROW(sim::wgmmaElementOffset(last, plan->kMajor, 2, 0, 0));
+  EXPECT_THAT(error_of([&] { sim::wgmmaElementOffset(last + 1, plan->kMajor, 2, 0, 0); }),
+              ::testing::HasSubstr("reserved bits 14-15 are set"));
+}
+
 /// The wgmma GEMM lowered for sm_90a (`stages` > 1: its operands pipelined
 /// through cp.async rings), then one of its synchronisation steps removed
 /// from the LLVM module (the inline PTX whose text contains `drop`; for the
