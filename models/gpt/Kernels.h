@@ -17,6 +17,22 @@
 
 namespace tegula::gpt::kernels {
 
+namespace detail {
+/// GELU-tanh's gate 0.5 (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3), is
+/// the sigmoid 1 / (1 + e^(-2u)): one exp2 and a division an element where
+/// tl::tanh is libdevice's ~20 instructions (both sides of its small/large
+/// split, selected) - in a linear layer's fused epilogue those were about as
+/// long as the K loop before them at K = 768. e^(-2u) = inf gives a gate of
+/// 0 and 0 one, as tanh's saturation does.
+inline tl::tensor gelu_exp(const tl::tensor &x) { // e^(-2u), in base 2
+  constexpr float k = -2.0f * 0.7978845608028654f * 1.4426950408889634f; // -2 sqrt(2/pi) log2(e)
+  return tl::exp2(k * x * tl::fma(0.044715f * x, x, 1.0f));
+}
+inline tl::tensor gelu_gate(const tl::tensor &x) { return 1.0f / (1.0f + gelu_exp(x)); }
+/// gelu_new(x) = x * gate(x), in one division.
+inline tl::tensor gelu(const tl::tensor &x) { return x / (1.0f + gelu_exp(x)); }
+} // namespace detail
+
 /// out[r] = wte[tokens[r]] + wpe[r % seq_len]; one program per row r of the
 /// [B * T, C] output.
 template <class T>
@@ -126,8 +142,9 @@ void gelu_bwd(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<T> dx, tl::scalar<int32_t> n,
   tl::tensor mask = offs < n;
   tl::tensor v = tl::load(x + offs, mask, 0.0f).to(tl::f32);
   const float k = 0.7978845608028654f; // sqrt(2 / pi)
-  tl::tensor th = tl::tanh(k * (v + 0.044715f * v * v * v));
-  tl::tensor grad = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * v * v);
+  // With s = 0.5 (1 + tanh u): 0.5 (1 - tanh^2 u) = 2 s (1 - s).
+  tl::tensor s = detail::gelu_gate(v);
+  tl::tensor grad = s + 2.0f * v * s * (1.0f - s) * k * tl::fma(3.0f * 0.044715f * v, v, 1.0f);
   tl::store(dx + offs, tl::load(dy + offs, mask, 0.0f).to(tl::f32) * grad, mask);
 }
 
@@ -292,8 +309,7 @@ void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl:
   tl::tensor offs = rm.expand_dims(1) * N + rn.expand_dims(0);
   if (gelu.value) {
     tl::store(pre + offs, acc, mask);
-    const float c = 0.7978845608028654f; // sqrt(2 / pi)
-    acc = 0.5f * acc * (1.0f + tl::tanh(c * (acc + 0.044715f * acc * acc * acc)));
+    acc = detail::gelu(acc);
   }
   tl::store(y + offs, acc, mask);
 }
@@ -368,8 +384,7 @@ void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
   acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
   if (gelu.value) {
     tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
-    const float c = 0.7978845608028654f; // sqrt(2 / pi)
-    acc = 0.5f * acc * (1.0f + tl::tanh(c * (acc + 0.044715f * acc * acc * acc)));
+    acc = detail::gelu(acc);
   }
   y_desc.store({m0, n0}, acc);
 }
