@@ -194,6 +194,8 @@ static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = s
 static int nv_abs(int x) { return x < 0 ? -x : x; }
 // ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
 // subnormal results flushed to +0 (subnormal inputs give 1 either way).
+// div.full.f32 (within 2 ulp on the GPU) as the interpreter divides: exactly.
+static float tegula_sim_div_full(float a, float b) { return a / b; }
 static float tegula_sim_ex2_approx_ftz_f32(float x) {
   const float r = float(std::exp2(double(x)));
   return r < std::numeric_limits<float>::min() ? 0.0f : r;
@@ -253,6 +255,7 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_cp_async_wait", reinterpret_cast<void *>(tegula_sim_cp_async_wait)},
       {"vprintf", reinterpret_cast<void *>(simVprintf)},
       {"__tegula_sim_ex2_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_ex2_approx_ftz_f32)},
+      {"__tegula_sim_div_full", reinterpret_cast<void *>(tegula_sim_div_full)},
       {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
       {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},
       {"__nv_isnanf", reinterpret_cast<void *>(nv_isnanf)},

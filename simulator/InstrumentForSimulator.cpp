@@ -327,7 +327,8 @@ struct InstrumentForSimulatorPass
   /// that computes what the instruction does (HostFunctions.cpp).
   LogicalResult rewriteNvvmIntrinsic(LLVM::CallIntrinsicOp op) {
     static const std::map<std::string, std::string> hostFunctions = {
-        {"llvm.nvvm.ex2.approx.ftz.f32", "__tegula_sim_ex2_approx_ftz_f32"}};
+        {"llvm.nvvm.ex2.approx.ftz.f32", "__tegula_sim_ex2_approx_ftz_f32"},
+        {"llvm.nvvm.div.full", "__tegula_sim_div_full"}};
     auto it = hostFunctions.find(op.getIntrin().str());
     if (it == hostFunctions.end())
       return op->emitOpError() << "'" << op.getIntrin() << "' is not supported by the simulator";

@@ -519,6 +519,19 @@ tensor fma(operand a, operand b, operand c) {
   return wrap(math::FmaOp::create(ts.builder, l, ready(pa.b), ready(pb.b), ready(pc.b)));
 }
 
+tensor fdiv(operand a, operand b) {
+  const Loc &loc = a.loc;
+  TraceState &ts = current(loc);
+  if (a.kind != operand::Kind::Tensor && b.kind != operand::Kind::Tensor)
+    fail(loc, "tl::fdiv needs at least one tile operand");
+  Operands o = prepare(ts, a, b, "tl::fdiv");
+  if (!isa<FloatType>(o.elem))
+    fail(loc, fmt::format("tl::fdiv needs floating-point operands, got {}", describeType(o.elem)));
+  // afn: the lowering's mark for the approximate quotient.
+  auto approximate = arith::FastMathFlagsAttr::get(ts.ctx, arith::FastMathFlags::afn);
+  return wrap(arith::DivFOp::create(ts.builder, toLoc(ts.ctx, loc), o.a, o.b, approximate));
+}
+
 tensor where(const tensor &cond, operand a, operand b) {
   const Loc &loc = a.loc;
   TraceState &ts = current(loc);

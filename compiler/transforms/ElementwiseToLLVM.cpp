@@ -5,7 +5,8 @@
 // then lower those), except where the GPU has something better:
 //   - f32 -> bf16/f16 truncations whose result leaves its block convert two
 //     registers at a time (carry-packed-pairs then carries the pair whole);
-//   - f32 exp2 is ex2.approx.ftz (one MUFU.EX2).
+//   - f32 exp2 is ex2.approx.ftz (one MUFU.EX2);
+//   - tl::fdiv's f32 quotient is div.full.f32.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
@@ -126,10 +127,34 @@ struct Exp2ApproxPattern : OpConversionPattern<math::Exp2Op> {
   }
 };
 
+/// tl::fdiv's f32 quotient (an `afn` divf) is div.full.f32: within 2 ulp
+/// over the full range, a reciprocal and a multiply with range scaling,
+/// where div.rn.f32 refines the reciprocal and calls a slow path.
+struct FastDivPattern : OpConversionPattern<arith::DivFOp> {
+  static constexpr const char *kDivFull = "llvm.nvvm.div.full";
+  FastDivPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/20) {} // above the elementwise scalarisation
+  LogicalResult matchAndRewrite(arith::DivFOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32() ||
+        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return failure();
+    ValueRange a = adaptor.getLhs(), b = adaptor.getRhs();
+    SmallVector<Value> results; // a tile's registers, or the one scalar
+    for (size_t k = 0; k < a.size(); ++k)
+      results.push_back(LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(),
+                                                      rw.getStringAttr(kDivFull),
+                                                      ValueRange{a[k], b[b.size() == 1 ? 0 : k]})
+                            ->getResult(0));
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwisePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern>(types, patterns.getContext());
+  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern, FastDivPattern>(types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

@@ -223,6 +223,12 @@ inline constexpr float log2e = 1.44269504088896340736f, ln2 = 0.6931471805599453
 /// a * b + c by itself (the interpreter and the GPU give the same bits), so
 /// a kernel asks for it where it wants one instruction instead of two.
 tensor fma(operand a, operand b, operand c);
+/// a / b, fast: on the GPU an f32 quotient is div.full.f32 (within 2 ulp,
+/// the full range: a reciprocal and a multiply, where `a / b` rounds
+/// exactly at about twice the instructions and a slow-path call); other
+/// types divide exactly. The interpreter and the simulator divide exactly.
+/// Floating-point operands, broadcast like `/`, at least one a tile.
+tensor fdiv(operand a, operand b);
 /// cond ? a : b elementwise, broadcasting all three.
 tensor where(const tensor &cond, operand a, operand b);
 /// Convert the element type (same as x.to(t)).

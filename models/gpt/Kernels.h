@@ -28,9 +28,10 @@ inline tl::tensor gelu_exp(const tl::tensor &x) { // e^(-2u), in base 2
   constexpr float k = -2.0f * 0.7978845608028654f * 1.4426950408889634f; // -2 sqrt(2/pi) log2(e)
   return tl::exp2(k * x * tl::fma(0.044715f * x, x, 1.0f));
 }
-inline tl::tensor gelu_gate(const tl::tensor &x) { return 1.0f / (1.0f + gelu_exp(x)); }
+/// The divisions are tl::fdiv (div.full.f32: within 2 ulp, no slow path).
+inline tl::tensor gelu_gate(const tl::tensor &x) { return tl::fdiv(1.0f, 1.0f + gelu_exp(x)); }
 /// gelu_new(x) = x * gate(x), in one division.
-inline tl::tensor gelu(const tl::tensor &x) { return x / (1.0f + gelu_exp(x)); }
+inline tl::tensor gelu(const tl::tensor &x) { return tl::fdiv(x, 1.0f + gelu_exp(x)); }
 } // namespace detail
 
 /// out[r] = wte[tokens[r]] + wpe[r % seq_len]; one program per row r of the

@@ -212,6 +212,56 @@ TEST(DslCornerCases, Exp2FlushesSubnormalResultsToZero) {
   EXPECT_THAT(ptx, ::testing::Not(HasSubstr("ex2.approx.f32")));
 }
 
+void quotients(tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> out, tl::ptr<double> d) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor x = tl::load(a + offs), y = tl::load(b + offs);
+  tl::store(out + offs, tl::fdiv(x, y));
+  tl::store(out + 16 + offs, tl::fdiv(1.0f, y)); // a literal broadcasts
+  tl::store(d + offs, tl::fdiv(x.to(tl::f64), y.to(tl::f64)));
+}
+
+/// tl::fdiv: the GPU's div.full.f32 for f32 (within 2 ulp over the full
+/// range - huge and tiny divisors, infinities), exact division for f64 and
+/// in the interpreter and the simulator.
+TEST(DslCornerCases, FdivIsTheQuotientWithin2Ulp) {
+  const std::vector<float> a = {1.0f, 2.0f, -7.0f, 3.0f, 1e30f, 1e-30f, 5.0f, 0.0f,
+                                1.0f, -1.0f, INFINITY, 6.0f, 1.0f, 10.0f, 123.456f, -0.5f};
+  const std::vector<float> b = {3.0f, 7.0f, 9.0f, 1e38f, 1e-8f, 3e37f, INFINITY, 2.0f,
+                                0.0f, -0.0f, 2.0f, NAN, 2e-38f, 3.0f, 0.1f, 1.5f};
+  std::vector<Backend> backends = {Backend::Interp, Backend::Sim};
+  if (runtime::Driver::available())
+    backends.push_back(Backend::GPU);
+  else
+    std::printf("[tegula test] no CUDA driver: fdiv checked in the interpreter and simulator only\n");
+  for (Backend backend : backends) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> out(32, 42.0f);
+    std::vector<double> d(16, 42.0);
+    kernel("quotients", quotients)({.grid = {1}, .backend = backend}, a, b, out, d);
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(fmt::format("{} / {}", a[i], b[i]));
+      for (auto [got, want] : {std::pair{out[i], a[i] / b[i]}, std::pair{out[16 + i], 1.0f / b[i]}}) {
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got)) << got;
+        else if (backend == Backend::GPU && std::isfinite(want) && want != 0.0f)
+          EXPECT_NEAR(got, want, std::fabs(want) * 2 * std::numeric_limits<float>::epsilon());
+        else
+          EXPECT_EQ(got, want);
+      }
+      const double exact = double(a[i]) / double(b[i]);
+      if (std::isnan(exact))
+        EXPECT_TRUE(std::isnan(d[i]));
+      else
+        EXPECT_EQ(d[i], exact);
+    }
+  }
+  const std::string ptx =
+      kernel("quotients", quotients).compile({a, b, a, std::vector<double>(16)}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("div.full.f32"));
+  EXPECT_THAT(ptx, ::testing::Not(HasSubstr("div.rn.f32")));
+  EXPECT_THAT(ptx, HasSubstr("div.rn.f64"));
+}
+
 void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {
   tl::tensor r = tl::arange(0, 4).expand_dims(1), c = tl::arange(0, 8).expand_dims(0);
   tl::tensor m = r < rows; // [4, 1] against [4, 8] pointers

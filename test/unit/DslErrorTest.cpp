@@ -202,6 +202,18 @@ TEST(DslErrors, FmaNeedsFloatingPoint) {
                      "tl::fma needs floating-point operands, got i32");
 }
 
+void integer_fdiv(tl::ptr<float> x) {
+  tl::tensor offs = tl::arange(0, 16);
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + offs, tl::fdiv(offs, 2).to(tl::f32));
+}
+
+TEST(DslErrors, FdivNeedsFloatingPoint) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("integer_fdiv", integer_fdiv), {x}),
+                     "tl::fdiv needs floating-point operands, got i32");
+}
+
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
   EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
 }
