@@ -172,6 +172,15 @@ TEST(DslCornerCases, FmaRoundsOnce) {
   }
 }
 
+/// The interpreter and the simulator, and the GPU when there is one (said
+/// when not). The caller's SCOPED_TRACE names the backend of a failure.
+std::vector<Backend> backendsWithTheGpu(const char *what) {
+  if (runtime::Driver::available())
+    return {Backend::Interp, Backend::Sim, Backend::GPU};
+  std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
+  return {Backend::Interp, Backend::Sim};
+}
+
 void exp2_of(tl::ptr<float> x, tl::ptr<float> out) {
   tl::tensor offs = tl::arange(0, 16);
   tl::store(out + offs, tl::exp2(tl::load(x + offs)));
@@ -188,12 +197,7 @@ TEST(DslCornerCases, Exp2FlushesSubnormalResultsToZero) {
   const std::vector<float> want = {0.0f, 0.0f, 0.0f, std::ldexp(1.0f, -125), std::ldexp(1.0f, -100), 1.0f,
                                    1.0f, 1.0f, 0.0f, INFINITY, NAN, 1024.0f, float(std::exp2(0.5)), 0.5f,
                                    8.0f, 1.0f};
-  std::vector<Backend> backends = {Backend::Interp, Backend::Sim};
-  if (runtime::Driver::available())
-    backends.push_back(Backend::GPU);
-  else
-    std::printf("[tegula test] no CUDA driver: exp2 checked in the interpreter and simulator only\n");
-  for (Backend backend : backends) {
+  for (Backend backend : backendsWithTheGpu("exp2")) {
     SCOPED_TRACE(fmt::format("backend {}", int(backend)));
     std::vector<float> out(16, 42.0f);
     kernel("exp2_of", exp2_of)({.grid = {1}, .backend = backend}, x, out);
@@ -228,12 +232,7 @@ TEST(DslCornerCases, FdivIsTheQuotientWithin2Ulp) {
                                 1.0f, -1.0f, INFINITY, 6.0f, 1.0f, 10.0f, 123.456f, -0.5f};
   const std::vector<float> b = {3.0f, 7.0f, 9.0f, 1e38f, 1e-8f, 3e37f, INFINITY, 2.0f,
                                 0.0f, -0.0f, 2.0f, NAN, 2e-38f, 3.0f, 0.1f, 1.5f};
-  std::vector<Backend> backends = {Backend::Interp, Backend::Sim};
-  if (runtime::Driver::available())
-    backends.push_back(Backend::GPU);
-  else
-    std::printf("[tegula test] no CUDA driver: fdiv checked in the interpreter and simulator only\n");
-  for (Backend backend : backends) {
+  for (Backend backend : backendsWithTheGpu("fdiv")) {
     SCOPED_TRACE(fmt::format("backend {}", int(backend)));
     std::vector<float> out(32, 42.0f);
     std::vector<double> d(16, 42.0);
