@@ -538,6 +538,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
 
   const std::string &name = impl_->name;
   auto compileNow = [&]() -> std::vector<char> {
+    backend::ptxFeaturesFor(opts.chip); // an unknown chip fails here, named, before any pass
     OwningOpRef<ModuleOp> module = lowerForGpu(name, *spec.tile,
                                                {.numWarps = opts.num_warps,
                                                 .numStages = opts.num_stages,
@@ -556,7 +557,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
     if (auto programs = (*module)->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"))
       out.programs_per_cta = int(programs.getInt());
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
-    backend::Target target{opts.chip, "+ptx80", 3};
+    backend::Target target{opts.chip, /*features: the chip's=*/"", 3};
     out.ptx = backend::translateToPtx(*module, target);
     if (dumpEnabled("ptx"))
       dumpStage(name, "ptx", out.ptx);

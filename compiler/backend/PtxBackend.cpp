@@ -30,6 +30,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -96,10 +97,41 @@ void linkLibdevice(llvm::Module &m) {
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
 }
 
+/// The "NN" of "+ptxNN", or -1.
+int ptxVersionOf(const std::string &features) {
+  std::smatch m;
+  static const std::regex ptx(R"(\+ptx([0-9]+))");
+  return std::regex_search(features, m, ptx) ? std::stoi(m[1]) : -1;
+}
+
 } // namespace
+
+std::string ptxFeaturesFor(const std::string &chip) {
+  // The PTX ISA version that introduced each chip (LLVM's NVPTX refuses an
+  // older one); Ampere, Ada and Hopper all take ptxas 13's minimum, 8.0.
+  static const std::map<std::string, int> introducedIn = {
+      {"sm_80", 70},   {"sm_86", 71},   {"sm_87", 74},   {"sm_89", 78},   {"sm_90", 78},
+      {"sm_90a", 80},  {"sm_100", 86},  {"sm_100a", 86}, {"sm_100f", 88}, {"sm_103", 88},
+      {"sm_103a", 88}, {"sm_103f", 88}, {"sm_110", 90},  {"sm_110a", 90}, {"sm_110f", 90},
+      {"sm_120", 87},  {"sm_120a", 87}, {"sm_120f", 88}, {"sm_121", 88},  {"sm_121a", 88},
+      {"sm_121f", 88}};
+  auto it = introducedIn.find(chip);
+  if (it == introducedIn.end())
+    throw Error(fmt::format("chip '{}' is not one Tegula compiles for: sm_80, sm_86, sm_87, sm_89, "
+                            "sm_90, sm_90a (Hopper's wgmma and TMA), or Blackwell's sm_100, sm_103, "
+                            "sm_110, sm_120, sm_121 (and their a/f variants; sm_80's code path)",
+                            chip));
+  return fmt::format("+ptx{}", std::max(it->second, 80));
+}
 
 std::string translateToPtx(mlir::ModuleOp module, const Target &target) {
   initNvptx();
+  const std::string features = target.features.empty() ? ptxFeaturesFor(target.chip) : target.features;
+  if (const int want = ptxVersionOf(ptxFeaturesFor(target.chip)), have = ptxVersionOf(features);
+      have >= 0 && have < want)
+    throw Error(fmt::format("PTX ISA {}.{} is too old for {} (it needs {}.{}): drop the PTX "
+                            "version to use the chip's, or raise it",
+                            have / 10, have % 10, target.chip, want / 10, want % 10));
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -120,11 +152,11 @@ std::string translateToPtx(mlir::ModuleOp module, const Target &target) {
                : target.optLevel == 0 ? llvm::CodeGenOptLevel::None
                                       : llvm::CodeGenOptLevel::Default;
   std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
-      triple, target.chip, target.features, llvm::TargetOptions(), std::nullopt, std::nullopt,
+      triple, target.chip, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
       level));
   if (!tm)
     throw Error(fmt::format("cannot create an NVPTX target machine for {} {}", target.chip,
-                            target.features));
+                            features));
   m->setTargetTriple(triple);
   m->setDataLayout(tm->createDataLayout());
   if (callsLibdevice(*m))

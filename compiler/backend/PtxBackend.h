@@ -20,13 +20,21 @@ class ModuleOp;
 namespace tegula::backend {
 
 struct Target {
-  /// sm_80 (Ampere) or sm_90a (Hopper, needed for wgmma/TMA).
+  /// sm_80 (Ampere) or sm_90a (Hopper, needed for wgmma/TMA); see ptxFeaturesFor.
   std::string chip = "sm_80";
-  /// PTX ISA version feature; ptxas 13 needs +ptx80 or newer.
-  std::string features = "+ptx80";
+  /// PTX ISA version feature ("+ptx86"); empty: ptxFeaturesFor(chip).
+  std::string features;
   /// LLVM optimisation level (0-3) before code generation.
   int optLevel = 3;
 };
+
+/// The PTX ISA version feature for `chip`: +ptx80 (what ptxas 13 needs at
+/// least) up to Hopper, the version that introduced the chip after it
+/// (Blackwell: sm_100/sm_103/sm_110/sm_120/sm_121, with their a/f variants,
+/// which run sm_80's code path). Throws tegula::Error naming the chip for
+/// anything else - LLVM would abort the process on a PTX version too old
+/// for its chip.
+std::string ptxFeaturesFor(const std::string &chip);
 
 /// Translate `module` (LLVM dialect + NVVM) to PTX text. Throws
 /// tegula::Error naming the failing step.

@@ -214,6 +214,20 @@ TEST(DslErrors, FdivNeedsFloatingPoint) {
                      "tl::fdiv needs floating-point operands, got i32");
 }
 
+TEST(LaunchErrors, AChipTegulaDoesNotCompileForIsNamed) {
+  auto k = kernel("simple", simple, {"x", "n", "B"});
+  auto x = buf();
+  for (const char *chip : {"sm_75", "sm_90b", "gfx942"})
+    try {
+      k.compile({x, 16, 16}, {.chip = chip, .assemble = false});
+      ADD_FAILURE() << chip << " compiled";
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("chip '") + chip + "' is not one Tegula compiles for"));
+    }
+  // Blackwell runs sm_80's code path at its own PTX version.
+  EXPECT_THAT(k.compile({x, 16, 16}, {.chip = "sm_120", .assemble = false}).ptx, HasSubstr(".target sm_120"));
+}
+
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
   EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
 }

@@ -1,6 +1,13 @@
-// PtxBackendTest.cpp - ptxas report parsing and failure reporting.
+// PtxBackendTest.cpp - ptxas report parsing and failure reporting; the PTX
+// version each chip gets.
 #include "compiler/backend/PtxBackend.h"
 #include "tegula/error.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -63,6 +70,45 @@ TEST(PtxBackend, PtxasVersionIsKnownWhenPresent) {
   if (!findPtxas())
     GTEST_SKIP() << "ptxas not found (no CUDA toolkit)";
   EXPECT_THAT(ptxasVersion(), HasSubstr("Build cuda_"));
+}
+
+/// The message of the tegula::Error `fn` throws ("" when it does not).
+template <class F> std::string errorFrom(F &&fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PtxBackend, PtxVersionFollowsTheChip) {
+  EXPECT_EQ(ptxFeaturesFor("sm_80"), "+ptx80"); // ptxas 13's oldest
+  EXPECT_EQ(ptxFeaturesFor("sm_89"), "+ptx80");
+  EXPECT_EQ(ptxFeaturesFor("sm_90a"), "+ptx80");
+  EXPECT_EQ(ptxFeaturesFor("sm_100a"), "+ptx86");
+  EXPECT_EQ(ptxFeaturesFor("sm_120"), "+ptx87");
+  EXPECT_EQ(ptxFeaturesFor("sm_103a"), "+ptx88");
+  for (const char *chip : {"sm_75", "sm_90b", "gfx90a", ""})
+    EXPECT_THAT(errorFrom([&] { ptxFeaturesFor(chip); }),
+                HasSubstr(std::string("chip '") + chip + "' is not one Tegula compiles for"));
+}
+
+/// A Blackwell chip gets the PTX version that introduced it (LLVM aborted
+/// the process on +ptx80 before); an explicit older one is refused, named.
+TEST(PtxBackend, BlackwellGetsItsPtxVersionAndAnOlderOneIsRefused) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(
+      "llvm.func @k() attributes {nvvm.kernel} { llvm.return }", &ctx);
+  ASSERT_TRUE(module);
+  const std::string ptx = translateToPtx(*module, Target{"sm_100a", "", 3});
+  EXPECT_THAT(ptx, HasSubstr(".version 8.6"));
+  EXPECT_THAT(ptx, HasSubstr(".target sm_100a"));
+  EXPECT_THAT(errorFrom([&] { translateToPtx(*module, Target{"sm_100a", "+ptx80", 3}); }),
+              HasSubstr("PTX ISA 8.0 is too old for sm_100a (it needs 8.6)"));
+  if (findPtxas()) // CUDA 13's ptxas knows Blackwell
+    EXPECT_FALSE(assemble(ptx, Target{"sm_100a", "", 3}).data.empty());
 }
 
 } // namespace

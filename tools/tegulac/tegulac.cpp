@@ -34,10 +34,13 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
 static cl::opt<std::string> outputFile("o", cl::desc("output file (default: stdout for PTX)"),
                                        cl::init("-"));
-static cl::opt<std::string> chip("chip", cl::desc("target GPU: sm_80 or sm_90a"),
+static cl::opt<std::string> chip("chip",
+                                 cl::desc("target GPU: sm_80 (also sm_86, sm_89, ...), sm_90a, or a "
+                                          "Blackwell chip (sm_100, sm_120, ...: sm_80's code path)"),
                                  cl::init("sm_80"));
-static cl::opt<std::string> features("features", cl::desc("PTX ISA feature, e.g. +ptx80"),
-                                     cl::init("+ptx80"));
+static cl::opt<std::string> features("features",
+                                     cl::desc("PTX ISA feature, e.g. +ptx86 (default: the chip's)"),
+                                     cl::init(""));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(3));
 static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
 static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dialect input)"),
