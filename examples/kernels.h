@@ -343,8 +343,10 @@ void attention_fwd_descriptors(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr
     acc = tl::dot(p.to(dtype_of_v<T>), v_desc.load({head + start, 0}), acc * alpha.expand_dims(1));
     m = m_new;
   }
+  // One fast reciprocal a row and a multiply an element, where `acc / l`
+  // is an exact division (and its slow path) an element.
   tl::store(out + (head + rm.expand_dims(1)) * D + rd.expand_dims(0),
-            (acc / l.expand_dims(1)).to(dtype_of_v<T>), rm.expand_dims(1) < seq_len);
+            (acc * tl::fdiv(1.0f, l).expand_dims(1)).to(dtype_of_v<T>), rm.expand_dims(1) < seq_len);
 }
 
 } // namespace tegula::examples

@@ -142,7 +142,7 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
   }
   tl::tensor valid = rm < T;
   tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
-            acc / l.expand_dims(1), valid.expand_dims(1));
+            acc * tl::fdiv(1.0f, l).expand_dims(1), valid.expand_dims(1)); // a reciprocal a row
   tl::store(lse + bh * T + rm, m * tl::ln2 + tl::log(l), valid); // natural log
 }
 
@@ -188,7 +188,7 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
   }
   tl::tensor valid = rm < T;
   tl::store(o + detail::headRows(rm, bh, H, T, H * D, tl::scalar_const(0, tl::i32), D) + rd,
-            acc / l.expand_dims(1), valid.expand_dims(1));
+            acc * tl::fdiv(1.0f, l).expand_dims(1), valid.expand_dims(1)); // a reciprocal a row
   tl::store(lse + bh * T + rm, m * tl::ln2 + tl::log(l), valid); // natural log
 }
 
