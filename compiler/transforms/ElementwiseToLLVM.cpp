@@ -103,6 +103,25 @@ struct PairedTruncPattern : OpConversionPattern<arith::TruncFOp> {
   }
 };
 
+/// `op` (f32 results) becomes the f32 NVVM `intrinsic` on each register of
+/// its operands - tiles of one layout, or scalars.
+void replaceWithIntrinsicPerRegister(Operation *op, StringRef intrinsic, ArrayRef<ValueRange> operands,
+                                     ConversionPatternRewriter &rw) {
+  size_t n = 1;
+  for (ValueRange v : operands)
+    n = std::max(n, v.size());
+  SmallVector<Value> results;
+  for (size_t k = 0; k < n; ++k) {
+    SmallVector<Value> args;
+    for (ValueRange v : operands)
+      args.push_back(v.size() == 1 ? v[0] : v[k]);
+    results.push_back(LLVM::CallIntrinsicOp::create(rw, op->getLoc(), rw.getF32Type(),
+                                                    rw.getStringAttr(intrinsic), args)
+                          ->getResult(0));
+  }
+  rw.replaceOpWithMultiple(op, {results});
+}
+
 /// f32 exp2 is the hardware's approximation with flush to zero: one
 /// MUFU.EX2. libdevice's __nv_exp2f is the same approximation without the
 /// flush, which ptxas wraps in a compare and two scaling multiplies for
@@ -117,12 +136,7 @@ struct Exp2ApproxPattern : OpConversionPattern<math::Exp2Op> {
                                 ConversionPatternRewriter &rw) const override {
     if (!getElementTypeOrSelf(op.getType()).isF32())
       return failure();
-    SmallVector<Value> results; // a tile's registers, or the one scalar
-    for (Value x : adaptor.getOperand())
-      results.push_back(LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(),
-                                                      rw.getStringAttr(kEx2ApproxFtz), ValueRange{x})
-                            ->getResult(0));
-    rw.replaceOpWithMultiple(op, {results});
+    replaceWithIntrinsicPerRegister(op, kEx2ApproxFtz, {adaptor.getOperand()}, rw);
     return success();
   }
 };
@@ -139,14 +153,7 @@ struct FastDivPattern : OpConversionPattern<arith::DivFOp> {
     if (!getElementTypeOrSelf(op.getType()).isF32() ||
         !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
       return failure();
-    ValueRange a = adaptor.getLhs(), b = adaptor.getRhs();
-    SmallVector<Value> results; // a tile's registers, or the one scalar
-    for (size_t k = 0; k < a.size(); ++k)
-      results.push_back(LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(),
-                                                      rw.getStringAttr(kDivFull),
-                                                      ValueRange{a[k], b[b.size() == 1 ? 0 : k]})
-                            ->getResult(0));
-    rw.replaceOpWithMultiple(op, {results});
+    replaceWithIntrinsicPerRegister(op, kDivFull, {adaptor.getLhs(), adaptor.getRhs()}, rw);
     return success();
   }
 };
