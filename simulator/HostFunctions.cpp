@@ -192,10 +192,10 @@ static double nv_powi(double x, int n) { return std::pow(x, double(n)); }
 static void nv_sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std::cos(x); }
 static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = std::cos(x); }
 static int nv_abs(int x) { return x < 0 ? -x : x; }
-// ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
-// subnormal results flushed to +0 (subnormal inputs give 1 either way).
 // div.full.f32 (within 2 ulp on the GPU) as the interpreter divides: exactly.
 static float tegula_sim_div_full(float a, float b) { return a / b; }
+// ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
+// subnormal results flushed to +0 (subnormal inputs give 1 either way).
 static float tegula_sim_ex2_approx_ftz_f32(float x) {
   const float r = float(std::exp2(double(x)));
   return r < std::numeric_limits<float>::min() ? 0.0f : r;
