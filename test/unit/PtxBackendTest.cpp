@@ -1,5 +1,6 @@
 // PtxBackendTest.cpp - ptxas report parsing and failure reporting; the PTX
 // version each chip gets.
+#include "TestUtil.h"
 #include "compiler/backend/PtxBackend.h"
 #include "tegula/error.h"
 
@@ -72,16 +73,6 @@ TEST(PtxBackend, PtxasVersionIsKnownWhenPresent) {
   EXPECT_THAT(ptxasVersion(), HasSubstr("Build cuda_"));
 }
 
-/// The message of the tegula::Error `fn` throws ("" when it does not).
-template <class F> std::string errorFrom(F &&fn) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(PtxBackend, PtxVersionFollowsTheChip) {
   EXPECT_EQ(ptxFeaturesFor("sm_80"), "+ptx80"); // ptxas 13's oldest
   EXPECT_EQ(ptxFeaturesFor("sm_89"), "+ptx80");
@@ -90,7 +81,7 @@ TEST(PtxBackend, PtxVersionFollowsTheChip) {
   EXPECT_EQ(ptxFeaturesFor("sm_120"), "+ptx87");
   EXPECT_EQ(ptxFeaturesFor("sm_103a"), "+ptx88");
   for (const char *chip : {"sm_75", "sm_90b", "gfx90a", ""})
-    EXPECT_THAT(errorFrom([&] { ptxFeaturesFor(chip); }),
+    EXPECT_THAT(tegula::testing::error_of([&] { ptxFeaturesFor(chip); }),
                 HasSubstr(std::string("chip '") + chip + "' is not one Tegula compiles for"));
 }
 
@@ -105,7 +96,7 @@ TEST(PtxBackend, BlackwellGetsItsPtxVersionAndAnOlderOneIsRefused) {
   const std::string ptx = translateToPtx(*module, Target{"sm_100a", "", 3});
   EXPECT_THAT(ptx, HasSubstr(".version 8.6"));
   EXPECT_THAT(ptx, HasSubstr(".target sm_100a"));
-  EXPECT_THAT(errorFrom([&] { translateToPtx(*module, Target{"sm_100a", "+ptx80", 3}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { translateToPtx(*module, Target{"sm_100a", "+ptx80", 3}); }),
               HasSubstr("PTX ISA 8.0 is too old for sm_100a (it needs 8.6)"));
   if (findPtxas()) // CUDA 13's ptxas knows Blackwell
     EXPECT_FALSE(assemble(ptx, Target{"sm_100a", "", 3}).data.empty());
