@@ -28,8 +28,9 @@ enum class Op {
   // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
   MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
   BulkTensorStore, BulkCommit, BulkWaitRead,
-  // Warp specialisation: named barriers (setmaxnreg is checked, then a Nop).
-  NamedBarrier, SetMaxNReg, Nop
+  // Warp specialisation: named barriers, the warp's lanes meeting (a
+  // consumer warp's release), setmaxnreg (checked, then a Nop).
+  NamedBarrier, WarpSync, SetMaxNReg, Nop
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
@@ -246,6 +247,11 @@ struct Parser {
       expect(2);
       if (ops[1].form != Operand::Immediate)
         unsupported(fmt::format("'{}': the thread count is an immediate", stmt));
+    } else if (opcode == "bar.warp.sync") {
+      in.op = Op::WarpSync;
+      expect(1);
+      if (ops[0].form != Operand::Immediate)
+        unsupported(fmt::format("'{}': the lane mask is an immediate", stmt));
     } else if (opcode == "setmaxnreg.inc.sync.aligned.u32" || opcode == "setmaxnreg.dec.sync.aligned.u32") {
       in.op = Op::SetMaxNReg;
       in.increase = opcode == "setmaxnreg.inc.sync.aligned.u32";
@@ -344,7 +350,8 @@ struct Parser {
       rest = trim(rest.substr(sp));
     }
     for (const char *prefix : {"wgmma.", "fence.proxy.async", "fence.mbarrier_init", "mbarrier.",
-                               "cp.async.bulk.", "bar.sync", "barrier.sync", "setmaxnreg."})
+                               "cp.async.bulk.", "bar.sync", "bar.warp.sync", "barrier.sync",
+                               "setmaxnreg."})
       if (rest.rfind(prefix, 0) == 0) {
         size_t sp = rest.find_first_of(" \t");
         AsmProgram::Instruction async =
@@ -667,6 +674,9 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       break;
     case Op::NamedBarrier:
       namedBarrier(uint32_t(value(ops[0])), uint32_t(ops[1].value), site);
+      break;
+    case Op::WarpSync:
+      warpCollective("bar.warp.sync", site, uint32_t(ops[0].value), nullptr, [](void *const *) {});
       break;
     case Op::SetMaxNReg:
       setMaxRegisters(in.increase, uint32_t(ops[0].value), site);

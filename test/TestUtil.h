@@ -142,4 +142,12 @@ template <class F> std::string error_of(F &&fn) {
   return "(no error)";
 }
 
+/// How many times `needle` occurs in `text` (e.g. an instruction in PTX).
+inline int occurrences(const std::string &text, const std::string &needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
 } // namespace tegula::testing

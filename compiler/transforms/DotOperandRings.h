@@ -57,13 +57,22 @@ struct Operand {
   Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
 };
 
+/// Where a TMA copy completes: on the stage mbarrier of `ring` (its group's
+/// first ring: rings waited for together share it), after announcing
+/// `bytes` there (the group's bytes; 0 for the group's other rings).
+struct StageSignal {
+  Value ring;
+  int64_t bytes = 0;
+};
+
 /// Issues `op`'s load for the iteration whose induction variable is `iv`
 /// into stage `stage` of `ring`, when the iteration exists (TMA: a
 /// tilegpu.tma_load under an scf.if; cp.async: masked off). `outer`: clones
 /// of the values from outside the loop the address computation uses (a
 /// warp-specialised producer's own copies, for iterations that exist).
+/// `signal` (TMA): the mbarrier a ring group shares; the ring's own if none.
 void issue(mlir::OpBuilder &b, mlir::scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage,
-           const mlir::IRMapping *outer = nullptr);
+           const mlir::IRMapping *outer = nullptr, std::optional<StageSignal> signal = std::nullopt);
 
 /// The ring operand `idx` (0: A, 1: B) of `dot` in `loop` can come through,
 /// planned (DotOperandPlans.cpp); nothing when its load cannot be issued

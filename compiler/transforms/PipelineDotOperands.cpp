@@ -34,7 +34,8 @@ namespace tegula::rings {
 
 // An iteration that does not exist (iv >= upper bound) is masked off; a
 // TMA box past the tensor's end reads zeros.
-void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage, const IRMapping *outer) {
+void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage, const IRMapping *outer,
+           std::optional<StageSignal> signal) {
   Location loc = op.loadOp()->getLoc();
   if (op.block) {
     // Only iterations the loop runs (a look-ahead past its end copies
@@ -54,7 +55,10 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
     SmallVector<Value> coords;
     for (Value c : op.block.getOffsets())
       coords.push_back(map.lookupOrDefault(c));
-    tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords);
+    const bool own = !signal || signal->ring == ring;
+    const bool group = signal && (!own || signal->bytes != cast<tilegpu::SharedTilesType>(ring.getType()).tileBytes());
+    tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords, own ? Value() : signal->ring,
+                               group ? b.getI64IntegerAttr(signal->bytes) : IntegerAttr());
     return;
   }
   IRMapping map;
@@ -127,13 +131,6 @@ std::pair<Value, Value> stageAndPhase(OpBuilder &b, scf::ForOp loop, Value k, in
   return {stage, phase};
 }
 
-/// After a loop with TMA rings: every copy was issued for an iteration the
-/// loop ran and waited for there, so the rings' mbarriers can go.
-void releaseTmaRings(OpBuilder &b, Location loc, ArrayRef<Value> rings) {
-  for (Value ring : rings)
-    tilegpu::TmaReleaseOp::create(b, loc, ring);
-}
-
 /// Pipelines B, and A too unless it is already this mma's fragments in
 /// registers (`a` empty: attention's Q, or P from the previous dot).
 void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operand bOp, int stages) {
@@ -153,16 +150,23 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
     return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v));
   };
   const bool tma = bool(bOp.block);
-  auto allocRing = [&](Operand &o) -> Value {
+  // TMA: the stage's A and B copies complete on one mbarrier, A's (one wait
+  // a stage).
+  auto allocRing = [&](Operand &o, bool barriers) -> Value {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, o.ring);
-    if (tma) {
+    if (tma && barriers) {
       ring.setMbarriers(true);
       tilegpu::TmaInitOp::create(b, loc, ring);
     }
     return ring;
   };
-  Value ringA = a ? allocRing(*a) : Value();
-  Value ringB = allocRing(bOp);
+  Value ringA = a ? allocRing(*a, true) : Value();
+  Value ringB = allocRing(bOp, !a);
+  std::optional<StageSignal> signalA, signalB;
+  if (tma && a) {
+    signalA = StageSignal{ringA, a->ring.tileBytes() + bOp.ring.tileBytes()};
+    signalB = StageSignal{ringA, 0};
+  }
   const int groupsPerStage = a ? 2 : 1;
   auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
     return arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(int32_t(s)));
@@ -172,8 +176,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   for (int s = 0; s < lookahead; ++s) {
     Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
     if (a)
-      issue(b, loop, *a, ringA, iv, stageConst(b, s));
-    issue(b, loop, bOp, ringB, iv, stageConst(b, s));
+      issue(b, loop, *a, ringA, iv, stageConst(b, s), nullptr, signalA);
+    issue(b, loop, bOp, ringB, iv, stageConst(b, s), nullptr, signalB);
   }
   // In the loop: wait for this iteration's stage (two groups, A and B, per
   // stage; the later stages' may stay in flight), the dot on it, then the
@@ -198,7 +202,7 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
         at, loc, arith::DivSIOp::create(at, loc, k, constant(at, stages)), constant(at, 2)));
   };
   if (tma) {
-    tilegpu::TmaWaitOp::create(in, loc, rings, stage, phaseOf(in, iter));
+    tilegpu::TmaWaitOp::create(in, loc, rings.front(), stage, phaseOf(in, iter));
   } else {
     // (Other pipelined dots of the loop add their groups between these:
     // waiting for all but this many is then only more conservative.)
@@ -229,8 +233,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   Value nextStage = toI32(arith::RemSIOp::create(
       in, loc, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)), constant(in, stages)));
   if (a)
-    issue(in, loop, *a, ringA, ahead, nextStage);
-  issue(in, loop, bOp, ringB, ahead, nextStage);
+    issue(in, loop, *a, ringA, ahead, nextStage, nullptr, signalA);
+  issue(in, loop, bOp, ringB, ahead, nextStage, nullptr, signalB);
   dot.replaceAllUsesWith(result);
   dot.erase();
   for (Operand *o : {a ? &*a : nullptr, &bOp}) {
@@ -244,7 +248,7 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   // fills) land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma) {
-    releaseTmaRings(b, loc, rings);
+    tilegpu::TmaReleaseOp::create(b, loc, rings.front()); // the rings' mbarriers (the first's)
   } else {
     tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   }
@@ -378,30 +382,41 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   auto constant = [&](OpBuilder &at, int64_t v) { return ivConstant(at, loop, v); };
   const int lookahead = stages - 1;
   OpBuilder b(loop);
+  // TMA: every ring's copies of a stage complete on the first ring's
+  // mbarrier (one wait a stage), which the first copy announces them on.
   SmallVector<Value> rings;
+  int64_t stageBytes = 0;
   for (auto &[load, indices] : byLoad) {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring);
-    if (tma) {
+    stageBytes += uses[indices.front()].op.ring.tileBytes();
+    if (tma && rings.empty()) {
       ring.setMbarriers(true);
       tilegpu::TmaInitOp::create(b, loc, ring);
     }
     rings.push_back(ring);
   }
+  auto signalOf = [&](size_t r) -> std::optional<StageSignal> {
+    if (!tma)
+      return std::nullopt;
+    return StageSignal{rings.front(), r == 0 ? stageBytes : 0};
+  };
   // Prologue: iterations 0 .. lookahead-1 into stages 0 .. lookahead-1.
   Value lb = loop.getLowerBound(), step = loop.getStep();
   for (int s = 0; s < lookahead; ++s) {
     Value iv = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, step, constant(b, s)));
     Value stage = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(s));
     size_t r = 0;
-    for (auto &[load, indices] : byLoad)
-      issue(b, loop, uses[indices.front()].op, rings[r++], iv, stage);
+    for (auto &[load, indices] : byLoad) {
+      issue(b, loop, uses[indices.front()].op, rings[r], iv, stage, nullptr, signalOf(r));
+      ++r;
+    }
   }
   // This iteration's stage, before the first dot.
   OpBuilder in(dots.front());
   Value iter = arith::DivSIOp::create(in, loc, arith::SubIOp::create(in, loc, loop.getInductionVar(), lb), step);
   auto [stage, phase] = stageAndPhase(in, loop, iter, stages);
   if (tma) {
-    tilegpu::TmaWaitOp::create(in, loc, rings, stage, phase);
+    tilegpu::TmaWaitOp::create(in, loc, rings.front(), stage, phase);
   } else {
     auto wait = tilegpu::AsyncWaitOp::create(in, loc, ValueRange{}, int32_t(rings.size()) * (lookahead - 1));
     if (wgmma)
@@ -443,8 +458,10 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   Value nextStage = stageAndPhase(in, loop, arith::AddIOp::create(in, loc, iter, constant(in, lookahead)), stages).first;
   {
     size_t r = 0;
-    for (auto &[load, indices] : byLoad)
-      issue(in, loop, uses[indices.front()].op, rings[r++], ahead, nextStage);
+    for (auto &[load, indices] : byLoad) {
+      issue(in, loop, uses[indices.front()].op, rings[r], ahead, nextStage, nullptr, signalOf(r));
+      ++r;
+    }
   }
   for (tile::DotOp dot : dots)
     dot.erase();
@@ -458,7 +475,7 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   // After the loop: cp.async copies still in flight land before the rings' memory is reused.
   b.setInsertionPointAfter(loop);
   if (tma)
-    releaseTmaRings(b, loc, rings);
+    tilegpu::TmaReleaseOp::create(b, loc, rings.front()); // the rings' mbarriers (the first's)
   else
     tilegpu::AsyncWaitOp::create(b, loc, rings, 0);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))

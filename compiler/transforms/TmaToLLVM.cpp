@@ -294,10 +294,11 @@ struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
     Value leader = isProgramLeader(rw, loc);
     for (unsigned s = 0; s < type.getStages(); ++s) {
       initBarrier(rw, loc, stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type), leader);
-      if (released) // every consumer thread releases the stage
+      if (released) // every consumer warp releases the stage (tilegpu.tma_arrive)
         inlinePtx(rw, loc, Type(),
                   {stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, true), leader},
-                  fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op)), "l,b");
+                  fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op) / kWarpSize),
+                  "l,b");
     }
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
     // The ring's bytes may be scratch that ordinary stores used before (a
@@ -315,11 +316,15 @@ struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
   LogicalResult matchAndRewrite(tilegpu::TmaArriveOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
+    // The warp's lanes are done with the stage once they all got here (their
+    // wgmma waits or reads before): lane 0 arrives for the warp.
+    Value lane0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
+                                       NVVM::LaneIdOp::create(rw, loc, rw.getI32Type()), i32Const(rw, loc, 0));
     for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings()))
       inlinePtx(rw, loc, Type(),
-                {stageBarrier(rw, loc, lowered, adaptor.getStage(), cast<tilegpu::SharedTilesType>(ring.getType()),
-                              true)},
-                "mbarrier.arrive.shared::cta.b64 _, [$0];", "l");
+                {lane0, stageBarrier(rw, loc, lowered, adaptor.getStage(),
+                                     cast<tilegpu::SharedTilesType>(ring.getType()), true)},
+                "bar.warp.sync -1;\n@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,l");
     rw.eraseOp(op);
     return success();
   }
@@ -338,21 +343,26 @@ struct TmaRingLoadPattern : OpConversionPattern<tilegpu::TmaLoadOp> {
     const int64_t blockBytes = int64_t(tile.shape[0]) * tile.rowBytes();
     const int64_t blocks = tile.shape[1] / blockCols;
     Value leader = ringLeader(rw, loc, op);
-    Value bar = stageBarrier(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
+    // The stage's mbarrier: this ring's, or the one its group shares.
+    Value bar = op.getSignals() ? stageBarrier(rw, loc, adaptor.getSignals(), adaptor.getStage(),
+                                               op.getSignals().getType())
+                                : stageBarrier(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Value base = ringStage(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
-    // The stage's bytes, then one box per block of columns.
-    std::string body = fmt::format("@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {};",
-                                   type.tileBytes());
+    // The bytes to expect (none where the group's first load announced them),
+    // then one box per block of columns.
+    const int64_t expect = op.getExpectBytesAttr() ? op.getExpectBytesAttr().getInt() : type.tileBytes();
+    std::string body =
+        expect ? fmt::format("@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {};", expect) : std::string();
     SmallVector<Value> args = {bar, leader, adaptor.getMap(), adaptor.getCoords()[0]};
     std::string constraints = "l,b,l,r";
     for (int64_t k = 0; k < blocks; ++k) {
       Value dst = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), base,
                                       ValueRange{i32Const(rw, loc, k * blockBytes)});
       Value col = LLVM::AddOp::create(rw, loc, adaptor.getCoords()[1], i32Const(rw, loc, k * blockCols));
-      body += fmt::format("\n@$1 cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+      body += fmt::format("{}@$1 cp.async.bulk.tensor.2d.shared::cluster.global.tile."
                           "mbarrier::complete_tx::bytes [${}], [$2, {{${}, $3}}], [$0];",
-                          args.size(), args.size() + 1);
+                          body.empty() ? "" : "\n", args.size(), args.size() + 1);
       args.push_back(dst);
       args.push_back(col);
       constraints += ",l,r";

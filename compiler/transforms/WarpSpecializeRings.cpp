@@ -103,10 +103,10 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   return arith::MaxSIOp::create(b, loc, n, constant(0));
 }
 
-/// The loop's dots with the rings they read.
+/// The loop's dots with the rings they read, and the ring whose mbarriers
+/// they wait on and release (the rings of one wait share its mbarriers).
 struct Rings {
-  Value a, b;
-  SmallVector<Value> all;
+  Value a, b, barriers;
 };
 
 /// pipelineWarpSpecialized, step by step: plan() decides whether it applies
@@ -159,7 +159,12 @@ private:
   int64_t consumerWarps = 0, programs = 1;
   bool takeTurns = false, sharedRing = false;
   llvm::DenseMap<Operation *, Value> ringOf; // by load
-  SmallVector<Value> allRings;
+  // Rings waited for together share their first ring's mbarriers: one wait
+  // and one release a stage, the first ring's copies announcing the group's
+  // bytes (CUTLASS's pipelines do the same).
+  llvm::DenseMap<Operation *, Operation *> leadOf; // by load: its group's first load
+  llvm::DenseMap<Operation *, int64_t> groupBytes; // by first load: the group's stage bytes
+  SmallVector<Value> barrierRings;                 // the groups' first rings
   std::vector<Rings> rings; // per dot
   scf::IfOp split;
   Block *consumer = nullptr;
@@ -268,6 +273,12 @@ void WarpSpecializer::allocateAndSplit() {
   // tile's result.
   Block &entry = fn.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  // The groups: every ring when several dots share rings (one wait for all,
+  // before the first dot), else each dot's A and B.
+  for (RingDot &d : dots)
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b})
+      if (o && !leadOf.count(o->loadOp()))
+        leadOf[o->loadOp()] = sharedRings ? operands.front()->loadOp() : (d.a ? d.a->loadOp() : d.b.loadOp());
   for (Operand *o : operands) {
     tilegpu::SharedTilesType type = o->ring;
     if (programs > 1 && !sharedRing) // program w's stages follow program w - 1's
@@ -275,19 +286,20 @@ void WarpSpecializer::allocateAndSplit() {
                                            type.getElementType(), type.getContiguousDim(), type.getSwizzle(),
                                            type.getBlockElements());
     auto ring = tilegpu::AllocSharedOp::create(b, loc, type);
+    ringOf[o->loadOp()] = ring;
+    groupBytes[leadOf[o->loadOp()]] += type.tileBytes();
+    if (leadOf[o->loadOp()] != o->loadOp())
+      continue; // its copies signal the group's first ring's mbarriers
     ring.setMbarriers(true);
     ring.setReleased(true);
     tilegpu::TmaInitOp::create(b, loc, ring);
-    ringOf[o->loadOp()] = ring;
-    allRings.push_back(ring);
+    barrierRings.push_back(ring);
   }
   for (RingDot &d : dots) {
     Rings r;
     r.a = d.a ? ringOf[d.a->loadOp()] : Value();
     r.b = ringOf[d.b.loadOp()];
-    if (r.a)
-      r.all.push_back(r.a);
-    r.all.push_back(r.b);
+    r.barriers = ringOf[leadOf[d.b.loadOp()]];
     rings.push_back(r);
   }
   if (takeTurns)
@@ -428,11 +440,14 @@ void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
     Value use = arith::DivSIOp::create(w, loc, g, constant(w, stages));
     Value phase =
         toI32(w, arith::RemSIOp::create(w, loc, arith::SubIOp::create(w, loc, use, constant(w, 1)), constant(w, 2)));
-    auto released = tilegpu::TmaWaitOp::create(w, loc, allRings, stage, phase);
+    auto released = tilegpu::TmaWaitOp::create(w, loc, barrierRings, stage, phase);
     released.setReleased(true);
   }
-  for (Operand *o : operands)
-    issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map);
+  for (Operand *o : operands) {
+    Operation *lead = leadOf[o->loadOp()];
+    StageSignal signal{ringOf[lead], lead == o->loadOp() ? groupBytes[lead] : 0};
+    issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map, signal);
+  }
 }
 
 /// The producer: the loops' bounds and addresses recomputed, then their
@@ -558,7 +573,7 @@ void WarpSpecializer::buildConsumers() {
     // released, before the yield (both placed below, once the original dots
     // are gone).
     OpBuilder in(dots.front().dot);
-    tilegpu::TmaWaitOp::create(in, loc, allRings, stage, phase).setNoBarrier(true);
+    tilegpu::TmaWaitOp::create(in, loc, barrierRings, stage, phase).setNoBarrier(true);
     for (auto [d, r] : llvm::zip(dots, rings)) {
       OpBuilder at(d.dot);
       Operation *onShared = dotOnShared(at, d, r);
@@ -574,7 +589,7 @@ void WarpSpecializer::buildConsumers() {
       OpBuilder in(d.dot);
       // Each thread waits for itself: wgmma needs no barrier, and the release
       // mbarrier tells the producer when the stage is free.
-      tilegpu::TmaWaitOp::create(in, dotLoc, r.all, stage, phase).setNoBarrier(true);
+      tilegpu::TmaWaitOp::create(in, dotLoc, r.barriers, stage, phase).setNoBarrier(true);
       Operation *onShared = dotOnShared(in, d, r);
       in.setInsertionPointAfter(onShared);
       Value result = tilegpu::WgmmaWaitOp::create(in, dotLoc, onShared->getResult(0).getType(), onShared->getResult(0),
@@ -591,9 +606,9 @@ void WarpSpecializer::buildConsumers() {
             rel, toI32(rel, arith::RemSIOp::create(
                                 rel, dotLoc, arith::AddIOp::create(rel, dotLoc, iter, constant(rel, stages - 1)),
                                 constant(rel, stages))));
-        tilegpu::TmaArriveOp::create(rel, dotLoc, r.all, previous);
+        tilegpu::TmaArriveOp::create(rel, dotLoc, r.barriers, previous);
       } else {
-        tilegpu::TmaArriveOp::create(in, dotLoc, r.all, stage);
+        tilegpu::TmaArriveOp::create(in, dotLoc, r.barriers, stage);
       }
       d.dot.replaceAllUsesWith(result);
       if (overlap) { // the last iteration's wgmma group
@@ -608,7 +623,7 @@ void WarpSpecializer::buildConsumers() {
           Value last = arith::SubIOp::create(rel, dotLoc, arith::AddIOp::create(rel, dotLoc, turnFirst, turnTrip),
                                              constant(rel, 1));
           tilegpu::TmaArriveOp::create(
-              rel, dotLoc, r.all, toI32(rel, arith::RemSIOp::create(rel, dotLoc, last, constant(rel, stages))));
+              rel, dotLoc, r.barriers, toI32(rel, arith::RemSIOp::create(rel, dotLoc, last, constant(rel, stages))));
         }
       }
     }
@@ -625,7 +640,7 @@ void WarpSpecializer::buildConsumers() {
   if (sharedRings) { // now that the loop holds no other dots
     waitForWgmmaWhereNeeded(loop, issued);
     OpBuilder end(loop.getBody()->getTerminator());
-    tilegpu::TmaArriveOp::create(end, loc, allRings, stage);
+    tilegpu::TmaArriveOp::create(end, loc, barrierRings, stage);
   }
   // After the loops every copy has been waited for (the producer issues
   // exactly the loops' iterations): the mbarriers go, the rings' bytes may
@@ -634,7 +649,7 @@ void WarpSpecializer::buildConsumers() {
   // use them, and no buffer reuses their bytes.)
   after.setInsertionPointAfter(tiles ? tiles : loop);
   if (programs == 1)
-    for (Value ring : allRings)
+    for (Value ring : barrierRings)
       tilegpu::TmaReleaseOp::create(after, loc, ring);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*loop.getBody())))
     if (isOpTriviallyDead(&op))

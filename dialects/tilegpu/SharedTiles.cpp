@@ -61,6 +61,18 @@ LogicalResult AsyncLoadOp::verify() {
   return success();
 }
 
+LogicalResult TmaLoadOp::verify() {
+  const std::optional<int64_t> bytes =
+      getExpectBytesAttr() ? std::optional(getExpectBytesAttr().getInt()) : std::nullopt;
+  if (bytes && *bytes < 0)
+    return emitOpError() << "expects " << *bytes << " bytes: a count of bytes is never negative";
+  // The signalled ring's mbarrier counts one arrival a phase: its own load's.
+  if (getSignals() && getSignals() != getRing() && bytes.value_or(1) != 0)
+    return emitOpError() << "signals another ring's mbarrier, so it announces no bytes there "
+                            "(expectBytes = 0): that ring's own load announces the group's";
+  return success();
+}
+
 LogicalResult StoreSharedOp::verify() {
   auto src = cast<RankedTensorType>(getSrc().getType());
   SharedTilesType dst = getDst().getType();

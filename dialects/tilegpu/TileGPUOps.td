@@ -101,7 +101,7 @@ def TileGPU_TmaInitOp : TileGPU_Op<"tma_init"> {
   let assemblyFormat = "$ring attr-dict `:` type($ring)";
 }
 
-def TileGPU_TmaLoadOp : TileGPU_Op<"tma_load"> {
+def TileGPU_TmaLoadOp : TileGPU_Op<"tma_load", [AttrSizedOperandSegments]> {
   let summary = "Fill one stage of a ring from a tensor map with TMA";
   let description = [{
     Thread 0 expects the stage's bytes on its mbarrier and issues one
@@ -109,12 +109,24 @@ def TileGPU_TmaLoadOp : TileGPU_Op<"tma_load"> {
     map's swizzle width), box origin `coords` (element coordinates,
     outermost first) plus the block's column offset. Zeros land where the
     box leaves the tensor. `map`: the kernel's tensor-map parameter.
+
+    Rings that are filled, waited for and released together share one
+    mbarrier a stage (one wait and one release a stage instead of one a
+    ring): `signals` names the ring whose stage mbarrier the copies complete
+    on (this ring's own when absent), and `expectBytes` the bytes this
+    thread announces there before its copies (the stage's tile bytes when
+    absent). The group's first load announces the whole group's bytes; the
+    others, which signal its ring, announce none (0) - that mbarrier expects
+    one arrival a phase.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$ring, I32:$stage, AnyType:$map,
-                       Variadic<I32>:$coords);
+                       Variadic<I32>:$coords, Optional<TileGPU_SharedTilesType>:$signals,
+                       OptionalAttr<I64Attr>:$expectBytes);
   let assemblyFormat = [{
-    $ring `[` $stage `]` `,` $map `[` $coords `]` attr-dict `:` type($ring) `,` type($map)
+    $ring `[` $stage `]` `,` $map `[` $coords `]` (`signals` $signals^)? attr-dict `:` type($ring) `,` type($map)
+    (`,` type($signals)^)?
   }];
+  let hasVerifier = 1;
 }
 
 def TileGPU_TmaWaitOp : TileGPU_Op<"tma_wait"> {
@@ -137,11 +149,13 @@ def TileGPU_TmaWaitOp : TileGPU_Op<"tma_wait"> {
 }
 
 def TileGPU_TmaArriveOp : TileGPU_Op<"tma_arrive"> {
-  let summary = "Each consumer thread releases stage `stage` of each ring (warp specialisation)";
+  let summary = "Each consumer warp releases stage `stage` of each ring (warp specialisation)";
   let description = [{
-    mbarrier.arrive on the stage's release barrier (rings with `released`):
-    this thread no longer reads the stage, so the producer may refill it once
-    every consumer thread has arrived.
+    Every consumer thread runs it; the warp's lanes meet (bar.warp.sync) and
+    lane 0 arrives on the stage's release barrier (rings with `released`):
+    the warp no longer reads the stage, so the producer may refill it once
+    every consumer warp has arrived. (One arrival a warp, as CUTLASS and
+    ThunderKittens release stages, instead of 32.)
   }];
   let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage);
   let assemblyFormat = "$rings `[` $stage `]` attr-dict `:` type($rings)";

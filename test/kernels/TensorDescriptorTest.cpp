@@ -529,9 +529,10 @@ TEST(TensorDescriptorPtx, LoadsUseTmaOnHopperAndMaskedLoadsElsewhere) {
   EXPECT_TRUE(ampere.tensor_maps.empty());
 }
 
-/// The TMA rings: per stage one mbarrier, expect_tx of the stage's bytes and
-/// a box per 128-byte-wide block (B's 256-byte rows: two), waits on the
-/// stage's phase; the tensor maps of the rings are swizzled. ptxas: no spills.
+/// The TMA rings: per stage one mbarrier that A's and B's copies share -
+/// one expect_tx of both tiles' bytes, a box per 128-byte-wide block (B's
+/// 256-byte rows: two), one wait on the stage's phase; the tensor maps of
+/// the rings are swizzled. ptxas: no spills.
 TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
   auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
                   {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
@@ -540,9 +541,10 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
     SCOPED_TRACE(fmt::format("128x{}x64, {} warps", BN, warps));
     std::vector<Arg> args = {x, x, x, 256, 256, 256, 256, 256, 256, 128, BN, 64};
     CompiledKernel c = k.compile(args, {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
-    EXPECT_THAT(c.ptx, HasSubstr("mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [%rd"));
+    EXPECT_EQ(occurrences(c.ptx, "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [%rd"), 1);
     EXPECT_THAT(c.ptx, HasSubstr("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%rd"));
-    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", 128 * 64 * 2))); // A's stage
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", 128 * 64 * 2 + 64 * BN * 2))); // A's and B's stage
+    EXPECT_THAT(c.ptx, Not(HasSubstr(fmt::format("], {};", 128 * 64 * 2))));           // not A's alone
     EXPECT_THAT(c.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
     EXPECT_THAT(c.ptx, Not(HasSubstr("cp.async.cg")));
     // Two rings (A, B) of three stages plus the C tile's plain TMA-free store.
@@ -570,8 +572,9 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
 
 /// Warp specialisation in the PTX: the producer warpgroup (4 more warps in
 /// .maxntid) gives registers up and waits on the release barriers; the
-/// consumers raise their limit (8 warps: 232), release stages with
-/// mbarrier.arrive and meet at bar.sync 1 over their own threads only.
+/// consumers raise their limit (8 warps: 232), wait once a stage (A's and
+/// B's copies share its mbarrier), release it one arrival a warp (its lanes
+/// meet, lane 0 arrives) and meet at bar.sync 1 over their own threads only.
 /// ptxas: no spills.
 TEST(TensorDescriptorPtx, WarpSpecializedRingsHaveAProducerWarpgroup) {
   auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
@@ -585,8 +588,12 @@ TEST(TensorDescriptorPtx, WarpSpecializedRingsHaveAProducerWarpgroup) {
     EXPECT_EQ(c.producer_warps, 4);
     EXPECT_THAT(c.ptx, HasSubstr(fmt::format(".maxntid {}, 1, 1", (warps + 4) * 32)));
     EXPECT_THAT(c.ptx, HasSubstr(fmt::format("bar.sync 1, {};", warps * 32)));
-    EXPECT_THAT(c.ptx, HasSubstr("mbarrier.arrive.shared::cta.b64 _, [%rd"));
-    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", warps * 32))); // release barriers: every consumer arrives
+    EXPECT_THAT(c.ptx, HasSubstr("bar.warp.sync -1;\n@%p"));
+    EXPECT_THAT(c.ptx, HasSubstr(" mbarrier.arrive.shared::cta.b64 _, [%rd"));
+    EXPECT_THAT(c.ptx, HasSubstr(fmt::format("], {};", warps))); // release barriers: a consumer warp arrives
+    EXPECT_THAT(c.ptx, Not(HasSubstr(fmt::format("], {};", warps * 32))));
+    // The consumers' stage wait and the producer's release wait: one each.
+    EXPECT_EQ(occurrences(c.ptx, "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [%rd"), 2);
     if (warps == 8) {
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.dec.sync.aligned.u32 40;"));
       EXPECT_THAT(c.ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232;"));

@@ -168,7 +168,7 @@ struct LoweredGemm {
 };
 
 /// The descriptor GEMM pipelined for sm_90a: TMA rings (3 stages, an
-/// mbarrier each) feeding wgmma, K = 160 (5 iterations: the ring wraps and
+/// mbarrier each that A's and B's copies share) feeding wgmma, K = 160 (5 iterations: the ring wraps and
 /// the phases flip), run with `drop` removed. `warpSpecialize`: a producer
 /// warpgroup fills the rings.
 void runPipelinedWithout(const std::string &drop, const std::string &expectedError, bool warpSpecialize = false,
@@ -184,7 +184,7 @@ void runPipelinedWithout(const std::string &drop, const std::string &expectedErr
       ++dropped;
     }
   });
-  ASSERT_GE(waits, 2) << "the loads did not become a TMA ring";
+  ASSERT_GE(waits, 1) << "the loads did not become a TMA ring";
   if (!drop.empty())
     ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
   const std::string error = g.run();
@@ -245,6 +245,27 @@ TEST(TmaSim, WarpSpecializedKernelsAreHazardFreeInOtherThreadOrders) {
       LoweredGemm g(pingPong ? 150 : 64, 64, 160, 64, 64, 32, 4, true, pingPong);
       EXPECT_EQ(g.run(schedule), "");
     }
+}
+
+/// A consumer warp releases a stage once its lanes meet after their wgmma
+/// waits (bar.warp.sync), lane 0 arriving for the warp. Without the meeting,
+/// lane 0 may release the stage while other lanes' wgmma groups still read
+/// it, and the producer refills it under them. (Only the shuffled order lets
+/// a warp's lanes drift apart; the others run them in step.)
+TEST(TmaSim, AWarpThatReleasesBeforeItsLanesAreDoneIsReported) {
+  LoweredGemm g(64, 64, 160, 64, 64, 32, 4, true, false);
+  int released = 0;
+  g.module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    const std::string text = op.getAsmString().str(), meet = "bar.warp.sync -1;\n";
+    if (text.starts_with(meet + "@$0 mbarrier.arrive.shared::cta.b64")) {
+      op.setAsmString(text.substr(meet.size()));
+      ++released;
+    }
+  });
+  ASSERT_GT(released, 0) << "no warp's release found";
+  EXPECT_THAT(g.run(sim::Schedule::Shuffled),
+              HasSubstr("the shared memory this wgmma.mma_async reads changed between its issue and the "
+                        "wgmma.wait_group"));
 }
 
 /// The ping-pong persistent GEMM on 3 programs (2 CTAs) over 6 tiles:

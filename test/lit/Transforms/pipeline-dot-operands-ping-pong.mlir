@@ -1,6 +1,7 @@
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" | FileCheck %s
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" -allocate-shared-memory | FileCheck %s --check-prefix=ALLOC
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=4 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=BARRIERS
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a "-pipeline-dot-operands=warp-specialize=true ping-pong=true" | FileCheck %s --check-prefix=EIGHT
 
 // ping-pong (with warp-specialize, 4 warps): two programs per CTA
@@ -14,7 +15,7 @@
 // before its own (j + min(j + slot, the other's loops)).
 // CHECK: tilegpu.programs_per_cta = 2 : i32
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released} : <3 x[64, 64] x bf16
-// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released} : <3 x[64, 128] x bf16
+// CHECK: %[[B:.*]] = tilegpu.alloc_shared : <3 x[64, 128] x bf16
 // CHECK: tilegpu.order_init
 // CHECK: scf.if %{{.*}} {
 // CHECK:   tilegpu.set_max_registers {count = 40 : i32}
@@ -31,9 +32,9 @@
 // CHECK:         arith.addi %[[BASE]], %[[OF]]
 // CHECK:         arith.minsi
 // CHECK:         scf.for
-// CHECK:           tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {released}
+// CHECK:           tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {released}
 // CHECK:           tilegpu.tma_load %[[A]][
-// CHECK:           tilegpu.tma_load %[[B]][
+// CHECK:           tilegpu.tma_load %[[B]][{{.*}} signals %[[A]]
 // CHECK: } else {
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
 // CHECK:   scf.if
@@ -46,13 +47,13 @@
 // CHECK:     tilegpu.order_wait %[[TURN]]
 // CHECK:     scf.for
 // CHECK:       arith.addi %[[FIRST]], %{{.*}}
-// CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
+// CHECK:       tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {noBarrier}
 // CHECK:       tilegpu.dot_shared %[[A]]
 // CHECK:     tilegpu.order_arrive
 // CHECK-NOT: tilegpu.tma_release
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
 // CHECK:     scf.if
-// CHECK:       tilegpu.tma_arrive %[[A]], %[[B]]
+// CHECK:       tilegpu.tma_arrive %[[A]][
 // CHECK:     tile.descriptor_store
 // CHECK:   }
 // CHECK:   tilegpu.order_retire
@@ -62,10 +63,10 @@
 // program may still use them while the other is done). The consumers'
 // buffers are packed into an arena of their own (here 32 KiB: the C block),
 // which has a copy per program.
-// ALLOC: tilegpu.shared_bytes = 140336
-// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 115712 : i32} : <3 x[64, 64] x bf16
-// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 65536 : i32} : <3 x[64, 128] x bf16
-// ALLOC: tilegpu.order_init {tilegpu.shared_offset = 114736 : i32}
+// ALLOC: tilegpu.shared_bytes = 139328
+// ALLOC: tilegpu.alloc_shared {mbarriers, released, tilegpu.shared_offset = 114688 : i32} : <3 x[64, 64] x bf16
+// ALLOC: tilegpu.alloc_shared {tilegpu.shared_offset = 65536 : i32} : <3 x[64, 128] x bf16
+// ALLOC: tilegpu.order_init {tilegpu.shared_offset = 139312 : i32}
 // ALLOC: tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32}
 // ALLOC: tile.descriptor_store {{.*}}{tilegpu.shared_offset = 0 : i32, tilegpu.shared_slot_stride = 32768 : i32, tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 
@@ -73,6 +74,12 @@
 // hidden last argument; each program's barrier is bar.sync 1 + slot.
 // LLVM: llvm.func @mm({{.*}}, %{{.*}}: i32) attributes {{.*}}nvvm.maxntid = array<i32: 384, 1, 1>
 // LLVM: "bar.sync $0, 128;", "r,~{memory}"
+// A stage's copies of A (64 x 64) and B (64 x 128) complete on A's mbarrier,
+// announced there once (8192 + 16384 bytes); a stage is released by each of
+// the program's 4 warps (its lanes meet, lane 0 arrives).
+// BARRIERS-DAG: "@$1 mbarrier.init.shared::cta.b64 [$0], 4;"
+// BARRIERS-DAG: "@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], 24576;
+// BARRIERS-DAG: "bar.warp.sync -1;\0A@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"
 
 // At 8 warps ping-pong never applies (two programs of 8 warps would leave
 // too few registers; PingPongCompile checks a kernel warp specialised with

@@ -10,26 +10,26 @@
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tilegpu.producer_warps = 4
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
-// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released}
+// CHECK: %[[B:.*]] = tilegpu.alloc_shared :
 // CHECK: scf.if %{{.*}} {
 // CHECK:   scf.for %[[T:.*]] =
 // CHECK:     arith.muli %[[T]]
 // CHECK:     arith.subi %[[T]]
 // CHECK:     scf.for
-// CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {released}
+// CHECK:       tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {released}
 // CHECK:       tilegpu.tma_load %[[A]][
-// CHECK:       tilegpu.tma_load %[[B]][
+// CHECK:       tilegpu.tma_load %[[B]][{{.*}} signals %[[A]]
 // CHECK: } else {
 // CHECK:   scf.for
 // CHECK:     scf.for
-// CHECK:       tilegpu.tma_wait %[[A]], %[[B]]
+// CHECK:       tilegpu.tma_wait %[[A]][
 // CHECK:       tilegpu.dot_shared
-// CHECK:       tilegpu.tma_arrive %[[A]], %[[B]]
+// CHECK:       tilegpu.tma_arrive %[[A]][
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
 // CHECK:     tile.descriptor_store
 // CHECK:   }
 // CHECK:   tilegpu.tma_release %[[A]]
-// CHECK:   tilegpu.tma_release %[[B]]
+// CHECK-NOT: tilegpu.tma_release
 // CHECK: } {tilegpu.warp_specialized}
 
 module {

@@ -1,39 +1,42 @@
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -pipeline-dot-operands=warp-specialize=true | FileCheck %s
 // RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -pipeline-dot-operands | FileCheck %s --check-prefix=PLAIN
 
-// warp-specialize: the rings get a release mbarrier per stage, the kernel a
-// producer warpgroup (tilegpu.producer_warps = 4). It splits at the top:
-// the producer (is_producer_warp) recomputes the loop's bounds and the
-// copies' coordinates from scalars, gives registers up (8 + 4 warps: 40 /
-// 232), and per iteration waits for the stage's release from its second use
-// on ((i / 3 - 1) % 2) before filling it. The consumers only wait for each
-// stage, run the dot, and release the previous iteration's stage once its
-// wgmma group completed; no prologue, no drain loop.
+// warp-specialize: A's ring gets a release mbarrier per stage, which B's
+// ring shares with its data mbarrier (one wait and one release a stage for
+// both: A's copy announces the stage's 16384 + 32768 bytes, B's signals A's
+// mbarrier), the kernel a producer warpgroup (tilegpu.producer_warps = 4).
+// It splits at the top: the producer (is_producer_warp) recomputes the
+// loop's bounds and the copies' coordinates from scalars, gives registers up
+// (8 + 4 warps: 40 / 232), and per iteration waits for the stage's release
+// from its second use on ((i / 3 - 1) % 2) before filling it. The consumers
+// only wait for each stage, run the dot, and release the previous
+// iteration's stage once its wgmma group completed; no prologue, no drain
+// loop.
 // CHECK: tilegpu.producer_warps = 4 : i32
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
 // CHECK: tilegpu.tma_init %[[A]]
-// CHECK: %[[B:.*]] = tilegpu.alloc_shared {mbarriers, released}
-// CHECK: tilegpu.tma_init %[[B]]
+// CHECK: %[[B:.*]] = tilegpu.alloc_shared :
+// CHECK-NOT: tilegpu.tma_init
 // CHECK: %[[P:.*]] = tilegpu.is_producer_warp
 // CHECK: scf.if %[[P]] {
 // CHECK:   tilegpu.set_max_registers {count = 40 : i32}
 // CHECK:   scf.for
 // CHECK:     scf.if
-// CHECK:       tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {released}
-// CHECK:     tilegpu.tma_load %[[A]][
-// CHECK:     tilegpu.tma_load %[[B]][
+// CHECK:       tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {released} :
+// CHECK:     tilegpu.tma_load %[[A]][{{.*}}] {expectBytes = 49152 : i64}
+// CHECK:     tilegpu.tma_load %[[B]][{{.*}}] signals %[[A]] {expectBytes = 0 : i64}
 // CHECK: } else {
 // CHECK:   tilegpu.set_max_registers {count = 232 : i32, increase}
 // CHECK-NOT: tilegpu.tma_load
 // CHECK:   scf.for
-// CHECK:     tilegpu.tma_wait %[[A]], %[[B]][%{{.*}}], %{{.*}} {noBarrier}
+// CHECK:     tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {noBarrier} :
 // CHECK:     tilegpu.dot_shared %[[A]]
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32}
 // CHECK:     scf.if
-// CHECK:       tilegpu.tma_arrive %[[A]], %[[B]][
+// CHECK:       tilegpu.tma_arrive %[[A]][{{.*}}] :
 // CHECK-NOT: tilegpu.tma_load
 // CHECK:   tilegpu.tma_release %[[A]]
-// CHECK:   tilegpu.tma_release %[[B]]
+// CHECK-NOT: tilegpu.tma_release
 // CHECK:   tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
 // CHECK: } {tilegpu.warp_specialized}
 // PLAIN-NOT: tilegpu.producer_warps

@@ -138,3 +138,22 @@ func.func @f(%q: tensor<64x64xf16, #blocked>, %r: !tilegpu.shared<1 x[64, 64] x 
   tilegpu.store_shared %q, %r[%s] : tensor<64x64xf16, #blocked>, !tilegpu.shared<1 x[64, 64] x bf16, contiguousDim = 1>
   return
 }
+
+// -----
+
+// A copy that signals another ring's mbarrier announces no bytes there: that
+// mbarrier expects one arrival a phase, its own ring's copy's.
+func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %b: !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>,
+             %map: !llvm.ptr, %s: i32) {
+  // expected-error @+1 {{signals another ring's mbarrier, so it announces no bytes there (expectBytes = 0)}}
+  tilegpu.tma_load %b[%s], %map[%s, %s] signals %a : !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>, !llvm.ptr, !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  return
+}
+
+// -----
+
+func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %map: !llvm.ptr, %s: i32) {
+  // expected-error @+1 {{expects -8 bytes: a count of bytes is never negative}}
+  tilegpu.tma_load %a[%s], %map[%s, %s] {expectBytes = -8 : i64} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, !llvm.ptr
+  return
+}

@@ -55,3 +55,20 @@ func.func @turns(%turn: i32) {
   tilegpu.order_retire
   return
 }
+
+// TMA rings that share one mbarrier a stage: A's copy announces both tiles'
+// bytes, B's signals A's mbarrier and announces none.
+// CHECK-LABEL: func.func @shared_stage_barrier(
+// CHECK:         tilegpu.tma_load %[[A:.*]][%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] {expectBytes = 8192 : i64}
+// CHECK:         tilegpu.tma_load %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] signals %[[A]] {expectBytes = 0 : i64}
+// CHECK:         tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {noBarrier}
+// CHECK:         tilegpu.tma_arrive %[[A]][%{{.*}}]
+func.func @shared_stage_barrier(%map: !llvm.ptr, %s: i32, %i: i32) {
+  %a = tilegpu.alloc_shared {mbarriers, released} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  %b = tilegpu.alloc_shared : !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>
+  tilegpu.tma_load %a[%s], %map[%i, %i] {expectBytes = 8192 : i64} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, !llvm.ptr
+  tilegpu.tma_load %b[%s], %map[%i, %i] signals %a {expectBytes = 0 : i64} : !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>, !llvm.ptr, !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  tilegpu.tma_wait %a[%s], %i {noBarrier} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  tilegpu.tma_arrive %a[%s] : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  return
+}
