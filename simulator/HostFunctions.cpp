@@ -172,6 +172,9 @@ static void tegula_sim_ldmatrix(int32_t num, int32_t trans, const void *row, uin
                                 int32_t site) {
   ldmatrix(num, trans != 0, row, out, uint32_t(site));
 }
+static void tegula_sim_stmatrix(int32_t num, int32_t trans, void *row, const uint32_t *words, int32_t site) {
+  stmatrix(num, trans != 0, row, words, uint32_t(site));
+}
 static void tegula_sim_cp_async(void *dst, const void *src, int32_t cpSize, int32_t srcSize,
                                 int32_t site) {
   cpAsync(dst, src, cpSize, srcSize, uint32_t(site));
@@ -250,6 +253,7 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_trap", reinterpret_cast<void *>(tegula_sim_trap)},
       {"__tegula_sim_mma", reinterpret_cast<void *>(tegula_sim_mma)},
       {"__tegula_sim_ldmatrix", reinterpret_cast<void *>(tegula_sim_ldmatrix)},
+      {"__tegula_sim_stmatrix", reinterpret_cast<void *>(tegula_sim_stmatrix)},
       {"__tegula_sim_cp_async", reinterpret_cast<void *>(tegula_sim_cp_async)},
       {"__tegula_sim_cp_async_commit", reinterpret_cast<void *>(tegula_sim_cp_async_commit)},
       {"__tegula_sim_cp_async_wait", reinterpret_cast<void *>(tegula_sim_cp_async_wait)},

@@ -184,7 +184,7 @@ struct InstrumentForSimulatorPass
     return out;
   }
 
-  /// nvvm.mma.sync, nvvm.ldmatrix and cp.async: the runtime's tensor-core
+  /// nvvm.mma.sync, nvvm.ldmatrix, nvvm.stmatrix and cp.async: the runtime's tensor-core
   /// semantics (TensorCore.h). Only the shapes and types it models.
   LogicalResult rewriteTensorCoreOp(Operation *op, bool &handled) {
     handled = true;
@@ -242,6 +242,19 @@ struct InstrumentForSimulatorPass
            {i32Const(b, loc, int32_t(ld.getNum())), i32Const(b, loc, trans), ld.getPtr(), out,
             i32Const(b, loc, site)});
       op->getResult(0).replaceAllUsesWith(loadSlots(b, loc, out, i32, op->getResult(0).getType()));
+      op->erase();
+      return success();
+    }
+    if (auto st = dyn_cast<NVVM::StMatrixOp>(op)) {
+      if (st.getShape().getM() != 8 || st.getShape().getN() != 8 || st.getEltType() != NVVM::LdStMatrixEltType::B16)
+        return op->emitOpError("is not modelled by the simulator (it has m8n8 b16)");
+      const bool trans = st.getLayout() == NVVM::MMALayout::col;
+      const auto count = int32_t(st.getSources().size());
+      int32_t site = addSite(op, fmt::format("stmatrix.x{}{}", count, trans ? ".trans" : ""));
+      Value words = entrySlots(op, i32, 4);
+      storeSlots(b, loc, words, i32, st.getSources());
+      call(b, loc, hook("__tegula_sim_stmatrix", {}, {i32, i32, ptrType, ptrType, i32}),
+           {i32Const(b, loc, count), i32Const(b, loc, trans), st.getPtr(), words, i32Const(b, loc, site)});
       op->erase();
       return success();
     }

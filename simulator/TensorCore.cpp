@@ -113,6 +113,11 @@ struct LdmatrixIO {
   uint32_t *d;
 };
 
+struct StmatrixIO {
+  uint8_t *row;
+  const uint32_t *s;
+};
+
 struct AsyncCopy {
   void *dst;
   const void *src;
@@ -187,6 +192,33 @@ void ldmatrix(int count, bool trans, const void *rowAddress, uint32_t *d, uint32
         uint32_t lo = trans ? at(j, 2 * tig, group) : at(j, group, 2 * tig);
         uint32_t hi = trans ? at(j, 2 * tig + 1, group) : at(j, group, 2 * tig + 1);
         static_cast<LdmatrixIO *>(ios[lane])->d[j] = lo | hi << 16;
+      }
+    }
+  });
+}
+
+void stmatrix(int count, bool trans, void *rowAddress, const uint32_t *s, uint32_t site) {
+  if (count != 1 && count != 2 && count != 4)
+    fail(site, fmt::format("stmatrix .x{}: only .x1, .x2 and .x4 exist", count));
+  StmatrixIO io{static_cast<uint8_t *>(rowAddress), s};
+  warpCollective("stmatrix", site, 0xffffffffu, &io, [&](void *const ios[kWarpSize]) {
+    // Matrix j's row r goes to the address lane 8j + r gave.
+    for (int j = 0; j < count; ++j)
+      for (int r = 0; r < 8; ++r)
+        checkAccess(static_cast<StmatrixIO *>(ios[8 * j + r])->row, 16, AccessKind::Write, Space::Shared, site);
+    auto put = [&](int j, int r, int c, uint32_t half) {
+      const auto v = uint16_t(half);
+      std::memcpy(static_cast<StmatrixIO *>(ios[8 * j + r])->row + 2 * c, &v, 2);
+    };
+    for (int lane = 0; lane < kWarpSize; ++lane) {
+      const int group = lane / 4, tig = lane % 4;
+      for (int j = 0; j < count; ++j) {
+        const uint32_t word = static_cast<StmatrixIO *>(ios[lane])->s[j];
+        if (trans) {
+          put(j, 2 * tig, group, word), put(j, 2 * tig + 1, group, word >> 16);
+        } else {
+          put(j, group, 2 * tig, word), put(j, group, 2 * tig + 1, word >> 16);
+        }
       }
     }
   });

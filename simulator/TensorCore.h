@@ -1,8 +1,8 @@
-//===- TensorCore.h - mma.sync, ldmatrix and cp.async semantics --*- C++ -*-===//
+//===- TensorCore.h - mma.sync, ld/stmatrix, cp.async semantics -*- C++ -*-===//
 //
 // Warp-level tensor-core instructions as the PTX ISA defines them, for the
 // simulator. Each call is made by one simulated thread with its own
-// registers, like the instruction; mma.sync and ldmatrix are warp
+// registers, like the instruction; mma.sync, ldmatrix and stmatrix are warp
 // collectives (all 32 lanes take part), cp.async is per thread and copies
 // only when its group is waited for, so reading too early shows garbage.
 //
@@ -38,6 +38,12 @@ void mmaSync(MmaKind kind, const uint32_t a[4], const uint32_t b[2], const float
 /// the 16-byte rows of matrix j (`rowAddress` in shared memory); this lane
 /// receives one b32 (two halves) of each matrix in `d[0..count)`.
 void ldmatrix(int count, bool trans, const void *rowAddress, uint32_t *d, uint32_t site);
+
+/// stmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16 (sm_90): ldmatrix
+/// backwards - lanes 8j..8j+7 give the 16-byte rows of matrix j
+/// (`rowAddress`), this lane's `s[0..count)` the b32 (two halves) it holds
+/// of each matrix, which all land once every lane has arrived.
+void stmatrix(int count, bool trans, void *rowAddress, const uint32_t *s, uint32_t site);
 
 /// cp.async.{ca,cg}.shared.global [dst], [src], cpSize, srcSize: copies
 /// srcSize bytes and zero-fills the rest of cpSize (4, 8 or 16), once the

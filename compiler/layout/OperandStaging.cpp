@@ -116,6 +116,41 @@ int32_t vectorElementsOf(const LinearLayout &offsets, int32_t maxElements) {
   return v;
 }
 
+std::optional<LinearLayout> stmatrixRows(const LinearLayout &source, const SharedTile &tile) {
+  if (tile.elementBits != 16 || source.inDimSize("register") < 8 || source.inDimSize("lane") != 32 ||
+      !source.isInjective())
+    return std::nullopt;
+  const LinearLayout offsets = source.compose(tile.offsetLayout());
+  // A matrix row: register bit 0 and lane bits 0, 1 step through 8
+  // consecutive elements; nothing else touches an offset's low 3 bits.
+  if (offsets.basis("register", 0)[0] != 1 || offsets.basis("lane", 0)[0] != 2 ||
+      offsets.basis("lane", 1)[0] != 4)
+    return std::nullopt;
+  for (const LinearLayout::Dim &d : offsets.inDims())
+    for (int bit = 0; bit < d.log2Size; ++bit) {
+      const bool rowBit = (d.name == "register" && bit == 0) || (d.name == "lane" && bit < 2);
+      if (!rowBit && offsets.basis(d.name, bit)[0] & 7)
+        return std::nullopt;
+    }
+  // ldmatrix's addressing (ldmatrixAddressLayout): lane bits 0-2 pick a
+  // matrix's row (the fragment's lane bits 2-4), lane bits 3 and 4 the
+  // matrix (register bits 1 and 2); register bits 3 and up pick the group.
+  std::vector<std::vector<int32_t>> lane, group, warp;
+  for (int bit = 2; bit < 5; ++bit)
+    lane.push_back(source.basis("lane", bit));
+  for (int bit = 1; bit < 3; ++bit)
+    lane.push_back(source.basis("register", bit));
+  for (int bit = 3; bit < std::countr_zero(uint32_t(source.inDimSize("register"))); ++bit)
+    group.push_back(source.basis("register", bit));
+  if (source.hasInDim("warp"))
+    for (int bit = 0; bit < std::countr_zero(uint32_t(source.inDimSize("warp"))); ++bit)
+      warp.push_back(source.basis("warp", bit));
+  std::vector<std::pair<std::string, int32_t>> outs;
+  for (const LinearLayout::Dim &d : source.outDims())
+    outs.push_back({d.name, 1 << d.log2Size});
+  return LinearLayout::fromBases({{"register", group}, {"lane", lane}, {"warp", warp}}, outs);
+}
+
 LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int contiguousDim,
                                 int elementBits) {
   if (elementBits != 16) {

@@ -20,6 +20,8 @@
 #include "compiler/layout/LinearLayout.h"
 #include "compiler/layout/SharedSwizzle.h"
 
+#include <optional>
+
 namespace tegula::layout {
 
 /// The dimension that register bit 0 of `ll` steps by one element, or -1.
@@ -65,6 +67,18 @@ LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int conti
 /// swizzle derived so that neither the stores nor the reads conflict.
 SharedTile planOperandTile(const LinearLayout &source, const LinearLayout &operand, bool isA,
                            int32_t vectorElements, int elementBits = 16);
+
+/// stmatrix.x4 (sm_90) storing `source` (16-bit elements, e.g. an mma or
+/// wgmma accumulator converted to bf16) into `tile`: each group of 8
+/// registers is four 8x8 matrices, registers 2j, 2j + 1 holding matrix j's
+/// row-pair fragment exactly as ldmatrix.x4 would load it, and lanes
+/// 8j..8j+7 address matrix j's rows. Returns (register: group, lane, warp)
+/// -> the tile coordinates of the 16-byte row each lane addresses, or
+/// nothing when `source` has duplicates or fewer than 8 registers, or a
+/// matrix row - register bit 0, lane bits 0 and 1 - is not 16 contiguous,
+/// aligned bytes of `tile` (every other bit must leave offsets' low 3 bits
+/// alone).
+std::optional<LinearLayout> stmatrixRows(const LinearLayout &source, const SharedTile &tile);
 
 /// Register `r` of the 16-bit view as numbered in `reads.operand`.
 inline int32_t renumberedRegister(const LdmatrixReads &reads, int32_t r) {

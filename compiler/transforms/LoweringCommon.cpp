@@ -335,13 +335,23 @@ TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) 
 }
 
 void storeSharedTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType type,
-                     const layout::SharedTile &tile, Value base) {
+                     const layout::SharedTile &tile, Value base, bool stmatrix) {
   layout::LinearLayout source = layoutOf(type);
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  if (auto rows = stmatrix ? layout::stmatrixRows(source, tile) : std::nullopt) {
+    // Group g: registers 8g..8g+7 as four words, each lane addressing its row.
+    auto at = coordinates(b, loc, rows->compose(tile.offsetLayout()));
+    for (auto [g, offset] : llvm::enumerate(at)) {
+      Value p = LLVM::GEPOp::create(b, loc, ptr3, values.front().getType(), base, ValueRange{offset[0]});
+      NVVM::StMatrixOp::create(b, loc, p, packWords(b, loc, values.slice(8 * g, 8)), NVVM::MMALayout::row,
+                               NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
+    }
+    return;
+  }
   layout::LinearLayout offsets = source.compose(tile.offsetLayout());
   const int32_t vector = layout::vectorElementsOf(offsets, 128 / int32_t(type.getElementTypeBitWidth()));
   Owners owners = ownersOf(b, loc, source);
   auto at = coordinates(b, loc, offsets);
-  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
     if (r & owners.duplicateRegisters)
       continue;

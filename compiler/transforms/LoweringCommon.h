@@ -84,8 +84,11 @@ void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
 /// The owners of `values` (the registers of `type`) store them into the
 /// shared tile `tile` that starts at `base`, in vectors of up to 16 bytes
 /// where the layouts allow (8-bit and 16-bit elements packed into words).
+/// `stmatrix` (sm_90 code only): 16-bit mma fragments go out with
+/// stmatrix.x4 where layout::stmatrixRows allows - four registers' words
+/// of a lane in one instruction instead of four st.shared.b32.
 void storeSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values, mlir::RankedTensorType type,
-                     const layout::SharedTile &tile, mlir::Value base);
+                     const layout::SharedTile &tile, mlir::Value base, bool stmatrix = false);
 
 /// Who runs code in `block`: every thread, or - in a warp-specialised
 /// kernel, split by an scf.if marked tilegpu.warp_specialized - its then

@@ -205,7 +205,7 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
                                   int(type.getElementTypeBitWidth()));
       if (!tile || tile->rowBytes() != swizzle.getInt())
         return rw.notifyMatchFailure(op, "the store's swizzle does not match its staging tile");
-      storeSharedTile(rw, loc, values, type, *tile, buffer);
+      storeSharedTile(rw, loc, values, type, *tile, buffer, /*stmatrix=*/true); // TMA: sm_90 code
     } else {
       Owners owners = ownersOf(rw, loc, layoutOf(type));
       for (auto [r, p] : llvm::enumerate(rowMajorAddresses(rw, loc, type, buffer)))

@@ -58,7 +58,7 @@ void storeTile(OpBuilder &b, Location loc, ValueRange original, RankedTensorType
   if (t.getElementType().isF32())
     for (Value &v : values)
       v = LLVM::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, v));
-  storeSharedTile(b, loc, values, t, tile, base);
+  storeSharedTile(b, loc, values, t, tile, base, /*stmatrix=*/true); // wgmma: sm_90 code
 }
 
 /// The matrix descriptors of one operand tile, instruction by instruction.

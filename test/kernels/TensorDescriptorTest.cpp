@@ -532,7 +532,8 @@ TEST(TensorDescriptorPtx, LoadsUseTmaOnHopperAndMaskedLoadsElsewhere) {
 /// The TMA rings: per stage one mbarrier that A's and B's copies share -
 /// one expect_tx of both tiles' bytes, a box per 128-byte-wide block (B's
 /// 256-byte rows: two), one wait on the stage's phase; the tensor maps of
-/// the rings are swizzled. ptxas: no spills.
+/// the rings are swizzled; the persistent kernel stages its C block with
+/// stmatrix. ptxas: no spills.
 TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
   auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
                   {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
@@ -562,6 +563,10 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
     CompiledKernel c = persistent.compile({x, x, x, 256, 256, 256, 128, BN, 64, 8},
                                           {.chip = "sm_90a", .num_warps = warps, .num_stages = 3});
     EXPECT_THAT(c.ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+    // The bf16 C block is staged with stmatrix.x4: 128 elements a thread,
+    // four words an instruction, no single-word stores.
+    EXPECT_EQ(occurrences(c.ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 16);
+    EXPECT_THAT(c.ptx, Not(HasSubstr("st.shared.b32")));
     if (!c.cubin.empty())
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
     std::printf("[tegula test] persistent TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, "

@@ -348,6 +348,47 @@ void checkMma16(MmaKind kind) {
 TEST(SimTensorCore, LdmatrixThenMmaF16MatchesTheProduct) { checkMma16(MmaKind::F16); }
 TEST(SimTensorCore, LdmatrixThenMmaBf16MatchesTheProduct) { checkMma16(MmaKind::BF16); }
 
+/// stmatrix.x4 stores what ldmatrix.x4 loads: each lane's word j of matrix
+/// j lands at (row lane / 4, columns 2 (lane % 4), +1) of the matrix whose
+/// rows lanes 8j..8j+7 address (here a 16 x 16 row-major tile: matrices
+/// top-left, bottom-left, top-right, bottom-right); .trans stores the
+/// transpose; ldmatrix reads every word back.
+TEST(SimTensorCore, StmatrixStoresTheFragmentsLdmatrixLoads) {
+  for (bool trans : {false, true}) {
+    SCOPED_TRACE(trans ? ".trans" : "plain");
+    std::vector<uint16_t> tile(16 * 16, 0xffff);
+    std::vector<uint32_t> back(32 * 4, 0);
+    runThreads(32, [&] {
+      const int lane = laneId(), group = lane / 4, tig = lane % 4;
+      uint8_t *s = sharedBase();
+      uint32_t words[4];
+      for (int j = 0; j < 4; ++j) // element (row, col) of matrix j holds 1000 j + 16 row + col
+        words[j] = uint32_t(1000 * j + 16 * group + 2 * tig) | uint32_t(1000 * j + 16 * group + 2 * tig + 1) << 16;
+      uint8_t *row = s + (lane % 16) * 32 + (lane / 16) * 16;
+      stmatrix(4, trans, row, words, 0);
+      barrier(0);
+      ldmatrix(4, trans, row, &back[size_t(4 * lane)], 0);
+      barrier(0);
+      if (lane == 0) {
+        checkAccess(s, 512, AccessKind::Read, Space::Shared, 0);
+        std::memcpy(tile.data(), s, 512);
+      }
+    }, 1024);
+    for (int j = 0; j < 4; ++j)
+      for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 8; ++c) {
+          const int row = r + 8 * (j % 2), col = c + 8 * (j / 2);
+          const int stored = trans ? 1000 * j + 16 * c + r : 1000 * j + 16 * r + c;
+          EXPECT_EQ(tile[size_t(16 * row + col)], stored) << "matrix " << j << " (" << r << ", " << c << ")";
+        }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t lo = uint32_t(1000 * j + 16 * (lane / 4) + 2 * (lane % 4));
+        EXPECT_EQ(back[size_t(4 * lane + j)], lo | (lo + 1) << 16) << "lane " << lane << " word " << j;
+      }
+  }
+}
+
 TEST(SimTensorCore, MmaTf32FragmentsMatchTheProduct) {
   auto A = tegula::testing::random_vector<float>(16 * 8), B = tegula::testing::random_vector<float>(8 * 8),
        C = tegula::testing::random_vector<float>(16 * 8);

@@ -185,6 +185,9 @@ void runPipelinedWithout(const std::string &drop, const std::string &expectedErr
     }
   });
   ASSERT_GE(waits, 1) << "the loads did not become a TMA ring";
+  int stmatrix = 0; // the epilogue stages C (bf16) for its TMA store
+  g.module->walk([&](mlir::Operation *op) { stmatrix += op->getName().getStringRef() == "nvvm.stmatrix"; });
+  ASSERT_GT(stmatrix, 0) << "C is not staged with stmatrix";
   if (!drop.empty())
     ASSERT_GT(dropped, 0) << "no inline PTX contains " << drop;
   const std::string error = g.run();

@@ -6,11 +6,13 @@
 #include "compiler/layout/MmaLayouts.h"
 #include "compiler/layout/OperandStaging.h"
 #include "compiler/layout/SharedSwizzle.h"
+#include "compiler/layout/WgmmaOperands.h"
 #include "tegula/error.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fmt/format.h>
 
 using namespace tegula;
 using namespace tegula::layout;
@@ -117,6 +119,54 @@ TEST(OperandStaging, Tf32AndInt8TilesAreConflictFree) {
     EXPECT_EQ(r.extraWavefronts, 0);
     EXPECT_EQ(s.extraWavefronts, 0);
   }
+}
+
+} // namespace
+
+namespace {
+
+/// stmatrix.x4 from a bf16 accumulator (mma.sync's and wgmma's: the same
+/// fragments) into the TMA store's staging tile: every register lands where
+/// stmatrix puts it - lane l's word j of group g at (row l / 4, columns
+/// 2 (l % 4), +1) of the 8x8 matrix whose rows lanes 8j..8j+7 address - and
+/// the rows' 16-byte writes hit every bank once. Tiles that break a row's 16
+/// contiguous bytes, other element widths and layouts that are not such
+/// fragments get none.
+TEST(OperandStaging, StmatrixStoresAccumulatorFragmentsWithoutConflicts) {
+  struct Case {
+    std::vector<int32_t> shape, warps;
+  };
+  for (const Case &c : {Case{{128, 256}, {8, 1}}, Case{{128, 128}, {4, 1}}, Case{{64, 64}, {4, 1}},
+                        Case{{64, 128}, {2, 2}}}) {
+    SCOPED_TRACE(fmt::format("{}x{}, warps {}x{}", c.shape[0], c.shape[1], c.warps[0], c.warps[1]));
+    const LinearLayout source = mmaAccumulatorLayout(c.shape, c.warps);
+    const std::optional<SharedTile> tile = tmaStoreTile(c.shape, 16);
+    ASSERT_TRUE(tile);
+    const std::optional<LinearLayout> rows = stmatrixRows(source, *tile);
+    ASSERT_TRUE(rows) << tile->toString();
+    const LinearLayout rowOffsets = rows->compose(tile->offsetLayout());
+    const int32_t groups = source.inDimSize("register") / 8;
+    ASSERT_EQ(rows->inDimSize("register"), groups);
+    for (int32_t w = 0; w < source.inDimSize("warp"); ++w)
+      for (int32_t g = 0; g < groups; ++g)
+        for (int32_t l = 0; l < 32; ++l)
+          for (int32_t j = 0; j < 4; ++j)
+            for (int32_t e = 0; e < 2; ++e) {
+              const std::vector<int32_t> at = source.apply({{"register", 8 * g + 2 * j + e}, {"lane", l}, {"warp", w}});
+              const int64_t want = tile->offset(at[0], at[1]) / 2;
+              const int32_t row = rowOffsets.apply({{"register", g}, {"lane", 8 * j + l / 4}, {"warp", w}})[0];
+              EXPECT_EQ(row + 2 * (l % 4) + e, want) << "warp " << w << " group " << g << " lane " << l << " word " << j;
+            }
+    const ConflictCount conflicts = bankConflicts(*tile, SharedAccess{"stmatrix", *rows, 16});
+    EXPECT_EQ(conflicts.extraWavefronts, 0) << conflicts.worst;
+  }
+  const LinearLayout acc = mmaAccumulatorLayout({128, 128}, {4, 1});
+  const std::optional<SharedTile> f32Tile = tmaStoreTile({128, 128}, 32);
+  ASSERT_TRUE(f32Tile);
+  EXPECT_FALSE(stmatrixRows(acc, *f32Tile)); // f32: not 16-bit rows
+  SharedTile unswizzledColumnMajor{{128, 128}, 0, 16, {}, 0};
+  EXPECT_FALSE(stmatrixRows(acc, unswizzledColumnMajor)); // a row's 8 elements are 256 bytes apart
+  EXPECT_FALSE(stmatrixRows(blockedLayout({128, 128}, {1, 8}, {8, 4}, {4, 1}, {1, 0}), *tmaStoreTile({128, 128}, 16)));
 }
 
 } // namespace
