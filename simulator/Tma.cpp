@@ -30,6 +30,7 @@ struct Barrier {
   uint32_t count = 0, pending = 0;
   int64_t tx = 0;
   uint32_t completions = 0; // phases completed since init
+  uint32_t site = 0;        // its mbarrier.init
 };
 
 /// A bulk copy's bytes [begin, end) of shared memory, owned by the async
@@ -52,6 +53,7 @@ struct State {
   std::map<int, std::vector<BulkRead>> uncommitted;
   std::map<int, std::vector<std::vector<BulkRead>>> bulkGroups;
   std::vector<uint32_t> owner;        // per shared byte: copy index + 1, or 0
+  std::vector<uint8_t> inBarrier;     // per shared byte: part of a live mbarrier
   std::vector<Copy> copies;
   std::map<std::pair<int, size_t>, uint32_t> observed; // (thread, barrier) -> completions seen
   uint64_t failedWaits = 0;
@@ -66,6 +68,7 @@ State &state() {
   if (!ext) {
     auto s = std::make_shared<State>();
     s->owner.assign(sharedBytes(), 0);
+    s->inBarrier.assign(sharedBytes(), 0);
     ext = s;
   }
   return *static_cast<State *>(ext.get());
@@ -89,6 +92,19 @@ Barrier &barrierAt(State &s, void *bar, const char *what, uint32_t site) {
                            "initialised (or which was invalidated)",
                            what, offset));
   return it->second;
+}
+
+/// Anything but an mbarrier operation on a live mbarrier's bytes: the PTX
+/// ISA lets its memory serve another purpose only after mbarrier.inval
+/// (a buffer placed over barriers that are still in use, say).
+void checkNotInBarrier(const State &s, size_t offset, size_t bytes, const char *what, uint32_t site) {
+  for (size_t i = offset; i < offset + bytes && i < s.inBarrier.size(); ++i)
+    if (s.inBarrier[i]) {
+      const size_t bar = i / 8 * 8;
+      fail(site, fmt::format("{} shared byte {}, part of the mbarrier at shared offset {} (initialised at {}) "
+                             "that no mbarrier.inval has ended: its memory may serve nothing else while it lives",
+                             what, i, bar, siteDescription(s.barriers.at(bar).site)));
+    }
 }
 
 /// The copies of a barrier that is (re)initialised or invalidated are over:
@@ -197,8 +213,12 @@ void mbarrierInit(void *bar, uint32_t count, uint32_t site) {
   size_t offset = offsetOf(bar, 8, "mbarrier.init", site);
   if (count == 0)
     fail(site, "mbarrier.init with an arrival count of 0");
+  if (offset % 8 != 0)
+    fail(site, fmt::format("mbarrier.init: the mbarrier at shared offset {} is not 8-byte aligned", offset));
+  checkNotInBarrier(s, offset, 8, "mbarrier.init reinitialises", site); // inval first
   releaseCopies(s, offset);
-  s.barriers[offset] = Barrier{count, count, 0, 0};
+  s.barriers[offset] = Barrier{count, count, 0, 0, site};
+  std::fill_n(s.inBarrier.begin() + ptrdiff_t(offset), 8, uint8_t(1));
 }
 
 void mbarrierArriveExpectTx(void *bar, uint32_t bytes, uint32_t site) {
@@ -249,6 +269,7 @@ void mbarrierInval(void *bar, uint32_t site) {
   barrierAt(s, bar, "mbarrier.inval", site);
   releaseCopies(s, offset);
   s.barriers.erase(offset);
+  std::fill_n(s.inBarrier.begin() + ptrdiff_t(offset), 8, uint8_t(0));
 }
 
 void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int rank, void *bar,
@@ -263,6 +284,7 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
                            "128-byte aligned",
                            offset));
   checkAsyncProxyWrite(sharedBase() + offset, bytes, "cp.async.bulk.tensor", site);
+  checkNotInBarrier(s, offset, bytes, "cp.async.bulk.tensor writes", site);
   // Overwriting an earlier copy's bytes before any thread waited for that
   // copy: its data was never read (a producer that did not wait for the
   // stage's release, or a ring refilled too early).
@@ -310,6 +332,7 @@ void bulkTensorStore(const void *mapPtr, const int32_t *coords, int rank, const 
                            offset));
   // Generic writes to the box must have been fenced before the async proxy reads it.
   checkAsyncProxyRead(src, bytes, "cp.async.bulk.tensor (store)", site);
+  checkNotInBarrier(s, offset, bytes, "cp.async.bulk.tensor (store) reads", site);
   forEachBoxElement(map, coords, rank, offset, [&](uint64_t at, uint64_t address) {
     if (!address)
       return; // clipped
@@ -356,6 +379,7 @@ void checkTmaRead(size_t offset, size_t bytes, uint32_t site) {
   const State *s = existingState();
   if (!s)
     return;
+  checkNotInBarrier(*s, offset, bytes, "the access reads", site);
   if (auto hit = unobservedCopy(*s, offset, bytes))
     fail(site, fmt::format("thread {} reads shared byte {}, which the cp.async.bulk.tensor at {} "
                            "writes asynchronously, before waiting for it (mbarrier.try_wait on "
@@ -369,6 +393,7 @@ void checkTmaWrite(size_t offset, size_t bytes, uint32_t site) {
   State *s = existingState();
   if (!s)
     return;
+  checkNotInBarrier(*s, offset, bytes, "the access writes", site);
   if (auto hit = unobservedCopy(*s, offset, bytes))
     fail(site, fmt::format("thread {} writes shared byte {}, which the cp.async.bulk.tensor at {} "
                            "is still writing (its mbarrier phase has not been waited for)",

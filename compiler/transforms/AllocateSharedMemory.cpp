@@ -53,8 +53,11 @@ struct AllocateSharedMemoryPass
       if (isa<tilegpu::AllocSharedOp>(op))
         users = llvm::to_vector(op->getUsers());
       const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
-      if (programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp, tilegpu::OrderInitOp>(op))
-        users.push_back(op->getBlock()->getTerminator()); // read by either program until the end
+      // Read by either program until the end; the order's mbarriers, which
+      // order_wait / order_arrive / order_retire use without naming them,
+      // until the consumers' end in any kernel (8 warps taking turns too).
+      if ((programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp>(op)) || isa<tilegpu::OrderInitOp>(op))
+        users.push_back(op->getBlock()->getTerminator());
       (perProgram ? programOwners : owners).push_back(op);
       (perProgram ? programBuffers : buffers)
           .push_back({order.liveRange(op, users), bytes, -1, sharedScratchAlignment(op)});

@@ -7,6 +7,7 @@
 #include "simulator/PtxAsm.h"
 #include "simulator/Runtime.h"
 #include "simulator/TensorCore.h"
+#include "simulator/Tma.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -387,6 +388,35 @@ TEST(SimTensorCore, StmatrixStoresTheFragmentsLdmatrixLoads) {
         EXPECT_EQ(back[size_t(4 * lane + j)], lo | (lo + 1) << 16) << "lane " << lane << " word " << j;
       }
   }
+}
+
+/// An mbarrier's 8 bytes serve nothing else from its mbarrier.init to its
+/// mbarrier.inval (PTX ISA): a store over a live one - a buffer the
+/// allocator placed on barriers still in use - is reported, a second init
+/// too; after the inval the bytes are ordinary shared memory.
+TEST(SimMbarrier, ItsBytesServeNothingElseUntilInvalidated) {
+  auto run = [](bool inval, bool reinit) {
+    return errorOf([&] {
+      runThreads(32, [&] {
+        uint8_t *s = sharedBase();
+        if (laneId() == 0)
+          mbarrierInit(s + 8, 1, 0);
+        barrier(0);
+        if (laneId() == 0 && inval)
+          mbarrierInval(s + 8, 0);
+        if (laneId() == 0 && reinit)
+          mbarrierInit(s + 8, 1, 0);
+        barrier(0);
+        if (laneId() == 1) {
+          checkAccess(s + 12, 4, AccessKind::Write, Space::Shared, 0);
+          std::memset(s + 12, 0, 4);
+        }
+      }, 64);
+    });
+  };
+  EXPECT_THAT(run(false, false), HasSubstr("shared byte 12, part of the mbarrier at shared offset 8"));
+  EXPECT_THAT(run(false, true), HasSubstr("mbarrier.init reinitialises shared byte 8"));
+  EXPECT_EQ(run(true, false), "(no error)");
 }
 
 TEST(SimTensorCore, MmaTf32FragmentsMatchTheProduct) {

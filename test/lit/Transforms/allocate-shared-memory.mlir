@@ -223,3 +223,31 @@ func.func @epilogue_vectors(%p: tensor<64x64xbf16, #mma>) -> tensor<64x64xbf16, 
   return %a : tensor<64x64xbf16, #rows>
 }
 }
+
+// -----
+
+// Warpgroups taking turns (8 consumer warps, one program): the order's two
+// mbarriers are used until the consumers' end by ops that do not name them,
+// so their 16 bytes stay reserved - the later reduction's partials go
+// elsewhere, not on top of live mbarriers.
+// CHECK-LABEL: func.func @turns_keep_their_mbarriers(
+// CHECK:         tilegpu.order_init {tilegpu.shared_offset = [[ORDER:[0-9]+]] : i32}
+// CHECK-NOT:     tilegpu.shared_offset = [[ORDER]] :
+// CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = {{[0-9]+}} : i32}
+// CHECK:         tilegpu.order_retire
+#t = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 8], order = [1, 0]}>
+#ts = #tilegpu.slice<{dim = 1, parent = #t}>
+module attributes {tilegpu.num_warps = 8 : i32, tilegpu.producer_warps = 4 : i32} {
+  func.func @turns_keep_their_mbarriers(%a: tensor<4x1024xf32, #t>) -> tensor<4xf32, #ts> {
+    tilegpu.order_init
+    tilegpu.order_wait
+    tilegpu.order_arrive
+    %s = tile.reduce(%a) {axis = 1 : i32} : (tensor<4x1024xf32, #t>) -> tensor<4xf32, #ts> {
+    ^bb0(%x: f32, %y: f32):
+      %r = arith.addf %x, %y : f32
+      tile.reduce.return %r : f32
+    }
+    tilegpu.order_retire
+    return %s : tensor<4xf32, #ts>
+  }
+}
