@@ -167,8 +167,12 @@ struct CublasLt {
   }
   /// Row-major C[M,N] (f32) = A[M,K] Bt[N,K]^T, fp8 `type`: column-major
   /// C^T[N,M] = op_T(Bt as [K,N]) A^T (the TN layout fp8 requires).
+  /// `fastAccum` (CUBLASLT_MATMUL_DESC_FAST_ACCUM): the sums stay in the
+  /// tensor cores' fp8 accumulation, never promoted to f32 on the way - as
+  /// Tegula's wgmma chain does; off (cuBLASLt's default) is slower and more
+  /// accurate.
   void gemmTn(cudaDataType type, const DeviceBuffer &a, const DeviceBuffer &bt, DeviceBuffer &c,
-              int M, int N, int K) const {
+              int M, int N, int K, bool fastAccum) const {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
     auto check = [&](cublasStatus_t s, const char *what) {
@@ -180,6 +184,8 @@ struct CublasLt {
       cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
       check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
       check(descSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "TRANSB");
+      const int8_t fast = fastAccum ? 1 : 0;
+      check(descSet(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "FAST_ACCUM");
       check(layoutCreate(&la, type, uint64_t(K), uint64_t(N), int64_t(K)), "layout A");
       check(layoutCreate(&lb, type, uint64_t(K), uint64_t(M), int64_t(K)), "layout B");
       check(layoutCreate(&lc, CUDA_R_32F, uint64_t(N), uint64_t(M), int64_t(N)), "layout C");

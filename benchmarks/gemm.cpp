@@ -363,16 +363,25 @@ int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters,
       shapes, iters, csv);
 }
 
-/// fp8 e4m3 (f32 out) against cuBLASLt's fp8 matmul.
+/// fp8 e4m3 (f32 out) against cuBLASLt's fp8 matmul with fast accumulation
+/// (like for like: Tegula's wgmma chain never promotes its sums to f32 on
+/// the way either; `TEGULA_FP8_PRECISE_REFERENCE=1` times cuBLASLt's slower
+/// default instead). The tensor cores keep fewer bits than f32 when they add
+/// fp8 products (cuBLASLt's documentation of FAST_ACCUM; DeepSeek-V3 measured
+/// about 14 on H800), and the two kernels add in different orders: the
+/// results agree to a few parts in 10^3, not to f32 rounding.
 int runFp8(const CublasLt &lt, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
   std::uniform_real_distribution<float> dist(-2, 2);
+  const bool fastAccum = !std::getenv("TEGULA_FP8_PRECISE_REFERENCE");
+  std::printf("fp8 reference: cuBLASLt %s\n", fastAccum ? "with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM)"
+                                                         : "with its default periodic f32 promotion");
   return runTn<float8_e4m3, float>(
       "fp8", "cuBLASLt", lt.handle ? "" : lt.why, eightBitConfigs(false),
       [&](std::mt19937 &rng) { return float8_e4m3(dist(rng)); },
       [&](const DeviceBuffer &a, const DeviceBuffer &b, DeviceBuffer &ref, int M, int N, int K) {
-        lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K);
+        lt.gemmTn(CUDA_R_8F_E4M3, a, b, ref, M, N, K, fastAccum);
       },
-      [](const std::vector<float> &got, const std::vector<float> &want) { return relError(got, want); }, 1e-3,
+      [](const std::vector<float> &got, const std::vector<float> &want) { return relError(got, want); }, 1e-2,
       shapes, iters, csv);
 }
 

@@ -62,6 +62,27 @@ const GpuDevice &currentDevice() {
 }
 
 namespace {
+/// A kernel that moves registers between warpgroups (setmaxnreg) declares
+/// its per-thread count (.maxnreg): the compiler sized the consumers'
+/// increase so that it fits in the CTA's pool, threads x that count. The
+/// pool is what the function was actually given, so a count other than the
+/// declared one - another ptxas, the driver's JIT - would leave
+/// setmaxnreg.inc waiting forever: refuse the kernel by name instead.
+void checkRegisterPool(Driver &d, CUfunction fn, const std::string &ptx, const std::string &name) {
+  const size_t at = ptx.find(".maxnreg ");
+  if (at == std::string::npos || ptx.find("setmaxnreg.") == std::string::npos)
+    return;
+  const int declared = std::atoi(ptx.c_str() + at + 9);
+  int registers = 0;
+  d.check(d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute", name);
+  if (registers != declared)
+    throw Error(fmt::format("kernel '{}' moves registers between its warpgroups (setmaxnreg) in a pool of {} "
+                            "registers a thread (its .maxnreg), but the loaded function was given {} (a cubin "
+                            "from another ptxas, or the driver's JIT): its consumers' setmaxnreg.inc would wait "
+                            "forever. Launch it without warp_specialize, or build its cubin with Tegula's ptxas",
+                            name, declared, registers));
+}
+
 /// The module holding `name`: its cubin; without one, or when the driver
 /// refuses it (a GPU other than the one it was built for), its PTX through
 /// the driver's JIT, whose log a failure carries.
@@ -105,6 +126,7 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   CUfunction fn;
   d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
   k->function_ = fn;
+  checkRegisterPool(d, fn, ptx, name);
   k->dynamicShared_ = dynamicSharedBytes;
   k->tensorMaps_ = std::move(tensorMaps);
   if (dynamicSharedBytes > 48 * 1024) {

@@ -56,6 +56,7 @@ struct Signature {
   std::vector<size_t> bytes;
   std::vector<bool> pointer;
   unsigned maxThreads[3] = {}; // .maxntid; 0: none declared
+  int registers = 0;            // per thread (cuFuncGetAttribute NUM_REGS)
 };
 
 struct Stats {
@@ -74,6 +75,10 @@ void tegula_fake_cuda_reset();
 std::vector<std::string> tegula_fake_cuda_calls();
 /// The next call to `call` (e.g. "cuLaunchKernel") returns `result`.
 void tegula_fake_cuda_fail_next(const char *call, CUresult result);
+/// cuFuncGetAttribute(NUM_REGS) answers `count` for every function (0: what
+/// its cubin records, or its PTX's .maxnreg, else 32) - another compiler's
+/// allocation.
+void tegula_fake_cuda_allocate_registers(int count);
 /// Runs at each launch after it is checked, before it is recorded: plays the
 /// kernel (reads and writes "device" memory, which is host memory).
 void tegula_fake_cuda_on_launch(std::function<void(const Launch &)> hook);

@@ -33,6 +33,7 @@ struct Function {
   std::vector<Parameter> params;
   unsigned maxThreads[3] = {0, 0, 0}; // .maxntid / .reqntid; 0: not declared
   int maxDynamicShared = kDefaultDynamicShared;
+  int registers = 32; // per thread: a cubin's count, PTX's .maxnreg (else 32, as a JIT might pick)
 };
 
 struct Module {
@@ -51,6 +52,7 @@ struct State {
   std::set<void *> streams;
   std::set<Event *> events;
   std::map<std::string, CUresult> failNext;
+  int registers = 0; // tegula_fake_cuda_allocate_registers: every function's count (0: as compiled)
   std::function<void(const Launch &)> hook;
   std::vector<Launch> launches;
   std::vector<std::string> calls;
@@ -157,6 +159,8 @@ std::map<std::string, std::unique_ptr<Function>> parsePtx(std::string_view ptx) 
       fn->params.push_back(parseParameter(list.substr(p + 6, end - p - 6)));
     }
     std::string_view directives = ptx.substr(close + 1, body - close - 1);
+    if (size_t at2 = directives.find(".maxnreg"); at2 != std::string_view::npos)
+      fn->registers = std::atoi(std::string(directives.substr(at2 + 8)).c_str());
     for (const char *d : {".maxntid", ".reqntid"})
       if (size_t at2 = directives.find(d); at2 != std::string_view::npos) {
         // ".maxntid 384, 1, 1" or ".maxntid 384": missing dimensions are 1.
@@ -186,6 +190,9 @@ std::map<std::string, std::unique_ptr<Function>> parsePtx(std::string_view ptx) 
 /// {u32 index, u16 ordinal, u16 offset, u32 flags} with the size in
 /// flags >> 18 and 0x400 set for a parameter the PTX declared `.ptr` (as
 /// ptxas 13 writes them); MAX_THREADS (0x05) holds .maxntid's three values.
+/// The register counts are in the module's `.nv.info`: REGCOUNT (0x2f)
+/// holds {u32 symbol, u32 registers}, the symbol a `.text.NAME` section's
+/// sh_info names.
 std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
   auto read = [&](uint64_t at, auto &value) { std::memcpy(&value, elf + at, sizeof value); };
   uint64_t shoff = 0;
@@ -205,6 +212,8 @@ std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
   section(shstrndx, unused, namesAt, namesSize);
   std::map<std::string, std::unique_ptr<Function>> out;
   std::map<std::string, std::pair<uint64_t, uint64_t>> infos;
+  std::map<uint32_t, Function *> bySymbol;
+  std::map<uint32_t, int> registers; // by symbol
   for (uint16_t i = 0; i < shnum; ++i) {
     uint32_t name;
     uint64_t offset, size;
@@ -213,11 +222,32 @@ std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
     if (sectionName.starts_with(".text.")) {
       auto fn = std::make_unique<Function>();
       fn->name = std::string(sectionName.substr(6));
+      uint32_t symbol;
+      read(shoff + uint64_t(i) * shentsize + 0x2C, symbol); // sh_info
+      bySymbol[symbol] = fn.get();
       out[fn->name] = std::move(fn);
     } else if (sectionName.starts_with(".nv.info.")) {
       infos[std::string(sectionName.substr(9))] = {offset, size};
+    } else if (sectionName == ".nv.info") {
+      for (uint64_t at = offset, end = offset + size; at + 4 <= end;) {
+        uint8_t format, attribute;
+        uint16_t value;
+        read(at, format);
+        read(at + 1, attribute);
+        read(at + 2, value);
+        if (format == 0x04 && attribute == 0x2f && value >= 8) {
+          uint32_t symbol, count;
+          read(at + 4, symbol);
+          read(at + 8, count);
+          registers[symbol] = int(count);
+        }
+        at += 4 + (format == 0x04 ? value : 0);
+      }
     }
   }
+  for (auto [symbol, count] : registers)
+    if (auto fn = bySymbol.find(symbol); fn != bySymbol.end())
+      fn->second->registers = count;
   for (auto &[name, fn] : out) {
     auto info = infos.find(name);
     if (info == infos.end())
@@ -297,6 +327,12 @@ void tegula_fake_cuda_fail_next(const char *call, CUresult result) {
   s.failNext[call] = result;
 }
 
+void tegula_fake_cuda_allocate_registers(int count) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.registers = count;
+}
+
 void tegula_fake_cuda_on_launch(std::function<void(const Launch &)> hook) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -311,6 +347,7 @@ Signature tegula_fake_cuda_signature(CUfunction function) {
     out.pointer.push_back(p.pointer);
   }
   std::copy(fn->maxThreads, fn->maxThreads + 3, out.maxThreads);
+  out.registers = fn->registers;
   return out;
 }
 
@@ -581,8 +618,12 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
   return CUDA_SUCCESS;
 }
 
-CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction) {
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
   FAKE_ENTER("cuFuncGetAttribute");
+  if (attribute == CU_FUNC_ATTRIBUTE_NUM_REGS) {
+    *value = s.registers ? s.registers : reinterpret_cast<Function *>(function)->registers;
+    return CUDA_SUCCESS;
+  }
   if (attribute != CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
     return CUDA_ERROR_INVALID_VALUE;
   *value = 1024;

@@ -173,7 +173,10 @@ void checkMatmul(const LaunchOptions &base, int warps, int M = 70, int N = 40, i
   o.grid = g;
   o.num_warps = warps;
   k(o, a, b, got, M, N, K, BM, BN, BK);
-  EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
+  // The interpreter and the simulator sum the products in double; the tensor
+  // cores add fp8 products keeping fewer bits than f32 (cuBLASLt's FAST_ACCUM
+  // documentation; DeepSeek-V3 measured about 14 on H800).
+  EXPECT_LT(rel_error(got, to_double(want)), o.backend == Backend::GPU ? 2e-3 : 1e-6);
 }
 
 /// On sm_90a same-format fp8 dots run on wgmma (m64nNk32, both operands

@@ -21,6 +21,7 @@
 
 using namespace tegula;
 using namespace tegula::testing;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fake = tegula::fakecuda;
 
@@ -252,6 +253,33 @@ TEST_F(DriverPath, PingPongLaunchesHalfTheCtasAndPassesTheProgramCount) {
   }
 }
 
+/// A warp-specialised kernel at 8 + 4 warps moves registers between its
+/// warpgroups within a pool of 384 x its .maxnreg (168): the cubin ptxas
+/// built has exactly that many and launches; a function given another count
+/// (another ptxas, the driver's JIT) is refused when it loads, naming the
+/// kernel and both counts - on a GPU its consumers would wait forever.
+TEST_F(DriverPath, AWarpSpecializedKernelNeedsTheRegisterCountItWasSizedFor) {
+  auto k = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  const int M = 128, N = 256, K = 128;
+  DeviceBuffer a(size_t(M) * K, DType::bf16), b(size_t(K) * N, DType::bf16), c(size_t(M) * N, DType::bf16);
+  const LaunchOptions opts{.grid = {1, 1}, .num_warps = 8, .num_stages = 3, .backend = Backend::GPU,
+                           .warp_specialize = true};
+  struct Restore {
+    ~Restore() { fake::tegula_fake_cuda_allocate_registers(0); }
+  } restore;
+  fake::tegula_fake_cuda_allocate_registers(160);
+  EXPECT_THAT(error_of([&] { k(opts, a, b, c, M, N, K, K, N, N, 128, 256, 64); }),
+              AllOf(HasSubstr("kernel 'matmul_descriptors' moves registers between its warpgroups (setmaxnreg) in "
+                              "a pool of 168 registers a thread"),
+                    HasSubstr("was given 160")));
+  fake::tegula_fake_cuda_allocate_registers(0);
+  fake::tegula_fake_cuda_reset();
+  k(opts, a, b, c, M, N, K, K, N, N, 128, 256, 64);
+  ASSERT_EQ(fake::tegula_fake_cuda_launches().size(), 1u);
+  EXPECT_EQ(fake::tegula_fake_cuda_launches()[0].block[0], 384u);
+}
+
 /// The TEGULA_* switches are read at every launch (one pass over the
 /// environment), so a program may change them between launches; a longer
 /// name that starts like one is not it.
@@ -368,6 +396,8 @@ TEST_F(DriverPath, TheFakeReadsCubinsAndPtxAlike) {
   for (int d = 0; d < 3; ++d)
     EXPECT_EQ(cubin.maxThreads[d], ptx.maxThreads[d]);
   EXPECT_EQ(ptx.maxThreads[0], 256u);
+  EXPECT_EQ(cubin.registers, c.registers) << "the cubin's REGCOUNT, as ptxas reported it";
+  EXPECT_EQ(ptx.registers, 32) << "no .maxnreg: the fake's stand-in for a JIT's choice";
   ASSERT_GE(ptx.bytes.size(), 11u); // 3 pointers, 6 integers, the tensor maps
   for (size_t i = 0; i < ptx.bytes.size(); ++i)
     EXPECT_EQ(ptx.bytes[i], i < 3 ? 8u : i < 9 ? 4u : 128u) << i;
