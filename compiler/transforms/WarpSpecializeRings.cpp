@@ -545,6 +545,8 @@ void WarpSpecializer::buildConsumers() {
   auto inProgram = [&](OpBuilder &at, Value s) -> Value {
     return consumerFirstStage ? arith::AddIOp::create(at, loc, s, consumerFirstStage).getResult() : s;
   };
+  // Each run of the loop releases its own stages (see the release below).
+  const bool ownStages = sharedRing || tiles;
   Value stage = inProgram(head, toI32(head, arith::RemSIOp::create(head, loc, iter, constant(head, stages))));
   Value phase = toI32(head, arith::RemSIOp::create(
                                 head, loc, arith::DivSIOp::create(head, loc, iter, constant(head, stages)),
@@ -596,10 +598,12 @@ void WarpSpecializer::buildConsumers() {
                                                   in.getI32IntegerAttr(overlap ? 1 : 0))
                          .getResult();
       if (overlap) {
-        // With a shared ring the previous iteration may be the other
-        // program's: a turn releases its own stages, the last after the loop.
+        // A loop releases its own stages, the last after it: with a shared
+        // ring the previous iteration may be the other program's, and a
+        // persistent kernel's producer may then refill every stage while the
+        // consumers store this tile's result.
         Value hasPrevious =
-            arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, sharedRing ? i : iter, constant(in, 1));
+            arith::CmpIOp::create(in, dotLoc, arith::CmpIPredicate::sge, ownStages ? i : iter, constant(in, 1));
         auto release = scf::IfOp::create(in, dotLoc, TypeRange{}, hasPrevious, false);
         OpBuilder rel = OpBuilder::atBlockBegin(release.thenBlock());
         Value previous = inProgram(
@@ -615,7 +619,7 @@ void WarpSpecializer::buildConsumers() {
         Value acc = loop.getResult(*carried);
         auto done = tilegpu::WgmmaWaitOp::create(after, dotLoc, acc.getType(), acc, after.getI32IntegerAttr(0));
         acc.replaceAllUsesExcept(done.getResult(), done);
-        if (sharedRing) { // the turn's last stage, once its group has completed
+        if (ownStages) { // the loop's last stage, once its group has completed
           auto ran = scf::IfOp::create(
               after, dotLoc, TypeRange{},
               arith::CmpIOp::create(after, dotLoc, arith::CmpIPredicate::sge, turnTrip, constant(after, 1)), false);
@@ -623,7 +627,8 @@ void WarpSpecializer::buildConsumers() {
           Value last = arith::SubIOp::create(rel, dotLoc, arith::AddIOp::create(rel, dotLoc, turnFirst, turnTrip),
                                              constant(rel, 1));
           tilegpu::TmaArriveOp::create(
-              rel, dotLoc, r.barriers, toI32(rel, arith::RemSIOp::create(rel, dotLoc, last, constant(rel, stages))));
+              rel, dotLoc, r.barriers,
+              inProgram(rel, toI32(rel, arith::RemSIOp::create(rel, dotLoc, last, constant(rel, stages)))));
         }
       }
     }

@@ -6,7 +6,9 @@
 // count the K iterations of the whole kernel (tile iteration j * trip count
 // + i), so the rings are allocated once, before the split, and released
 // after the tile loop - the producer fills the next tile's stages while the
-// consumers store this one.
+// consumers store this one. Each tile's K loop releases its own stages: the
+// previous iteration's in the loop, the last one after the loop's final
+// wgmma wait, so the producer may refill every stage during the epilogue.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tilegpu.producer_warps = 4
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
@@ -26,6 +28,8 @@
 // CHECK:       tilegpu.dot_shared
 // CHECK:       tilegpu.tma_arrive %[[A]][
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
+// CHECK:     scf.if
+// CHECK:       tilegpu.tma_arrive %[[A]][
 // CHECK:     tile.descriptor_store
 // CHECK:   }
 // CHECK:   tilegpu.tma_release %[[A]]
