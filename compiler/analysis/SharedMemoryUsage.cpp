@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include <algorithm>
 #include <bit>
@@ -110,6 +111,15 @@ bool isTmaLoad(Operation *op) {
 
 bool isTmaStore(Operation *op) {
   return isa<tile::DescriptorStoreOp>(op) && op->hasAttr("tilegpu.tma");
+}
+
+Operation *deferredTmaStoreLoop(Operation *op) {
+  if (!isTmaStore(op))
+    return nullptr;
+  Operation *outermost = nullptr;
+  for (auto loop = op->getParentOfType<LoopLikeOpInterface>(); loop; loop = loop->getParentOfType<LoopLikeOpInterface>())
+    outermost = loop;
+  return outermost;
 }
 
 int64_t tmaBlockBytes(Operation *op) {

@@ -58,6 +58,8 @@ struct AllocateSharedMemoryPass
       // until the consumers' end in any kernel (8 warps taking turns too).
       if ((programs > 1 && !perProgram && isa<tilegpu::AllocSharedOp>(op)) || isa<tilegpu::OrderInitOp>(op))
         users.push_back(op->getBlock()->getTerminator());
+      if (Operation *loop = deferredTmaStoreLoop(op)) // read until the next store, or after the loop
+        users.push_back(loop->getNextNode());
       (perProgram ? programOwners : owners).push_back(op);
       (perProgram ? programBuffers : buffers)
           .push_back({order.liveRange(op, users), bytes, -1, sharedScratchAlignment(op)});

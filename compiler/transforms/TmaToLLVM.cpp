@@ -194,6 +194,12 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     auto type = cast<RankedTensorType>(op.getValue().getType());
     const int64_t rank = type.getRank();
     Value buffer = sharedBuffer(rw, loc, op);
+    // In a loop the previous store's copy may still read the block: its
+    // leader waits for that here (and once after the loop), not right after
+    // issuing it (analysis::deferredTmaStoreLoop).
+    Operation *loop = analysis::deferredTmaStoreLoop(op);
+    if (loop)
+      inlinePtx(rw, loc, Type(), {isProgramLeader(rw, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
     ctaBarrier(rw, loc); // earlier users of the buffer are done
     ValueRange values = adaptor.getValue();
     // A swizzled map (use-tma): the block is staged in tmaStoreTile's tile,
@@ -238,8 +244,15 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
                             rank, coords),
                 constraints);
     }
-    inlinePtx(rw, loc, Type(), {leader},
-              "@$0 cp.async.bulk.commit_group;\n@$0 cp.async.bulk.wait_group.read 0;", "b");
+    if (!loop) {
+      inlinePtx(rw, loc, Type(), {leader},
+                "@$0 cp.async.bulk.commit_group;\n@$0 cp.async.bulk.wait_group.read 0;", "b");
+    } else {
+      inlinePtx(rw, loc, Type(), {leader}, "@$0 cp.async.bulk.commit_group;", "b");
+      OpBuilder::InsertionGuard guard(rw);
+      rw.setInsertionPointAfter(loop); // the kernel's shared memory outlives the last copy's read
+      inlinePtx(rw, loc, Type(), {isProgramLeader(rw, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
+    }
     rw.eraseOp(op);
     return success();
   }

@@ -567,6 +567,12 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
     // four words an instruction, no single-word stores.
     EXPECT_EQ(occurrences(c.ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 16);
     EXPECT_THAT(c.ptx, Not(HasSubstr("st.shared.b32")));
+    // The store's read of the block is waited for before the next tile
+    // stages its block, and once after the tile loop - not right after the
+    // commit, which would hold warp 0 (and its warpgroup's next wgmma) back
+    // (the simulator reports a missing first wait: the persistent tests).
+    EXPECT_EQ(occurrences(c.ptx, "cp.async.bulk.wait_group.read 0;"), 2);
+    EXPECT_THAT(c.ptx, Not(HasSubstr("cp.async.bulk.commit_group;\n@%p1 cp.async.bulk.wait_group.read")));
     if (!c.cubin.empty())
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
     std::printf("[tegula test] persistent TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, "
