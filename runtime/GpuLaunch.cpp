@@ -69,10 +69,17 @@ namespace {
 /// declared one - another ptxas, the driver's JIT - would leave
 /// setmaxnreg.inc waiting forever: refuse the kernel by name instead.
 void checkRegisterPool(Driver &d, CUfunction fn, const std::string &ptx, const std::string &name) {
-  const size_t at = ptx.find(".maxnreg ");
-  if (at == std::string::npos || ptx.find("setmaxnreg.") == std::string::npos)
+  // The entry's directives (between its parameter list and its body) and body.
+  const size_t entry = ptx.find(".entry " + name + "(");
+  const size_t params = entry == std::string::npos ? entry : ptx.find(')', entry);
+  const size_t body = params == std::string::npos ? params : ptx.find('{', params);
+  if (body == std::string::npos)
     return;
-  const int declared = std::atoi(ptx.c_str() + at + 9);
+  const size_t next = ptx.find(".entry ", body);
+  const size_t at = ptx.substr(params, body - params).find(".maxnreg ");
+  if (at == std::string::npos || ptx.substr(body, next - body).find("setmaxnreg.") == std::string::npos)
+    return;
+  const int declared = std::atoi(ptx.c_str() + params + at + 9);
   int registers = 0;
   d.check(d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute", name);
   if (registers != declared)

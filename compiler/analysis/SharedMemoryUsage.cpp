@@ -114,7 +114,7 @@ bool isTmaStore(Operation *op) {
 }
 
 Operation *deferredTmaStoreLoop(Operation *op) {
-  if (!isTmaStore(op))
+  if (!isTmaStore(op) || !op->hasAttr(kTmaStoreDeferredAttr))
     return nullptr;
   Operation *outermost = nullptr;
   for (auto loop = op->getParentOfType<LoopLikeOpInterface>(); loop; loop = loop->getParentOfType<LoopLikeOpInterface>())

@@ -52,13 +52,13 @@ inline constexpr int64_t kTmaBarrierBytes = 8;
 /// A tile.descriptor_load / tile.descriptor_store that use-tma gave to TMA.
 bool isTmaLoad(mlir::Operation *op);
 bool isTmaStore(mlir::Operation *op);
-/// A TMA store inside a loop (a persistent kernel's tile loop): the
-/// outermost such loop, else null. Its program leader waits for the store's
-/// read of the staged block only before the next store stages one, and once
-/// after this loop - not right after the store, which would hold its warp
-/// (and so its warpgroup's next wgmma) back while the copy reads - so the
-/// block's bytes stay reserved through the loop.
+/// A TMA store that waits for its copy's read of the staged block only
+/// before the next store stages one (marked tilegpu.tma_store_deferred: a
+/// warp-specialised persistent kernel's, with a tilegpu.tma_store_wait after
+/// its tile loop): the outermost loop around it, through which the block's
+/// bytes stay reserved; else null.
 mlir::Operation *deferredTmaStoreLoop(mlir::Operation *op);
+inline constexpr llvm::StringLiteral kTmaStoreDeferredAttr = "tilegpu.tma_store_deferred";
 /// The bytes of its block in shared memory, rounded up to kTmaAlignment
 /// (where its mbarrier starts).
 int64_t tmaBlockBytes(mlir::Operation *op);

@@ -132,14 +132,17 @@ std::optional<LinearLayout> stmatrixRows(const LinearLayout &source, const Share
       if (!rowBit && offsets.basis(d.name, bit)[0] & 7)
         return std::nullopt;
     }
-  // ldmatrix's addressing (ldmatrixAddressLayout): lane bits 0-2 pick a
-  // matrix's row (the fragment's lane bits 2-4), lane bits 3 and 4 the
-  // matrix (register bits 1 and 2); register bits 3 and up pick the group.
+  // ldmatrix.x4's addressing: lanes 8j..8j+7 the rows of matrix j
+  // (registers 2j, 2j + 1); register bits 3 and up pick the group.
+  LinearLayout rows;
+  try {
+    rows = ldmatrixAddressLayout(source, 4, false);
+  } catch (const Error &) {
+    return std::nullopt; // not a 16-bit fragment
+  }
   std::vector<std::vector<int32_t>> lane, group, warp;
-  for (int bit = 2; bit < 5; ++bit)
-    lane.push_back(source.basis("lane", bit));
-  for (int bit = 1; bit < 3; ++bit)
-    lane.push_back(source.basis("register", bit));
+  for (int bit = 0; bit < 5; ++bit)
+    lane.push_back(rows.basis("lane", bit));
   for (int bit = 3; bit < std::countr_zero(uint32_t(source.inDimSize("register"))); ++bit)
     group.push_back(source.basis("register", bit));
   if (source.hasInDim("warp"))

@@ -65,6 +65,11 @@ struct StageSignal {
   int64_t bytes = 0;
 };
 
+/// The signals of TMA rings filled and waited for together (in the order
+/// their copies are issued): all complete on the first ring's mbarrier, on
+/// which the first announces the whole group's bytes.
+SmallVector<StageSignal> stageSignals(mlir::ArrayRef<Value> group);
+
 /// Issues `op`'s load for the iteration whose induction variable is `iv`
 /// into stage `stage` of `ring`, when the iteration exists (TMA: a
 /// tilegpu.tma_load under an scf.if; cp.async: masked off). `outer`: clones

@@ -34,6 +34,16 @@ namespace tegula::rings {
 
 // An iteration that does not exist (iv >= upper bound) is masked off; a
 // TMA box past the tensor's end reads zeros.
+SmallVector<StageSignal> stageSignals(ArrayRef<Value> group) {
+  int64_t bytes = 0;
+  for (Value ring : group)
+    bytes += cast<tilegpu::SharedTilesType>(ring.getType()).tileBytes();
+  SmallVector<StageSignal> signals;
+  for (size_t i = 0; i < group.size(); ++i)
+    signals.push_back({group.front(), i == 0 ? bytes : 0});
+  return signals;
+}
+
 void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage, const IRMapping *outer,
            std::optional<StageSignal> signal) {
   Location loc = op.loadOp()->getLoc();
@@ -55,10 +65,9 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
     SmallVector<Value> coords;
     for (Value c : op.block.getOffsets())
       coords.push_back(map.lookupOrDefault(c));
-    const bool own = !signal || signal->ring == ring;
-    const bool group = signal && (!own || signal->bytes != cast<tilegpu::SharedTilesType>(ring.getType()).tileBytes());
-    tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords, own ? Value() : signal->ring,
-                               group ? b.getI64IntegerAttr(signal->bytes) : IntegerAttr());
+    tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords,
+                               signal && signal->ring != ring ? signal->ring : Value(),
+                               signal ? b.getI64IntegerAttr(signal->bytes) : IntegerAttr());
     return;
   }
   IRMapping map;
@@ -164,8 +173,8 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   Value ringB = allocRing(bOp, !a);
   std::optional<StageSignal> signalA, signalB;
   if (tma && a) {
-    signalA = StageSignal{ringA, a->ring.tileBytes() + bOp.ring.tileBytes()};
-    signalB = StageSignal{ringA, 0};
+    SmallVector<StageSignal> both = stageSignals({ringA, ringB});
+    signalA = both[0], signalB = both[1];
   }
   const int groupsPerStage = a ? 2 : 1;
   auto stageConst = [&](OpBuilder &at, int64_t s) -> Value {
@@ -385,20 +394,17 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   // TMA: every ring's copies of a stage complete on the first ring's
   // mbarrier (one wait a stage), which the first copy announces them on.
   SmallVector<Value> rings;
-  int64_t stageBytes = 0;
   for (auto &[load, indices] : byLoad) {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring);
-    stageBytes += uses[indices.front()].op.ring.tileBytes();
     if (tma && rings.empty()) {
       ring.setMbarriers(true);
       tilegpu::TmaInitOp::create(b, loc, ring);
     }
     rings.push_back(ring);
   }
+  const SmallVector<StageSignal> signals = tma ? stageSignals(rings) : SmallVector<StageSignal>();
   auto signalOf = [&](size_t r) -> std::optional<StageSignal> {
-    if (!tma)
-      return std::nullopt;
-    return StageSignal{rings.front(), r == 0 ? stageBytes : 0};
+    return tma ? std::optional(signals[r]) : std::nullopt;
   };
   // Prologue: iterations 0 .. lookahead-1 into stages 0 .. lookahead-1.
   Value lb = loop.getLowerBound(), step = loop.getStep();

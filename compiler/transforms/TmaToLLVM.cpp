@@ -17,7 +17,9 @@
 // A `tile.descriptor_store` so marked goes the other way: the block's
 // owners write it into the buffer, fence.proxy.async, bar.sync; thread 0
 // issues cp.async.bulk.tensor global <- shared (a bulk group, clipped to
-// the tensor) and waits until the buffer has been read. A store whose map
+// the tensor) and waits until the buffer has been read - or, deferred (a
+// warp-specialised persistent kernel's tile loop), waits before the next
+// store stages and at tilegpu.tma_store_wait after the loop. A store whose map
 // use-tma swizzled (`tilegpu.tma_swizzle`) stages the block in a swizzled
 // tile (layout::tmaStoreTile) - vector stores, no bank conflicts - and
 // copies it out one box per swizzle-wide block of columns.
@@ -26,10 +28,12 @@
 // map is the kernel parameter use-tma added (`tilegpu.tensor_map`).
 //
 // Rings that pipeline-dot-operands fills with TMA (tma_init / tma_load /
-// tma_wait / tma_release) keep one mbarrier per stage after the tiles:
-// thread 0 initialises them once and issues each stage's boxes (one per
-// block of 128-byte rows) after an expect_tx of the stage's bytes; every
-// thread waits for the stage's phase, then a barrier. Inline PTX
+// tma_wait / tma_release) keep one mbarrier per stage after the tiles of
+// the first ring of those waited for together: thread 0 initialises them
+// once and issues each stage's boxes (one per block of 128-byte rows) after
+// one expect_tx of the whole stage's bytes (all the rings'); every thread
+// waits for the stage's phase, then a barrier (warp specialised: each
+// consumer waits for itself, and each consumer warp releases the stage). Inline PTX
 // throughout; the simulator runs the same text (simulator/Tma.h).
 //
 //===----------------------------------------------------------------------===//
@@ -182,6 +186,11 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
 /// it row-major into the op's shared buffer, fence the async proxy, meet at
 /// a barrier; thread 0 issues the bulk copy out (TMA clips it to the
 /// tensor) and waits until it has read the buffer, which may then be reused.
+/// The program leader waits until its TMA stores have read their blocks.
+void waitForStoreReads(OpBuilder &b, Location loc) {
+  inlinePtx(b, loc, Type(), {isProgramLeader(b, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
+}
+
 struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DescriptorStoreOp op, OneToNOpAdaptor adaptor,
@@ -193,15 +202,6 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getValue().getType());
     const int64_t rank = type.getRank();
-    Value buffer = sharedBuffer(rw, loc, op);
-    // In a loop the previous store's copy may still read the block: its
-    // leader waits for that here (and once after the loop), not right after
-    // issuing it (analysis::deferredTmaStoreLoop).
-    Operation *loop = analysis::deferredTmaStoreLoop(op);
-    if (loop)
-      inlinePtx(rw, loc, Type(), {isProgramLeader(rw, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
-    ctaBarrier(rw, loc); // earlier users of the buffer are done
-    ValueRange values = adaptor.getValue();
     // A swizzled map (use-tma): the block is staged in tmaStoreTile's tile,
     // written in vectors without bank conflicts, and leaves one box per
     // block of swizzle-wide rows; else row-major, one box.
@@ -211,6 +211,16 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
                                   int(type.getElementTypeBitWidth()));
       if (!tile || tile->rowBytes() != swizzle.getInt())
         return rw.notifyMatchFailure(op, "the store's swizzle does not match its staging tile");
+    }
+    Value buffer = sharedBuffer(rw, loc, op);
+    // Deferred (tilegpu.tma_store_wait): the previous store's copy may still
+    // read the block; its leader waits for that here, not after issuing it.
+    const bool deferred = op->hasAttr(analysis::kTmaStoreDeferredAttr);
+    if (deferred)
+      waitForStoreReads(rw, loc);
+    ctaBarrier(rw, loc); // earlier users of the buffer are done
+    ValueRange values = adaptor.getValue();
+    if (tile) {
       storeSharedTile(rw, loc, values, type, *tile, buffer, /*stmatrix=*/true); // TMA: sm_90 code
     } else {
       Owners owners = ownersOf(rw, loc, layoutOf(type));
@@ -244,15 +254,19 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
                             rank, coords),
                 constraints);
     }
-    if (!loop) {
-      inlinePtx(rw, loc, Type(), {leader},
-                "@$0 cp.async.bulk.commit_group;\n@$0 cp.async.bulk.wait_group.read 0;", "b");
-    } else {
-      inlinePtx(rw, loc, Type(), {leader}, "@$0 cp.async.bulk.commit_group;", "b");
-      OpBuilder::InsertionGuard guard(rw);
-      rw.setInsertionPointAfter(loop); // the kernel's shared memory outlives the last copy's read
-      inlinePtx(rw, loc, Type(), {isProgramLeader(rw, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
-    }
+    inlinePtx(rw, loc, Type(), {leader},
+              deferred ? "@$0 cp.async.bulk.commit_group;"
+                       : "@$0 cp.async.bulk.commit_group;\n@$0 cp.async.bulk.wait_group.read 0;",
+              "b");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaStoreWaitPattern : OpConversionPattern<tilegpu::TmaStoreWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::TmaStoreWaitOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
+    waitForStoreReads(rw, op.getLoc());
     rw.eraseOp(op);
     return success();
   }
@@ -426,8 +440,8 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
 } // namespace
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaInitPattern, TmaRingLoadPattern,
-               TmaWaitPattern, TmaReleasePattern, TmaArrivePattern>(
+  patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaStoreWaitPattern, TmaInitPattern,
+               TmaRingLoadPattern, TmaWaitPattern, TmaReleasePattern, TmaArrivePattern>(
       types, patterns.getContext());
 }
 

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
+#include "compiler/analysis/SharedMemoryUsage.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -128,6 +129,7 @@ private:
   void produceLoop(OpBuilder &at, IRMapping &map,
                    llvm::function_ref<Value(OpBuilder &, Value)> firstIteration);
   void buildConsumers();
+  void deferTileStoreWaits();
 
   Value constant(OpBuilder &at, int64_t v) { return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v)); }
   Value toI32(OpBuilder &at, Value v) {
@@ -162,9 +164,9 @@ private:
   // Rings waited for together share their first ring's mbarriers: one wait
   // and one release a stage, the first ring's copies announcing the group's
   // bytes (CUTLASS's pipelines do the same).
-  llvm::DenseMap<Operation *, Operation *> leadOf; // by load: its group's first load
-  llvm::DenseMap<Operation *, int64_t> groupBytes; // by first load: the group's stage bytes
-  SmallVector<Value> barrierRings;                 // the groups' first rings
+  llvm::DenseMap<Operation *, Operation *> leadOf;     // by load: its group's first load
+  llvm::DenseMap<Operation *, StageSignal> signalOf;   // by load
+  SmallVector<Value> barrierRings;                     // the groups' first rings
   std::vector<Rings> rings; // per dot
   scf::IfOp split;
   Block *consumer = nullptr;
@@ -263,6 +265,30 @@ void WarpSpecializer::build() {
   buildConsumers();
   if (takeTurns)
     orderTurns(loop, tiles, consumer, programs);
+  deferTileStoreWaits();
+}
+
+/// A persistent kernel's TMA stores in its tile loop: the leader waits for a
+/// copy's read of the staged block before the next store stages one, and
+/// once after the loop (tilegpu.tma_store_wait) - not right after issuing,
+/// which would hold its warp, and so its warpgroup's first wgmma of the next
+/// tile, back while the copy reads (the producer has that tile's stages
+/// filled by then).
+void WarpSpecializer::deferTileStoreWaits() {
+  if (!tiles)
+    return;
+  bool any = false;
+  tiles.getBody()->walk([&](tile::DescriptorStoreOp store) {
+    if (store->hasAttr("tilegpu.tma")) {
+      store->setAttr(analysis::kTmaStoreDeferredAttr, UnitAttr::get(ctx));
+      any = true;
+    }
+  });
+  if (!any)
+    return;
+  OpBuilder after(ctx);
+  after.setInsertionPointAfter(tiles);
+  tilegpu::TmaStoreWaitOp::create(after, loc);
 }
 
 void WarpSpecializer::allocateAndSplit() {
@@ -287,13 +313,21 @@ void WarpSpecializer::allocateAndSplit() {
                                            type.getBlockElements());
     auto ring = tilegpu::AllocSharedOp::create(b, loc, type);
     ringOf[o->loadOp()] = ring;
-    groupBytes[leadOf[o->loadOp()]] += type.tileBytes();
     if (leadOf[o->loadOp()] != o->loadOp())
       continue; // its copies signal the group's first ring's mbarriers
     ring.setMbarriers(true);
     ring.setReleased(true);
     tilegpu::TmaInitOp::create(b, loc, ring);
     barrierRings.push_back(ring);
+  }
+  for (Value lead : barrierRings) { // each group in issue order (operands')
+    SmallVector<Operation *> loads;
+    SmallVector<Value> group;
+    for (Operand *o : operands)
+      if (ringOf[leadOf[o->loadOp()]] == lead)
+        loads.push_back(o->loadOp()), group.push_back(ringOf[o->loadOp()]);
+    for (auto [load, signal] : llvm::zip(loads, stageSignals(group)))
+      signalOf[load] = signal;
   }
   for (RingDot &d : dots) {
     Rings r;
@@ -443,11 +477,8 @@ void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
     auto released = tilegpu::TmaWaitOp::create(w, loc, barrierRings, stage, phase);
     released.setReleased(true);
   }
-  for (Operand *o : operands) {
-    Operation *lead = leadOf[o->loadOp()];
-    StageSignal signal{ringOf[lead], lead == o->loadOp() ? groupBytes[lead] : 0};
-    issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map, signal);
-  }
+  for (Operand *o : operands)
+    issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map, signalOf[o->loadOp()]);
 }
 
 /// The producer: the loops' bounds and addresses recomputed, then their

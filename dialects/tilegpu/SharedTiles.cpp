@@ -67,9 +67,19 @@ LogicalResult TmaLoadOp::verify() {
   if (bytes && *bytes < 0)
     return emitOpError() << "expects " << *bytes << " bytes: a count of bytes is never negative";
   // The signalled ring's mbarrier counts one arrival a phase: its own load's.
-  if (getSignals() && getSignals() != getRing() && bytes.value_or(1) != 0)
+  const bool own = !getSignals() || getSignals() == getRing();
+  if (!own && bytes.value_or(1) != 0)
     return emitOpError() << "signals another ring's mbarrier, so it announces no bytes there "
                             "(expectBytes = 0): that ring's own load announces the group's";
+  if (!own && getSignals().getType().getStages() != getRing().getType().getStages())
+    return emitOpError() << "signals the mbarriers of a ring with " << getSignals().getType().getStages()
+                         << " stages from a ring with " << getRing().getType().getStages()
+                         << " stages: rings that share mbarriers have one stage each per mbarrier";
+  // Its own mbarrier's one arrival a phase, with at least its own bytes (a
+  // phase that completed before those land would let readers in early).
+  if (own && bytes && *bytes < getRing().getType().tileBytes())
+    return emitOpError() << "announces " << *bytes << " bytes on its own mbarrier, fewer than the "
+                         << getRing().getType().tileBytes() << " its copies bring";
   return success();
 }
 

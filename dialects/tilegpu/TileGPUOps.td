@@ -258,6 +258,20 @@ def TileGPU_SetMaxRegistersOp : TileGPU_Op<"set_max_registers"> {
   let assemblyFormat = "attr-dict";
 }
 
+def TileGPU_TmaStoreWaitOp : TileGPU_Op<"tma_store_wait"> {
+  let summary = "The program leader waits until its TMA stores have read their shared memory";
+  let description = [{
+    cp.async.bulk.wait_group.read 0 by the thread that issues the program's
+    TMA stores. A warp-specialised persistent kernel's stores in its tile
+    loop (marked `tilegpu.tma_store_deferred`) wait for their copy's read
+    of the staged block only before the next store stages one - not right
+    after issuing, which would hold the leader's warp, and its warpgroup's
+    next wgmma, back while the copy reads - and once after the loop, here:
+    the kernel's shared memory must outlive the last copy's read.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def TileGPU_TmaReleaseOp : TileGPU_Op<"tma_release"> {
   let summary = "Invalidate the ring's mbarriers (after a barrier): its bytes may be reused";
   let arguments = (ins TileGPU_SharedTilesType:$ring);

@@ -223,8 +223,8 @@ std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
       auto fn = std::make_unique<Function>();
       fn->name = std::string(sectionName.substr(6));
       uint32_t symbol;
-      read(shoff + uint64_t(i) * shentsize + 0x2C, symbol); // sh_info
-      bySymbol[symbol] = fn.get();
+      read(shoff + uint64_t(i) * shentsize + 0x2C, symbol); // sh_info: the symbol (older
+      bySymbol[symbol & 0xffffff] = fn.get();                // toolchains: registers in bits 24-31)
       out[fn->name] = std::move(fn);
     } else if (sectionName.starts_with(".nv.info.")) {
       infos[std::string(sectionName.substr(9))] = {offset, size};

@@ -9,6 +9,9 @@
 // consumers store this one. Each tile's K loop releases its own stages: the
 // previous iteration's in the loop, the last one after the loop's final
 // wgmma wait, so the producer may refill every stage during the epilogue.
+// The C block's TMA store waits for its copy's read before the next tile's
+// store (tilegpu.tma_store_deferred) and once after the tile loop
+// (tilegpu.tma_store_wait), not right after issuing.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tilegpu.producer_warps = 4
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
@@ -30,8 +33,9 @@
 // CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
 // CHECK:     scf.if
 // CHECK:       tilegpu.tma_arrive %[[A]][
-// CHECK:     tile.descriptor_store
+// CHECK:     tile.descriptor_store {{.*}}tilegpu.tma_store_deferred
 // CHECK:   }
+// CHECK:   tilegpu.tma_store_wait
 // CHECK:   tilegpu.tma_release %[[A]]
 // CHECK-NOT: tilegpu.tma_release
 // CHECK: } {tilegpu.warp_specialized}
@@ -80,6 +84,8 @@ module {
 // CHECK:     tilegpu.tma_wait
 // CHECK:     tilegpu.dot_shared
 // CHECK:     tilegpu.tma_load
+// CHECK-NOT: tma_store_deferred
+// CHECK-NOT: tilegpu.tma_store_wait
 module {
   func.func @mm(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %b: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
                 %c: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %k: i32 {tile.divisibility = 16 : i32},

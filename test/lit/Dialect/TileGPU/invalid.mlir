@@ -157,3 +157,22 @@ func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %map: !
   tilegpu.tma_load %a[%s], %map[%s, %s] {expectBytes = -8 : i64} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, !llvm.ptr
   return
 }
+
+// -----
+
+// A copy on its own ring's mbarrier announces at least its own bytes: that
+// mbarrier's phase would otherwise complete (or never arrive) before they land.
+func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %map: !llvm.ptr, %s: i32) {
+  // expected-error @+1 {{announces 0 bytes on its own mbarrier, fewer than the 4096 its copies bring}}
+  tilegpu.tma_load %a[%s], %map[%s, %s] {expectBytes = 0 : i64} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %b: !tilegpu.shared<2 x[32, 64] x bf16, contiguousDim = 1>,
+             %map: !llvm.ptr, %s: i32) {
+  // expected-error @+1 {{signals the mbarriers of a ring with 3 stages from a ring with 2 stages}}
+  tilegpu.tma_load %b[%s], %map[%s, %s] signals %a {expectBytes = 0 : i64} : !tilegpu.shared<2 x[32, 64] x bf16, contiguousDim = 1>, !llvm.ptr, !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  return
+}

@@ -63,6 +63,7 @@ func.func @turns(%turn: i32) {
 // CHECK:         tilegpu.tma_load %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] signals %[[A]] {expectBytes = 0 : i64}
 // CHECK:         tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {noBarrier}
 // CHECK:         tilegpu.tma_arrive %[[A]][%{{.*}}]
+// CHECK:         tilegpu.tma_store_wait
 func.func @shared_stage_barrier(%map: !llvm.ptr, %s: i32, %i: i32) {
   %a = tilegpu.alloc_shared {mbarriers, released} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
   %b = tilegpu.alloc_shared : !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>
@@ -70,5 +71,6 @@ func.func @shared_stage_barrier(%map: !llvm.ptr, %s: i32, %i: i32) {
   tilegpu.tma_load %b[%s], %map[%i, %i] signals %a {expectBytes = 0 : i64} : !tilegpu.shared<3 x[32, 64] x bf16, contiguousDim = 1>, !llvm.ptr, !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
   tilegpu.tma_wait %a[%s], %i {noBarrier} : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
   tilegpu.tma_arrive %a[%s] : !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
+  tilegpu.tma_store_wait
   return
 }
