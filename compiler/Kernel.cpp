@@ -4,6 +4,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/backend/PtxBackend.h"
+#include "compiler/backend/Sass.h"
 #include "compiler/dsl/TraceState.h"
 #include "compiler/interp/Interpreter.h"
 #include "runtime/GpuLaunch.h"
@@ -512,6 +513,8 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
 }
 } // namespace
 
+std::string CompiledKernel::sass() const { return backend::disassemble(cubin); }
+
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
   const Switches env = Switches::read();
   CompileOptions withEnv = opts;
@@ -531,7 +534,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                   opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma,
                   paths.overlapDots, paths.warpgroupTurns, warpSpecialize, opts.ping_pong);
   // Dumping GPU stages means compiling for real, not reading a cache.
-  bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx");
+  bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx") || dumpEnabled("sass");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
   if (auto it = spec.compiled.find(optionKey); it != spec.compiled.end() && !dumping)
     return *it->second; // the fast path: no hashing, no I/O
@@ -571,6 +574,15 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
           out.shared_bytes = k.sharedBytes;
           out.spill_bytes = k.spillStoreBytes + k.spillLoadBytes;
         }
+      if (dumpEnabled("sass")) {
+        std::string sass;
+        try {
+          sass = out.sass();
+        } catch (const Error &e) { // a missing nvdisasm must not fail the compile
+          sass = fmt::format("(no SASS: {})", e.what());
+        }
+        dumpStage(name, "sass", sass);
+      }
     }
     return serialize(out);
   };

@@ -26,8 +26,11 @@ fi
 
 # Python: the bindings' build (pybind11, scikit-build-core for pip install .)
 # and their tests (pytest, numpy, ml_dtypes for bfloat16 arrays), from PyPI
-# into the python3 on PATH. Pinned, so a fresh machine builds what CI built.
-PY_PACKAGES=(pybind11==3.1.0 numpy==2.4.6 ml_dtypes==0.6.0 pytest==9.2.0 scikit-build-core==1.1.2)
+# into the python3 on PATH; and NVIDIA's nvdisasm wheel (the toolkit here has
+# none): CompiledKernel::sass() and the SASS tests. Pinned, so a fresh machine
+# builds what CI built.
+PY_PACKAGES=(pybind11==3.1.0 numpy==2.4.6 ml_dtypes==0.6.0 pytest==9.2.0 scikit-build-core==1.1.2
+             nvidia-cuda-nvdisasm==13.5.37)
 PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" - "${PY_PACKAGES[@]}" <<'PY' 2>/dev/null; then
 import sys

@@ -43,6 +43,13 @@ void LLVMInitializeNVPTXAsmPrinter();
 }
 
 namespace tegula::backend {
+
+std::string cudaRoot() {
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+  return "/usr/local/cuda";
+}
+
 namespace {
 
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
@@ -55,12 +62,6 @@ void initNvptx() {
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-}
-
-std::string cudaRoot() {
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    return home;
-  return "/usr/local/cuda";
 }
 
 std::string libdevicePath() {

@@ -58,6 +58,10 @@ struct Cubin {
   std::string log; // ptxas's full output
 };
 
+/// $CUDA_HOME, else /usr/local/cuda: where ptxas, libdevice and nvdisasm are
+/// looked for first.
+std::string cudaRoot();
+
 /// The ptxas found in $TEGULA_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin or
 /// PATH; empty when there is none.
 std::optional<std::string> findPtxas();

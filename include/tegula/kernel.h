@@ -230,6 +230,12 @@ struct CompiledKernel {
   /// num_warps warps; the launch passes the grid's program count as a
   /// hidden last parameter), else 1.
   int programs_per_cta = 1;
+
+  /// The cubin's machine code (SASS) as nvdisasm prints it: what ptxas made
+  /// of the PTX, for reading hot loops. Disassembled on each call. Throws
+  /// tegula::Error when there is no cubin (compiled without ptxas) or no
+  /// nvdisasm (scripts/setup.sh installs one; TEGULA_NVDISASM names another).
+  std::string sass() const;
 };
 
 /// A traced, specialisable, launchable kernel. Cheap to copy (shared state).

@@ -321,6 +321,9 @@ PYBIND11_MODULE(_tegula, m) {
       .def_readonly("producer_warps", &CompiledKernel::producer_warps)
       .def_readonly("programs_per_cta", &CompiledKernel::programs_per_cta)
       .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
+      .def_property_readonly("sass", &CompiledKernel::sass,
+                             "The cubin's machine code (SASS) by nvdisasm, disassembled on each access; "
+                             "raises tegula.Error without a cubin or nvdisasm")
       .def("__repr__", [](const CompiledKernel &c) {
         return fmt::format("<CompiledKernel: {} bytes of PTX, cubin {} bytes, {} registers, {} B "
                            "shared, {} B spilled>",

@@ -20,6 +20,9 @@ class CompiledKernel:
     producer_warps: int
     programs_per_cta: int
     ptxas_log: str
+    @property
+    def sass(self) -> str:
+        """The cubin's machine code (SASS) by nvdisasm; raises Error without a cubin or nvdisasm."""
 
 class Launcher:
     def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,

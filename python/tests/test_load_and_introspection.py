@@ -83,5 +83,13 @@ def test_ir_and_compile():
     assert compiled.spill_bytes == 0
     if compiled.cubin:  # ptxas present
         assert compiled.registers > 0
+        # The machine code (nvdisasm, which scripts/setup.sh installs): 256
+        # floats over 128 threads, one 8-byte load of each input a thread.
+        sass = compiled.sass
+        assert ".target\tsm_90a" in sass and "vector_add:" in sass
+        assert sass.count("LDG.E.64") == 2 and "EXIT" in sass
+    else:
+        with pytest.raises(tegula.Error, match="no cubin to disassemble"):
+            compiled.sass
     assert "vector_add" in repr(examples.vector_add)
     assert examples.softmax.signatures[1] == ["*bf16", "*bf16", "i32", "constexpr i32"]

@@ -27,3 +27,12 @@ if shutil.which("ptxas") or os.access(os.path.join(cuda_home, "bin", "ptxas"), o
     config.available_features.add("ptxas")
 else:
     lit_config.note("ptxas not found: tests that REQUIRE ptxas are reported UNSUPPORTED")
+
+# tegulac --sass needs nvdisasm: the one the build found (CMake passes
+# --param nvdisasm=PATH), $TEGULA_NVDISASM, or one in CUDA_HOME or PATH.
+nvdisasm = lit_config.params.get("nvdisasm") or os.environ.get("TEGULA_NVDISASM", "")
+if (nvdisasm and os.access(nvdisasm, os.X_OK)) or shutil.which("nvdisasm") or \
+        os.access(os.path.join(cuda_home, "bin", "nvdisasm"), os.X_OK):
+    config.available_features.add("nvdisasm")
+else:
+    lit_config.note("nvdisasm not found (scripts/setup.sh installs it): tests that REQUIRE it are UNSUPPORTED")

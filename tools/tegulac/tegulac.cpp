@@ -2,17 +2,19 @@
 //
 //   tegulac kernels.mlir --chip=sm_90a -o kernels.ptx        # PTX
 //   tegulac kernels.mlir --chip=sm_80 --cubin -o k.cubin      # + ptxas, report
+//   tegulac kernels.mlir --chip=sm_90a --sass                 # + nvdisasm: SASS
 //
 // Input: a kernel library in the `tile` dialect (what `Kernel::ir()` prints;
 // any number of kernels, compiled with --num-warps), or a module of
 // per-thread code in the LLVM dialect with NVVM ops (what the lowering
 // produces). Prints each kernel's registers, shared memory and spills when
-// assembling.
+// assembling (on stderr with --sass, whose machine code goes to -o).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/backend/PtxBackend.h"
+#include "compiler/backend/Sass.h"
 #include "tegula/error.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,6 +45,7 @@ static cl::opt<std::string> features("features",
                                      cl::init(""));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(3));
 static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
+static cl::opt<bool> sass("sass", cl::desc("assemble with ptxas and write the machine code (SASS, by nvdisasm)"));
 static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dialect input)"),
                              cl::init(4));
 static cl::opt<int> numStages("num-stages",
@@ -76,7 +79,7 @@ int main(int argc, char **argv) {
   try {
     tegula::backend::Target target{chip, features, optLevel};
     std::string ptx = tegula::backend::translateToPtx(*module, target);
-    if (!cubin) {
+    if (!cubin && !sass) {
       if (outputFile == "-") {
         llvm::outs() << ptx;
       } else {
@@ -85,13 +88,22 @@ int main(int argc, char **argv) {
       return 0;
     }
     auto bin = tegula::backend::assemble(ptx, target);
-    if (outputFile != "-")
+    FILE *report = stdout;
+    if (sass) {
+      std::string code = tegula::backend::disassemble(bin.data);
+      if (outputFile == "-")
+        llvm::outs() << code;
+      else
+        std::ofstream(outputFile) << code;
+      report = stderr;
+    } else if (outputFile != "-") {
       std::ofstream(outputFile, std::ios::binary).write(bin.data.data(), std::streamsize(bin.data.size()));
-    fmt::print("{:<24} {:>9} {:>10} {:>8} {:>12}\n", "kernel", "registers", "shared (B)",
-               "barriers", "spills (B)");
+    }
+    fmt::print(report, "{:<24} {:>9} {:>10} {:>8} {:>12}\n", "kernel", "registers", "shared (B)", "barriers",
+               "spills (B)");
     for (const auto &k : bin.kernels)
-      fmt::print("{:<24} {:>9} {:>10} {:>8} {:>12}\n", k.kernel, k.registers, k.sharedBytes,
-                 k.barriers, k.spillStoreBytes + k.spillLoadBytes);
+      fmt::print(report, "{:<24} {:>9} {:>10} {:>8} {:>12}\n", k.kernel, k.registers, k.sharedBytes, k.barriers,
+                 k.spillStoreBytes + k.spillLoadBytes);
     return 0;
   } catch (const tegula::Error &e) {
     llvm::errs() << "tegulac: error: " << e.what() << "\n";

@@ -1,0 +1,207 @@
+// SassTest.cpp - what ptxas made of the PTX, read from the machine code
+// (CompiledKernel::sass(), nvdisasm): properties the PTX alone cannot show -
+// one MUFU an element for the fast math, no slow-path calls, wgmma groups
+// issued back to back with one left in flight, stmatrix epilogues. No GPU
+// needed: ptxas and nvdisasm (scripts/setup.sh installs the latter).
+#include "TestUtil.h"
+#include "examples/kernels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <regex>
+#include <sstream>
+
+using namespace tegula;
+using namespace tegula::testing;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+/// The instructions of a SASS listing, in order, without offsets and
+/// predicates ("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR20].tnspB, R24, gsb0").
+std::vector<std::string> instructions(const std::string &sass) {
+  static const std::regex line(R"(^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(.*?)\s*;)");
+  std::vector<std::string> out;
+  std::istringstream in(sass);
+  std::smatch m;
+  for (std::string text; std::getline(in, text);)
+    if (std::regex_search(text, m, line))
+      out.push_back(m[1].str());
+  return out;
+}
+
+/// How many instructions start with `opcode` ("MUFU.EX2", "HGMMA").
+int count(const std::vector<std::string> &code, const std::string &opcode) {
+  int n = 0;
+  for (const std::string &i : code)
+    n += i.compare(0, opcode.size(), opcode) == 0;
+  return n;
+}
+
+/// The SASS of `k`, or why there is none: no ptxas skips (as every ptxas
+/// test does); a missing nvdisasm fails, since scripts/setup.sh installs it.
+std::optional<std::string> sassOf(const CompiledKernel &k) {
+  if (k.cubin.empty())
+    return std::nullopt;
+  try {
+    return k.sass();
+  } catch (const Error &e) {
+    ADD_FAILURE() << e.what();
+    return std::nullopt;
+  }
+}
+
+#define SKIP_WITHOUT_PTXAS()                                                                       \
+  if (!have_ptxas())                                                                               \
+  GTEST_SKIP() << "ptxas not found (no CUDA toolkit): no cubin to disassemble"
+
+TEST(Sass, IsTheCubinsMachineCode) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(4096);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    CompiledKernel k = kernel("vector_add", examples::vector_add).compile({x, x, x, 4096, 1024}, {.chip = chip});
+    auto sass = sassOf(k);
+    ASSERT_TRUE(sass);
+    EXPECT_THAT(*sass, HasSubstr(".target\t" + chip));
+    EXPECT_THAT(*sass, HasSubstr("vector_add:"));
+    auto code = instructions(*sass);
+    // 1024 floats over 128 threads: two 16-byte loads of each input a
+    // thread, two 16-byte stores.
+    EXPECT_EQ(count(code, "LDG.E.128"), 4) << *sass;
+    EXPECT_EQ(count(code, "STG.E.128"), 2) << *sass;
+    EXPECT_GE(count(code, "EXIT"), 1) << *sass;
+  }
+}
+
+TEST(Sass, SaysWhatIsMissing) {
+  EXPECT_THAT(error_of([] { CompiledKernel{}.sass(); }), HasSubstr("no cubin to disassemble"));
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(1024);
+  CompiledKernel k = kernel("vector_add", examples::vector_add).compile({x, x, x, 1024, 1024});
+  ScopedEnv missing("TEGULA_NVDISASM", "/nonexistent/nvdisasm");
+  EXPECT_THAT(error_of([&] { k.sass(); }), HasSubstr("'/nonexistent/nvdisasm' (TEGULA_NVDISASM) is not an executable"));
+}
+
+void exp2_of(tl::ptr<float> x, tl::ptr<float> out, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::arange(0, BLOCK);
+  tl::store(out + offs, tl::exp2(tl::load(x + offs)));
+}
+
+template <bool Fast> void reciprocal(tl::ptr<float> x, tl::ptr<float> out, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::arange(0, BLOCK);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, Fast ? tl::fdiv(1.0f, v) : 1.0f / v);
+}
+
+/// tl::exp2 is ex2.approx.ftz: ptxas emits MUFU.EX2 alone - libdevice's
+/// non-ftz form gets a compare and two predicated multiplies around it to
+/// keep subnormal results.
+TEST(Sass, Exp2IsOneMufuAnElement) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(1024);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    auto sass = sassOf(kernel("exp2_of", exp2_of).compile({x, x, 1024}, {.chip = chip}));
+    ASSERT_TRUE(sass);
+    auto code = instructions(*sass);
+    EXPECT_EQ(count(code, "MUFU.EX2"), 1024 / 128) << *sass;
+    EXPECT_EQ(count(code, "FSETP") + count(code, "FMUL"), 0) << "a fix-up around MUFU.EX2:\n" << *sass;
+  }
+}
+
+/// tl::fdiv is div.full.f32: one MUFU.RCP an element with its range scaling
+/// inline (two compares, selects and predicated multiplies, for divisors
+/// beyond 2^126 or below 2^-126) - where `/` (div.rn.f32, IEEE) calls a
+/// slow-path subroutine besides.
+TEST(Sass, FdivIsAReciprocalWithoutTheSlowPath) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(1024);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    auto fast = sassOf(kernel("reciprocal_fdiv", reciprocal<true>).compile({x, x, 1024}, {.chip = chip}));
+    auto ieee = sassOf(kernel("reciprocal_ieee", reciprocal<false>).compile({x, x, 1024}, {.chip = chip}));
+    ASSERT_TRUE(fast && ieee);
+    auto code = instructions(*fast);
+    EXPECT_EQ(count(code, "MUFU.RCP"), 1024 / 128) << *fast;
+    EXPECT_EQ(count(code, "CALL"), 0) << "a slow-path call:\n" << *fast;
+    EXPECT_GT(count(instructions(*ieee), "CALL"), 0) << "div.rn.f32's slow path (the contrast):\n" << *ieee;
+  }
+}
+
+/// The warp-specialised 128x256x64 bf16 GEMM (issue 10's config): each
+/// k-block's four m64n256k16 wgmmas issue back to back (one
+/// WARPGROUP.ARRIVE, no wait between them), the loop waits for all but the
+/// last group (DEPBAR gsb0 0x1: one group in flight while the next stage's
+/// wait and the release run), the C tile leaves through stmatrix, and
+/// nothing goes to local memory.
+TEST(Sass, HopperGemmIssuesEachKBlocksWgmmasBackToBack) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<bfloat16> x(256 * 256);
+  auto gemm = kernel("matmul_descriptors_sass", examples::matmul_descriptors<bfloat16>,
+                     {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+  for (bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "persistent" : "one tile a program");
+    CompiledKernel k =
+        persistent ? kernel("matmul_persistent_descriptors_sass", examples::matmul_persistent_descriptors<bfloat16>,
+                            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"})
+                         .compile({x, x, x, 4096, 4096, 4096, 128, 256, 64, 8},
+                                  {.chip = "sm_90a", .num_warps = 8, .num_stages = 3, .warp_specialize = true})
+                   : gemm.compile({x, x, x, 4096, 4096, 4096, 4096, 4096, 4096, 128, 256, 64},
+                                  {.chip = "sm_90a", .num_warps = 8, .num_stages = 4, .warp_specialize = true});
+    auto sass = sassOf(k);
+    ASSERT_TRUE(sass);
+    auto code = instructions(*sass);
+    EXPECT_EQ(count(code, "HGMMA.64x256x16.F32.BF16"), occurrences(k.ptx, "wgmma.mma_async")) << *sass;
+    int groups = 0;
+    for (size_t i = 0; i < code.size(); ++i) {
+      if (code[i] != "WARPGROUP.ARRIVE")
+        continue;
+      ++groups;
+      int wgmmas = 0;
+      size_t j = i + 1;
+      for (; j < code.size() && !code[j].ends_with(", gsb0"); ++j) {
+        EXPECT_THAT(code[j], Not(HasSubstr("WARPGROUP"))) << "a wait inside the group at instruction " << j;
+        wgmmas += code[j].starts_with("HGMMA");
+      }
+      ASSERT_LT(j, code.size()) << "a wgmma group without its commit";
+      EXPECT_EQ(wgmmas + 1, 4) << "64 / 16 wgmmas a k-block";
+      // The first wait after the group leaves it in flight.
+      while (j < code.size() && !code[j].starts_with("WARPGROUP.DEPBAR"))
+        ++j;
+      ASSERT_LT(j, code.size());
+      EXPECT_EQ(code[j], "WARPGROUP.DEPBAR.LE gsb0, 0x1");
+    }
+    EXPECT_EQ(groups, 1) << "one wgmma group: the main loop's";
+    EXPECT_EQ(count(code, "STSM.16.M88.4"), 16) << "the 128x256 C tile through stmatrix.x4";
+    EXPECT_EQ(count(code, "LDL") + count(code, "STL"), 0);
+  }
+}
+
+/// Attention (128 x 128 blocks, d 128, warp specialised, causal): every
+/// exp2 of the online softmax is one MUFU.EX2, the 1 / l of the epilogue one
+/// MUFU.RCP a row, and the 32 wgmmas (S = QKᵀ and O += PV, masked and
+/// unmasked loops) stay wgmmas.
+TEST(Sass, AttentionSoftmaxIsOneMufuAnElement) {
+  SKIP_WITHOUT_PTXAS();
+  auto k = kernel("attention_fwd_descriptors_sass", examples::attention_fwd_descriptors<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  std::vector<bfloat16> x(256 * 128);
+  CompiledKernel c = k.compile({x, x, x, x, 8192, 8192, 0.1f, 128, 128, 128, true},
+                               {.chip = "sm_90a", .num_warps = 8, .warp_specialize = true});
+  auto sass = sassOf(c);
+  ASSERT_TRUE(sass);
+  auto code = instructions(*sass);
+  EXPECT_EQ(count(code, "MUFU.EX2"), occurrences(c.ptx, "ex2.approx.ftz.f32"));
+  EXPECT_EQ(count(code, "MUFU.RCP"), occurrences(c.ptx, "div.full.f32"));
+  EXPECT_EQ(count(code, "MUFU"), count(code, "MUFU.EX2") + count(code, "MUFU.RCP"));
+  EXPECT_EQ(count(code, "HGMMA"), occurrences(c.ptx, "wgmma.mma_async"));
+  EXPECT_EQ(count(code, "HGMMA"), 32);
+  EXPECT_EQ(count(code, "CALL") + count(code, "LDL") + count(code, "STL"), 0);
+}
+
+} // namespace
