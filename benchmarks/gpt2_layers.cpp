@@ -10,6 +10,7 @@
 //   gpt2-layers [--iters 20]
 #include "examples/kernels.h"
 #include "models/gpt/Kernels.h"
+#include "models/gpt/Model.h"
 #include "tegula/device.h"
 
 #include <cstdlib>
@@ -73,10 +74,29 @@ template <class T> void runLayers(int iters, double copyGBs) {
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
   report("layernorm_bwd_dx_w4", 3.0 * act * e, [&] { lnDx(on({rows}, 4), dy, x, w, mean, rstd, dx, C, 1024); });
-  auto lnDw = kernel("layernorm_bwd_dwdb", k::layernorm_bwd_dwdb<T>,
-                     {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
-  report("layernorm_bwd_dwdb", 2.0 * act * e,
-         [&] { lnDw(on({uint32_t(cdiv(C, 32))}, 4), dy, x, mean, rstd, dw, db, rows, C, false, 32); });
+  // The parameter gradients as the model takes them (Model.h:
+  // Tiles::column_*): partial column sums, then the partials' sums.
+  const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>, device_info().chip);
+  const int colRows = tiles.column_rows, colTileRows = tiles.column_tile_rows, colBlock = tiles.column_block;
+  const int sumRows = tiles.column_sum_rows, sumBlock = tiles.column_sum_block;
+  const int partials = int(cdiv(rows, colRows));
+  const int64_t half = int64_t(partials) * 4 * C;
+  DeviceBuffer partialW = buffer(half, f), partialB = buffer(half, f), db4 = buffer(4 * C, f);
+  auto lnDw = kernel("layernorm_bwd_dwdb_partial", k::layernorm_bwd_dwdb_partial<T>,
+                     {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR", "BC"});
+  auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
+  auto colSums = kernel("column_partial_sums", k::column_partial_sums<T>, {"dy", "partial", "M", "N", "ROWS", "BR", "BC"});
+  report("layernorm_bwd_dwdb", 2.0 * act * e, [&] {
+    lnDw(on({uint32_t(cdiv(C, colBlock)), uint32_t(partials)}, 4), dy, x, mean, rstd, partialW, partialB, rows, C,
+         colRows, colTileRows, colBlock);
+    sums(on({uint32_t(cdiv(C, sumBlock))}, 4), partialW, dw, partials, C, false, sumRows, sumBlock);
+    sums(on({uint32_t(cdiv(C, sumBlock))}, 4), partialB, db, partials, C, false, sumRows, sumBlock);
+  });
+  report("bias_bwd_4c", 4.0 * act * e, [&] { // the MLP's first bias: 4 C columns
+    colSums(on({uint32_t(cdiv(4 * C, colBlock)), uint32_t(partials)}, 4), hd, partialW, rows, 4 * C, colRows,
+            colTileRows, colBlock);
+    sums(on({uint32_t(cdiv(4 * C, sumBlock))}, 4), partialW, db4, partials, 4 * C, false, sumRows, sumBlock);
+  });
   auto gelu = kernel("gelu", examples::gelu<T>, {"x", "out", "n", "BLOCK"});
   report("gelu_fwd", 2.0 * 4 * act * e,
          [&] { gelu(on({uint32_t(cdiv(4 * act, 1024))}, 4), h, hy, int32_t(4 * act), 1024); });

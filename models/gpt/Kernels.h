@@ -115,25 +115,33 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
   tl::store(dx + row * C + cols, out, mask);
 }
 
-/// LayerNorm backward, the parameter gradients: dw (+)= sum over rows of
-/// dy * xhat, db (+)= sum of dy (one program per column block, deterministic).
+/// LayerNorm backward, the parameter gradients, first pass: program (i, j)
+/// sums dy * xhat and dy over rows [j ROWS, (j + 1) ROWS) of columns
+/// [i BC, (i + 1) BC) into partial_w[j, cols] and partial_b[j, cols];
+/// column_sums then adds the partials into dw and db (as column_partial_sums
+/// does for a bias: deterministic, many programs, whole tiles in flight).
 template <class T>
-void layernorm_bwd_dwdb(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
-                        tl::ptr<float> dw, tl::ptr<float> db, tl::scalar<int32_t> rows,
-                        tl::scalar<int32_t> C, tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
-  tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-  tl::tensor mask = cols < C;
-  tl::tensor acc_w = accumulate.value ? tl::load(dw + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
-  tl::tensor acc_b = accumulate.value ? tl::load(db + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
-  for (auto r : tl::range(0, rows, 1, acc_w, acc_b)) {
-    tl::tensor g = tl::load(dy + r * C + cols, mask, 0.0f).to(tl::f32);
-    tl::tensor xhat = (tl::load(x + r * C + cols, mask, 0.0f).to(tl::f32) - tl::load(mean_in + r)) *
-                      tl::load(rstd_in + r);
+void layernorm_bwd_dwdb_partial(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
+                                tl::ptr<float> partial_w, tl::ptr<float> partial_b, tl::scalar<int32_t> rows,
+                                tl::scalar<int32_t> C, tl::constant<int> ROWS, tl::constant<int> BR,
+                                tl::constant<int> BC) {
+  tl::tensor cols = tl::program_id(0) * BC + tl::arange(0, BC);
+  tl::tensor first = tl::program_id(1) * ROWS;
+  tl::tensor acc_w = tl::zeros({BR, BC}, tl::f32), acc_b = tl::zeros({BR, BC}, tl::f32);
+  for (auto r : tl::range(0, ROWS.value, BR.value, acc_w, acc_b)) {
+    tl::tensor rs = first + r + tl::arange(0, BR);
+    tl::tensor in_rows = rs < rows;
+    tl::tensor mask = in_rows.expand_dims(1) & (cols.expand_dims(0) < C);
+    tl::tensor at = rs.expand_dims(1) * C + cols.expand_dims(0);
+    tl::tensor g = tl::load(dy + at, mask, 0.0f).to(tl::f32);
+    tl::tensor xhat = (tl::load(x + at, mask, 0.0f).to(tl::f32) - tl::load(mean_in + rs, in_rows, 0.0f).expand_dims(1)) *
+                      tl::load(rstd_in + rs, in_rows, 0.0f).expand_dims(1);
     acc_w = acc_w + g * xhat;
     acc_b = acc_b + g;
   }
-  tl::store(dw + cols, acc_w, mask);
-  tl::store(db + cols, acc_b, mask);
+  tl::tensor out = tl::program_id(1) * C + cols;
+  tl::store(partial_w + out, tl::sum(acc_w, 0), cols < C);
+  tl::store(partial_b + out, tl::sum(acc_b, 0), cols < C);
 }
 
 /// d/dx of GELU-tanh ("gelu_new"): dx = dy * gelu'(x).
@@ -438,17 +446,43 @@ void matmul_tma(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
   examples::matmul_descriptors<T>(a, b, c, M, N, K, K, N, N, BM, BN, BK);
 }
 
-/// db (+)= column sums of dy [M, N] (one program per column block, looping
-/// over rows: deterministic).
+/// Column sums of dy [M, N] (a bias's gradient), first pass: program (i, j)
+/// sums rows [j ROWS, (j + 1) ROWS) of columns [i BC, (i + 1) BC) into
+/// partial[j, cols] - [BR, BC] tiles added elementwise, reduced across rows
+/// once at the end. (One program a column block looping over single rows
+/// kept one short load in flight a warp and 24 programs busy for GPT-2's 768
+/// columns: bound by memory latency, ~0.3 ms a call on an H100, where the
+/// bytes take ~5 us.) column_sums adds the partials in a fixed order:
+/// deterministic.
 template <class T>
-void bias_bwd(tl::ptr<T> dy, tl::ptr<float> db, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
-              tl::constant<bool> accumulate, tl::constant<int> BLOCK) {
-  tl::tensor cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-  tl::tensor mask = cols < N;
-  tl::tensor acc = accumulate.value ? tl::load(db + cols, mask, 0.0f) : tl::zeros({BLOCK}, tl::f32);
-  for (auto r : tl::range(0, M, 1, acc))
-    acc = acc + tl::load(dy + r * N + cols, mask, 0.0f).to(tl::f32);
-  tl::store(db + cols, acc, mask);
+void column_partial_sums(tl::ptr<T> dy, tl::ptr<float> partial, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                         tl::constant<int> ROWS, tl::constant<int> BR, tl::constant<int> BC) {
+  tl::tensor cols = tl::program_id(0) * BC + tl::arange(0, BC);
+  tl::tensor first = tl::program_id(1) * ROWS;
+  tl::tensor acc = tl::zeros({BR, BC}, tl::f32);
+  for (auto r : tl::range(0, ROWS.value, BR.value, acc)) {
+    tl::tensor rs = first + r + tl::arange(0, BR);
+    tl::tensor mask = (rs.expand_dims(1) < M) & (cols.expand_dims(0) < N);
+    acc = acc + tl::load(dy + rs.expand_dims(1) * N + cols.expand_dims(0), mask, 0.0f).to(tl::f32);
+  }
+  tl::store(partial + tl::program_id(1) * N + cols, tl::sum(acc, 0), cols < N);
+}
+
+/// Column sums, second pass: out[cols] (+)= the sum of partial's P rows
+/// [P, N], in [BR, BC] tiles.
+inline void column_sums(tl::ptr<float> partial, tl::ptr<float> out, tl::scalar<int32_t> P, tl::scalar<int32_t> N,
+                        tl::constant<bool> accumulate, tl::constant<int> BR, tl::constant<int> BC) {
+  tl::tensor cols = tl::program_id(0) * BC + tl::arange(0, BC);
+  tl::tensor acc = tl::zeros({BR, BC}, tl::f32);
+  for (auto r : tl::range(0, P, BR.value, acc)) {
+    tl::tensor rs = r + tl::arange(0, BR);
+    tl::tensor mask = (rs.expand_dims(1) < P) & (cols.expand_dims(0) < N);
+    acc = acc + tl::load(partial + rs.expand_dims(1) * N + cols.expand_dims(0), mask, 0.0f);
+  }
+  tl::tensor sum = tl::sum(acc, 0);
+  if (accumulate.value)
+    sum = sum + tl::load(out + cols, cols < N, 0.0f);
+  tl::store(out + cols, sum, cols < N);
 }
 
 } // namespace tegula::gpt::kernels

@@ -412,6 +412,17 @@ void GptModel::backward() {
   // the queries `step` at a time; a dq program owns `own` queries.
   const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
   const int attWarps = tiles_.attention_warps, colBlock = 32;
+  // Column sums: partials of column_rows rows each, then their sum.
+  const int colRows = tiles_.column_rows, colTileRows = tiles_.column_tile_rows, colTile = tiles_.column_block;
+  const int partials = int(cdiv(BT, colRows));
+  if (const int64_t need = 2 * int64_t(partials) * 4 * C; columnScratch_.size() != need)
+    columnScratch_ = Arena(need, backend_); // once per B x T
+  const int64_t partialHalf = int64_t(partials) * 4 * C;
+  auto columnSums = [&](int64_t partialOffset, int N, Arg out) {
+    kernels_->columnSums(launch({uint32_t(cdiv(N, tiles_.column_sum_block))}),
+                         columnScratch_.view(partialOffset, int64_t(partials) * N), out, partials, N, true,
+                         tiles_.column_sum_rows, tiles_.column_sum_block);
+  };
   const Arg tgtArg = a.targets(), tokArg = a.tokens();
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
@@ -420,14 +431,20 @@ void GptModel::backward() {
                        P(w + ".weight"), dx, BT, N, K, BM, BN, BK);
     kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
                        G(w + ".weight"), BT, N, K, true, BM, BN, BK);
-    kernels_->biasBwd(launch({uint32_t(cdiv(N, colBlock))}), dy, G(w + ".bias"), BT, N, true, colBlock);
+    kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
+                                columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
+    columnSums(0, N, G(w + ".bias"));
   };
   // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
     kernels_->layernormDx(launch({uint32_t(BT)}), dy, A(x, btc), P(ln + ".weight"), S(mean, BT), S(rstd, BT), dx,
                           C, lnBlock);
-    kernels_->layernormDwdb(launch({uint32_t(cdiv(C, colBlock))}), dy, A(x, btc), S(mean, BT), S(rstd, BT),
-                            G(ln + ".weight"), G(ln + ".bias"), BT, C, true, colBlock);
+    kernels_->layernormDwdbPartial(launch({uint32_t(cdiv(C, colTile)), uint32_t(partials)}), dy, A(x, btc),
+                                   S(mean, BT), S(rstd, BT), columnScratch_.view(0, int64_t(partials) * C),
+                                   columnScratch_.view(partialHalf, int64_t(partials) * C), BT, C, colRows,
+                                   colTileRows, colTile);
+    columnSums(0, C, G(ln + ".weight"));
+    columnSums(partialHalf, C, G(ln + ".bias"));
   };
   auto add = [&](Arg x, Arg y, Arg out) {
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, btc, 1024);
@@ -537,7 +554,7 @@ GptModel::Memory GptModel::memory() const {
   m.parameters = paramArena_.bytes() + weightCopy_.bytes();
   m.gradients = gradArena_.bytes();
   m.optimizer = adamM_.bytes() + adamV_.bytes();
-  m.scratch = normScratch_.bytes();
+  m.scratch = normScratch_.bytes() + columnScratch_.bytes();
   if (acts_) {
     const Activations &a = *acts_;
     m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();

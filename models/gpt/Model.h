@@ -100,6 +100,16 @@ public:
     // the diagonal or T (false: on every block - sm_80's 64 x 64 forward
     // then takes 200 registers instead of 248, two CTAs an SM)
     bool attention_fwd_diagonal_mask_only = true;
+    // Column sums (bias and LayerNorm parameter gradients): each program
+    // sums column_rows rows of column_block columns, column_tile_rows at a
+    // time; a second pass adds the programs' partial sums. Small programs,
+    // many of them: ptxas keeps only 1-3 of an accumulating loop's loads in
+    // flight (its default register target), so occupancy has to hide the
+    // latency (GPT-2's 768 columns: 768 programs of 64 rows); the second
+    // pass reads [column_sum_rows, column_sum_block] tiles (8192 rows' 128
+    // partials at once)
+    int column_rows = 64, column_tile_rows = 32, column_block = 128;
+    int column_sum_rows = 128, column_sum_block = 16;
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
   /// registers and shared memory of f32 ones, so their tiles are larger -
@@ -188,7 +198,9 @@ public:
     /// The most the model has held at once so far (activations are resized
     /// when B x T changes).
     int64_t peak = 0;
-    /// clip_grad_norm's scratch (one f32 per 4096 gradients).
+    /// Scratch: clip_grad_norm's (one f32 per 4096 gradients) and the
+    /// backward's column sums' partials (two f32 per column_rows rows of the
+    /// widest bias, 4 n_embd).
     int64_t scratch = 0;
     int64_t total() const { return parameters + gradients + optimizer + activations + scratch; }
   };
@@ -235,7 +247,8 @@ private:
   std::vector<ParamSpec> params_;
   Arena paramArena_, gradArena_, adamM_, adamV_;
   Arena weightCopy_; // bf16 storage: the master weights rounded to bf16 (empty for f32)
-  Arena normScratch_; // clip_grad_norm's partial sums
+  Arena normScratch_;   // clip_grad_norm's partial sums
+  Arena columnScratch_; // the backward's column sums' partial sums
   int steps_ = 0;
   float gradScale_ = 1.0f;
   mutable int64_t peak_ = 0; // the largest memory().total() seen

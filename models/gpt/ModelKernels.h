@@ -70,7 +70,8 @@ struct GptModel::Kernels {
   // Forward.
   Kernel embedding, layernorm, linear, attention, residual, lmHead, crossEntropy;
   // Backward.
-  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, biasBwd, layernormDx, layernormDwdb, geluBwd, attentionDelta,
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, columnPartialSums, columnSums, layernormDx,
+      layernormDwdbPartial, geluBwd, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
   Kernel adamw, adamwMixed, sumOfSquares, sumAll, fill;
@@ -122,11 +123,14 @@ private:
                            {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
         .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
-        .biasBwd = kernel(name("bias_bwd"), bias_bwd<T>, {"dy", "db", "M", "N", "accumulate", "BLOCK"}),
+        .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
+                                    {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
+        .columnSums = kernel("gpt_column_sums", column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
         .layernormDx = kernel(name("layernorm_bwd_dx"), layernorm_bwd_dx<T>,
                               {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
-        .layernormDwdb = kernel(name("layernorm_bwd_dwdb"), layernorm_bwd_dwdb<T>,
-                                {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"}),
+        .layernormDwdbPartial = kernel(name("layernorm_bwd_dwdb_partial"), layernorm_bwd_dwdb_partial<T>,
+                                       {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR",
+                                        "BC"}),
         .geluBwd = kernel(name("gelu_bwd"), gelu_bwd<T>, {"x", "dy", "dx", "n", "BLOCK"}),
         .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"}),

@@ -138,6 +138,17 @@ template <class T> void checkAll(const char *chip) {
   check(kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
                {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
         {t, i, f, f, t, 50257, 50304, 1024}, chip, 4, 4); // target, loss, its logit, dloss
+  // The bias and LayerNorm parameter gradients: whole [32, 128] tiles in
+  // vectors (mean and rstd are a row's scalars), then the partials' sums
+  // (and the gradient accumulated so far, a column a thread).
+  const int CR = tiles.column_rows, CT = tiles.column_tile_rows, CB = tiles.column_block;
+  check(kernel("column_partial_sums", k::column_partial_sums<T>, {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
+        {t, f, 8192, 4 * C, CR, CT, CB}, chip, 4, 0);
+  check(kernel("layernorm_bwd_dwdb_partial", k::layernorm_bwd_dwdb_partial<T>,
+               {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR", "BC"}),
+        {t, t, f, f, f, f, 8192, C, CR, CT, CB}, chip, 4, 2);
+  check(kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
+        {f, f, 128, 4 * C, true, tiles.column_sum_rows, tiles.column_sum_block}, chip, 4, 1);
   check(kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
         {t, t, t, int64_t(8192) * C, 1024}, chip, 4, 0);
   if constexpr (std::is_same_v<T, float>)

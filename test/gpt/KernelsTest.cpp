@@ -92,10 +92,17 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   auto dy = random_vector<float>(rows * C);
   auto dx = poisoned<float>(rows * C), dw = poisoned<float>(C), db = poisoned<float>(C);
   auto bwdX = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<float>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
-  auto bwdW = kernel("layernorm_bwd_dwdb", k::layernorm_bwd_dwdb<float>,
-                     {"dy", "x", "mean", "rstd", "dw", "db", "rows", "C", "accumulate", "BLOCK"});
+  auto bwdW = kernel("layernorm_bwd_dwdb_partial", k::layernorm_bwd_dwdb_partial<float>,
+                     {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR", "BC"});
+  auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
   bwdX(on({rows}), dy, x, w, mean, rstd, dx, C, BLOCK);
-  bwdW(on({uint32_t(cdiv(C, 32))}), dy, x, mean, rstd, dw, db, rows, C, false, 32);
+  // Partials of 4 rows (the second ragged), 2 at a time, 32 columns a
+  // program (the fourth ragged); then their sums, 4 partial rows a tile.
+  const int partials = int(cdiv(rows, 4));
+  auto pw = poisoned<float>(size_t(partials * C)), pb = poisoned<float>(size_t(partials * C));
+  bwdW(on({uint32_t(cdiv(C, 32)), uint32_t(partials)}), dy, x, mean, rstd, pw, pb, rows, C, 4, 2, 32);
+  sums(on({uint32_t(cdiv(C, 32))}), pw, dw, partials, C, false, 4, 32);
+  sums(on({uint32_t(cdiv(C, 32))}), pb, db, partials, C, false, 4, 32);
   auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
     auto yy = poisoned<float>(rows * C), mm = poisoned<float>(rows), rr = poisoned<float>(rows);
     fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, C, eps, BLOCK);
@@ -277,13 +284,24 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   auto bwdX = kernel("matmul_bwd_dx", k::matmul_bwd_dx<T>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
   auto bwdW = kernel("matmul_bwd_dw", k::matmul_bwd_dw<T>,
                      {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
-  auto bwdB = kernel("bias_bwd", k::bias_bwd<T>, {"dy", "db", "M", "N", "accumulate", "BLOCK"});
+  auto partialSums = kernel("column_partial_sums", k::column_partial_sums<T>,
+                            {"dy", "partial", "M", "N", "ROWS", "BR", "BC"});
+  auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
+  // db: partial sums of 16 rows (the last ragged), 4 at a time, 32 columns a
+  // program (the second ragged); then 2 partial rows at a time.
+  const int partials = int(cdiv(M, 16));
+  auto partial = poisoned<float>(size_t(partials * N));
+  auto bwdB = [&](bool accumulate) {
+    o.grid = {uint32_t(cdiv(N, 32)), uint32_t(partials)};
+    partialSums(o, dy, partial, M, N, 16, 4, 32);
+    o.grid = {uint32_t(cdiv(N, 32))};
+    sums(o, partial, db, partials, N, accumulate, 2, 32);
+  };
   o.grid = {uint32_t(cdiv(M, 32)), uint32_t(cdiv(K, 32))};
   bwdX(o, dy, w, dx, M, N, K, 32, 32, 16);
   o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
   bwdW(o, x, dy, dw, M, N, K, false, 32, 32, 16);
-  o.grid = {uint32_t(cdiv(N, 32))};
-  bwdB(o, dy, db, M, N, false, 32);
+  bwdB(false);
   std::vector<double> wantDx(M * K, 0.0), wantDw(K * N, 0.0), wantDb(N, 0.0);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
@@ -300,8 +318,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   // Accumulating (micro-batches): the same gradients again, added.
   o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
   bwdW(o, x, dy, dw, M, N, K, true, 32, 32, 16);
-  o.grid = {uint32_t(cdiv(N, 32))};
-  bwdB(o, dy, db, M, N, true, 32);
+  bwdB(true);
   for (double &v : wantDw) v *= 2;
   for (double &v : wantDb) v *= 2;
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
