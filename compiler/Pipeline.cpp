@@ -42,6 +42,10 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   // are recomputed there rather than converted.
   pm.addPass(createRemoveLayoutConversions());
   pm.addPass(mlir::createCSEPass());
+  // Layout conversions of loop-invariant values (attention backward's row
+  // statistics) leave the loop: lowered, each is a shared-memory round trip
+  // between two CTA barriers, which LLVM's LICM cannot move.
+  pm.addPass(mlir::createLoopInvariantCodeMotionPass());
   PipelineDotOperandsOptions pipelining;
   pipelining.numStages = o.numStages;
   pipelining.warpSpecialize = o.warpSpecialize && chip == "sm_90a";

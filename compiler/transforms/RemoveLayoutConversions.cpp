@@ -158,6 +158,52 @@ bool onlyUsedBy(tilegpu::ConvertLayoutOp cvt, Operation *user) {
   return llvm::all_of(cvt->getUsers(), [&](Operation *u) { return u == user; });
 }
 
+/// A small load (a row statistic: at most kReloadElements) whose only use
+/// is a conversion and whose pointers, mask and fill are cheap: loaded again
+/// in the conversion's layout instead (ReloadInTargetLayout), so converting
+/// it costs nothing. Lanes that share an element then read it twice, from L1
+/// - where the conversion is a shared-memory round trip between two CTA
+/// barriers, and waits for the load where it stands.
+constexpr int64_t kReloadElements = 256;
+bool isReloadable(Value v) {
+  auto load = v.getDefiningOp<tile::LoadOp>();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!load || !type || !v.hasOneUse() || type.getNumElements() > kReloadElements)
+    return false;
+  return llvm::all_of(load->getOperands(), isCheapTile);
+}
+
+/// Layouts any op may compute in: blocked, mma and their slices (not a dot
+/// operand's, which only conversions produce).
+bool computesIn(Attribute encoding) {
+  if (auto slice = dyn_cast<tilegpu::SliceEncodingAttr>(encoding))
+    return computesIn(slice.getParent());
+  return isa<tilegpu::BlockedEncodingAttr, tilegpu::MmaEncodingAttr>(encoding);
+}
+
+/// A small value computed only for this use from cheap tiles and
+/// reloadable loads - through elementwise ops, expand_dims, broadcasts and
+/// conversions (attention's scaled row statistic, expanded and negated):
+/// the other rewrites bring the whole chain into the user's layout, so
+/// converting it costs nothing.
+bool isRematerialisable(Value v, int depth = 0) {
+  if (isCheapTile(v))
+    return true;
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (depth > 8 || !type || !v.hasOneUse() || type.getNumElements() > kReloadElements)
+    return false;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<tile::LoadOp>(def))
+    return isReloadable(v);
+  if (!isa<tilegpu::ConvertLayoutOp, tile::ExpandDimsOp, tile::BroadcastOp>(def) && !isElementwise(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value o) {
+    return !isa<RankedTensorType>(o.getType()) || isRematerialisable(o, depth + 1);
+  });
+}
+
 /// Plans `op` (elementwise) recomputed in layout `encoding`: for each tile
 /// operand the value to convert (a conversion operand is looked through), and
 /// what the plan adds and what it removes among the operand conversions.
@@ -169,8 +215,8 @@ struct Plan {
 Plan planIn(Operation *op, Attribute encoding) {
   Plan plan;
   for (Value o : op->getOperands()) {
-    if (!isa<RankedTensorType>(o.getType()) || isCheapTile(o)) {
-      plan.sources.push_back(o); // cheap tiles are rematerialised: free
+    if (!isa<RankedTensorType>(o.getType()) || isCheapTile(o) || (computesIn(encoding) && isRematerialisable(o))) {
+      plan.sources.push_back(o); // cheap tiles are rematerialised, small loads reloaded: free
       continue;
     }
     Value src = o;
@@ -329,6 +375,41 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
   }
 };
 
+/// convert_L(load(p, mask, other)) of a reloadable load -> load(p', mask',
+/// other') in L, where it stood (the operands' conversions then become
+/// recomputations). Rooted at the load: it has its single use only once the
+/// rewrite that converted it has erased the old user.
+struct ReloadInTargetLayout : OpRewritePattern<tile::LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::LoadOp load, PatternRewriter &rewriter) const override {
+    if (!isReloadable(load.getResult()))
+      return failure();
+    auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());
+    if (!cvt || conversionCost(cvt).n[0] == 0) // only shared-memory conversions are worth a reload
+      return failure();
+    auto target = cast<RankedTensorType>(cvt.getType());
+    if (!computesIn(target.getEncoding()))
+      return failure();
+    auto in = [&](Value v) -> Value {
+      if (!v)
+        return v;
+      return tilegpu::ConvertLayoutOp::create(rewriter, load.getLoc(),
+                                              withEncodingOf(cast<RankedTensorType>(v.getType()), target), v);
+    };
+    rewriter.setInsertionPoint(load);
+    auto reloaded = tile::LoadOp::create(rewriter, load.getLoc(), target, in(load.getPtr()), in(load.getMask()),
+                                         in(load.getOther()));
+    // Vector widths were chosen for the old layout (coalesce); one element
+    // an access in the new one.
+    for (NamedAttribute a : load->getAttrs())
+      if (!a.getName().strref().starts_with("tilegpu.vector_"))
+        reloaded->setAttr(a.getName(), a.getValue());
+    rewriter.replaceOp(cvt, reloaded.getResult());
+    rewriter.eraseOp(load);
+    return success();
+  }
+};
+
 /// A TMA store writes its registers to shared memory in whatever layout
 /// they are (each thread its own elements), so a conversion feeding one only
 /// moves data twice: the store takes the conversion's source.
@@ -356,7 +437,7 @@ struct RemoveLayoutConversionsPass
         return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<RematerialiseCheapSource>(&getContext(), /*benefit=*/2);
+    patterns.add<RematerialiseCheapSource, ReloadInTargetLayout>(&getContext(), /*benefit=*/2);
     patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise,
                  ConvertBeforeBroadcast, CarryInYieldedLayout, StoreThroughTmaInAnyLayout>(
         &getContext());

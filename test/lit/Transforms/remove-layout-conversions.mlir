@@ -277,3 +277,65 @@ func.func @convert_the_row(%row: tensor<64xf32, #tilegpu.slice<{dim = 0, parent 
   %c = tilegpu.convert_layout %bc : tensor<64x64xf32, #a> -> tensor<64x64xf32, #b>
   return %c : tensor<64x64xf32, #b>
 }
+
+// -----
+
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
+
+// A row statistic (attention backward's logsumexp) loaded from cheap
+// pointers, scaled, expanded and negated, then used in the mma layout: the
+// small load is loaded again where it is used, in the slice of the mma
+// layout, and the whole chain follows - no shared-memory conversion (and no
+// CTA barriers) remains.
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #tilegpu.mma<
+// CHECK-DAG: #[[ROWS:slice[0-9]*]] = #tilegpu.slice<{dim = 1, parent = #[[MMA]]}>
+// CHECK-LABEL: func.func @reload_row_statistic(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.load {{.*}} : tensor<64x!tile.ptr<f32>, #[[ROWS]]>
+// CHECK:         arith.mulf {{.*}} : tensor<64xf32, #[[ROWS]]>
+// CHECK:         tile.expand_dims {{.*}} -> tensor<64x1xf32, #[[MMA]]>
+// CHECK:         arith.negf {{.*}} : tensor<64x1xf32, #[[MMA]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @reload_row_statistic(%lse: !tile.ptr<f32>, %n: i32) -> tensor<64x64xf32, #mma> {
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32, #b>
+  %base = tile.splat %lse : tensor<64x!tile.ptr<f32>, #b>
+  %p = tile.addptr %base, %r : tensor<64x!tile.ptr<f32>, #b>, tensor<64xi32, #b>
+  %ns = tile.splat %n : tensor<64xi32, #b>
+  %m = arith.cmpi slt, %r, %ns : tensor<64xi32, #b>
+  %zero = arith.constant dense<0.0> : tensor<64xf32, #b>
+  %v = tile.load %p, %m, %zero : tensor<64x!tile.ptr<f32>, #b>
+  %c = arith.constant dense<1.44> : tensor<64xf32, #b>
+  %s = arith.mulf %v, %c : tensor<64xf32, #b>
+  %sc = tilegpu.convert_layout %s : tensor<64xf32, #b> -> tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
+  %e = tile.expand_dims %sc {axis = 1 : i32} : tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>> -> tensor<64x1xf32, #mma>
+  %neg = arith.negf %e : tensor<64x1xf32, #mma>
+  %bc = tile.broadcast %neg : tensor<64x1xf32, #mma> -> tensor<64x64xf32, #mma>
+  return %bc : tensor<64x64xf32, #mma>
+}
+
+// -----
+
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
+
+// Not reloaded: a load with another use (it would be read twice), and one
+// of more than 256 elements (each thread would load many).
+// CHECK-LABEL: func.func @no_reload(
+// CHECK:         %[[V:.*]] = tile.load {{.*}} : tensor<64x!tile.ptr<f32>, #blocked>
+// CHECK:         tilegpu.convert_layout %[[V]]
+// CHECK:         %[[W:.*]] = tile.load {{.*}} : tensor<512x!tile.ptr<f32>, #blocked>
+// CHECK:         tilegpu.convert_layout %[[W]]
+func.func @no_reload(%x: !tile.ptr<f32>) -> (tensor<64xf32, #b>, tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>, tensor<512xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>) {
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32, #b>
+  %base = tile.splat %x : tensor<64x!tile.ptr<f32>, #b>
+  %p = tile.addptr %base, %r : tensor<64x!tile.ptr<f32>, #b>, tensor<64xi32, #b>
+  %v = tile.load %p : tensor<64x!tile.ptr<f32>, #b>
+  %c = tilegpu.convert_layout %v : tensor<64xf32, #b> -> tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
+  %r2 = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32, #b>
+  %base2 = tile.splat %x : tensor<512x!tile.ptr<f32>, #b>
+  %p2 = tile.addptr %base2, %r2 : tensor<512x!tile.ptr<f32>, #b>, tensor<512xi32, #b>
+  %w = tile.load %p2 : tensor<512x!tile.ptr<f32>, #b>
+  %d = tilegpu.convert_layout %w : tensor<512xf32, #b> -> tensor<512xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
+  return %v, %c, %d : tensor<64xf32, #b>, tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>, tensor<512xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
+}
