@@ -5,12 +5,15 @@
 // needed: ptxas and nvdisasm (scripts/setup.sh installs the latter).
 #include "TestUtil.h"
 #include "examples/kernels.h"
+#include "models/gpt/Attention.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -40,6 +43,37 @@ int count(const std::vector<std::string> &code, const std::string &opcode) {
   for (const std::string &i : code)
     n += i.compare(0, opcode.size(), opcode) == 0;
   return n;
+}
+
+/// The innermost loops of a SASS listing: each backward branch's body (the
+/// instructions from its target label to the branch), nested loops left out
+/// - and spans through an EXIT, which are not loops: ptxas places the retry
+/// paths of mbarrier waits after the kernel's end, branching back.
+std::vector<std::vector<std::string>> innermostLoops(const std::string &sass) {
+  static const std::regex label(R"(^(\.L_x_\d+):)"), branch(R"(BRA\s+`\((\.L_x_\d+)\))");
+  std::map<std::string, size_t> at; // label -> index of the next instruction
+  std::vector<std::string> code;
+  std::istringstream in(sass);
+  std::smatch m;
+  for (std::string text; std::getline(in, text);) {
+    if (std::regex_search(text, m, label))
+      at[m[1].str()] = code.size();
+    else if (auto one = instructions(text); !one.empty())
+      code.push_back(one[0]);
+  }
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (size_t i = 0; i < code.size(); ++i)
+    if (std::regex_search(code[i], m, branch) && at.count(m[1].str()) && at[m[1].str()] <= i &&
+        std::none_of(code.begin() + long(at[m[1].str()]), code.begin() + long(i),
+                     [](const std::string &c) { return c.starts_with("EXIT"); }))
+      spans.push_back({at[m[1].str()], i});
+  std::vector<std::vector<std::string>> loops;
+  for (auto [begin, end] : spans)
+    if (std::none_of(spans.begin(), spans.end(), [&](auto s) {
+          return s != std::pair{begin, end} && begin <= s.first && s.second <= end && s.second - s.first > 8;
+        }))
+      loops.emplace_back(code.begin() + long(begin), code.begin() + long(end) + 1);
+  return loops;
 }
 
 /// The SASS of `k`, or why there is none: no ptxas skips (as every ptxas
@@ -202,6 +236,43 @@ TEST(Sass, AttentionSoftmaxIsOneMufuAnElement) {
   EXPECT_EQ(count(code, "HGMMA"), occurrences(c.ptx, "wgmma.mma_async"));
   EXPECT_EQ(count(code, "HGMMA"), 32);
   EXPECT_EQ(count(code, "CALL") + count(code, "LDL") + count(code, "STL"), 0);
+}
+
+/// GPT-2's attention backward on sm_90a at the model's blocks (128 own, 64
+/// a step, 8 warps): each loop's CTA barriers. dkdv reloads the logsumexp
+/// and delta of its query rows in the mma layout's slice where it converted
+/// them through shared memory (remove-layout-conversions); dq's row
+/// statistics are converted once before the loop (loop-invariant code
+/// motion). What is left without warp specialisation is the TMA ring's
+/// barrier; warp specialised, none.
+TEST(Sass, AttentionBackwardLoopsKeepTheirBarriersOutside) {
+  SKIP_WITHOUT_PTXAS();
+  const int C = 768, D = 64;
+  std::vector<bfloat16> t(16);
+  std::vector<float> f(16);
+  const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+  auto dkdv = kernel("attention_bwd_dkdv_sass", gpt::kernels::attention_bwd_dkdv_tma<bfloat16, tl::precision::ieee>,
+                     params);
+  auto dq = kernel("attention_bwd_dq_sass", gpt::kernels::attention_bwd_dq_tma<bfloat16, tl::precision::ieee>, params);
+  for (bool ws : {false, true}) {
+    const CompileOptions options{.chip = "sm_90a", .num_warps = 8, .warp_specialize = ws};
+    for (auto [name, k, args] :
+         {std::tuple{"dkdv", &dkdv, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 64, 128, 8192}},
+          std::tuple{"dq", &dq, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 128, 64, 8192}}}) {
+      SCOPED_TRACE(fmt::format("{}{}", name, ws ? ", warp specialised" : ""));
+      auto sass = sassOf(k->compile(args, options));
+      ASSERT_TRUE(sass);
+      int loopsWithDots = 0;
+      for (const auto &loop : innermostLoops(*sass)) {
+        if (count(loop, "HGMMA") == 0)
+          continue;
+        ++loopsWithDots;
+        EXPECT_LE(count(loop, "BAR.SYNC"), ws ? 0 : 1) << "in a loop of " << loop.size() << " instructions";
+      }
+      EXPECT_GE(loopsWithDots, 1);
+    }
+  }
 }
 
 } // namespace
