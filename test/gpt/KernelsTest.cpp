@@ -151,6 +151,14 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
   for (int r = 0; r < rows; ++r)
     for (int j = V; j < Vp; ++j)
       logits[size_t(r * Vp + j)] = j == V ? NAN : 1e4f; // padding: loaded (in vectors), then ignored
+  // Masked-out words (-inf logits) in whole chunks: row 1 has one in the
+  // first chunk; in row 2 column 5's lane sees -inf in every chunk, and
+  // in row 4 every lane does in the first one.
+  logits[size_t(1 * Vp + 40)] = -INFINITY;
+  for (int j = 5; j < V; j += BLOCK)
+    logits[size_t(2 * Vp + j)] = -INFINITY;
+  for (int j = 0; j < BLOCK; ++j)
+    logits[size_t(4 * Vp + j)] = j == 3 ? logits[size_t(4 * Vp + j)] : -INFINITY;
   std::vector<int32_t> targets = {0, 999, 17, 512, 3};
   auto losses = poisoned<float>(rows);
   auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
@@ -161,6 +169,7 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
     for (int j = 0; j < V; ++j) mx = std::max(mx, double(logits[size_t(r * Vp + j)]));
     for (int j = 0; j < V; ++j) s += std::exp(logits[size_t(r * Vp + j)] - mx);
     lse[size_t(r)] = mx + std::log(s);
+    ASSERT_TRUE(std::isfinite(losses[size_t(r)])) << "row " << r;
     EXPECT_NEAR(losses[size_t(r)], lse[size_t(r)] - logits[size_t(r * Vp + targets[size_t(r)])], 1e-4);
   }
   auto dlosses = random_vector<float>(rows);
