@@ -272,8 +272,18 @@ static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &l
     fail(loc, fmt::format("bitwise atomics need integer memory, got {}", describeType(elem)));
 }
 
+static tile::MemoryOrder memoryOrder(memory_order sem) {
+  switch (sem) {
+  case memory_order::relaxed: return tile::MemoryOrder::Relaxed;
+  case memory_order::acquire: return tile::MemoryOrder::Acquire;
+  case memory_order::release: return tile::MemoryOrder::Release;
+  case memory_order::acq_rel: break;
+  }
+  return tile::MemoryOrder::AcqRel;
+}
+
 static tensor atomicImpl(atomic_op op, const tensor &ptrs, const operand &value,
-                         const tensor *mask) {
+                         const tensor *mask, memory_order sem) {
   const Loc &loc = value.loc;
   TraceState &ts = current(loc);
   Access a = prepareAccess(ts, ptrs, mask, &value, loc, "atomic");
@@ -289,17 +299,17 @@ static tensor atomicImpl(atomic_op op, const tensor &ptrs, const operand &value,
   }
   checkAtomicElement(elementOf(a.value), kind, loc);
   return wrap(tile::AtomicRMWOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
-                                        kind, a.ptr, a.value, a.mask));
+                                        kind, a.ptr, a.value, a.mask, memoryOrder(sem)));
 }
 
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value) {
-  return atomicImpl(op, ptrs, value, nullptr);
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, memory_order sem) {
+  return atomicImpl(op, ptrs, value, nullptr, sem);
 }
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask) {
-  return atomicImpl(op, ptrs, value, &mask);
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask, memory_order sem) {
+  return atomicImpl(op, ptrs, value, &mask, sem);
 }
 
-tensor atomic_cas(const tensor &ptrs, operand cmp, operand value) {
+tensor atomic_cas(const tensor &ptrs, operand cmp, operand value, memory_order sem) {
   const Loc &loc = cmp.loc;
   TraceState &ts = current(loc);
   Access a = prepareAccess(ts, ptrs, nullptr, &value, loc, "tl::atomic_cas");
@@ -309,7 +319,7 @@ tensor atomic_cas(const tensor &ptrs, operand cmp, operand value) {
     fail(loc, fmt::format("tl::atomic_cas needs 16-, 32- or 64-bit elements, got {}",
                           describeType(elementOf(a.value))));
   return wrap(tile::AtomicCASOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
-                                        a.ptr, c.value, a.value));
+                                        a.ptr, c.value, a.value, memoryOrder(sem)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -48,10 +48,15 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
   return "";
 }
 
+/// PTX's `.sem` of an atomic at GPU scope.
+std::string semantics(tile::MemoryOrder order) {
+  return tile::stringifyMemoryOrder(order).str();
+}
+
 /// Where PTX has no atomic for the operation (f32 max/min with NaN
 /// propagation): load, compute, compare-and-swap until no one intervened.
-Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, Value ptr,
-                        Value value, Value pred) {
+Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, const std::string &sem,
+                        Value ptr, Value value, Value pred) {
   Type i32 = b.getI32Type();
   std::string body =
       "{\n\t.reg .pred %tegula_p;\n\t.reg .b32 %tegula_old, %tegula_seen, %tegula_new;\n\t"
@@ -61,7 +66,7 @@ Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, 
       "TEGULA_CAS_LOOP_${:uid}:\n\t"
       "mov.b32 %tegula_seen, %tegula_old;\n\t" +
       fmt::format("{} %tegula_new, %tegula_seen, $2;\n\t", compute) +
-      "atom.acq_rel.gpu.global.cas.b32 %tegula_old, [ $1 + 0 ], %tegula_seen, %tegula_new;\n\t"
+      fmt::format("atom.{}.gpu.global.cas.b32 %tegula_old, [ $1 + 0 ], %tegula_seen, %tegula_new;\n\t", sem) +
       "setp.ne.b32 %tegula_p, %tegula_old, %tegula_seen;\n\t"
       "@%tegula_p bra TEGULA_CAS_LOOP_${:uid};\n\t"
       "mov.b32 $0, %tegula_old;\n"
@@ -73,11 +78,11 @@ Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, 
   return fromAsmInt(b, loc, asmOp.getResult(0), value.getType());
 }
 
-/// `mov $0, 0; @p atom.acq_rel.gpu.global.<op> $0, [ptr], operands...`
-Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type elem, Value ptr,
-                     ValueRange operands, Value pred) {
+/// `mov $0, 0; @p atom.<sem>.gpu.global.<op> $0, [ptr], operands...`
+Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, const std::string &sem, Type elem,
+                     Value ptr, ValueRange operands, Value pred) {
   if (llvm::StringRef(op).starts_with("casloop:"))
-    return predicatedCasLoop(b, loc, op.substr(8), ptr, operands[0], pred);
+    return predicatedCasLoop(b, loc, op.substr(8), sem, ptr, operands[0], pred);
   auto [asmType, reg] = asmRegister(elem);
   unsigned w = asmType.getIntOrFloatBitWidth();
   std::string ops, constraints = fmt::format("={},l", reg);
@@ -90,11 +95,10 @@ Value predicatedAtom(OpBuilder &b, Location loc, const std::string &op, Type ele
   int predIdx = int(operands.size()) + 2;
   constraints += ",b";
   args.push_back(pred);
-  // acq_rel at GPU scope (Triton's default): locks and flags built from
-  // atomics order the memory accesses around them.
-  std::string body = fmt::format(
-      "mov.b{0} $0, 0;\n\t@${1} atom.acq_rel.gpu.global.{2} $0, [ $1 + 0 ]{3};", w, predIdx, op,
-      ops);
+  // At GPU scope, ordered as the op says (acq_rel by default, as Triton's:
+  // locks and flags built from atomics order the accesses around them).
+  std::string body = fmt::format("mov.b{0} $0, 0;\n\t@${1} atom.{4}.gpu.global.{2} $0, [ $1 + 0 ]{3};", w,
+                                 predIdx, op, ops, sem);
   auto asmOp = LLVM::InlineAsmOp::create(b, loc, asmType, args, body, constraints,
                                          /*has_side_effects=*/true, false,
                                          LLVM::tailcallkind::TailCallKind::None,
@@ -131,7 +135,7 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     SmallVector<Value> args;
     for (ValueRange v : operands)
       args.push_back(v[0]);
-    Value old = predicatedAtom(rw, loc, atom, elem, ptrs[0], args, pred);
+    Value old = predicatedAtom(rw, loc, atom, semantics(op.getSem()), elem, ptrs[0], args, pred);
     rw.replaceOp(op, used ? broadcastFromThread0(rw, loc, old, isThread0, sharedBuffer(rw, loc, op))
                           : old);
     return success();
@@ -154,7 +158,7 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     SmallVector<Value> args;
     for (ValueRange v : operands)
       args.push_back(v[r]);
-    results.push_back(predicatedAtom(rw, loc, atom, elem, ptrs[r], args, pred));
+    results.push_back(predicatedAtom(rw, loc, atom, semantics(op.getSem()), elem, ptrs[r], args, pred));
   }
   rw.replaceOpWithMultiple(op, {results});
   return success();

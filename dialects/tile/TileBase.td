@@ -124,4 +124,10 @@ def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "atomic read-modify-write"
   let cppNamespace = "::tegula::tile";
 }
 
+def Tile_MemoryOrder : I32EnumAttr<"MemoryOrder", "memory ordering of an atomic", [
+    I32EnumAttrCase<"Relaxed", 0, "relaxed">, I32EnumAttrCase<"Acquire", 1, "acquire">,
+    I32EnumAttrCase<"Release", 2, "release">, I32EnumAttrCase<"AcqRel", 3, "acq_rel">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
 #endif // TEGULA_TILE_BASE

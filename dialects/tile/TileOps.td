@@ -151,11 +151,17 @@ def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [
     OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
                    "::tegula::tile::getI1LikeType($_self)">]> {
   let summary = "Atomic read-modify-write per element; returns the old values";
+  let description = [{
+    `sem` orders the memory accesses around the atomic at GPU scope (PTX's
+    `.sem`): acq_rel by default; relaxed for accumulations, where only the
+    update matters.
+  }];
   let arguments = (ins Tile_AtomicRMWKind:$kind, Tile_PtrLike:$ptr,
-                       Tile_Any:$value, Optional<Tile_BoolLike>:$mask);
+                       Tile_Any:$value, Optional<Tile_BoolLike>:$mask,
+                       DefaultValuedAttr<Tile_MemoryOrder, "::tegula::tile::MemoryOrder::AcqRel">:$sem);
   let results = (outs Tile_Any:$result);
   let assemblyFormat = [{
-    $kind `,` $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
+    $kind `,` $ptr `,` $value (`,` $mask^)? (`sem` `=` $sem^)? attr-dict `:` type($ptr)
   }];
   let hasVerifier = 1;
 }
@@ -169,9 +175,10 @@ def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [
     TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
                    "::tegula::tile::getPointeeLikeType($_self)">]> {
   let summary = "Atomic compare-and-swap per element; returns the old values";
-  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$cmp, Tile_Any:$value);
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$cmp, Tile_Any:$value,
+                       DefaultValuedAttr<Tile_MemoryOrder, "::tegula::tile::MemoryOrder::AcqRel">:$sem);
   let results = (outs Tile_Any:$result);
-  let assemblyFormat = "$ptr `,` $cmp `,` $value attr-dict `:` type($ptr)";
+  let assemblyFormat = "$ptr `,` $cmp `,` $value (`sem` `=` $sem^)? attr-dict `:` type($ptr)";
   let hasVerifier = 1;
 }
 

@@ -269,14 +269,25 @@ tensor load(const tensor &ptrs, const tensor &mask, operand other);
 void store(const tensor &ptrs, operand value);
 void store(const tensor &ptrs, operand value, const tensor &mask);
 
+/// How an atomic orders the memory accesses around it, at GPU scope (PTX's
+/// `.sem`, Triton's `sem`): acq_rel by default - locks and flags built from
+/// atomics need it; relaxed where only the update matters (accumulating
+/// gradients: no fence around each atomic, and an unused result lets ptxas
+/// issue a reduction, RED, instead of a round trip).
+enum class memory_order { relaxed, acquire, release, acq_rel };
+
 /// Atomic read-modify-write per element; returns the old values. Integer
 /// atomics need i32 or i64 memory; float add/max/min/xchg take f16..f64.
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value);
-tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask);
-#define TEGULA_TL_ATOMIC(name, op)                                                       \
-  inline tensor name(const tensor &p, operand v) { return atomic_rmw(op, p, v); }        \
-  inline tensor name(const tensor &p, operand v, const tensor &mask) {                   \
-    return atomic_rmw(op, p, v, mask);                                                   \
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, memory_order sem = memory_order::acq_rel);
+tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask,
+                  memory_order sem = memory_order::acq_rel);
+#define TEGULA_TL_ATOMIC(name, op)                                                                 \
+  inline tensor name(const tensor &p, operand v, memory_order sem = memory_order::acq_rel) {       \
+    return atomic_rmw(op, p, v, sem);                                                              \
+  }                                                                                                \
+  inline tensor name(const tensor &p, operand v, const tensor &mask,                               \
+                     memory_order sem = memory_order::acq_rel) {                                   \
+    return atomic_rmw(op, p, v, mask, sem);                                                        \
   }
 TEGULA_TL_ATOMIC(atomic_add, atomic_op::add)
 TEGULA_TL_ATOMIC(atomic_max, atomic_op::max)
@@ -286,7 +297,7 @@ TEGULA_TL_ATOMIC(atomic_and, atomic_op::and_)
 TEGULA_TL_ATOMIC(atomic_or, atomic_op::or_)
 TEGULA_TL_ATOMIC(atomic_xor, atomic_op::xor_)
 #undef TEGULA_TL_ATOMIC
-tensor atomic_cas(const tensor &ptrs, operand cmp, operand value);
+tensor atomic_cas(const tensor &ptrs, operand cmp, operand value, memory_order sem = memory_order::acq_rel);
 
 //===----------------------------------------------------------------------===//
 // Tensor descriptors: a strided global tensor read and written one block at a

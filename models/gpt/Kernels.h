@@ -51,7 +51,10 @@ void embedding_fwd(tl::ptr<int32_t> tokens, tl::ptr<T> wte, tl::ptr<T> wpe, tl::
 }
 
 /// dwte[tokens[r]] += dout[r] (f32 atomics: rows sharing a token meet there,
-/// so the sums are not bit-deterministic); one program per row.
+/// so the sums are not bit-deterministic); one program per row. Relaxed:
+/// only the sums matter, and the kernel's end orders them for the next
+/// (acq_rel put a GPU-wide fence before each of the 6.3 M atomics of a
+/// GPT-2 step; relaxed and unused, they become RED reductions).
 template <class T>
 void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<T> dout, tl::ptr<float> dwte, tl::scalar<int32_t> C,
                           tl::constant<int> BLOCK) {
@@ -59,7 +62,8 @@ void embedding_bwd_tokens(tl::ptr<int32_t> tokens, tl::ptr<T> dout, tl::ptr<floa
   tl::tensor cols = tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
   tl::tensor tok = tl::load(tokens + row);
-  tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f).to(tl::f32), mask);
+  tl::atomic_add(dwte + tok * C + cols, tl::load(dout + row * C + cols, mask, 0.0f).to(tl::f32), mask,
+                 tl::memory_order::relaxed);
 }
 
 /// dwpe[t] (+)= sum over the batch of dout[b * T + t] (deterministic: one

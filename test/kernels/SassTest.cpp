@@ -167,6 +167,37 @@ TEST(Sass, FdivIsAReciprocalWithoutTheSlowPath) {
   }
 }
 
+template <bool Relaxed> void scatter_add(tl::ptr<int32_t> index, tl::ptr<float> x, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 256);
+  tl::tensor at = out + tl::load(index + tl::program_id(0)) * 256 + offs;
+  if (Relaxed)
+    tl::atomic_add(at, tl::load(x + offs), tl::memory_order::relaxed);
+  else
+    tl::atomic_add(at, tl::load(x + offs));
+}
+
+/// tl::atomic_add is acq_rel by default: a GPU-wide fence before each
+/// atomic. Relaxed (an accumulation: only the sums matter) has none, and
+/// with its result unused ptxas issues a RED reduction, no round trip.
+TEST(Sass, RelaxedAtomicsAreReductionsWithoutFences) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<int32_t> index(4);
+  std::vector<float> x(256), out(1024);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    CompiledKernel relaxed = kernel("scatter_add_relaxed", scatter_add<true>).compile({index, x, out}, {.chip = chip});
+    CompiledKernel ordered = kernel("scatter_add_acq_rel", scatter_add<false>).compile({index, x, out}, {.chip = chip});
+    EXPECT_THAT(relaxed.ptx, HasSubstr("atom.relaxed.gpu.global.add.f32"));
+    EXPECT_THAT(ordered.ptx, HasSubstr("atom.acq_rel.gpu.global.add.f32"));
+    auto fast = sassOf(relaxed), fenced = sassOf(ordered);
+    ASSERT_TRUE(fast && fenced);
+    auto code = instructions(*fast);
+    EXPECT_EQ(count(code, "RED"), 2) << *fast; // 256 floats, 128 threads
+    EXPECT_EQ(count(code, "MEMBAR"), 0) << *fast;
+    EXPECT_GT(count(instructions(*fenced), "MEMBAR"), 0) << *fenced;
+  }
+}
+
 /// The warp-specialised 128x256x64 bf16 GEMM (issue 10's config): each
 /// k-block's four m64n256k16 wgmmas issue back to back (one
 /// WARPGROUP.ARRIVE, no wait between them), the loop waits for all but the

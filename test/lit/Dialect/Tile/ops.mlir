@@ -170,6 +170,10 @@ func.func @store(%ps: tensor<16x16x!tile.ptr<bf16>>, %v: tensor<16x16xbf16>, %m:
 // CHECK-NEXT:    tile.atomic_rmw xor, %[[PI]], %[[VI]] : tensor<64x!tile.ptr<i32>>
 // CHECK-NEXT:    tile.atomic_rmw xor, %[[PI]], %[[VI]], %[[M]] : tensor<64x!tile.ptr<i32>>
 // CHECK-NEXT:    tile.atomic_rmw add, %[[P]], %[[S]] : !tile.ptr<i64>
+// CHECK-NEXT:    tile.atomic_rmw add, %[[PF]], %[[VF]], %[[M]] sem = relaxed : tensor<64x!tile.ptr<f32>>
+// CHECK-NEXT:    tile.atomic_rmw max, %[[PI]], %[[VI]] sem = acquire : tensor<64x!tile.ptr<i32>>
+// CHECK-NEXT:    tile.atomic_rmw xchg, %[[PI]], %[[VI]] sem = release : tensor<64x!tile.ptr<i32>>
+// CHECK-NEXT:    tile.atomic_rmw add, %[[PF]], %[[VF]] : tensor<64x!tile.ptr<f32>>
 func.func @atomic_rmw(%pf: tensor<64x!tile.ptr<f32>>, %vf: tensor<64xf32>, %pi: tensor<64x!tile.ptr<i32>>, %vi: tensor<64xi32>, %m: tensor<64xi1>, %p: !tile.ptr<i64>, %s: i64) {
   %0 = tile.atomic_rmw add, %pf, %vf : tensor<64x!tile.ptr<f32>>
   %1 = tile.atomic_rmw add, %pf, %vf, %m : tensor<64x!tile.ptr<f32>>
@@ -186,6 +190,10 @@ func.func @atomic_rmw(%pf: tensor<64x!tile.ptr<f32>>, %vf: tensor<64xf32>, %pi: 
   %12 = tile.atomic_rmw xor, %pi, %vi : tensor<64x!tile.ptr<i32>>
   %13 = tile.atomic_rmw xor, %pi, %vi, %m : tensor<64x!tile.ptr<i32>>
   %14 = tile.atomic_rmw add, %p, %s : !tile.ptr<i64>
+  %15 = tile.atomic_rmw add, %pf, %vf, %m sem = relaxed : tensor<64x!tile.ptr<f32>>
+  %16 = tile.atomic_rmw max, %pi, %vi sem = acquire : tensor<64x!tile.ptr<i32>>
+  %17 = tile.atomic_rmw xchg, %pi, %vi sem = release : tensor<64x!tile.ptr<i32>>
+  %18 = tile.atomic_rmw add, %pf, %vf sem = acq_rel : tensor<64x!tile.ptr<f32>>
   return
 }
 
