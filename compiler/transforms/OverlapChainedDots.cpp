@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
 
+#include "compiler/analysis/SharedMemoryLiveness.h"
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/LoweringCommon.h"
@@ -133,9 +134,11 @@ constexpr const char *kNotTwoDots = "not two wgmma dots";
 constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
 /// The one-stage ring that would hold `dot`'s A operand (wgmma's K-major
-/// tile) when it fits shared memory beside the module's rings; nothing
-/// otherwise. Other shared scratch (reductions, layout exchanges) lives
-/// only while its op runs, and none runs across these loops.
+/// tile) when it fits shared memory beside the rings live during the dot's
+/// loop (those of an earlier or later loop share its bytes:
+/// allocate-shared-memory places buffers by live range); nothing otherwise.
+/// Other shared scratch (reductions, layout exchanges) lives only while its
+/// op runs, and none runs across these loops.
 std::optional<tilegpu::SharedTilesType> stagingRing(tilegpu::DotSharedBOp dot) {
   auto type = cast<RankedTensorType>(dot.getA().getType());
   const int bits = int(type.getElementTypeBitWidth());
@@ -152,8 +155,13 @@ std::optional<tilegpu::SharedTilesType> stagingRing(tilegpu::DotSharedBOp dot) {
   };
   auto aligned = [](int64_t n) { return int64_t(llvm::alignTo(n, analysis::kWgmmaTileAlignment)); };
   int64_t bytes = aligned(ring.tileBytes()) * perProgram(dot);
-  dot->getParentOfType<ModuleOp>().walk([&](tilegpu::AllocSharedOp alloc) {
-    bytes += aligned(analysis::sharedScratchBytes(alloc)) * perProgram(alloc);
+  auto module = dot->getParentOfType<ModuleOp>();
+  analysis::ProgramOrder order(module);
+  const analysis::LiveInterval during = order.extent(dot->getParentOfType<scf::ForOp>());
+  module.walk([&](tilegpu::AllocSharedOp alloc) {
+    SmallVector<Operation *> users = llvm::to_vector(alloc->getUsers());
+    if (order.liveRange(alloc, users).overlaps(during))
+      bytes += aligned(analysis::sharedScratchBytes(alloc)) * perProgram(alloc);
   });
   if (bytes > kHopperSharedBytes)
     return std::nullopt;

@@ -305,6 +305,57 @@ TEST(HopperPtx, NoRegisterIsWrittenBetweenTheFenceAndItsWgmma) {
   }
 }
 
+/// Attention written with its unmasked key blocks and its masked ones (the
+/// diagonal, the sequence's end) in two loops, one after the other. Each
+/// loop has rings of its own; they are never live together, so each loop's
+/// rotation fits shared memory beside its own rings and Q's staging ring
+/// (counting both loops' rings, as overlap-chained-dots once did, left both
+/// loops unrotated at 128 x 128, d 128).
+template <class T>
+void attention_two_loops(tl::ptr<T> q, tl::ptr<T> k, tl::ptr<T> v, tl::ptr<T> out, tl::scalar<int32_t> seq_len,
+                         tl::scalar<int32_t> rows, tl::scalar<float> scale, tl::constant<int> D, tl::constant<int> BM,
+                         tl::constant<int> BN) {
+  auto k_desc = tl::make_tensor_descriptor(k, {rows, D}, {D, 1}, {BN, D});
+  auto v_desc = tl::make_tensor_descriptor(v, {rows, D}, {D, 1}, {BN, D});
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D);
+  tl::tensor q_tile = tl::load(q + rm.expand_dims(1) * D + rd.expand_dims(0), rm.expand_dims(1) < seq_len, 0.0f);
+  tl::tensor m = tl::full({BM}, -INFINITY, tl::f32), l = tl::zeros({BM}, tl::f32), acc = tl::zeros({BM, D}, tl::f32);
+  const tl::tensor c = scale * tl::log2e;
+  auto step = [&](const tl::tensor &start, bool masked) {
+    tl::tensor s = tl::dot(q_tile, k_desc.load({start, 0}).trans());
+    if (masked)
+      s = tl::where((start + tl::arange(0, BN)).expand_dims(0) < seq_len, s, -INFINITY);
+    tl::tensor m_new = tl::maximum(m, tl::max(s, 1) * c);
+    tl::tensor p = tl::exp2(tl::fma(s, c, -m_new.expand_dims(1)));
+    tl::tensor alpha = tl::exp2(m - m_new);
+    l = tl::fma(l, alpha, tl::sum(p, 1));
+    acc = tl::dot(p.to(dtype_of_v<T>), v_desc.load({start, 0}), acc * alpha.expand_dims(1));
+    m = m_new;
+  };
+  tl::tensor split = seq_len / BN.value * BN.value;
+  for (auto start : tl::range(0, split, BN.value, m, l, acc))
+    step(start, false);
+  for (auto start : tl::range(split, seq_len, BN.value, m, l, acc))
+    step(start, true);
+  tl::store(out + rm.expand_dims(1) * D + rd.expand_dims(0), (acc / l.expand_dims(1)).to(dtype_of_v<T>),
+            rm.expand_dims(1) < seq_len);
+}
+
+TEST(HopperPtx, SequentialAttentionLoopsAreEachRotated) {
+  auto k = kernel("attention_two_loops", attention_two_loops<bfloat16>,
+                  {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN"});
+  std::vector<bfloat16> x(256 * 128);
+  for (bool ws : {false, true}) {
+    SCOPED_TRACE(ws ? "warp specialised" : "plain");
+    const std::string ptx = k.compile({x, x, x, x, 1000, 1000, 0.1f, 128, 128, 128},
+                                      {.chip = "sm_90a", .num_warps = 8, .warp_specialize = ws, .assemble = false})
+                                .ptx;
+    // Each rotated loop waits for S alone once an iteration.
+    EXPECT_EQ(occurrences(ptx, "wgmma.wait_group.sync.aligned 1;"), 2);
+  }
+}
+
 /// overlap-chained-dots on the benchmark's attention tiles: the loop is
 /// rotated (the first dot's wait leaves the second in flight: wait_group 1)
 /// where both accumulators, two sets of P fragments and Q fit the thread's
