@@ -136,7 +136,8 @@ constexpr int64_t kHopperSharedBytes = 227 * 1024;
 /// The one-stage ring that would hold `dot`'s A operand (wgmma's K-major
 /// tile) when it fits shared memory beside the rings live during the dot's
 /// loop (those of an earlier or later loop share its bytes:
-/// allocate-shared-memory places buffers by live range); nothing otherwise.
+/// allocate-shared-memory places buffers by live range; in a ping-pong
+/// kernel, beside all of them); nothing otherwise.
 /// Other shared scratch (reductions, layout exchanges) lives only while its
 /// op runs, and none runs across these loops.
 std::optional<tilegpu::SharedTilesType> stagingRing(tilegpu::DotSharedBOp dot) {
@@ -158,9 +159,12 @@ std::optional<tilegpu::SharedTilesType> stagingRing(tilegpu::DotSharedBOp dot) {
   auto module = dot->getParentOfType<ModuleOp>();
   analysis::ProgramOrder order(module);
   const analysis::LiveInterval during = order.extent(dot->getParentOfType<scf::ForOp>());
+  // A ping-pong kernel's rings live to its end and its programs' buffers
+  // share one arena (allocate-shared-memory): every ring counts there.
+  const bool everyRing = lowering::programsPerCta(dot) > 1;
   module.walk([&](tilegpu::AllocSharedOp alloc) {
     SmallVector<Operation *> users = llvm::to_vector(alloc->getUsers());
-    if (order.liveRange(alloc, users).overlaps(during))
+    if (everyRing || order.liveRange(alloc, users).overlaps(during))
       bytes += aligned(analysis::sharedScratchBytes(alloc)) * perProgram(alloc);
   });
   if (bytes > kHopperSharedBytes)

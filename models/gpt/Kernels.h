@@ -134,8 +134,9 @@ void layernorm_bwd_dwdb_partial(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<float> mean
   tl::tensor first = tl::program_id(1) * ROWS;
   tl::tensor acc_w = tl::zeros({BR, BC}, tl::f32), acc_b = tl::zeros({BR, BC}, tl::f32);
   for (auto r : tl::range(0, ROWS.value, BR.value, acc_w, acc_b)) {
-    tl::tensor rs = first + r + tl::arange(0, BR);
-    tl::tensor in_rows = rs < rows;
+    tl::tensor slice = r + tl::arange(0, BR); // rows of this program's slice (ROWS need not divide by BR)
+    tl::tensor rs = first + slice;
+    tl::tensor in_rows = (rs < rows) & (slice < ROWS.value);
     tl::tensor mask = in_rows.expand_dims(1) & (cols.expand_dims(0) < C);
     tl::tensor at = rs.expand_dims(1) * C + cols.expand_dims(0);
     tl::tensor g = tl::load(dy + at, mask, 0.0f).to(tl::f32);
@@ -474,8 +475,9 @@ void column_partial_sums(tl::ptr<T> dy, tl::ptr<float> partial, tl::scalar<int32
   tl::tensor first = tl::program_id(1) * ROWS;
   tl::tensor acc = tl::zeros({BR, BC}, tl::f32);
   for (auto r : tl::range(0, ROWS.value, BR.value, acc)) {
-    tl::tensor rs = first + r + tl::arange(0, BR);
-    tl::tensor mask = (rs.expand_dims(1) < M) & (cols.expand_dims(0) < N);
+    tl::tensor slice = r + tl::arange(0, BR); // rows of this program's slice (ROWS need not divide by BR)
+    tl::tensor rs = first + slice;
+    tl::tensor mask = ((rs < M) & (slice < ROWS.value)).expand_dims(1) & (cols.expand_dims(0) < N);
     acc = acc + tl::load(dy + rs.expand_dims(1) * N + cols.expand_dims(0), mask, 0.0f).to(tl::f32);
   }
   tl::store(partial + tl::program_id(1) * N + cols, tl::sum(acc, 0), cols < N);

@@ -96,11 +96,12 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
                      {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR", "BC"});
   auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
   bwdX(on({rows}), dy, x, w, mean, rstd, dx, C, BLOCK);
-  // Partials of 4 rows (the second ragged), 2 at a time, 32 columns a
-  // program (the fourth ragged); then their sums, 4 partial rows a tile.
-  const int partials = int(cdiv(rows, 4));
+  // Partials of 3 rows, 2 at a time (each program stops at its slice's
+  // end), 32 columns a program (the fourth ragged); then their sums, 4
+  // partial rows a tile.
+  const int partials = int(cdiv(rows, 3));
   auto pw = poisoned<float>(size_t(partials * C)), pb = poisoned<float>(size_t(partials * C));
-  bwdW(on({uint32_t(cdiv(C, 32)), uint32_t(partials)}), dy, x, mean, rstd, pw, pb, rows, C, 4, 2, 32);
+  bwdW(on({uint32_t(cdiv(C, 32)), uint32_t(partials)}), dy, x, mean, rstd, pw, pb, rows, C, 3, 2, 32);
   sums(on({uint32_t(cdiv(C, 32))}), pw, dw, partials, C, false, 4, 32);
   sums(on({uint32_t(cdiv(C, 32))}), pb, db, partials, C, false, 4, 32);
   auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
@@ -153,7 +154,7 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
       logits[size_t(r * Vp + j)] = j == V ? NAN : 1e4f; // padding: loaded (in vectors), then ignored
   // Masked-out words (-inf logits) in whole chunks: row 1 has one in the
   // first chunk; in row 2 column 5's lane sees -inf in every chunk, and
-  // in row 4 every lane does in the first one.
+  // in row 4 every lane but the target's does in the first one.
   logits[size_t(1 * Vp + 40)] = -INFINITY;
   for (int j = 5; j < V; j += BLOCK)
     logits[size_t(2 * Vp + j)] = -INFINITY;
@@ -183,6 +184,32 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
       want[size_t(r * Vp + j)] = (std::exp(logits[size_t(r * Vp + j)] - lse[size_t(r)]) -
                                   (j == targets[size_t(r)] ? 1.0 : 0.0)) * dlosses[size_t(r)];
   EXPECT_LT(maxRelError(dlogits, want), 1e-5); // the padding's gradient is exactly 0
+}
+
+// The forward's two loops, each alone: a vocabulary of whole chunks (the
+// masked loop does not run) and one shorter than a chunk (the unmasked one
+// does not).
+TEST_P(GptKernels, CrossEntropyOverWholeChunksOrLessThanOne) {
+  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+  const int rows = 3, BLOCK = 256;
+  for (auto [V, Vp] : {std::pair{512, 512}, std::pair{200, 208}}) {
+    SCOPED_TRACE(fmt::format("V = {}, Vp = {}", V, Vp));
+    auto logits = random_vector<float>(size_t(rows * Vp), -8, 8);
+    for (int r = 0; r < rows; ++r)
+      for (int j = V; j < Vp; ++j)
+        logits[size_t(r * Vp + j)] = 1e4f; // padding
+    logits[size_t(Vp + 7)] = -INFINITY;
+    std::vector<int32_t> targets = {0, V - 1, V / 2};
+    auto losses = poisoned<float>(rows);
+    fwd(on({rows}), logits, targets, losses, V, Vp, BLOCK);
+    for (int r = 0; r < rows; ++r) {
+      double mx = -INFINITY, s = 0;
+      for (int j = 0; j < V; ++j) mx = std::max(mx, double(logits[size_t(r * Vp + j)]));
+      for (int j = 0; j < V; ++j) s += std::exp(logits[size_t(r * Vp + j)] - mx);
+      ASSERT_TRUE(std::isfinite(losses[size_t(r)])) << "row " << r;
+      EXPECT_NEAR(losses[size_t(r)], mx + std::log(s) - logits[size_t(r * Vp + targets[size_t(r)])], 1e-4);
+    }
+  }
 }
 
 TEST_P(GptKernels, GlobalSumOfSquaresInTwoPasses) {
@@ -296,13 +323,14 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   auto partialSums = kernel("column_partial_sums", k::column_partial_sums<T>,
                             {"dy", "partial", "M", "N", "ROWS", "BR", "BC"});
   auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
-  // db: partial sums of 16 rows (the last ragged), 4 at a time, 32 columns a
-  // program (the second ragged); then 2 partial rows at a time.
-  const int partials = int(cdiv(M, 16));
+  // db: partial sums of 18 rows (the last ragged), 4 at a time (the fifth
+  // step stops at the slice's end), 32 columns a program (the second
+  // ragged); then 2 partial rows at a time.
+  const int partials = int(cdiv(M, 18));
   auto partial = poisoned<float>(size_t(partials * N));
   auto bwdB = [&](bool accumulate) {
     o.grid = {uint32_t(cdiv(N, 32)), uint32_t(partials)};
-    partialSums(o, dy, partial, M, N, 16, 4, 32);
+    partialSums(o, dy, partial, M, N, 18, 4, 32);
     o.grid = {uint32_t(cdiv(N, 32))};
     sums(o, partial, db, partials, N, accumulate, 2, 32);
   };

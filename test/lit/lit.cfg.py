@@ -34,5 +34,11 @@ nvdisasm = lit_config.params.get("nvdisasm") or os.environ.get("TEGULA_NVDISASM"
 if (nvdisasm and os.access(nvdisasm, os.X_OK)) or shutil.which("nvdisasm") or \
         os.access(os.path.join(cuda_home, "bin", "nvdisasm"), os.X_OK):
     config.available_features.add("nvdisasm")
+    # What made the feature available is what tegulac finds: lit runs the
+    # commands in its own environment.
+    if nvdisasm:
+        config.environment["TEGULA_NVDISASM"] = nvdisasm
+    if "CUDA_HOME" in os.environ:
+        config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
 else:
     lit_config.note("nvdisasm not found (scripts/setup.sh installs it): tests that REQUIRE it are UNSUPPORTED")
