@@ -83,13 +83,25 @@ def test_ir_and_compile():
     assert compiled.spill_bytes == 0
     if compiled.cubin:  # ptxas present
         assert compiled.registers > 0
-        # The machine code (nvdisasm, which scripts/setup.sh installs): 256
-        # floats over 128 threads, one 8-byte load of each input a thread.
-        sass = compiled.sass
-        assert ".target\tsm_90a" in sass and "vector_add:" in sass
-        assert sass.count("LDG.E.64") == 2 and "EXIT" in sass
-    else:
-        with pytest.raises(tegula.Error, match="no cubin to disassemble"):
-            compiled.sass
     assert "vector_add" in repr(examples.vector_add)
     assert examples.softmax.signatures[1] == ["*bf16", "*bf16", "i32", "constexpr i32"]
+
+
+def test_sass_is_the_cubins_machine_code():
+    x = np.zeros(1024, dtype=np.float32)
+    compiled = examples.vector_add.compile(x, x, x, 1024, BLOCK=256, chip="sm_90a", num_warps=4)
+    if not compiled.cubin:
+        with pytest.raises(tegula.Error, match="no cubin to disassemble"):
+            compiled.sass
+        pytest.skip("ptxas not found (no CUDA toolkit): no cubin to disassemble")
+    try:
+        sass = compiled.sass
+    except tegula.Error as e:
+        # scripts/setup.sh installs nvdisasm; a machine set up otherwise (the
+        # GPU machine's image) may lack it.
+        if "nvdisasm not found" not in str(e):
+            raise
+        pytest.skip(str(e))
+    # 256 floats over 128 threads: one 8-byte load of each input a thread.
+    assert ".target\tsm_90a" in sass and "vector_add:" in sass
+    assert sass.count("LDG.E.64") == 2 and "EXIT" in sass
