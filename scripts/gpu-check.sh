@@ -450,9 +450,10 @@ bisect_failures() {
       for sw in $BISECT_SWITCHES; do
         local f=$logs/$name.bisect$i.${sw%%=*}.log outcome="not run"
         if [[ -f $f ]]; then
-          if grep -qE "^\[ +OK +\] ${suspects[$i]} " "$f"; then outcome=passes
-          elif grep -qE "^\[ +SKIPPED +\] ${suspects[$i]} " "$f"; then outcome=skips
-          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]} " "$f"; then
+          # ", where GetParam() = ..." follows a parameterised test's name.
+          if grep -qE "^\[ +OK +\] ${suspects[$i]}[ ,]" "$f"; then outcome=passes
+          elif grep -qE "^\[ +SKIPPED +\] ${suspects[$i]}[ ,]" "$f"; then outcome=skips
+          elif grep -qE "^\[ +FAILED +\] ${suspects[$i]}[ ,]" "$f"; then
             local at
             at=$(grep -m1 -oE '[^ /:]+\.(cpp|h):[0-9]+: Failure' "$f" | sed 's/: Failure$//')
             outcome="fails${at:+ at $at}"

@@ -77,7 +77,7 @@ def test_each_error_names_the_problem():
         (lambda: examples.vector_add[(1,)](x, x, out, 64, 8, BLOCK=8), TypeError, "got two values for 'BLOCK'"),
         (lambda: examples.vector_add[(1, 1, 1, 1)](x, x, out, 64, BLOCK=8), ValueError, "1 to 3 dimensions"),
         (lambda: examples.vector_add["x"](x, x, out, 64, BLOCK=8), TypeError, "the grid is a tuple"),
-        (lambda: add(x, x, out, 64, backend="cuda"), tegula.Error, "cuda"),
+        (lambda: add(x, x, out, 64, backend="cuda-please"), tegula.Error, "unknown backend 'cuda-please'"),
         (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
          "has no instantiation for arrays of (int32, float32)"),
         (lambda: add(x, x, out, 64, stream="s"), TypeError, "stream= takes an int"),
