@@ -52,6 +52,8 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pipelining.pingPong = o.pingPong;
   pm.addPass(createPipelineDotOperands(pipelining));
   pm.addPass(createDropUnusedTensorMaps());
+  if (chip == "sm_90a")
+    pm.addPass(createStageInvariantWgmmaOperands());
   if (chip == "sm_90a" && o.overlapDots)
     pm.addPass(createOverlapChainedDots());
   if (chip == "sm_90a" && o.warpSpecialize && o.warpgroupTurns)

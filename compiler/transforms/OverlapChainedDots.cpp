@@ -28,25 +28,19 @@
 // left alone: their wait counts are in issue order across rings.
 //
 // Registers decide whether it pays: during the softmax both accumulators,
-// the P being made and the P the tensor cores read are live. Where they
-// would not fit beside a loop-invariant first A operand in registers
-// (attention's Q: 128 x 128 at d = 128), that operand is staged once in
-// shared memory before the loop (tilegpu.store_shared, wgmma's K-major
-// tile) and the first dot reads both operands from there - as
-// FlashAttention-3 keeps Q - when shared memory has room beside the rings.
+// the P being made and the P the tensor cores read are live. A
+// loop-invariant first A operand (attention's Q) is in shared memory by
+// now (stage-invariant-wgmma-operands): wgmma cannot keep it in registers.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
 
-#include "compiler/analysis/SharedMemoryLiveness.h"
-#include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/LoweringCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/Support/MathExtras.h"
 
 namespace tegula {
 #define GEN_PASS_DEF_OVERLAPCHAINEDDOTS
@@ -130,48 +124,6 @@ constexpr int64_t kOtherRegisters = 32;
 
 constexpr const char *kNotTwoDots = "not two wgmma dots";
 
-/// Shared memory a CTA may opt in to on sm_90a (227 KiB).
-constexpr int64_t kHopperSharedBytes = 227 * 1024;
-
-/// The one-stage ring that would hold `dot`'s A operand (wgmma's K-major
-/// tile) when it fits shared memory beside the rings live during the dot's
-/// loop (those of an earlier or later loop share its bytes:
-/// allocate-shared-memory places buffers by live range; in a ping-pong
-/// kernel, beside all of them); nothing otherwise.
-/// Other shared scratch (reductions, layout exchanges) lives only while its
-/// op runs, and none runs across these loops.
-std::optional<tilegpu::SharedTilesType> stagingRing(tilegpu::DotSharedBOp dot) {
-  auto type = cast<RankedTensorType>(dot.getA().getType());
-  const int bits = int(type.getElementTypeBitWidth());
-  auto plan = layout::planWgmmaOperandTile(0, {int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
-                                           /*contiguousDim=*/1, bits);
-  if (!plan)
-    return std::nullopt;
-  auto ring = tilegpu::SharedTilesType::get(dot.getContext(), 1, type.getShape(), type.getElementType(), 1,
-                                            plan->tile.rowXor, plan->tile.blockElements);
-  // Per program in a ping-pong kernel's consumers; the rings before the
-  // split already hold both programs' stages.
-  auto perProgram = [](Operation *op) {
-    return lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer ? lowering::programsPerCta(op) : 1;
-  };
-  auto aligned = [](int64_t n) { return int64_t(llvm::alignTo(n, analysis::kWgmmaTileAlignment)); };
-  int64_t bytes = aligned(ring.tileBytes()) * perProgram(dot);
-  auto module = dot->getParentOfType<ModuleOp>();
-  analysis::ProgramOrder order(module);
-  const analysis::LiveInterval during = order.extent(dot->getParentOfType<scf::ForOp>());
-  // A ping-pong kernel's rings live to its end and its programs' buffers
-  // share one arena (allocate-shared-memory): every ring counts there.
-  const bool everyRing = lowering::programsPerCta(dot) > 1;
-  module.walk([&](tilegpu::AllocSharedOp alloc) {
-    SmallVector<Operation *> users = llvm::to_vector(alloc->getUsers());
-    if (everyRing || order.liveRange(alloc, users).overlaps(during))
-      bytes += aligned(analysis::sharedScratchBytes(alloc)) * perProgram(alloc);
-  });
-  if (bytes > kHopperSharedBytes)
-    return std::nullopt;
-  return ring;
-}
-
 /// One loop's plan: the halves and what crosses between them.
 struct Rotation {
   scf::ForOp loop;
@@ -181,8 +133,6 @@ struct Rotation {
   SmallVector<unsigned> early, late;  // iter arg numbers
   SmallVector<unsigned> earlyUsedByB;
   SmallVector<Value> crossing; // A's results that B uses
-  /// Set when dot1's A (in registers, loop-invariant) moves to shared memory.
-  std::optional<tilegpu::SharedTilesType> stagedA;
 };
 
 /// The plan for `loop`, or a reason why it is left as it is.
@@ -287,16 +237,8 @@ FailureOr<Rotation> plan(scf::ForOp loop, std::string &why) {
   if (auto chained = dyn_cast<tilegpu::DotSharedBOp>(r.dot2))
     live += 2 * registersOf(chained.getA(), w);
   const int64_t budget = registerBudget(loop);
-  if (auto first = dyn_cast<tilegpu::DotSharedBOp>(r.dot1)) {
-    const int64_t a = registersOf(first.getA(), w);
-    if (live + a > budget && live <= budget && loop.isDefinedOutsideOfLoop(first.getA())) {
-      r.stagedA = stagingRing(first);
-      if (!r.stagedA)
-        return why = "too many registers, and no shared memory left for the first dot's A", failure();
-    } else {
-      live += a;
-    }
-  }
+  if (auto first = dyn_cast<tilegpu::DotSharedBOp>(r.dot1))
+    live += registersOf(first.getA(), w);
   if (live > budget)
     return why = "too many registers", failure();
   // What B reads from A and from the early iter args.
@@ -315,34 +257,7 @@ FailureOr<Rotation> plan(scf::ForOp loop, std::string &why) {
   return r;
 }
 
-/// Writes dot1's A into its ring once, before the loop, and makes dot1 read
-/// it there (both operands from shared memory).
-void stageFirstOperand(Rotation &r) {
-  auto first = cast<tilegpu::DotSharedBOp>(r.dot1);
-  Location loc = first.getLoc();
-  OpBuilder b(r.loop);
-  Value a = first.getA();
-  // The tile as it was loaded stores in wider vectors than its fragments.
-  auto convert = a.getDefiningOp<tilegpu::ConvertLayoutOp>();
-  Value src = convert && a.hasOneUse() ? convert.getSrc() : a;
-  auto ring = tilegpu::AllocSharedOp::create(b, loc, *r.stagedA);
-  Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-  tilegpu::StoreSharedOp::create(b, loc, src, ring, zero, /*fenceAsyncProxy=*/true);
-  b.setInsertionPoint(first);
-  auto both = tilegpu::DotSharedOp::create(b, loc, first.getType(), ring, zero, first.getB(), first.getBStage(),
-                                           first.getAcc(), UnitAttr(), first.getTransposeBAttr(),
-                                           first.getPrecisionAttr());
-  first.replaceAllUsesWith(both.getResult());
-  *llvm::find(r.a1, r.dot1) = both;
-  r.dot1 = both;
-  first.erase();
-  if (convert && convert->use_empty())
-    convert.erase();
-}
-
 void rotate(Rotation &r) {
-  if (r.stagedA)
-    stageFirstOperand(r);
   scf::ForOp loop = r.loop;
   Location loc = loop.getLoc();
   OpBuilder b(loop);

@@ -197,6 +197,25 @@ def Coalesce : Pass<"coalesce", "mlir::ModuleOp"> {
   }];
 }
 
+def StageInvariantWgmmaOperands : Pass<"stage-invariant-wgmma-operands", "mlir::ModuleOp"> {
+  let summary = "Loop-invariant wgmma A operands move from registers to shared memory (sm_90a)";
+  let description = [{
+    A wgmma dot in an `scf.for` that reads its A operand from registers
+    (`tilegpu.dot_shared_b`) where that tile is defined outside the loop
+    (attention's Q, the attention backward's K, V, Q and dO, an MLP's
+    input rows) is rewritten to read both operands from shared memory
+    (`tilegpu.dot_shared`): the tile is stored once before the loop into a
+    one-stage ring in wgmma's K-major layout (`tilegpu.store_shared`,
+    fencing the async proxy). ptxas 13.0 gives such loop-invariant fragment
+    registers to other values inside the loop (measured on an H100: wrong
+    results; visible in the SASS), and FlashAttention-3 keeps Q in shared
+    memory too. A tile several dots of the loop read is stored once. A
+    kernel whose rings live during the loop leave no room for it (227 KiB)
+    is rejected with the sizes.
+  }];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect"];
+}
+
 def OverlapChainedDots : Pass<"overlap-chained-dots", "mlir::ModuleOp"> {
   let summary = "Rotate loops of two chained wgmma dots: the work between them runs under the second";
   let description = [{
@@ -217,12 +236,9 @@ def OverlapChainedDots : Pass<"overlap-chained-dots", "mlir::ModuleOp"> {
     waits and releases commute across rings); the two halves must use
     rings of their own and nothing else with side effects but loads. The
     tiles live during the overlap (both accumulators, two sets of A
-    fragments, a loop-invariant A) must fit the thread's registers; where
-    they fit only without the first dot's loop-invariant A (attention's Q at
-    128 x 128, d = 128), that operand is stored once before the loop into a
-    one-stage ring in wgmma's layout (`tilegpu.store_shared`) and the first
-    dot reads it from there (`tilegpu.dot_shared`), if shared memory has
-    room beside the rings (227 KiB); otherwise the loop is left as it is.
+    fragments) must fit the thread's registers; a loop-invariant first A
+    (attention's Q) is already in shared memory
+    (stage-invariant-wgmma-operands runs first).
     `explain` remarks why a loop with two wgmma dots is not rotated.
   }];
   let options = [

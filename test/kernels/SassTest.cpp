@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace tegula;
@@ -45,34 +46,44 @@ int count(const std::vector<std::string> &code, const std::string &opcode) {
   return n;
 }
 
-/// The innermost loops of a SASS listing: each backward branch's body (the
-/// instructions from its target label to the branch), nested loops left out
-/// - and spans through an EXIT, which are not loops: ptxas places the retry
-/// paths of mbarrier waits after the kernel's end, branching back.
-std::vector<std::vector<std::string>> innermostLoops(const std::string &sass) {
+/// A SASS listing's instructions and its loops: each backward branch's
+/// span [target label, branch] - leaving out spans through an EXIT, which
+/// are not loops: ptxas places the retry paths of mbarrier waits after the
+/// kernel's end, branching back.
+struct Listing {
+  std::vector<std::string> code;
+  std::vector<std::pair<size_t, size_t>> loops;
+};
+Listing listing(const std::string &sass) {
   static const std::regex label(R"(^(\.L_x_\d+):)"), branch(R"(BRA\s+`\((\.L_x_\d+)\))");
   std::map<std::string, size_t> at; // label -> index of the next instruction
-  std::vector<std::string> code;
+  Listing l;
   std::istringstream in(sass);
   std::smatch m;
   for (std::string text; std::getline(in, text);) {
     if (std::regex_search(text, m, label))
-      at[m[1].str()] = code.size();
+      at[m[1].str()] = l.code.size();
     else if (auto one = instructions(text); !one.empty())
-      code.push_back(one[0]);
+      l.code.push_back(one[0]);
   }
-  std::vector<std::pair<size_t, size_t>> spans;
-  for (size_t i = 0; i < code.size(); ++i)
-    if (std::regex_search(code[i], m, branch) && at.count(m[1].str()) && at[m[1].str()] <= i &&
-        std::none_of(code.begin() + long(at[m[1].str()]), code.begin() + long(i),
+  for (size_t i = 0; i < l.code.size(); ++i)
+    if (std::regex_search(l.code[i], m, branch) && at.count(m[1].str()) && at[m[1].str()] <= i &&
+        std::none_of(l.code.begin() + long(at[m[1].str()]), l.code.begin() + long(i),
                      [](const std::string &c) { return c.starts_with("EXIT"); }))
-      spans.push_back({at[m[1].str()], i});
+      l.loops.push_back({at[m[1].str()], i});
+  return l;
+}
+
+/// The innermost loops of a SASS listing (their instructions), nested loops
+/// left out.
+std::vector<std::vector<std::string>> innermostLoops(const std::string &sass) {
+  const Listing l = listing(sass);
   std::vector<std::vector<std::string>> loops;
-  for (auto [begin, end] : spans)
-    if (std::none_of(spans.begin(), spans.end(), [&](auto s) {
+  for (auto [begin, end] : l.loops)
+    if (std::none_of(l.loops.begin(), l.loops.end(), [&](auto s) {
           return s != std::pair{begin, end} && begin <= s.first && s.second <= end && s.second - s.first > 8;
         }))
-      loops.emplace_back(code.begin() + long(begin), code.begin() + long(end) + 1);
+      loops.emplace_back(l.code.begin() + long(begin), l.code.begin() + long(end) + 1);
   return loops;
 }
 
@@ -304,6 +315,92 @@ TEST(Sass, AttentionBackwardLoopsKeepTheirBarriersOutside) {
       EXPECT_GE(loopsWithDots, 1);
     }
   }
+}
+
+/// A fused MLP in hidden-unit chunks (TensorDescriptorTest's): the input
+/// rows `xt`, loaded before the loop, are the first dot's A in every chunk.
+void mlp_chunks_sass(tl::ptr<bfloat16> x, tl::ptr<bfloat16> w1, tl::ptr<bfloat16> w2, tl::ptr<float> out,
+                     tl::scalar<int32_t> M, tl::scalar<int32_t> rows, tl::scalar<int32_t> hidden,
+                     tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BH) {
+  auto w1_desc = tl::make_tensor_descriptor(w1, {rows, D}, {D, 1}, {BH, D});
+  auto w2_desc = tl::make_tensor_descriptor(w2, {rows, D}, {D, 1}, {BH, D});
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rd = tl::arange(0, D);
+  tl::tensor mask = rm.expand_dims(1) < M;
+  tl::tensor xt = tl::load(x + rm.expand_dims(1) * D + rd.expand_dims(0), mask, 0.0f);
+  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
+  for (auto h : tl::range(0, hidden, BH.value, acc)) {
+    tl::tensor s = tl::dot(xt, w1_desc.load({h, 0}).trans());
+    acc = tl::dot(tl::maximum(s, 0.0f).to(tl::bf16), w2_desc.load({h, 0}), acc);
+  }
+  tl::store(out + rm.expand_dims(1) * D + rd.expand_dims(0), acc, mask);
+}
+
+/// ptxas 13.0 gives the registers of a loop-invariant wgmma A operand
+/// (fragments an ldmatrix wrote before the loop) to other values inside the
+/// loop: on an H100 (2026-11-26) attention through TMA rings, a fused MLP
+/// and attention backward computed garbage from the second block on, and
+/// the SASS showed the softmax writing into Q's registers. So such operands
+/// stay in shared memory (stage-invariant-wgmma-operands): no HGMMA in a
+/// loop reads A from registers an LDSM filled before the loop - with and
+/// without the loop rotated (overlap-chained-dots), warp specialised or not.
+TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<bfloat16> t(16);
+  std::vector<float> f(16);
+  auto attention = kernel("attention_fwd_descriptors_sass", examples::attention_fwd_descriptors<bfloat16>,
+                          {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
+  auto mlp = kernel("mlp_chunks_sass", mlp_chunks_sass, {"x", "w1", "w2", "out", "M", "rows", "hidden", "D", "BM", "BH"});
+  const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
+                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+  auto dkdv = kernel("attention_bwd_dkdv_invariant_sass",
+                     gpt::kernels::attention_bwd_dkdv_tma<bfloat16, tl::precision::ieee>, params);
+  auto dq = kernel("attention_bwd_dq_invariant_sass", gpt::kernels::attention_bwd_dq_tma<bfloat16, tl::precision::ieee>,
+                   params);
+  const int C = 768;
+  struct Case {
+    const char *name;
+    Kernel *k;
+    std::vector<Arg> args;
+    int warps;
+  };
+  const std::vector<Case> cases = {
+      {"attention 64x64, d 64", &attention, {t, t, t, t, 200, 400, 0.125f, 64, 64, 64, false}, 4},
+      {"attention 128x128, d 128", &attention, {t, t, t, t, 200, 400, 0.125f, 128, 128, 128, true}, 8},
+      {"mlp chunks", &mlp, {t, t, t, f, 100, 320, 320, 64, 64, 64}, 4},
+      {"attention dkdv", &dkdv, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 64, 128, 8192}, 8},
+      {"attention dq", &dq, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 128, 64, 8192}, 8},
+  };
+  static const std::regex ldsm(R"(^LDSM\.16\.M88\.(\d)\S*\s+R(\d+),)"), hgmma(R"(^HGMMA\S*\s+R\d+,\s+R(\d+),)");
+  for (const Case &c : cases)
+    for (bool ws : {false, true})
+      for (bool rotated : {true, false}) {
+        SCOPED_TRACE(fmt::format("{}{}{}", c.name, ws ? ", warp specialised" : "", rotated ? "" : ", not rotated"));
+        ScopedEnv overlap("TEGULA_OVERLAP_DOTS", rotated ? nullptr : "0");
+        auto sass = sassOf(c.k->compile(c.args, {.chip = "sm_90a", .num_warps = c.warps, .warp_specialize = ws}));
+        ASSERT_TRUE(sass);
+        const Listing l = listing(*sass);
+        int loopsWithDots = 0;
+        for (auto [begin, end] : l.loops) {
+          std::set<int> loaded; // registers an LDSM wrote before the loop
+          std::smatch m;
+          for (size_t i = 0; i < begin; ++i)
+            if (std::regex_search(l.code[i], m, ldsm))
+              for (int r = 0; r < std::stoi(m[1].str()); ++r)
+                loaded.insert(std::stoi(m[2].str()) + r);
+          bool dots = false;
+          for (size_t i = begin; i <= end; ++i) {
+            if (!std::regex_search(l.code[i], m, hgmma))
+              continue;
+            dots = true;
+            for (int r = 0; r < 4; ++r)
+              EXPECT_FALSE(loaded.count(std::stoi(m[1].str()) + r))
+                  << l.code[i] << " reads R" << std::stoi(m[1].str()) + r << ", loaded by an LDSM before its loop";
+          }
+          loopsWithDots += dots;
+        }
+        EXPECT_GE(loopsWithDots, 1);
+      }
 }
 
 } // namespace

@@ -1,25 +1,36 @@
-// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots | FileCheck %s
-// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots | FileCheck %s --check-prefix=NOQREG
-// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -overlap-chained-dots -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
-// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands=num-stages=4 -overlap-chained-dots=explain=true 2>&1 | FileCheck %s --check-prefix=FULL
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -stage-invariant-wgmma-operands | FileCheck %s --check-prefix=STAGED
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -stage-invariant-wgmma-operands -overlap-chained-dots | FileCheck %s
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -stage-invariant-wgmma-operands -overlap-chained-dots | FileCheck %s --check-prefix=NOQREG
+// RUN: tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands -stage-invariant-wgmma-operands -overlap-chained-dots -allocate-shared-memory -lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: not tegula-opt %s -use-tma -lower-tensor-descriptors -convert-tile-to-tilegpu=num-warps=8 -canonicalize -accelerate-dot=chip=sm_90a -propagate-mma-layout -remove-layout-conversions -cse -coalesce -remove-layout-conversions -cse -pipeline-dot-operands=num-stages=4 -stage-invariant-wgmma-operands 2>&1 | FileCheck %s --check-prefix=FULL
 
 // Flash attention (examples::attention_fwd_descriptors, causal) at 128 x 128
-// blocks, d 128, 8 warps: during the overlap a thread would hold S and O (64
-// registers each), two P's (32 each) and Q (32) - more than 255 with the
-// rest. overlap-chained-dots keeps Q in shared memory instead: stored once
-// before the loop (as loaded, 16 bytes a thread at a time) into a one-stage
-// ring in wgmma's K-major tile, fenced for the async proxy; S = Q K^T reads
-// both operands from rings (dot_shared), in the prologue and in the loop,
-// while P V still takes P from registers.
+// blocks, d 128, 8 warps. Q is loaded before the loop and is S = Q K^T's A
+// operand in every iteration: wgmma cannot keep it in registers across the
+// loop (ptxas 13.0 gives those registers to the softmax; wrong results on an
+// H100). It is stored once before the loop (as loaded, 16 bytes a thread at
+// a time) into a one-stage ring in wgmma's K-major tile, fenced for the
+// async proxy, and S = Q K^T reads both operands from rings (dot_shared);
+// P V still takes P, made in the loop, from registers.
+// STAGED:      %[[QLOAD:.*]] = tile.load {{.*}} : tensor<128x128x!tile.ptr<bf16>, #blocked>
+// STAGED:      %[[Q:.*]] = tilegpu.alloc_shared : <1 x[128, 128] x bf16, contiguousDim = 1, swizzle = [1, 2, 4], blockElements = 64>
+// STAGED:      tilegpu.store_shared %[[QLOAD]], %[[Q]][%{{.*}}] {fenceAsyncProxy} : tensor<128x128xbf16, #blocked>
+// STAGED:      scf.for
+// STAGED:        tilegpu.dot_shared %[[Q]][%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} {transposeB}
+// STAGED:        tilegpu.dot_shared_b %{{.*}}, %{{.*}}[
+// STAGED-NOT:  tilegpu.dot_shared_b
+
+// Rotated by overlap-chained-dots, the staged Q feeds S in the prologue and
+// in the loop.
 // CHECK:      %[[QLOAD:.*]] = tile.load {{.*}} : tensor<128x128x!tile.ptr<bf16>, #blocked>
 // CHECK:      %[[K:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[128, 128] x bf16
 // CHECK:      %[[V:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[128, 128] x bf16
 // CHECK:      %[[Q:.*]] = tilegpu.alloc_shared : <1 x[128, 128] x bf16, contiguousDim = 1, swizzle = [1, 2, 4], blockElements = 64>
 // CHECK:      tilegpu.store_shared %[[QLOAD]], %[[Q]][%[[ZERO:.*]]] {fenceAsyncProxy} : tensor<128x128xbf16, #blocked>
 // CHECK:      scf.if
-// CHECK:        tilegpu.dot_shared %[[Q]][%[[ZERO]]], %[[K]][%{{.*}}], %{{.*}} {transposeB}
+// CHECK:        tilegpu.dot_shared %[[Q]][%{{.*}}], %[[K]][%{{.*}}], %{{.*}} {transposeB}
 // CHECK:        scf.for
-// CHECK:          tilegpu.dot_shared %[[Q]][%[[ZERO]]], %[[K]][%{{.*}}], %{{.*}} {transposeB}
+// CHECK:          tilegpu.dot_shared %[[Q]][%{{.*}}], %[[K]][%{{.*}}], %{{.*}} {transposeB}
 // CHECK-NEXT:     tilegpu.tma_wait %[[V]][
 // CHECK-NEXT:     tilegpu.dot_shared_b %{{.*}}, %[[V]][
 // CHECK-NEXT:     tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32}
@@ -30,9 +41,9 @@
 // NOQREG-NOT: #blocked> -> tensor<128x128xbf16, #dot_op>
 
 // With four stages the K and V rings take 256 KiB: no room for Q beside
-// them, and the loop is left as it is.
-// FULL: remark: overlap-chained-dots: not rotated: too many registers, and no shared memory left for the first dot's A
-// FULL-NOT: store_shared
+// them, and the kernel is rejected with the sizes.
+// FULL: error: the loop-invariant A operand of this dot (32768 bytes) must be kept in shared memory on sm_90a
+// FULL-SAME: needs {{[0-9]+}} bytes, more than the 232448 a CTA may use
 
 // Lowered: each of the 256 threads stores its 64 elements of Q in eight
 // 16-byte vectors, fences the async proxy and meets the others at a barrier
