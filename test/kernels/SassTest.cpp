@@ -5,6 +5,7 @@
 // needed: ptxas and nvdisasm (scripts/setup.sh installs the latter).
 #include "TestUtil.h"
 #include "examples/kernels.h"
+#include "kernels/MlpChunks.h"
 #include "models/gpt/Attention.h"
 
 #include <gmock/gmock.h>
@@ -317,25 +318,6 @@ TEST(Sass, AttentionBackwardLoopsKeepTheirBarriersOutside) {
   }
 }
 
-/// A fused MLP in hidden-unit chunks (TensorDescriptorTest's): the input
-/// rows `xt`, loaded before the loop, are the first dot's A in every chunk.
-void mlp_chunks_sass(tl::ptr<bfloat16> x, tl::ptr<bfloat16> w1, tl::ptr<bfloat16> w2, tl::ptr<float> out,
-                     tl::scalar<int32_t> M, tl::scalar<int32_t> rows, tl::scalar<int32_t> hidden,
-                     tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BH) {
-  auto w1_desc = tl::make_tensor_descriptor(w1, {rows, D}, {D, 1}, {BH, D});
-  auto w2_desc = tl::make_tensor_descriptor(w2, {rows, D}, {D, 1}, {BH, D});
-  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
-  tl::tensor rd = tl::arange(0, D);
-  tl::tensor mask = rm.expand_dims(1) < M;
-  tl::tensor xt = tl::load(x + rm.expand_dims(1) * D + rd.expand_dims(0), mask, 0.0f);
-  tl::tensor acc = tl::zeros({BM, D}, tl::f32);
-  for (auto h : tl::range(0, hidden, BH.value, acc)) {
-    tl::tensor s = tl::dot(xt, w1_desc.load({h, 0}).trans());
-    acc = tl::dot(tl::maximum(s, 0.0f).to(tl::bf16), w2_desc.load({h, 0}), acc);
-  }
-  tl::store(out + rm.expand_dims(1) * D + rd.expand_dims(0), acc, mask);
-}
-
 /// ptxas 13.0 gives the registers of a loop-invariant wgmma A operand
 /// (fragments an ldmatrix wrote before the loop) to other values inside the
 /// loop: on an H100 (2026-11-26) attention through TMA rings, a fused MLP
@@ -350,7 +332,7 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
   std::vector<float> f(16);
   auto attention = kernel("attention_fwd_descriptors_sass", examples::attention_fwd_descriptors<bfloat16>,
                           {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
-  auto mlp = kernel("mlp_chunks_sass", mlp_chunks_sass, {"x", "w1", "w2", "out", "M", "rows", "hidden", "D", "BM", "BH"});
+  auto mlp = kernel("mlp_chunks_sass", mlp_chunks, {"x", "w1", "w2", "out", "M", "rows", "hidden", "D", "BM", "BH"});
   const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
                                            "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
   auto dkdv = kernel("attention_bwd_dkdv_invariant_sass",
