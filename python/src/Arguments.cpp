@@ -173,6 +173,70 @@ ArrayView fromDLPack(py::handle obj, const ArgName &what, ArgumentLifetimes &kee
   return v;
 }
 
+/// torch's element types (singleton torch.dtype objects), compared by
+/// identity: reading `tensor.dtype` is a C attribute, where torch's
+/// __cuda_array_interface__ and __dlpack__ are Python code (tens of
+/// microseconds a launch for three tensors, measured on an H100).
+struct TorchDtype {
+  PyObject *dtype; // kept for the process, like torch's own
+  DType tegula;
+};
+const std::vector<TorchDtype> &torchDtypes(py::handle torch) {
+  static const std::vector<TorchDtype> table = [&] {
+    std::vector<TorchDtype> out;
+    for (auto [name, dtype] : std::initializer_list<std::pair<const char *, DType>>{
+             {"float32", DType::f32}, {"bfloat16", DType::bf16}, {"float16", DType::f16},
+             {"float64", DType::f64}, {"int32", DType::i32}, {"int64", DType::i64},
+             {"int8", DType::i8}, {"int16", DType::i16}, {"bool", DType::i1},
+             {"float8_e4m3fn", DType::f8e4m3}, {"float8_e5m2", DType::f8e5m2}}) {
+      if (PyObject *d = PyObject_GetAttrString(torch.ptr(), name))
+        out.push_back({d, dtype});
+      else
+        PyErr_Clear(); // an older torch without fp8
+    }
+    return out;
+  }();
+  return table;
+}
+
+/// A torch.Tensor read through its C accessors (data_ptr, dtype, is_cuda,
+/// is_contiguous, numel) - the same facts as its DLPack or
+/// __cuda_array_interface__ view, without building either.
+ArrayView fromTorch(py::handle obj, py::handle torch, const ArgName &what) {
+  static PyObject *const dtypeName = interned("dtype"), *const isCuda = interned("is_cuda"),
+                         *const isCpu = interned("is_cpu"), *const isContiguous = interned("is_contiguous"),
+                         *const numel = interned("numel"), *const dataPtr = interned("data_ptr");
+  auto call = [&](PyObject *method) {
+    py::object r = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(obj.ptr(), method));
+    if (!r)
+      throw py::error_already_set();
+    return r;
+  };
+  auto attr = [&](PyObject *name) {
+    py::object r = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), name));
+    if (!r)
+      throw py::error_already_set();
+    return r;
+  };
+  ArrayView v;
+  py::object dtype = attr(dtypeName);
+  for (const TorchDtype &d : torchDtypes(torch))
+    if (d.dtype == dtype.ptr())
+      v.dtype = d.tegula;
+  v.dtype_name = py::str(dtype).cast<std::string>();
+  if (v.dtype_name.starts_with("torch."))
+    v.dtype_name.erase(0, 6);
+  v.on_device = PyObject_IsTrue(attr(isCuda).ptr()) == 1;
+  if (!v.on_device && PyObject_IsTrue(attr(isCpu).ptr()) != 1)
+    throw py::value_error(fmt::format("{}: the tensor is on {}, which Tegula cannot use (CPU or CUDA only)",
+                                      what.text(), py::str(obj.attr("device")).cast<std::string>()));
+  if (PyObject_IsTrue(call(isContiguous).ptr()) != 1)
+    notContiguous(what);
+  v.count = call(numel).cast<size_t>();
+  v.address = call(dataPtr).cast<uint64_t>();
+  return v;
+}
+
 ArrayView fromNumpy(py::handle obj, const ArgName &what) {
   ArrayView v;
   py::object dtype = obj.attr("dtype");
@@ -210,6 +274,32 @@ PyObject *interned(const char *name) {
   return s;
 }
 
+py::handle torchModule() {
+  static PyObject *const torchName = interned("torch");
+  // A borrowed reference: sys.modules keeps torch for the process.
+  PyObject *torch = PyImport_GetModule(torchName);
+  if (!torch) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  Py_DECREF(torch);
+  return torch;
+}
+
+py::handle torchTensorType() {
+  static PyObject *const tensorName = interned("Tensor");
+  static py::handle tensor; // torch.Tensor stays alive as long as torch
+  if (!tensor) {
+    py::handle torch = torchModule();
+    if (!torch)
+      return nullptr;
+    tensor = PyObject_GetAttr(torch.ptr(), tensorName);
+    if (!tensor)
+      throw py::error_already_set();
+  }
+  return tensor;
+}
+
 namespace {
 bool hasAttribute(py::handle obj, PyObject *name) { return PyObject_HasAttr(obj.ptr(), name) == 1; }
 } // namespace
@@ -218,6 +308,11 @@ std::optional<ArrayView> viewArray(py::handle obj, const ArgName &what, Argument
   static PyObject *const cai = interned("__cuda_array_interface__"),
                          *const arrayInterface = interned("__array_interface__"),
                          *const flags = interned("flags"), *const dlpack = interned("__dlpack__");
+  // torch first: its __cuda_array_interface__ is a Python property that
+  // builds a dict (and for a CPU tensor raises inside hasattr).
+  if (py::handle torch = torchModule())
+    if (py::handle tensor = torchTensorType(); tensor && PyObject_IsInstance(obj.ptr(), tensor.ptr()) == 1)
+      return fromTorch(obj, torch, what);
   if (hasAttribute(obj, cai))
     return fromCudaArrayInterface(obj, what);
   // numpy arrays (and ml_dtypes' bfloat16 ones) are read directly; other

@@ -61,6 +61,12 @@ struct ArgName {
 /// every launch, their hash computed once.
 PyObject *interned(const char *name);
 
+/// The torch module and torch.Tensor when torch has been imported, else
+/// null (nothing is imported here: without torch no argument can be a
+/// torch tensor). Borrowed: torch stays in sys.modules.
+pybind11::handle torchModule();
+pybind11::handle torchTensorType();
+
 /// Describes `obj` if it is an array Tegula can pass; otherwise nullopt
 /// (not an array at all). Throws ValueError for arrays it cannot take as
 /// they are (strided views), naming `what`.

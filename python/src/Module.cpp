@@ -187,21 +187,6 @@ int intOption(py::kwargs kwargs, PyObject *name, int fallback) {
   return v ? py::cast<int>(v) : fallback;
 }
 
-/// torch.Tensor when torch has been imported (nothing is imported here:
-/// without torch no argument can be a torch tensor).
-py::handle torchTensorType() {
-  static PyObject *const torchName = python::interned("torch"), *const tensorName = python::interned("Tensor");
-  py::object torch = py::reinterpret_steal<py::object>(PyImport_GetModule(torchName));
-  if (!torch) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  static py::handle tensor; // torch.Tensor stays alive as long as torch
-  if (!tensor)
-    tensor = py::reinterpret_steal<py::object>(PyObject_GetAttr(torch.ptr(), tensorName)).release();
-  return tensor;
-}
-
 /// The CUstream a launch runs on: `stream=` (an int handle, a torch.cuda.Stream
 /// or a cupy Stream), else torch's current stream when a torch CUDA tensor is
 /// among the arguments (so launches are ordered with the caller's torch work),
@@ -219,13 +204,31 @@ uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
                                      "cupy Stream, not {}",
                                      py::str(py::type::handle_of(s).attr("__name__")).cast<std::string>()));
   }
-  py::handle tensor = torchTensorType();
+  py::handle tensor = python::torchModule() ? python::torchTensorType() : py::handle();
   if (!tensor)
     return 0;
-  for (const py::object &a : bound)
-    if (PyObject_IsInstance(a.ptr(), tensor.ptr()) == 1 && a.attr("is_cuda").cast<bool>())
-      return py::module_::import("torch").attr("cuda").attr("current_stream")(a.attr("device"))
-          .attr("cuda_stream").cast<uint64_t>();
+  static PyObject *const isCuda = python::interned("is_cuda"), *const getDevice = python::interned("get_device");
+  for (const py::object &a : bound) {
+    if (PyObject_IsInstance(a.ptr(), tensor.ptr()) != 1 ||
+        !py::reinterpret_steal<py::object>(PyObject_GetAttr(a.ptr(), isCuda)).cast<bool>())
+      continue;
+    // torch._C._cuda_getCurrentRawStream(device index): the CUstream as an
+    // int, what Triton's launcher reads - torch.cuda.current_stream() builds
+    // a Stream object in Python on every call.
+    static const py::handle rawStream = [] { // kept for the process, like torch
+      py::object c = python::torchModule().attr("_C");
+      return py::hasattr(c, "_cuda_getCurrentRawStream") ? py::object(c.attr("_cuda_getCurrentRawStream")).release()
+                                                         : py::handle();
+    }();
+    if (rawStream) {
+      py::object device = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(a.ptr(), getDevice));
+      if (!device)
+        throw py::error_already_set();
+      return rawStream(device).cast<uint64_t>();
+    }
+    return python::torchModule().attr("cuda").attr("current_stream")(a.attr("device"))
+        .attr("cuda_stream").cast<uint64_t>();
+  }
   return 0;
 }
 
