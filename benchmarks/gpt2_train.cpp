@@ -8,6 +8,9 @@
 //
 //   gpt2-train [--batch 8] [--seq 1024] [--steps 10] [--dtype f32|bf16|all]
 //
+// After the timed steps, one more step runs with every launch timed
+// (tegula::profile_kernels): GPU time per kernel.
+//
 // On Hopper the bf16 model runs twice: as compiled by default, and with its
 // linear layers warp specialised ("bf16_ws").
 #include "models/gpt/Model.h"
@@ -74,6 +77,21 @@ void run(DType storage, bool warpSpecialize, int B, int T, int steps, const Devi
   fmt::print("gpt2_124m_train_tegula_{}_tokens_per_s {:.0f}\n", tag, B * T / s);
   if (peak > 0)
     fmt::print("gpt2_124m_train_tegula_{}_mfu_vs_bf16_peak_percent {:.2f}\n", tag, 100.0 * flops / s / peak);
+  // Where a step's GPU time goes: one more step with every launch between
+  // two events (indented rows: not summary lines).
+  profile_kernels(true);
+  step();
+  synchronize();
+  const std::vector<KernelProfile> profile = kernel_profile();
+  profile_kernels(false);
+  double inKernels = 0;
+  for (const KernelProfile &k : profile)
+    inKernels += k.total_ms;
+  fmt::print("one {} step, GPU time per kernel ({:.2f} ms in kernels; {:.1f} ms a step unprofiled):\n", tag,
+             inKernels, s * 1e3);
+  for (const KernelProfile &k : profile)
+    fmt::print("  {:<36} {:>5} calls {:>9.3f} ms {:>6.1f} %\n", k.kernel, k.calls, k.total_ms,
+               100.0 * k.total_ms / inKernels);
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 //===- GpuLaunch.cpp - load and launch compiled kernels -------------------===//
 #include "runtime/GpuLaunch.h"
 
+#include <optional>
+
 #include "runtime/CudaDriver.h"
 #include "tegula/error.h"
 
@@ -264,12 +266,17 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)
       d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", name);
+    std::optional<ProfiledLaunch> profiled;
+    if (profilingLaunches())
+      profiled.emplace(name, stream);
     d.check(d.cuLaunchKernel(static_cast<CUfunction>(kernel.function()), ctasX, grid.y, grid.z,
                              unsigned(32 * (numWarps * programs + kernel.producerWarps())), 1, 1,
                              unsigned(kernel.dynamicSharedBytes()),
                              reinterpret_cast<CUstream>(stream), kernelParams.data(),
                              nullptr),
             "cuLaunchKernel", name);
+    if (profiled)
+      profiled->launched();
     // Only staged buffers force a wait (to copy back and free); launches on
     // device buffers alone stay asynchronous, so they can be timed back to back.
     if (!copies.empty() || launchBlocking())

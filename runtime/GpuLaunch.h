@@ -79,4 +79,24 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
                   const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
                   uint64_t stream = 0, const std::vector<std::string> &paramNames = {});
 
+/// Whether launches are profiled (tegula::profile_kernels, TEGULA_PROFILE=1).
+bool profilingLaunches();
+
+/// One profiled launch: an event on `stream` now, another when launched()
+/// says the launch was enqueued (runtime/Profile.cpp). A launch that fails
+/// leaves no record.
+class ProfiledLaunch {
+public:
+  ProfiledLaunch(const std::string &kernel, uint64_t stream);
+  ~ProfiledLaunch();
+  ProfiledLaunch(const ProfiledLaunch &) = delete;
+  ProfiledLaunch &operator=(const ProfiledLaunch &) = delete;
+  void launched();
+
+private:
+  uint64_t stream_;
+  size_t record_ = 0;
+  bool done_ = false;
+};
+
 } // namespace tegula::runtime

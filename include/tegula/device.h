@@ -150,6 +150,20 @@ private:
   bool recorded_ = false;
 };
 
+/// GPU time per kernel. While profiling is on (profile_kernels(true), or
+/// TEGULA_PROFILE=1 from the start) each GPU launch is bracketed by a pair
+/// of events on its stream - launches stay asynchronous, each costs two more
+/// event records - and kernel_profile() waits for them, returns the time
+/// per kernel name (most first) and forgets them.
+struct KernelProfile {
+  std::string kernel;
+  int calls = 0;
+  double total_ms = 0;
+};
+void profile_kernels(bool on);
+bool profiling_kernels();
+std::vector<KernelProfile> kernel_profile();
+
 /// Per-call GPU time of `fn` over `iters` calls, after `warmup` calls.
 struct Timing {
   double median = 0, min = 0, max = 0; // milliseconds

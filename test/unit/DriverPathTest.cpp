@@ -158,6 +158,44 @@ TEST_F(DriverPath, AStreamIsPassedAndStagingCopiesLandBeforeTheKernelStarts) {
   ASSERT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
 }
 
+/// profile_kernels: each launch between two events on its stream (the
+/// launch stays asynchronous); kernel_profile() waits for them, sums them per
+/// kernel and forgets them; a failed launch leaves no record; off, launches
+/// record no events.
+TEST_F(DriverPath, ProfiledLaunchesAreTimedPerKernel) {
+  auto add = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  DeviceBuffer x(64, DType::f32), y(64, DType::f32), out(64, DType::f32);
+  const LaunchOptions on{.grid = {1}, .backend = Backend::GPU};
+  add(on, x, y, out, 64, 64); // loaded before profiling
+  ASSERT_FALSE(profiling_kernels()) << "TEGULA_PROFILE is set for this test";
+  profile_kernels(true);
+  fake::tegula_fake_cuda_reset();
+  add(on, x, y, out, 64, 64);
+  add(on, x, y, out, 64, 64);
+  std::vector<std::string> calls = fake::tegula_fake_cuda_calls();
+  auto launch = std::find(calls.begin(), calls.end(), "cuLaunchKernel");
+  ASSERT_NE(launch, calls.end());
+  ASSERT_NE(launch, calls.begin());
+  EXPECT_EQ(*(launch - 1), "cuEventRecord");
+  ASSERT_NE(launch + 1, calls.end());
+  EXPECT_EQ(*(launch + 1), "cuEventRecord");
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "cuCtxSynchronize"), 0) << "a profiled launch waited";
+  fake::tegula_fake_cuda_fail_next("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  EXPECT_THROW(add(on, x, y, out, 64, 64), Error);
+  std::vector<KernelProfile> profile = kernel_profile();
+  ASSERT_EQ(profile.size(), 1u);
+  EXPECT_EQ(profile[0].kernel, "vector_add");
+  EXPECT_EQ(profile[0].calls, 2);
+  EXPECT_GE(profile[0].total_ms, 0.0);
+  EXPECT_TRUE(kernel_profile().empty()) << "read twice";
+  profile_kernels(false);
+  fake::tegula_fake_cuda_reset();
+  add(on, x, y, out, 64, 64);
+  calls = fake::tegula_fake_cuda_calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "cuEventRecord"), 0);
+  EXPECT_TRUE(kernel_profile().empty());
+}
+
 /// matmul_descriptors on the fake sm_90a: its TMA tensor maps follow the
 /// kernel's own parameters, each encoded for its buffer, shape and box.
 TEST_F(DriverPath, TensorMapsFollowTheParametersAndDescribeTheirBuffers) {
