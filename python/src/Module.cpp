@@ -397,6 +397,23 @@ its own consumer warpgroup.)doc")
       .def("fill", [](DeviceBuffer &b, uint8_t value) { b.fill_bytes(value); })
       .def_property_readonly("ptr", &DeviceBuffer::device_ptr);
 
+  // GPU time per kernel (runtime/Profile.cpp): tegula.testing.profile().
+  m.def("profile_kernels", &profile_kernels, py::arg("on"),
+        "Turns timing of every GPU launch (two events on its stream) on or off");
+  m.def(
+      "kernel_profile",
+      [] {
+        std::vector<KernelProfile> profile;
+        {
+          py::gil_scoped_release unlocked; // waits for the GPU
+          profile = kernel_profile();
+        }
+        py::list out;
+        for (const KernelProfile &k : profile)
+          out.append(py::make_tuple(k.kernel, k.calls, k.total_ms));
+        return out;
+      },
+      "[(kernel, calls, milliseconds)] of the launches timed since the last call, most GPU time first");
   m.def("gpu_available", [] {
     std::string why;
     bool ok = gpu_available(&why);

@@ -1,9 +1,10 @@
-"""Helpers for testing kernels: comparing results with tolerances."""
+"""Helpers for testing kernels: comparing results with tolerances, timing
+them (do_bench) and seeing where GPU time goes (profile)."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["assert_close", "default_tolerance", "do_bench"]
+__all__ = ["assert_close", "default_tolerance", "do_bench", "profile"]
 
 _TOLERANCES = {  # (rtol, atol) per element type, as the C++ tests use
     "float64": (1e-12, 1e-12),
@@ -90,3 +91,32 @@ def do_bench(fn, warmup: int = 3, rep: int = 20, quantiles=None, flush_l2: bool 
     if quantiles is None:
         return float(np.median(times))
     return [float(q) for q in np.quantile(times, quantiles)]
+
+
+class profile:
+    """GPU time per kernel of the launches made inside ``with``::
+
+        with tegula.testing.profile() as p:
+            model_step()
+        for kernel, calls, ms in p.kernels:  # most GPU time first
+            print(f"{kernel:30} {calls:5} {ms:8.3f} ms")
+
+    Every GPU launch is bracketed by two events on its stream (launches stay
+    asynchronous); leaving the block waits for them. Interpreter and
+    simulator launches are not timed.
+    """
+
+    def __init__(self):
+        self.kernels: list[tuple[str, int, float]] = []
+
+    def __enter__(self) -> "profile":
+        from . import _tegula
+        _tegula.kernel_profile()  # forget launches timed before
+        _tegula.profile_kernels(True)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        from . import _tegula
+        _tegula.profile_kernels(False)
+        self.kernels = _tegula.kernel_profile()
+        return False

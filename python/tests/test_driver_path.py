@@ -63,6 +63,23 @@ def test_device_arrays_and_host_arrays_launch_on_the_gpu_path(tmp_path):
     assert "launched" in r.stdout
 
 
+def test_profile_times_each_kernels_launches(tmp_path):
+    r = run("""
+        from tegula.testing import profile
+        x = CaiArray(1000)
+        with profile() as p:
+            for _ in range(2):
+                examples.vector_add[(1,)](x, x, x, 1000, BLOCK=1024, backend="gpu")
+        (kernel, calls, ms), = p.kernels
+        assert (kernel, calls) == ("vector_add", 2) and ms >= 0, p.kernels
+        examples.vector_add[(1,)](x, x, x, 1000, BLOCK=1024, backend="gpu")  # not timed
+        assert tegula._tegula.kernel_profile() == []
+        print("profiled")
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "profiled" in r.stdout
+
+
 # Each snippet ends in an error the launch must raise (printed by the snippet).
 ERRORS = {
     # The fake knows no stream 12345: the handle was passed as given.
