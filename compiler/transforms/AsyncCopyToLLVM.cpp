@@ -108,6 +108,9 @@ struct StoreSharedPattern : OpConversionPattern<tilegpu::StoreSharedOp> {
     Location loc = op.getLoc();
     tilegpu::SharedTilesType ring = op.getDst().getType();
     Value stage = ringStage(rw, loc, adaptor.getDst()[0], adaptor.getStage()[0], ring);
+    // Inside a loop (a persistent kernel's tile loop) another warpgroup's
+    // wgmmas of the previous iteration may still read the stage.
+    ctaBarrier(rw, loc);
     storeSharedTile(rw, loc, adaptor.getSrc(), cast<RankedTensorType>(op.getSrc().getType()), ring.tile(), stage);
     if (op.getFenceAsyncProxy()) // the stores go through the generic proxy; wgmma reads next
       inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");

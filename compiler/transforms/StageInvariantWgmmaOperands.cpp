@@ -11,9 +11,10 @@
 // 2026-11-26 (benchmarks/results/2026-11-26-h100-80gb-hbm3/) and the SASS
 // (test/kernels/SassTest.cpp) show the clobber.
 //
-// So such an operand is stored once, before the loop, into a one-stage ring
-// in wgmma's K-major layout (`tilegpu.store_shared`, which fences the async
-// proxy) and the dot reads both operands from shared memory
+// So such an operand is stored once, before the outermost loop it is
+// invariant in, into a one-stage ring in wgmma's K-major layout
+// (`tilegpu.store_shared`: barriers around the stores, an async-proxy fence)
+// and the dot reads both operands from shared memory
 // (`tilegpu.dot_shared`) - as FlashAttention-3 keeps Q. It also frees the
 // registers the fragments held for the whole loop. A tile that several dots
 // of a loop read is stored once. Where shared memory has no room beside
@@ -46,13 +47,26 @@ namespace {
 /// Shared memory a CTA may opt in to on sm_90a (227 KiB).
 constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
+/// The outermost loop around `dot` for which its A operand is invariant (A
+/// is stored before it: once, or once per iteration of a loop around it).
+scf::ForOp outermostInvariantLoop(tilegpu::DotSharedBOp dot) {
+  auto loop = dot->getParentOfType<scf::ForOp>();
+  while (auto outer = loop->getParentOfType<scf::ForOp>()) {
+    if (!outer.isDefinedOutsideOfLoop(dot.getA()))
+      break;
+    loop = outer;
+  }
+  return loop;
+}
+
 /// The one-stage ring that holds `dot`'s A operand as wgmma reads it
 /// (K-major), and the bytes of it and every ring live during the dot's loop
 /// (those of an earlier or later loop share their bytes: allocate-shared-
 /// memory places buffers by live range; in a ping-pong kernel, beside all
 /// of them). Other shared scratch (reductions, layout exchanges) lives only
 /// while its op runs.
-std::optional<std::pair<tilegpu::SharedTilesType, int64_t>> stagingRing(tilegpu::DotSharedBOp dot) {
+std::optional<std::pair<tilegpu::SharedTilesType, int64_t>> stagingRing(tilegpu::DotSharedBOp dot,
+                                                                       scf::ForOp loop) {
   auto type = cast<RankedTensorType>(dot.getA().getType());
   const int bits = int(type.getElementTypeBitWidth());
   auto plan = layout::planWgmmaOperandTile(0, {int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
@@ -70,7 +84,7 @@ std::optional<std::pair<tilegpu::SharedTilesType, int64_t>> stagingRing(tilegpu:
   int64_t bytes = aligned(ring.tileBytes()) * perProgram(dot);
   auto module = dot->getParentOfType<ModuleOp>();
   analysis::ProgramOrder order(module);
-  const analysis::LiveInterval during = order.extent(dot->getParentOfType<scf::ForOp>());
+  const analysis::LiveInterval during = order.extent(loop);
   const bool everyRing = lowering::programsPerCta(dot) > 1;
   module.walk([&](tilegpu::AllocSharedOp alloc) {
     SmallVector<Operation *> users = llvm::to_vector(alloc->getUsers());
@@ -92,12 +106,12 @@ struct StageInvariantWgmmaOperandsPass
     // (A tile, loop) -> its ring: stored once for every dot of the loop.
     DenseMap<std::pair<Value, Operation *>, Value> rings;
     for (tilegpu::DotSharedBOp dot : dots) {
-      auto loop = dot->getParentOfType<scf::ForOp>();
+      scf::ForOp loop = outermostInvariantLoop(dot);
       Location loc = dot.getLoc();
       Value a = dot.getA();
       Value &ring = rings[{a, loop.getOperation()}];
       if (!ring) {
-        auto staging = stagingRing(dot);
+        auto staging = stagingRing(dot, loop);
         if (!staging) {
           dot.emitError("stage-invariant-wgmma-operands: the loop-invariant A operand ")
               << a.getType() << " has no wgmma shared-memory layout";

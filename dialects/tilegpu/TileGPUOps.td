@@ -74,14 +74,15 @@ def TileGPU_AsyncWaitOp : TileGPU_Op<"async_wait"> {
 }
 
 def TileGPU_StoreSharedOp : TileGPU_Op<"store_shared"> {
-  let summary = "Write a tile held in registers into one stage of a ring, then a barrier";
+  let summary = "Write a tile held in registers into one stage of a ring, between two barriers";
   let description = [{
-    Each element's owner (one thread where the layout repeats it) stores
-    it, up to 16 bytes at a time, at the stage's swizzled offsets; then,
-    with `fenceAsyncProxy` (wgmma
-    reads the stage next), each thread fences (fence.proxy.async), and a
-    barrier. overlap-chained-dots keeps a loop-invariant wgmma A operand
-    there (attention's Q) instead of in registers.
+    A barrier (the stage's earlier readers are done), then each element's
+    owner (one thread where the layout repeats it) stores it, up to 16
+    bytes at a time, at the stage's swizzled offsets; then, with
+    `fenceAsyncProxy` (wgmma reads the stage next), each thread fences
+    (fence.proxy.async), and a barrier. stage-invariant-wgmma-operands
+    keeps a loop-invariant wgmma A operand there (attention's Q) instead of
+    in registers.
   }];
   let arguments = (ins AnyRankedTensor:$src, TileGPU_SharedTilesType:$dst, I32:$stage,
                        UnitAttr:$fenceAsyncProxy);

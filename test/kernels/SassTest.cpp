@@ -353,7 +353,10 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
       {"attention dkdv", &dkdv, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 64, 128, 8192}, 8},
       {"attention dq", &dq, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 128, 64, 8192}, 8},
   };
-  static const std::regex ldsm(R"(^LDSM\.16\.M88\.(\d)\S*\s+R(\d+),)"), hgmma(R"(^HGMMA\S*\s+R\d+,\s+R(\d+),)");
+  // LDSM.16.M88.4 / .M88.2 / .MT88.4 / .M88 (one matrix): Rn and the next
+  // count - 1 registers.
+  static const std::regex ldsm(R"(^LDSM\.16\.MT?88(?:\.(\d))?\S*\s+R(\d+),)"),
+      hgmma(R"(^HGMMA\S*\s+R\d+,\s+R(\d+),)"), written(R"(^[A-Z][A-Z0-9_.]*\s+R(\d+)\b)");
   for (const Case &c : cases)
     for (bool ws : {false, true})
       for (bool rotated : {true, false}) {
@@ -368,16 +371,19 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
           std::smatch m;
           for (size_t i = 0; i < begin; ++i)
             if (std::regex_search(l.code[i], m, ldsm))
-              for (int r = 0; r < std::stoi(m[1].str()); ++r)
+              for (int r = 0; r < (m[1].matched ? std::stoi(m[1].str()) : 1); ++r)
                 loaded.insert(std::stoi(m[2].str()) + r);
+          std::set<int> madeInLoop; // registers written in the loop so far
           bool dots = false;
           for (size_t i = begin; i <= end; ++i) {
-            if (!std::regex_search(l.code[i], m, hgmma))
-              continue;
-            dots = true;
-            for (int r = 0; r < 4; ++r)
-              EXPECT_FALSE(loaded.count(std::stoi(m[1].str()) + r))
-                  << l.code[i] << " reads R" << std::stoi(m[1].str()) + r << ", loaded by an LDSM before its loop";
+            if (std::regex_search(l.code[i], m, hgmma)) {
+              dots = true;
+              for (int r = std::stoi(m[1].str()); r < std::stoi(m[1].str()) + 4; ++r)
+                EXPECT_FALSE(loaded.count(r) && !madeInLoop.count(r))
+                    << l.code[i] << " reads R" << r << ", loaded by an LDSM before its loop";
+            } else if (std::regex_search(l.code[i], m, written)) {
+              madeInLoop.insert(std::stoi(m[1].str()));
+            }
           }
           loopsWithDots += dots;
         }
