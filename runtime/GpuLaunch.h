@@ -83,19 +83,20 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
 bool profilingLaunches();
 
 /// One profiled launch: an event on `stream` now, another when launched()
-/// says the launch was enqueued (runtime/Profile.cpp). A launch that fails
-/// leaves no record.
+/// says the launch was enqueued, and only then a record of it
+/// (runtime/Profile.cpp). A launch that fails leaves no record.
 class ProfiledLaunch {
 public:
-  ProfiledLaunch(const std::string &kernel, uint64_t stream);
+  ProfiledLaunch(std::string kernel, uint64_t stream);
   ~ProfiledLaunch();
   ProfiledLaunch(const ProfiledLaunch &) = delete;
   ProfiledLaunch &operator=(const ProfiledLaunch &) = delete;
   void launched();
 
 private:
+  std::string kernel_;
   uint64_t stream_;
-  size_t record_ = 0;
+  void *start_ = nullptr, *end_ = nullptr; // CUevent
   bool done_ = false;
 };
 

@@ -2,9 +2,11 @@
 //
 // While profiling is on, runtime::launchKernel brackets each launch with a
 // pair of CUDA events on its stream; kernel_profile() waits for them and sums
-// the elapsed times per kernel name. The events come from a pool (creating
-// one costs more than a launch) and are kept for the process. Off, a launch
-// pays one relaxed atomic load.
+// the elapsed times per kernel name. Each launch owns its two events until it
+// has been enqueued; only then does its record join the list, so a failed
+// launch or a concurrent kernel_profile() cannot leave a half-made record.
+// Events come from a pool (creating one costs more than a launch) and are
+// kept for the process. Off, a launch pays one relaxed atomic load.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CudaDriver.h"
@@ -34,19 +36,27 @@ struct Profiler {
     return env && *env && std::string(env) != "0";
   }()};
   std::mutex mutex;
-  std::vector<Record> records;
-  std::vector<CUevent> pool; // events of records already read
+  std::vector<Record> records; // launches enqueued, not yet read
+  std::vector<CUevent> pool;   // events no record holds
 
-  CUevent event() {
-    if (!pool.empty()) {
-      CUevent e = pool.back();
-      pool.pop_back();
-      return e;
+  CUevent take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!pool.empty()) {
+        CUevent e = pool.back();
+        pool.pop_back();
+        return e;
+      }
     }
     Driver &d = Driver::get();
     CUevent e;
     d.check(d.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate (TEGULA_PROFILE)");
     return e;
+  }
+  void giveBack(CUevent a, CUevent b) {
+    std::lock_guard<std::mutex> lock(mutex);
+    pool.push_back(a);
+    pool.push_back(b);
   }
 };
 
@@ -59,37 +69,34 @@ Profiler &profiler() {
 
 bool profilingLaunches() { return profiler().on.load(std::memory_order_relaxed); }
 
-ProfiledLaunch::ProfiledLaunch(const std::string &kernel, uint64_t stream) : stream_(stream) {
+ProfiledLaunch::ProfiledLaunch(std::string kernel, uint64_t stream)
+    : kernel_(std::move(kernel)), stream_(stream) {
   Profiler &p = profiler();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  record_ = p.records.size();
-  p.records.push_back({kernel, p.event(), p.event()});
+  start_ = p.take();
+  end_ = p.take();
   Driver &d = Driver::get();
-  d.check(d.cuEventRecord(p.records.back().start, reinterpret_cast<CUstream>(stream)), "cuEventRecord", kernel);
+  try {
+    d.check(d.cuEventRecord(static_cast<CUevent>(start_), reinterpret_cast<CUstream>(stream_)), "cuEventRecord",
+            kernel_);
+  } catch (...) {
+    p.giveBack(static_cast<CUevent>(start_), static_cast<CUevent>(end_));
+    throw;
+  }
 }
 
 void ProfiledLaunch::launched() {
+  Driver &d = Driver::get();
+  d.check(d.cuEventRecord(static_cast<CUevent>(end_), reinterpret_cast<CUstream>(stream_)), "cuEventRecord",
+          kernel_);
   Profiler &p = profiler();
   std::lock_guard<std::mutex> lock(p.mutex);
+  p.records.push_back({std::move(kernel_), static_cast<CUevent>(start_), static_cast<CUevent>(end_)});
   done_ = true;
-  if (record_ >= p.records.size()) // kernel_profile() ran on another thread meanwhile
-    return;
-  Driver &d = Driver::get();
-  const Record &r = p.records[record_];
-  d.check(d.cuEventRecord(r.end, reinterpret_cast<CUstream>(stream_)), "cuEventRecord", r.kernel);
 }
 
 ProfiledLaunch::~ProfiledLaunch() {
-  if (done_)
-    return;
-  // The launch failed: its record would never end.
-  Profiler &p = profiler();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  if (record_ + 1 == p.records.size()) {
-    p.pool.push_back(p.records.back().start);
-    p.pool.push_back(p.records.back().end);
-    p.records.pop_back();
-  }
+  if (!done_) // the launch failed: no record
+    profiler().giveBack(static_cast<CUevent>(start_), static_cast<CUevent>(end_));
 }
 
 } // namespace runtime
@@ -100,24 +107,35 @@ bool profiling_kernels() { return runtime::profilingLaunches(); }
 
 std::vector<KernelProfile> kernel_profile() {
   runtime::Profiler &p = runtime::profiler();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  std::map<std::string, KernelProfile> byKernel;
-  if (!p.records.empty()) {
-    runtime::currentDevice();
-    runtime::Driver &d = runtime::Driver::get();
-    for (const runtime::Record &r : p.records) {
-      d.check(d.cuEventSynchronize(r.end), "cuEventSynchronize (kernel_profile)", r.kernel);
-      float ms = 0;
-      d.check(d.cuEventElapsedTime(&ms, r.start, r.end), "cuEventElapsedTime (kernel_profile)", r.kernel);
-      KernelProfile &k = byKernel[r.kernel];
-      k.kernel = r.kernel;
-      k.calls += 1;
-      k.total_ms += ms;
-      p.pool.push_back(r.start);
-      p.pool.push_back(r.end);
-    }
-    p.records.clear();
+  std::vector<runtime::Record> records;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    records.swap(p.records);
   }
+  std::map<std::string, KernelProfile> byKernel;
+  try {
+    if (!records.empty()) {
+      runtime::currentDevice();
+      runtime::Driver &d = runtime::Driver::get();
+      for (const runtime::Record &r : records) {
+        d.check(d.cuEventSynchronize(r.end), "cuEventSynchronize (kernel_profile)", r.kernel);
+        float ms = 0;
+        d.check(d.cuEventElapsedTime(&ms, r.start, r.end), "cuEventElapsedTime (kernel_profile)", r.kernel);
+        KernelProfile &k = byKernel[r.kernel];
+        k.kernel = r.kernel;
+        k.calls += 1;
+        k.total_ms += ms;
+      }
+    }
+  } catch (...) {
+    // A fault in a kernel (reported here): the records are dropped, their
+    // events stay usable.
+    for (const runtime::Record &r : records)
+      p.giveBack(r.start, r.end);
+    throw;
+  }
+  for (const runtime::Record &r : records)
+    p.giveBack(r.start, r.end);
   std::vector<KernelProfile> out;
   for (auto &[name, k] : byKernel)
     out.push_back(std::move(k));

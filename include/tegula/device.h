@@ -154,7 +154,8 @@ private:
 /// TEGULA_PROFILE=1 from the start) each GPU launch is bracketed by a pair
 /// of events on its stream - launches stay asynchronous, each costs two more
 /// event records - and kernel_profile() waits for them, returns the time
-/// per kernel name (most first) and forgets them.
+/// per kernel name (most first) and forgets them. Records accumulate until
+/// then (two pooled events each).
 struct KernelProfile {
   std::string kernel;
   int calls = 0;
