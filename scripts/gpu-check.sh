@@ -523,7 +523,7 @@ run_test_binary() {
     done
     wait
     for ((i = 0; i < ${#failed[@]}; i++)); do
-      if grep -qE "^\[ +OK +\] ${failed[$i]} " "$logs/$name.alone$i.log"; then
+      if grep -qE "^\[ +OK +\] ${failed[$i]}[ ,]" "$logs/$name.alone$i.log"; then
         alone+=("${failed[$i]}")
       fi
       { echo "---- ${failed[$i]} again, alone"; cat "$logs/$name.alone$i.log"; } >>"$logs/$name.log"

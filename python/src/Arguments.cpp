@@ -180,6 +180,7 @@ ArrayView fromDLPack(py::handle obj, const ArgName &what, ArgumentLifetimes &kee
 struct TorchDtype {
   PyObject *dtype; // kept for the process, like torch's own
   DType tegula;
+  const char *name;
 };
 const std::vector<TorchDtype> &torchDtypes(py::handle torch) {
   static const std::vector<TorchDtype> table = [&] {
@@ -190,7 +191,7 @@ const std::vector<TorchDtype> &torchDtypes(py::handle torch) {
              {"int8", DType::i8}, {"int16", DType::i16}, {"bool", DType::i1},
              {"float8_e4m3fn", DType::f8e4m3}, {"float8_e5m2", DType::f8e5m2}}) {
       if (PyObject *d = PyObject_GetAttrString(torch.ptr(), name))
-        out.push_back({d, dtype});
+        out.push_back({d, dtype, name});
       else
         PyErr_Clear(); // an older torch without fp8
     }
@@ -218,19 +219,29 @@ ArrayView fromTorch(py::handle obj, py::handle torch, const ArgName &what) {
       throw py::error_already_set();
     return r;
   };
+  auto truth = [](const py::object &o) {
+    const int b = PyObject_IsTrue(o.ptr());
+    if (b < 0)
+      throw py::error_already_set();
+    return b == 1;
+  };
   ArrayView v;
   py::object dtype = attr(dtypeName);
   for (const TorchDtype &d : torchDtypes(torch))
-    if (d.dtype == dtype.ptr())
+    if (d.dtype == dtype.ptr()) {
       v.dtype = d.tegula;
-  v.dtype_name = py::str(dtype).cast<std::string>();
-  if (v.dtype_name.starts_with("torch."))
-    v.dtype_name.erase(0, 6);
-  v.on_device = PyObject_IsTrue(attr(isCuda).ptr()) == 1;
-  if (!v.on_device && PyObject_IsTrue(attr(isCpu).ptr()) != 1)
+      v.dtype_name = d.name;
+    }
+  if (!v.dtype) { // named in the error
+    v.dtype_name = py::str(dtype).cast<std::string>();
+    if (v.dtype_name.starts_with("torch."))
+      v.dtype_name.erase(0, 6);
+  }
+  v.on_device = truth(attr(isCuda));
+  if (!v.on_device && !truth(attr(isCpu)))
     throw py::value_error(fmt::format("{}: the tensor is on {}, which Tegula cannot use (CPU or CUDA only)",
                                       what.text(), py::str(obj.attr("device")).cast<std::string>()));
-  if (PyObject_IsTrue(call(isContiguous).ptr()) != 1)
+  if (!truth(call(isContiguous)))
     notContiguous(what);
   v.count = call(numel).cast<size_t>();
   v.address = call(dataPtr).cast<uint64_t>();
@@ -311,8 +322,13 @@ std::optional<ArrayView> viewArray(py::handle obj, const ArgName &what, Argument
   // torch first: its __cuda_array_interface__ is a Python property that
   // builds a dict (and for a CPU tensor raises inside hasattr).
   if (py::handle torch = torchModule())
-    if (py::handle tensor = torchTensorType(); tensor && PyObject_IsInstance(obj.ptr(), tensor.ptr()) == 1)
-      return fromTorch(obj, torch, what);
+    if (py::handle tensor = torchTensorType()) {
+      const int isTensor = PyObject_IsInstance(obj.ptr(), tensor.ptr());
+      if (isTensor < 0)
+        throw py::error_already_set();
+      if (isTensor)
+        return fromTorch(obj, torch, what);
+    }
   if (hasAttribute(obj, cai))
     return fromCudaArrayInterface(obj, what);
   // numpy arrays (and ml_dtypes' bfloat16 ones) are read directly; other

@@ -209,8 +209,15 @@ uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
     return 0;
   static PyObject *const isCuda = python::interned("is_cuda"), *const getDevice = python::interned("get_device");
   for (const py::object &a : bound) {
-    if (PyObject_IsInstance(a.ptr(), tensor.ptr()) != 1 ||
-        !py::reinterpret_steal<py::object>(PyObject_GetAttr(a.ptr(), isCuda)).cast<bool>())
+    const int isTensor = PyObject_IsInstance(a.ptr(), tensor.ptr());
+    if (isTensor < 0)
+      throw py::error_already_set();
+    if (!isTensor)
+      continue;
+    py::object cuda = py::reinterpret_steal<py::object>(PyObject_GetAttr(a.ptr(), isCuda));
+    if (!cuda)
+      throw py::error_already_set();
+    if (!cuda.cast<bool>())
       continue;
     // torch._C._cuda_getCurrentRawStream(device index): the CUstream as an
     // int, what Triton's launcher reads - torch.cuda.current_stream() builds
