@@ -339,6 +339,9 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
                      gpt::kernels::attention_bwd_dkdv_tma<bfloat16, tl::precision::ieee>, params);
   auto dq = kernel("attention_bwd_dq_invariant_sass", gpt::kernels::attention_bwd_dq_tma<bfloat16, tl::precision::ieee>,
                    params);
+  auto forward = kernel("attention_fwd_tma_invariant_sass", gpt::kernels::attention_fwd_tma<bfloat16, tl::precision::ieee>,
+                        {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                         "BM", "BN", "rows", "diagonal_mask_only"});
   const int C = 768;
   struct Case {
     const char *name;
@@ -352,6 +355,7 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
       {"mlp chunks", &mlp, {t, t, t, f, 100, 320, 320, 64, 64, 64}, 4},
       {"attention dkdv", &dkdv, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 64, 128, 8192}, 8},
       {"attention dq", &dq, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 128, 64, 8192}, 8},
+      {"GPT-2 attention forward", &forward, {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, 64, 128, 64, 8192, true}, 8},
   };
   // LDSM.16.M88.4 / .M88.2 / .MT88.4 / .M88 (one matrix): Rn and the next
   // count - 1 registers.
