@@ -206,6 +206,32 @@ void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M
   c_desc.store({m0, n0}, acc);
 }
 
+/// matmul_tn as a persistent kernel: `num_programs` programs (the SM
+/// count) walk the M x N tiles in GROUP_M-row groups for L2 reuse, as
+/// matmul_persistent_descriptors does; warp specialised, the producer fills
+/// the next tile's stages during this tile's epilogue.
+template <class T, class Acc = float, tl::precision P = tl::precision::ieee>
+void matmul_tn_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
+                          tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                          tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor tiles_m = (M + (BM.value - 1)) / BM;
+  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor per_group = tiles_n * GROUP_M;
+  for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
+    tl::tensor first_m = t / per_group * GROUP_M;
+    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
+    tl::tensor in_group = t % per_group;
+    tl::tensor m0 = (first_m + in_group % group_rows) * BM, n0 = in_group / group_rows * BN;
+    tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
+    for (auto k : tl::range(0, K, BK.value, acc))
+      acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc, P);
+    c_desc.store({m0, n0}, acc);
+  }
+}
+
 /// fp8 quantisation with a per-tensor scale: q = (x * scale) as F8 (nearest
 /// even, saturating at the format's largest finite value), and back:
 /// x' = q / scale in f32. (F8: tegula::float8_e4m3 or float8_e5m2.)

@@ -183,6 +183,52 @@ TEST_P(Tf32Int8Rings, Int8ThroughTensorDescriptorsIsExact) {
   }
 }
 
+/// The persistent TN kernel (examples::matmul_tn_persistent) for int8 and
+/// fp8: three programs walk every tile of ragged M and N in grouped order,
+/// plain and warp specialised (the producer runs ahead into the next tile),
+/// the same as the interpreter - exactly for int8, within f32 rounding of
+/// the products' sums for fp8 (the simulator sums as the interpreter does).
+TEST_P(Tf32Int8Rings, PersistentTnMatchesTheInterpreter) {
+  const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
+  auto i8 = kernel("matmul_tn_persistent_i8", examples::matmul_tn_persistent<int8_t, int32_t>, names);
+  auto fp8 = kernel("matmul_tn_persistent_fp8", examples::matmul_tn_persistent<float8_e4m3, float>, names);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  std::uniform_real_distribution<float> real(-2, 2);
+  for (TnCase s : {TnCase{150, 200, 272, 64, 64, 64, 4, 3, false}, TnCase{150, 200, 272, 64, 64, 64, 4, 3, true},
+                   TnCase{200, 136, 144, 128, 64, 64, 8, 2, true}}) {
+    SCOPED_TRACE(s.describe());
+    const Grid three{3}, interp{3};
+    const int group = 2;
+    LaunchOptions o = target(three, s.warps);
+    o.num_stages = s.stages;
+    o.warp_specialize = s.ws;
+    std::vector<int8_t> a(size_t(s.M * s.K)), b(size_t(s.N * s.K));
+    for (auto &v : a) v = int8_t(dist(rng));
+    for (auto &v : b) v = int8_t(dist(rng));
+    std::vector<int32_t> want(size_t(s.M * s.N), -1), got = want;
+    i8({.grid = interp, .backend = Backend::Interp}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK, group);
+    i8(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, group);
+    EXPECT_EQ(got, want);
+    std::vector<float8_e4m3> qa(a.size()), qb(b.size());
+    for (auto &v : qa) v = float8_e4m3(real(rng));
+    for (auto &v : qb) v = float8_e4m3(real(rng));
+    auto fwant = poisoned<float>(size_t(s.M * s.N)), fgot = fwant;
+    fp8({.grid = interp, .backend = Backend::Interp}, qa, qb, fwant, s.M, s.N, s.K, s.BM, s.BN, s.BK, group);
+    fp8(o, qa, qb, fgot, s.M, s.N, s.K, s.BM, s.BN, s.BK, group);
+    EXPECT_LT(rel_error(fgot, to_double(fwant)), o.backend == Backend::GPU ? 2e-3 : 1e-6);
+    if (GetParam().chip == "sm_90a") {
+      const CompiledKernel c = fp8.compile({qa, qb, fgot, s.M, s.N, s.K, s.BM, s.BN, s.BK, group},
+                                           {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages,
+                                            .warp_specialize = s.ws});
+      EXPECT_GT(count(c.ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k32\\.f32\\.e4m3\\.e4m3"), 0);
+      EXPECT_GT(count(c.ptx, "cp\\.async\\.bulk\\.tensor"), 0);
+      if (have_ptxas())
+        EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    }
+  }
+}
+
 /// tf32 through tensor descriptors (both operands K-major): on sm_90a TMA
 /// rings straight into wgmma k8, each stage rounded in place - as the
 /// interpreter rounds - by the warps that compute (warp specialised too),
