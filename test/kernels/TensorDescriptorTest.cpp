@@ -357,11 +357,11 @@ TEST_P(TensorDescriptor, OverlappedAttentionComputesTheSameBits) {
       }
 }
 
-/// Attention at 128 x 128, d = 128 (8 warps): the rotation fits the
-/// registers only with Q in shared memory (overlap-chained-dots stages it
-/// there once and S = Q K^T reads both operands from shared memory). The
-/// result is the same bits as unrotated with Q in registers, and close to
-/// attention in double; plain TMA and warp specialised, causal and not.
+/// Attention at 128 x 128, d = 128 (8 warps): Q, loop-invariant, is staged
+/// once in shared memory (stage-invariant-wgmma-operands) and S = Q K^T
+/// reads both operands from there, rotated or not. The rotated result is
+/// the same bits as the unrotated one, and close to attention in double;
+/// plain TMA and warp specialised, causal and not.
 /// Warp specialised, its two warpgroups take turns issuing their dots
 /// (warpgroup-turns): the same bits again as when they do not.
 TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
@@ -380,19 +380,19 @@ TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
         SCOPED_TRACE(fmt::format("T={} causal={} {}", seq, causal, ws ? "ws" : "plain"));
         const size_t n = size_t(heads * seq * D);
         auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
-        auto staged = poisoned<bfloat16>(n), inRegisters = staged;
+        auto rotated = poisoned<bfloat16>(n), unrotated = rotated;
         LaunchOptions o = target({uint32_t(cdiv(seq, B)), uint32_t(heads)}, 8);
         o.warp_specialize = ws;
-        k(o, q, kk, v, staged, seq, heads * seq, 0.125f, D, B, B, causal);
+        k(o, q, kk, v, rotated, seq, heads * seq, 0.125f, D, B, B, causal);
         {
           ScopedEnv off("TEGULA_OVERLAP_DOTS", "0");
-          k(o, q, kk, v, inRegisters, seq, heads * seq, 0.125f, D, B, B, causal);
+          k(o, q, kk, v, unrotated, seq, heads * seq, 0.125f, D, B, B, causal);
         }
-        EXPECT_LT(rel_error(staged, attention_reference(q, kk, v, heads, seq, D, 0.125, causal)),
+        EXPECT_LT(rel_error(rotated, attention_reference(q, kk, v, heads, seq, D, 0.125, causal)),
                   tolerance<bfloat16>());
         for (size_t i = 0; i < n; ++i)
-          ASSERT_EQ(std::bit_cast<uint16_t>(staged[i]), std::bit_cast<uint16_t>(inRegisters[i]))
-              << "element " << i << ": " << float(staged[i]) << " vs " << float(inRegisters[i]);
+          ASSERT_EQ(std::bit_cast<uint16_t>(rotated[i]), std::bit_cast<uint16_t>(unrotated[i]))
+              << "element " << i << ": " << float(rotated[i]) << " vs " << float(unrotated[i]);
         if (!ws)
           continue;
         auto noTurns = poisoned<bfloat16>(n);
@@ -401,8 +401,8 @@ TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
           k(o, q, kk, v, noTurns, seq, heads * seq, 0.125f, D, B, B, causal);
         }
         for (size_t i = 0; i < n; ++i)
-          ASSERT_EQ(std::bit_cast<uint16_t>(staged[i]), std::bit_cast<uint16_t>(noTurns[i]))
-              << "element " << i << ": " << float(staged[i]) << " vs " << float(noTurns[i]) << " without turns";
+          ASSERT_EQ(std::bit_cast<uint16_t>(rotated[i]), std::bit_cast<uint16_t>(noTurns[i]))
+              << "element " << i << ": " << float(rotated[i]) << " vs " << float(noTurns[i]) << " without turns";
       }
 }
 
