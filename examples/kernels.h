@@ -8,6 +8,7 @@
 #include "tegula/tegula.h"
 
 #include <cmath>
+#include <utility>
 
 namespace tegula::examples {
 
@@ -106,6 +107,18 @@ void matmul(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
   tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc, mask);
 }
 
+/// Tile t's (row, column) of tiles in the persistent GEMMs' grouped order:
+/// GROUP_M rows of tiles at a time, column by column, so that the tiles
+/// running together share A's row blocks and B's column blocks in L2
+/// (`per_group`: tiles_n * GROUP_M).
+inline std::pair<tl::tensor, tl::tensor> groupedTile(const tl::tensor &t, const tl::tensor &tiles_m,
+                                                     const tl::tensor &per_group, int group_m) {
+  tl::tensor first_m = t / per_group * group_m;
+  tl::tensor group_rows = tl::minimum(tiles_m - first_m, group_m);
+  tl::tensor in_group = t % per_group;
+  return {first_m + in_group % group_rows, in_group / group_rows};
+}
+
 /// The same GEMM as a persistent kernel: launch any number of programs (one
 /// per SM fills the GPU once); each walks the output tiles pid, pid +
 /// programs, ... in grouped order - GROUP_M row blocks at a time, column by
@@ -120,11 +133,9 @@ void matmul_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int3
   tl::tensor per_group = tiles_n * GROUP_M;
   tl::tensor rk = tl::arange(0, BK);
   for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
-    tl::tensor first_m = t / per_group * GROUP_M;
-    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
-    tl::tensor in_group = t % per_group;
-    tl::tensor rm = (first_m + in_group % group_rows) * BM + tl::arange(0, BM);
-    tl::tensor rn = in_group / group_rows * BN + tl::arange(0, BN);
+    auto [tile_m, tile_n] = groupedTile(t, tiles_m, per_group, GROUP_M);
+    tl::tensor rm = tile_m * BM + tl::arange(0, BM);
+    tl::tensor rn = tile_n * BN + tl::arange(0, BN);
     tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
     for (auto k : tl::range(0, K, BK.value, acc)) {
       tl::tensor ka = k + rk;
@@ -174,10 +185,8 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
   tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
   tl::tensor per_group = tiles_n * GROUP_M;
   for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
-    tl::tensor first_m = t / per_group * GROUP_M;
-    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
-    tl::tensor in_group = t % per_group;
-    tl::tensor m0 = (first_m + in_group % group_rows) * BM, n0 = in_group / group_rows * BN;
+    auto [tile_m, tile_n] = groupedTile(t, tiles_m, per_group, GROUP_M);
+    tl::tensor m0 = tile_m * BM, n0 = tile_n * BN;
     tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
@@ -221,10 +230,8 @@ void matmul_tn_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar
   tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
   tl::tensor per_group = tiles_n * GROUP_M;
   for (auto t : tl::range(tl::program_id(0), tiles_m * tiles_n, tl::num_programs(0))) {
-    tl::tensor first_m = t / per_group * GROUP_M;
-    tl::tensor group_rows = tl::minimum(tiles_m - first_m, GROUP_M);
-    tl::tensor in_group = t % per_group;
-    tl::tensor m0 = (first_m + in_group % group_rows) * BM, n0 = in_group / group_rows * BN;
+    auto [tile_m, tile_n] = groupedTile(t, tiles_m, per_group, GROUP_M);
+    tl::tensor m0 = tile_m * BM, n0 = tile_n * BN;
     tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc, P);
