@@ -43,6 +43,7 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
   r.address = address;
   r.dtype = spec.dtype;
   r.swizzle = spec.swizzle;
+  r.tf32 = spec.tf32;
   // Formatted only for an error: this runs on every launch of a TMA kernel.
   auto what = [&] {
     return fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
@@ -86,6 +87,9 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
 TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel) {
   Driver &d = Driver::get();
   CUtensorMapDataType type;
+  if (map.tf32 && map.dtype != DType::f32)
+    throw Error(fmt::format("kernel '{}': a tensor map rounding to tf32 must be of f32, not {}", kernel,
+                            dtype_name(map.dtype)));
   switch (map.dtype) {
   case DType::i8: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
   case DType::i16: type = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
@@ -93,7 +97,7 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
   case DType::i64: type = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
   case DType::f16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
   case DType::bf16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
-  case DType::f32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+  case DType::f32: type = map.tf32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
   case DType::f64: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
   case DType::f8e4m3: case DType::f8e5m2: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
   default:
@@ -133,7 +137,7 @@ TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::st
   return out;
 }
 
-// One spec per line: "base dtype rank  (arg value){shape} (arg value){strides} box..."
+// One spec per line: "base dtype rank  (arg value){shape} (arg value){strides} box... swizzle [tf32]"
 namespace {
 /// Everything an encoding depends on, as bytes: the cache's key.
 /// Everything an encoding depends on, as bytes, into `key` (a buffer each
@@ -141,7 +145,8 @@ namespace {
 void cacheKey(const ResolvedTensorMap &m, std::string &key) {
   key.clear();
   auto put = [&](const void *p, size_t n) { key.append(static_cast<const char *>(p), n); };
-  const uint64_t head[4] = {m.address, uint64_t(m.dtype), uint64_t(m.swizzle), uint64_t(m.shape.size())};
+  const uint64_t head[5] = {m.address, uint64_t(m.dtype), uint64_t(m.swizzle), uint64_t(m.tf32),
+                            uint64_t(m.shape.size())};
   put(head, sizeof head);
   put(m.shape.data(), m.shape.size() * sizeof(uint64_t));
   put(m.strideBytes.data(), m.strideBytes.size() * sizeof(uint64_t));
@@ -198,7 +203,7 @@ std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs) {
         out += fmt::format(" {} {}", v.arg, v.value);
     for (int32_t b : s.box)
       out += fmt::format(" {}", b);
-    out += fmt::format(" {}\n", s.swizzle);
+    out += fmt::format(" {}{}\n", s.swizzle, s.tf32 ? " tf32" : "");
   }
   return out;
 }
@@ -225,7 +230,11 @@ std::vector<TensorMapSpec> parseTensorMaps(const std::string &text) {
     for (int32_t &b : s.box)
       in >> b;
     in >> s.swizzle;
-    if (!in)
+    bool ok = bool(in);
+    std::string flag; // optional
+    if (ok && in >> flag)
+      ok = s.tf32 = flag == "tf32";
+    if (!ok)
       throw Error("corrupt tensor-map record in a compiled kernel: '" + line + "'");
     specs.push_back(std::move(s));
   }

@@ -46,6 +46,10 @@ struct TensorMapSpec {
   /// 0, or 32/64/128: the box's rows (that many bytes) are written to shared
   /// memory with 16-byte chunks XORed as wgmma's swizzled tiles expect.
   int swizzle = 0;
+  /// f32 maps only: TMA rounds each element to tf32 (nearest even) as it
+  /// lands (CU_TENSOR_MAP_DATA_TYPE_TFLOAT32) - the rings of tf32 dots, so
+  /// the consumers need not round the stage in place.
+  bool tf32 = false;
 };
 
 /// One value per dimension, at most 5 (TMA's largest rank), held inline: a
@@ -85,6 +89,7 @@ struct ResolvedTensorMap {
   TensorMapDims<uint32_t> box;
   DType dtype = DType::f32;
   int swizzle = 0;
+  bool tf32 = false;
 };
 
 /// Resolve `spec` for a launch whose buffer `spec.base` sits at `address`
@@ -103,7 +108,7 @@ struct alignas(64) TensorMapBytes {
 };
 
 /// Encode for the GPU with the driver's cuTensorMapEncodeTiled (the spec's
-/// swizzle, out-of-bounds elements read as zero).
+/// swizzle and tf32 rounding, out-of-bounds elements read as zero).
 TensorMapBytes encodeTensorMapForGpu(const ResolvedTensorMap &map, const std::string &kernel);
 
 /// Encoded tensor maps by everything that goes into one (address, extents,

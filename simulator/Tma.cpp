@@ -2,6 +2,7 @@
 #include "simulator/Tma.h"
 
 #include "simulator/Runtime.h"
+#include "tegula/dtype.h"
 #include "tegula/error.h"
 
 #include <fmt/format.h>
@@ -19,7 +20,9 @@ namespace {
 struct SimTensorMap {
   static constexpr uint32_t kMagic = 0x4d544754; // "TGTM"
   uint32_t magic = kMagic;
-  uint32_t rank = 0, elementBytes = 0, swizzle = 0; // bytes: 0, 32, 64, 128
+  uint32_t rank = 0, elementBytes = 0;
+  uint16_t swizzle = 0; // bytes: 0, 32, 64, 128
+  uint16_t tf32 = 0;    // f32 elements land rounded to tf32 (CU_TENSOR_MAP_DATA_TYPE_TFLOAT32)
   uint64_t address = 0;
   uint64_t shape[5] = {}, strideBytes[5] = {}; // outermost first
   uint32_t box[5] = {};
@@ -196,7 +199,8 @@ runtime::TensorMapBytes encodeForSimulator(const runtime::ResolvedTensorMap &map
   SimTensorMap m;
   m.rank = uint32_t(map.shape.size());
   m.elementBytes = uint32_t(map.strideBytes.back());
-  m.swizzle = uint32_t(map.swizzle);
+  m.swizzle = uint16_t(map.swizzle);
+  m.tf32 = map.tf32 ? 1 : 0;
   m.address = map.address;
   for (size_t d = 0; d < map.shape.size(); ++d) {
     m.shape[d] = map.shape[d];
@@ -309,6 +313,12 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
       const auto *from = reinterpret_cast<const uint8_t *>(address);
       checkAccess(from, map.elementBytes, AccessKind::Read, Space::Global, site);
       std::memcpy(to, from, map.elementBytes);
+      if (map.tf32) { // TMA's TFLOAT32: rounded to nearest even on the way
+        float f;
+        std::memcpy(&f, to, 4);
+        f = round_to_tf32(f);
+        std::memcpy(to, &f, 4);
+      }
     } else {
       std::memset(to, 0, map.elementBytes);
     }

@@ -99,16 +99,8 @@ void writeInt(char *p, Type t, int64_t x) {
 
 size_t storageSize(Type t) { return t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8; }
 
-/// Round an f32 to tf32 (10 explicit mantissa bits, nearest, ties away).
-double toTF32(double x) {
-  float f = float(x);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u)
-    u = (u + 0x1000u) & ~0x1fffu;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+/// Round an f32 to tf32 (10 explicit mantissa bits, nearest, ties to even).
+double toTF32(double x) { return round_to_tf32(float(x)); }
 
 class Interpreter {
 public:

@@ -259,6 +259,7 @@ Value addSwizzledTensorMap(Operand &op) {
   const layout::SharedTile tile = op.ring.tile();
   spec.box = {int32_t(tile.shape[0]), int32_t(tile.rowBytes() * 8 / tile.elementBits)};
   spec.swizzle = op.swizzle;
+  spec.tf32 = op.roundedByTma();
   specs.push_back(spec);
   unsigned arg = fn.getNumArguments();
   MLIRContext *ctx = fn.getContext();

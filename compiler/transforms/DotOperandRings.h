@@ -55,6 +55,9 @@ struct Operand {
   /// layout conversions (coalesce's), erased with the load.
   SmallVector<Operation *> chain;
   Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
+  /// A TMA ring of f32 (a tf32 dot's): its tensor map rounds each element
+  /// to tf32 as it lands, so the dot reads it as it is.
+  bool roundedByTma() const { return block && ring.getElementType().isF32(); }
 };
 
 /// Where a TMA copy completes: on the stage mbarrier of `ring` (its group's
@@ -88,8 +91,9 @@ std::optional<Operand> planOperand(mlir::scf::ForOp loop, tile::DotOp dot, unsig
                                    bool sharedLoad = false);
 
 /// A TMA operand's own tensor map: a copy of its descriptor's (use-tma)
-/// with the ring's box (one block of rows) and swizzle, as a new hidden
-/// kernel argument; null when the descriptor has none.
+/// with the ring's box (one block of rows), swizzle and, for f32, tf32
+/// rounding (Operand::roundedByTma), as a new hidden kernel argument; null
+/// when the descriptor has none.
 Value addSwizzledTensorMap(Operand &op);
 
 /// A dot's precision as its dot_shared carries it: for f32 operands only

@@ -103,8 +103,8 @@ SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type
     v = LLVM::InsertElementOp::create(rw, loc, v, hi, i32Const(rw, loc, 1));
     return bf16 ? Value(LLVM::BitcastOp::create(rw, loc, i32, v)) : v;
   };
-  // f32 -> tf32 bits, rounded to nearest (ties away) like cvt.rna.tf32.f32
-  // and the interpreter: mma.sync itself would truncate. Inf/NaN pass.
+  // f32 -> tf32 bits, rounded to nearest even like TMA and the interpreter:
+  // mma.sync itself would truncate. Inf/NaN pass.
   auto toTf32 = [&](Value f) -> Value { return tf32Bits(rw, loc, f); };
   Type f32 = rw.getF32Type();
   // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product

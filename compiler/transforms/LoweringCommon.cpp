@@ -274,7 +274,11 @@ Value tf32Bits(OpBuilder &b, Location loc, Value f) {
   Value exp = LLVM::AndOp::create(b, loc, u, i32Const(b, loc, 0x7f800000));
   Value special =
       LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, exp, i32Const(b, loc, 0x7f800000));
-  Value rounded = LLVM::AndOp::create(b, loc, LLVM::AddOp::create(b, loc, u, i32Const(b, loc, 0x1000)),
+  // Ties to even: add 0xfff plus the lowest kept bit, then drop 13 bits.
+  Value lowestKept = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, u, i32Const(b, loc, 13)),
+                                         i32Const(b, loc, 1));
+  Value bias = LLVM::AddOp::create(b, loc, lowestKept, i32Const(b, loc, 0xfff));
+  Value rounded = LLVM::AndOp::create(b, loc, LLVM::AddOp::create(b, loc, u, bias),
                                       i32Const(b, loc, int32_t(0xffffe000u)));
   return LLVM::SelectOp::create(b, loc, special, u, rounded);
 }

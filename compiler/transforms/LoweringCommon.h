@@ -67,8 +67,9 @@ mlir::Value toAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir
 mlir::Value fromAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Type elem);
 /// PTX type suffix for loads of `elem`: u8, b16, b32, b64.
 std::string ptxType(mlir::Type elem);
-/// The bits (i32) of f32 `f` rounded to tf32 - nearest, ties away from zero,
-/// like cvt.rna.tf32.f32 and the interpreter; Inf and NaN pass unchanged.
+/// The bits (i32) of f32 `f` rounded to tf32 - nearest, ties to even, like
+/// TMA's TFLOAT32 tensor maps and the interpreter (round_to_tf32 in
+/// tegula/dtype.h); Inf and NaN pass unchanged.
 mlir::Value tf32Bits(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f);
 /// Elements narrower than 32 bits packed into 32-bit words, the first in
 /// the low bits (values.size() * width a multiple of 32), and back.

@@ -163,6 +163,7 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
   // a stage).
   auto allocRing = [&](Operand &o, bool barriers) -> Value {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, o.ring);
+    ring.setTf32(o.roundedByTma());
     if (tma && barriers) {
       ring.setMbarriers(true);
       tilegpu::TmaInitOp::create(b, loc, ring);
@@ -396,6 +397,7 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
   SmallVector<Value> rings;
   for (auto &[load, indices] : byLoad) {
     auto ring = tilegpu::AllocSharedOp::create(b, loc, uses[indices.front()].op.ring);
+    ring.setTf32(uses[indices.front()].op.roundedByTma());
     if (tma && rings.empty()) {
       ring.setMbarriers(true);
       tilegpu::TmaInitOp::create(b, loc, ring);

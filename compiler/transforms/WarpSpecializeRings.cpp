@@ -312,6 +312,7 @@ void WarpSpecializer::allocateAndSplit() {
                                            type.getElementType(), type.getContiguousDim(), type.getSwizzle(),
                                            type.getBlockElements());
     auto ring = tilegpu::AllocSharedOp::create(b, loc, type);
+    ring.setTf32(o->roundedByTma());
     ringOf[o->loadOp()] = ring;
     if (leadOf[o->loadOp()] != o->loadOp())
       continue; // its copies signal the group's first ring's mbarriers

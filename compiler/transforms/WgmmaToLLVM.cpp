@@ -404,10 +404,18 @@ void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int
   ctaBarrier(b, loc);
 }
 
+/// Whether an f32 ring's stages need rounding to tf32 before a wgmma reads
+/// them: not when TMA rounded them as they landed (alloc_shared {tf32}).
+bool needsTf32Rounding(Value ring) {
+  auto type = cast<tilegpu::SharedTilesType>(ring.getType());
+  auto alloc = ring.getDefiningOp<tilegpu::AllocSharedOp>();
+  return type.getElementType().isF32() && !(alloc && alloc.getTf32());
+}
+
 /// dot_shared with a wgmma accumulator: the operands are stages of rings
 /// that pipeline-dot-operands placed as wgmma reads them (and whose wait
 /// fenced the async proxy), so the dot is the instructions alone - after
-/// rounding f32 stages to tf32 in place.
+/// rounding f32 stages to tf32 in place, unless TMA rounded them.
 struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::DotSharedOp op, OneToNOpAdaptor adaptor,
@@ -424,9 +432,13 @@ struct DotSharedWgmmaPattern : OpConversionPattern<tilegpu::DotSharedOp> {
       return rw.notifyMatchFailure(op, "a ring is not in a layout wgmma's descriptors describe");
     Value aTile = ringStage(rw, loc, adaptor.getA()[0], adaptor.getAStage()[0], aT);
     Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
-    if (aT.getElementType().isF32())
-      roundStagesToTf32(rw, loc, {{aTile, aT.tileBytes()}, {bTile, bT.tileBytes()}},
-                        mma.getWarpsPerCTA()[0]);
+    SmallVector<std::pair<Value, int64_t>> unrounded;
+    if (needsTf32Rounding(op.getA()))
+      unrounded.push_back({aTile, aT.tileBytes()});
+    if (needsTf32Rounding(op.getB()))
+      unrounded.push_back({bTile, bT.tileBytes()});
+    if (!unrounded.empty())
+      roundStagesToTf32(rw, loc, unrounded, mma.getWarpsPerCTA()[0]);
     rw.replaceOpWithMultiple(
         op, {emitWgmmaDot(rw, loc, aT.getElementType(), mma.getWarpsPerCTA()[0], cT.getDimSize(0),
                           cT.getDimSize(1), planA->tile.shape[1], aTile, planA, ValueRange{}, bTile,
@@ -458,7 +470,7 @@ struct DotSharedBWgmmaPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     if (!planB)
       return rw.notifyMatchFailure(op, "the ring is not in a layout wgmma's descriptors describe");
     Value bTile = ringStage(rw, loc, adaptor.getB()[0], adaptor.getBStage()[0], bT);
-    if (bT.getElementType().isF32())
+    if (needsTf32Rounding(op.getB()))
       roundStagesToTf32(rw, loc, {{bTile, bT.tileBytes()}}, mma.getWarpsPerCTA()[0]);
     SmallVector<Value> aRegisters;
     rw.replaceOpWithMultiple(

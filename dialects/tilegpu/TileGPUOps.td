@@ -36,9 +36,11 @@ def TileGPU_AllocSharedOp : TileGPU_Op<"alloc_shared"> {
     mbarrier per stage follows the tiles. `released`: a warp-specialised
     ring - a second mbarrier per stage follows, on which the consumer
     threads release the stage (tilegpu.tma_arrive) and the producer waits
-    before refilling it.
+    before refilling it. `tf32`: f32 tiles that TMA rounds to tf32 as they
+    land (their tensor maps are CU_TENSOR_MAP_DATA_TYPE_TFLOAT32): the wgmma
+    dots reading them need not round the stage in place.
   }];
-  let arguments = (ins UnitAttr:$mbarriers, UnitAttr:$released);
+  let arguments = (ins UnitAttr:$mbarriers, UnitAttr:$released, UnitAttr:$tf32);
   let results = (outs TileGPU_SharedTilesType:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }

@@ -60,6 +60,18 @@ struct bfloat16 {
   }
 };
 
+/// An f32 rounded to tf32 (its sign, exponent and top 10 mantissa bits; the
+/// low 13 bits zero) to nearest, ties to even - as TMA rounds a tensor map
+/// of CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 and as tl::precision::tf32 dots round
+/// their operands on every backend. Infinities and NaNs are left as they
+/// are; a value that rounds past the largest tf32 becomes infinity.
+inline float round_to_tf32(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7f800000u) != 0x7f800000u)
+    u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  return std::bit_cast<float>(u);
+}
+
 /// IEEE binary16 on the host, converted with round-to-nearest-even.
 struct float16 {
   uint16_t bits = 0;

@@ -13,6 +13,7 @@
 
 #include <gmock/gmock.h>
 
+#include <bit>
 #include <random>
 #include <regex>
 #include <type_traits>
@@ -260,6 +261,50 @@ TEST_P(Tf32Int8Rings, Tf32ThroughTensorDescriptorsMatchesTheInterpreter) {
                  .assemble = false});
       const std::string layouts = ::testing::internal::GetCapturedStderr();
       EXPECT_GT(count(layouts, "tilegpu\\.dot_shared %"), 0) << "tf32 operands not pipelined";
+    }
+  }
+}
+
+/// tf32 rounds to nearest, ties to even, on every path: A times the
+/// identity gives each element of A as the tensor cores saw it. A's low 13
+/// bits are set to ties (0x1000, with the lowest kept bit 0 and 1), just
+/// below and just above them, and at random; C must equal round_to_tf32(A)
+/// bit for bit - through TMA tensor maps (TFLOAT32, which round as they
+/// land: matmul_tn on sm_90a) and through cp.async rings or registers
+/// (rounded by the threads: the pointer GEMM with B K-major, mma.sync on
+/// sm_80) - and the interpreter agrees.
+TEST_P(Tf32Int8Rings, Tf32RoundsTiesToEvenOnEveryPath) {
+  const int M = 64, N = 32, K = 32, BM = 64, BN = 32, BK = 16;
+  std::vector<float> a(size_t(M * K)), identity(size_t(N * K), 0.f), want(size_t(M * K));
+  const uint32_t lowBits[] = {0x1000, 0x0fff, 0x1001, 0};
+  for (size_t i = 0; i < a.size(); ++i) {
+    uint32_t u = std::bit_cast<uint32_t>(std::uniform_real_distribution<float>(-4, 4)(rng()));
+    if (i % 4 != 3)
+      u = (u & ~0x1fffu) | lowBits[i % 4];
+    a[i] = std::bit_cast<float>(u);
+    want[i] = round_to_tf32(a[i]);
+  }
+  for (int n = 0; n < N; ++n)
+    identity[size_t(n * K + n)] = 1.f;
+  for (bool tma : {true, false}) {
+    SCOPED_TRACE(tma ? "matmul_tn (tensor descriptors)" : "gemm NT (pointer loads)");
+    Kernel k = tma ? kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, kParams)
+                   : tf32Gemm<true>();
+    Grid g{uint32_t(M / BM), uint32_t(N / BN)};
+    for (bool interp : {true, false}) {
+      auto got = poisoned<float>(size_t(M * N));
+      k(interp ? LaunchOptions{.grid = g, .backend = Backend::Interp} : target(g, 4), a, identity, got, M, N, K,
+        BM, BN, BK);
+      int wrong = 0;
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n)
+          if (std::bit_cast<uint32_t>(got[size_t(m * N + n)]) != std::bit_cast<uint32_t>(want[size_t(m * K + n)]) &&
+              wrong++ < 4)
+            ADD_FAILURE() << (interp ? "interpreter" : "target") << ": A[" << m << "][" << n << "] = 0x" << std::hex
+                          << std::bit_cast<uint32_t>(a[size_t(m * K + n)]) << " came out 0x"
+                          << std::bit_cast<uint32_t>(got[size_t(m * N + n)]) << ", not 0x"
+                          << std::bit_cast<uint32_t>(want[size_t(m * K + n)]) << std::dec;
+      EXPECT_EQ(wrong, 0);
     }
   }
 }

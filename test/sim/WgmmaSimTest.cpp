@@ -8,6 +8,7 @@
 #include "compiler/Registration.h"
 #include "compiler/layout/WgmmaOperands.h"
 #include "examples/kernels.h"
+#include "kernels/TestKernels.h"
 #include "simulator/Simulator.h"
 #include "simulator/Wgmma.h"
 
@@ -197,14 +198,18 @@ TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
   EXPECT_EQ(launch(), "") << "the wgmma code was compiled twice";
 }
 
-/// examples::matmul_tn at tf32 (TMA rings straight into wgmma k8, 3
-/// stages), lowered for sm_90a; `mutate` changes the LLVM module; then run
-/// in the simulator against the interpreter: the simulator's error, or ""
-/// with the relative error in `relError`.
-std::string runTf32Tn(const std::function<void(mlir::ModuleOp)> &mutate, double &relError) {
+/// A tf32 GEMM lowered for sm_90a, `mutate` applied to its LLVM module, then
+/// run in the simulator against the interpreter: the simulator's error, or
+/// "" with the relative error in `relError`. `tma`: examples::matmul_tn
+/// (TMA rings straight into wgmma k8, 3 stages); else the pointer-load
+/// gemm with B K-major (cp.async rings, NT).
+std::string runTf32(bool tma, const std::function<void(mlir::ModuleOp)> &mutate, double &relError) {
   const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
-  auto k = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names);
-  const int M = 64, N = 64, K = 72, BM = 64, BN = 64, BK = 16; // 5 iterations, the last half empty
+  auto k = tma ? kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names)
+               : kernel("gemm_tf32_nt", gemm<float, float, tl::precision::tf32, Storage::NT>, names);
+  // TMA: 5 iterations, the last half empty. cp.async: K a multiple of 16
+  // (arguments that are not are taken as unaligned: no 16-byte copies).
+  const int M = 64, N = 64, K = tma ? 72 : 80, BM = 64, BN = 64, BK = 16;
   auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(N * K));
   auto ref = poisoned<float>(size_t(M * N)), out = poisoned<float>(size_t(M * N));
   std::vector<Arg> refArgs = {a, b, ref, M, N, K, BM, BN, BK};
@@ -212,11 +217,11 @@ std::string runTf32Tn(const std::function<void(mlir::ModuleOp)> &mutate, double 
   LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
   if (!module || mlir::failed(runGpuPipeline(*module, {.numStages = 3, .chip = "sm_90a"}))) {
-    ADD_FAILURE() << "matmul_tn at tf32 did not compile for sm_90a";
+    ADD_FAILURE() << k.name() << " did not compile for sm_90a";
     return "not compiled";
   }
   mutate(*module);
-  auto simulated = sim::SimKernel::prepare(module->getOperation(), "matmul_tn_tf32");
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), k.name());
   std::vector<Arg> args = {a, b, out, M, N, K, BM, BN, BK};
   try {
     simulated->run({1, 1}, k.params(), names, args);
@@ -239,18 +244,49 @@ std::vector<mlir::LLVM::StoreOp> roundingStores(mlir::ModuleOp module) {
   return stores;
 }
 
-/// tf32 through TMA rings: the stages are rounded in place, so wgmma (which
-/// would drop the low bits) matches the interpreter's rounding; without the
-/// rounding it does not - the simulator reads tf32 as the tensor cores do.
-TEST(WgmmaSim, Tf32RingStagesAreRoundedAsTheInterpreterRounds) {
+/// tf32 through TMA rings: each tensor map rounds its f32 elements to tf32
+/// as they land (TFLOAT32; the simulator rounds to nearest even as the
+/// interpreter does), so wgmma - which would drop the low bits - reads the
+/// stages as they are and matches the interpreter; no stage is rounded in
+/// place. With the maps' rounding off, it does not match: the simulator
+/// reads tf32 as the tensor cores do.
+TEST(WgmmaSim, Tf32TmaRingsAreRoundedByTheirTensorMaps) {
   double rounded = 1, truncated = 0;
-  EXPECT_EQ(runTf32Tn([](mlir::ModuleOp m) { ASSERT_FALSE(roundingStores(m).empty()); }, rounded), "");
+  EXPECT_EQ(runTf32(true,
+                    [](mlir::ModuleOp m) {
+                      EXPECT_TRUE(roundingStores(m).empty()) << "a TMA ring's stage was rounded in place";
+                      auto maps = m->getAttrOfType<mlir::StringAttr>("tilegpu.tensor_maps");
+                      ASSERT_TRUE(maps);
+                      EXPECT_THAT(maps.str(), HasSubstr(" tf32\n"));
+                    },
+                    rounded),
+            "");
   EXPECT_LT(rounded, 1e-6);
-  EXPECT_EQ(runTf32Tn([](mlir::ModuleOp m) {
-              for (mlir::LLVM::StoreOp op : roundingStores(m))
-                op.erase();
-            },
-                      truncated),
+  EXPECT_EQ(runTf32(true,
+                    [](mlir::ModuleOp m) {
+                      std::string maps = m->getAttrOfType<mlir::StringAttr>("tilegpu.tensor_maps").str();
+                      for (size_t at; (at = maps.find(" tf32")) != std::string::npos;)
+                        maps.erase(at, 5);
+                      m->setAttr("tilegpu.tensor_maps", mlir::StringAttr::get(m.getContext(), maps));
+                    },
+                    truncated),
+            "");
+  EXPECT_GT(truncated, 1e-5) << "truncated tf32 operands matched the interpreter's rounding";
+}
+
+/// tf32 through cp.async rings: the copies land as stored, so the stages
+/// are rounded in place before wgmma reads them, and match the interpreter;
+/// without the rounding they do not.
+TEST(WgmmaSim, Tf32CpAsyncRingStagesAreRoundedInPlace) {
+  double rounded = 1, truncated = 0;
+  EXPECT_EQ(runTf32(false, [](mlir::ModuleOp m) { ASSERT_FALSE(roundingStores(m).empty()); }, rounded), "");
+  EXPECT_LT(rounded, 1e-6);
+  EXPECT_EQ(runTf32(false,
+                    [](mlir::ModuleOp m) {
+                      for (mlir::LLVM::StoreOp op : roundingStores(m))
+                        op.erase();
+                    },
+                    truncated),
             "");
   EXPECT_GT(truncated, 1e-5) << "truncated tf32 operands matched the interpreter's rounding";
 }
@@ -274,11 +310,11 @@ TEST(WgmmaSim, Tf32RoundingWithoutItsFenceOrBarrierIsReported) {
       op->erase();
     };
   };
-  EXPECT_THAT(runTf32Tn(dropAfterRounding(0), unused),
+  EXPECT_THAT(runTf32(false, dropAfterRounding(0), unused),
               HasSubstr("without a fence.proxy.async.shared::cta since"));
   // Thread 0 reaches the wgmma first and stands for the tensor cores' read:
   // the other threads' rounding stores land under it.
-  EXPECT_THAT(runTf32Tn(dropAfterRounding(1), unused),
+  EXPECT_THAT(runTf32(false, dropAfterRounding(1), unused),
               HasSubstr("which the asynchronous read at inline PTX"));
 }
 

@@ -256,6 +256,33 @@ TEST_F(DriverPath, TensorMapsFollowTheParametersAndDescribeTheirBuffers) {
   EXPECT_EQ(fake::tegula_fake_cuda_stats().encodes, 0u);
 }
 
+/// A tf32 GEMM with both operands through TMA (matmul_tn at tf32) on the
+/// fake sm_90a: the operand rings' tensor maps are encoded as TFLOAT32 - TMA
+/// rounds the f32 elements to tf32 as they land - and C's, only stored
+/// through, stays FLOAT32.
+TEST_F(DriverPath, Tf32OperandMapsRoundAsTheyLand) {
+  ASSERT_EQ(device_info().chip, "sm_90a") << "TEGULA_FAKE_CUDA_ARCH changed the fake's device";
+  auto k = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>,
+                  {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 256, N = 128, K = 96;
+  DeviceBuffer a(size_t(M) * K, DType::f32), b(size_t(N) * K, DType::f32), c(size_t(M) * N, DType::f32);
+  fake::tegula_fake_cuda_reset();
+  k({.grid = {2, 1}, .num_warps = 4, .backend = Backend::GPU}, a, b, c, M, N, K, 128, 128, 32);
+  auto launches = fake::tegula_fake_cuda_launches();
+  ASSERT_EQ(launches.size(), 1u);
+  std::map<uint64_t, CUtensorMapDataType> types;
+  for (const auto &param : launches[0].params) {
+    fake::TensorMap map;
+    if (param.size() == 128 && fake::tegula_fake_cuda_decode_tensor_map(param.data(), &map))
+      types[map.address] = map.dtype;
+  }
+  ASSERT_TRUE(types.count(a.device_ptr()) && types.count(b.device_ptr()));
+  EXPECT_EQ(types[a.device_ptr()], CU_TENSOR_MAP_DATA_TYPE_TFLOAT32);
+  EXPECT_EQ(types[b.device_ptr()], CU_TENSOR_MAP_DATA_TYPE_TFLOAT32);
+  if (types.count(c.device_ptr()))
+    EXPECT_EQ(types[c.device_ptr()], CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+}
+
 /// Ping-pong (two programs per CTA): the launch runs ceil(grid.x / 2) CTAs
 /// of 2 x 4 + 4 warps and passes the launch's grid.x as the hidden last
 /// parameter (the kernel's num_programs(0)), after the tensor maps.

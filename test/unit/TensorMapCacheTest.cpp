@@ -65,6 +65,7 @@ TEST(TensorMapCache, EveryInputOfTheEncodingIsPartOfTheKey) {
   m = map2d(0x1000), m.box = {64, 32}, variants.push_back(m);
   m = map2d(0x1000), m.dtype = DType::f16, variants.push_back(m);
   m = map2d(0x1000), m.swizzle = 64, variants.push_back(m);
+  m = map2d(0x1000), m.tf32 = true, variants.push_back(m); // rounded to tf32 as it lands
   m = map2d(0x1000), m.shape = {2, 256, 128}, m.strideBytes = {65536, 256, 2}, m.box = {1, 64, 64},
   variants.push_back(m); // another rank
   for (const ResolvedTensorMap &v : variants)
@@ -118,6 +119,34 @@ TEST(TensorMapCache, ConcurrentLaunchesShareIt) {
   EXPECT_EQ(cache.size(), 8u);
   EXPECT_LE(calls.load(), 4 * 8); // at most one per map per thread (racing first encodes)
   EXPECT_EQ(cache.stats().hits + cache.stats().misses, 4000u);
+}
+
+/// The specs travel as text (kernel cache, module attribute): a map that
+/// rounds to tf32 says so with a trailing word, others are as before; a
+/// record with another word there, or one cut short, is refused.
+TEST(TensorMapSpecs, TextKeepsEveryFieldAndTheTf32Rounding) {
+  TensorMapSpec plain;
+  plain.base = 1;
+  plain.shape = {{3, 1}, {-1, 64}};
+  plain.strides = {{-1, 64}, {-1, 1}};
+  plain.box = {128, 32};
+  plain.dtype = DType::f32;
+  plain.swizzle = 128;
+  TensorMapSpec rounded = plain;
+  rounded.base = 0, rounded.tf32 = true;
+  const std::string text = serializeTensorMaps({plain, rounded});
+  EXPECT_EQ(text, "1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128\n0 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 tf32\n");
+  std::vector<TensorMapSpec> back = parseTensorMaps(text);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_FALSE(back[0].tf32);
+  EXPECT_TRUE(back[1].tf32);
+  EXPECT_EQ(back[1].base, 0);
+  EXPECT_EQ(back[1].swizzle, 128);
+  EXPECT_EQ(back[1].box, plain.box);
+  EXPECT_EQ(back[1].shape[0].arg, 3);
+  EXPECT_EQ(back[1].strides[0].value, 64);
+  EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 bf16\n"), Error);
+  EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32\n"), Error);
 }
 
 } // namespace
