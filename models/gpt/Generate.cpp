@@ -63,8 +63,9 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     add(V(d.res, C), V(d.proj, C), V(d.x, C));
   }
   layernorm(V(d.x, C), "ln_f", V(d.ln, C));
-  kernels_->lmHead(launchLinear({1, uint32_t(cdiv(c.vocab_padded, BN))}), V(d.ln, C), P("wte.weight"),
-                   V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, BM, BN, BK);
+  [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
+  kernels_->lmHead(launchKMajor({1, uint32_t(cdiv(c.vocab_padded, KN))}), V(d.ln, C), P("wte.weight"),
+                   V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, KM, KN, KK);
   return d.arena.download(d.logits, c.vocab);
 }
 

@@ -394,11 +394,14 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
 // GEMM), with every 16-bit operand block read through a descriptor - TMA
 // rings feeding wgmma on sm_90a (warp specialised on request), masked loads
 // elsewhere. Row strides must span multiples of 16 bytes and bases be
-// 16-byte aligned (GPT-2's are: every width is a multiple of n_embd).
+// 16-byte aligned (GPT-2's are: every width is a multiple of n_embd). P:
+// the precision of f32 operands' dots - at tf32, blocks whose rows run
+// along the dot's K (dx's, the LM head's) feed wgmma from TMA rings whose
+// tensor maps round to tf32.
 //===----------------------------------------------------------------------===//
 
 /// matmul_bias_fwd with x, w, y and pre through descriptors.
-template <class T>
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
                          tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
                          tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
@@ -409,7 +412,7 @@ void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
   tl::tensor rn = n0 + tl::arange(0, BN);
   tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
   for (auto k : tl::range(0, K, BK.value, acc))
-    acc = tl::dot(x_desc.load({m0, k}), w_desc.load({k, n0}), acc);
+    acc = tl::dot(x_desc.load({m0, k}), w_desc.load({k, n0}), acc, P);
   acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
   if (gelu.value) {
     tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
@@ -420,7 +423,7 @@ void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
 
 /// matmul_bwd_dx (dx = dy w^T; the tied LM head) through descriptors: w's
 /// [BK, BN] blocks are read as stored and transposed for the dot.
-template <class T>
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
                        tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BK, tl::constant<int> BN) {
   auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
@@ -429,13 +432,13 @@ void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<in
   tl::tensor m0 = tl::program_id(0) * BM, k0 = tl::program_id(1) * BK;
   tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
   for (auto n : tl::range(0, N, BN.value, acc))
-    acc = tl::dot(dy_desc.load({m0, n}), w_desc.load({k0, n}).trans(), acc);
+    acc = tl::dot(dy_desc.load({m0, n}), w_desc.load({k0, n}).trans(), acc, P);
   dx_desc.store({m0, k0}, acc);
 }
 
 /// matmul_bwd_dw (dw (+)= x^T dy, f32) with x and dy through descriptors:
 /// x's [BM, BK] blocks are read as stored and transposed for the dot.
-template <class T>
+template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
                        tl::scalar<int32_t> K, tl::constant<bool> accumulate, tl::constant<int> BK,
                        tl::constant<int> BN, tl::constant<int> BM) {
@@ -447,7 +450,7 @@ void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scala
   tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
   tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
   for (auto m : tl::range(0, M, BM.value, acc))
-    acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc);
+    acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc, P);
   tl::store(out, acc, outMask);
 }
 

@@ -367,9 +367,10 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
                       A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
-  kernels_->lmHead(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(c.vocab_padded, BN))}),
+  [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
+  kernels_->lmHead(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(c.vocab_padded, KN))}),
                    A(a.lnfOut, btc),
-                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, BM, BN, BK);
+                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, KM, KN, KK);
   if (targets.empty())
     return NAN;
   kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT), c.vocab,
@@ -408,6 +409,7 @@ void GptModel::backward() {
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
+  [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
   // The backward's blocks: a dkdv program owns `own` keys and steps through
   // the queries `step` at a time; a dq program owns `own` queries.
   const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
@@ -427,8 +429,8 @@ void GptModel::backward() {
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
-    kernels_->matmulDx(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(K, BN))}), dy,
-                       P(w + ".weight"), dx, BT, N, K, BM, BN, BK);
+    kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(K, KN))}), dy,
+                       P(w + ".weight"), dx, BT, N, K, KM, KN, KK);
     kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
                        G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,

@@ -14,6 +14,7 @@
 #include "tegula/kernel.h"
 #include "tegula/tl.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -110,6 +111,16 @@ public:
     // partials at once)
     int column_rows = 64, column_tile_rows = 32, column_block = 128;
     int column_sum_rows = 128, column_sum_block = 16;
+    // dx = dy w^T and the LM head, whose operands both run along K (f32 at
+    // tf32: wgmma through TMA rings on sm_90a, where the other f32 GEMMs
+    // stay on mma.sync): their own tile, warps and stages (0: the linear
+    // layers').
+    int kmajor_bm = 0, kmajor_bn = 0, kmajor_bk = 0, kmajor_warps = 0, kmajor_stages = 0;
+    /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
+    std::array<int, 5> kmajor() const {
+      return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
+                       : std::array<int, 5>{bm, bn, bk, linear_warps, linear_stages};
+    }
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
   /// registers and shared memory of f32 ones, so their tiles are larger -
@@ -123,9 +134,19 @@ public:
   /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
   /// two stages are in flight ahead of the one being read (at K = 32 and 3
   /// stages a single 2-instruction stage ahead left the load latency exposed).
+  /// f32 on sm_90a: the mma.sync linear layers (row-major B) at 64 x 128 x
+  /// 16, 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of 2026-11-26;
+  /// 128 x 128 spills in the GELU epilogue and the weight gradient), dx and
+  /// the LM head on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4
+  /// stages (the tf32 TN GEMM's best tile in that run).
   static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80") {
-    if (storage != DType::bf16)
-      return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
+    if (storage != DType::bf16) {
+      if (chip != "sm_90a")
+        return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
+      Tiles t{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
+      t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
+      return t;
+    }
     return chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
                             : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
   }
@@ -238,6 +259,9 @@ private:
   LaunchOptions launch(Grid grid, int warps = 4, int stages = 3) const;
   /// A linear layer's launch: its tiles' warps and pipeline depth.
   LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
+  LaunchOptions launchKMajor(Grid grid) const {
+    return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
+  }
   /// Parameter `name` as the kernels read it (the bf16 copy with bf16 storage).
   Arg weights(const std::string &name) const;
 

@@ -87,9 +87,17 @@ private:
     using namespace kernels;
     // 16-bit storage: the linear layers and attention (forward and
     // backward) read their operands through tensor descriptors (TMA rings on
-    // sm_90a); f32 keeps pointer loads (tf32 dots).
+    // sm_90a); f32 keeps pointer loads (tf32 dots), except in the GEMMs
+    // whose operands both run along K (dx = dy w^T, the LM head) at tf32:
+    // wgmma reads tf32 K-major only, and TMA rounds as it copies.
     auto pick = [](auto pointers, auto descriptors) {
       if constexpr (std::is_same_v<T, float>)
+        return pointers;
+      else
+        return descriptors;
+    };
+    auto pickKMajor = [](auto pointers, auto descriptors) {
+      if constexpr (std::is_same_v<T, float> && P != tl::precision::tf32)
         return pointers;
       else
         return descriptors;
@@ -105,13 +113,13 @@ private:
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
         .layernorm = kernel(name("layernorm_fwd"), layernorm_fwd<T>,
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
-        .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T>),
+        .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T, P>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
         .attention = kernel(name("attention_fwd"), pick(attentionFwdPointers<T, P>, attention_fwd_tma<T, P>),
                             {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
                              "D", "BM", "BN", "rows", "diagonal_mask_only"}),
         .residual = kernel(name("residual"), residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
-        .lmHead = kernel(name("lm_head"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
+        .lmHead = kernel(name("lm_head"), pickKMajor(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T, P>),
                          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}),
         .crossEntropy = kernel(name("cross_entropy_fwd"), cross_entropy_fwd<T>,
                                {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
@@ -119,9 +127,9 @@ private:
                                   {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
         .matmul = kernel(name("matmul"), pick(examples::matmul<T, P>, matmul_tma<T>),
                          {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
-        .matmulDx = kernel(name("matmul_bwd_dx"), pick(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T>),
+        .matmulDx = kernel(name("matmul_bwd_dx"), pickKMajor(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T, P>),
                            {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
-        .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T>),
+        .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T, P>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
         .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
                                     {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),

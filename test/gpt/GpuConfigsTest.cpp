@@ -105,25 +105,34 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << kern->name();
       EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
     }
-  // The linear layers: pointer loads for f32 (tf32 dots), tensor
-  // descriptors for bf16 (TMA rings feeding wgmma on sm_90a).
+  // The linear layers: tensor descriptors for bf16 (TMA rings feeding
+  // wgmma on sm_90a); pointer loads for f32 (tf32 dots on mma.sync: a
+  // row-major B), except dx's and the LM head's, whose operands both run
+  // along K: descriptors, and on sm_90a wgmma fed by TMA rings that round
+  // to tf32 as they land (GptModel's kernel set).
   constexpr bool descriptors = !std::is_same_v<T, float>;
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
-                    std::vector<Arg> args) {
-    const Kernel kern = descriptors ? kernel(name, tma, params) : kernel(name, pointers, params);
-    check(kern, args, chip, LW, -1, LS);
-    if (descriptors && std::string(chip) == "sm_90a") {
+                    std::vector<Arg> args, bool kMajor = false) {
+    const bool tmaKernel = descriptors || kMajor;
+    const Kernel kern = tmaKernel ? kernel(name, tma, params) : kernel(name, pointers, params);
+    const int warps = kMajor ? tiles.kmajor()[3] : LW, stages = kMajor ? tiles.kmajor()[4] : LS;
+    check(kern, args, chip, warps, -1, stages);
+    if (tmaKernel && std::string(chip) == "sm_90a") {
       const std::string ptx =
-          kern.compile(args, {.chip = chip, .num_warps = LW, .num_stages = LS, .assemble = false}).ptx;
+          kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .assemble = false}).ptx;
       EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << name;
+      EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << name;
     }
   };
-  linear("matmul_bias_fwd", k::matmul_bias_fwd<T, P>, k::matmul_bias_fwd_tma<T>,
+  linear("matmul_bias_fwd", k::matmul_bias_fwd<T, P>, k::matmul_bias_fwd_tma<T, P>,
          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
          {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK});
-  linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T>,
-         {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}, {t, t, t, 8192, 3072, 768, BM, BN, BK});
-  linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T>,
+  const auto [KM, KN, KK, KW, KS] = tiles.kmajor();
+  linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
+         {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}, {t, t, t, 8192, 3072, 768, KM, KN, KK}, true);
+  linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
+         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}, {t, t, t, 8192, 768, 50304, KM, KN, KK}, true);
+  linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
          {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
          {t, t, f, 8192, 3072, 768, true, BM, BN, BK});
   if constexpr (descriptors) // the tied LM head's input gradient

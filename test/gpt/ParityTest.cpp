@@ -169,13 +169,13 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
     compare(name, m.read_gradient(name), grads.to_f32(std::string("transformer.") + name), 2e-5);
 }
 
-// Hopper: at the GPU's tiles with tf32 matmuls, the dots whose operands
-// load K-major (the tied LM head, the backward's dx, attention's Q K^T and
-// its backward's K Q^T and V dO^T) run on wgmma
-// (m64nNk8, ring stages rounded to tf32 in place as mma.sync rounds in
-// registers), the others on mma.sync as on Ampere. The simulator
-// running the sm_90a code agrees with it running the sm_80 code (mma.sync)
-// up to the order of the sums.
+// Hopper: at each chip's f32 tiles with tf32 matmuls, the tied LM head and
+// the backward's dx (both operands K-major) run on wgmma (m64nNk8, 128 x 256
+// x 32 at 8 warps) through TMA rings whose tensor maps round to tf32 - as
+// mma.sync rounds in registers; the other linear layers (a row-major B) and
+// attention (32-row blocks at 8 warps: too few rows for wgmma) on mma.sync
+// as on Ampere. The simulator running the sm_90a code agrees with it
+// running the sm_80 code (mma.sync) up to the order of the sums.
 TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
   SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
@@ -187,7 +187,7 @@ TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
       ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
     } unset;
     GptModel m(fixtureConfig(), Backend::Sim, tl::precision::tf32);
-    m.set_tiles(GptModel::gpu_tiles());
+    m.set_tiles(GptModel::gpu_tiles(DType::f32, i ? "sm_90a" : "sm_80"));
     m.load(model);
     m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
     logits[i] = m.logits();
