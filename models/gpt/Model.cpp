@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 namespace tegula::gpt {
 
@@ -57,11 +59,16 @@ std::vector<ParamSpec> parameterLayout(const GptConfig &c) {
   }
   add("ln_f.weight", {C});
   add("ln_f.bias", {C});
+  // The matrices first, then the vectors (layernorm parameters, biases),
+  // each in Hugging Face's order: weight decay applies to the matrices only,
+  // so an AdamW step is two launches over two ranges of the arenas.
   int64_t offset = 0;
-  for (ParamSpec &s : p) {
-    s.offset = offset;
-    offset += s.numel();
-  }
+  for (bool matrices : {true, false})
+    for (ParamSpec &s : p)
+      if ((s.shape.size() >= 2) == matrices) {
+        s.offset = offset;
+        offset += s.numel();
+      }
   return p;
 }
 
@@ -169,7 +176,12 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
                             storage == DType::f16 ? " (f16 would need loss scaling; bf16 has f32's range)" : ""));
   kernels_ = Kernels::make(storage, matmul);
   params_ = parameterLayout(config_);
-  const int64_t n = params_.back().offset + params_.back().numel();
+  int64_t n = 0;
+  for (const ParamSpec &p : params_) {
+    n = std::max(n, p.offset + p.numel());
+    if (p.shape.size() >= 2)
+      matricesEnd_ = std::max(matricesEnd_, p.offset + p.numel());
+  }
   paramArena_ = Arena(n, backend);
   gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
@@ -511,14 +523,18 @@ void GptModel::step(const AdamW &opt) {
   ++steps_;
   const float bias1 = 1.0f - std::pow(opt.beta1, float(steps_));
   const float bias2 = 1.0f - std::pow(opt.beta2, float(steps_));
-  for (const ParamSpec &p : params_) { // one launch per tensor: decay on matrices only
-    const float decay = p.shape.size() >= 2 ? opt.weight_decay : 0.0f;
-    const int64_t n = p.numel();
+  // Two launches: the matrices (weight decay) and the vectors after them
+  // (none) - parameterLayout places them so.
+  const int64_t total = paramArena_.size();
+  for (auto [offset, n, decay] : {std::tuple{int64_t(0), matricesEnd_, opt.weight_decay},
+                                  std::tuple{matricesEnd_, total - matricesEnd_, 0.0f}}) {
+    if (n == 0)
+      continue;
     const LaunchOptions grid = launch({uint32_t(cdiv(n, 1024))});
-    Arg params = paramArena_.view(p.offset, n), grads = gradArena_.view(p.offset, n);
-    Arg m = adamM_.view(p.offset, n), v = adamV_.view(p.offset, n);
+    Arg params = paramArena_.view(offset, n), grads = gradArena_.view(offset, n);
+    Arg m = adamM_.view(offset, n), v = adamV_.view(offset, n);
     if (weightCopy_.size()) // mixed precision: the bf16 copy follows the f32 master
-      kernels_->adamwMixed(grid, params, weightCopy_.view(p.offset, n), grads, m, v, opt.lr, opt.beta1, opt.beta2,
+      kernels_->adamwMixed(grid, params, weightCopy_.view(offset, n), grads, m, v, opt.lr, opt.beta1, opt.beta2,
                            opt.eps, decay, bias1, bias2, gradScale_, n, 1024);
     else
       kernels_->adamw(grid, params, grads, m, v, opt.lr, opt.beta1, opt.beta2, opt.eps, decay, bias1, bias2,

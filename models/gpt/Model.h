@@ -43,7 +43,9 @@ struct ParamSpec {
   int64_t numel() const;
 };
 
-/// The parameters of `config`, in Hugging Face's order, with offsets.
+/// The parameters of `config`, in Hugging Face's order, with their offsets
+/// in the arenas: the matrices first, then the vectors (so AdamW's weight
+/// decay, matrices only, is two launches over two ranges).
 std::vector<ParamSpec> parameterLayout(const GptConfig &config);
 
 class SafetensorsFile;
@@ -269,6 +271,7 @@ private:
   Backend backend_;
   DType storage_;
   std::vector<ParamSpec> params_;
+  int64_t matricesEnd_ = 0; // the arenas' matrices are [0, matricesEnd_), the vectors after
   Arena paramArena_, gradArena_, adamM_, adamV_;
   Arena weightCopy_; // bf16 storage: the master weights rounded to bf16 (empty for f32)
   Arena normScratch_;   // clip_grad_norm's partial sums

@@ -64,7 +64,13 @@ TEST_P(GptDriverPath, ATrainingStepAndDecodingPassTheDriversChecks) {
     m.zero_grad();
     m.backward();
     m.clip_grad_norm(1.0f);
+    const size_t before = fake::tegula_fake_cuda_launches().size();
     m.step({});
+    // AdamW: one launch for the matrices (weight decay), one for the vectors.
+    std::vector<fake::Launch> launches = fake::tegula_fake_cuda_launches();
+    ASSERT_EQ(launches.size(), before + 2) << "an AdamW step is two launches";
+    for (size_t i = before; i < launches.size(); ++i)
+      EXPECT_THAT(launches[i].kernel, ::testing::HasSubstr("adamw"));
     // Everything the model allocated is device memory the driver saw.
     const gpt::GptModel::Memory mem = m.memory();
     const size_t held = fake::tegula_fake_cuda_stats().liveBytes - liveBefore;
