@@ -68,12 +68,17 @@ template <class T> void runLayers(int iters, double copyGBs) {
 
   auto lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
   report("layernorm_fwd", 2.0 * act * e, [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
-  // The model runs its row kernels at 4 warps (bf16: 16 bytes a thread,
-  // where 8 warps give 8): both, so one run says which is faster.
-  report("layernorm_fwd_w4", 2.0 * act * e, [&] { lnFwd(on({rows}, 4), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+  // The model runs its row kernels at Tiles::row_warps (1: one warp a row,
+  // reduced by shuffles alone; the H100 of 2026-11-26 measured 4 warps
+  // ahead of 8): 1, 2, 4 and 8, so one run says which is fastest.
+  for (int warps : {1, 2, 4})
+    report(fmt::format("layernorm_fwd_w{}", warps), 2.0 * act * e,
+           [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
-  report("layernorm_bwd_dx_w4", 3.0 * act * e, [&] { lnDx(on({rows}, 4), dy, x, w, mean, rstd, dx, C, 1024); });
+  for (int warps : {1, 2, 4})
+    report(fmt::format("layernorm_bwd_dx_w{}", warps), 3.0 * act * e,
+           [&] { lnDx(on({rows}, warps), dy, x, w, mean, rstd, dx, C, 1024); });
   // The parameter gradients as the model takes them (Model.h:
   // Tiles::column_*): partial column sums, then the partials' sums.
   const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>, device_info().chip);

@@ -354,8 +354,8 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
-    kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P(h + "ln_1.weight"), P(h + "ln_1.bias"),
-                        A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
+    kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(residual, btc), P(h + "ln_1.weight"),
+                        P(h + "ln_1.bias"), A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln1, btc), h + "attn.c_attn.weight", h + "attn.c_attn.bias", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc),
            3 * C, C, false);
     kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
@@ -366,8 +366,8 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
            A(L.attproj, btc), C, C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
                        A(L.residual2, btc), btc, 1024);
-    kernels_->layernorm(launch({uint32_t(BT)}), A(L.residual2, btc), P(h + "ln_2.weight"), P(h + "ln_2.bias"),
-                        A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
+    kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(L.residual2, btc), P(h + "ln_2.weight"),
+                        P(h + "ln_2.bias"), A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln2, btc), h + "mlp.c_fc.weight", h + "mlp.c_fc.bias", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc),
            4 * C, C, true);
     linear(A(L.fch, 4 * btc), h + "mlp.c_proj.weight", h + "mlp.c_proj.bias", A(L.fcproj, btc),
@@ -376,7 +376,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                        A(L.residual3, btc), btc, 1024);
     residual = L.residual3;
   }
-  kernels_->layernorm(launch({uint32_t(BT)}), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
+  kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
                       A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
   [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
@@ -451,8 +451,8 @@ void GptModel::backward() {
   };
   // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
-    kernels_->layernormDx(launch({uint32_t(BT)}), dy, A(x, btc), P(ln + ".weight"), S(mean, BT), S(rstd, BT), dx,
-                          C, lnBlock);
+    kernels_->layernormDx(launch({uint32_t(BT)}, tiles_.row_warps), dy, A(x, btc), P(ln + ".weight"), S(mean, BT),
+                          S(rstd, BT), dx, C, lnBlock);
     kernels_->layernormDwdbPartial(launch({uint32_t(cdiv(C, colTile)), uint32_t(partials)}), dy, A(x, btc),
                                    S(mean, BT), S(rstd, BT), columnScratch_.view(0, int64_t(partials) * C),
                                    columnScratch_.view(partialHalf, int64_t(partials) * C), BT, C, colRows,

@@ -118,6 +118,12 @@ public:
     // stay on mma.sync): their own tile, warps and stages (0: the linear
     // layers').
     int kmajor_bm = 0, kmajor_bn = 0, kmajor_bk = 0, kmajor_warps = 0, kmajor_stages = 0;
+    // LayerNorm forward and backward dx, one program a row: its warps. One
+    // warp holds GPT-2's 768-wide row (24 elements a lane) and reduces it
+    // with shuffles alone; more warps add shared memory and barriers to both
+    // reductions (the H100 of 2026-11-26: 4 warps beat 8 in every row kernel,
+    // bf16 forward 0.55 of copy against 0.37).
+    int row_warps = 4;
     /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> kmajor() const {
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
@@ -142,15 +148,18 @@ public:
   /// the LM head on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4
   /// stages (the tf32 TN GEMM's best tile in that run).
   static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80") {
-    if (storage != DType::bf16) {
-      if (chip != "sm_90a")
-        return Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
-      Tiles t{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
+    Tiles t;
+    if (storage != DType::bf16 && chip != "sm_90a") {
+      t = Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
+    } else if (storage != DType::bf16) {
+      t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
-      return t;
+    } else {
+      t = chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
+                           : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
     }
-    return chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
-                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
+    t.row_warps = 1;
+    return t;
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }

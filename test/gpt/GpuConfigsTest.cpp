@@ -138,10 +138,23 @@ template <class T> void checkAll(const char *chip) {
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T>, k::matmul_tma<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
            {t, t, t, 8192, 768, 50304, BM, BN, BK});
-  check(kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
-        {t, t, t, t, f, f, C, 1e-5f, 1024}, chip, 4, 0);
-  check(kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
-        {t, t, t, f, f, t, C, 1024}, chip, 4, 2); // mean, rstd
+  const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  const Kernel lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
+  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024}, lnDxArgs = {t, t, t, f, f, t, C, 1024};
+  check(lnFwd, lnFwdArgs, chip, tiles.row_warps, 0);
+  check(lnDx, lnDxArgs, chip, tiles.row_warps, 2); // mean, rstd
+  // One warp a row: both reductions are shuffles - no shared memory, no CTA
+  // barrier in the machine code.
+  EXPECT_EQ(tiles.row_warps, 1);
+  for (auto [kern, args] : {std::pair{&lnFwd, &lnFwdArgs}, std::pair{&lnDx, &lnDxArgs}}) {
+    const CompiledKernel c = kern->compile(*args, {.chip = chip, .num_warps = tiles.row_warps});
+    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0) << kern->name();
+    if (c.cubin.empty())
+      continue; // no ptxas: no machine code
+    const std::string sass = c.sass();
+    EXPECT_EQ(sass.find("BAR.SYNC"), std::string::npos) << kern->name();
+    EXPECT_NE(sass.find("SHFL.BFLY"), std::string::npos) << kern->name();
+  }
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
         {t, i, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
   check(kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
