@@ -22,14 +22,13 @@ struct GptModel::Decoder {
 std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H;
-  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
+  const int lnBlock = pow2AtLeast(C);
   const int attBlock = tiles_.attention_fwd_block, attWarps = tiles_.attention_fwd_warps;
   auto P = [&](const std::string &name) { return weights(name); };
   auto V = [&](int64_t offset, int64_t count) { return d.arena.view(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return d.stats.view(offset, count); };
-  auto linear = [&](Arg x, const std::string &w, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launchLinear({1, uint32_t(cdiv(N, BN))}), x, P(w + ".weight"), P(w + ".bias"), y,
-                     pre, 1, N, K, gelu, BM, BN, BK);
+  auto linear = [&](Arg x, const std::string &layer, Arg y, Arg pre, int N, int K, bool gelu) {
+    linearForward(x, layer, y, pre, 1, N, K, gelu);
   };
   auto add = [&](Arg x, Arg y, Arg out) { kernels_->residual(launch({1}), x, y, out, int64_t(C), lnBlock); };
   auto layernorm = [&](Arg x, const std::string &ln, Arg y) {

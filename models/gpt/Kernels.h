@@ -400,6 +400,22 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
 // tensor maps round to tf32.
 //===----------------------------------------------------------------------===//
 
+namespace detail {
+/// The linear layers' epilogue: acc + b, stored through y's descriptor;
+/// with `gelu`, the sum is stored through pre's first and y gets its GELU.
+template <class T>
+void biasGeluStore(tl::tensor acc, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre, tl::scalar<int32_t> M,
+                   tl::scalar<int32_t> N, bool withGelu, int BM, int BN, const tl::tensor &m0, const tl::tensor &n0) {
+  tl::tensor rn = n0 + tl::arange(0, BN);
+  acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
+  if (withGelu) {
+    tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
+    acc = gelu(acc);
+  }
+  tl::make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
+}
+} // namespace detail
+
 /// matmul_bias_fwd with x, w, y and pre through descriptors.
 template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
@@ -407,18 +423,42 @@ void matmul_bias_fwd_tma(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
                          tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK) {
   auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
   auto w_desc = tl::make_tensor_descriptor(w, {K, N}, {N, 1}, {BK, BN});
-  auto y_desc = tl::make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN});
   tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
-  tl::tensor rn = n0 + tl::arange(0, BN);
   tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
   for (auto k : tl::range(0, K, BK.value, acc))
     acc = tl::dot(x_desc.load({m0, k}), w_desc.load({k, n0}), acc, P);
-  acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
-  if (gelu.value) {
-    tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
-    acc = detail::gelu(acc);
-  }
-  y_desc.store({m0, n0}, acc);
+  detail::biasGeluStore(acc, b, y, pre, M, N, gelu.value, BM.value, BN.value, m0, n0);
+}
+
+/// matmul_bias_fwd with the weight transposed: wt [N, K] (w^T, K-major)
+/// instead of w [K, N] - both operands run along K, the order wgmma reads
+/// tf32 in, so f32 layers at tf32 run on wgmma through TMA rings (GptModel
+/// keeps the transposed copy of its f32 weights for them).
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bias_fwd_tn_tma(tl::ptr<T> x, tl::ptr<T> wt, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre,
+                            tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                            tl::constant<bool> gelu, tl::constant<int> BM, tl::constant<int> BN,
+                            tl::constant<int> BK) {
+  auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
+  auto wt_desc = tl::make_tensor_descriptor(wt, {N, K}, {K, 1}, {BN, BK});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(x_desc.load({m0, k}), wt_desc.load({n0, k}).trans(), acc, P);
+  detail::biasGeluStore(acc, b, y, pre, M, N, gelu.value, BM.value, BN.value, m0, n0);
+}
+
+/// out = in^T for in [R, C] (f32, row-major): out [C, R]. One program per
+/// [BR, BC] tile, read along C and written along R (the compiler turns the
+/// tile around through shared memory).
+inline void transpose(tl::ptr<float> in, tl::ptr<float> out, tl::scalar<int32_t> R, tl::scalar<int32_t> C,
+                      tl::constant<int> BR, tl::constant<int> BC) {
+  tl::tensor rr = tl::program_id(0) * BR + tl::arange(0, BR);
+  tl::tensor cc = tl::program_id(1) * BC + tl::arange(0, BC);
+  tl::tensor t = tl::load(in + rr.expand_dims(1) * C + cc.expand_dims(0),
+                          (rr.expand_dims(1) < R) & (cc.expand_dims(0) < C), 0.0f);
+  tl::store(out + cc.expand_dims(1) * R + rr.expand_dims(0), t.trans(),
+            (cc.expand_dims(1) < C) & (rr.expand_dims(0) < R));
 }
 
 /// matmul_bwd_dx (dx = dy w^T; the tied LM head) through descriptors: w's

@@ -186,7 +186,41 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
   gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
     weightCopy_ = Arena(n, backend, DType::bf16);
+  if (storage == DType::f32 && matmul == tl::precision::tf32) { // the blocks' matrices, transposed
+    int64_t transposed = 0;
+    for (const ParamSpec &p : params_)
+      if (p.shape.size() == 2 && p.name.rfind("h.", 0) == 0)
+        transposedOffset_[p.name] = transposed, transposed += p.numel();
+    weightT_ = Arena(transposed, backend);
+  }
   memory(); // the peak
+}
+
+void GptModel::refreshTransposedWeights() {
+  constexpr int kTile = 32;
+  for (const auto &[name, offset] : transposedOffset_) {
+    const ParamSpec &p = parameter(name);
+    const int R = int(p.shape[0]), C = int(p.shape[1]);
+    kernels_->transpose(launch({uint32_t(cdiv(R, kTile)), uint32_t(cdiv(C, kTile))}),
+                        paramArena_.view(p.offset, p.numel()), weightT_.view(offset, p.numel()), R, C, kTile, kTile);
+  }
+  transposedStale_ = false;
+}
+
+void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu) {
+  const std::string w = layer + ".weight", b = layer + ".bias";
+  if (auto it = transposedOffset_.find(w); it != transposedOffset_.end()) {
+    if (transposedStale_)
+      refreshTransposedWeights();
+    const auto [BM, BN, BK, warps, stages] = tiles_.kmajor();
+    kernels_->linearTn(launchKMajor({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x,
+                       weightT_.view(it->second, int64_t(N) * K), weights(b), y, pre, rows, N, K, gelu, BM, BN,
+                       BK);
+    return;
+  }
+  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
+  kernels_->linear(launchLinear({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x, weights(w), weights(b), y,
+                   pre, rows, N, K, gelu, BM, BN, BK);
 }
 
 GptModel::~GptModel() = default;
@@ -210,6 +244,7 @@ void GptModel::write_parameter(const std::string &name, const std::vector<float>
   paramArena_.upload(p.offset, values);
   if (weightCopy_.size())
     weightCopy_.upload(p.offset, values);
+  transposedStale_ = true;
 }
 
 Arg GptModel::weights(const std::string &name) const {
@@ -339,11 +374,8 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   const int lnBlock = pow2AtLeast(C);
   const float eps = 1e-5f;
-  // Tiles: large on the GPU, small where the CPU runs every thread.
-  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
-  auto linear = [&](Arg x, const std::string &w, const std::string &b, Arg y, Arg pre, int N, int K, bool gelu) {
-    kernels_->linear(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(N, BN))}), x, P(w), P(b), y,
-                     pre, BT, N, K, gelu, BM, BN, BK);
+  auto linear = [&](Arg x, const std::string &layer, Arg y, Arg pre, int N, int K, bool gelu) {
+    linearForward(x, layer, y, pre, BT, N, K, gelu);
   };
   const int64_t btc = int64_t(BT) * C;
 
@@ -356,22 +388,18 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     const std::string h = fmt::format("h.{}.", l);
     kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(residual, btc), P(h + "ln_1.weight"),
                         P(h + "ln_1.bias"), A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
-    linear(A(L.ln1, btc), h + "attn.c_attn.weight", h + "attn.c_attn.bias", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc),
-           3 * C, C, false);
+    linear(A(L.ln1, btc), h + "attn.c_attn", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc), 3 * C, C, false);
     kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                         A(L.atty, btc),
                         S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
                         D, attBlock, attBlock, BT, tiles_.attention_fwd_diagonal_mask_only);
-    linear(A(L.atty, btc), h + "attn.c_proj.weight", h + "attn.c_proj.bias", A(L.attproj, btc),
-           A(L.attproj, btc), C, C, false);
+    linear(A(L.atty, btc), h + "attn.c_proj", A(L.attproj, btc), A(L.attproj, btc), C, C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
                        A(L.residual2, btc), btc, 1024);
     kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(L.residual2, btc), P(h + "ln_2.weight"),
                         P(h + "ln_2.bias"), A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
-    linear(A(L.ln2, btc), h + "mlp.c_fc.weight", h + "mlp.c_fc.bias", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc),
-           4 * C, C, true);
-    linear(A(L.fch, 4 * btc), h + "mlp.c_proj.weight", h + "mlp.c_proj.bias", A(L.fcproj, btc),
-           A(L.fcproj, btc), C, 4 * C, false);
+    linear(A(L.ln2, btc), h + "mlp.c_fc", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc), 4 * C, C, true);
+    linear(A(L.fch, 4 * btc), h + "mlp.c_proj", A(L.fcproj, btc), A(L.fcproj, btc), C, 4 * C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(L.residual2, btc), A(L.fcproj, btc),
                        A(L.residual3, btc), btc, 1024);
     residual = L.residual3;
@@ -541,6 +569,7 @@ void GptModel::step(const AdamW &opt) {
                       gradScale_, n, 1024);
   }
   gradScale_ = 1.0f; // clipping applies to one step
+  transposedStale_ = true;
 }
 
 float GptModel::clip_grad_norm(float max_norm) {
@@ -569,7 +598,7 @@ float GptModel::learning_rate(int step, int warmup, int total, float max_lr, flo
 
 GptModel::Memory GptModel::memory() const {
   Memory m;
-  m.parameters = paramArena_.bytes() + weightCopy_.bytes();
+  m.parameters = paramArena_.bytes() + weightCopy_.bytes() + weightT_.bytes();
   m.gradients = gradArena_.bytes();
   m.optimizer = adamM_.bytes() + adamV_.bytes();
   m.scratch = normScratch_.bytes() + columnScratch_.bytes();

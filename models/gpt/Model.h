@@ -270,6 +270,10 @@ private:
   LaunchOptions launch(Grid grid, int warps = 4, int stages = 3) const;
   /// A linear layer's launch: its tiles' warps and pipeline depth.
   LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
+  /// A linear layer's forward, y = x w + b (GELU'd with `gelu`, the sum
+  /// kept in `pre`), on `rows` rows: through the transposed weight where the
+  /// model keeps one.
+  void linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu);
   LaunchOptions launchKMajor(Grid grid) const {
     return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
   }
@@ -283,6 +287,13 @@ private:
   int64_t matricesEnd_ = 0; // the arenas' matrices are [0, matricesEnd_), the vectors after
   Arena paramArena_, gradArena_, adamM_, adamV_;
   Arena weightCopy_; // bf16 storage: the master weights rounded to bf16 (empty for f32)
+  // f32 at tf32: the linear layers' weights transposed ([out, in], K-major),
+  // which their forward reads (wgmma takes tf32 K-major only); refreshed
+  // from the master before a forward that follows a change of it.
+  Arena weightT_;
+  std::map<std::string, int64_t> transposedOffset_; // by weight name, in weightT_
+  bool transposedStale_ = true;
+  void refreshTransposedWeights();
   Arena normScratch_;   // clip_grad_norm's partial sums
   Arena columnScratch_; // the backward's column sums' partial sums
   int steps_ = 0;

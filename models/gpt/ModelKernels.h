@@ -68,7 +68,10 @@ struct GptModel::Kernels {
   }
 
   // Forward.
-  Kernel embedding, layernorm, linear, attention, residual, lmHead, crossEntropy;
+  // linearTn, transpose: f32 at tf32, the linear layers with their weights
+  // transposed (K-major: wgmma through TMA rings), and the transpose that
+  // keeps that copy.
+  Kernel embedding, layernorm, linear, linearTn, transpose, attention, residual, lmHead, crossEntropy;
   // Backward.
   Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, columnPartialSums, columnSums, layernormDx,
       layernormDwdbPartial, geluBwd, attentionDelta,
@@ -115,6 +118,9 @@ private:
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
         .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T, P>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
+        .linearTn = kernel(name("matmul_bias_fwd_tn"), matmul_bias_fwd_tn_tma<T, P>,
+                           {"x", "wt", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"}),
+        .transpose = kernel("gpt_transpose", kernels::transpose, {"in", "out", "R", "C", "BR", "BC"}),
         .attention = kernel(name("attention_fwd"), pick(attentionFwdPointers<T, P>, attention_fwd_tma<T, P>),
                             {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block",
                              "D", "BM", "BN", "rows", "diagonal_mask_only"}),

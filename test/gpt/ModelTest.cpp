@@ -161,6 +161,37 @@ TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
   EXPECT_LT(tegula::testing::rel_error(fast.read_gradient("h.0.mlp.c_fc.weight"), tegula::testing::to_double(g)), 2e-2);
 }
 
+// f32 at tf32 keeps its linear layers' weights transposed for their forward
+// (K-major, wgmma's order): after a step the copy follows the updated master
+// - the next forward gives what a model loaded with those weights gives, bit
+// for bit - and so it does after write_parameter.
+TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
+  const int B = 1, T = 16;
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t((i * 37) % 100), tgt[size_t(i)] = int32_t((i * 11 + 3) % 100);
+  GptModel trained(tiny(), GetParam(), tl::precision::tf32), loaded(tiny(), GetParam(), tl::precision::tf32);
+  EXPECT_GT(trained.memory().parameters, trained.num_parameters() * 4) << "no transposed copy counted";
+  trained.init_random(5);
+  const std::vector<float> before = (trained.forward(tok, tgt, B, T), trained.logits());
+  trained.zero_grad();
+  trained.backward();
+  trained.step({.lr = 1e-2f});
+  trained.forward(tok, tgt, B, T);
+  for (const ParamSpec &p : trained.parameters())
+    loaded.write_parameter(p.name, trained.read_parameter(p.name));
+  loaded.forward(tok, tgt, B, T);
+  EXPECT_EQ(trained.logits(), loaded.logits()) << "the forward after the step read stale transposed weights";
+  EXPECT_NE(trained.logits(), before);
+  // And after write_parameter: the step's weights again, as at first.
+  GptModel fresh(tiny(), GetParam(), tl::precision::tf32);
+  fresh.init_random(5);
+  for (const ParamSpec &p : fresh.parameters())
+    trained.write_parameter(p.name, fresh.read_parameter(p.name));
+  trained.forward(tok, tgt, B, T);
+  EXPECT_EQ(trained.logits(), before);
+}
+
 // Mixed precision: bf16 weights and activations (f32 math, f32 master
 // weights, gradients and AdamW state) against the f32 model on the same
 // weights - the forward to bf16's 8-bit mantissa, every parameter's gradient
