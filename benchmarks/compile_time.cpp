@@ -120,8 +120,8 @@ int main() {
                c.warps, ms(a, b), f.registers, f.spill_bytes, f.shared_bytes + f.dynamic_shared_bytes);
   }
 
-  // tf32 TN on Hopper: TMA rings straight into wgmma k8, each stage rounded
-  // to tf32 in place (docs/hopper.md); the configs benchmarks/gemm tries.
+  // tf32 TN on Hopper: TMA rings straight into wgmma k8, their tensor maps
+  // rounding to tf32 (docs/hopper.md); the configs benchmarks/gemm tries.
   fmt::print("\ntf32 TN GEMM (examples::matmul_tn<float, float, tf32>), sm_90a, cold\n");
   fmt::print("  {:>13} {:>8}  {:>10}  {:>5} {:>7} {:>7}\n", "tile", "warps", "total", "regs", "spills", "shared");
   struct TnConfig { int bm, bn, bk, warps, stages; bool ws; };

@@ -371,8 +371,10 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
 }
 
 /// tf32 TN (f32 in and out) against cuBLAS at CUBLAS_COMPUTE_32F_FAST_TF32:
-/// on sm_90a TMA rings straight into wgmma k8, each stage rounded to tf32
-/// in place (docs/hopper.md); 128-byte K steps (32 floats).
+/// on sm_90a TMA rings straight into wgmma k8, their tensor maps rounding
+/// each element to tf32 as it lands (docs/hopper.md; until 2026-11-26 the
+/// consumer warps rounded each stage in place: 0.53-0.63x); 128-byte K
+/// steps (32 floats).
 int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std::FILE *csv) {
   std::vector<Config> configs = {{128, 128, 32, 4, 3}, {128, 256, 32, 8, 3}, {128, 256, 32, 8, 4},
                                  {128, 128, 32, 4, 4}};
@@ -381,6 +383,14 @@ int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters,
                      Config{128, 128, 32, 4, 2}}) {
       c.ws = true;
       c.pp = c.warps == 4 && (c.bn == 64 || c.stages == 2); // ping-pong: the ring and both C blocks fit
+      configs.push_back(c);
+    }
+  // Persistent (grouped tiles; bf16's best at 4096^3 and 8192^3): a stage is
+  // the bytes of 8-bit's, so the same rings fit (0 spills, at most 225 KiB).
+  if (device_info().chip == "sm_90a")
+    for (Config c : {Config{128, 256, 32, 8, 4}, Config{128, 256, 32, 8, 2}, Config{128, 128, 32, 4, 5}}) {
+      c.persistent = true;
+      c.ws = c.stages != 4;
       configs.push_back(c);
     }
   std::uniform_real_distribution<float> dist(-1, 1);

@@ -199,8 +199,8 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
 /// through tensor descriptors; Acc is f32, or i32 for int8 operands. With
 /// 8-bit operands on sm_90a the tiles go through TMA rings straight into
 /// wgmma k32 (docs/hopper.md); K and the row strides must span multiples of
-/// 16 bytes. P: f32 operands' precision (tf32 runs on wgmma too, its ring
-/// stages rounded in place).
+/// 16 bytes. P: f32 operands' precision (tf32 runs on wgmma too, the rings'
+/// tensor maps rounding each element to tf32 as it lands).
 template <class T, class Acc = float, tl::precision P = tl::precision::ieee>
 void matmul_tn(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,

@@ -49,6 +49,9 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
     return fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
                        paramName(paramNames, spec.base));
   };
+  if (spec.tf32 && spec.dtype != DType::f32)
+    throw Error(fmt::format("{} rounds to tf32, which only an f32 tensor map does (it is {})", what(),
+                            dtype_name(spec.dtype)));
   if (address % 16 != 0)
     throw Error(fmt::format("{} needs a 16-byte aligned base (TMA), but its address is {} mod 16",
                             what(), address % 16));

@@ -114,7 +114,7 @@ std::optional<Operand> planTmaOperand(scf::ForOp loop, tile::DotOp dot, unsigned
   auto type = cast<RankedTensorType>(block.getType());
   Value v = idx == 0 ? dot.getA() : dot.getB();
   // 16-bit operands, or 8-bit and tf32 ones (K-major only: wgmma's plan
-  // says so; tf32 rings are rounded in place, one dot each).
+  // says so; a tf32 ring feeds one dot, its tensor map rounding to tf32).
   const unsigned bits = type.getElementType().getIntOrFloatBitWidth();
   if (!mma.isWgmma() || !block->hasAttr("tilegpu.tma") || !(sharedLoad || block->hasOneUse()) ||
       block->getBlock() != loop.getBody() || type.getRank() != 2 ||

@@ -43,6 +43,13 @@ int64_t SharedTilesType::tileBytes() const {
   return getShape()[0] * getShape()[1] * getElementType().getIntOrFloatBitWidth() / 8;
 }
 
+LogicalResult AllocSharedOp::verify() {
+  if (getTf32() && !getResult().getType().getElementType().isF32())
+    return emitOpError() << "tf32: only rings of f32 tiles are rounded to tf32, not "
+                         << getResult().getType().getElementType();
+  return success();
+}
+
 LogicalResult AsyncLoadOp::verify() {
   auto ptrs = cast<RankedTensorType>(getPtr().getType());
   auto ptr = dyn_cast<tile::PtrType>(ptrs.getElementType());

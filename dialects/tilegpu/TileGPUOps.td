@@ -43,6 +43,7 @@ def TileGPU_AllocSharedOp : TileGPU_Op<"alloc_shared"> {
   let arguments = (ins UnitAttr:$mbarriers, UnitAttr:$released, UnitAttr:$tf32);
   let results = (outs TileGPU_SharedTilesType:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def TileGPU_AsyncLoadOp : TileGPU_Op<"async_load"> {
@@ -294,7 +295,9 @@ def TileGPU_DotSharedOp : TileGPU_Op<"dot_shared"> {
     operand transposed (as the kernel loaded it before `tile.trans`: [K, M]
     for A, [N, K] for B). Both take f32 operands at `precision` tf32
     (mma.sync rounds them in registers after the read, wgmma's lowering
-    the stage in place before it) and i8 ones with an i32 accumulator;
+    a cp.async ring's stage in place before it - a TMA ring's tensor map
+    rounded it as it landed: alloc_shared {tf32}) and i8 ones with an i32
+    accumulator;
     mma.sync also tf32x3, wgmma also fp8.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$a, I32:$aStage, TileGPU_SharedTilesType:$b,

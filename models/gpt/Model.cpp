@@ -168,12 +168,20 @@ struct GptModel::Activations {
 
 GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DType storage)
     : config_(config), backend_(backend), storage_(storage),
-      tiles_(backend == Backend::GPU ? gpu_tiles(storage, device_info().chip) : cpu_tiles()) {
+      tiles_(backend == Backend::GPU ? gpu_tiles(storage, device_info().chip, matmul) : cpu_tiles()) {
   config_.validate();
   if (storage != DType::f32 && storage != DType::bf16)
     throw Error(fmt::format("GPT: {} storage is not supported: f32, or bf16 with f32 master weights{}",
                             dtype_name(storage),
                             storage == DType::f16 ? " (f16 would need loss scaling; bf16 has f32's range)" : ""));
+  // The descriptor kernels (bf16; f32 at tf32: the LM head) read rows of
+  // vocab_padded elements through TMA, which wants 16-byte multiples (the
+  // other widths are multiples of n_embd, a multiple of 16).
+  const int64_t elem = int64_t(dtype_size(storage));
+  if ((storage == DType::bf16 || matmul == tl::precision::tf32) && (config_.vocab_padded * elem) % 16)
+    throw Error(fmt::format("GPT config: vocab_padded {} makes the LM head's rows {} bytes; its tensor "
+                            "descriptors need a multiple of 16 bytes (pad the vocabulary to a multiple of {})",
+                            config_.vocab_padded, config_.vocab_padded * elem, 16 / elem));
   kernels_ = Kernels::make(storage, matmul);
   params_ = parameterLayout(config_);
   int64_t n = 0;
@@ -182,6 +190,10 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
     if (p.shape.size() >= 2)
       matricesEnd_ = std::max(matricesEnd_, p.offset + p.numel());
   }
+  for (const ParamSpec &p : params_) // step() decays [0, matricesEnd_) and nothing after
+    if ((p.shape.size() >= 2) != (p.offset < matricesEnd_))
+      throw Error(fmt::format("GPT: parameter '{}' at offset {} is on the wrong side of the matrices' end {}",
+                              p.name, p.offset, matricesEnd_));
   paramArena_ = Arena(n, backend);
   gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
@@ -209,7 +221,9 @@ void GptModel::refreshTransposedWeights() {
 
 void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu) {
   const std::string w = layer + ".weight", b = layer + ".bias";
-  if (auto it = transposedOffset_.find(w); it != transposedOffset_.end()) {
+  // Decoding (a row or a few) keeps the master weights and the narrower tile.
+  auto it = transposedOffset_.find(w);
+  if (it != transposedOffset_.end() && rows >= tiles_.kmajor()[0]) {
     if (transposedStale_)
       refreshTransposedWeights();
     const auto [BM, BN, BK, warps, stages] = tiles_.kmajor();
@@ -386,7 +400,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
-    kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(residual, btc), P(h + "ln_1.weight"),
+    kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(residual, btc), P(h + "ln_1.weight"),
                         P(h + "ln_1.bias"), A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln1, btc), h + "attn.c_attn", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc), 3 * C, C, false);
     kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
@@ -396,7 +410,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     linear(A(L.atty, btc), h + "attn.c_proj", A(L.attproj, btc), A(L.attproj, btc), C, C, false);
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
                        A(L.residual2, btc), btc, 1024);
-    kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(L.residual2, btc), P(h + "ln_2.weight"),
+    kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(L.residual2, btc), P(h + "ln_2.weight"),
                         P(h + "ln_2.bias"), A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln2, btc), h + "mlp.c_fc", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc), 4 * C, C, true);
     linear(A(L.fch, 4 * btc), h + "mlp.c_proj", A(L.fcproj, btc), A(L.fcproj, btc), C, 4 * C, false);
@@ -404,7 +418,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                        A(L.residual3, btc), btc, 1024);
     residual = L.residual3;
   }
-  kernels_->layernorm(launch({uint32_t(BT)}, tiles_.row_warps), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
+  kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
                       A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
   [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
@@ -479,7 +493,7 @@ void GptModel::backward() {
   };
   // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
-    kernels_->layernormDx(launch({uint32_t(BT)}, tiles_.row_warps), dy, A(x, btc), P(ln + ".weight"), S(mean, BT),
+    kernels_->layernormDx(launch({uint32_t(BT)}, rowWarps(lnBlock)), dy, A(x, btc), P(ln + ".weight"), S(mean, BT),
                           S(rstd, BT), dx, C, lnBlock);
     kernels_->layernormDwdbPartial(launch({uint32_t(cdiv(C, colTile)), uint32_t(partials)}), dy, A(x, btc),
                                    S(mean, BT), S(rstd, BT), columnScratch_.view(0, int64_t(partials) * C),

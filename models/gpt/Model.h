@@ -1,9 +1,11 @@
 //===- Model.h - GPT-2: configuration, parameters, forward pass -*- C++ -*-===//
 //
-// The model's parameters live in one arena (f32), laid out tensor after
-// tensor in Hugging Face's order and under its names (h.{i}.attn.c_attn.weight,
-// ...; Conv1D weights are [in, out], which is also what the kernels take, so
-// a checkpoint loads without transposes). The arena is host memory for the
+// The model's parameters live in one arena (f32) under Hugging Face's names
+// (h.{i}.attn.c_attn.weight, ...), the matrices first, then the vectors
+// (layernorm parameters, biases: AdamW decays the first range only); Conv1D
+// weights are [in, out], which is also what the kernels take, so a checkpoint
+// loads without transposes (f32 at tf32 also keeps the blocks' matrices
+// transposed, for the linear layers' forward on wgmma). The arena is host memory for the
 // interpreter and the simulator, device memory for the GPU: the same code
 // launches the same kernels (models/gpt/Kernels.h, Attention.h) on either.
 //
@@ -14,6 +16,7 @@
 #include "tegula/kernel.h"
 #include "tegula/tl.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -92,7 +95,7 @@ public:
   /// where the CPU runs every thread (interpreter, simulator). Tests run the
   /// GPU's in the simulator.
   struct Tiles {
-    int bm, bn, bk, linear_warps; // linear layers and the LM head
+    int bm, bn, bk, linear_warps; // the linear layers (and, without kmajor_*, the K-major GEMMs)
     // flash attention's backward: the block of rows a program owns (keys in
     // dkdv, queries in dq) and the block its loop steps through
     int attention_bwd_block, attention_bwd_step, attention_warps;
@@ -142,14 +145,17 @@ public:
   /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
   /// two stages are in flight ahead of the one being read (at K = 32 and 3
   /// stages a single 2-instruction stage ahead left the load latency exposed).
-  /// f32 on sm_90a: the mma.sync linear layers (row-major B) at 64 x 128 x
-  /// 16, 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of 2026-11-26;
-  /// 128 x 128 spills in the GELU epilogue and the weight gradient), dx and
-  /// the LM head on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4
-  /// stages (the tf32 TN GEMM's best tile in that run).
-  static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80") {
+  /// f32 at tf32 (`matmul`) on sm_90a: the mma.sync GEMMs (a row-major B:
+  /// the weight gradients, the LM head's input gradient) at 64 x 128 x 16,
+  /// 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of 2026-11-26;
+  /// 128 x 128 spills in the weight gradient); the K-major ones (the linear
+  /// layers' forward through the transposed weights, dx, the LM head) on
+  /// wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4 stages (the tf32
+  /// TN GEMM's best tile in that run). f32 at ieee or tf32x3 keeps sm_80's.
+  static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80",
+                         tl::precision matmul = tl::precision::tf32) {
     Tiles t;
-    if (storage != DType::bf16 && chip != "sm_90a") {
+    if (storage != DType::bf16 && (chip != "sm_90a" || matmul != tl::precision::tf32)) {
       t = Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
     } else if (storage != DType::bf16) {
       t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
@@ -274,6 +280,9 @@ private:
   /// kept in `pre`), on `rows` rows: through the transposed weight where the
   /// model keeps one.
   void linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu);
+  /// The row kernels' warps for rows of `block` elements: Tiles::row_warps,
+  /// or more where a warp would hold over 32 elements a lane (n_embd > 1024).
+  int rowWarps(int block) const { return std::max(tiles_.row_warps, block / 1024); }
   LaunchOptions launchKMajor(Grid grid) const {
     return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
   }

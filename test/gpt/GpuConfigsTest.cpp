@@ -107,9 +107,10 @@ template <class T> void checkAll(const char *chip) {
     }
   // The linear layers: tensor descriptors for bf16 (TMA rings feeding
   // wgmma on sm_90a); pointer loads for f32 (tf32 dots on mma.sync: a
-  // row-major B), except dx's and the LM head's, whose operands both run
-  // along K: descriptors, and on sm_90a wgmma fed by TMA rings that round
-  // to tf32 as they land (GptModel's kernel set).
+  // row-major B: the weight gradients), except the forward through the
+  // transposed weights, dx and the LM head, whose operands both run along
+  // K: descriptors, and on sm_90a wgmma fed by TMA rings that round to tf32
+  // as they land (GptModel's kernel set at tf32).
   constexpr bool descriptors = !std::is_same_v<T, float>;
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
                     std::vector<Arg> args, bool kMajor = false) {

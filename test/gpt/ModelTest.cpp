@@ -370,6 +370,14 @@ TEST(GptModel, BadConfigsAndInputsAreClearErrors) {
   c = tiny();
   c.vocab_padded = 50;
   EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp); }), HasSubstr("vocab_padded 50 is smaller than vocab 100"));
+  // The LM head's rows go through tensor descriptors in bf16 and f32 at tf32.
+  c.vocab_padded = 102;
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp, tl::precision::tf32); }),
+              HasSubstr("vocab_padded 102 makes the LM head's rows 408 bytes; its tensor descriptors need a multiple "
+                        "of 16 bytes (pad the vocabulary to a multiple of 4)"));
+  EXPECT_THAT(tegula::testing::error_of([&] { GptModel(c, Backend::Interp, tl::precision::ieee, DType::bf16); }),
+              HasSubstr("pad the vocabulary to a multiple of 8"));
+  EXPECT_NO_THROW(GptModel(c, Backend::Interp)); // f32 at ieee: pointer loads
   EXPECT_THAT(tegula::testing::error_of([&] { GptModel(tiny(), Backend::Interp, tl::precision::ieee, DType::f16); }),
               HasSubstr("f16 storage is not supported: f32, or bf16 with f32 master weights (f16 would need loss scaling"));
   GptModel m(tiny(), Backend::Interp);

@@ -89,8 +89,8 @@ TEST_P(Hopper, MatmulBf16) { checkMatmul<bfloat16>(target({1}), shapesFor(GetPar
 TEST_P(Hopper, MatmulF16) { checkMatmul<float16>(target({1}), shapesFor(GetParam().warps)); }
 
 /// f32 at tf32 precision: m64nNk8 with both operands K-major (the TN
-/// layout, through tensor descriptors: TMA rings whose stages are rounded
-/// to tf32 in place, as the interpreter rounds), so only the order of the
+/// layout, through tensor descriptors: TMA rings whose tensor maps round to
+/// tf32 as the copies land, as the interpreter rounds), so only the order of the
 /// sums differs. A row-major B - loaded along N, which wgmma cannot read at
 /// tf32 - stays on mma.sync, pipelined.
 TEST_P(Hopper, MatmulTf32) {

@@ -4,8 +4,9 @@
 // and one ld.shared per element when they run along N (B row-major). Against
 // the interpreter (tf32 rounds the operands alike; i8 is exact) on ragged
 // shapes, 1-4 stages, in the simulator as sm_80 and sm_90a code (there tf32
-// and i8 with both operands K-major run on wgmma, fed by rings - tf32 stages
-// rounded in place - the others on mma.sync) and on a GPU when there is one.
+// and i8 with both operands K-major run on wgmma, fed by rings - tf32
+// cp.async stages rounded in place, TMA ones by their tensor maps - the others
+// on mma.sync) and on a GPU when there is one.
 #include "ChipTargets.h"
 #include "TestKernels.h"
 #include "TestUtil.h"
@@ -231,9 +232,9 @@ TEST_P(Tf32Int8Rings, PersistentTnMatchesTheInterpreter) {
 }
 
 /// tf32 through tensor descriptors (both operands K-major): on sm_90a TMA
-/// rings straight into wgmma k8, each stage rounded in place - as the
-/// interpreter rounds - by the warps that compute (warp specialised too),
-/// at 4 and 8 warps, ragged M and N, K ending inside a K step.
+/// rings straight into wgmma k8, their tensor maps rounding each element to
+/// tf32 as it lands - as the interpreter rounds (warp specialised too), at
+/// 4 and 8 warps, ragged M and N, K ending inside a K step.
 TEST_P(Tf32Int8Rings, Tf32ThroughTensorDescriptorsMatchesTheInterpreter) {
   auto k = kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>,
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});

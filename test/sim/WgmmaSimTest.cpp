@@ -202,8 +202,10 @@ TEST(WgmmaSim, SwitchingWgmmaOffBetweenLaunchesCompilesAgain) {
 /// run in the simulator against the interpreter: the simulator's error, or
 /// "" with the relative error in `relError`. `tma`: examples::matmul_tn
 /// (TMA rings straight into wgmma k8, 3 stages); else the pointer-load
-/// gemm with B K-major (cp.async rings, NT).
-std::string runTf32(bool tma, const std::function<void(mlir::ModuleOp)> &mutate, double &relError) {
+/// gemm with B K-major (cp.async rings, NT). `warpSpecialize`: TMA's
+/// loop gets a producer warpgroup.
+std::string runTf32(bool tma, const std::function<void(mlir::ModuleOp)> &mutate, double &relError,
+                    bool warpSpecialize = false) {
   const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
   auto k = tma ? kernel("matmul_tn_tf32", examples::matmul_tn<float, float, tl::precision::tf32>, names)
                : kernel("gemm_tf32_nt", gemm<float, float, tl::precision::tf32, Storage::NT>, names);
@@ -216,7 +218,8 @@ std::string runTf32(bool tma, const std::function<void(mlir::ModuleOp)> &mutate,
   k.launch({.grid = {1, 1}, .backend = Backend::Interp}, refArgs);
   LoadedContext ctx;
   auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(refArgs, "tile", true), &ctx);
-  if (!module || mlir::failed(runGpuPipeline(*module, {.numStages = 3, .chip = "sm_90a"}))) {
+  if (!module || mlir::failed(runGpuPipeline(
+                     *module, {.numStages = 3, .chip = "sm_90a", .warpSpecialize = warpSpecialize}))) {
     ADD_FAILURE() << k.name() << " did not compile for sm_90a";
     return "not compiled";
   }
@@ -252,16 +255,21 @@ std::vector<mlir::LLVM::StoreOp> roundingStores(mlir::ModuleOp module) {
 /// reads tf32 as the tensor cores do.
 TEST(WgmmaSim, Tf32TmaRingsAreRoundedByTheirTensorMaps) {
   double rounded = 1, truncated = 0;
-  EXPECT_EQ(runTf32(true,
-                    [](mlir::ModuleOp m) {
-                      EXPECT_TRUE(roundingStores(m).empty()) << "a TMA ring's stage was rounded in place";
-                      auto maps = m->getAttrOfType<mlir::StringAttr>("tilegpu.tensor_maps");
-                      ASSERT_TRUE(maps);
-                      EXPECT_THAT(maps.str(), HasSubstr(" tf32\n"));
-                    },
-                    rounded),
-            "");
-  EXPECT_LT(rounded, 1e-6);
+  for (bool ws : {false, true}) {
+    SCOPED_TRACE(ws ? "warp specialised" : "one warpgroup");
+    EXPECT_EQ(runTf32(
+                  true,
+                  [&](mlir::ModuleOp m) {
+                    EXPECT_EQ(m->hasAttr("tilegpu.producer_warps"), ws);
+                    EXPECT_TRUE(roundingStores(m).empty()) << "a TMA ring's stage was rounded in place";
+                    auto maps = m->getAttrOfType<mlir::StringAttr>("tilegpu.tensor_maps");
+                    ASSERT_TRUE(maps);
+                    EXPECT_THAT(maps.str(), HasSubstr(" tf32\n"));
+                  },
+                  rounded, ws),
+              "");
+    EXPECT_LT(rounded, 1e-6);
+  }
   EXPECT_EQ(runTf32(true,
                     [](mlir::ModuleOp m) {
                       std::string maps = m->getAttrOfType<mlir::StringAttr>("tilegpu.tensor_maps").str();

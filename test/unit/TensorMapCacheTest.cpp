@@ -147,6 +147,17 @@ TEST(TensorMapSpecs, TextKeepsEveryFieldAndTheTf32Rounding) {
   EXPECT_EQ(back[1].strides[0].value, 64);
   EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 bf16\n"), Error);
   EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32\n"), Error);
+  // Resolving keeps the rounding, and refuses it for anything but f32.
+  const std::vector<Arg> args = {Arg(int64_t(0)), Arg(int64_t(0)), Arg(int64_t(0)), Arg(int64_t(256))};
+  rounded.shape = {{3, 1}, {-1, 64}}, rounded.strides = {{-1, 64}, {-1, 1}};
+  EXPECT_TRUE(resolveTensorMap(rounded, 0x1000, args, {"a", "b", "c", "M"}, "k").tf32);
+  rounded.dtype = DType::bf16;
+  try {
+    resolveTensorMap(rounded, 0x1000, args, {"a", "b", "c", "M"}, "k");
+    ADD_FAILURE() << "a bf16 map rounding to tf32 resolved";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("only an f32 tensor map"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace

@@ -19,9 +19,11 @@
 // CHECK:       tilegpu.async_load %[[RA]]
 // CHECK:       tilegpu.async_load %[[RB]]
 
-// Lowered, each stage is rounded to tf32 in place before wgmma reads it -
-// 16-byte pieces, rounded (+0x1000) and masked (0xffffe000) - then the async
-// proxy is fenced and the warps meet.
+// Lowered, each (cp.async) stage is rounded to tf32 in place before wgmma
+// reads it - 16-byte pieces, rounded (+0xfff plus the lowest kept bit: ties
+// to even) and masked (0xffffe000) - then the async proxy is fenced and the
+// warps meet. (TMA rings are rounded by their tensor maps instead:
+// pipeline-dot-operands-tf32-tma.mlir.)
 // LLVM-LABEL: llvm.func @gemm_tf32_nt
 // LLVM:         llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
 // LLVM:         llvm.add %{{.*}}, %{{.*}}  : i32

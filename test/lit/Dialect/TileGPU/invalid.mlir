@@ -176,3 +176,12 @@ func.func @f(%a: !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>, %b: !ti
   tilegpu.tma_load %b[%s], %map[%s, %s] signals %a {expectBytes = 0 : i64} : !tilegpu.shared<2 x[32, 64] x bf16, contiguousDim = 1>, !llvm.ptr, !tilegpu.shared<3 x[64, 32] x bf16, contiguousDim = 1>
   return
 }
+
+// -----
+
+// Only rings of f32 tiles are rounded to tf32 by their tensor maps.
+func.func @f() {
+  // expected-error @+1 {{tf32: only rings of f32 tiles are rounded to tf32, not 'bf16'}}
+  %r = tilegpu.alloc_shared {tf32} : <3 x[64, 32] x bf16, contiguousDim = 1>
+  return
+}
