@@ -198,10 +198,12 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
   gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
     weightCopy_ = Arena(n, backend, DType::bf16);
-  if (storage == DType::f32 && matmul == tl::precision::tf32) { // the blocks' matrices, transposed
+  // f32 at tf32: the blocks' matrices (the linear layers' forward) and wte
+  // (the LM head's input gradient, dlogits wte), transposed.
+  if (storage == DType::f32 && matmul == tl::precision::tf32) {
     int64_t transposed = 0;
     for (const ParamSpec &p : params_)
-      if (p.shape.size() == 2 && p.name.rfind("h.", 0) == 0)
+      if (p.shape.size() == 2 && (p.name.rfind("h.", 0) == 0 || p.name == "wte.weight"))
         transposedOffset_[p.name] = transposed, transposed += p.numel();
     weightT_ = Arena(transposed, backend);
   }
@@ -219,17 +221,23 @@ void GptModel::refreshTransposedWeights() {
   transposedStale_ = false;
 }
 
+std::optional<Arg> GptModel::transposedWeight(const std::string &name) {
+  auto it = transposedOffset_.find(name);
+  if (it == transposedOffset_.end())
+    return std::nullopt;
+  if (transposedStale_)
+    refreshTransposedWeights();
+  return weightT_.view(it->second, parameter(name).numel());
+}
+
 void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu) {
   const std::string w = layer + ".weight", b = layer + ".bias";
   // Decoding (a row or a few) keeps the master weights and the narrower tile.
-  auto it = transposedOffset_.find(w);
-  if (it != transposedOffset_.end() && rows >= tiles_.kmajor()[0]) {
-    if (transposedStale_)
-      refreshTransposedWeights();
+  std::optional<Arg> wt = rows >= tiles_.kmajor()[0] ? transposedWeight(w) : std::nullopt;
+  if (wt) {
     const auto [BM, BN, BK, warps, stages] = tiles_.kmajor();
-    kernels_->linearTn(launchKMajor({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x,
-                       weightT_.view(it->second, int64_t(N) * K), weights(b), y, pre, rows, N, K, gelu, BM, BN,
-                       BK);
+    kernels_->linearTn(launchKMajor({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x, *wt, weights(b), y,
+                       pre, rows, N, K, gelu, BM, BN, BK);
     return;
   }
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
@@ -510,9 +518,14 @@ void GptModel::backward() {
   kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dS(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
   kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
                             dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
-  // Tied LM head: logits = lnf wte^T.
-  kernels_->matmul(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}),
-                   dA(a.logits, logitsSize), P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
+  // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
+  // wte K-major through its transpose where the model keeps one (wgmma).
+  if (std::optional<Arg> wteT = transposedWeight("wte.weight"))
+    kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(C, KN))}), dA(a.logits, logitsSize),
+                       *wteT, dA(a.lnfOut, btc), BT, Vp, C, KM, KN, KK);
+  else
+    kernels_->matmul(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
+                     P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
   kernels_->matmulDw(launchLinear({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}),
                      dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -303,6 +304,8 @@ private:
   std::map<std::string, int64_t> transposedOffset_; // by weight name, in weightT_
   bool transposedStale_ = true;
   void refreshTransposedWeights();
+  /// `name`'s transposed copy, refreshed if stale; none where not kept.
+  std::optional<Arg> transposedWeight(const std::string &name);
   Arena normScratch_;   // clip_grad_norm's partial sums
   Arena columnScratch_; // the backward's column sums' partial sums
   int steps_ = 0;

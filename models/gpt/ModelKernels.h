@@ -91,9 +91,10 @@ private:
     // 16-bit storage: the linear layers and attention (forward and
     // backward) read their operands through tensor descriptors (TMA rings on
     // sm_90a); f32 keeps pointer loads, except at tf32 in the GEMMs whose
-    // operands both run along K (dx = dy w^T, the LM head, and linearTn,
-    // the forward through the transposed weights): wgmma reads tf32
-    // K-major only, and TMA rounds as it copies.
+    // operands both run along K (dx = dy w^T - also dlogits wte, through
+    // wte's transpose -, the LM head, and linearTn, the forward through the
+    // transposed weights): wgmma reads tf32 K-major only, and TMA rounds as
+    // it copies.
     auto pick = [](auto pointers, auto descriptors) {
       if constexpr (std::is_same_v<T, float>)
         return pointers;

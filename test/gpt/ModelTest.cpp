@@ -162,9 +162,10 @@ TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
 }
 
 // f32 at tf32 keeps its linear layers' weights transposed for their forward
-// (K-major, wgmma's order): after a step the copy follows the updated master
-// - the next forward gives what a model loaded with those weights gives, bit
-// for bit - and so it does after write_parameter.
+// (K-major, wgmma's order), and wte's for the LM head's input gradient:
+// after a step the copies follow the updated master - the next forward and
+// backward give what a model loaded with those weights gives, bit for bit -
+// and so they do after write_parameter.
 TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   const int B = 1, T = 16;
   std::vector<int32_t> tok(B * T), tgt(B * T);
@@ -183,6 +184,10 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   loaded.forward(tok, tgt, B, T);
   EXPECT_EQ(trained.logits(), loaded.logits()) << "the forward after the step read stale transposed weights";
   EXPECT_NE(trained.logits(), before);
+  trained.zero_grad(), loaded.zero_grad();
+  trained.backward(), loaded.backward();
+  for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
+    EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // And after write_parameter: the step's weights again, as at first.
   GptModel fresh(tiny(), GetParam(), tl::precision::tf32);
   fresh.init_random(5);
