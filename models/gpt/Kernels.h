@@ -494,6 +494,26 @@ void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scala
   tl::store(out, acc, outMask);
 }
 
+/// matmul_bwd_dw with both operands transposed - xt [K, M] (x^T) and dyt
+/// [N, M] (dy^T), each running along the dot's contraction over M, the order
+/// wgmma reads tf32 in: dw [K, N] (+)= xt dyt^T. GptModel transposes x and dy
+/// for it in f32 at tf32.
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bwd_dw_tn_tma(tl::ptr<T> xt, tl::ptr<T> dyt, tl::ptr<float> dw, tl::scalar<int32_t> M,
+                          tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<bool> accumulate,
+                          tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> BM) {
+  auto xt_desc = tl::make_tensor_descriptor(xt, {K, M}, {M, 1}, {BK, BM});
+  auto dyt_desc = tl::make_tensor_descriptor(dyt, {N, M}, {M, 1}, {BN, BM});
+  tl::tensor k0 = tl::program_id(0) * BK, n0 = tl::program_id(1) * BN;
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
+  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
+  tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+  tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
+  for (auto m : tl::range(0, M, BM.value, acc))
+    acc = tl::dot(xt_desc.load({k0, m}), dyt_desc.load({n0, m}).trans(), acc, P);
+  tl::store(out, acc, outMask);
+}
+
 /// c = a b ([M, K] x [K, N], row-major) through descriptors - the tied LM
 /// head's input gradient (dlogits wte): examples::matmul_descriptors with
 /// examples::matmul's parameters.

@@ -489,12 +489,34 @@ void GptModel::backward() {
   };
   const Arg tgtArg = a.targets(), tokArg = a.tokens();
 
+  // f32 at tf32: the weight gradients read x and dy transposed (x^T dy with
+  // both operands along B T: wgmma's order for tf32), from scratch sized once
+  // per B x T - where B T rows make 16-byte multiples (TMA's rule).
+  const bool transposedDw = !transposedOffset_.empty() && BT % 4 == 0;
+  if (const int64_t need = transposedDw ? 2 * int64_t(BT) * 4 * C : 0; transposeScratch_.size() != need)
+    transposeScratch_ = Arena(need, backend_);
+  auto transposeInto = [&](Arg in, Arg out, int rows, int cols) {
+    constexpr int kTile = 32;
+    kernels_->transpose(launch({uint32_t(cdiv(rows, kTile)), uint32_t(cdiv(cols, kTile))}), in, out, rows, cols,
+                        kTile, kTile);
+  };
+
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
     kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(K, KN))}), dy,
                        P(w + ".weight"), dx, BT, N, K, KM, KN, KK);
-    kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
-                       G(w + ".weight"), BT, N, K, true, BM, BN, BK);
+    if (transposedDw) {
+      Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * 4 * C,
+                                                                                         int64_t(BT) * N);
+      transposeInto(x, xT, BT, K);
+      transposeInto(dy, dyT, BT, N);
+      const int dwBN = tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN;
+      kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
+                           G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
+    } else {
+      kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
+                         G(w + ".weight"), BT, N, K, true, BM, BN, BK);
+    }
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
                                 columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
     columnSums(0, N, G(w + ".bias"));
@@ -628,7 +650,7 @@ GptModel::Memory GptModel::memory() const {
   m.parameters = paramArena_.bytes() + weightCopy_.bytes() + weightT_.bytes();
   m.gradients = gradArena_.bytes();
   m.optimizer = adamM_.bytes() + adamV_.bytes();
-  m.scratch = normScratch_.bytes() + columnScratch_.bytes();
+  m.scratch = normScratch_.bytes() + columnScratch_.bytes() + transposeScratch_.bytes();
   if (acts_) {
     const Activations &a = *acts_;
     m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();

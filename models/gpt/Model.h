@@ -122,6 +122,10 @@ public:
     // stay on mma.sync): their own tile, warps and stages (0: the linear
     // layers').
     int kmajor_bm = 0, kmajor_bn = 0, kmajor_bk = 0, kmajor_warps = 0, kmajor_stages = 0;
+    // The weight gradient through x^T and dy^T (f32 at tf32) at the K-major
+    // tile but this N block (0: kmajor_bn): it starts from the gradient so
+    // far, which at 128 x 256 spills beside the accumulator.
+    int kmajor_dw_bn = 0;
     // LayerNorm forward and backward dx, one program a row: its warps. One
     // warp holds GPT-2's 768-wide row (24 elements a lane) and reduces it
     // with shuffles alone; more warps add shared memory and barriers to both
@@ -161,6 +165,7 @@ public:
     } else if (storage != DType::bf16) {
       t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
+      t.kmajor_dw_bn = 128; // 166 registers, 0 spills
     } else {
       t = chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
@@ -237,9 +242,10 @@ public:
     /// The most the model has held at once so far (activations are resized
     /// when B x T changes).
     int64_t peak = 0;
-    /// Scratch: clip_grad_norm's (one f32 per 4096 gradients) and the
+    /// Scratch: clip_grad_norm's (one f32 per 4096 gradients), the
     /// backward's column sums' partials (two f32 per column_rows rows of the
-    /// widest bias, 4 n_embd).
+    /// widest bias, 4 n_embd) and, f32 at tf32, the transposed x and dy of
+    /// the weight gradients (two B T x 4 n_embd f32 tiles).
     int64_t scratch = 0;
     int64_t total() const { return parameters + gradients + optimizer + activations + scratch; }
   };
@@ -308,6 +314,7 @@ private:
   std::optional<Arg> transposedWeight(const std::string &name);
   Arena normScratch_;   // clip_grad_norm's partial sums
   Arena columnScratch_; // the backward's column sums' partial sums
+  Arena transposeScratch_; // f32 at tf32: x^T and dy^T for the weight gradients
   int steps_ = 0;
   float gradScale_ = 1.0f;
   mutable int64_t peak_ = 0; // the largest memory().total() seen

@@ -73,7 +73,8 @@ struct GptModel::Kernels {
   // keeps that copy.
   Kernel embedding, layernorm, linear, linearTn, transpose, attention, residual, lmHead, crossEntropy;
   // Backward.
-  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, columnPartialSums, columnSums, layernormDx,
+  // matmulDwTn: the weight gradient from x^T and dy^T (f32 at tf32).
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, matmulDwTn, columnPartialSums, columnSums, layernormDx,
       layernormDwdbPartial, geluBwd, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
@@ -92,9 +93,9 @@ private:
     // backward) read their operands through tensor descriptors (TMA rings on
     // sm_90a); f32 keeps pointer loads, except at tf32 in the GEMMs whose
     // operands both run along K (dx = dy w^T - also dlogits wte, through
-    // wte's transpose -, the LM head, and linearTn, the forward through the
-    // transposed weights): wgmma reads tf32 K-major only, and TMA rounds as
-    // it copies.
+    // wte's transpose -, the LM head, linearTn, the forward through the
+    // transposed weights, and matmulDwTn, the weight gradients through x^T
+    // and dy^T): wgmma reads tf32 K-major only, and TMA rounds as it copies.
     auto pick = [](auto pointers, auto descriptors) {
       if constexpr (std::is_same_v<T, float>)
         return pointers;
@@ -139,6 +140,8 @@ private:
                            {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}),
         .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T, P>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
+        .matmulDwTn = kernel(name("matmul_bwd_dw_tn"), matmul_bwd_dw_tn_tma<T, P>,
+                             {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
         .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
                                     {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
         .columnSums = kernel("gpt_column_sums", column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),

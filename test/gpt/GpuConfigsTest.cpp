@@ -129,10 +129,13 @@ template <class T> void checkAll(const char *chip) {
          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
          {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK});
   const auto [KM, KN, KK, KW, KS] = tiles.kmajor();
-  if constexpr (!descriptors) { // f32 at tf32: the forward through the transposed weights, and the transpose
+  if constexpr (!descriptors) { // f32 at tf32: through transposed weights and activations, and the transpose
     linear("matmul_bias_fwd_tn", k::matmul_bias_fwd_tn_tma<T, P>, k::matmul_bias_fwd_tn_tma<T, P>,
            {"x", "wt", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
            {t, t, t, t, t, 8192, 3072, 768, true, KM, KN, KK}, true);
+    linear("matmul_bwd_dw_tn", k::matmul_bwd_dw_tn_tma<T, P>, k::matmul_bwd_dw_tn_tma<T, P>,
+           {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+           {t, t, f, 8192, 3072, 768, true, KM, tiles.kmajor_dw_bn ? tiles.kmajor_dw_bn : KN, KK}, true);
     check(kernel("transpose", k::transpose, {"in", "out", "R", "C", "BR", "BC"}), {f, f, 768, 3072, 32, 32}, chip);
   }
   linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,

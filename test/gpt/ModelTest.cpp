@@ -188,6 +188,14 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   trained.backward(), loaded.backward();
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
+  // The weight gradients (through x^T and dy^T at tf32) accumulate: a
+  // second backward without zero_grad doubles them.
+  const std::vector<float> once = trained.read_gradient("h.1.mlp.c_fc.weight");
+  trained.backward();
+  std::vector<double> twice;
+  for (float g : once)
+    twice.push_back(2.0 * g);
+  EXPECT_LT(tegula::testing::rel_error(trained.read_gradient("h.1.mlp.c_fc.weight"), twice), 1e-5);
   // And after write_parameter: the step's weights again, as at first.
   GptModel fresh(tiny(), GetParam(), tl::precision::tf32);
   fresh.init_random(5);

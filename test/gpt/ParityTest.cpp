@@ -171,11 +171,12 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
 
 // Hopper: at each chip's f32 tiles with tf32 matmuls, the linear layers'
 // forward (through the transposed weights), the tied LM head and its input
-// gradient (through wte's transpose), and the backward's dx - both operands
-// K-major - run on wgmma (m64nNk8, 128 x 256 x 32 at 8 warps) through TMA
-// rings whose tensor maps round to tf32, as mma.sync rounds in registers;
-// the weight gradients and attention (32-row blocks at 8 warps: too few rows
-// for wgmma) on mma.sync as on Ampere. The simulator running the sm_90a code agrees with it
+// gradient (through wte's transpose), the backward's dx and the blocks'
+// weight gradients (through x^T and dy^T) - both operands K-major - run on
+// wgmma (m64nNk8, 128 x 256 or 128 x 128 x 32 at 8 warps) through TMA rings
+// whose tensor maps round to tf32, as mma.sync rounds in registers; wte's
+// gradient and attention (32-row blocks at 8 warps: too few rows for wgmma)
+// on mma.sync as on Ampere. The simulator running the sm_90a code agrees with it
 // running the sm_80 code (mma.sync) up to the order of the sums.
 TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
