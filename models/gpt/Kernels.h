@@ -394,10 +394,10 @@ void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<in
 // GEMM), with every 16-bit operand block read through a descriptor - TMA
 // rings feeding wgmma on sm_90a (warp specialised on request), masked loads
 // elsewhere. Row strides must span multiples of 16 bytes and bases be
-// 16-byte aligned (GPT-2's are: every width is a multiple of n_embd). P:
-// the precision of f32 operands' dots - at tf32, blocks whose rows run
-// along the dot's K (dx's, the LM head's) feed wgmma from TMA rings whose
-// tensor maps round to tf32.
+// 16-byte aligned (GPT-2's are: every width is a multiple of n_embd; the
+// transposed activations' rows are B T long, which GptModel checks). P: the
+// precision of f32 operands' dots - at tf32, blocks whose rows run along
+// the dot's K feed wgmma from TMA rings whose tensor maps round to tf32.
 //===----------------------------------------------------------------------===//
 
 namespace detail {
@@ -476,6 +476,24 @@ void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<in
   dx_desc.store({m0, k0}, acc);
 }
 
+namespace detail {
+/// Program (i, j)'s [BK, BN] block of a weight gradient dw [K, N] (f32):
+/// where it goes, and what it starts from - the gradient so far
+/// (`accumulate`: micro-batches add up) or zeros.
+struct GradientBlock {
+  tl::tensor k0, n0, out, mask, acc;
+};
+inline GradientBlock gradientBlock(tl::ptr<float> dw, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                                   bool accumulate, int BK, int BN) {
+  GradientBlock g{tl::program_id(0) * BK, tl::program_id(1) * BN, {}, {}, {}};
+  tl::tensor rk = g.k0 + tl::arange(0, BK), rn = g.n0 + tl::arange(0, BN);
+  g.out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
+  g.mask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+  g.acc = accumulate ? tl::load(g.out, g.mask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
+  return g;
+}
+} // namespace detail
+
 /// matmul_bwd_dw (dw (+)= x^T dy, f32) with x and dy through descriptors:
 /// x's [BM, BK] blocks are read as stored and transposed for the dot.
 template <class T, tl::precision P = tl::precision::ieee>
@@ -484,14 +502,10 @@ void matmul_bwd_dw_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scala
                        tl::constant<int> BN, tl::constant<int> BM) {
   auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
   auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor k0 = tl::program_id(0) * BK, n0 = tl::program_id(1) * BN;
-  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
-  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
-  tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
-  tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
-  for (auto m : tl::range(0, M, BM.value, acc))
-    acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc, P);
-  tl::store(out, acc, outMask);
+  detail::GradientBlock g = detail::gradientBlock(dw, N, K, accumulate.value, BK.value, BN.value);
+  for (auto m : tl::range(0, M, BM.value, g.acc))
+    g.acc = tl::dot(x_desc.load({m, g.k0}).trans(), dy_desc.load({m, g.n0}), g.acc, P);
+  tl::store(g.out, g.acc, g.mask);
 }
 
 /// matmul_bwd_dw with both operands transposed - xt [K, M] (x^T) and dyt
@@ -504,14 +518,10 @@ void matmul_bwd_dw_tn_tma(tl::ptr<T> xt, tl::ptr<T> dyt, tl::ptr<float> dw, tl::
                           tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> BM) {
   auto xt_desc = tl::make_tensor_descriptor(xt, {K, M}, {M, 1}, {BK, BM});
   auto dyt_desc = tl::make_tensor_descriptor(dyt, {N, M}, {M, 1}, {BN, BM});
-  tl::tensor k0 = tl::program_id(0) * BK, n0 = tl::program_id(1) * BN;
-  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
-  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
-  tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
-  tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
-  for (auto m : tl::range(0, M, BM.value, acc))
-    acc = tl::dot(xt_desc.load({k0, m}), dyt_desc.load({n0, m}).trans(), acc, P);
-  tl::store(out, acc, outMask);
+  detail::GradientBlock g = detail::gradientBlock(dw, N, K, accumulate.value, BK.value, BN.value);
+  for (auto m : tl::range(0, M, BM.value, g.acc))
+    g.acc = tl::dot(xt_desc.load({g.k0, m}), dyt_desc.load({g.n0, m}).trans(), g.acc, P);
+  tl::store(g.out, g.acc, g.mask);
 }
 
 /// c = a b ([M, K] x [K, N], row-major) through descriptors - the tied LM

@@ -492,9 +492,13 @@ void GptModel::backward() {
   // f32 at tf32: the weight gradients read x and dy transposed (x^T dy with
   // both operands along B T: wgmma's order for tf32), from scratch sized once
   // per B x T - where B T rows make 16-byte multiples (TMA's rule).
+  // x^T then dy^T: every layer's K + N is at most 5 C (the MLP's).
   const bool transposedDw = !transposedOffset_.empty() && BT % 4 == 0;
-  if (const int64_t need = transposedDw ? 2 * int64_t(BT) * 4 * C : 0; transposeScratch_.size() != need)
+  if (const int64_t need = transposedDw ? int64_t(BT) * 5 * C : 0; transposeScratch_.size() != need) {
+    transposeScratch_ = Arena(); // freed before its successor is allocated
     transposeScratch_ = Arena(need, backend_);
+    memory(); // the peak
+  }
   auto transposeInto = [&](Arg in, Arg out, int rows, int cols) {
     constexpr int kTile = 32;
     kernels_->transpose(launch({uint32_t(cdiv(rows, kTile)), uint32_t(cdiv(cols, kTile))}), in, out, rows, cols,
@@ -506,7 +510,7 @@ void GptModel::backward() {
     kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(K, KN))}), dy,
                        P(w + ".weight"), dx, BT, N, K, KM, KN, KK);
     if (transposedDw) {
-      Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * 4 * C,
+      Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * K,
                                                                                          int64_t(BT) * N);
       transposeInto(x, xT, BT, K);
       transposeInto(dy, dyT, BT, N);

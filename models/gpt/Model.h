@@ -4,9 +4,10 @@
 // (h.{i}.attn.c_attn.weight, ...), the matrices first, then the vectors
 // (layernorm parameters, biases: AdamW decays the first range only); Conv1D
 // weights are [in, out], which is also what the kernels take, so a checkpoint
-// loads without transposes (f32 at tf32 also keeps the blocks' matrices
-// transposed, for the linear layers' forward on wgmma). The arena is host memory for the
-// interpreter and the simulator, device memory for the GPU: the same code
+// loads without transposes (f32 at tf32 also keeps the blocks' matrices and
+// wte transposed, and transposes the weight gradients' activations, so its
+// GEMMs read both operands K-major, on wgmma). The arena is host memory for
+// the interpreter and the simulator, device memory for the GPU: the same code
 // launches the same kernels (models/gpt/Kernels.h, Attention.h) on either.
 //
 //===----------------------------------------------------------------------===//
@@ -117,10 +118,11 @@ public:
     // partials at once)
     int column_rows = 64, column_tile_rows = 32, column_block = 128;
     int column_sum_rows = 128, column_sum_block = 16;
-    // dx = dy w^T and the LM head, whose operands both run along K (f32 at
-    // tf32: wgmma through TMA rings on sm_90a, where the other f32 GEMMs
-    // stay on mma.sync): their own tile, warps and stages (0: the linear
-    // layers').
+    // The GEMMs whose operands both run along K (f32 at tf32: the linear
+    // layers' forward through the transposed weights, dx = dy w^T, the LM
+    // head and its input gradient; wgmma through TMA rings on sm_90a, where
+    // the rest stays on mma.sync): their own tile, warps and stages (0: the
+    // linear layers').
     int kmajor_bm = 0, kmajor_bn = 0, kmajor_bk = 0, kmajor_warps = 0, kmajor_stages = 0;
     // The weight gradient through x^T and dy^T (f32 at tf32) at the K-major
     // tile but this N block (0: kmajor_bn): it starts from the gradient so
@@ -150,13 +152,13 @@ public:
   /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
   /// two stages are in flight ahead of the one being read (at K = 32 and 3
   /// stages a single 2-instruction stage ahead left the load latency exposed).
-  /// f32 at tf32 (`matmul`) on sm_90a: the mma.sync GEMMs (a row-major B:
-  /// the weight gradients, the LM head's input gradient) at 64 x 128 x 16,
-  /// 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of 2026-11-26;
-  /// 128 x 128 spills in the weight gradient); the K-major ones (the linear
-  /// layers' forward through the transposed weights, dx, the LM head) on
-  /// wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4 stages (the tf32
-  /// TN GEMM's best tile in that run). f32 at ieee or tf32x3 keeps sm_80's.
+  /// f32 at tf32 (`matmul`) on sm_90a: the GEMMs left on mma.sync (wte's
+  /// gradient; the weight gradients where B T is not a multiple of 4) at 64
+  /// x 128 x 16, 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of
+  /// 2026-11-26; 128 x 128 spills in the weight gradient); the K-major ones
+  /// on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4 stages (the
+  /// tf32 TN GEMM's best tile in that run; the weight gradients at 128 x
+  /// 128). f32 at ieee or tf32x3 keeps sm_80's.
   static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80",
                          tl::precision matmul = tl::precision::tf32) {
     Tiles t;

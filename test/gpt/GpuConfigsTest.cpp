@@ -106,10 +106,11 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
     }
   // The linear layers: tensor descriptors for bf16 (TMA rings feeding
-  // wgmma on sm_90a); pointer loads for f32 (tf32 dots on mma.sync: a
-  // row-major B: the weight gradients), except the forward through the
-  // transposed weights, dx and the LM head, whose operands both run along
-  // K: descriptors, and on sm_90a wgmma fed by TMA rings that round to tf32
+  // wgmma on sm_90a); pointer loads for f32 (tf32 dots on mma.sync where
+  // an operand runs along M or N), except the forward through the
+  // transposed weights, dx, the LM head and the weight gradients through
+  // the transposed activations, whose operands both run along K:
+  // descriptors, and on sm_90a wgmma fed by TMA rings that round to tf32
   // as they land (GptModel's kernel set at tf32).
   constexpr bool descriptors = !std::is_same_v<T, float>;
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,

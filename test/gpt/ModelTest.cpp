@@ -167,12 +167,15 @@ TEST_P(GptModelTest, Tf32MatmulsStayCloseToExact) {
 // backward give what a model loaded with those weights gives, bit for bit -
 // and so they do after write_parameter.
 TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
-  const int B = 1, T = 16;
+  const int B = 1, T = 32; // B T reaches the CPU tiles' K-major tile (32): linearTn runs
   std::vector<int32_t> tok(B * T), tgt(B * T);
   for (int i = 0; i < B * T; ++i)
     tok[size_t(i)] = int32_t((i * 37) % 100), tgt[size_t(i)] = int32_t((i * 11 + 3) % 100);
   GptModel trained(tiny(), GetParam(), tl::precision::tf32), loaded(tiny(), GetParam(), tl::precision::tf32);
-  EXPECT_GT(trained.memory().parameters, trained.num_parameters() * 4) << "no transposed copy counted";
+  int64_t matrices = 0; // the transposed copies: the blocks' matrices and wte
+  for (const ParamSpec &p : trained.parameters())
+    matrices += p.shape.size() == 2 && p.name != "wpe.weight" ? p.numel() : 0;
+  EXPECT_EQ(trained.memory().parameters, (trained.num_parameters() + matrices) * 4);
   trained.init_random(5);
   const std::vector<float> before = (trained.forward(tok, tgt, B, T), trained.logits());
   trained.zero_grad();
@@ -186,6 +189,10 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   EXPECT_NE(trained.logits(), before);
   trained.zero_grad(), loaded.zero_grad();
   trained.backward(), loaded.backward();
+  // Scratch: the column sums' partials and the weight gradients' transposed
+  // x and dy (B T x 5 n_embd f32).
+  const int64_t C = tiny().n_embd, BT = int64_t(B) * T;
+  EXPECT_EQ(trained.memory().scratch, (2 * cdiv(BT, trained.tiles().column_rows) * 4 * C + BT * 5 * C) * 4);
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // The weight gradients (through x^T and dy^T at tf32) accumulate: a
