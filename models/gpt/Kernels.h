@@ -414,6 +414,18 @@ void biasGeluStore(tl::tensor acc, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre, t
   }
   tl::make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
 }
+
+/// The K loop of a GEMM whose operands both run along K: a's [BM, BK]
+/// blocks at row m0 times b's [BN, BK] blocks at row n0, transposed - the
+/// [BM, BN] block of a b^T (f32 accumulation at precision P).
+inline tl::tensor kMajorProduct(const tl::tensor_descriptor &a, const tl::tensor_descriptor &b,
+                                const tl::tensor &m0, const tl::tensor &n0, tl::scalar<int32_t> K, int BM, int BN,
+                                int BK, tl::precision P) {
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK, acc))
+    acc = tl::dot(a.load({m0, k}), b.load({n0, k}).trans(), acc, P);
+  return acc;
+}
 } // namespace detail
 
 /// matmul_bias_fwd with x, w, y and pre through descriptors.
@@ -442,9 +454,7 @@ void matmul_bias_fwd_tn_tma(tl::ptr<T> x, tl::ptr<T> wt, tl::ptr<T> b, tl::ptr<T
   auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
   auto wt_desc = tl::make_tensor_descriptor(wt, {N, K}, {K, 1}, {BN, BK});
   tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
-  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-  for (auto k : tl::range(0, K, BK.value, acc))
-    acc = tl::dot(x_desc.load({m0, k}), wt_desc.load({n0, k}).trans(), acc, P);
+  tl::tensor acc = detail::kMajorProduct(x_desc, wt_desc, m0, n0, K, BM.value, BN.value, BK.value, P);
   detail::biasGeluStore(acc, b, y, pre, M, N, gelu.value, BM.value, BN.value, m0, n0);
 }
 
@@ -470,10 +480,7 @@ void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<in
   auto w_desc = tl::make_tensor_descriptor(w, {K, N}, {N, 1}, {BK, BN});
   auto dx_desc = tl::make_tensor_descriptor(dx, {M, K}, {K, 1}, {BM, BK});
   tl::tensor m0 = tl::program_id(0) * BM, k0 = tl::program_id(1) * BK;
-  tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
-  for (auto n : tl::range(0, N, BN.value, acc))
-    acc = tl::dot(dy_desc.load({m0, n}), w_desc.load({k0, n}).trans(), acc, P);
-  dx_desc.store({m0, k0}, acc);
+  dx_desc.store({m0, k0}, detail::kMajorProduct(dy_desc, w_desc, m0, k0, N, BM.value, BK.value, BN.value, P));
 }
 
 namespace detail {
