@@ -11,8 +11,9 @@
 // After the timed steps, one more step runs with every launch timed
 // (tegula::profile_kernels): GPU time per kernel.
 //
-// On Hopper the bf16 model runs twice: as compiled by default, and with its
-// linear layers warp specialised ("bf16_ws").
+// On Hopper each precision runs twice: as written, one program a GEMM tile
+// ("f32", "bf16"), and warp specialised with persistent GEMMs ("f32_ws",
+// "bf16_ws": GptModel's default there).
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -124,7 +125,7 @@ int main(int argc, char **argv) {
     if (dtype != "all" && dtype != dtype_name(storage))
       continue;
     for (bool ws : {false, true}) {
-      if (ws && (storage != DType::bf16 || info.chip != "sm_90a"))
+      if (ws && info.chip != "sm_90a")
         continue;
       try {
         run(storage, ws, B, T, steps, info);

@@ -64,7 +64,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   layernorm(V(d.x, C), "ln_f", V(d.ln, C));
   [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
   kernels_->lmHead(launchKMajor({1, uint32_t(cdiv(c.vocab_padded, KN))}), V(d.ln, C), P("wte.weight"),
-                   V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, KM, KN, KK);
+                   V(d.logits, c.vocab_padded), 1, C, c.vocab_padded, KM, KN, KK, 0);
   return d.arena.download(d.logits, c.vocab);
 }
 

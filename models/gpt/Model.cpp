@@ -170,6 +170,8 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
     : config_(config), backend_(backend), storage_(storage),
       tiles_(backend == Backend::GPU ? gpu_tiles(storage, device_info().chip, matmul) : cpu_tiles()) {
   config_.validate();
+  if (backend == Backend::GPU)
+    persistentPrograms_ = std::max(1, device_info().multiprocessors);
   if (storage != DType::f32 && storage != DType::bf16)
     throw Error(fmt::format("GPT: {} storage is not supported: f32, or bf16 with f32 master weights{}",
                             dtype_name(storage),
@@ -236,13 +238,20 @@ void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, in
   std::optional<Arg> wt = rows >= tiles_.kmajor()[0] ? transposedWeight(w) : std::nullopt;
   if (wt) {
     const auto [BM, BN, BK, warps, stages] = tiles_.kmajor();
-    kernels_->linearTn(launchKMajor({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x, *wt, weights(b), y,
-                       pre, rows, N, K, gelu, BM, BN, BK);
+    kernels_->linearTn(launchKMajor(gemmGrid(rows, N, BM, BN)), x, *wt, weights(b), y, pre, rows, N, K, gelu, BM, BN,
+                       BK, groupM());
     return;
   }
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
-  kernels_->linear(launchLinear({uint32_t(cdiv(rows, BM)), uint32_t(cdiv(N, BN))}), x, weights(w), weights(b), y,
-                   pre, rows, N, K, gelu, BM, BN, BK);
+  kernels_->linear(launchLinear(gemmGrid(rows, N, BM, BN)), x, weights(w), weights(b), y, pre, rows, N, K, gelu, BM,
+                   BN, BK, groupM());
+}
+
+Grid GptModel::gemmGrid(int rows, int cols, int bm, int bn) const {
+  const int64_t tilesM = cdiv(rows, bm), tilesN = cdiv(cols, bn);
+  if (groupM() == 0)
+    return {uint32_t(tilesM), uint32_t(tilesN)};
+  return {uint32_t(std::min<int64_t>(tilesM * tilesN, persistentPrograms_))};
 }
 
 GptModel::~GptModel() = default;
@@ -429,10 +438,9 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
                       A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
-  [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
-  kernels_->lmHead(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(c.vocab_padded, KN))}),
-                   A(a.lnfOut, btc),
-                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, KM, KN, KK);
+  const auto [HM, HN, HK, headWarps, headStages] = tiles_.head();
+  kernels_->lmHead(launch(gemmGrid(BT, c.vocab_padded, HM, HN), headWarps, headStages), A(a.lnfOut, btc),
+                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, HM, HN, HK, groupM());
   if (targets.empty())
     return NAN;
   kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT), c.vocab,
@@ -507,8 +515,8 @@ void GptModel::backward() {
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
-    kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(K, KN))}), dy,
-                       P(w + ".weight"), dx, BT, N, K, KM, KN, KK);
+    kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
+                       groupM());
     if (transposedDw) {
       Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * K,
                                                                                          int64_t(BT) * N);
@@ -518,7 +526,7 @@ void GptModel::backward() {
       kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
                            G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
     } else {
-      kernels_->matmulDw(launchLinear({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
+      kernels_->matmulDw(launchDw({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
                          G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     }
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
@@ -547,12 +555,12 @@ void GptModel::backward() {
   // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
   // wte K-major through its transpose where the model keeps one (wgmma).
   if (std::optional<Arg> wteT = transposedWeight("wte.weight"))
-    kernels_->matmulDx(launchKMajor({uint32_t(cdiv(BT, KM)), uint32_t(cdiv(C, KN))}), dA(a.logits, logitsSize),
-                       *wteT, dA(a.lnfOut, btc), BT, Vp, C, KM, KN, KK);
+    kernels_->matmulDx(launchKMajor(gemmGrid(BT, C, KM, KN)), dA(a.logits, logitsSize), *wteT, dA(a.lnfOut, btc),
+                       BT, Vp, C, KM, KN, KK, groupM());
   else
-    kernels_->matmul(launchLinear({uint32_t(cdiv(BT, BM)), uint32_t(cdiv(C, BN))}), dA(a.logits, logitsSize),
-                     P("wte.weight"), dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK);
-  kernels_->matmulDw(launchLinear({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}),
+    kernels_->matmul(launchLinear(gemmGrid(BT, C, BM, BN)), dA(a.logits, logitsSize), P("wte.weight"),
+                     dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK, groupM());
+  kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}),
                      dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
   const int64_t last = a.layers.back().residual3;

@@ -134,10 +134,32 @@ public:
     // reductions (the H100 of 2026-11-26: 4 warps beat 8 in every row kernel,
     // bf16 forward 0.55 of copy against 0.37).
     int row_warps = 4;
+    // The GEMMs with [B T, N] outputs (the linear layers' forward and input
+    // gradients, the LM head and its input gradient; not the weight
+    // gradients, whose few tiles each run all of B T): group_m > 0 launches
+    // persistent programs, one per SM, that walk the output tiles in groups
+    // of group_m row blocks (kernels::detail::forEachOutputTile) - warp
+    // specialised, the next tile's loads overlap this one's epilogue; 0: one
+    // program a tile.
+    int group_m = 0;
+    // The LM head in training (logits = x wte^T, 8192 x 50304 x 768 for
+    // GPT-2 at B T = 8192): its own N block, warps and stages (0: the
+    // K-major GEMMs').
+    int head_bn = 0, head_warps = 0, head_stages = 0;
+    // The weight gradients' warps (0: linear_warps): each starts from the f32
+    // gradient so far, which beside bf16's 4-warp 128 x 128 accumulator spills.
+    int dw_warps = 0;
     /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> kmajor() const {
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
                        : std::array<int, 5>{bm, bn, bk, linear_warps, linear_stages};
+    }
+    /// The LM head's tile in training: (bm, bn, bk, warps, stages).
+    std::array<int, 5> head() const {
+      std::array<int, 5> t = kmajor();
+      if (head_bn)
+        t[1] = head_bn, t[3] = head_warps, t[4] = head_stages;
+      return t;
     }
   };
   /// The GPU's, per storage type and chip: bf16 operands take half the
@@ -158,7 +180,15 @@ public:
   /// 2026-11-26; 128 x 128 spills in the weight gradient); the K-major ones
   /// on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4 stages (the
   /// tf32 TN GEMM's best tile in that run; the weight gradients at 128 x
-  /// 128). f32 at ieee or tf32x3 keeps sm_80's.
+  /// 128). f32 at ieee or tf32x3 keeps sm_80's. On sm_90a the GEMMs with
+  /// [B T, N] outputs run persistent (group_m 8, when warp specialised): bf16
+  /// at 128 x 128 x 64, 4 warps (+ the producer's 4), 4 stages, the LM head
+  /// at 128 x 256 x 64, 8 warps, 3 stages - each the GEMM benchmark's best at
+  /// those shapes on the H100 of 2026-11-26 (0.93-0.99x cuBLAS, where one
+  /// program a tile reached 0.70-0.80x); the weight gradients one program a
+  /// tile at 8 warps. f32 at tf32 stays one program a tile: its 128 x 256
+  /// f32 C block beside 4 stages outgrows shared memory in a persistent loop
+  /// (the ring cannot be reused while the producer fills the next tile).
   static Tiles gpu_tiles(DType storage = DType::f32, const std::string &chip = "sm_80",
                          tl::precision matmul = tl::precision::tf32) {
     Tiles t;
@@ -169,17 +199,28 @@ public:
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
       t.kmajor_dw_bn = 128; // 166 registers, 0 spills
     } else {
-      t = chip == "sm_90a" ? Tiles{128, 128, 64, 8, 128, 64, 8, 128, 8, 1024, 4}
+      t = chip == "sm_90a" ? Tiles{128, 128, 64, 4, 128, 64, 8, 128, 8, 1024, 4}
                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
+      if (chip == "sm_90a") { // the GEMM benchmark's best at GPT-2's shapes (H100, 2026-11-26)
+        t.group_m = 8;
+        t.head_bn = 256, t.head_warps = 8, t.head_stages = 3;
+        t.dw_warps = 8;
+      }
     }
     t.row_warps = 1;
     return t;
   }
   static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
-  /// sm_90a: the bf16 linear layers' TMA-fed loops get a producer warpgroup
-  /// (LaunchOptions::warp_specialize; also TEGULA_WARP_SPECIALIZE=1).
+  /// sm_90a: the TMA-fed loops (bf16's GEMMs and attention, f32 at tf32's
+  /// K-major GEMMs) get a producer warpgroup (LaunchOptions::warp_specialize),
+  /// and the GEMMs with [B T, N] outputs run persistent (Tiles::group_m). On
+  /// by default: on the H100 of 2026-11-26 it made bf16 training 1.09x
+  /// faster, and the persistent warp-specialised GEMM beat one program a
+  /// tile by 1.2-1.35x at GPT-2's shapes (without a producer, persistence
+  /// loses: 0.91x). Off: every loop as written, one program a tile.
   void set_warp_specialize(bool on) { warpSpecialize_ = on; }
+  bool warp_specialize() const { return warpSpecialize_; }
   const Tiles &tiles() const { return tiles_; }
 
   const GptConfig &config() const { return config_; }
@@ -285,6 +326,10 @@ private:
   LaunchOptions launch(Grid grid, int warps = 4, int stages = 3) const;
   /// A linear layer's launch: its tiles' warps and pipeline depth.
   LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
+  /// A weight gradient's launch (dw (+)= x^T dy at the linear layers' tile).
+  LaunchOptions launchDw(Grid grid) const {
+    return launch(grid, tiles_.dw_warps ? tiles_.dw_warps : tiles_.linear_warps, tiles_.linear_stages);
+  }
   /// A linear layer's forward, y = x w + b (GELU'd with `gelu`, the sum
   /// kept in `pre`), on `rows` rows: through the transposed weight where the
   /// model keeps one.
@@ -295,6 +340,9 @@ private:
   LaunchOptions launchKMajor(Grid grid) const {
     return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
   }
+  /// The grid of a GEMM with a [rows, cols] output in [bm, bn] tiles: every
+  /// tile, or with Tiles::group_m the persistent programs (at most one a tile).
+  Grid gemmGrid(int rows, int cols, int bm, int bn) const;
   /// Parameter `name` as the kernels read it (the bf16 copy with bf16 storage).
   Arg weights(const std::string &name) const;
 
@@ -321,7 +369,12 @@ private:
   float gradScale_ = 1.0f;
   mutable int64_t peak_ = 0; // the largest memory().total() seen
   Tiles tiles_;
-  bool warpSpecialize_ = false;
+  // Persistent GEMMs' programs: the GPU's SM count; 3 on the CPU backends
+  // (each program walks several tiles there too).
+  int persistentPrograms_ = 3;
+  bool warpSpecialize_ = true;
+  /// Tiles::group_m where it applies (warp specialised), else 0.
+  int groupM() const { return warpSpecialize_ ? tiles_.group_m : 0; }
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<Activations> acts_;
 };

@@ -24,22 +24,27 @@ class GptGpuConfigs : public ::testing::TestWithParam<const char *> {};
 /// `scalarLoads` (when >= 0): a memory-bound kernel moves its tiles in
 /// vectors - at least one vector load, and no more element-wise global
 /// loads than its per-row scalars (a mean, a target, ...).
-void check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4,
-           int scalarLoads = -1, int stages = 3) {
-  CompiledKernel c = kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages});
-  std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled\n", chip, kern.name().c_str(), c.registers,
-              c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
+/// Compiled warp specialised, as GptModel launches by default (it changes
+/// nothing where it does not apply).
+CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4,
+                     int scalarLoads = -1, int stages = 3) {
+  CompiledKernel c =
+      kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .warp_specialize = true});
+  std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled%s\n", chip, kern.name().c_str(),
+              c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes,
+              c.producer_warps ? ", warp specialised" : "");
   EXPECT_NE(c.ptx.find(".entry"), std::string::npos);
   EXPECT_EQ(c.spill_bytes, 0) << kern.name();
   EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << kern.name() << ": more shared memory than an H100's";
   if (scalarLoads < 0)
-    return;
+    return c;
   const std::regex load("ld\\.global(\\.v[248])?\\.[bfu]\\d+");
   int vector = 0, scalar = 0;
   for (auto it = std::sregex_iterator(c.ptx.begin(), c.ptx.end(), load); it != std::sregex_iterator(); ++it)
     ++((*it)[1].matched ? vector : scalar);
   EXPECT_GT(vector, 0) << kern.name() << ": its tiles are loaded element by element";
   EXPECT_LE(scalar, scalarLoads) << kern.name() << ": element-wise loads beyond its per-row scalars";
+  return c;
 }
 
 /// Every kernel GptModel launches with storage T (f32 with tf32 dots, or bf16
@@ -113,42 +118,49 @@ template <class T> void checkAll(const char *chip) {
   // descriptors, and on sm_90a wgmma fed by TMA rings that round to tf32
   // as they land (GptModel's kernel set at tf32).
   constexpr bool descriptors = !std::is_same_v<T, float>;
+  // On sm_90a the TMA-fed ones get a producer warpgroup - also inside the
+  // persistent GEMMs' tile loop (group_m > 0; persistence without one loses).
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
-                    std::vector<Arg> args, bool kMajor = false) {
+                    std::vector<Arg> args, bool kMajor = false, std::pair<int, int> warpsStages = {0, 0}) {
     const bool tmaKernel = descriptors || kMajor;
     const Kernel kern = tmaKernel ? kernel(name, tma, params) : kernel(name, pointers, params);
-    const int warps = kMajor ? tiles.kmajor()[3] : LW, stages = kMajor ? tiles.kmajor()[4] : LS;
-    check(kern, args, chip, warps, -1, stages);
+    int warps = kMajor ? tiles.kmajor()[3] : LW, stages = kMajor ? tiles.kmajor()[4] : LS;
+    if (warpsStages.first)
+      std::tie(warps, stages) = warpsStages;
+    const CompiledKernel c = check(kern, args, chip, warps, -1, stages);
     if (tmaKernel && std::string(chip) == "sm_90a") {
-      const std::string ptx =
-          kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .assemble = false}).ptx;
-      EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << name;
-      EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << name;
+      EXPECT_NE(c.ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << name;
+      EXPECT_NE(c.ptx.find("wgmma.mma_async"), std::string::npos) << name;
+      EXPECT_EQ(c.producer_warps, 4) << name << ": not warp specialised";
     }
   };
+  const int G = tiles.group_m; // the persistent GEMMs' tile groups (warp specialised)
   linear("matmul_bias_fwd", k::matmul_bias_fwd<T, P>, k::matmul_bias_fwd_tma<T, P>,
-         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
-         {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK});
+         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"},
+         {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK, G});
   const auto [KM, KN, KK, KW, KS] = tiles.kmajor();
   if constexpr (!descriptors) { // f32 at tf32: through transposed weights and activations, and the transpose
     linear("matmul_bias_fwd_tn", k::matmul_bias_fwd_tn_tma<T, P>, k::matmul_bias_fwd_tn_tma<T, P>,
-           {"x", "wt", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"},
-           {t, t, t, t, t, 8192, 3072, 768, true, KM, KN, KK}, true);
+           {"x", "wt", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"},
+           {t, t, t, t, t, 8192, 3072, 768, true, KM, KN, KK, G}, true);
     linear("matmul_bwd_dw_tn", k::matmul_bwd_dw_tn_tma<T, P>, k::matmul_bwd_dw_tn_tma<T, P>,
            {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, 8192, 3072, 768, true, KM, tiles.kmajor_dw_bn ? tiles.kmajor_dw_bn : KN, KK}, true);
     check(kernel("transpose", k::transpose, {"in", "out", "R", "C", "BR", "BC"}), {f, f, 768, 3072, 32, 32}, chip);
   }
   linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
-         {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"}, {t, t, t, 8192, 3072, 768, KM, KN, KK}, true);
+         {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}, {t, t, t, 8192, 3072, 768, KM, KN, KK, G},
+         true);
+  const auto [HM, HN, HK, HW, HS] = tiles.head();
   linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
-         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC"}, {t, t, t, 8192, 768, 50304, KM, KN, KK}, true);
+         {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC", "GROUP_M"},
+         {t, t, t, 8192, 768, 50304, HM, HN, HK, G}, true, std::pair{HW, HS});
   linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
          {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
-         {t, t, f, 8192, 3072, 768, true, BM, BN, BK});
+         {t, t, f, 8192, 3072, 768, true, BM, BN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   if constexpr (descriptors) // the tied LM head's input gradient
-    linear("matmul", k::matmul_tma<T>, k::matmul_tma<T>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
-           {t, t, t, 8192, 768, 50304, BM, BN, BK});
+    linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
+           {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
   const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
   const Kernel lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024}, lnDxArgs = {t, t, t, f, f, t, C, 1024};

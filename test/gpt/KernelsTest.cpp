@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace tegula;
@@ -291,7 +292,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   const int M = 70, K = 48, N = 40;
   auto x = random_vector<T>(M * K), w = random_vector<T>(K * N), b = random_vector<T>(N);
   auto fwd = kernel("matmul_bias_fwd", k::matmul_bias_fwd<T>,
-                    {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK"});
+                    {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"});
   auto xd = to_double(x), wd = to_double(w), bd = to_double(b);
   std::vector<double> pre(M * N);
   for (int m = 0; m < M; ++m)
@@ -304,20 +305,24 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   std::vector<double> act(pre.size());
   for (size_t i = 0; i < pre.size(); ++i) act[i] = gelu(pre[i]);
   LaunchOptions o = opts;
-  o.grid = {uint32_t(cdiv(M, 32)), uint32_t(cdiv(N, 32))};
-  for (bool g : {false, true}) {
-    SCOPED_TRACE(g ? "with GELU" : "plain");
-    auto y = poisoned<T>(M * N), p = poisoned<T>(M * N);
-    fwd(o, x, w, b, y, p, M, N, K, g, 32, 32, 16);
-    EXPECT_LT(rel_error(y, g ? act : pre), tolerance<T>());
-    if (g)
-      EXPECT_LT(rel_error(p, pre), tolerance<T>());
-  }
+  // One program a tile (a 2-D grid), and persistent: 3 programs walking the
+  // 3 x 2 tiles in groups of 2 row blocks (two tiles each).
+  for (int groupM : {0, 2})
+    for (bool g : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}, GROUP_M {}", g ? "with GELU" : "plain", groupM));
+      o.grid = groupM ? Grid{3} : Grid{uint32_t(cdiv(M, 32)), uint32_t(cdiv(N, 32))};
+      auto y = poisoned<T>(M * N), p = poisoned<T>(M * N);
+      fwd(o, x, w, b, y, p, M, N, K, g, 32, 32, 16, groupM);
+      EXPECT_LT(rel_error(y, g ? act : pre), tolerance<T>());
+      if (g)
+        EXPECT_LT(rel_error(p, pre), tolerance<T>());
+    }
   auto dy = random_vector<T>(M * N);
   auto dyd = to_double(dy);
   auto dx = poisoned<T>(M * K);
   std::vector<float> dw(K * N, NAN), db(N, NAN);
-  auto bwdX = kernel("matmul_bwd_dx", k::matmul_bwd_dx<T>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN"});
+  auto bwdX =
+      kernel("matmul_bwd_dx", k::matmul_bwd_dx<T>, {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"});
   auto bwdW = kernel("matmul_bwd_dw", k::matmul_bwd_dw<T>,
                      {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"});
   auto partialSums = kernel("column_partial_sums", k::column_partial_sums<T>,
@@ -335,7 +340,10 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
     sums(o, partial, db, partials, N, accumulate, 2, 32);
   };
   o.grid = {uint32_t(cdiv(M, 32)), uint32_t(cdiv(K, 32))};
-  bwdX(o, dy, w, dx, M, N, K, 32, 32, 16);
+  bwdX(o, dy, w, dx, M, N, K, 32, 32, 16, 0);
+  auto dxPersistent = poisoned<T>(M * K);
+  o.grid = {4}; // 6 tiles: two programs walk two, two walk one
+  bwdX(o, dy, w, dxPersistent, M, N, K, 32, 32, 16, 2);
   o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
   bwdW(o, x, dy, dw, M, N, K, false, 32, 32, 16);
   bwdB(false);
@@ -350,6 +358,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
       }
     }
   EXPECT_LT(rel_error(dx, wantDx), tolerance<T>());
+  EXPECT_EQ(std::memcmp(dxPersistent.data(), dx.data(), dx.size() * sizeof(T)), 0) << "persistent dx differs";
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3)); // f32 out
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
   // Accumulating (micro-batches): the same gradients again, added.

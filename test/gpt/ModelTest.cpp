@@ -212,6 +212,43 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   EXPECT_EQ(trained.logits(), before);
 }
 
+// Persistent GEMMs (Tiles::group_m; on the GPU, sm_90a's bf16 default when
+// warp specialised): 3 programs (the CPU backends' count) walk the tiles of
+// the [B T, N] outputs in groups of 2 row blocks - 81 rows make 3 blocks, the
+// last ragged, so every program takes several tiles - and the model computes
+// exactly what one program a tile does: the loss, the logits and every
+// gradient, in f32 and bf16. Without warp specialisation the tiles are one a
+// program again.
+TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
+  const int B = 3, T = 27;
+  std::mt19937 rng(8);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t(rng() % 100), tgt[size_t(i)] = int32_t(rng() % 100);
+  for (DType storage : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(storage));
+    GptModel plain(tiny(), GetParam(), tl::precision::ieee, storage);
+    GptModel persistent(tiny(), GetParam(), tl::precision::ieee, storage);
+    GptModel::Tiles tiles = GptModel::cpu_tiles();
+    plain.set_tiles(tiles);
+    tiles.group_m = 2;
+    persistent.set_tiles(tiles);
+    ASSERT_TRUE(persistent.warp_specialize()); // the default: group_m applies
+    plain.init_random(21);
+    for (const ParamSpec &p : plain.parameters())
+      persistent.write_parameter(p.name, plain.read_parameter(p.name));
+    EXPECT_EQ(plain.forward(tok, tgt, B, T), persistent.forward(tok, tgt, B, T));
+    EXPECT_EQ(plain.logits(), persistent.logits());
+    plain.zero_grad(), persistent.zero_grad();
+    plain.backward(), persistent.backward();
+    for (const ParamSpec &p : plain.parameters())
+      EXPECT_EQ(plain.read_gradient(p.name), persistent.read_gradient(p.name)) << p.name;
+    persistent.set_warp_specialize(false);
+    persistent.forward(tok, tgt, B, T);
+    EXPECT_EQ(plain.logits(), persistent.logits());
+  }
+}
+
 // Mixed precision: bf16 weights and activations (f32 math, f32 master
 // weights, gradients and AdamW state) against the f32 model on the same
 // weights - the forward to bf16's 8-bit mantissa, every parameter's gradient
