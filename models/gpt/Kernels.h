@@ -33,6 +33,12 @@ inline tl::tensor gelu_exp(const tl::tensor &x) { // e^(-2u), in base 2
 inline tl::tensor gelu_gate(const tl::tensor &x) { return tl::fdiv(1.0f, 1.0f + gelu_exp(x)); }
 /// gelu_new(x) = x * gate(x), in one division.
 inline tl::tensor gelu(const tl::tensor &x) { return tl::fdiv(x, 1.0f + gelu_exp(x)); }
+/// d gelu_new / dx. With s = 0.5 (1 + tanh u): 0.5 (1 - tanh^2 u) = 2 s (1 - s).
+inline tl::tensor gelu_grad(const tl::tensor &x) {
+  const float k = 0.7978845608028654f; // sqrt(2 / pi)
+  tl::tensor s = gelu_gate(x);
+  return s + 2.0f * x * s * (1.0f - s) * k * tl::fma(3.0f * 0.044715f * x, x, 1.0f);
+}
 
 /// Runs `body(m0, n0)` for the [BM, BN] output tiles of an [M, N] GEMM this
 /// program owns. GROUP_M = 0: one tile, (program_id(0), program_id(1)) - a
@@ -179,11 +185,7 @@ void gelu_bwd(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<T> dx, tl::scalar<int32_t> n,
   tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = offs < n;
   tl::tensor v = tl::load(x + offs, mask, 0.0f).to(tl::f32);
-  const float k = 0.7978845608028654f; // sqrt(2 / pi)
-  // With s = 0.5 (1 + tanh u): 0.5 (1 - tanh^2 u) = 2 s (1 - s).
-  tl::tensor s = detail::gelu_gate(v);
-  tl::tensor grad = s + 2.0f * v * s * (1.0f - s) * k * tl::fma(3.0f * 0.044715f * v, v, 1.0f);
-  tl::store(dx + offs, tl::load(dy + offs, mask, 0.0f).to(tl::f32) * grad, mask);
+  tl::store(dx + offs, tl::load(dy + offs, mask, 0.0f).to(tl::f32) * detail::gelu_grad(v), mask);
 }
 
 /// Softmax + cross-entropy per row of logits [rows, Vp] (the vocabulary V
@@ -334,6 +336,39 @@ inline void sum_all(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n,
   tl::store(out, tl::sum(acc, 0));
 }
 
+namespace detail {
+/// dx = dy w^T's [BM, BK] block at (m0, k0), dy [M, N] and w [K, N] read
+/// through pointers, N stepped BN at a time (f32 accumulation at P).
+template <class T>
+tl::tensor dxProduct(tl::ptr<T> dy, tl::ptr<T> w, const tl::scalar<int32_t> &M, const tl::scalar<int32_t> &N,
+                     const tl::scalar<int32_t> &K, const tl::tensor &m0, const tl::tensor &k0, int BM, int BK, int BN,
+                     tl::precision P) {
+  tl::tensor rm = m0 + tl::arange(0, BM), rk = k0 + tl::arange(0, BK), rn = tl::arange(0, BN);
+  tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
+  for (auto n : tl::range(0, N, BN, acc)) {
+    tl::tensor na = n + rn;
+    tl::tensor g = tl::load(dy + rm.expand_dims(1) * N + na.expand_dims(0),
+                            (rm.expand_dims(1) < M) & (na.expand_dims(0) < N), 0.0f);
+    tl::tensor wt = tl::load(w + rk.expand_dims(0) * N + na.expand_dims(1), // w^T tile [BN, BK]
+                             (na.expand_dims(1) < N) & (rk.expand_dims(0) < K), 0.0f);
+    acc = tl::dot(g, wt, acc, P);
+  }
+  return acc;
+}
+
+/// GELU's backward on the [BM, BK] block at (m0, k0) of [M, K]: its
+/// output's gradient `acc` times gelu'(pre) (both f32), returned; its column
+/// sums go to partial[m0 / BM, k0 ...] (the bias gradient's first pass).
+inline tl::tensor geluBwdBlock(const tl::tensor &acc, const tl::tensor &pre, tl::ptr<float> partial,
+                               const tl::scalar<int32_t> &K, const tl::tensor &m0, const tl::tensor &k0, int BM,
+                               int BK) {
+  tl::tensor g = acc * gelu_grad(pre);
+  tl::tensor rk = k0 + tl::arange(0, BK);
+  tl::store(partial + m0 / BM * K + rk, tl::sum(g, 0), rk < K);
+  return g;
+}
+} // namespace detail
+
 /// y = x @ w + b for x [M, K], w [K, N] (Hugging Face's Conv1D layout: [in,
 /// out]), b [N]; with `gelu`, y = gelu_tanh(x @ w + b) and the
 /// pre-activation is also stored in `pre` (the GELU backward needs it).
@@ -375,20 +410,32 @@ void matmul_bwd_dx(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<int32_
                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
                    tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> GROUP_M) {
   detail::forEachOutputTile(M, K, BM.value, BK.value, GROUP_M.value, [&](tl::tensor m0, tl::tensor k0) {
-    tl::tensor rm = m0 + tl::arange(0, BM);
-    tl::tensor rk = k0 + tl::arange(0, BK);
-    tl::tensor rn = tl::arange(0, BN);
-    tl::tensor acc = tl::zeros({BM, BK}, tl::f32);
-    for (auto n : tl::range(0, N, BN.value, acc)) {
-      tl::tensor na = n + rn;
-      tl::tensor g = tl::load(dy + rm.expand_dims(1) * N + na.expand_dims(0),
-                              (rm.expand_dims(1) < M) & (na.expand_dims(0) < N), 0.0f);
-      tl::tensor wt = tl::load(w + rk.expand_dims(0) * N + na.expand_dims(1), // w^T tile [BN, BK]
-                               (na.expand_dims(1) < N) & (rk.expand_dims(0) < K), 0.0f);
-      acc = tl::dot(g, wt, acc, P);
-    }
-    tl::store(dx + rm.expand_dims(1) * K + rk.expand_dims(0), acc,
+    tl::tensor rm = m0 + tl::arange(0, BM), rk = k0 + tl::arange(0, BK);
+    tl::store(dx + rm.expand_dims(1) * K + rk.expand_dims(0),
+              detail::dxProduct(dy, w, M, N, K, m0, k0, BM.value, BK.value, BN.value, P),
               (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K));
+  });
+}
+
+/// The MLP's c_proj input gradient with GELU's backward fused: dpre = (dy
+/// w^T) * gelu'(pre) for pre [M, K] (c_fc's output before GELU), and the
+/// column sums of each [BM, BK] tile of dpre into partial[m0 / BM, cols] -
+/// c_fc's bias gradient, first pass (column_sums adds the M / BM rows). The
+/// GELU input gradient never goes to memory (a separate gelu_bwd read it,
+/// and pre, and wrote dpre: 3 passes over [B T, 4C]).
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bwd_dx_gelu(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> pre, tl::ptr<T> dpre, tl::ptr<float> partial,
+                        tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                        tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> GROUP_M) {
+  detail::forEachOutputTile(M, K, BM.value, BK.value, GROUP_M.value, [&](tl::tensor m0, tl::tensor k0) {
+    tl::tensor rm = m0 + tl::arange(0, BM), rk = k0 + tl::arange(0, BK);
+    tl::tensor mask = (rm.expand_dims(1) < M) & (rk.expand_dims(0) < K);
+    tl::tensor at = rm.expand_dims(1) * K + rk.expand_dims(0);
+    tl::tensor acc = detail::dxProduct(dy, w, M, N, K, m0, k0, BM.value, BK.value, BN.value, P);
+    tl::store(dpre + at,
+              detail::geluBwdBlock(acc, tl::load(pre + at, mask, 0.0f).to(tl::f32), partial, K, m0, k0, BM.value,
+                                   BK.value),
+              mask);
   });
 }
 
@@ -512,6 +559,24 @@ void matmul_bwd_dx_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> dx, tl::scalar<in
   auto dx_desc = tl::make_tensor_descriptor(dx, {M, K}, {K, 1}, {BM, BK});
   detail::forEachOutputTile(M, K, BM.value, BK.value, GROUP_M.value, [&](tl::tensor m0, tl::tensor k0) {
     dx_desc.store({m0, k0}, detail::kMajorProduct(dy_desc, w_desc, m0, k0, N, BM.value, BK.value, BN.value, P));
+  });
+}
+
+/// matmul_bwd_dx_gelu with dy, w, pre and dpre through descriptors (pre's
+/// block through pointers took a 64-bit address a register, and spilled).
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bwd_dx_gelu_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> pre, tl::ptr<T> dpre, tl::ptr<float> partial,
+                            tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                            tl::constant<int> BM, tl::constant<int> BK, tl::constant<int> BN,
+                            tl::constant<int> GROUP_M) {
+  auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
+  auto w_desc = tl::make_tensor_descriptor(w, {K, N}, {N, 1}, {BK, BN});
+  auto pre_desc = tl::make_tensor_descriptor(pre, {M, K}, {K, 1}, {BM, BK});
+  auto dpre_desc = tl::make_tensor_descriptor(dpre, {M, K}, {K, 1}, {BM, BK});
+  detail::forEachOutputTile(M, K, BM.value, BK.value, GROUP_M.value, [&](tl::tensor m0, tl::tensor k0) {
+    tl::tensor acc = detail::kMajorProduct(dy_desc, w_desc, m0, k0, N, BM.value, BK.value, BN.value, P);
+    dpre_desc.store({m0, k0}, detail::geluBwdBlock(acc, pre_desc.load({m0, k0}).to(tl::f32), partial, K, m0, k0,
+                                                   BM.value, BK.value));
   });
 }
 

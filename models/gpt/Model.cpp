@@ -487,12 +487,16 @@ void GptModel::backward() {
   // Column sums: partials of column_rows rows each, then their sum.
   const int colRows = tiles_.column_rows, colTileRows = tiles_.column_tile_rows, colTile = tiles_.column_block;
   const int partials = int(cdiv(BT, colRows));
-  if (const int64_t need = 2 * int64_t(partials) * 4 * C; columnScratch_.size() != need)
+  // Two halves of [rows, 4C] partials: the column sums' and, in the second,
+  // also those of c_proj's dx epilogue (GELU's backward fused: c_fc's bias,
+  // a row per block of B T rows).
+  const int dxBlocks = int(cdiv(BT, tiles_.geluDx()[0]));
+  const int64_t partialHalf = int64_t(std::max(partials, dxBlocks)) * 4 * C;
+  if (const int64_t need = 2 * partialHalf; columnScratch_.size() != need)
     columnScratch_ = Arena(need, backend_); // once per B x T
-  const int64_t partialHalf = int64_t(partials) * 4 * C;
-  auto columnSums = [&](int64_t partialOffset, int N, Arg out) {
+  auto columnSums = [&](int64_t partialOffset, int rows, int N, Arg out) {
     kernels_->columnSums(launch({uint32_t(cdiv(N, tiles_.column_sum_block))}),
-                         columnScratch_.view(partialOffset, int64_t(partials) * N), out, partials, N, true,
+                         columnScratch_.view(partialOffset, int64_t(rows) * N), out, rows, N, true,
                          tiles_.column_sum_rows, tiles_.column_sum_block);
   };
   const Arg tgtArg = a.targets(), tokArg = a.tokens();
@@ -514,9 +518,19 @@ void GptModel::backward() {
   };
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
-  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K) {
-    kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
-                       groupM());
+  // With `pre` (x = gelu(pre)): dx is pre's gradient instead - GELU's
+  // backward fused - and the scratch's second half gets its column sums'
+  // partials, which `dyPartials` (their rows) says the next call finds there.
+  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
+                       int dyPartials = 0) {
+    if (pre) { // one program a tile: persistent, pre's block beside the accumulator spills (ptxas)
+      const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
+      kernels_->matmulDxGelu(launch({uint32_t(cdiv(BT, GM)), uint32_t(cdiv(K, GN))}, geluWarps, geluStages), dy,
+                             P(w + ".weight"), *pre, dx, columnScratch_.view(partialHalf, int64_t(dxBlocks) * K),
+                             BT, N, K, GM, GN, GK, 0);
+    } else
+      kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
+                         groupM());
     if (transposedDw) {
       Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * K,
                                                                                          int64_t(BT) * N);
@@ -529,9 +543,13 @@ void GptModel::backward() {
       kernels_->matmulDw(launchDw({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
                          G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     }
+    if (dyPartials) {
+      columnSums(partialHalf, dyPartials, N, G(w + ".bias"));
+      return;
+    }
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
                                 columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
-    columnSums(0, N, G(w + ".bias"));
+    columnSums(0, partials, N, G(w + ".bias"));
   };
   // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
@@ -541,8 +559,8 @@ void GptModel::backward() {
                                    S(mean, BT), S(rstd, BT), columnScratch_.view(0, int64_t(partials) * C),
                                    columnScratch_.view(partialHalf, int64_t(partials) * C), BT, C, colRows,
                                    colTileRows, colTile);
-    columnSums(0, C, G(ln + ".weight"));
-    columnSums(partialHalf, C, G(ln + ".bias"));
+    columnSums(0, partials, C, G(ln + ".weight"));
+    columnSums(partialHalf, partials, C, G(ln + ".bias"));
   };
   auto add = [&](Arg x, Arg y, Arg out) {
     kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, btc, 1024);
@@ -572,10 +590,12 @@ void GptModel::backward() {
     const std::string h = fmt::format("h.{}.", l);
     const int64_t in = l == 0 ? a.encoded : a.layers[size_t(l) - 1].residual3;
     // residual3 = residual2 + mlp(ln2(residual2)).
-    linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fch, 4 * btc), h + "mlp.c_proj", C, 4 * C);
-    kernels_->geluBwd(launch({uint32_t(cdiv(4 * btc, 1024))}), A(L.fchPre, 4 * btc), dA(L.fch, 4 * btc),
-                      dA(L.fchPre, 4 * btc), int32_t(4 * btc), 1024);
-    linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C);
+    // fch = gelu(fchPre): c_proj's dx is fchPre's gradient (GELU's backward
+    // in its epilogue), with c_fc's bias partials.
+    linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fchPre, 4 * btc), h + "mlp.c_proj", C, 4 * C,
+              A(L.fchPre, 4 * btc));
+    linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C, std::nullopt,
+              dxBlocks);
     layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.fcproj, btc), h + "ln_2");
     add(dA(L.residual3, btc), dA(L.fcproj, btc), dA(L.residual2, btc));
     // residual2 = in + attn(ln1(in)).

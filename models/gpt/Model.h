@@ -149,10 +149,23 @@ public:
     // The weight gradients' warps (0: linear_warps): each starts from the f32
     // gradient so far, which beside bf16's 4-warp 128 x 128 accumulator spills.
     int dw_warps = 0;
+    // The MLP's c_proj dx with GELU's backward fused (its epilogue holds pre's
+    // block beside the accumulator): its N block and warps (0: the K-major
+    // GEMMs'); on sm_90a 128 wide at 8 warps, where the K-major tile spills.
+    // One program a tile whatever group_m says: persistent, it spills
+    // (bf16 at 128 x 128, 8 warps: 472 bytes; 0 as one program a tile).
+    int gelu_dx_bn = 0, gelu_dx_warps = 0;
     /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> kmajor() const {
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
                        : std::array<int, 5>{bm, bn, bk, linear_warps, linear_stages};
+    }
+    /// The fused GELU backward's tile: (bm, bn, bk, warps, stages).
+    std::array<int, 5> geluDx() const {
+      std::array<int, 5> t = kmajor();
+      if (gelu_dx_bn)
+        t[1] = gelu_dx_bn, t[3] = gelu_dx_warps;
+      return t;
     }
     /// The LM head's tile in training: (bm, bn, bk, warps, stages).
     std::array<int, 5> head() const {
@@ -198,6 +211,7 @@ public:
       t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
       t.kmajor_dw_bn = 128; // 166 registers, 0 spills
+      t.gelu_dx_bn = 128, t.gelu_dx_warps = 8;
     } else {
       t = chip == "sm_90a" ? Tiles{128, 128, 64, 4, 128, 64, 8, 128, 8, 1024, 4}
                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
@@ -205,6 +219,7 @@ public:
         t.group_m = 8;
         t.head_bn = 256, t.head_warps = 8, t.head_stages = 3;
         t.dw_warps = 8;
+        t.gelu_dx_bn = 128, t.gelu_dx_warps = 8;
       }
     }
     t.row_warps = 1;

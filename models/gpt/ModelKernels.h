@@ -73,9 +73,12 @@ struct GptModel::Kernels {
   // keeps that copy.
   Kernel embedding, layernorm, linear, linearTn, transpose, attention, residual, lmHead, crossEntropy;
   // Backward.
-  // matmulDwTn: the weight gradient from x^T and dy^T (f32 at tf32).
-  Kernel crossEntropyBwd, matmul, matmulDx, matmulDw, matmulDwTn, columnPartialSums, columnSums, layernormDx,
-      layernormDwdbPartial, geluBwd, attentionDelta,
+  // matmulDwTn: the weight gradient from x^T and dy^T (f32 at tf32);
+  // matmulDxGelu: the MLP's c_proj dx with GELU's backward and c_fc's bias
+  // partial sums fused.
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwTn, columnPartialSums, columnSums,
+      layernormDx,
+      layernormDwdbPartial, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
   Kernel adamw, adamwMixed, sumOfSquares, sumAll, fill;
@@ -138,6 +141,9 @@ private:
                          {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}),
         .matmulDx = kernel(name("matmul_bwd_dx"), pickKMajor(matmul_bwd_dx<T, P>, matmul_bwd_dx_tma<T, P>),
                            {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}),
+        .matmulDxGelu = kernel(name("matmul_bwd_dx_gelu"),
+                               pickKMajor(matmul_bwd_dx_gelu<T, P>, matmul_bwd_dx_gelu_tma<T, P>),
+                               {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}),
         .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T, P>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
         .matmulDwTn = kernel(name("matmul_bwd_dw_tn"), matmul_bwd_dw_tn_tma<T, P>,
@@ -150,7 +156,6 @@ private:
         .layernormDwdbPartial = kernel(name("layernorm_bwd_dwdb_partial"), layernorm_bwd_dwdb_partial<T>,
                                        {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR",
                                         "BC"}),
-        .geluBwd = kernel(name("gelu_bwd"), gelu_bwd<T>, {"x", "dy", "dx", "n", "BLOCK"}),
         .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"}),
         .attentionDkdv = kernel(name("attention_bwd_dkdv"),

@@ -151,6 +151,10 @@ template <class T> void checkAll(const char *chip) {
   linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
          {"dy", "w", "dx", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}, {t, t, t, 8192, 3072, 768, KM, KN, KK, G},
          true);
+  linear("matmul_bwd_dx_gelu", k::matmul_bwd_dx_gelu<T, P>, k::matmul_bwd_dx_gelu_tma<T, P>,
+         {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"},
+         {t, t, t, t, f, 8192, 768, 3072, tiles.geluDx()[0], tiles.geluDx()[1], tiles.geluDx()[2], 0}, true,
+         {tiles.geluDx()[3], tiles.geluDx()[4]});
   const auto [HM, HN, HK, HW, HS] = tiles.head();
   linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC", "GROUP_M"},

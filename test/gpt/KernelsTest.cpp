@@ -359,6 +359,40 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
     }
   EXPECT_LT(rel_error(dx, wantDx), tolerance<T>());
   EXPECT_EQ(std::memcmp(dxPersistent.data(), dx.data(), dx.size() * sizeof(T)), 0) << "persistent dx differs";
+  // x = gelu(pre): dx with GELU's backward fused - d pre = dx gelu'(pre) and
+  // its column sums' partials, one row per 32-row block (pointer loads and
+  // descriptors; one program a tile and persistent).
+  {
+    auto pre = random_vector<T>(M * K, -4, 4);
+    std::vector<double> wantDpre(M * K), wantDb(K, 0.0);
+    for (int m = 0; m < M; ++m)
+      for (int kk = 0; kk < K; ++kk) {
+        const double v = double(pre[size_t(m * K + kk)]), u = std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v);
+        const double grad = 0.5 * (1 + std::tanh(u)) + 0.5 * v * (1 - std::tanh(u) * std::tanh(u)) *
+                                                           std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * v * v);
+        double d = 0;
+        for (int n = 0; n < N; ++n) d += dyd[size_t(m * N + n)] * wd[size_t(kk * N + n)];
+        wantDpre[size_t(m * K + kk)] = d * grad;
+        wantDb[size_t(kk)] += d * grad;
+      }
+    const std::vector<std::string> params = {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN",
+                                             "GROUP_M"};
+    auto pointers = kernel("matmul_bwd_dx_gelu", k::matmul_bwd_dx_gelu<T>, params);
+    auto descriptors = kernel("matmul_bwd_dx_gelu_tma", k::matmul_bwd_dx_gelu_tma<T>, params);
+    for (const Kernel *kern : {&pointers, &descriptors})
+      for (int groupM : {0, 2}) {
+        SCOPED_TRACE(fmt::format("{}, GROUP_M {}", kern->name(), groupM));
+        auto dpre = poisoned<T>(M * K);
+        auto blockSums = poisoned<float>(size_t(cdiv(M, 32) * K));
+        o.grid = groupM ? Grid{4} : Grid{uint32_t(cdiv(M, 32)), uint32_t(cdiv(K, 32))};
+        (*kern)(o, dy, w, pre, dpre, blockSums, M, N, K, 32, 32, 16, groupM);
+        EXPECT_LT(rel_error(dpre, wantDpre), tolerance<T>());
+        std::vector<double> gotDb(K, 0.0);
+        for (int64_t r = 0; r < cdiv(M, 32); ++r)
+          for (int kk = 0; kk < K; ++kk) gotDb[size_t(kk)] += blockSums[size_t(r * K + kk)];
+        EXPECT_LT(rel_error(gotDb, wantDb), 1e-4);
+      }
+  }
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3)); // f32 out
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
   // Accumulating (micro-batches): the same gradients again, added.

@@ -189,10 +189,13 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   EXPECT_NE(trained.logits(), before);
   trained.zero_grad(), loaded.zero_grad();
   trained.backward(), loaded.backward();
-  // Scratch: the column sums' partials and the weight gradients' transposed
-  // x and dy (B T x 5 n_embd f32).
+  // Scratch: the column sums' partials (two halves of [rows, 4 n_embd], rows
+  // for either pass: the column sums' or the fused GELU backward's) and the
+  // weight gradients' transposed x and dy (B T x 5 n_embd f32).
   const int64_t C = tiny().n_embd, BT = int64_t(B) * T;
-  EXPECT_EQ(trained.memory().scratch, (2 * cdiv(BT, trained.tiles().column_rows) * 4 * C + BT * 5 * C) * 4);
+  const GptModel::Tiles &tiles = trained.tiles();
+  const int64_t partialRows = std::max(cdiv(BT, tiles.column_rows), cdiv(BT, tiles.geluDx()[0]));
+  EXPECT_EQ(trained.memory().scratch, (2 * partialRows * 4 * C + BT * 5 * C) * 4);
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // The weight gradients (through x^T and dy^T at tf32) accumulate: a
@@ -389,7 +392,9 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.backward();
     m.clip_grad_norm(1.0f);
     mem = m.memory();
-    const int64_t columnPartials = 2 * cdiv(BT, m.tiles().column_rows) * 4 * C; // f32, two halves of 4 C
+    // f32, two halves of [rows, 4 C]: the column sums' rows or the fused GELU backward's
+    const int64_t columnPartials =
+        2 * std::max(cdiv(BT, m.tiles().column_rows), cdiv(BT, m.tiles().geluDx()[0])) * 4 * C;
     EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials * 4);
     EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
     EXPECT_EQ(mem.peak, mem.total());
