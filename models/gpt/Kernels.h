@@ -149,6 +149,57 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
   tl::store(dx + row * C + cols, out, mask);
 }
 
+/// LayerNorm backward in one pass over [rows, C] (BLOCK >= C): program j
+/// takes rows [j ROWS, (j + 1) ROWS), BR at a time (a warp a row), and
+/// - writes dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w, plus dres
+///   with `residual` (the residual stream's gradient, which the LayerNorm's
+///   input also feeds: no separate add);
+/// - sums its rows of dy xhat and dy into partial_w[j] and partial_b[j]
+///   (the LayerNorm's dw and db, first pass: column_sums adds the programs'
+///   rows), and with `out_sums` those of dx into partial_o[j] - the bias
+///   gradient of the projection whose output dx is the gradient of.
+/// dy, x and dres are read once (layernorm_bwd_dx, layernorm_bwd_dwdb_partial
+/// and residual_add read dy and x twice and wrote dx twice).
+template <class T>
+void layernorm_bwd(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
+                   tl::ptr<T> dres, tl::ptr<T> dx, tl::ptr<float> partial_w, tl::ptr<float> partial_b,
+                   tl::ptr<float> partial_o, tl::scalar<int32_t> rows, tl::scalar<int32_t> C,
+                   tl::constant<bool> residual, tl::constant<bool> out_sums, tl::constant<int> ROWS,
+                   tl::constant<int> BR, tl::constant<int> BLOCK) {
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor colMask = cols < C;
+  tl::tensor wv = tl::load(w + cols, colMask, 0.0f).to(tl::f32).expand_dims(0);
+  tl::tensor first = tl::program_id(0) * ROWS;
+  tl::tensor n = C.to(tl::f32);
+  tl::tensor acc_w = tl::zeros({BR, BLOCK}, tl::f32), acc_b = tl::zeros({BR, BLOCK}, tl::f32);
+  tl::tensor acc_o = tl::zeros({BR, BLOCK}, tl::f32);
+  for (auto r : tl::range(0, ROWS.value, BR.value, acc_w, acc_b, acc_o)) {
+    tl::tensor slice = r + tl::arange(0, BR); // ROWS need not divide by BR
+    tl::tensor rs = first + slice;
+    tl::tensor inRows = (rs < rows) & (slice < ROWS.value);
+    tl::tensor mask = inRows.expand_dims(1) & colMask.expand_dims(0);
+    tl::tensor at = rs.expand_dims(1) * C + cols.expand_dims(0);
+    tl::tensor rstd = tl::load(rstd_in + rs, inRows, 0.0f).expand_dims(1);
+    tl::tensor xhat = tl::where(mask, (tl::load(x + at, mask, 0.0f).to(tl::f32) -
+                                       tl::load(mean_in + rs, inRows, 0.0f).expand_dims(1)) * rstd, 0.0f);
+    tl::tensor d = tl::load(dy + at, mask, 0.0f).to(tl::f32);
+    tl::tensor g = d * wv;
+    tl::tensor out = rstd * (g - (tl::sum(g, 1) / n).expand_dims(1) - xhat * (tl::sum(g * xhat, 1) / n).expand_dims(1));
+    if (residual.value)
+      out = out + tl::load(dres + at, mask, 0.0f).to(tl::f32);
+    tl::store(dx + at, out, mask);
+    acc_w = acc_w + d * xhat;
+    acc_b = acc_b + d;
+    if (out_sums.value) // the stored values, as the projection's own column sums would read them
+      acc_o = acc_o + out.to(dtype_of_v<T>).to(tl::f32);
+  }
+  tl::tensor to = tl::program_id(0) * C + cols;
+  tl::store(partial_w + to, tl::sum(acc_w, 0), colMask);
+  tl::store(partial_b + to, tl::sum(acc_b, 0), colMask);
+  if (out_sums.value)
+    tl::store(partial_o + to, tl::sum(acc_o, 0), colMask);
+}
+
 /// LayerNorm backward, the parameter gradients, first pass: program (i, j)
 /// sums dy * xhat and dy over rows [j ROWS, (j + 1) ROWS) of columns
 /// [i BC, (i + 1) BC) into partial_w[j, cols] and partial_b[j, cols];

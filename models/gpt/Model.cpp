@@ -487,12 +487,17 @@ void GptModel::backward() {
   // Column sums: partials of column_rows rows each, then their sum.
   const int colRows = tiles_.column_rows, colTileRows = tiles_.column_tile_rows, colTile = tiles_.column_block;
   const int partials = int(cdiv(BT, colRows));
-  // Two halves of [rows, 4C] partials: the column sums' and, in the second,
-  // also those of c_proj's dx epilogue (GELU's backward fused: c_fc's bias,
-  // a row per block of B T rows).
+  // The column sums' partials, f32, in three regions: column_partial_sums'
+  // [partials, <= 4C] (c_attn's bias); c_proj's fused GELU backward's
+  // [dxBlocks, 4C] (c_fc's bias: a row per block of B T rows); LayerNorm's
+  // backward's three [lnParts, C] (its dw and db, and the bias of the
+  // projection whose output gradient it writes - read by that projection's
+  // linearBwd next).
   const int dxBlocks = int(cdiv(BT, tiles_.geluDx()[0]));
-  const int64_t partialHalf = int64_t(std::max(partials, dxBlocks)) * 4 * C;
-  if (const int64_t need = 2 * partialHalf; columnScratch_.size() != need)
+  const int lnParts = int(cdiv(BT, tiles_.ln_bwd_rows));
+  const int64_t geluPartials = int64_t(partials) * 4 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
+  const int64_t lnW = lnPartials, lnB = lnW + int64_t(lnParts) * C, lnO = lnB + int64_t(lnParts) * C;
+  if (const int64_t need = lnO + int64_t(lnParts) * C; columnScratch_.size() != need)
     columnScratch_ = Arena(need, backend_); // once per B x T
   auto columnSums = [&](int64_t partialOffset, int rows, int N, Arg out) {
     kernels_->columnSums(launch({uint32_t(cdiv(N, tiles_.column_sum_block))}),
@@ -519,14 +524,16 @@ void GptModel::backward() {
 
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   // With `pre` (x = gelu(pre)): dx is pre's gradient instead - GELU's
-  // backward fused - and the scratch's second half gets its column sums'
-  // partials, which `dyPartials` (their rows) says the next call finds there.
+  // backward fused - and its column sums' partials go to the scratch
+  // (geluPartials). `dyPartials` (offset, rows): dy's column sums' partials
+  // are in the scratch already (written by the kernel that wrote dy).
+  using Partials = std::pair<int64_t, int>;
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
-                       int dyPartials = 0) {
+                       std::optional<Partials> dyPartials = {}) {
     if (pre) { // one program a tile: persistent, pre's block beside the accumulator spills (ptxas)
       const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
       kernels_->matmulDxGelu(launch({uint32_t(cdiv(BT, GM)), uint32_t(cdiv(K, GN))}, geluWarps, geluStages), dy,
-                             P(w + ".weight"), *pre, dx, columnScratch_.view(partialHalf, int64_t(dxBlocks) * K),
+                             P(w + ".weight"), *pre, dx, columnScratch_.view(geluPartials, int64_t(dxBlocks) * K),
                              BT, N, K, GM, GN, GK, 0);
     } else
       kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
@@ -544,26 +551,26 @@ void GptModel::backward() {
                          G(w + ".weight"), BT, N, K, true, BM, BN, BK);
     }
     if (dyPartials) {
-      columnSums(partialHalf, dyPartials, N, G(w + ".bias"));
+      columnSums(dyPartials->first, dyPartials->second, N, G(w + ".bias"));
       return;
     }
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
                                 columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
     columnSums(0, partials, N, G(w + ".bias"));
   };
-  // y = layernorm(x), given dy: dx = ... (overwritten), dw, db += ...
-  auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, Arg dx, const std::string &ln) {
-    kernels_->layernormDx(launch({uint32_t(BT)}, rowWarps(lnBlock)), dy, A(x, btc), P(ln + ".weight"), S(mean, BT),
-                          S(rstd, BT), dx, C, lnBlock);
-    kernels_->layernormDwdbPartial(launch({uint32_t(cdiv(C, colTile)), uint32_t(partials)}), dy, A(x, btc),
-                                   S(mean, BT), S(rstd, BT), columnScratch_.view(0, int64_t(partials) * C),
-                                   columnScratch_.view(partialHalf, int64_t(partials) * C), BT, C, colRows,
-                                   colTileRows, colTile);
-    columnSums(0, partials, C, G(ln + ".weight"));
-    columnSums(partialHalf, partials, C, G(ln + ".bias"));
-  };
-  auto add = [&](Arg x, Arg y, Arg out) {
-    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), x, y, out, btc, 1024);
+  // y = layernorm(x), given dy: dx = ... (+ dres: the residual stream's
+  // gradient, where x also feeds it), dw, db += ...; with outSums, dx's
+  // column sums' partials go to lnO for the projection that produced x.
+  const Partials lnOutPartials{lnO, lnParts};
+  auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, std::optional<Arg> dres, Arg dx,
+                          const std::string &ln, bool outSums) {
+    kernels_->layernormBwd(launch({uint32_t(lnParts)}, std::max(tiles_.ln_bwd_warps, lnBlock / 256)), dy, A(x, btc),
+                           P(ln + ".weight"), S(mean, BT), S(rstd, BT), dres ? *dres : dx, dx,
+                           columnScratch_.view(lnW, int64_t(lnParts) * C), columnScratch_.view(lnB, int64_t(lnParts) * C),
+                           columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(), outSums,
+                           tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnBlock);
+    columnSums(lnW, lnParts, C, G(ln + ".weight"));
+    columnSums(lnB, lnParts, C, G(ln + ".bias"));
   };
 
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
@@ -582,7 +589,8 @@ void GptModel::backward() {
                      dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
   const int64_t last = a.layers.back().residual3;
-  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, dA(last, btc), "ln_f");
+  // ln_f's input is the last block's output: the gradient of its c_proj.
+  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f", true);
 
   const float scale = 1.0f / std::sqrt(float(D));
   for (int l = c.n_layer - 1; l >= 0; --l) {
@@ -591,15 +599,20 @@ void GptModel::backward() {
     const int64_t in = l == 0 ? a.encoded : a.layers[size_t(l) - 1].residual3;
     // residual3 = residual2 + mlp(ln2(residual2)).
     // fch = gelu(fchPre): c_proj's dx is fchPre's gradient (GELU's backward
-    // in its epilogue), with c_fc's bias partials.
+    // in its epilogue), with c_fc's bias partials; c_proj's bias sums the
+    // partials of the LayerNorm backward that wrote dy (ln_f's, or the next
+    // block's ln_1).
     linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fchPre, 4 * btc), h + "mlp.c_proj", C, 4 * C,
-              A(L.fchPre, 4 * btc));
+              A(L.fchPre, 4 * btc), lnOutPartials);
     linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C, std::nullopt,
-              dxBlocks);
-    layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.fcproj, btc), h + "ln_2");
-    add(dA(L.residual3, btc), dA(L.fcproj, btc), dA(L.residual2, btc));
+              Partials{geluPartials, dxBlocks});
+    // residual3 = residual2 + mlp(ln2(residual2)): residual2's gradient is
+    // residual3's plus ln_2's input gradient, in one kernel.
+    layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.residual3, btc), dA(L.residual2, btc),
+                 h + "ln_2", true);
     // residual2 = in + attn(ln1(in)).
-    linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C);
+    linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C, std::nullopt,
+              lnOutPartials);
     const int64_t bht = int64_t(B) * H * T;
     kernels_->attentionDelta(launch({uint32_t(cdiv(T, step)), uint32_t(B * H)}), A(L.atty, btc),
                              dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
@@ -610,8 +623,9 @@ void GptModel::backward() {
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                           3 * C, H, T, scale, D, own, step, BT);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
-    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.attproj, btc), h + "ln_1");
-    add(dA(L.residual2, btc), dA(L.attproj, btc), dA(in, btc));
+    // in's gradient: residual2's plus ln_1's input gradient - below the
+    // first block the embeddings' (no projection bias to sum for).
+    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.residual2, btc), dA(in, btc), h + "ln_1", l > 0);
   }
   // Embeddings: wte (also the LM head's, accumulated above) and wpe.
   kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);

@@ -134,6 +134,14 @@ public:
     // reductions (the H100 of 2026-11-26: 4 warps beat 8 in every row kernel,
     // bf16 forward 0.55 of copy against 0.37).
     int row_warps = 4;
+    // LayerNorm's backward in one pass (kernels::layernorm_bwd: dx, the
+    // residual add, and the partial column sums of dw, db and of dx for the
+    // projection below): each program takes ln_bwd_rows rows, ln_bwd_tile_rows
+    // at a time, at ln_bwd_warps warps. 16 rows of one at 4 warps: 8 elements
+    // a lane of GPT-2's 1024-wide block (a warp a row held 32 of each of the
+    // three accumulators and spilled), 89 registers, 512 programs for 8192
+    // rows.
+    int ln_bwd_rows = 16, ln_bwd_tile_rows = 1, ln_bwd_warps = 4;
     // The GEMMs with [B T, N] outputs (the linear layers' forward and input
     // gradients, the LM head and its input gradient; not the weight
     // gradients, whose few tiles each run all of B T): group_m > 0 launches
@@ -225,7 +233,11 @@ public:
     t.row_warps = 1;
     return t;
   }
-  static Tiles cpu_tiles() { return {32, 32, 16, 4, 16, 16, 4, 16, 4, 256}; }
+  static Tiles cpu_tiles() {
+    Tiles t{32, 32, 16, 4, 16, 16, 4, 16, 4, 256};
+    t.ln_bwd_rows = 5, t.ln_bwd_tile_rows = 2; // ragged: 2 + 2 + 1 rows a program
+    return t;
+  }
   void set_tiles(const Tiles &tiles) { tiles_ = tiles; }
   /// sm_90a: the TMA-fed loops (bf16's GEMMs and attention, f32 at tf32's
   /// K-major GEMMs) get a producer warpgroup (LaunchOptions::warp_specialize),

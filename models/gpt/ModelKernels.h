@@ -77,8 +77,7 @@ struct GptModel::Kernels {
   // matmulDxGelu: the MLP's c_proj dx with GELU's backward and c_fc's bias
   // partial sums fused.
   Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwTn, columnPartialSums, columnSums,
-      layernormDx,
-      layernormDwdbPartial, attentionDelta,
+      layernormBwd, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
   Kernel adamw, adamwMixed, sumOfSquares, sumAll, fill;
@@ -151,11 +150,9 @@ private:
         .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
                                     {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
         .columnSums = kernel("gpt_column_sums", column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
-        .layernormDx = kernel(name("layernorm_bwd_dx"), layernorm_bwd_dx<T>,
-                              {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"}),
-        .layernormDwdbPartial = kernel(name("layernorm_bwd_dwdb_partial"), layernorm_bwd_dwdb_partial<T>,
-                                       {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR",
-                                        "BC"}),
+        .layernormBwd = kernel(name("layernorm_bwd"), layernorm_bwd<T>,
+                               {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o",
+                                "rows", "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
         .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"}),
         .attentionDkdv = kernel(name("attention_bwd_dkdv"),

@@ -166,42 +166,40 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
   const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  const Kernel lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
-  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024}, lnDxArgs = {t, t, t, f, f, t, C, 1024};
+  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024};
   check(lnFwd, lnFwdArgs, chip, tiles.row_warps, 0);
-  check(lnDx, lnDxArgs, chip, tiles.row_warps, 2); // mean, rstd
   // One warp a row: both reductions are shuffles - no shared memory, no CTA
   // barrier in the machine code.
   EXPECT_EQ(tiles.row_warps, 1);
-  for (auto [kern, args] : {std::pair{&lnFwd, &lnFwdArgs}, std::pair{&lnDx, &lnDxArgs}}) {
-    const CompiledKernel c = kern->compile(*args, {.chip = chip, .num_warps = tiles.row_warps});
-    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0) << kern->name();
-    if (c.cubin.empty())
-      continue; // no ptxas: no machine code
-    const std::string sass = c.sass();
-    EXPECT_EQ(sass.find("BAR.SYNC"), std::string::npos) << kern->name();
-    EXPECT_NE(sass.find("SHFL.BFLY"), std::string::npos) << kern->name();
+  {
+    const CompiledKernel c = lnFwd.compile(lnFwdArgs, {.chip = chip, .num_warps = tiles.row_warps});
+    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0);
+    if (!c.cubin.empty()) { // no ptxas: no machine code
+      const std::string sass = c.sass();
+      EXPECT_EQ(sass.find("BAR.SYNC"), std::string::npos);
+      EXPECT_NE(sass.find("SHFL.BFLY"), std::string::npos);
+    }
   }
+  // The backward in one pass: dx (+ the residual's gradient) and the column
+  // sums' partials of dw, db and dx, at its tile (its row-tile's scalars:
+  // the mean and rstd).
+  check(kernel("layernorm_bwd", k::layernorm_bwd<T>,
+               {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows", "C",
+                "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
+        {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tiles.ln_bwd_tile_rows, 1024}, chip,
+        tiles.ln_bwd_warps, 2);
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
         {t, i, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
   check(kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
                {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
         {t, i, f, f, t, 50257, 50304, 1024}, chip, 4, 4); // target, loss, its logit, dloss
-  // The bias and LayerNorm parameter gradients: whole [32, 128] tiles in
-  // vectors (mean and rstd are a row's scalars), then the partials' sums
-  // (and the gradient accumulated so far, a column a thread).
+  // c_attn's bias gradient: whole [32, 128] tiles in vectors, then the
+  // partials' sums (and the gradient accumulated so far, a column a thread).
   const int CR = tiles.column_rows, CT = tiles.column_tile_rows, CB = tiles.column_block;
   check(kernel("column_partial_sums", k::column_partial_sums<T>, {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
-        {t, f, 8192, 4 * C, CR, CT, CB}, chip, 4, 0);
-  // Each thread loads the mean and rstd of its 4 rows itself (remove-
-  // layout-conversions reloads small loads in their users' layout), each
-  // repeated in PTX for the 8 registers of the row the slice folds (ptxas
-  // keeps one: 8 scalar LDG in the SASS).
-  check(kernel("layernorm_bwd_dwdb_partial", k::layernorm_bwd_dwdb_partial<T>,
-               {"dy", "x", "mean", "rstd", "partial_w", "partial_b", "rows", "C", "ROWS", "BR", "BC"}),
-        {t, t, f, f, f, f, 8192, C, CR, CT, CB}, chip, 4, 64);
+        {t, f, 8192, 3 * C, CR, CT, CB}, chip, 4, 0);
   check(kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
-        {f, f, 128, 4 * C, true, tiles.column_sum_rows, tiles.column_sum_block}, chip, 4, 1);
+        {f, f, 512, 4 * C, true, tiles.column_sum_rows, tiles.column_sum_block}, chip, 4, 1);
   check(kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
         {t, t, t, int64_t(8192) * C, 1024}, chip, 4, 0);
   if constexpr (std::is_same_v<T, float>)

@@ -131,6 +131,39 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < C; ++c) wantDb[size_t(c)] += dy[size_t(r * C + c)];
   EXPECT_LT(maxRelError(db, wantDb), 1e-6);
+
+  // The one-pass backward (layernorm_bwd): programs of 5 rows, 2 at a time
+  // (the first's third step has 1; the second program 1), against the
+  // kernels above - alone, then adding a residual gradient and summing its
+  // output's columns.
+  auto fused = kernel("layernorm_bwd", k::layernorm_bwd<float>,
+                      {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
+                       "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
+  const int programs = int(cdiv(rows, 5));
+  auto dres = random_vector<float>(rows * C);
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "with the residual" : "alone");
+    auto got = poisoned<float>(rows * C), fw = poisoned<float>(size_t(programs * C));
+    auto fb = poisoned<float>(size_t(programs * C)), fo = poisoned<float>(size_t(programs * C));
+    fused(on({uint32_t(programs)}), dy, x, w, mean, rstd, dres, got, fw, fb, fo, rows, C, residual, residual, 5, 2,
+          BLOCK);
+    std::vector<double> wantDx(rows * C), wantO(C, 0.0);
+    std::vector<float> colW(C, 0.0f), colB(C, 0.0f), colO(C, 0.0f); // the partials added in order, as column_sums does
+    for (int i = 0; i < rows * C; ++i)
+      wantDx[size_t(i)] = double(dx[size_t(i)]) + (residual ? dres[size_t(i)] : 0.0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < C; ++c) wantO[size_t(c)] += wantDx[size_t(r * C + c)];
+    for (int j = 0; j < programs; ++j)
+      for (int c = 0; c < C; ++c) {
+        colW[size_t(c)] += fw[size_t(j * C + c)], colB[size_t(c)] += fb[size_t(j * C + c)];
+        colO[size_t(c)] += residual ? fo[size_t(j * C + c)] : 0.0;
+      }
+    EXPECT_LT(maxRelError(got, wantDx), 1e-5);
+    EXPECT_LT(maxRelError(colW, std::vector<double>(dw.begin(), dw.end())), 1e-5);
+    EXPECT_LT(maxRelError(colB, wantDb), 1e-6);
+    if (residual)
+      EXPECT_LT(maxRelError(colO, wantO), 1e-5);
+  }
 }
 
 TEST_P(GptKernels, GeluBackwardMatchesFiniteDifferences) {

@@ -120,6 +120,13 @@ Reference reference(const GptModel &m, const std::vector<int32_t> &tok, const st
 
 class GptModelTest : public tegula::testing::GptBackendTest {};
 
+/// The backward's column-sum partials (f32 elements): column_partial_sums'
+/// [B T / column_rows, 4C], the fused GELU backward's [B T / its block, 4C]
+/// and LayerNorm's backward's three [B T / ln_bwd_rows, C].
+int64_t columnPartials(const GptModel::Tiles &tiles, int64_t BT, int64_t C) {
+  return (cdiv(BT, tiles.column_rows) + cdiv(BT, tiles.geluDx()[0])) * 4 * C + 3 * cdiv(BT, tiles.ln_bwd_rows) * C;
+}
+
 TEST_P(GptModelTest, ForwardMatchesTheDoubleReferenceLayerByLayer) {
   const int B = 2, T = 19; // T not a multiple of the attention block
   GptModel m(tiny(), GetParam());
@@ -189,13 +196,10 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   EXPECT_NE(trained.logits(), before);
   trained.zero_grad(), loaded.zero_grad();
   trained.backward(), loaded.backward();
-  // Scratch: the column sums' partials (two halves of [rows, 4 n_embd], rows
-  // for either pass: the column sums' or the fused GELU backward's) and the
-  // weight gradients' transposed x and dy (B T x 5 n_embd f32).
+  // Scratch: the column sums' partials and the weight gradients' transposed
+  // x and dy (B T x 5 n_embd f32).
   const int64_t C = tiny().n_embd, BT = int64_t(B) * T;
-  const GptModel::Tiles &tiles = trained.tiles();
-  const int64_t partialRows = std::max(cdiv(BT, tiles.column_rows), cdiv(BT, tiles.geluDx()[0]));
-  EXPECT_EQ(trained.memory().scratch, (2 * partialRows * 4 * C + BT * 5 * C) * 4);
+  EXPECT_EQ(trained.memory().scratch, (columnPartials(trained.tiles(), BT, C) + BT * 5 * C) * 4);
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // The weight gradients (through x^T and dy^T at tf32) accumulate: a
@@ -392,10 +396,7 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.backward();
     m.clip_grad_norm(1.0f);
     mem = m.memory();
-    // f32, two halves of [rows, 4 C]: the column sums' rows or the fused GELU backward's
-    const int64_t columnPartials =
-        2 * std::max(cdiv(BT, m.tiles().column_rows), cdiv(BT, m.tiles().geluDx()[0])) * 4 * C;
-    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials * 4);
+    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), BT, C) * 4);
     EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
     EXPECT_EQ(mem.peak, mem.total());
     m.forward(std::vector<int32_t>(size_t(T), 3), {}, 1, T); // smaller activations: the peak stays
