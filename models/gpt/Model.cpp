@@ -247,6 +247,19 @@ void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, in
                    BN, BK, groupM());
 }
 
+// A weight gradient's few tiles each run all of B T, one wave or two: at 132
+// SMs GPT-2's [768, 3072] and [3072, 768] gradients make 144 tiles of 128 x
+// 128 - two waves, the second 12 tiles long - and attention's [768, 768]
+// 36. Half-width tiles take half as long (taken as 10% less efficient a
+// FLOP): 288 tiles finish in 3 half-waves (1.65 full ones), 72 in one half.
+// c_attn's 108 and wte's 2358 stay full width.
+int GptModel::dwBlockN(int K, int N, int bm, int bn) const {
+  auto cost = [&](int width, double slower) {
+    return double(cdiv(cdiv(K, bm) * cdiv(N, width), persistentPrograms_)) * width * slower;
+  };
+  return bn >= 32 && cost(bn / 2, 1.1) < cost(bn, 1.0) ? bn / 2 : bn;
+}
+
 Grid GptModel::gemmGrid(int rows, int cols, int bm, int bn) const {
   const int64_t tilesM = cdiv(rows, bm), tilesN = cdiv(cols, bn);
   if (groupM() == 0)
@@ -543,12 +556,13 @@ void GptModel::backward() {
                                                                                          int64_t(BT) * N);
       transposeInto(x, xT, BT, K);
       transposeInto(dy, dyT, BT, N);
-      const int dwBN = tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN;
+      const int dwBN = dwBlockN(K, N, KM, tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN);
       kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
                            G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
     } else {
-      kernels_->matmulDw(launchDw({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, BN))}), x, dy,
-                         G(w + ".weight"), BT, N, K, true, BM, BN, BK);
+      const int dwBN = dwBlockN(K, N, BM, BN);
+      kernels_->matmulDw(launchDw({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy, G(w + ".weight"), BT, N,
+                         K, true, BM, dwBN, BK);
     }
     if (dyPartials) {
       columnSums(dyPartials->first, dyPartials->second, N, G(w + ".bias"));
@@ -585,9 +599,9 @@ void GptModel::backward() {
   else
     kernels_->matmul(launchLinear(gemmGrid(BT, C, BM, BN)), dA(a.logits, logitsSize), P("wte.weight"),
                      dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK, groupM());
-  kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, BN))}),
-                     dA(a.logits, logitsSize),
-                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, BN, BK);
+  const int wteBN = dwBlockN(Vp, C, BM, BN);
+  kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, wteBN))}), dA(a.logits, logitsSize),
+                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, wteBN, BK);
   const int64_t last = a.layers.back().residual3;
   // ln_f's input is the last block's output: the gradient of its c_proj.
   layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f", true);

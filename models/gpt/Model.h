@@ -370,6 +370,9 @@ private:
   /// The grid of a GEMM with a [rows, cols] output in [bm, bn] tiles: every
   /// tile, or with Tiles::group_m the persistent programs (at most one a tile).
   Grid gemmGrid(int rows, int cols, int bm, int bn) const;
+  /// A weight gradient's N block for its [K, N] output at (bm, bn): bn, or
+  /// bn / 2 where waves of the narrower tiles finish first (see Model.cpp).
+  int dwBlockN(int K, int N, int bm, int bn) const;
   /// Parameter `name` as the kernels read it (the bf16 copy with bf16 storage).
   Arg weights(const std::string &name) const;
 

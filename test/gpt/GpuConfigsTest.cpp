@@ -143,9 +143,10 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul_bias_fwd_tn", k::matmul_bias_fwd_tn_tma<T, P>, k::matmul_bias_fwd_tn_tma<T, P>,
            {"x", "wt", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"},
            {t, t, t, t, t, 8192, 3072, 768, true, KM, KN, KK, G}, true);
-    linear("matmul_bwd_dw_tn", k::matmul_bwd_dw_tn_tma<T, P>, k::matmul_bwd_dw_tn_tma<T, P>,
-           {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
-           {t, t, f, 8192, 3072, 768, true, KM, tiles.kmajor_dw_bn ? tiles.kmajor_dw_bn : KN, KK}, true);
+    for (int dwBN : {tiles.kmajor_dw_bn ? tiles.kmajor_dw_bn : KN, (tiles.kmajor_dw_bn ? tiles.kmajor_dw_bn : KN) / 2})
+      linear("matmul_bwd_dw_tn", k::matmul_bwd_dw_tn_tma<T, P>, k::matmul_bwd_dw_tn_tma<T, P>,
+             {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+             {t, t, f, 8192, 3072, 768, true, KM, dwBN, KK}, true);
     check(kernel("transpose", k::transpose, {"in", "out", "R", "C", "BR", "BC"}), {f, f, 768, 3072, 32, 32}, chip);
   }
   linear("matmul_bwd_dx", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
@@ -159,9 +160,11 @@ template <class T> void checkAll(const char *chip) {
   linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC", "GROUP_M"},
          {t, t, t, 8192, 768, 50304, HM, HN, HK, G}, true, std::pair{HW, HS});
-  linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
-         {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
-         {t, t, f, 8192, 3072, 768, true, BM, BN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
+  // The weight gradients at full and half width (GptModel::dwBlockN).
+  for (int dwBN : {BN, BN / 2})
+    linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
+           {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+           {t, t, f, 8192, 3072, 768, true, BM, dwBN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
