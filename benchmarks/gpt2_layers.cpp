@@ -74,6 +74,12 @@ template <class T> void runLayers(int iters, double copyGBs) {
   for (int warps : {1, 2, 4})
     report(fmt::format("layernorm_fwd_w{}", warps), 2.0 * act * e,
            [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+  // The model's forward: each residual connection in the LayerNorm after it
+  // (reads x and the branch, writes the sum and the normalised row).
+  auto resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  report("residual_layernorm_fwd", 4.0 * act * e,
+         [&] { resLn(on({rows}, 1), x, dy, dx, w, b, y, mean, rstd, C, 1e-5f, 1024); });
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
   for (int warps : {1, 2, 4})

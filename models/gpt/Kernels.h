@@ -111,6 +111,23 @@ void embedding_bwd_positions(tl::ptr<T> dout, tl::ptr<float> dwpe, tl::scalar<in
   tl::store(dwpe + t * C + cols, acc, mask);
 }
 
+namespace detail {
+/// LayerNorm of one row `v` (f32, BLOCK wide, zero past C) into y's row,
+/// saving its mean and rstd.
+template <class T>
+void layernormRow(const tl::tensor &v, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
+                  tl::ptr<float> rstd_out, const tl::scalar<int32_t> &C, const tl::scalar<float> &eps,
+                  const tl::tensor &row, const tl::tensor &cols, const tl::tensor &mask) {
+  tl::tensor mean = tl::sum(v, 0) / C.to(tl::f32);
+  tl::tensor d = tl::where(mask, v - mean, 0.0f);
+  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 0) / C.to(tl::f32) + eps);
+  tl::tensor out = d * rstd * tl::load(w + cols, mask).to(tl::f32) + tl::load(b + cols, mask).to(tl::f32);
+  tl::store(y + row * C + cols, out, mask);
+  tl::store(mean_out + row, mean);
+  tl::store(rstd_out + row, rstd);
+}
+} // namespace detail
+
 /// LayerNorm forward with the row in registers: y = (x - mean) * rstd * w + b;
 /// saves mean and rstd per row for the backward pass.
 template <class T>
@@ -120,14 +137,25 @@ void layernorm_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::p
   tl::tensor row = tl::program_id(0);
   tl::tensor cols = tl::arange(0, BLOCK);
   tl::tensor mask = cols < C;
-  tl::tensor v = tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32);
-  tl::tensor mean = tl::sum(v, 0) / C.to(tl::f32);
-  tl::tensor d = tl::where(mask, v - mean, 0.0f);
-  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 0) / C.to(tl::f32) + eps);
-  tl::tensor out = d * rstd * tl::load(w + cols, mask).to(tl::f32) + tl::load(b + cols, mask).to(tl::f32);
-  tl::store(y + row * C + cols, out, mask);
-  tl::store(mean_out + row, mean);
-  tl::store(rstd_out + row, rstd);
+  detail::layernormRow(tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32), w, b, y, mean_out, rstd_out, C, eps,
+                       row, cols, mask);
+}
+
+/// The residual connection and the next LayerNorm in one pass: res = x + a
+/// (stored as T), then layernorm_fwd of the stored res into y - so the sum
+/// is not read back (residual_add then layernorm_fwd read it again).
+template <class T>
+void residual_layernorm_fwd(tl::ptr<T> x, tl::ptr<T> a, tl::ptr<T> res, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
+                            tl::ptr<float> mean_out, tl::ptr<float> rstd_out, tl::scalar<int32_t> C,
+                            tl::scalar<float> eps, tl::constant<int> BLOCK) {
+  tl::tensor row = tl::program_id(0);
+  tl::tensor cols = tl::arange(0, BLOCK);
+  tl::tensor mask = cols < C;
+  tl::tensor sum = tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32) +
+                   tl::load(a + row * C + cols, mask, 0.0f).to(tl::f32);
+  tl::tensor stored = sum.to(dtype_of_v<T>); // the LayerNorm reads what the residual stream holds
+  tl::store(res + row * C + cols, stored, mask);
+  detail::layernormRow(stored.to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, row, cols, mask);
 }
 
 /// LayerNorm backward, the input gradient per row:

@@ -425,31 +425,41 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
 
   kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
                       lnBlock);
-  int64_t residual = a.encoded;
   const int attBlock = tiles_.attention_fwd_block, attWarps = tiles_.attention_fwd_warps;
+  // The residual connections run in the LayerNorm after them
+  // (residual_layernorm_fwd: res = x + a, y = layernorm(res)); the first
+  // block's ln_1 reads the embeddings alone.
+  auto residualLayernorm = [&](int64_t x, int64_t add, int64_t res, const std::string &ln, int64_t y, int64_t mean,
+                               int64_t rstd) {
+    kernels_->residualLayernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(x, btc), A(add, btc), A(res, btc),
+                                P(ln + ".weight"), P(ln + ".bias"), A(y, btc), S(mean, BT), S(rstd, BT), C, eps,
+                                lnBlock);
+  };
+  kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(a.encoded, btc), P("h.0.ln_1.weight"),
+                      P("h.0.ln_1.bias"), A(a.layers[0].ln1, btc), S(a.layers[0].ln1Mean, BT),
+                      S(a.layers[0].ln1Rstd, BT), C, eps, lnBlock);
+  int64_t residual = a.encoded;
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
-    kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(residual, btc), P(h + "ln_1.weight"),
-                        P(h + "ln_1.bias"), A(L.ln1, btc), S(L.ln1Mean, BT), S(L.ln1Rstd, BT), C, eps, lnBlock);
     linear(A(L.ln1, btc), h + "attn.c_attn", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc), 3 * C, C, false);
     kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                         A(L.atty, btc),
                         S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
                         D, attBlock, attBlock, BT, tiles_.attention_fwd_diagonal_mask_only);
     linear(A(L.atty, btc), h + "attn.c_proj", A(L.attproj, btc), A(L.attproj, btc), C, C, false);
-    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(residual, btc), A(L.attproj, btc),
-                       A(L.residual2, btc), btc, 1024);
-    kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(L.residual2, btc), P(h + "ln_2.weight"),
-                        P(h + "ln_2.bias"), A(L.ln2, btc), S(L.ln2Mean, BT), S(L.ln2Rstd, BT), C, eps, lnBlock);
+    residualLayernorm(residual, L.attproj, L.residual2, h + "ln_2", L.ln2, L.ln2Mean, L.ln2Rstd);
     linear(A(L.ln2, btc), h + "mlp.c_fc", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc), 4 * C, C, true);
     linear(A(L.fch, 4 * btc), h + "mlp.c_proj", A(L.fcproj, btc), A(L.fcproj, btc), C, 4 * C, false);
-    kernels_->residual(launch({uint32_t(cdiv(btc, 1024))}), A(L.residual2, btc), A(L.fcproj, btc),
-                       A(L.residual3, btc), btc, 1024);
+    if (l + 1 < c.n_layer) { // the next block's ln_1
+      const Activations::Layer &next = a.layers[size_t(l) + 1];
+      residualLayernorm(L.residual2, L.fcproj, L.residual3, fmt::format("h.{}.ln_1", l + 1), next.ln1, next.ln1Mean,
+                        next.ln1Rstd);
+    } else {
+      residualLayernorm(L.residual2, L.fcproj, L.residual3, "ln_f", a.lnfOut, a.lnfMean, a.lnfRstd);
+    }
     residual = L.residual3;
   }
-  kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(residual, btc), P("ln_f.weight"), P("ln_f.bias"),
-                      A(a.lnfOut, btc), S(a.lnfMean, BT), S(a.lnfRstd, BT), C, eps, lnBlock);
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
   const auto [HM, HN, HK, headWarps, headStages] = tiles_.head();
   kernels_->lmHead(launch(gemmGrid(BT, c.vocab_padded, HM, HN), headWarps, headStages), A(a.lnfOut, btc),

@@ -71,7 +71,9 @@ struct GptModel::Kernels {
   // linearTn, transpose: f32 at tf32, the linear layers with their weights
   // transposed (K-major: wgmma through TMA rings), and the transpose that
   // keeps that copy.
-  Kernel embedding, layernorm, linear, linearTn, transpose, attention, residual, lmHead, crossEntropy;
+  // residualLayernorm: a residual connection and the LayerNorm after it.
+  Kernel embedding, layernorm, residualLayernorm, linear, linearTn, transpose, attention, residual, lmHead,
+      crossEntropy;
   // Backward.
   // matmulDwTn: the weight gradient from x^T and dy^T (f32 at tf32);
   // matmulDxGelu: the MLP's c_proj dx with GELU's backward and c_fc's bias
@@ -121,6 +123,8 @@ private:
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
         .layernorm = kernel(name("layernorm_fwd"), layernorm_fwd<T>,
                             {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
+        .residualLayernorm = kernel(name("residual_layernorm_fwd"), residual_layernorm_fwd<T>,
+                                    {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"}),
         .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T, P>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"}),
         .linearTn = kernel(name("matmul_bias_fwd_tn"), matmul_bias_fwd_tn_tma<T, P>,

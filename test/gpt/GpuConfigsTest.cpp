@@ -169,19 +169,23 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
   const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024};
+  const Kernel resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
+                              {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024},
+                         resLnArgs = {t, t, t, t, t, t, f, f, C, 1e-5f, 1024};
   check(lnFwd, lnFwdArgs, chip, tiles.row_warps, 0);
+  check(resLn, resLnArgs, chip, tiles.row_warps, 0);
   // One warp a row: both reductions are shuffles - no shared memory, no CTA
   // barrier in the machine code.
   EXPECT_EQ(tiles.row_warps, 1);
-  {
-    const CompiledKernel c = lnFwd.compile(lnFwdArgs, {.chip = chip, .num_warps = tiles.row_warps});
-    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0);
-    if (!c.cubin.empty()) { // no ptxas: no machine code
-      const std::string sass = c.sass();
-      EXPECT_EQ(sass.find("BAR.SYNC"), std::string::npos);
-      EXPECT_NE(sass.find("SHFL.BFLY"), std::string::npos);
-    }
+  for (auto [kern, args] : {std::pair{&lnFwd, &lnFwdArgs}, std::pair{&resLn, &resLnArgs}}) {
+    const CompiledKernel c = kern->compile(*args, {.chip = chip, .num_warps = tiles.row_warps});
+    EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0) << kern->name();
+    if (c.cubin.empty())
+      continue; // no ptxas: no machine code
+    const std::string sass = c.sass();
+    EXPECT_EQ(sass.find("BAR.SYNC"), std::string::npos) << kern->name();
+    EXPECT_NE(sass.find("SHFL.BFLY"), std::string::npos) << kern->name();
   }
   // The backward in one pass: dx (+ the residual's gradient) and the column
   // sums' partials of dw, db and dx, at its tile (its row-tile's scalars:

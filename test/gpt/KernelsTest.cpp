@@ -319,6 +319,34 @@ TEST_P(GptKernels, ResidualAddRoundsOnce) {
     ASSERT_EQ(out[i].bits, bfloat16(float(x[i]) + float(y[i])).bits) << i;
 }
 
+/// residual_layernorm_fwd is residual_add then layernorm_fwd, bit for bit:
+/// the LayerNorm reads the sum as stored (bf16: rounded once).
+template <class T> void residualLayerNorm(const LaunchOptions &opts) {
+  const int rows = 5, C = 100, BLOCK = 128;
+  auto x = random_vector<T>(rows * C, -2, 2), a = random_vector<T>(rows * C, -2, 2);
+  auto w = random_vector<T>(C), b = random_vector<T>(C);
+  auto add = kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"});
+  auto ln = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  auto fused = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  LaunchOptions o = opts;
+  auto res = poisoned<T>(rows * C), y = poisoned<T>(rows * C);
+  auto mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
+  o.grid = {uint32_t(cdiv(rows * C, 128))};
+  add(o, x, a, res, int64_t(rows * C), 128);
+  o.grid = {uint32_t(rows)};
+  ln(o, res, w, b, y, mean, rstd, C, 1e-5f, BLOCK);
+  auto res2 = poisoned<T>(rows * C), y2 = poisoned<T>(rows * C);
+  auto mean2 = poisoned<float>(rows), rstd2 = poisoned<float>(rows);
+  fused(o, x, a, res2, w, b, y2, mean2, rstd2, C, 1e-5f, BLOCK);
+  EXPECT_EQ(std::memcmp(res.data(), res2.data(), res.size() * sizeof(T)), 0);
+  EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(T)), 0);
+  EXPECT_EQ(mean, mean2);
+  EXPECT_EQ(rstd, rstd2);
+}
+TEST_P(GptKernels, ResidualLayerNormIsTheAddThenTheLayerNormF32) { residualLayerNorm<float>(on({1})); }
+TEST_P(GptKernels, ResidualLayerNormIsTheAddThenTheLayerNormBf16) { residualLayerNorm<bfloat16>(on({1})); }
+
 /// x @ w + b (+ GELU) and its three gradients, on ragged shapes; bf16 runs
 /// the dots on tensor cores in the simulator.
 template <class T> void linearLayer(const LaunchOptions &opts) {
