@@ -8,7 +8,8 @@
 // wte transposed, and transposes the weight gradients' activations, so its
 // GEMMs read both operands K-major, on wgmma). The arena is host memory for
 // the interpreter and the simulator, device memory for the GPU: the same code
-// launches the same kernels (models/gpt/Kernels.h, Attention.h) on either.
+// launches the same kernels (models/gpt/Kernels.h, Linear.h, Attention.h) on
+// either.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -10,6 +10,7 @@
 #include "examples/kernels.h"
 #include "models/gpt/Attention.h"
 #include "models/gpt/Kernels.h"
+#include "models/gpt/Linear.h"
 #include "models/gpt/Model.h"
 
 #include <fmt/format.h>

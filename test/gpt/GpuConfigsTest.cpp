@@ -5,6 +5,7 @@
 // (The simulator tests run smaller blocks.)
 #include "models/gpt/Attention.h"
 #include "models/gpt/Kernels.h"
+#include "models/gpt/Linear.h"
 #include "models/gpt/Model.h"
 
 #include <gtest/gtest.h>

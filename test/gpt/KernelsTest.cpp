@@ -6,6 +6,7 @@
 #include "TestUtil.h"
 #include "gpt/GptTestUtil.h"
 #include "models/gpt/Kernels.h"
+#include "models/gpt/Linear.h"
 
 #include <gtest/gtest.h>
 #include <fmt/format.h>
