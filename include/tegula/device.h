@@ -150,6 +150,34 @@ private:
   bool recorded_ = false;
 };
 
+/// A CUDA stream of the caller's own (non-blocking: nothing orders it with
+/// the default stream implicitly): launches on it take
+/// LaunchOptions::stream = handle(), and run concurrently with the default
+/// stream's work except where wait_for / join_into order them. Throws
+/// tegula::Error without a driver.
+class Stream {
+public:
+  Stream();
+  ~Stream();
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+
+  /// For LaunchOptions::stream.
+  uint64_t handle() const { return reinterpret_cast<uint64_t>(stream_); }
+  /// Work given to this stream from now on runs after the work given to
+  /// `other` (a stream handle; 0: the default stream) so far.
+  void wait_for(uint64_t other);
+  /// Work given to `other` from now on runs after this stream's so far.
+  void join_into(uint64_t other);
+  /// Waits until this stream's work is done; reports an asynchronous fault.
+  void synchronize();
+
+private:
+  void *stream_ = nullptr;               // CUstream
+  void *waitEvent_ = nullptr;            // recorded on `other` by wait_for
+  void *joinEvent_ = nullptr;            // recorded on this stream by join_into
+};
+
 /// GPU time per kernel. While profiling is on (profile_kernels(true), or
 /// TEGULA_PROFILE=1 from the start) each GPU launch is bracketed by a pair
 /// of events on its stream - launches stay asynchronous, each costs two more

@@ -539,6 +539,36 @@ void GptModel::backward() {
     transposeScratch_ = Arena(need, backend_);
     memory(); // the peak
   }
+  // The weight gradients on a stream of their own (GPU): each waits for the
+  // default stream's work so far - which made its x and dy, and nothing
+  // after writes them or its gradient - and the default stream waits for
+  // them all when the backward returns (or throws). Not wte's (the token
+  // embedding's scatter adds into it too) nor the transposed ones of f32 at
+  // tf32 (the next layer's transposes reuse their scratch).
+  Stream *side = nullptr;
+  if (backend_ == Backend::GPU && overlapWeightGradients_) {
+    if (!weightGradientStream_)
+      weightGradientStream_ = std::make_unique<Stream>();
+    side = weightGradientStream_.get();
+  }
+  struct Join {
+    Stream *side;
+    ~Join() {
+      if (side)
+        try {
+          side->join_into(0);
+        } catch (...) { // a failed driver reports at the next call
+        }
+    }
+  } join{side};
+  auto launchWeightGradient = [&](Grid grid) {
+    LaunchOptions o = launchDw(grid);
+    if (side) {
+      side->wait_for(0);
+      o.stream = side->handle();
+    }
+    return o;
+  };
   auto transposeInto = [&](Arg in, Arg out, int rows, int cols) {
     constexpr int kTile = 32;
     kernels_->transpose(launch({uint32_t(cdiv(rows, kTile)), uint32_t(cdiv(cols, kTile))}), in, out, rows, cols,
@@ -571,8 +601,8 @@ void GptModel::backward() {
                            G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
     } else {
       const int dwBN = dwBlockN(K, N, BM, BN);
-      kernels_->matmulDw(launchDw({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy, G(w + ".weight"), BT, N,
-                         K, true, BM, dwBN, BK);
+      kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,
+                         G(w + ".weight"), BT, N, K, true, BM, dwBN, BK);
     }
     if (dyPartials) {
       columnSums(dyPartials->first, dyPartials->second, N, G(w + ".bias"));

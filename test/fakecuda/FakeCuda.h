@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <map>
 #include <vector>
 
 namespace tegula::fakecuda {
@@ -37,6 +38,12 @@ struct Launch {
   /// Each parameter's bytes, sized as the PTX .entry declares it (tensor
   /// maps: 128 bytes each, after the kernel's own parameters).
   std::vector<std::vector<uint8_t>> params;
+  /// Stream order: this is launch `seq` of its stream (counted from the
+  /// driver's start), and for every other stream, how many of its launches
+  /// this one is ordered after (through cuEventRecord + cuStreamWaitEvent,
+  /// transitively) - the GPU may run the rest concurrently with it.
+  size_t seq = 0;
+  std::map<CUstream, size_t> after;
 };
 
 /// A tensor map the fake encoded: the arguments cuTensorMapEncodeTiled got,

@@ -40,9 +40,20 @@ struct Module {
   std::map<std::string, std::unique_ptr<Function>> functions;
 };
 
+/// A stream's place in the stream order: its launches so far, and how many
+/// of each other stream's launches its next one is ordered after.
+struct StreamOrder {
+  size_t launches = 0;
+  std::map<CUstream, size_t> after;
+};
+
 struct Event {
   std::chrono::steady_clock::time_point at;
   bool recorded = false;
+  // At the record: the recording stream and the launches it covered -
+  // what a stream waiting on the event is then ordered after.
+  CUstream stream = nullptr;
+  StreamOrder order;
 };
 
 struct State {
@@ -50,6 +61,7 @@ struct State {
   std::map<uint64_t, size_t> allocations; // base -> bytes
   std::set<Module *> modules;
   std::set<void *> streams;
+  std::map<CUstream, StreamOrder> order; // nullptr: the default stream
   std::set<Event *> events;
   std::map<std::string, CUresult> failNext;
   int registers = 0; // tegula_fake_cuda_allocate_registers: every function's count (0: as compiled)
@@ -665,6 +677,9 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned 
     launch.grid[0] = gx, launch.grid[1] = gy, launch.grid[2] = gz;
     launch.sharedBytes = shared;
     launch.stream = stream;
+    StreamOrder &order = s.order[stream];
+    launch.seq = order.launches++;
+    launch.after = order.after;
     if (!fn->params.empty() && !kernelParams)
       return CUDA_ERROR_INVALID_VALUE;
     const bool keep = recording() || s.hook;
@@ -804,6 +819,26 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
     return CUDA_ERROR_INVALID_HANDLE;
   e->at = std::chrono::steady_clock::now();
   e->recorded = true;
+  e->stream = stream;
+  e->order = s.order[stream];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
+  FAKE_ENTER("cuStreamWaitEvent");
+  auto *e = reinterpret_cast<Event *>(event);
+  if (!s.events.count(e) || (stream && !s.streams.count(stream)) || flags)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!e->recorded)
+    return CUDA_SUCCESS; // as the driver: waiting on a never-recorded event waits for nothing
+  StreamOrder &waiter = s.order[stream];
+  size_t &own = waiter.after[e->stream];
+  own = std::max(own, e->order.launches);
+  for (const auto &[other, count] : e->order.after) // transitively
+    if (other != stream) {
+      size_t &n = waiter.after[other];
+      n = std::max(n, count);
+    }
   return CUDA_SUCCESS;
 }
 

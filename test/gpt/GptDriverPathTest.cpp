@@ -87,6 +87,56 @@ TEST_P(GptDriverPath, ATrainingStepAndDecodingPassTheDriversChecks) {
   EXPECT_EQ(fake::tegula_fake_cuda_stats().liveBytes, liveBefore) << "the model leaked device memory";
 }
 
+// The blocks' weight gradients run on a stream of their own (bf16 here;
+// GptModel::set_overlap_weight_gradients): each ordered after every launch
+// the default stream had been given before it - so after the kernels that
+// made its x and dy - and the default stream's first launch after backward()
+// (clipping) ordered after all of them; wte's gradient stays on the default
+// stream beside the token embedding's scatter into it.
+TEST(GptDriverPathStreams, WeightGradientsRunBesideTheBackwardInStreamOrder) {
+  ASSERT_TRUE(kUsingFakeDriver);
+  std::string why;
+  ASSERT_TRUE(gpu_available(&why)) << why;
+  fake::tegula_fake_cuda_reset();
+  gpt::GptConfig config;
+  config.n_layer = 2, config.vocab = 1000, config.vocab_padded = 1024, config.n_ctx = 256;
+  gpt::GptModel m(config, Backend::GPU, tl::precision::ieee, DType::bf16);
+  m.init_random(1);
+  const int B = 2, T = 64;
+  std::vector<int32_t> tokens(B * T, 7), targets(B * T, 9);
+  m.forward(tokens, targets, B, T);
+  m.zero_grad();
+  const size_t first = fake::tegula_fake_cuda_launches().size();
+  m.backward();
+  m.clip_grad_norm(1.0f);
+  const std::vector<fake::Launch> launches = fake::tegula_fake_cuda_launches();
+  CUstream side = nullptr;
+  size_t defaultLaunches = 0, sideLaunches = 0;
+  for (size_t i = first; i < launches.size(); ++i) {
+    const fake::Launch &l = launches[i];
+    if (!l.stream) {
+      if (l.kernel.find("sum_of_squares") != std::string::npos) // clipping: after every weight gradient
+        EXPECT_EQ(l.after.count(side) ? l.after.at(side) : 0, sideLaunches) << "clipping before the gradients";
+      defaultLaunches = l.seq + 1;
+      continue;
+    }
+    EXPECT_THAT(l.kernel, ::testing::HasSubstr("matmul_bwd_dw")) << "only weight gradients beside the backward";
+    ASSERT_TRUE(side == nullptr || side == l.stream) << "one side stream";
+    side = l.stream;
+    ++sideLaunches;
+    EXPECT_EQ(l.after.count(nullptr) ? l.after.at(nullptr) : 0, defaultLaunches)
+        << l.kernel << " may start before the default stream's launches given before it";
+  }
+  EXPECT_EQ(sideLaunches, 4u * config.n_layer) << "c_attn, attention's c_proj, c_fc and the MLP's c_proj a block";
+  // Off: every launch on the default stream.
+  m.set_overlap_weight_gradients(false);
+  const size_t again = fake::tegula_fake_cuda_launches().size();
+  m.backward();
+  const std::vector<fake::Launch> serial = fake::tegula_fake_cuda_launches();
+  for (size_t i = again; i < serial.size(); ++i)
+    EXPECT_EQ(serial[i].stream, nullptr) << serial[i].kernel;
+}
+
 INSTANTIATE_TEST_SUITE_P(Storage, GptDriverPath,
                          ::testing::Values(std::tuple{DType::f32, false}, std::tuple{DType::bf16, false},
                                            std::tuple{DType::bf16, true}),

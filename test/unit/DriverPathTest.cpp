@@ -158,6 +158,42 @@ TEST_F(DriverPath, AStreamIsPassedAndStagingCopiesLandBeforeTheKernelStarts) {
   ASSERT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
 }
 
+/// tegula::Stream: launches on it are ordered with the default stream's only
+/// by its waits (wait_for) and joins (join_into), through events.
+TEST_F(DriverPath, AStreamOfOurOwnIsOrderedOnlyByItsWaitsAndJoins) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  DeviceBuffer x(64, DType::f32), y(64, DType::f32), out(64, DType::f32);
+  fake::tegula_fake_cuda_reset();
+  {
+    Stream side;
+    const LaunchOptions main{.grid = {1}, .backend = Backend::GPU};
+    LaunchOptions beside = main;
+    beside.stream = side.handle();
+    k(main, x, y, out, 64, 64);   // default 1
+    k(beside, x, y, out, 64, 64); // side 1: may run beside it
+    side.wait_for(0);
+    k(beside, x, y, out, 64, 64); // side 2: after default 1
+    k(main, x, y, out, 64, 64);   // default 2: beside the side stream
+    side.join_into(0);
+    k(main, x, y, out, 64, 64);   // default 3: after side 1 and 2
+    side.synchronize();
+    const std::vector<fake::Launch> l = fake::tegula_fake_cuda_launches();
+    ASSERT_EQ(l.size(), 5u);
+    auto after = [](const fake::Launch &launch, CUstream other) {
+      return launch.after.count(other) ? launch.after.at(other) : size_t(0);
+    };
+    const CUstream s = reinterpret_cast<CUstream>(side.handle());
+    EXPECT_EQ(l[1].stream, s);
+    EXPECT_EQ(after(l[1], nullptr), 0u);
+    EXPECT_EQ(after(l[2], nullptr), 1u);
+    EXPECT_EQ(after(l[3], s), 0u);
+    EXPECT_EQ(after(l[4], s), 2u);
+    const std::vector<std::string> calls = fake::tegula_fake_cuda_calls();
+    EXPECT_EQ(std::count(calls.begin(), calls.end(), "cuStreamWaitEvent"), 2);
+  }
+  EXPECT_EQ(fake::tegula_fake_cuda_calls().back(), "cuStreamDestroy") << "the stream outlived its object";
+}
+
 /// profile_kernels: each launch between two events on its stream (the
 /// launch stays asynchronous); kernel_profile() waits for them, sums them per
 /// kernel and forgets them; a failed launch leaves no record; off, launches
