@@ -7,31 +7,44 @@ namespace tegula {
 
 using runtime::Driver;
 
-Stream::Stream() {
-  runtime::currentDevice(); // "no CUDA driver ..." here
-  Driver &d = Driver::get();
-  CUstream stream;
-  d.check(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  stream_ = stream;
-  // Events that only order (no timing: cheaper to record).
-  for (void **event : {&waitEvent_, &joinEvent_}) {
-    CUevent ev;
-    d.check(d.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    *event = ev;
-  }
-}
-
-Stream::~Stream() {
-  try { // best effort, as for buffers: the stream's work finishes first
+namespace {
+/// Destroys what exists of a stream and its events (best effort).
+void release(void *stream, void *waitEvent, void *joinEvent) {
+  try {
     runtime::currentDevice();
     Driver &d = Driver::get();
-    d.cuStreamSynchronize(static_cast<CUstream>(stream_));
-    for (void *event : {waitEvent_, joinEvent_})
-      d.cuEventDestroy(static_cast<CUevent>(event));
-    d.cuStreamDestroy(static_cast<CUstream>(stream_));
+    if (stream)
+      d.cuStreamSynchronize(static_cast<CUstream>(stream)); // its work finishes first
+    for (void *event : {waitEvent, joinEvent})
+      if (event)
+        d.cuEventDestroy(static_cast<CUevent>(event));
+    if (stream)
+      d.cuStreamDestroy(static_cast<CUstream>(stream));
   } catch (...) {
   }
 }
+} // namespace
+
+Stream::Stream() {
+  runtime::currentDevice(); // "no CUDA driver ..." here
+  Driver &d = Driver::get();
+  try {
+    CUstream stream;
+    d.check(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    stream_ = stream;
+    // Events that only order (no timing: cheaper to record).
+    for (void **event : {&waitEvent_, &joinEvent_}) {
+      CUevent ev;
+      d.check(d.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      *event = ev;
+    }
+  } catch (...) { // no destructor runs for a throwing constructor
+    release(stream_, waitEvent_, joinEvent_);
+    throw;
+  }
+}
+
+Stream::~Stream() { release(stream_, waitEvent_, joinEvent_); }
 
 void Stream::wait_for(uint64_t other) {
   runtime::currentDevice();

@@ -155,7 +155,8 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
 }
 
 /// LayerNorm backward in one pass over [rows, C] (BLOCK >= C): program j
-/// takes rows [j ROWS, (j + 1) ROWS), BR at a time (a warp a row), and
+/// takes rows [j ROWS, (j + 1) ROWS), BR at a time (the model's GPU tiles:
+/// one row across 4 warps, 8 elements a lane), and
 /// - writes dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w, plus dres
 ///   with `residual` (the residual stream's gradient, which the LayerNorm's
 ///   input also feeds: no separate add);

@@ -89,14 +89,15 @@ tl::tensor dxProduct(tl::ptr<T> dy, tl::ptr<T> w, const tl::scalar<int32_t> &M, 
 }
 
 /// GELU's backward on the [BM, BK] block at (m0, k0) of [M, K]: its
-/// output's gradient `acc` times gelu'(pre) (both f32), returned; its column
-/// sums go to partial[m0 / BM, k0 ...] (the bias gradient's first pass).
-inline tl::tensor geluBwdBlock(const tl::tensor &acc, const tl::tensor &pre, tl::ptr<float> partial,
-                               const tl::scalar<int32_t> &K, const tl::tensor &m0, const tl::tensor &k0, int BM,
-                               int BK) {
-  tl::tensor g = acc * gelu_grad(pre);
+/// output's gradient `acc` times gelu'(pre) (both f32), returned as T; its
+/// column sums go to partial[m0 / BM, k0 ...] (the bias gradient's first
+/// pass) - of the values as stored, which c_fc's weight gradient reads too.
+template <class T>
+tl::tensor geluBwdBlock(const tl::tensor &acc, const tl::tensor &pre, tl::ptr<float> partial,
+                        const tl::scalar<int32_t> &K, const tl::tensor &m0, const tl::tensor &k0, int BM, int BK) {
+  tl::tensor g = (acc * gelu_grad(pre)).to(dtype_of_v<T>);
   tl::tensor rk = k0 + tl::arange(0, BK);
-  tl::store(partial + m0 / BM * K + rk, tl::sum(g, 0), rk < K);
+  tl::store(partial + m0 / BM * K + rk, tl::sum(g.to(tl::f32), 0), rk < K);
   return g;
 }
 } // namespace detail
@@ -153,8 +154,8 @@ void matmul_bwd_dx_gelu(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> pre, tl::ptr<T> 
     tl::tensor at = rm.expand_dims(1) * K + rk.expand_dims(0);
     tl::tensor acc = detail::dxProduct(dy, w, M, N, K, m0, k0, BM.value, BK.value, BN.value, P);
     tl::store(dpre + at,
-              detail::geluBwdBlock(acc, tl::load(pre + at, mask, 0.0f).to(tl::f32), partial, K, m0, k0, BM.value,
-                                   BK.value),
+              detail::geluBwdBlock<T>(acc, tl::load(pre + at, mask, 0.0f).to(tl::f32), partial, K, m0, k0,
+                                      BM.value, BK.value),
               mask);
   });
 }
@@ -295,8 +296,8 @@ void matmul_bwd_dx_gelu_tma(tl::ptr<T> dy, tl::ptr<T> w, tl::ptr<T> pre, tl::ptr
   auto dpre_desc = tl::make_tensor_descriptor(dpre, {M, K}, {K, 1}, {BM, BK});
   detail::forEachOutputTile(M, K, BM.value, BK.value, GROUP_M.value, [&](tl::tensor m0, tl::tensor k0) {
     tl::tensor acc = detail::kMajorProduct(dy_desc, w_desc, m0, k0, N, BM.value, BK.value, BN.value, P);
-    dpre_desc.store({m0, k0}, detail::geluBwdBlock(acc, pre_desc.load({m0, k0}).to(tl::f32), partial, K, m0, k0,
-                                                   BM.value, BK.value));
+    dpre_desc.store({m0, k0}, detail::geluBwdBlock<T>(acc, pre_desc.load({m0, k0}).to(tl::f32), partial, K, m0,
+                                                      k0, BM.value, BK.value));
   });
 }
 

@@ -267,7 +267,15 @@ Grid GptModel::gemmGrid(int rows, int cols, int bm, int bn) const {
   return {uint32_t(std::min<int64_t>(tilesM * tilesN, persistentPrograms_))};
 }
 
-GptModel::~GptModel() = default;
+GptModel::~GptModel() {
+  // The weight gradients' stream may still be reading activations that the
+  // members' destructors free (acts_ goes before the stream): wait for it.
+  if (weightGradientStream_)
+    try {
+      weightGradientStream_->synchronize();
+    } catch (...) { // a failed device: the frees report nothing either
+    }
+}
 
 const ParamSpec &GptModel::parameter(const std::string &name) const {
   for (const ParamSpec &p : params_)
@@ -369,6 +377,8 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
 
   // Activations, sized for this B x T (reused while it does not change).
   if (!acts_ || acts_->B != B || acts_->T != T) {
+    if (weightGradientStream_) // it may still read the activations freed here
+      weightGradientStream_->synchronize();
     acts_ = std::make_unique<Activations>();
     Activations &a = *acts_;
     a.B = B, a.T = T;

@@ -172,15 +172,16 @@ public:
     /// The fused GELU backward's tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> geluDx() const {
       std::array<int, 5> t = kmajor();
-      if (gelu_dx_bn)
-        t[1] = gelu_dx_bn, t[3] = gelu_dx_warps;
+      t[1] = gelu_dx_bn ? gelu_dx_bn : t[1];
+      t[3] = gelu_dx_warps ? gelu_dx_warps : t[3];
       return t;
     }
     /// The LM head's tile in training: (bm, bn, bk, warps, stages).
     std::array<int, 5> head() const {
       std::array<int, 5> t = kmajor();
-      if (head_bn)
-        t[1] = head_bn, t[3] = head_warps, t[4] = head_stages;
+      t[1] = head_bn ? head_bn : t[1];
+      t[3] = head_warps ? head_warps : t[3];
+      t[4] = head_stages ? head_stages : t[4];
       return t;
     }
   };
@@ -321,9 +322,11 @@ public:
     /// when B x T changes).
     int64_t peak = 0;
     /// Scratch: clip_grad_norm's (one f32 per 4096 gradients), the
-    /// backward's column sums' partials (two f32 per column_rows rows of the
-    /// widest bias, 4 n_embd) and, f32 at tf32, the transposed x and dy of
-    /// the weight gradients (two B T x 4 n_embd f32 tiles).
+    /// backward's column sums' partials (f32: [B T / column_rows, 4 n_embd]
+    /// for column_partial_sums, [B T / its block rows, 4 n_embd] for the
+    /// fused GELU backward, three [B T / ln_bwd_rows, n_embd] for LayerNorm's
+    /// backward) and, f32 at tf32, the transposed x and dy of the weight
+    /// gradients (B T x 5 n_embd f32: x^T then dy^T).
     int64_t scratch = 0;
     int64_t total() const { return parameters + gradients + optimizer + activations + scratch; }
   };

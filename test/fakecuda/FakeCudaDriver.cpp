@@ -783,6 +783,9 @@ CUresult cuStreamDestroy(CUstream stream) {
   FAKE_ENTER("cuStreamDestroy");
   if (!s.streams.erase(stream))
     return CUDA_ERROR_INVALID_HANDLE;
+  s.order.erase(stream); // a new stream at the same address starts afresh
+  for (auto &[other, order] : s.order)
+    order.after.erase(stream);
   delete reinterpret_cast<char *>(stream);
   return CUDA_SUCCESS;
 }

@@ -136,6 +136,18 @@ template <class T> void checkAll(const char *chip) {
     }
   };
   const int G = tiles.group_m; // the persistent GEMMs' tile groups (warp specialised)
+  if constexpr (descriptors) { // without warp specialisation (set_warp_specialize(false)): one program a tile
+    const std::vector<std::string> params = {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK",
+                                             "GROUP_M"};
+    const CompiledKernel c = kernel("matmul_bias_fwd", k::matmul_bias_fwd_tma<T, P>, params)
+                                 .compile({t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK, 0},
+                                          {.chip = chip, .num_warps = LW, .num_stages = LS});
+    std::printf("[gpt %s] matmul_bias_fwd, not warp specialised: %d registers, %d B spilled\n", chip, c.registers,
+                c.spill_bytes);
+    EXPECT_EQ(c.spill_bytes, 0);
+    EXPECT_EQ(c.producer_warps, 0);
+    EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024);
+  }
   linear("matmul_bias_fwd", k::matmul_bias_fwd<T, P>, k::matmul_bias_fwd_tma<T, P>,
          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"},
          {t, t, t, t, t, 8192, 3072, 768, true, BM, BN, BK, G});
