@@ -151,9 +151,19 @@ struct GptModel::Activations {
     int64_t ln1Mean, ln1Rstd, lse, ln2Mean, ln2Rstd;                                 // stats
   };
   std::vector<Layer> layers;
-  // d(loss)/d(activation), at the activations' offsets: `grads` mirrors
-  // `arena`, `statGrads` mirrors `stats` (the losses' and attention's delta).
+  // d(loss)/d(activation) of the activations the backward carries a
+  // gradient for (not fch, attproj and fcproj: their gradients live only
+  // inside fused kernels), in `grads` at gradientAt[the activation's offset];
+  // `statGrads` mirrors `stats` (the losses' and attention's delta).
   Arena grads, statGrads;
+  std::map<int64_t, int64_t> gradientAt;
+  /// `count` elements of the gradient of the activation at `offset`.
+  Arg gradient(int64_t offset, int64_t count) const {
+    auto it = gradientAt.find(offset);
+    if (it == gradientAt.end())
+      throw Error(fmt::format("GPT backward: no gradient is kept for the activation at offset {}", offset));
+    return grads.view(it->second, count);
+  }
   int64_t delta = 0; // attention's rowsum(do * o), [B * H * T], in `statGrads`
   // The batch, B*T tokens and targets each, allocated with the activations
   // (a training loop does not allocate per step): on the device on the
@@ -400,7 +410,18 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = stat(BT);
     a.delta = stat(int64_t(B) * H * T); // used in statGrads only
     a.arena = Arena(size, backend_, storage_);
-    a.grads = Arena(size, backend_, storage_);
+    int64_t gradSize = 0;
+    auto keepGradient = [&](int64_t at, int64_t n) { a.gradientAt[at] = gradSize, gradSize += n; };
+    keepGradient(a.encoded, int64_t(BT) * C);
+    for (const Activations::Layer &L : a.layers) {
+      for (int64_t at : {L.ln1, L.atty, L.residual2, L.ln2, L.residual3})
+        keepGradient(at, int64_t(BT) * C);
+      keepGradient(L.qkv, int64_t(BT) * 3 * C);
+      keepGradient(L.fchPre, int64_t(BT) * 4 * C);
+    }
+    keepGradient(a.lnfOut, int64_t(BT) * C);
+    keepGradient(a.logits, int64_t(BT) * c.vocab_padded);
+    a.grads = Arena(gradSize, backend_, storage_);
     a.stats = Arena(statSize, backend_);
     a.statGrads = Arena(statSize, backend_);
     if (backend_ == Backend::GPU) {
@@ -508,7 +529,7 @@ void GptModel::backward() {
     return gradArena_.view(p.offset, p.numel());
   };
   auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
-  auto dA = [&](int64_t offset, int64_t count) { return a.grads.view(offset, count); };
+  auto dA = [&](int64_t offset, int64_t count) { return a.gradient(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
@@ -764,11 +785,12 @@ GptModel::Memory GptModel::memory() const {
   if (acts_) {
     const Activations &a = *acts_;
     m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();
-    // A block: 18 tensors of B*T x C elements in storage, 4 B*T rows and B*H*T
-    // logsumexps of statistics - each with its gradient.
+    // A block: 18 tensors of B*T x C elements in storage and the gradients
+    // of 12 of them; 4 B*T rows and B*H*T logsumexps of statistics, each
+    // with its gradient.
     const int64_t rows = int64_t(a.B) * a.T, C = config_.n_embd;
-    m.activations_per_layer = 2 * (18 * rows * C * int64_t(dtype_size(storage_)) +
-                                   (4 * rows + int64_t(a.B) * config_.n_head * a.T) * 4);
+    m.activations_per_layer = (18 + 12) * rows * C * int64_t(dtype_size(storage_)) +
+                              2 * (4 * rows + int64_t(a.B) * config_.n_head * a.T) * 4;
   }
   peak_ = std::max(peak_, m.total());
   m.peak = peak_;

@@ -386,7 +386,9 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.init_random(2);
     std::vector<int32_t> tok(size_t(BT), 3), tgt(size_t(BT), 4);
     m.forward(tok, tgt, B, T);
-    const int64_t perLayer = 2 * (18 * int64_t(BT) * C * e + (4 * int64_t(BT) + int64_t(B) * H * T) * 4);
+    // A block: 18 [B T, C] tensors (qkv 3, the MLP's three 4), 12 of them
+    // with gradients (not fch, attproj, fcproj), statistics with theirs.
+    const int64_t perLayer = (18 + 12) * int64_t(BT) * C * e + 2 * (4 * int64_t(BT) + int64_t(B) * H * T) * 4;
     const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4) +
                          2 * int64_t(BT) * 4; // the batch: tokens and targets
     GptModel::Memory mem = m.memory();
