@@ -208,7 +208,7 @@ public:
   /// at 128 x 128 x 64, 4 warps (+ the producer's 4), 4 stages, the LM head
   /// at 128 x 256 x 64, 8 warps, 3 stages - each the GEMM benchmark's best at
   /// those shapes on the H100 of 2026-11-26 (0.93-0.99x cuBLAS, where one
-  /// program a tile reached 0.70-0.80x); the weight gradients one program a
+  /// program a tile at 128 x 128 x 64 reached 0.58-0.80x); the weight gradients one program a
   /// tile at 8 warps. f32 at tf32 stays one program a tile: its 128 x 256
   /// f32 C block beside 4 stages outgrows shared memory in a persistent loop
   /// (the ring cannot be reused while the producer fills the next tile).
@@ -246,8 +246,9 @@ public:
   /// and the GEMMs with [B T, N] outputs run persistent (Tiles::group_m). On
   /// by default: on the H100 of 2026-11-26 it made bf16 training 1.09x
   /// faster, and the persistent warp-specialised GEMM beat one program a
-  /// tile by 1.2-1.35x at GPT-2's shapes (without a producer, persistence
-  /// loses: 0.91x). Off: every loop as written, one program a tile.
+  /// tile by 1.1-1.5x at GPT-2's shapes (without a producer, persistence
+  /// was 0.79-1.24x of it: mixed). Off: every loop as written, one program a
+  /// tile.
   void set_warp_specialize(bool on) { warpSpecialize_ = on; }
   bool warp_specialize() const { return warpSpecialize_; }
   /// GPU: the blocks' weight gradients run on a stream of their own, each

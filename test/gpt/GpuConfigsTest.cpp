@@ -120,7 +120,7 @@ template <class T> void checkAll(const char *chip) {
   // as they land (GptModel's kernel set at tf32).
   constexpr bool descriptors = !std::is_same_v<T, float>;
   // On sm_90a the TMA-fed ones get a producer warpgroup - also inside the
-  // persistent GEMMs' tile loop (group_m > 0; persistence without one loses).
+  // persistent GEMMs' tile loop (group_m > 0; persistence without one was mixed).
   auto linear = [&](const char *name, auto pointers, auto tma, std::vector<std::string> params,
                     std::vector<Arg> args, bool kMajor = false, std::pair<int, int> warpsStages = {0, 0}) {
     const bool tmaKernel = descriptors || kMajor;
