@@ -51,11 +51,21 @@ void *live(void *event, const char *what) {
 }
 } // namespace
 
-void Event::record() {
+void Event::record() { record(0); }
+
+void Event::record(uint64_t stream) {
   CUevent ev = static_cast<CUevent>(live(event_, "record"));
   Driver &d = Driver::get();
-  d.check(d.cuEventRecord(ev, nullptr), "cuEventRecord");
+  d.check(d.cuEventRecord(ev, reinterpret_cast<CUstream>(stream)), "cuEventRecord");
   recorded_ = true;
+}
+
+void Event::make_wait(uint64_t stream) const {
+  CUevent ev = static_cast<CUevent>(live(event_, "make_wait"));
+  if (!recorded_)
+    throw Error("Event::make_wait: the event was never recorded");
+  Driver &d = Driver::get();
+  d.check(d.cuStreamWaitEvent(reinterpret_cast<CUstream>(stream), ev, 0), "cuStreamWaitEvent");
 }
 
 void Event::synchronize() const {

@@ -139,6 +139,11 @@ public:
 
   /// Marks this point of the default stream.
   void record();
+  /// Marks this point of `stream` (a handle, LaunchOptions::stream's).
+  void record(uint64_t stream);
+  /// Work given to `stream` from now on runs after the recorded point
+  /// (cuStreamWaitEvent): orders two streams at a point of one's choosing.
+  void make_wait(uint64_t stream) const;
   /// Waits until the GPU has reached the recorded point.
   void synchronize() const;
   /// Milliseconds between `start` and this event (both recorded, this one

@@ -153,7 +153,8 @@ struct GptModel::Activations {
   std::vector<Layer> layers;
   // d(loss)/d(activation) of the activations the backward carries a
   // gradient for (not fch, attproj and fcproj: their gradients live only
-  // inside fused kernels), in `grads` at gradientAt[the activation's offset];
+  // inside fused kernels), in `grads` at gradientAt[the activation's offset]
+  // (the blocks' in two buffers that alternate, see forward());
   // `statGrads` mirrors `stats` (the losses' and attention's delta).
   Arena grads, statGrads;
   std::map<int64_t, int64_t> gradientAt;
@@ -411,16 +412,24 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     a.delta = stat(int64_t(B) * H * T); // used in statGrads only
     a.arena = Arena(size, backend_, storage_);
     int64_t gradSize = 0;
-    auto keepGradient = [&](int64_t at, int64_t n) { a.gradientAt[at] = gradSize, gradSize += n; };
-    keepGradient(a.encoded, int64_t(BT) * C);
-    for (const Activations::Layer &L : a.layers) {
+    auto keepGradient = [&](int64_t at, int64_t n, int64_t &cursor) { a.gradientAt[at] = cursor, cursor += n; };
+    keepGradient(a.encoded, int64_t(BT) * C, gradSize);
+    keepGradient(a.lnfOut, int64_t(BT) * C, gradSize);
+    keepGradient(a.logits, int64_t(BT) * c.vocab_padded, gradSize);
+    // The blocks' in two alternating buffers: the backward needs block l's
+    // from block l + 1's ln_1 (which writes l's output gradient) to block
+    // l's last kernels - and backward() keeps block l + 2's weight
+    // gradients, on their own stream, ahead of that first write.
+    const int64_t blockGradients = int64_t(BT) * 12 * C, first = gradSize;
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      const Activations::Layer &L = a.layers[l];
+      int64_t cursor = first + int64_t(l % 2) * blockGradients;
       for (int64_t at : {L.ln1, L.atty, L.residual2, L.ln2, L.residual3})
-        keepGradient(at, int64_t(BT) * C);
-      keepGradient(L.qkv, int64_t(BT) * 3 * C);
-      keepGradient(L.fchPre, int64_t(BT) * 4 * C);
+        keepGradient(at, int64_t(BT) * C, cursor);
+      keepGradient(L.qkv, int64_t(BT) * 3 * C, cursor);
+      keepGradient(L.fchPre, int64_t(BT) * 4 * C, cursor);
     }
-    keepGradient(a.lnfOut, int64_t(BT) * C);
-    keepGradient(a.logits, int64_t(BT) * c.vocab_padded);
+    gradSize += std::min<int64_t>(int64_t(a.layers.size()), 2) * blockGradients;
     a.grads = Arena(gradSize, backend_, storage_);
     a.stats = Arena(statSize, backend_);
     a.statGrads = Arena(statSize, backend_);
@@ -576,10 +585,17 @@ void GptModel::backward() {
   // them all when the backward returns (or throws). Not wte's (the token
   // embedding's scatter adds into it too) nor the transposed ones of f32 at
   // tf32 (the next layer's transposes reuse their scratch).
+  // Block l's activation gradients share a buffer with block l + 2's: block
+  // l's ln_1 (the first to write block l - 1's) waits for block l + 1's
+  // weight gradients (blockWeightGradients_[(l + 1) % 2], recorded after
+  // them on their stream).
   Stream *side = nullptr;
   if (backend_ == Backend::GPU && overlapWeightGradients_) {
-    if (!weightGradientStream_)
+    if (!weightGradientStream_) {
       weightGradientStream_ = std::make_unique<Stream>();
+      for (std::unique_ptr<Event> &e : blockWeightGradients_)
+        e = std::make_unique<Event>();
+    }
     side = weightGradientStream_.get();
   }
   struct Join {
@@ -708,6 +724,11 @@ void GptModel::backward() {
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                           3 * C, H, T, scale, D, own, step, BT);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
+    if (side) {
+      blockWeightGradients_[size_t(l % 2)]->record(side->handle());
+      if (l > 0 && l + 1 < c.n_layer) // block l - 1's gradients are block l + 1's buffer
+        blockWeightGradients_[size_t((l + 1) % 2)]->make_wait(0);
+    }
     // in's gradient: residual2's plus ln_1's input gradient - below the
     // first block the embeddings' (no projection bias to sum for).
     layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.residual2, btc), dA(in, btc), h + "ln_1", l > 0);
@@ -785,11 +806,11 @@ GptModel::Memory GptModel::memory() const {
   if (acts_) {
     const Activations &a = *acts_;
     m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();
-    // A block: 18 tensors of B*T x C elements in storage and the gradients
-    // of 12 of them; 4 B*T rows and B*H*T logsumexps of statistics, each
-    // with its gradient.
+    // A block: 18 tensors of B*T x C elements in storage, 4 B*T rows and
+    // B*H*T logsumexps of statistics, each statistic with its gradient (the
+    // gradients of 12 of the tensors are in two buffers the blocks share).
     const int64_t rows = int64_t(a.B) * a.T, C = config_.n_embd;
-    m.activations_per_layer = (18 + 12) * rows * C * int64_t(dtype_size(storage_)) +
+    m.activations_per_layer = 18 * rows * C * int64_t(dtype_size(storage_)) +
                               2 * (4 * rows + int64_t(a.B) * config_.n_head * a.T) * 4;
   }
   peak_ = std::max(peak_, m.total());

@@ -316,8 +316,10 @@ public:
   /// targets) of the last forward's B x T.
   struct Memory {
     int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
-    /// One transformer block's share of `activations` (its tensors, their
-    /// gradients and statistics); the rest is the embeddings, ln_f, logits.
+    /// One transformer block's share of `activations` (its tensors, its
+    /// statistics and theirs); the rest is the embeddings, ln_f, logits,
+    /// their gradients and the blocks' activation gradients (two blocks'
+    /// worth, shared: block l's and l + 2's take turns).
     int64_t activations_per_layer = 0;
     /// The most the model has held at once so far (activations are resized
     /// when B x T changes).
@@ -417,6 +419,8 @@ private:
   bool warpSpecialize_ = true;
   bool overlapWeightGradients_ = true;
   std::unique_ptr<Stream> weightGradientStream_; // GPU, created at the first backward
+  // On that stream, after block l's weight gradients: [l % 2] (see backward()).
+  std::array<std::unique_ptr<Event>, 2> blockWeightGradients_;
   /// Tiles::group_m where it applies (warp specialised), else 0.
   int groupM() const { return warpSpecialize_ ? tiles_.group_m : 0; }
   std::unique_ptr<Kernels> kernels_;

@@ -396,7 +396,7 @@ its own consumer warpgroup.)doc")
   // buffer to overwrite between calls (an L2 flush).
   py::class_<Event>(m, "_Event")
       .def(py::init<>())
-      .def("record", &Event::record)
+      .def("record", py::overload_cast<>(&Event::record))
       .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>())
       .def("elapsed_ms", &Event::elapsed_ms);
   py::class_<DeviceBuffer>(m, "_DeviceBytes")

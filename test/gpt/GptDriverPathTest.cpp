@@ -92,14 +92,16 @@ TEST_P(GptDriverPath, ATrainingStepAndDecodingPassTheDriversChecks) {
 // the default stream had been given before it - so after the kernels that
 // made its x and dy - and the default stream's first launch after backward()
 // (clipping) ordered after all of them; wte's gradient stays on the default
-// stream beside the token embedding's scatter into it.
+// stream beside the token embedding's scatter into it. Block l's activation
+// gradients share a buffer with block l + 2's: block l's ln_1, the first
+// kernel to write block l - 1's, runs after block l + 1's weight gradients.
 TEST(GptDriverPathStreams, WeightGradientsRunBesideTheBackwardInStreamOrder) {
   ASSERT_TRUE(kUsingFakeDriver);
   std::string why;
   ASSERT_TRUE(gpu_available(&why)) << why;
   fake::tegula_fake_cuda_reset();
   gpt::GptConfig config;
-  config.n_layer = 2, config.vocab = 1000, config.vocab_padded = 1024, config.n_ctx = 256;
+  config.n_layer = 4, config.vocab = 1000, config.vocab_padded = 1024, config.n_ctx = 256;
   gpt::GptModel m(config, Backend::GPU, tl::precision::ieee, DType::bf16);
   m.init_random(1);
   const int B = 2, T = 64;
@@ -111,9 +113,21 @@ TEST(GptDriverPathStreams, WeightGradientsRunBesideTheBackwardInStreamOrder) {
   m.clip_grad_norm(1.0f);
   const std::vector<fake::Launch> launches = fake::tegula_fake_cuda_launches();
   CUstream side = nullptr;
-  size_t defaultLaunches = 0, sideLaunches = 0;
+  size_t defaultLaunches = 0, sideLaunches = 0, layernorms = 0;
   for (size_t i = first; i < launches.size(); ++i) {
     const fake::Launch &l = launches[i];
+    if (!l.stream && l.kernel.find("layernorm_bwd") != std::string::npos) {
+      // ln_f, then ln_2 and ln_1 of blocks 3, 2, 1, 0: ln_1 of block b (the
+      // (2 (3 - b) + 2)-th) follows block b + 1's four weight gradients,
+      // launched 4 (3 - b) side launches in.
+      ++layernorms;
+      if (layernorms % 2 == 1 && layernorms > 1) {
+        const int b = 3 - int(layernorms - 3) / 2;
+        if (b > 0 && b < 3)
+          EXPECT_GE(l.after.count(side) ? l.after.at(side) : 0, size_t(4 * (3 - b)))
+              << "block " << b << "'s ln_1 overwrites block " << b + 1 << "'s gradients before its dW ran";
+      }
+    }
     if (!l.stream) {
       if (l.kernel.find("sum_of_squares") != std::string::npos) // clipping: after every weight gradient
         EXPECT_EQ(l.after.count(side) ? l.after.at(side) : 0, sideLaunches) << "clipping before the gradients";

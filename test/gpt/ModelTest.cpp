@@ -256,6 +256,44 @@ TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
   }
 }
 
+// Three blocks: block 0's activation gradients reuse block 2's buffer (two
+// alternate), so a block reading what another left there shows here. The
+// gradients of sampled parameters of every block, the embeddings and ln_f
+// against central differences of the loss (f32, exact dots).
+TEST_P(GptModelTest, GradientsOfThreeBlocksMatchFiniteDifferences) {
+  GptConfig c = tiny();
+  c.n_layer = 3;
+  const int B = 2, T = 12;
+  std::mt19937 rng(17);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t(rng() % 100), tgt[size_t(i)] = int32_t(rng() % 100);
+  GptModel m(c, GetParam());
+  m.init_random(3);
+  m.forward(tok, tgt, B, T);
+  m.zero_grad();
+  m.backward();
+  for (const char *name : {"h.0.attn.c_attn.weight", "h.0.mlp.c_fc.weight", "h.0.ln_1.weight", "h.1.mlp.c_proj.bias",
+                           "h.2.attn.c_proj.weight", "h.2.ln_2.bias", "ln_f.weight", "wpe.weight", "wte.weight"}) {
+    const std::vector<float> grad = m.read_gradient(name), w = m.read_parameter(name);
+    for (int s = 0; s < 2; ++s) {
+      size_t i = rng() % w.size();
+      if (std::string(name) == "wte.weight") // a row the batch uses: tokens[0]'s
+        i = size_t(tok[0]) * size_t(c.n_embd) + rng() % size_t(c.n_embd);
+      const float h = 1e-2f;
+      auto at = [&](float v) {
+        std::vector<float> moved = w;
+        moved[i] = v;
+        m.write_parameter(name, moved);
+        return double(m.forward(tok, tgt, B, T));
+      };
+      const double fd = (at(w[i] + h) - at(w[i] - h)) / (2 * h);
+      m.write_parameter(name, w);
+      EXPECT_NEAR(grad[i], fd, 2e-3 + 2e-2 * std::abs(fd)) << name << "[" << i << "]";
+    }
+  }
+}
+
 // Mixed precision: bf16 weights and activations (f32 math, f32 master
 // weights, gradients and AdamW state) against the f32 model on the same
 // weights - the forward to bf16's 8-bit mantissa, every parameter's gradient
@@ -386,10 +424,12 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.init_random(2);
     std::vector<int32_t> tok(size_t(BT), 3), tgt(size_t(BT), 4);
     m.forward(tok, tgt, B, T);
-    // A block: 18 [B T, C] tensors (qkv 3, the MLP's three 4), 12 of them
-    // with gradients (not fch, attproj, fcproj), statistics with theirs.
-    const int64_t perLayer = (18 + 12) * int64_t(BT) * C * e + 2 * (4 * int64_t(BT) + int64_t(B) * H * T) * 4;
+    // A block: 18 [B T, C] tensors (qkv 3, the MLP's three 4), statistics
+    // with their gradients; the gradients of 12 of the tensors (not fch,
+    // attproj, fcproj) in two buffers the blocks take turns with.
+    const int64_t perLayer = 18 * int64_t(BT) * C * e + 2 * (4 * int64_t(BT) + int64_t(B) * H * T) * 4;
     const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4) +
+                         std::min<int64_t>(L, 2) * 12 * int64_t(BT) * C * e +
                          2 * int64_t(BT) * 4; // the batch: tokens and targets
     GptModel::Memory mem = m.memory();
     EXPECT_EQ(mem.activations_per_layer, perLayer);
