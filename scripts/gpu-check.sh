@@ -62,8 +62,10 @@ pack() {
   # LD_LIBRARY_PATH there): the launch-overhead script and pytest use it.
   local parts=(bin lib include)
   if [[ -d $build/python/tegula ]]; then
-    ninja -C "$build" _tegula examples tegula_python_files
+    ninja -C "$build" _tegula examples _gpt tegula_python_files
     mkdir -p "$CARRY/python/tegula"
+    # GPT-2's model code, for a tegula._gpt built there (python_package).
+    strip --strip-debug -o "$CARRY/lib/libTegulaGpt.a" "$build/models/gpt/libTegulaGpt.a"
     cp "$build"/python/tegula/*.py "$CARRY/python/tegula/"
     for so in "$build"/python/tegula/*.so; do strip --strip-unneeded -o "$CARRY/python/tegula/$(basename "$so")" "$so"; done
     parts+=(python)
@@ -118,9 +120,11 @@ python_package() {
       flags="-O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED -Iinclude -I. -I$root/include $(python3 -m pybind11 --includes)" &&
       { c++ $flags python/src/Module.cpp python/src/Arguments.cpp -L"$root/pylib" -ltegula -lfmt \
           -o "$py/tegula/_tegula$suffix" & local core=$!
+        c++ $flags python/src/Gpt.cpp "$root/lib/libTegulaGpt.a" -L"$root/pylib" -ltegula -lfmt \
+          -o "$py/tegula/_gpt$suffix" & local gpt=$!
         c++ $flags python/src/Examples.cpp -L"$root/pylib" -ltegula -lfmt -o "$py/tegula/examples$suffix"
         local examples=$?
-        wait $core && ((examples == 0)); } &&
+        wait $core && wait $gpt && ((examples == 0)); } &&
       cat >"$py/tegula/_build_config.py" <<CONFIG
 # Written by scripts/gpu-check.sh: tegula.load on the GPU machine.
 import sysconfig as _sysconfig

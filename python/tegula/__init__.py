@@ -32,8 +32,8 @@ def cdiv(a: int, b: int) -> int:
 
 
 def __getattr__(name):
-    # tegula.examples loads on first use (it holds every example kernel).
-    if name == "examples":
+    # tegula.examples (every example kernel) and tegula.gpt load on first use.
+    if name in ("examples", "gpt"):
         import importlib
-        return importlib.import_module(".examples", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'tegula' has no attribute {name!r}")

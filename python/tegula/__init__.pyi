@@ -3,6 +3,7 @@ from os import PathLike
 from types import ModuleType
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
+from . import gpt as gpt
 from . import testing as testing
 
 Grid = Union[int, Sequence[int], Callable[[Mapping[str, Any]], Union[int, Sequence[int]]]]

@@ -1,0 +1,312 @@
+//===- Gpt.cpp - tegula._gpt: GPT-2 (models/gpt) from Python ---------------===//
+//
+// The C++ model as it is: GptModel's forward, backward, AdamW step, gradient
+// clipping, generation and checkpoints, with numpy arrays in and out, the
+// tokenizers, and the safetensors reader and writer. tegula/gpt.py wraps it
+// (keyword arguments, from_pretrained); every call that launches kernels
+// releases the GIL. tegula::Error becomes tegula.Error through _tegula's
+// translator (tegula imports _tegula first).
+//
+//===----------------------------------------------------------------------===//
+#include "models/gpt/Model.h"
+#include "models/gpt/Safetensors.h"
+#include "models/gpt/Tokenizer.h"
+
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <limits>
+
+namespace py = pybind11;
+using namespace tegula;
+using namespace tegula::gpt;
+
+namespace {
+
+using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+/// `values` as a new numpy array of `shape`.
+F32Array toNumpy(std::vector<float> values, std::vector<int64_t> shape) {
+  auto *owned = new std::vector<float>(std::move(values));
+  py::capsule free(owned, [](void *p) { delete static_cast<std::vector<float> *>(p); });
+  return F32Array(std::vector<py::ssize_t>(shape.begin(), shape.end()), owned->data(), free);
+}
+
+/// Token ids [B, T] (or [T]: B = 1) from any integer array or sequence:
+/// (values, B, T); `what` names the argument in errors.
+struct Tokens {
+  std::vector<int32_t> values;
+  int B = 0, T = 0;
+};
+Tokens tokensFrom(py::handle obj, const char *what) {
+  py::array arr = py::array::ensure(obj);
+  if (!arr)
+    throw py::type_error(fmt::format("{}: expected an integer array of token ids, got {}", what,
+                                     std::string(py::str(py::type::of(obj)))));
+  if (arr.size() > 0 && arr.dtype().kind() != 'i' && arr.dtype().kind() != 'u')
+    throw py::type_error(fmt::format("{}: token ids must be integers, got dtype {}", what,
+                                     std::string(py::str(arr.dtype()))));
+  if (arr.ndim() != 1 && arr.ndim() != 2)
+    throw py::value_error(fmt::format("{}: expected [B, T] or [T] token ids, got {} dimensions", what,
+                                      arr.ndim()));
+  auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+  Tokens t;
+  t.B = arr.ndim() == 2 ? int(arr.shape(0)) : 1;
+  t.T = int(arr.shape(arr.ndim() - 1));
+  t.values.reserve(size_t(ids.size()));
+  for (py::ssize_t i = 0; i < ids.size(); ++i) {
+    const int64_t v = ids.data()[i];
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      throw py::value_error(fmt::format("{}: token id {} at flat index {} is not a vocabulary index", what, v, i));
+    t.values.push_back(int32_t(v));
+  }
+  return t;
+}
+
+DType storageNamed(const std::string &name) {
+  if (name == "float32" || name == "f32")
+    return DType::f32;
+  if (name == "bfloat16" || name == "bf16")
+    return DType::bf16;
+  throw py::value_error(fmt::format("dtype is 'float32' or 'bfloat16' (f32 master weights), not '{}'", name));
+}
+
+const char *backendName(Backend b) {
+  return b == Backend::GPU ? "gpu" : b == Backend::Sim ? "sim" : "interp";
+}
+
+tl::precision precisionNamed(const std::string &name) {
+  if (name == "ieee") return tl::precision::ieee;
+  if (name == "tf32") return tl::precision::tf32;
+  if (name == "tf32x3") return tl::precision::tf32x3;
+  throw py::value_error(fmt::format("matmul is 'ieee', 'tf32' or 'tf32x3', not '{}'", name));
+}
+
+/// A model and what Python sees of it beside GptModel: its backend's name.
+struct PyGpt {
+  std::unique_ptr<GptModel> model;
+  std::string backend, dtype, matmul;
+  int B = 0, T = 0; // the last forward's
+};
+
+py::dict memoryDict(const GptModel::Memory &m) {
+  py::dict d;
+  d["parameters"] = m.parameters, d["gradients"] = m.gradients, d["optimizer"] = m.optimizer;
+  d["activations"] = m.activations, d["activations_per_layer"] = m.activations_per_layer;
+  d["scratch"] = m.scratch, d["total"] = m.total(), d["peak"] = m.peak;
+  return d;
+}
+
+/// A safetensors file's tensors as numpy arrays: floating types as float32
+/// (F16, BF16, F64 converted), integers as int32.
+py::dict readSafetensors(const std::string &path) {
+  SafetensorsFile file = [&] {
+    py::gil_scoped_release unlocked;
+    return SafetensorsFile::read(path);
+  }();
+  py::dict tensors;
+  for (const std::string &name : file.names()) {
+    const SafeTensor &t = file.at(name);
+    if (t.dtype == "I64" || t.dtype == "I32") {
+      std::vector<int32_t> v = file.to_i32(name);
+      py::array_t<int32_t> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+      std::copy(v.begin(), v.end(), a.mutable_data());
+      tensors[py::str(name)] = a;
+    } else {
+      tensors[py::str(name)] = toNumpy(file.to_f32(name), t.shape);
+    }
+  }
+  return tensors;
+}
+
+void writeSafetensors(const std::string &path, py::dict tensors, const std::map<std::string, std::string> &metadata,
+                      const std::string &dtype) {
+  std::vector<F32Array> keep;
+  std::vector<TensorToWrite> out;
+  for (auto [key, value] : tensors) {
+    const std::string name = py::cast<std::string>(key);
+    F32Array a = F32Array::ensure(value);
+    if (!a)
+      throw py::type_error(fmt::format("tensor '{}': expected an array of numbers", name));
+    keep.push_back(a);
+    std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+    out.push_back({name, shape, std::span<const float>(a.data(), size_t(a.size())), dtype});
+  }
+  py::gil_scoped_release unlocked;
+  write_safetensors(path, out, metadata);
+}
+
+} // namespace
+
+PYBIND11_MODULE(_gpt, m) {
+  m.doc() = "GPT-2 in Tegula (models/gpt): import tegula.gpt instead";
+  py::module_::import("tegula._tegula"); // tegula.Error's translator
+
+  py::class_<GptConfig>(m, "Config", "GPT-2's sizes (124M by default)")
+      .def(py::init([](int n_layer, int n_head, int n_embd, int vocab, int vocab_padded, int n_ctx) {
+             GptConfig c;
+             c.n_layer = n_layer, c.n_head = n_head, c.n_embd = n_embd, c.vocab = vocab, c.n_ctx = n_ctx;
+             c.vocab_padded = vocab_padded > 0 ? vocab_padded : int((vocab + 127) / 128 * 128);
+             c.validate();
+             return c;
+           }),
+           py::kw_only(), py::arg("n_layer") = 12, py::arg("n_head") = 12, py::arg("n_embd") = 768,
+           py::arg("vocab") = 50257, py::arg("vocab_padded") = 0, py::arg("n_ctx") = 1024,
+           "vocab_padded=0 rounds the vocabulary up to a multiple of 128 (the LM head's columns)")
+      .def_readonly("n_layer", &GptConfig::n_layer)
+      .def_readonly("n_head", &GptConfig::n_head)
+      .def_readonly("n_embd", &GptConfig::n_embd)
+      .def_readonly("vocab", &GptConfig::vocab)
+      .def_readonly("vocab_padded", &GptConfig::vocab_padded)
+      .def_readonly("n_ctx", &GptConfig::n_ctx)
+      .def("__repr__", [](const GptConfig &c) {
+        return fmt::format("tegula.gpt.Config(n_layer={}, n_head={}, n_embd={}, vocab={}, vocab_padded={}, "
+                           "n_ctx={})",
+                           c.n_layer, c.n_head, c.n_embd, c.vocab, c.vocab_padded, c.n_ctx);
+      });
+
+  py::class_<PyGpt>(m, "Model")
+      .def(py::init([](const GptConfig &config, const std::string &backend, const std::string &dtype,
+                       const std::string &matmul) {
+             const Backend b = parse_backend(backend);
+             const DType storage = storageNamed(dtype);
+             const tl::precision p = precisionNamed(matmul);
+             PyGpt g;
+             {
+               py::gil_scoped_release unlocked;
+               g.model = std::make_unique<GptModel>(config, b, p, storage);
+             }
+             g.backend = backendName(b), g.dtype = storage == DType::bf16 ? "bfloat16" : "float32";
+             g.matmul = matmul;
+             return g;
+           }),
+           py::arg("config"), py::arg("backend"), py::arg("dtype"), py::arg("matmul"))
+      .def_property_readonly("config", [](const PyGpt &g) { return g.model->config(); })
+      .def_readonly("backend", &PyGpt::backend)
+      .def_readonly("dtype", &PyGpt::dtype)
+      .def_readonly("matmul", &PyGpt::matmul)
+      .def_property_readonly("num_parameters", [](const PyGpt &g) { return g.model->num_parameters(); })
+      .def_property_readonly("parameter_shapes",
+                             [](const PyGpt &g) {
+                               py::dict d;
+                               for (const ParamSpec &p : g.model->parameters())
+                                 d[py::str(p.name)] = py::tuple(py::cast(p.shape));
+                               return d;
+                             })
+      .def("init_random", [](PyGpt &g, uint64_t seed) { g.model->init_random(seed); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("seed"))
+      .def("load",
+           [](PyGpt &g, const std::string &path) { g.model->load(SafetensorsFile::read(path)); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("path"))
+      .def("save", [](const PyGpt &g, const std::string &path,
+                      const std::map<std::string, std::string> &metadata) { g.model->save(path, metadata); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("path"), py::arg("metadata"))
+      .def("parameter",
+           [](const PyGpt &g, const std::string &name) {
+             const ParamSpec &p = g.model->parameter(name);
+             return toNumpy(g.model->read_parameter(name), p.shape);
+           },
+           py::arg("name"))
+      .def("set_parameter",
+           [](PyGpt &g, const std::string &name, py::handle value) {
+             const ParamSpec &p = g.model->parameter(name);
+             F32Array a = F32Array::ensure(value);
+             if (!a)
+               throw py::type_error(fmt::format("parameter '{}': expected an array of numbers", name));
+             if (std::vector<int64_t>(a.shape(), a.shape() + a.ndim()) != p.shape)
+               throw py::value_error(fmt::format("parameter '{}' is [{}], got an array of shape [{}]", name,
+                                                 fmt::join(p.shape, ", "),
+                                                 fmt::join(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), ", ")));
+             std::vector<float> values(a.data(), a.data() + a.size());
+             py::gil_scoped_release unlocked;
+             g.model->write_parameter(name, values);
+           },
+           py::arg("name"), py::arg("value"))
+      .def("gradient",
+           [](const PyGpt &g, const std::string &name) {
+             const ParamSpec &p = g.model->parameter(name);
+             return toNumpy(g.model->read_gradient(name), p.shape);
+           },
+           py::arg("name"))
+      .def("forward",
+           [](PyGpt &g, py::handle tokens, py::handle targets) {
+             Tokens x = tokensFrom(tokens, "tokens"), y;
+             if (!targets.is_none()) {
+               y = tokensFrom(targets, "targets");
+               if (y.B != x.B || y.T != x.T)
+                 throw py::value_error(fmt::format("targets are [{}, {}], tokens [{}, {}]: they must match", y.B,
+                                                   y.T, x.B, x.T));
+             }
+             float loss;
+             {
+               py::gil_scoped_release unlocked;
+               loss = g.model->forward(x.values, y.values, x.B, x.T);
+             }
+             g.B = x.B, g.T = x.T;
+             return loss;
+           },
+           py::arg("tokens"), py::arg("targets"))
+      .def("logits",
+           [](const PyGpt &g) {
+             std::vector<float> l = g.model->logits();
+             return toNumpy(std::move(l), {g.B, g.T, g.model->config().vocab});
+           })
+      .def("block_output",
+           [](const PyGpt &g, int layer) {
+             return toNumpy(g.model->block_output(layer), {g.B, g.T, g.model->config().n_embd});
+           },
+           py::arg("layer"))
+      .def("zero_grad", [](PyGpt &g) { g.model->zero_grad(); }, py::call_guard<py::gil_scoped_release>())
+      .def("backward", [](PyGpt &g) { g.model->backward(); }, py::call_guard<py::gil_scoped_release>())
+      .def("clip_grad_norm", [](PyGpt &g, float maxNorm) { return g.model->clip_grad_norm(maxNorm); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("max_norm"))
+      .def("step",
+           [](PyGpt &g, float lr, float beta1, float beta2, float eps, float weightDecay) {
+             g.model->step({.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weightDecay});
+           },
+           py::call_guard<py::gil_scoped_release>(), py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
+           py::arg("eps"), py::arg("weight_decay"))
+      .def("generate",
+           [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed) {
+             Tokens p = tokensFrom(prompt, "prompt");
+             if (p.B != 1)
+               throw py::value_error(fmt::format("prompt: one sequence of token ids, got {} rows", p.B));
+             if (count < 0)
+               throw py::value_error(fmt::format("count is the number of tokens to add, got {}", count));
+             std::vector<int32_t> out;
+             {
+               py::gil_scoped_release unlocked;
+               out = g.model->generate(p.values, count,
+                                       {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed});
+             }
+             return py::array_t<int32_t>(py::ssize_t(out.size()), out.data());
+           },
+           py::arg("prompt"), py::arg("count"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
+           py::arg("seed"))
+      .def("memory", [](const PyGpt &g) { return memoryDict(g.model->memory()); })
+      .def("training_flops_per_token", [](const PyGpt &g, int T) { return g.model->training_flops_per_token(T); },
+           py::arg("T"))
+      .def("set_warp_specialize", [](PyGpt &g, bool on) { g.model->set_warp_specialize(on); }, py::arg("on"))
+      .def("set_overlap_weight_gradients", [](PyGpt &g, bool on) { g.model->set_overlap_weight_gradients(on); },
+           py::arg("on"));
+
+  m.def("learning_rate", &GptModel::learning_rate, py::kw_only(), py::arg("step"), py::arg("warmup"),
+        py::arg("total"), py::arg("max_lr"), py::arg("min_lr"),
+        "GPT-2's schedule: linear warm-up over `warmup` steps to max_lr, then cosine decay to min_lr at `total`");
+
+  py::class_<BpeTokenizer>(m, "BpeTokenizer", "GPT-2's byte-level BPE (vocab.json + merges.txt)")
+      .def_static("load", &BpeTokenizer::load, py::arg("vocab_json"), py::arg("merges_txt"))
+      .def("encode", [](const BpeTokenizer &t, const std::string &text) { return t.encode(text); }, py::arg("text"))
+      .def("decode", [](const BpeTokenizer &t, const std::vector<int32_t> &ids) { return py::bytes(t.decode(ids)); },
+           py::arg("ids"))
+      .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size);
+  m.def("byte_encode", [](const std::string &text) { return ByteTokenizer::encode(text); }, py::arg("text"));
+  m.def("byte_decode", [](const std::vector<int32_t> &ids) { return py::bytes(ByteTokenizer::decode(ids)); },
+        py::arg("ids"));
+
+  m.def("read_safetensors", &readSafetensors, py::arg("path"));
+  m.def("write_safetensors", &writeSafetensors, py::arg("path"), py::arg("tensors"), py::arg("metadata"),
+        py::arg("dtype"));
+}

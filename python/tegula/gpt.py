@@ -1,0 +1,277 @@
+"""GPT-2 written in Tegula's DSL (``models/gpt``), run from Python.
+
+The same C++ model as ``tegula-gpt``: every layer forward and backward as tile
+kernels, fused AdamW, gradient clipping, a KV-cache generator and Hugging
+Face-compatible safetensors checkpoints. Tokens and results are numpy arrays;
+parameters and activations stay in the model (host memory for the interpreter
+and the simulator, device memory on the GPU)::
+
+    import numpy as np
+    from tegula import gpt
+
+    model = gpt.GPT(gpt.Config(n_layer=2, n_head=4, n_embd=128, vocab=512, n_ctx=64))
+    model.init_random(seed=1)
+    tokens = np.random.randint(0, 512, size=(2, 16))
+    loss = model.forward(tokens[:, :-1], targets=tokens[:, 1:])
+    model.zero_grad(); model.backward(); model.clip_grad_norm(1.0); model.step(lr=1e-3)
+
+``GPT.from_pretrained(directory)`` loads a Hugging Face GPT-2 checkpoint
+(``model.safetensors`` and ``config.json``). ``backend`` is "interp", "sim" or
+"gpu" (default: ``$TEGULA_BACKEND``, else "interp"); on the CPU backends only
+small configurations are practical (every GPU thread runs on the CPU).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _tegula  # noqa: F401  (tegula.Error's translation)
+from ._gpt import BpeTokenizer, Config, learning_rate
+from . import _gpt
+
+__all__ = ["GPT", "Config", "Tokenizer", "learning_rate", "read_safetensors", "write_safetensors"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def read_safetensors(path: PathLike) -> dict:
+    """Every tensor of a ``.safetensors`` file as a numpy array (floating types
+    as float32, integers as int32), read and validated by Tegula's reader."""
+    return _gpt.read_safetensors(os.fspath(path))
+
+
+def write_safetensors(path: PathLike, tensors: Mapping[str, np.ndarray],
+                      metadata: Optional[Mapping[str, str]] = None, dtype: str = "F32") -> None:
+    """Writes ``tensors`` (name -> array of numbers) as ``dtype`` ("F32", "BF16" or
+    "F16", rounded to nearest even), with string ``metadata``."""
+    _gpt.write_safetensors(os.fspath(path), dict(tensors), dict(metadata or {}), dtype)
+
+
+def _safetensors_shapes(path: str) -> dict:
+    """name -> shape from a safetensors header alone (no tensor data read)."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) != 8:
+            raise _tegula.Error(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
+        (n,) = struct.unpack("<Q", head)
+        if n > 100 << 20:
+            raise _tegula.Error(f"{path}: a header of {n} bytes is not a safetensors file's")
+        header = json.loads(f.read(n))
+    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+
+
+def _default_backend(backend: Optional[str]) -> str:
+    return backend or os.environ.get("TEGULA_BACKEND") or "interp"
+
+
+class GPT:
+    """GPT-2 for next-token prediction on one backend.
+
+    ``dtype``: "float32", or "bfloat16" for mixed precision (bf16 weights and
+    activations; f32 master weights, gradients and AdamW state). ``matmul``:
+    the precision of f32 dots - "ieee" (exact), "tf32" (tensor cores, as
+    torch's allow_tf32) or "tf32x3"; default "tf32" on the GPU, else "ieee".
+    """
+
+    def __init__(self, config: Optional[Config] = None, *, backend: Optional[str] = None,
+                 dtype: str = "float32", matmul: Optional[str] = None):
+        backend = _default_backend(backend)
+        if matmul is None:
+            matmul = "tf32" if backend in ("gpu", "cuda") else "ieee"
+        self._m = _gpt.Model(config if config is not None else Config(), backend, dtype, matmul)
+
+    @classmethod
+    def from_pretrained(cls, path: PathLike, *, n_head: Optional[int] = None, backend: Optional[str] = None,
+                        dtype: str = "float32", matmul: Optional[str] = None) -> "GPT":
+        """A model loaded from a Hugging Face GPT-2 checkpoint: ``path`` is a
+        directory holding ``model.safetensors`` (and ``config.json``, which gives
+        the number of heads) or the ``.safetensors`` file itself. The layer
+        count, width, vocabulary and context come from the tensors' shapes;
+        ``n_head`` (not in the weights) from ``config.json`` unless given."""
+        path = os.fspath(path)
+        directory, file = (path, os.path.join(path, "model.safetensors")) if os.path.isdir(path) \
+            else (os.path.dirname(path), path)
+        if not os.path.isfile(file):
+            raise FileNotFoundError(f"{file}: no such checkpoint")
+        config_json = os.path.join(directory, "config.json")
+        if n_head is None:
+            if not os.path.isfile(config_json):
+                raise ValueError(f"{file}: the number of heads is not in the weights; pass n_head= or put "
+                                 f"Hugging Face's config.json beside it")
+            with open(config_json) as f:
+                n_head = int(json.load(f)["n_head"])
+        shapes = {k.removeprefix("transformer."): v for k, v in _safetensors_shapes(file).items()}
+        for name in ("wte.weight", "wpe.weight"):
+            if name not in shapes:
+                raise _tegula.Error(f"{file}: no '{name}' tensor: not a GPT-2 checkpoint")
+        vocab, n_embd = shapes["wte.weight"]
+        n_layer = len({k.split(".")[1] for k in shapes if k.startswith("h.")})
+        config = Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab=vocab, n_ctx=shapes["wpe.weight"][0])
+        model = cls(config, backend=backend, dtype=dtype, matmul=matmul)
+        model.load(file)
+        return model
+
+    # What the model is.
+    @property
+    def config(self) -> Config:
+        return self._m.config
+
+    @property
+    def backend(self) -> str:
+        return self._m.backend
+
+    @property
+    def dtype(self) -> str:
+        return self._m.dtype
+
+    @property
+    def num_parameters(self) -> int:
+        """Parameters (wte's padding rows included, the tied LM head once)."""
+        return self._m.num_parameters
+
+    def parameter_shapes(self) -> dict:
+        """Parameter name (Hugging Face's, without "transformer.") -> shape, in the arena's order."""
+        return self._m.parameter_shapes
+
+    def __repr__(self) -> str:
+        return f"<tegula.gpt.GPT {self.config!r}, {self.num_parameters:,} parameters, {self.dtype}, {self.backend}>"
+
+    # Parameters and checkpoints.
+    def init_random(self, seed: int = 0) -> None:
+        """GPT-2's initialisation: normal(0, 0.02), residual projections scaled
+        by 1/sqrt(2 n_layer), LayerNorm weights 1 and biases 0."""
+        self._m.init_random(seed)
+
+    def load(self, path: PathLike) -> None:
+        """Sets every parameter from a safetensors checkpoint with Hugging Face's names."""
+        self._m.load(os.fspath(path))
+
+    def save(self, path: PathLike, metadata: Optional[Mapping[str, str]] = None) -> None:
+        """Writes every parameter under Hugging Face's names (loadable by transformers)."""
+        self._m.save(os.fspath(path), dict(metadata or {}))
+
+    def parameter(self, name: str) -> np.ndarray:
+        """A copy of parameter ``name`` (float32, its shape; Conv1D weights [in, out])."""
+        return self._m.parameter(name)
+
+    def set_parameter(self, name: str, value: np.ndarray) -> None:
+        self._m.set_parameter(name, value)
+
+    def state_dict(self) -> dict:
+        """Every parameter by name, as numpy arrays."""
+        return {name: self.parameter(name) for name in self.parameter_shapes()}
+
+    def load_state_dict(self, tensors: Mapping[str, np.ndarray]) -> None:
+        """Sets the parameters ``tensors`` names; every parameter must be there."""
+        missing = [n for n in self.parameter_shapes() if n not in tensors]
+        if missing:
+            raise KeyError(f"load_state_dict: missing {', '.join(missing[:5])}"
+                           f"{' ...' if len(missing) > 5 else ''}")
+        for name in self.parameter_shapes():
+            self.set_parameter(name, tensors[name])
+
+    def gradient(self, name: str) -> np.ndarray:
+        """The accumulated gradient of parameter ``name``."""
+        return self._m.gradient(name)
+
+    # Training.
+    def forward(self, tokens, targets=None) -> Optional[float]:
+        """Runs the model on token ids ``[B, T]`` (or ``[T]``); with ``targets``
+        of the same shape returns the mean cross-entropy, else None. The
+        logits stay in the model: :meth:`logits`."""
+        loss = self._m.forward(tokens, targets)
+        return None if targets is None else loss
+
+    def __call__(self, tokens, targets=None):
+        """``(logits, loss)`` as a torch module returns them."""
+        loss = self.forward(tokens, targets)
+        return self.logits(), loss
+
+    def logits(self) -> np.ndarray:
+        """The last forward's logits, ``[B, T, vocab]`` float32."""
+        return self._m.logits()
+
+    def block_output(self, layer: int) -> np.ndarray:
+        """The residual stream after block ``layer`` of the last forward, ``[B, T, n_embd]``."""
+        return self._m.block_output(layer)
+
+    def zero_grad(self) -> None:
+        self._m.zero_grad()
+
+    def backward(self) -> None:
+        """Adds the gradients of the last forward's loss (it needs targets) to
+        the accumulated ones: zero_grad() first, or not, to accumulate."""
+        self._m.backward()
+
+    def clip_grad_norm(self, max_norm: float = 1.0) -> float:
+        """The gradients' global L2 norm; above ``max_norm`` the next step scales them by max_norm / norm."""
+        return self._m.clip_grad_norm(max_norm)
+
+    def step(self, lr: float = 3e-4, betas: Sequence[float] = (0.9, 0.95), eps: float = 1e-8,
+             weight_decay: float = 0.1) -> None:
+        """One fused AdamW step (weight decay on matrices only, bias-corrected)."""
+        beta1, beta2 = betas
+        self._m.step(lr, beta1, beta2, eps, weight_decay)
+
+    # Generation.
+    def generate(self, prompt, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 1) -> np.ndarray:
+        """``max_new_tokens`` tokens after ``prompt`` (one sequence of ids) with a
+        KV cache: greedy at temperature 0, else sampled from softmax(logits /
+        temperature) within the ``top_k`` most likely (0: all) and the smallest
+        set reaching probability ``top_p``. Returns the new tokens (int32)."""
+        return self._m.generate(prompt, max_new_tokens, temperature, top_k, top_p, seed)
+
+    # Performance.
+    def memory(self) -> dict:
+        """Bytes allocated: parameters, gradients, optimizer, activations (and
+        per layer), scratch, total, and the peak so far."""
+        return self._m.memory()
+
+    def training_flops_per_token(self, T: int) -> float:
+        """6 N + 12 n_layer n_embd T: what MFU figures divide by."""
+        return self._m.training_flops_per_token(T)
+
+    def set_warp_specialize(self, on: bool) -> None:
+        """sm_90a: producer warpgroups and persistent GEMMs (on by default)."""
+        self._m.set_warp_specialize(on)
+
+    def set_overlap_weight_gradients(self, on: bool) -> None:
+        """GPU: the blocks' weight gradients on a stream of their own (on by default)."""
+        self._m.set_overlap_weight_gradients(on)
+
+
+class Tokenizer:
+    """Text to token ids: GPT-2's byte-level BPE (:meth:`gpt2`) or plain
+    bytes (:meth:`bytes`, vocabulary 256)."""
+
+    def __init__(self, bpe: Optional[BpeTokenizer]):
+        self._bpe = bpe
+
+    @classmethod
+    def gpt2(cls, vocab_json: PathLike, merges_txt: PathLike) -> "Tokenizer":
+        """GPT-2's tokenizer from its ``vocab.json`` and ``merges.txt``."""
+        return cls(BpeTokenizer.load(os.fspath(vocab_json), os.fspath(merges_txt)))
+
+    @classmethod
+    def bytes(cls) -> "Tokenizer":
+        """Each UTF-8 byte a token."""
+        return cls(None)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._bpe.vocab_size if self._bpe else 256
+
+    def encode(self, text: str) -> list:
+        return self._bpe.encode(text) if self._bpe else _gpt.byte_encode(text)
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text of ``ids``; bytes that are not UTF-8 (a cut multi-byte
+        character) per ``errors``, as bytes.decode takes it."""
+        ids = [int(i) for i in ids]
+        raw = self._bpe.decode(ids) if self._bpe else _gpt.byte_decode(ids)
+        return raw.decode("utf-8", errors=errors)

@@ -1,0 +1,213 @@
+"""tegula.gpt: GPT-2 (models/gpt) from Python against Hugging Face's run of the
+committed fixture (models/gpt/parity/make_fixture.py: a seeded random 2-layer
+model), training, generation, checkpoints, tokenizers and the errors."""
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import tegula
+from tegula import gpt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURE = os.path.join(ROOT, "models", "gpt", "parity", "fixture")
+TOKENIZER = os.path.join(ROOT, "models", "gpt", "tokenizer", "fixture")
+
+
+def fixture(name):
+    return gpt.read_safetensors(os.path.join(FIXTURE, name + ".safetensors"))
+
+
+def fixture_config():
+    return gpt.Config(n_layer=2, n_head=4, n_embd=128, vocab=512, n_ctx=64)
+
+
+def rel_error(got, want):
+    assert not np.isnan(got).any(), "NaN in the result"
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+@pytest.fixture(scope="module")
+def io():
+    return fixture("io")
+
+
+@pytest.mark.parametrize("backend", ["interp", "sim"])
+def test_forward_matches_hugging_face(io, backend):
+    model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4, backend=backend)
+    assert model.config.n_layer == 2 and model.config.n_embd == 128 and model.config.vocab == 512
+    assert model.backend == backend
+    loss = model.forward(io["tokens"], targets=io["targets"])
+    err = rel_error(model.block_output(0), io["block.0"])
+    print(f"[gpt] {backend}: block.0 rel {err:.2e}, loss {loss:.6f} vs Hugging Face {io['loss'][0]:.6f}")
+    assert err < 1e-5
+    assert model.logits().shape == io["logits"].shape
+    assert rel_error(model.logits(), io["logits"]) < 1e-5
+    assert loss == pytest.approx(float(io["loss"][0]), rel=1e-5)
+
+
+def test_gradients_and_one_adamw_step_match_hugging_face(io):
+    grads, stepped = fixture("grads"), fixture("step")
+    model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4)
+    model.forward(io["tokens"], io["targets"])
+    model.zero_grad()
+    model.backward()
+    ours = {name: model.gradient(name) for name in model.parameter_shapes()}
+    for name, g in ours.items():
+        assert rel_error(g, grads["transformer." + name]) < 2e-5, name
+    model.step(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    for name, g in ours.items():
+        want, theirs = stepped["transformer." + name], grads["transformer." + name]
+        # AdamW's first step moves by lr * g / (|g| + eps): where |g| ~ 0 that
+        # is rounding noise on both sides (see test/gpt/ParityTest.cpp).
+        noise = (np.maximum(np.abs(g), np.abs(theirs)) < 1e-6) & ~((g == 0) & (theirs == 0))
+        worst = np.abs(model.parameter(name) - want)[~noise].max(initial=0.0)
+        assert worst < 2e-6, name
+
+
+def test_bf16_forward_stays_close_to_hugging_face(io):
+    model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4, dtype="bfloat16")
+    assert model.dtype == "bfloat16"
+    loss = model.forward(io["tokens"], io["targets"])
+    assert rel_error(model.logits(), io["logits"]) < 1.5e-2
+    assert loss == pytest.approx(float(io["loss"][0]), rel=2e-3)
+
+
+def test_greedy_generation_matches_hugging_face(io):
+    model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4)
+    for name, shape in model.parameter_shapes().items():  # as make_fixture.py scales them
+        if len(shape) >= 2:
+            model.set_parameter(name, model.parameter(name) * 10)
+    new = model.generate(io["greedy.prompt"], len(io["greedy.tokens"]))
+    assert new.dtype == np.int32
+    np.testing.assert_array_equal(new, io["greedy.tokens"])
+    # Sampling is seeded: the same seed, the same tokens.
+    a = model.generate([1, 2, 3], 8, temperature=0.8, top_k=40, top_p=0.9, seed=5)
+    b = model.generate([1, 2, 3], 8, temperature=0.8, top_k=40, top_p=0.9, seed=5)
+    np.testing.assert_array_equal(a, b)
+    assert ((a >= 0) & (a < 512)).all()
+
+
+def test_from_pretrained_reads_config_json_and_save_load_is_bit_exact(tmp_path, rng):
+    directory = tmp_path / "hf"
+    directory.mkdir()
+    shutil.copy(os.path.join(FIXTURE, "model.safetensors"), directory / "model.safetensors")
+    (directory / "config.json").write_text(json.dumps({"n_head": 4, "n_layer": 2, "n_embd": 128}))
+    model = gpt.GPT.from_pretrained(directory)
+    assert model.config.n_head == 4
+    model.set_parameter("ln_f.bias", rng.standard_normal(128).astype(np.float32))
+    model.save(tmp_path / "saved.safetensors", metadata={"step": "7"})
+    again = gpt.GPT(fixture_config())
+    again.load(tmp_path / "saved.safetensors")
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(again.parameter(name), value, err_msg=name)
+    third = gpt.GPT(fixture_config())
+    third.load_state_dict(model.state_dict())
+    np.testing.assert_array_equal(third.parameter("h.1.mlp.c_fc.weight"), model.parameter("h.1.mlp.c_fc.weight"))
+    # The file is a safetensors file with Hugging Face's names.
+    tensors = gpt.read_safetensors(tmp_path / "saved.safetensors")
+    assert tensors["ln_f.bias"].shape == (128,) and tensors["wte.weight"].shape == (512, 128)
+
+
+def test_loss_falls_training_on_a_repetitive_corpus():
+    text = "the quick brown fox jumps over the lazy dog. " * 40
+    tokenizer = gpt.Tokenizer.bytes()
+    data = np.array(tokenizer.encode(text), dtype=np.int32)
+    model = gpt.GPT(gpt.Config(n_layer=2, n_head=2, n_embd=64, vocab=tokenizer.vocab_size, n_ctx=32))
+    model.init_random(seed=3)
+    B, T, steps = 4, 32, 25
+    losses = []
+    for step in range(steps):
+        starts = (np.arange(B) * 37 + step * 11) % (len(data) - T - 1)
+        batch = np.stack([data[s:s + T + 1] for s in starts])
+        loss = model.forward(batch[:, :-1], batch[:, 1:])
+        model.zero_grad()
+        model.backward()
+        norm = model.clip_grad_norm(1.0)
+        assert math.isfinite(norm) and norm > 0
+        model.step(lr=gpt.learning_rate(step=step, warmup=3, total=steps, max_lr=3e-3, min_lr=3e-4))
+        losses.append(loss)
+    print(f"[gpt] loss {losses[0]:.3f} -> {losses[-1]:.3f} in {steps} steps")
+    assert losses[0] == pytest.approx(math.log(256), rel=0.1)
+    assert losses[-1] < 0.6 * losses[0]
+    memory = model.memory()
+    assert memory["total"] == (memory["parameters"] + memory["gradients"] + memory["optimizer"]
+                               + memory["activations"] + memory["scratch"])
+    assert memory["optimizer"] == 2 * memory["gradients"] and memory["peak"] >= memory["total"]
+
+
+def test_learning_rate_schedule():
+    assert gpt.learning_rate(step=0, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(0.1)
+    assert gpt.learning_rate(step=9, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(1.0)
+    assert gpt.learning_rate(step=100, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(0.1)
+
+
+def test_tokenizers_round_trip():
+    t = gpt.Tokenizer.bytes()
+    assert t.encode("héllo") == list("héllo".encode())
+    assert t.decode(t.encode("héllo")) == "héllo"
+    assert t.decode([0xC3]) == "\ufffd"  # half a character
+    bpe = gpt.Tokenizer.gpt2(os.path.join(TOKENIZER, "vocab.json"), os.path.join(TOKENIZER, "merges.txt"))
+    assert bpe.vocab_size == 420
+    with open(os.path.join(TOKENIZER, "cases.json")) as f:
+        cases = json.load(f)
+    for case in cases:
+        assert bpe.encode(case["text"]) == case["ids"], case["text"]
+        assert bpe.decode(case["ids"]) == case["text"]
+
+
+def test_each_error_names_the_problem(tmp_path, io):
+    model = gpt.GPT(fixture_config())
+    model.init_random(1)
+    with pytest.raises(TypeError, match="token ids must be integers"):
+        model.forward(np.zeros((1, 4), dtype=np.float32))
+    with pytest.raises(tegula.Error, match="token 512 is outside the vocabulary"):
+        model.forward([[1, 2, 512]])
+    with pytest.raises(ValueError, match="not a vocabulary index"):
+        model.forward([[1, -2]])
+    with pytest.raises(ValueError, match="must match"):
+        model.forward(np.zeros((2, 4), dtype=np.int64), np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(tegula.Error, match="n_ctx"):
+        model.forward(np.zeros((1, 65), dtype=np.int32))
+    with pytest.raises(tegula.Error, match="backward: run forward"):
+        model.forward([[1, 2, 3]])
+        model.backward()
+    with pytest.raises(tegula.Error, match="no parameter 'h.9.attn.c_attn.weight'"):
+        model.parameter("h.9.attn.c_attn.weight")
+    with pytest.raises(ValueError, match=r"parameter 'ln_f.bias' is \[128\], got an array of shape \[3\]"):
+        model.set_parameter("ln_f.bias", np.zeros(3))
+    with pytest.raises(ValueError, match="dtype is 'float32' or 'bfloat16'"):
+        gpt.GPT(fixture_config(), dtype="float16")
+    with pytest.raises(tegula.Error, match="unknown backend 'tpu'"):
+        gpt.GPT(fixture_config(), backend="tpu")
+    with pytest.raises(tegula.Error, match="n_embd"):
+        gpt.Config(n_layer=2, n_head=3, n_embd=128, vocab=512)
+    with pytest.raises(ValueError, match="pass n_head="):
+        gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"))
+    with pytest.raises(FileNotFoundError):
+        gpt.GPT.from_pretrained(tmp_path / "missing")
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    with pytest.raises(tegula.Error, match="bad.safetensors"):
+        model.load(bad)
+    with pytest.raises(tegula.Error, match="prompt is empty"):
+        model.generate([], 3)
+
+
+@pytest.mark.gpu
+def test_forward_and_gradients_on_the_gpu_match_hugging_face(io):
+    grads = fixture("grads")
+    for dtype, tol in (("float32", 1e-3), ("bfloat16", 3e-2)):
+        model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4, backend="gpu",
+                                        dtype=dtype)
+        loss = model.forward(io["tokens"], io["targets"])
+        model.zero_grad()
+        model.backward()
+        err = rel_error(model.logits(), io["logits"])
+        gerr = rel_error(model.gradient("h.0.attn.c_attn.weight"), grads["transformer.h.0.attn.c_attn.weight"])
+        print(f"[gpt] gpu {dtype}: logits rel {err:.2e}, d c_attn rel {gerr:.2e}, loss {loss:.5f}")
+        assert err < tol and gerr < 3 * tol
+        assert loss == pytest.approx(float(io["loss"][0]), rel=tol)
