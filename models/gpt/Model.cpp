@@ -343,7 +343,10 @@ void GptModel::save(const std::string &path, const std::map<std::string, std::st
     }
     tensors.push_back({p.name, shape, values.back()});
   }
-  write_safetensors(path, tensors, metadata);
+  // The head count, which the weights do not say (checkpoint_config reads it).
+  std::map<std::string, std::string> described = metadata;
+  described.emplace("n_head", std::to_string(config_.n_head));
+  write_safetensors(path, tensors, described);
 }
 
 void GptModel::init_random(uint64_t seed) {

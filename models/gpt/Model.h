@@ -275,7 +275,8 @@ public:
   /// 1/sqrt(2 n_layer), layernorm 1/0), from `seed`.
   void init_random(uint64_t seed);
   /// Writes every parameter under Hugging Face's names (wte without its
-  /// padding rows), loadable by load() and by transformers.
+  /// padding rows), loadable by load() and by transformers; the metadata
+  /// gains "n_head" (what checkpoint_config cannot read from the weights).
   void save(const std::string &path, const std::map<std::string, std::string> &metadata = {}) const;
   std::vector<float> read_parameter(const std::string &name) const;
   void write_parameter(const std::string &name, const std::vector<float> &values);

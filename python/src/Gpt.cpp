@@ -8,6 +8,7 @@
 // translator (tegula imports _tegula first).
 //
 //===----------------------------------------------------------------------===//
+#include "models/gpt/Checkpoint.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
 #include "models/gpt/Tokenizer.h"
@@ -183,6 +184,26 @@ PYBIND11_MODULE(_gpt, m) {
              return g;
            }),
            py::arg("config"), py::arg("backend"), py::arg("dtype"), py::arg("matmul"))
+      .def_static(
+          "from_pretrained",
+          [](const std::string &path, int nHead, const std::string &configJson, const std::string &backend,
+             const std::string &dtype, const std::string &matmul) {
+            const Backend b = parse_backend(backend);
+            const DType storage = storageNamed(dtype);
+            const tl::precision p = precisionNamed(matmul);
+            PyGpt g;
+            {
+              py::gil_scoped_release unlocked;
+              const SafetensorsFile file = SafetensorsFile::read(path);
+              g.model = std::make_unique<GptModel>(checkpoint_config(file, nHead, configJson), b, p, storage);
+              g.model->load(file);
+            }
+            g.backend = backendName(b), g.dtype = storage == DType::bf16 ? "bfloat16" : "float32";
+            g.matmul = matmul;
+            return g;
+          },
+          py::arg("path"), py::arg("n_head"), py::arg("config_json"), py::arg("backend"), py::arg("dtype"),
+          py::arg("matmul"))
       .def_property_readonly("config", [](const PyGpt &g) { return g.model->config(); })
       .def_readonly("backend", &PyGpt::backend)
       .def_readonly("dtype", &PyGpt::dtype)

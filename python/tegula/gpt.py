@@ -22,9 +22,7 @@ small configurations are practical (every GPU thread runs on the CPU).
 """
 from __future__ import annotations
 
-import json
 import os
-import struct
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -51,21 +49,12 @@ def write_safetensors(path: PathLike, tensors: Mapping[str, np.ndarray],
     _gpt.write_safetensors(os.fspath(path), dict(tensors), dict(metadata or {}), dtype)
 
 
-def _safetensors_shapes(path: str) -> dict:
-    """name -> shape from a safetensors header alone (no tensor data read)."""
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) != 8:
-            raise _tegula.Error(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
-        (n,) = struct.unpack("<Q", head)
-        if n > 100 << 20:
-            raise _tegula.Error(f"{path}: a header of {n} bytes is not a safetensors file's")
-        header = json.loads(f.read(n))
-    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
-
-
 def _default_backend(backend: Optional[str]) -> str:
     return backend or os.environ.get("TEGULA_BACKEND") or "interp"
+
+
+def _default_matmul(backend: str, matmul: Optional[str]) -> str:
+    return matmul or ("tf32" if backend in ("gpu", "cuda") else "ieee")
 
 
 class GPT:
@@ -80,39 +69,27 @@ class GPT:
     def __init__(self, config: Optional[Config] = None, *, backend: Optional[str] = None,
                  dtype: str = "float32", matmul: Optional[str] = None):
         backend = _default_backend(backend)
-        if matmul is None:
-            matmul = "tf32" if backend in ("gpu", "cuda") else "ieee"
-        self._m = _gpt.Model(config if config is not None else Config(), backend, dtype, matmul)
+        self._m = _gpt.Model(config if config is not None else Config(), backend, dtype,
+                             _default_matmul(backend, matmul))
 
     @classmethod
     def from_pretrained(cls, path: PathLike, *, n_head: Optional[int] = None, backend: Optional[str] = None,
                         dtype: str = "float32", matmul: Optional[str] = None) -> "GPT":
-        """A model loaded from a Hugging Face GPT-2 checkpoint: ``path`` is a
-        directory holding ``model.safetensors`` (and ``config.json``, which gives
-        the number of heads) or the ``.safetensors`` file itself. The layer
-        count, width, vocabulary and context come from the tensors' shapes;
-        ``n_head`` (not in the weights) from ``config.json`` unless given."""
+        """A model loaded from a GPT-2 checkpoint with Hugging Face's names:
+        ``path`` is a directory holding ``model.safetensors`` or the file
+        itself. The layer count, width, vocabulary and context come from the
+        tensors' shapes; the number of heads (not in the weights) from
+        ``n_head``, else the file's metadata (what :meth:`save` writes), else
+        Hugging Face's ``config.json`` beside the file."""
         path = os.fspath(path)
-        directory, file = (path, os.path.join(path, "model.safetensors")) if os.path.isdir(path) \
-            else (os.path.dirname(path), path)
+        file = os.path.join(path, "model.safetensors") if os.path.isdir(path) else path
         if not os.path.isfile(file):
             raise FileNotFoundError(f"{file}: no such checkpoint")
-        config_json = os.path.join(directory, "config.json")
-        if n_head is None:
-            if not os.path.isfile(config_json):
-                raise ValueError(f"{file}: the number of heads is not in the weights; pass n_head= or put "
-                                 f"Hugging Face's config.json beside it")
-            with open(config_json) as f:
-                n_head = int(json.load(f)["n_head"])
-        shapes = {k.removeprefix("transformer."): v for k, v in _safetensors_shapes(file).items()}
-        for name in ("wte.weight", "wpe.weight"):
-            if name not in shapes:
-                raise _tegula.Error(f"{file}: no '{name}' tensor: not a GPT-2 checkpoint")
-        vocab, n_embd = shapes["wte.weight"]
-        n_layer = len({k.split(".")[1] for k in shapes if k.startswith("h.")})
-        config = Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab=vocab, n_ctx=shapes["wpe.weight"][0])
-        model = cls(config, backend=backend, dtype=dtype, matmul=matmul)
-        model.load(file)
+        config_json = os.path.join(os.path.dirname(file), "config.json")
+        backend = _default_backend(backend)
+        model = cls.__new__(cls)
+        model._m = _gpt.Model.from_pretrained(file, n_head or 0, config_json, backend, dtype,
+                                              _default_matmul(backend, matmul))
         return model
 
     # What the model is.

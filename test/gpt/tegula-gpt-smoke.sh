@@ -16,9 +16,13 @@ grep -q '^validation loss' "$work/train.log"
 for phase in model 'after optimizer' 'after forward' 'after backward' 'after step'; do
   grep -q "^\[memory\] $phase " "$work/train.log"
 done
-"$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 8 --temperature 0 "${small[@]}" \
-  | tee "$work/gen.log"
+# generate reads the sizes (and, from the metadata, the heads) from the checkpoint.
+"$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 8 --temperature 0 | tee "$work/gen.log"
 [[ $(head -c 4 "$work/gen.log") == "the " ]]
+if "$tool" generate --model "$work/m.safetensors" --prompt x --heads 3 2>"$work/err.log"; then exit 1; fi
+grep -q "n_embd 32 is not a multiple of n_head 3" "$work/err.log"
+if "$tool" generate --model "$work/m.safetensors" --prompt x --layers 2 2>"$work/err.log"; then exit 1; fi
+grep -q "unknown option '--layers'" "$work/err.log"
 # bf16 mixed precision: trains, and reports the bf16 copy in its memory.
 "$tool" train --data "$work/input.txt" --steps 3 --batch 2 --val-every 0 --dtype bf16 --warp-specialize on \
   "${small[@]}" | tee "$work/train-bf16.log"
@@ -35,7 +39,7 @@ grep -q 'vocabulary 420' "$work/tok.log"
   "${small[@]}" | tee "$work/train-bpe.log"
 grep -q 'vocabulary 420 (token file)' "$work/train-bpe.log"
 "$tool" generate --model "$work/b.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" \
-  --prompt "the quick" --tokens 4 "${small[@]}" | grep -q '^the quick'
+  --prompt "the quick" --tokens 4 | grep -q '^the quick'
 if "$tool" train --data "$work/input.txt" --stepz 3 2>"$work/err.log"; then exit 1; fi
 grep -q "unknown option '--stepz'" "$work/err.log"
 if "$tool" generate --model "$work/missing.safetensors" --prompt x 2>"$work/err.log"; then exit 1; fi

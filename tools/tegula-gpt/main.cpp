@@ -19,6 +19,7 @@
 // gradient's atomic sums).
 //
 //===----------------------------------------------------------------------===//
+#include "models/gpt/Checkpoint.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
 #include "models/gpt/Tokenizer.h"
@@ -287,10 +288,17 @@ int generate(const Options &o) {
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
-  const GptConfig config = configFrom(o, bpe ? bpe->vocab_size() : 256);
+  // The sizes from the checkpoint (Hugging Face's or ours), the heads from
+  // --heads, the file's metadata or config.json beside it.
+  const SafetensorsFile file = SafetensorsFile::read(o.str("model"));
+  const GptConfig config = checkpoint_config(file, o.integer("heads"), config_json_beside(o.str("model")));
+  const int vocab = bpe ? bpe->vocab_size() : 256;
+  if (vocab > config.vocab)
+    throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary only {}",
+                            bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab));
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(warpSpecializeFrom(o));
-  model.load(SafetensorsFile::read(o.str("model")));
+  model.load(file);
   const std::string prompt = o.str("prompt");
   if (prompt.empty())
     throw Error("generate: --prompt must not be empty");
@@ -328,7 +336,10 @@ int main(int argc, char **argv) {
       return train(o);
     }
     if (argc >= 2 && !std::strcmp(argv[1], "generate")) {
-      auto d = common;
+      // No --layers / --embd / --seq: the checkpoint has them; --heads 0: its
+      // metadata or config.json beside it does.
+      std::map<std::string, std::string> d = {{"heads", "0"}, {"seed", "1"}, {"backend", "interp"},
+                                              {"precision", ""}, {"dtype", "f32"}, {"warp-specialize", "on"}};
       d.insert({{"model", ""}, {"prompt", ""}, {"tokens", "100"}, {"temperature", "0.8"}, {"top-k", "40"},
                 {"top-p", "0.95"}, {"vocab", ""}, {"merges", ""}});
       Options o(argc, argv, 2, d);

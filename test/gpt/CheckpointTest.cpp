@@ -1,0 +1,86 @@
+// CheckpointTest.cpp - a checkpoint's configuration (checkpoint_config): the
+// sizes from Hugging Face's tensor names and shapes, the head count from the
+// caller, the file's metadata (GptModel::save) or config.json beside it.
+#include "TestUtil.h"
+#include "gpt/GptTestUtil.h"
+#include "models/gpt/Checkpoint.h"
+#include "models/gpt/Safetensors.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace tegula;
+using namespace tegula::gpt;
+using ::testing::HasSubstr;
+
+namespace {
+
+const std::string kFixture = tegula::testing::fixtureDir("models/gpt/parity/fixture");
+
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("tegula-checkpoint-" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+TEST(CheckpointConfig, SizesComeFromHuggingFacesTensors) {
+  // The fixture: transformers' names ("transformer." prefix), 2 blocks.
+  const GptConfig c = checkpoint_config(SafetensorsFile::read(kFixture + "model.safetensors"), 4);
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_embd, 128);
+  EXPECT_EQ(c.vocab, 512);
+  EXPECT_EQ(c.vocab_padded, 512);
+  EXPECT_EQ(c.n_ctx, 64);
+}
+
+TEST(CheckpointConfig, HeadsFromTheSavedMetadataOrConfigJsonBeside) {
+  TempDir dir;
+  GptConfig small;
+  small.n_layer = 3, small.n_head = 2, small.n_embd = 64, small.vocab = 300, small.vocab_padded = 384;
+  small.n_ctx = 32;
+  GptModel m(small, Backend::Interp);
+  m.init_random(1);
+  const std::string saved = (dir.path / "saved.safetensors").string();
+  m.save(saved);
+  const GptConfig c = checkpoint_config(SafetensorsFile::read(saved));
+  EXPECT_EQ(c.n_layer, 3);
+  EXPECT_EQ(c.n_head, 2);
+  EXPECT_EQ(c.vocab, 300);
+  EXPECT_EQ(c.vocab_padded, 384); // rounded up to 128
+  EXPECT_EQ(c.n_ctx, 32);
+  // Hugging Face's files carry no n_head: config.json beside them does.
+  const std::string copy = (dir.path / "model.safetensors").string();
+  std::filesystem::copy_file(kFixture + "model.safetensors", copy);
+  EXPECT_EQ(config_json_beside(copy), (dir.path / "config.json").string());
+  SafetensorsFile hf = SafetensorsFile::read(copy);
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(hf, 0, config_json_beside(copy)); }),
+              HasSubstr("number of heads is not in the weights"));
+  std::ofstream(config_json_beside(copy)) << R"({"n_head": 8, "n_layer": 2})";
+  EXPECT_EQ(checkpoint_config(hf, 0, config_json_beside(copy)).n_head, 8);
+  EXPECT_EQ(checkpoint_config(hf, 4, config_json_beside(copy)).n_head, 4); // the caller's first
+  std::ofstream(config_json_beside(copy)) << R"({"n_layer": 2})";
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(hf, 0, config_json_beside(copy)); }),
+              HasSubstr("no integer \"n_head\""));
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(hf, 3); }),
+              HasSubstr("n_embd 128 is not a multiple of n_head 3"));
+}
+
+TEST(CheckpointConfig, AFileThatIsNotGpt2IsAClearError) {
+  TempDir dir;
+  const std::string path = (dir.path / "other.safetensors").string();
+  std::vector<float> v(4, 1.0f);
+  write_safetensors(path, {{"encoder.weight", {2, 2}, v}});
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path), 2); }),
+              HasSubstr("no 'wte.weight' tensor"));
+  std::vector<float> two(2, 1.0f);
+  write_safetensors(path, {{"wte.weight", {2, 2}, v}, {"wpe.weight", {2, 2}, v}, {"h.1.ln_1.weight", {2}, two}});
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path), 2); }),
+              HasSubstr("not numbered 0 .. n - 1"));
+}
+
+} // namespace
