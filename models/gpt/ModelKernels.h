@@ -1,8 +1,8 @@
 //===- ModelKernels.h - the kernels GptModel launches ---------*- C++ -*-===//
 //
 // Internal to models/gpt: the kernel objects of Kernels.h and Attention.h
-// that Model.cpp (forward, backward, step) and Generate.cpp (decoding) launch,
-// traced once per shape specialisation and reused.
+// that Model.cpp (forward), Backward.cpp, Optimizer.cpp and Generate.cpp
+// (decoding) launch, traced once per shape specialisation and reused.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

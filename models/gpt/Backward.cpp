@@ -1,0 +1,235 @@
+//===- Backward.cpp - GPT-2's backward pass --------------------------------===//
+//
+// GptModel::backward: the loss's gradient through the LM head, ln_f and the
+// blocks in reverse, into the parameter gradients (one arena) - the
+// activations' gradients in two block buffers that take turns, the blocks'
+// weight gradients on a stream of their own on the GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "models/gpt/Activations.h"
+#include "models/gpt/Model.h"
+#include "models/gpt/ModelKernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace tegula::gpt {
+
+void GptModel::backward() {
+  if (!acts_ || !acts_->hasTargets)
+    throw Error("GPT backward: run forward() with targets first");
+  const GptConfig &c = config_;
+  Activations &a = *acts_;
+  const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;
+  const int64_t btc = int64_t(BT) * C, logitsSize = int64_t(BT) * Vp;
+  auto P = [&](const std::string &name) { return weights(name); };
+  auto G = [&](const std::string &name) { // parameter gradients
+    const ParamSpec &p = parameter(name);
+    return gradArena_.view(p.offset, p.numel());
+  };
+  auto A = [&](int64_t offset, int64_t count) { return a.arena.view(offset, count); };
+  auto dA = [&](int64_t offset, int64_t count) { return a.gradient(offset, count); };
+  auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
+  auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
+  const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
+  [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
+  // The backward's blocks: a dkdv program owns `own` keys and steps through
+  // the queries `step` at a time; a dq program owns `own` queries.
+  const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
+  const int attWarps = tiles_.attention_warps, colBlock = 32;
+  // Column sums: partials of column_rows rows each, then their sum.
+  const int colRows = tiles_.column_rows, colTileRows = tiles_.column_tile_rows, colTile = tiles_.column_block;
+  const int partials = int(cdiv(BT, colRows));
+  // The column sums' partials, f32, in three regions: column_partial_sums'
+  // [partials, <= 4C] (c_attn's bias); c_proj's fused GELU backward's
+  // [dxBlocks, 4C] (c_fc's bias: a row per block of B T rows); LayerNorm's
+  // backward's three [lnParts, C] (its dw and db, and the bias of the
+  // projection whose output gradient it writes - read by that projection's
+  // linearBwd next).
+  const int dxBlocks = int(cdiv(BT, tiles_.geluDx()[0]));
+  const int lnParts = int(cdiv(BT, tiles_.ln_bwd_rows));
+  const int64_t geluPartials = int64_t(partials) * 4 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
+  const int64_t lnW = lnPartials, lnB = lnW + int64_t(lnParts) * C, lnO = lnB + int64_t(lnParts) * C;
+  if (const int64_t need = lnO + int64_t(lnParts) * C; columnScratch_.size() != need)
+    columnScratch_ = Arena(need, backend_); // once per B x T
+  auto columnSums = [&](int64_t partialOffset, int rows, int N, Arg out) {
+    kernels_->columnSums(launch({uint32_t(cdiv(N, tiles_.column_sum_block))}),
+                         columnScratch_.view(partialOffset, int64_t(rows) * N), out, rows, N, true,
+                         tiles_.column_sum_rows, tiles_.column_sum_block);
+  };
+  const Arg tgtArg = a.targets(), tokArg = a.tokens();
+
+  // f32 at tf32: the weight gradients read x and dy transposed (x^T dy with
+  // both operands along B T: wgmma's order for tf32), from scratch sized once
+  // per B x T - where B T rows make 16-byte multiples (TMA's rule).
+  // x^T then dy^T: every layer's K + N is at most 5 C (the MLP's).
+  const bool transposedDw = !transposedOffset_.empty() && BT % 4 == 0;
+  if (const int64_t need = transposedDw ? int64_t(BT) * 5 * C : 0; transposeScratch_.size() != need) {
+    transposeScratch_ = Arena(); // freed before its successor is allocated
+    transposeScratch_ = Arena(need, backend_);
+    memory(); // the peak
+  }
+  // The weight gradients on a stream of their own (GPU): each waits for the
+  // default stream's work so far - which made its x and dy, and nothing
+  // after writes them or its gradient - and the default stream waits for
+  // them all when the backward returns (or throws). Not wte's (the token
+  // embedding's scatter adds into it too) nor the transposed ones of f32 at
+  // tf32 (the next layer's transposes reuse their scratch).
+  // Block l's activation gradients share a buffer with block l + 2's: block
+  // l's ln_1 (the first to write block l - 1's) waits for block l + 1's
+  // weight gradients (blockWeightGradients_[(l + 1) % 2], recorded after
+  // them on their stream).
+  Stream *side = nullptr;
+  if (backend_ == Backend::GPU && overlapWeightGradients_) {
+    if (!weightGradientStream_) {
+      weightGradientStream_ = std::make_unique<Stream>();
+      for (std::unique_ptr<Event> &e : blockWeightGradients_)
+        e = std::make_unique<Event>();
+    }
+    side = weightGradientStream_.get();
+  }
+  struct Join {
+    Stream *side;
+    ~Join() {
+      if (side)
+        try {
+          side->join_into(0);
+        } catch (...) { // a failed driver reports at the next call
+        }
+    }
+  } join{side};
+  auto launchWeightGradient = [&](Grid grid) {
+    LaunchOptions o = launchDw(grid);
+    if (side) {
+      side->wait_for(0);
+      o.stream = side->handle();
+    }
+    return o;
+  };
+  auto transposeInto = [&](Arg in, Arg out, int rows, int cols) {
+    constexpr int kTile = 32;
+    kernels_->transpose(launch({uint32_t(cdiv(rows, kTile)), uint32_t(cdiv(cols, kTile))}), in, out, rows, cols,
+                        kTile, kTile);
+  };
+
+  // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
+  // With `pre` (x = gelu(pre)): dx is pre's gradient instead - GELU's
+  // backward fused - and its column sums' partials go to the scratch
+  // (geluPartials). `dyPartials` (offset, rows): dy's column sums' partials
+  // are in the scratch already (written by the kernel that wrote dy).
+  using Partials = std::pair<int64_t, int>;
+  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
+                       std::optional<Partials> dyPartials = {}) {
+    if (pre) { // one program a tile: persistent, pre's block beside the accumulator spills (ptxas)
+      const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
+      kernels_->matmulDxGelu(launch({uint32_t(cdiv(BT, GM)), uint32_t(cdiv(K, GN))}, geluWarps, geluStages), dy,
+                             P(w + ".weight"), *pre, dx, columnScratch_.view(geluPartials, int64_t(dxBlocks) * K),
+                             BT, N, K, GM, GN, GK, 0);
+    } else
+      kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
+                         groupM());
+    if (transposedDw) {
+      Arg xT = transposeScratch_.view(0, int64_t(BT) * K), dyT = transposeScratch_.view(int64_t(BT) * K,
+                                                                                         int64_t(BT) * N);
+      transposeInto(x, xT, BT, K);
+      transposeInto(dy, dyT, BT, N);
+      const int dwBN = dwBlockN(K, N, KM, tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN);
+      kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
+                           G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
+    } else {
+      const int dwBN = dwBlockN(K, N, BM, BN);
+      kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,
+                         G(w + ".weight"), BT, N, K, true, BM, dwBN, BK);
+    }
+    if (dyPartials) {
+      columnSums(dyPartials->first, dyPartials->second, N, G(w + ".bias"));
+      return;
+    }
+    kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
+                                columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
+    columnSums(0, partials, N, G(w + ".bias"));
+  };
+  // y = layernorm(x), given dy: dx = ... (+ dres: the residual stream's
+  // gradient, where x also feeds it), dw, db += ...; with outSums, dx's
+  // column sums' partials go to lnO for the projection that produced x.
+  const Partials lnOutPartials{lnO, lnParts};
+  auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, std::optional<Arg> dres, Arg dx,
+                          const std::string &ln, bool outSums) {
+    kernels_->layernormBwd(launch({uint32_t(lnParts)}, std::max(tiles_.ln_bwd_warps, lnBlock / 256)), dy, A(x, btc),
+                           P(ln + ".weight"), S(mean, BT), S(rstd, BT), dres ? *dres : dx, dx,
+                           columnScratch_.view(lnW, int64_t(lnParts) * C), columnScratch_.view(lnB, int64_t(lnParts) * C),
+                           columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(), outSums,
+                           tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnBlock);
+    columnSums(lnW, lnParts, C, G(ln + ".weight"));
+    columnSums(lnB, lnParts, C, G(ln + ".bias"));
+  };
+
+  // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
+  kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dS(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
+  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
+                            dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
+  // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
+  // wte K-major through its transpose where the model keeps one (wgmma).
+  if (std::optional<Arg> wteT = transposedWeight("wte.weight"))
+    kernels_->matmulDx(launchKMajor(gemmGrid(BT, C, KM, KN)), dA(a.logits, logitsSize), *wteT, dA(a.lnfOut, btc),
+                       BT, Vp, C, KM, KN, KK, groupM());
+  else
+    kernels_->matmul(launchLinear(gemmGrid(BT, C, BM, BN)), dA(a.logits, logitsSize), P("wte.weight"),
+                     dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK, groupM());
+  const int wteBN = dwBlockN(Vp, C, BM, BN);
+  kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, wteBN))}), dA(a.logits, logitsSize),
+                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, wteBN, BK);
+  const int64_t last = a.layers.back().residual3;
+  // ln_f's input is the last block's output: the gradient of its c_proj.
+  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f", true);
+
+  const float scale = 1.0f / std::sqrt(float(D));
+  for (int l = c.n_layer - 1; l >= 0; --l) {
+    const Activations::Layer &L = a.layers[size_t(l)];
+    const std::string h = fmt::format("h.{}.", l);
+    const int64_t in = l == 0 ? a.encoded : a.layers[size_t(l) - 1].residual3;
+    // residual3 = residual2 + mlp(ln2(residual2)).
+    // fch = gelu(fchPre): c_proj's dx is fchPre's gradient (GELU's backward
+    // in its epilogue), with c_fc's bias partials; c_proj's bias sums the
+    // partials of the LayerNorm backward that wrote dy (ln_f's, or the next
+    // block's ln_1).
+    linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fchPre, 4 * btc), h + "mlp.c_proj", C, 4 * C,
+              A(L.fchPre, 4 * btc), lnOutPartials);
+    linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C, std::nullopt,
+              Partials{geluPartials, dxBlocks});
+    // residual3 = residual2 + mlp(ln2(residual2)): residual2's gradient is
+    // residual3's plus ln_2's input gradient, in one kernel.
+    layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.residual3, btc), dA(L.residual2, btc),
+                 h + "ln_2", true);
+    // residual2 = in + attn(ln1(in)).
+    linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C, std::nullopt,
+              lnOutPartials);
+    const int64_t bht = int64_t(B) * H * T;
+    kernels_->attentionDelta(launch({uint32_t(cdiv(T, step)), uint32_t(B * H)}), A(L.atty, btc),
+                             dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
+    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+                            dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                            3 * C, H, T, scale, D, step, own, BT);
+    kernels_->attentionDq(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+                          dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
+                          3 * C, H, T, scale, D, own, step, BT);
+    linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
+    if (side) {
+      blockWeightGradients_[size_t(l % 2)]->record(side->handle());
+      if (l > 0 && l + 1 < c.n_layer) // block l - 1's gradients are block l + 1's buffer
+        blockWeightGradients_[size_t((l + 1) % 2)]->make_wait(0);
+    }
+    // in's gradient: residual2's plus ln_1's input gradient - below the
+    // first block the embeddings' (no projection bias to sum for).
+    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.residual2, btc), dA(in, btc), h + "ln_1", l > 0);
+  }
+  // Embeddings: wte (also the LM head's, accumulated above) and wpe.
+  kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);
+  kernels_->embeddingPositions(launch({uint32_t(T), uint32_t(cdiv(C, colBlock))}), dA(a.encoded, btc),
+                               G("wpe.weight"), B, T, C, true, colBlock);
+}
+
+} // namespace tegula::gpt
