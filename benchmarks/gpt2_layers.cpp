@@ -49,7 +49,7 @@ template <class T> void runLayers(int iters, double copyGBs) {
                dw = buffer(C, f), db = buffer(C, f);
   DeviceBuffer h = buffer(4 * act, st), hy = buffer(4 * act, st), hd = buffer(4 * act, st);
   DeviceBuffer logits = buffer(int64_t(rows) * Vp, st), dlogits = buffer(int64_t(rows) * Vp, st),
-               losses = buffer(rows, f), dlosses = buffer(rows, f);
+               losses = buffer(rows, f), lse = buffer(rows, f), dlosses = buffer(rows, f);
   std::vector<int32_t> hostTargets(static_cast<size_t>(rows));
   for (int i = 0; i < rows; ++i)
     hostTargets[size_t(i)] = (i * 7919) % V;
@@ -140,16 +140,21 @@ template <class T> void runLayers(int iters, double copyGBs) {
          [&] { geluBwd(on({uint32_t(cdiv(4 * act, 1024))}, 4), h, hy, hd, int32_t(4 * act), 1024); });
   auto residual = kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"});
   report("residual", 3.0 * act * e, [&] { residual(on({uint32_t(cdiv(act, 1024))}, 4), x, dy, y, act, 1024); });
-  auto ceFwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
-  report("cross_entropy_fwd", double(rows) * V * e, [&] { ceFwd(on({rows}, 8), logits, targets, losses, V, Vp, 1024); });
+  auto ceFwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
+                      {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"});
+  report("cross_entropy_fwd", double(rows) * V * e,
+         [&] { ceFwd(on({rows}, 8), logits, targets, losses, lse, V, Vp, 1024); });
   report("cross_entropy_fwd_w4", double(rows) * V * e,
-         [&] { ceFwd(on({rows}, 4), logits, targets, losses, V, Vp, 1024); });
+         [&] { ceFwd(on({rows}, 4), logits, targets, losses, lse, V, Vp, 1024); });
   auto ceBwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
-                      {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
+                      {"logits", "targets", "lse", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
   report("cross_entropy_bwd", 2.0 * rows * Vp * e,
-         [&] { ceBwd(on({rows}, 8), logits, targets, losses, dlosses, dlogits, V, Vp, 1024); });
+         [&] { ceBwd(on({rows}, 8), logits, targets, lse, dlosses, dlogits, V, Vp, 1024); });
   report("cross_entropy_bwd_w4", 2.0 * rows * Vp * e,
-         [&] { ceBwd(on({rows}, 4), logits, targets, losses, dlosses, dlogits, V, Vp, 1024); });
+         [&] { ceBwd(on({rows}, 4), logits, targets, lse, dlosses, dlogits, V, Vp, 1024); });
+  // As GptModel runs it: the gradient over the logits.
+  report("cross_entropy_bwd_in_place", 2.0 * rows * Vp * e,
+         [&] { ceBwd(on({rows}, 8), logits, targets, lse, dlosses, logits, V, Vp, 1024); });
   const std::vector<std::string> adamNames = {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
                                               "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"};
   if constexpr (std::is_same_v<T, float>) {

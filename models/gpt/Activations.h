@@ -27,7 +27,7 @@ struct GptModel::Activations {
   // In `arena`:
   int64_t encoded = 0, lnfOut = 0, logits = 0;
   // In `stats`:
-  int64_t lnfMean = 0, lnfRstd = 0, losses = 0;
+  int64_t lnfMean = 0, lnfRstd = 0, losses = 0, logitsLse = 0;
   struct Layer {
     int64_t ln1, qkv, atty, attproj, residual2, ln2, fchPre, fch, fcproj, residual3; // arena
     int64_t ln1Mean, ln1Rstd, lse, ln2Mean, ln2Rstd;                                 // stats
@@ -40,8 +40,12 @@ struct GptModel::Activations {
   // `statGrads` mirrors `stats` (the losses' and attention's delta).
   Arena grads, statGrads;
   std::map<int64_t, int64_t> gradientAt;
-  /// `count` elements of the gradient of the activation at `offset`.
+  /// `count` elements of the gradient of the activation at `offset`. The
+  /// logits' is written over them (the cross-entropy's backward reads each
+  /// logit once, then writes its gradient): logitsHoldGradient says when.
   Arg gradient(int64_t offset, int64_t count) const {
+    if (offset == logits)
+      return arena.view(offset, count);
     auto it = gradientAt.find(offset);
     if (it == gradientAt.end())
       throw Error(fmt::format("GPT backward: no gradient is kept for the activation at offset {}", offset));
@@ -54,6 +58,7 @@ struct GptModel::Activations {
   std::vector<int32_t> hostTokens, hostTargets;
   std::unique_ptr<DeviceBuffer> deviceTokens, deviceTargets;
   bool hasTargets = false;
+  bool logitsHoldGradient = false; // backward() has overwritten them
   int64_t inputBytes() const { return 2 * int64_t(B) * T * int64_t(sizeof(int32_t)); }
   Arg tokens() const { return deviceTokens ? Arg(*deviceTokens) : Arg(hostTokens); }
   Arg targets() const { return deviceTargets ? Arg(*deviceTargets) : Arg(hostTargets); }

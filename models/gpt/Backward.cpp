@@ -21,6 +21,8 @@ namespace tegula::gpt {
 void GptModel::backward() {
   if (!acts_ || !acts_->hasTargets)
     throw Error("GPT backward: run forward() with targets first");
+  if (acts_->logitsHoldGradient)
+    throw Error("GPT backward: once per forward() - the first wrote the logits' gradient over the logits");
   const GptConfig &c = config_;
   Activations &a = *acts_;
   const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;
@@ -169,8 +171,10 @@ void GptModel::backward() {
 
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
   kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dS(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
-  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
+  // In place: the logits become their gradient (a B T x Vp tensor fewer).
+  kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.logitsLse, BT),
                             dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
+  a.logitsHoldGradient = true;
   // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
   // wte K-major through its transpose where the model keeps one (wgmma).
   if (std::optional<Arg> wteT = transposedWeight("wte.weight"))

@@ -246,13 +246,13 @@ void gelu_bwd(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<T> dx, tl::scalar<int32_t> n,
 }
 
 /// Softmax + cross-entropy per row of logits [rows, Vp] (the vocabulary V
-/// padded to Vp columns; the padding is masked out): losses[r] =
-/// logsumexp(logits[r, :V]) - logits[r, target]. An online logsumexp over
-/// BLOCK-wide chunks, so V may be any size (50257). f32 math for any
-/// storage type T of the logits.
+/// padded to Vp columns; the padding is masked out): lse[r] =
+/// logsumexp(logits[r, :V]), losses[r] = lse[r] - logits[r, target]. An
+/// online logsumexp over BLOCK-wide chunks, so V may be any size (50257).
+/// f32 math for any storage type T of the logits.
 template <class T>
-void cross_entropy_fwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses,
-                              tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
+void cross_entropy_fwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses, tl::ptr<float> lse,
+                       tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
   tl::tensor row = tl::program_id(0);
   tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
   tl::tensor cols0 = tl::arange(0, BLOCK);
@@ -284,27 +284,30 @@ void cross_entropy_fwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<floa
     accumulate(tl::where(cols < V, tl::load(logits + base + cols, cols < Vp, -INFINITY).to(tl::f32), -INFINITY));
   }
   tl::tensor mx = tl::max(m, 0);
-  tl::tensor lse = mx + tl::log(tl::sum(s * tl::exp(m - mx), 0));
+  tl::tensor rowLse = mx + tl::log(tl::sum(s * tl::exp(m - mx), 0));
   tl::tensor target = tl::load(targets + row);
-  tl::store(losses + row, lse - tl::load(logits + base + target).to(tl::f32));
+  tl::store(lse + row, rowLse);
+  tl::store(losses + row, rowLse - tl::load(logits + base + target).to(tl::f32));
 }
 
 /// Its backward: dlogits[r, j] = (softmax_j - [j == target]) * dlosses[r]
-/// for j < V, 0 in the padding.
+/// for j < V, 0 in the padding, from the forward's lse. dlogits may be
+/// logits itself (GptModel writes the gradient over the logits): each
+/// element is read, then written, by the thread that owns it, and nothing
+/// else of the row is read.
 template <class T>
-void cross_entropy_bwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> losses, tl::ptr<float> dlosses,
+void cross_entropy_bwd(tl::ptr<T> logits, tl::ptr<int32_t> targets, tl::ptr<float> lse, tl::ptr<float> dlosses,
                        tl::ptr<T> dlogits, tl::scalar<int32_t> V, tl::scalar<int32_t> Vp, tl::constant<int> BLOCK) {
   tl::tensor row = tl::program_id(0);
   tl::tensor base = row.to(tl::i64) * Vp.to(tl::i64);
   tl::tensor target = tl::load(targets + row);
-  // logsumexp = loss + logit[target]: the forward pass already computed it.
-  tl::tensor lse = tl::load(losses + row) + tl::load(logits + base + target).to(tl::f32);
+  tl::tensor rowLse = tl::load(lse + row);
   tl::tensor dl = tl::load(dlosses + row);
   tl::tensor cols0 = tl::arange(0, BLOCK);
   for (auto c : tl::range(0, Vp, BLOCK.value)) {
     tl::tensor cols = c + cols0;
     tl::tensor x = tl::load(logits + base + cols, cols < Vp, -INFINITY).to(tl::f32);
-    tl::tensor p = tl::exp2((tl::where(cols < V, x, -INFINITY) - lse) * tl::log2e);
+    tl::tensor p = tl::exp2((tl::where(cols < V, x, -INFINITY) - rowLse) * tl::log2e);
     tl::tensor g = (p - tl::where(cols == target, 1.0f, 0.0f)) * dl;
     tl::store(dlogits + base + cols, tl::where(cols < V, g, 0.0f), cols < Vp);
   }

@@ -375,14 +375,13 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
       a.layers.push_back(L);
     }
     a.lnfOut = take(int64_t(BT) * C), a.lnfMean = stat(BT), a.lnfRstd = stat(BT);
-    a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = stat(BT);
+    a.logits = take(int64_t(BT) * c.vocab_padded), a.losses = stat(BT), a.logitsLse = stat(BT);
     a.delta = stat(int64_t(B) * H * T); // used in statGrads only
     a.arena = Arena(size, backend_, storage_);
     int64_t gradSize = 0;
     auto keepGradient = [&](int64_t at, int64_t n, int64_t &cursor) { a.gradientAt[at] = cursor, cursor += n; };
     keepGradient(a.encoded, int64_t(BT) * C, gradSize);
     keepGradient(a.lnfOut, int64_t(BT) * C, gradSize);
-    keepGradient(a.logits, int64_t(BT) * c.vocab_padded, gradSize);
     // The blocks' in two alternating buffers: the backward needs block l's
     // from block l + 1's ln_1 (which writes l's output gradient) to block
     // l's last kernels - and backward() keeps block l + 2's weight
@@ -411,6 +410,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   }
   Activations &a = *acts_;
   a.hasTargets = !targets.empty();
+  a.logitsHoldGradient = false;
   if (a.deviceTokens) {
     a.deviceTokens->upload(tokens);
     if (a.hasTargets)
@@ -473,8 +473,8 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                    P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, HM, HN, HK, groupM());
   if (targets.empty())
     return NAN;
-  kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT), c.vocab,
-                         c.vocab_padded, tiles_.vocab_block);
+  kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
+                         S(a.logitsLse, BT), c.vocab, c.vocab_padded, tiles_.vocab_block);
   std::vector<float> losses = a.stats.download(a.losses, BT);
   double sum = 0;
   for (float v : losses)
@@ -516,6 +516,9 @@ GptModel::Memory GptModel::memory() const {
 std::vector<float> GptModel::logits() const {
   if (!acts_)
     throw Error("GPT: logits() before forward()");
+  if (acts_->logitsHoldGradient)
+    throw Error("GPT: logits() after backward(): the backward writes the logits' gradient over them (read "
+                "them between forward() and backward())");
   const int BT = acts_->B * acts_->T, Vp = config_.vocab_padded, V = config_.vocab;
   std::vector<float> padded = acts_->arena.download(acts_->logits, int64_t(BT) * Vp), out;
   out.reserve(size_t(BT) * size_t(V));

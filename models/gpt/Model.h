@@ -288,6 +288,8 @@ public:
   /// Adds the gradients of the last forward's mean loss (it needs targets)
   /// to the gradient arena: call zero_grad() first, or not, to accumulate
   /// micro-batches. Deterministic except the token embedding's scatter.
+  /// Once per forward: it writes the logits' gradient over the logits
+  /// (GPT-2 124M at B T 8192: 0.8 GB in bf16 not allocated twice).
   void backward();
   void zero_grad();
   std::vector<float> read_gradient(const std::string &name) const;
@@ -318,9 +320,10 @@ public:
   struct Memory {
     int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
     /// One transformer block's share of `activations` (its tensors, its
-    /// statistics and theirs); the rest is the embeddings, ln_f, logits,
-    /// their gradients and the blocks' activation gradients (two blocks'
-    /// worth, shared: block l's and l + 2's take turns).
+    /// statistics and theirs); the rest is the embeddings, ln_f, logits
+    /// (their gradient written over them), the gradients of the embeddings
+    /// and ln_f and the blocks' activation gradients (two blocks' worth,
+    /// shared: block l's and l + 2's take turns).
     int64_t activations_per_layer = 0;
     /// The most the model has held at once so far (activations are resized
     /// when B x T changes).
@@ -353,7 +356,8 @@ public:
   /// layers on one new token, its attention over the cached positions.
   std::vector<int32_t> generate(const std::vector<int32_t> &prompt, int count, const Sampling &sampling);
 
-  /// Logits of the last forward, [B * T, vocab] (the padding dropped).
+  /// Logits of the last forward, [B * T, vocab] (the padding dropped);
+  /// before backward(), which overwrites them (then this throws).
   std::vector<float> logits() const;
   /// The residual stream after block `layer` (n_layer - 1: before ln_f),
   /// [B * T, n_embd], of the last forward - for layer-by-layer parity.

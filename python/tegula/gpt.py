@@ -169,7 +169,8 @@ class GPT:
         return self.logits(), loss
 
     def logits(self) -> np.ndarray:
-        """The last forward's logits, ``[B, T, vocab]`` float32."""
+        """The last forward's logits, ``[B, T, vocab]`` float32 - before
+        :meth:`backward`, which writes their gradient over them."""
         return self._m.logits()
 
     def block_output(self, layer: int) -> np.ndarray:
@@ -181,7 +182,8 @@ class GPT:
 
     def backward(self) -> None:
         """Adds the gradients of the last forward's loss (it needs targets) to
-        the accumulated ones: zero_grad() first, or not, to accumulate."""
+        the accumulated ones: zero_grad() first, or not, to accumulate. Once
+        per forward (it overwrites the logits with their gradient)."""
         self._m.backward()
 
     def clip_grad_norm(self, max_norm: float = 1.0) -> float:

@@ -177,6 +177,12 @@ def test_each_error_names_the_problem(tmp_path, io):
     with pytest.raises(tegula.Error, match="backward: run forward"):
         model.forward([[1, 2, 3]])
         model.backward()
+    model.forward([[1, 2, 3]], [[2, 3, 4]])
+    model.backward()
+    with pytest.raises(tegula.Error, match="once per forward"):
+        model.backward()
+    with pytest.raises(tegula.Error, match=r"logits\(\) after backward\(\)"):
+        model.logits()
     with pytest.raises(tegula.Error, match="no parameter 'h.9.attn.c_attn.weight'"):
         model.parameter("h.9.attn.c_attn.weight")
     with pytest.raises(ValueError, match=r"parameter 'ln_f.bias' is \[128\], got an array of shape \[3\]"):

@@ -144,6 +144,7 @@ TEST(GptDriverPathStreams, WeightGradientsRunBesideTheBackwardInStreamOrder) {
   EXPECT_EQ(sideLaunches, 4u * config.n_layer) << "c_attn, attention's c_proj, c_fc and the MLP's c_proj a block";
   // Off: every launch on the default stream.
   m.set_overlap_weight_gradients(false);
+  m.forward(tokens, targets, B, T); // a backward per forward
   const size_t again = fake::tegula_fake_cuda_launches().size();
   m.backward();
   const std::vector<fake::Launch> serial = fake::tegula_fake_cuda_launches();

@@ -208,11 +208,12 @@ template <class T> void checkAll(const char *chip) {
                 "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
         {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tiles.ln_bwd_tile_rows, 1024}, chip,
         tiles.ln_bwd_warps, 2);
-  check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"}),
-        {t, i, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
+  check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
+               {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"}),
+        {t, i, f, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
   check(kernel("cross_entropy_bwd", k::cross_entropy_bwd<T>,
-               {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
-        {t, i, f, f, t, 50257, 50304, 1024}, chip, 4, 4); // target, loss, its logit, dloss
+               {"logits", "targets", "lse", "dlosses", "dlogits", "V", "Vp", "BLOCK"}),
+        {t, i, f, f, t, 50257, 50304, 1024}, chip, 4, 3); // target, lse, dloss
   // c_attn's bias gradient: whole [32, 128] tiles in vectors, then the
   // partials' sums (and the gradient accumulated so far, a column a thread).
   const int CR = tiles.column_rows, CT = tiles.column_tile_rows, CB = tiles.column_block;

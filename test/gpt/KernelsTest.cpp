@@ -196,9 +196,10 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
   for (int j = 0; j < BLOCK; ++j)
     logits[size_t(4 * Vp + j)] = j == 3 ? logits[size_t(4 * Vp + j)] : -INFINITY;
   std::vector<int32_t> targets = {0, 999, 17, 512, 3};
-  auto losses = poisoned<float>(rows);
-  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
-  fwd(on({rows}), logits, targets, losses, V, Vp, BLOCK);
+  auto losses = poisoned<float>(rows), lseOut = poisoned<float>(rows);
+  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>,
+                    {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"});
+  fwd(on({rows}), logits, targets, losses, lseOut, V, Vp, BLOCK);
   std::vector<double> lse(rows);
   for (int r = 0; r < rows; ++r) {
     double mx = -INFINITY, s = 0;
@@ -207,25 +208,33 @@ TEST_P(GptKernels, CrossEntropyOverAPaddedVocabulary) {
     lse[size_t(r)] = mx + std::log(s);
     ASSERT_TRUE(std::isfinite(losses[size_t(r)])) << "row " << r;
     EXPECT_NEAR(losses[size_t(r)], lse[size_t(r)] - logits[size_t(r * Vp + targets[size_t(r)])], 1e-4);
+    EXPECT_NEAR(lseOut[size_t(r)], lse[size_t(r)], 1e-4);
   }
   auto dlosses = random_vector<float>(rows);
   auto dlogits = poisoned<float>(rows * Vp);
   auto bwd = kernel("cross_entropy_bwd", k::cross_entropy_bwd<float>,
-                    {"logits", "targets", "losses", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
-  bwd(on({rows}), logits, targets, losses, dlosses, dlogits, V, Vp, BLOCK);
+                    {"logits", "targets", "lse", "dlosses", "dlogits", "V", "Vp", "BLOCK"});
+  bwd(on({rows}), logits, targets, lseOut, dlosses, dlogits, V, Vp, BLOCK);
   std::vector<double> want(rows * Vp, 0.0);
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < V; ++j)
       want[size_t(r * Vp + j)] = (std::exp(logits[size_t(r * Vp + j)] - lse[size_t(r)]) -
                                   (j == targets[size_t(r)] ? 1.0 : 0.0)) * dlosses[size_t(r)];
   EXPECT_LT(maxRelError(dlogits, want), 1e-5); // the padding's gradient is exactly 0
+  // In place, as GptModel runs it: the gradient over the logits (one host
+  // buffer for both; a GPU launch would stage two copies of it).
+  if (GetParam() != Backend::GPU) {
+    bwd(on({rows}), logits, targets, lseOut, dlosses, logits, V, Vp, BLOCK);
+    EXPECT_EQ(logits, dlogits);
+  }
 }
 
 // The forward's two loops, each alone: a vocabulary of whole chunks (the
 // masked loop does not run) and one shorter than a chunk (the unmasked one
 // does not).
 TEST_P(GptKernels, CrossEntropyOverWholeChunksOrLessThanOne) {
-  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>, {"logits", "targets", "losses", "V", "Vp", "BLOCK"});
+  auto fwd = kernel("cross_entropy_fwd", k::cross_entropy_fwd<float>,
+                    {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"});
   const int rows = 3, BLOCK = 256;
   for (auto [V, Vp] : {std::pair{512, 512}, std::pair{200, 208}}) {
     SCOPED_TRACE(fmt::format("V = {}, Vp = {}", V, Vp));
@@ -235,8 +244,8 @@ TEST_P(GptKernels, CrossEntropyOverWholeChunksOrLessThanOne) {
         logits[size_t(r * Vp + j)] = 1e4f; // padding
     logits[size_t(Vp + 7)] = -INFINITY;
     std::vector<int32_t> targets = {0, V - 1, V / 2};
-    auto losses = poisoned<float>(rows);
-    fwd(on({rows}), logits, targets, losses, V, Vp, BLOCK);
+    auto losses = poisoned<float>(rows), lse = poisoned<float>(rows);
+    fwd(on({rows}), logits, targets, losses, lse, V, Vp, BLOCK);
     for (int r = 0; r < rows; ++r) {
       double mx = -INFINITY, s = 0;
       for (int j = 0; j < V; ++j) mx = std::max(mx, double(logits[size_t(r * Vp + j)]));

@@ -203,8 +203,13 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // The weight gradients (through x^T and dy^T at tf32) accumulate: a
-  // second backward without zero_grad doubles them.
+  // second forward and backward without zero_grad doubles them (a second
+  // backward of one forward is refused: the first wrote the logits'
+  // gradient over them).
   const std::vector<float> once = trained.read_gradient("h.1.mlp.c_fc.weight");
+  EXPECT_THAT(tegula::testing::error_of([&] { trained.backward(); }), HasSubstr("once per forward()"));
+  EXPECT_THAT(tegula::testing::error_of([&] { (void)trained.logits(); }), HasSubstr("logits() after backward()"));
+  trained.forward(tok, tgt, B, T);
   trained.backward();
   std::vector<double> twice;
   for (float g : once)
@@ -245,14 +250,15 @@ TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
     for (const ParamSpec &p : plain.parameters())
       persistent.write_parameter(p.name, plain.read_parameter(p.name));
     EXPECT_EQ(plain.forward(tok, tgt, B, T), persistent.forward(tok, tgt, B, T));
-    EXPECT_EQ(plain.logits(), persistent.logits());
+    const std::vector<float> plainLogits = plain.logits();
+    EXPECT_EQ(plainLogits, persistent.logits());
     plain.zero_grad(), persistent.zero_grad();
     plain.backward(), persistent.backward();
     for (const ParamSpec &p : plain.parameters())
       EXPECT_EQ(plain.read_gradient(p.name), persistent.read_gradient(p.name)) << p.name;
     persistent.set_warp_specialize(false);
     persistent.forward(tok, tgt, B, T);
-    EXPECT_EQ(plain.logits(), persistent.logits());
+    EXPECT_EQ(plainLogits, persistent.logits());
   }
 }
 
@@ -428,7 +434,12 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     // with their gradients; the gradients of 12 of the tensors (not fch,
     // attproj, fcproj) in two buffers the blocks take turns with.
     const int64_t perLayer = 18 * int64_t(BT) * C * e + 2 * (4 * int64_t(BT) + int64_t(B) * H * T) * 4;
-    const int64_t rest = 2 * ((2 * int64_t(BT) * C + int64_t(BT) * Vp) * e + (3 * int64_t(BT) + int64_t(B) * H * T) * 4) +
+    // The embeddings' and ln_f's output with their gradients, the logits
+    // (their gradient written over them), four statistics of a row (ln_f's
+    // mean and rstd, the loss and its logsumexp) and attention's delta with
+    // theirs.
+    const int64_t rest = 2 * 2 * int64_t(BT) * C * e + int64_t(BT) * Vp * e +
+                         2 * (4 * int64_t(BT) + int64_t(B) * H * T) * 4 +
                          std::min<int64_t>(L, 2) * 12 * int64_t(BT) * C * e +
                          2 * int64_t(BT) * 4; // the batch: tokens and targets
     GptModel::Memory mem = m.memory();
