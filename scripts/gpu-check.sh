@@ -143,7 +143,7 @@ CONFIG
 
 # What `run` can be asked for: a part names several items, an item is one
 # program (a carried test binary or benchmark) or one Python step.
-PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead pytest"
+PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead python-gpt2-train pytest"
 # The GEMM benchmark's types (benchmarks/gemm.cpp's --dtypes): in `benchmarks`
 # it runs one type an item (gemm-bf16, ...), since all of them together
 # outgrow a call; `run gemm` still runs it whole.
@@ -309,7 +309,7 @@ run() {
         rows+=("$(printf '%-9s %-24s rc=%-3s %s' reference "$item" "$rc" "$why")")
         grep -hE '^(torch|gpt2)_' "$logs/$item.log" >>"$logs/results.txt"
         rc=0 ;; # torch missing or failing is reported, not a Tegula failure
-      :python-launch-overhead | :pytest)
+      :python-launch-overhead | :python-gpt2-train | :pytest)
         local py libs
         python_path
         py=$pypath
@@ -325,6 +325,10 @@ run() {
         elif [[ $item == pytest ]]; then
           LD_LIBRARY_PATH=$libs PYTHONPATH=$py stream "$item" python3 -m pytest -q -rs python/tests
           rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$why$(tail -1 "$logs/$item.log")")")
+        elif [[ $item == python-gpt2-train ]]; then
+          LD_LIBRARY_PATH=$libs PYTHONPATH=$py PYTHONUNBUFFERED=1 stream "$item" python3 benchmarks/gpt2_train.py
+          rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$why")")
+          grep -hE '^gpt2_python_' "$logs/$item.log" >>"$logs/results.txt"
         else
           LD_LIBRARY_PATH=$libs PYTHONPATH=$py PYTHONUNBUFFERED=1 stream "$item" python3 benchmarks/launch_overhead.py
           rows+=("$(printf '%-9s %-24s rc=%-3s %s' python "$item" "$rc" "$why")")
