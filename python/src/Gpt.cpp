@@ -92,6 +92,23 @@ struct PyGpt {
   int B = 0, T = 0; // the last forward's
 };
 
+/// A model made by `make` (without the GIL: it allocates and may read a
+/// checkpoint) on the named backend, storage and dot precision.
+template <class Make>
+PyGpt makeModel(const std::string &backend, const std::string &dtype, const std::string &matmul, Make make) {
+  const Backend b = parse_backend(backend);
+  const DType storage = storageNamed(dtype);
+  const tl::precision p = precisionNamed(matmul);
+  PyGpt g;
+  {
+    py::gil_scoped_release unlocked;
+    g.model = make(b, p, storage);
+  }
+  g.backend = backendName(b), g.dtype = storage == DType::bf16 ? "bfloat16" : "float32";
+  g.matmul = matmul;
+  return g;
+}
+
 py::dict memoryDict(const GptModel::Memory &m) {
   py::dict d;
   d["parameters"] = m.parameters, d["gradients"] = m.gradients, d["optimizer"] = m.optimizer;
@@ -171,36 +188,21 @@ PYBIND11_MODULE(_gpt, m) {
   py::class_<PyGpt>(m, "Model")
       .def(py::init([](const GptConfig &config, const std::string &backend, const std::string &dtype,
                        const std::string &matmul) {
-             const Backend b = parse_backend(backend);
-             const DType storage = storageNamed(dtype);
-             const tl::precision p = precisionNamed(matmul);
-             PyGpt g;
-             {
-               py::gil_scoped_release unlocked;
-               g.model = std::make_unique<GptModel>(config, b, p, storage);
-             }
-             g.backend = backendName(b), g.dtype = storage == DType::bf16 ? "bfloat16" : "float32";
-             g.matmul = matmul;
-             return g;
+             return makeModel(backend, dtype, matmul, [&](Backend b, tl::precision p, DType storage) {
+               return std::make_unique<GptModel>(config, b, p, storage);
+             });
            }),
            py::arg("config"), py::arg("backend"), py::arg("dtype"), py::arg("matmul"))
       .def_static(
           "from_pretrained",
           [](const std::string &path, int nHead, const std::string &configJson, const std::string &backend,
              const std::string &dtype, const std::string &matmul) {
-            const Backend b = parse_backend(backend);
-            const DType storage = storageNamed(dtype);
-            const tl::precision p = precisionNamed(matmul);
-            PyGpt g;
-            {
-              py::gil_scoped_release unlocked;
+            return makeModel(backend, dtype, matmul, [&](Backend b, tl::precision p, DType storage) {
               const SafetensorsFile file = SafetensorsFile::read(path);
-              g.model = std::make_unique<GptModel>(checkpoint_config(file, nHead, configJson), b, p, storage);
-              g.model->load(file);
-            }
-            g.backend = backendName(b), g.dtype = storage == DType::bf16 ? "bfloat16" : "float32";
-            g.matmul = matmul;
-            return g;
+              auto model = std::make_unique<GptModel>(checkpoint_config(file, nHead, configJson), b, p, storage);
+              model->load(file);
+              return model;
+            });
           },
           py::arg("path"), py::arg("n_head"), py::arg("config_json"), py::arg("backend"), py::arg("dtype"),
           py::arg("matmul"))
