@@ -172,9 +172,9 @@ void GptModel::backward() {
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
   kernels_->fill(launch({uint32_t(cdiv(BT, 1024))}), dS(a.losses, BT), 1.0f / float(BT), int64_t(BT), 1024);
   // In place: the logits become their gradient (a B T x Vp tensor fewer).
+  a.logitsHoldGradient = true; // from here on, also if a launch fails
   kernels_->crossEntropyBwd(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.logitsLse, BT),
                             dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
-  a.logitsHoldGradient = true;
   // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
   // wte K-major through its transpose where the model keeps one (wgmma).
   if (std::optional<Arg> wteT = transposedWeight("wte.weight"))

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -64,12 +65,16 @@ GptConfig checkpoint_config(const SafetensorsFile &file, int n_head, const std::
   if (n_head > 0) {
     c.n_head = n_head;
   } else if (auto it = file.metadata().find("n_head"); it != file.metadata().end()) {
-    c.n_head = std::atoi(it->second.c_str());
+    const std::string &v = it->second;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), c.n_head);
+    if (ec != std::errc() || end != v.data() + v.size() || c.n_head < 1)
+      throw Error(fmt::format("checkpoint: its metadata's n_head '{}' is not a positive integer", v));
   } else if (!config_json.empty() && std::filesystem::exists(config_json)) {
     c.n_head = headsFromJson(config_json);
   } else {
     throw Error(fmt::format("checkpoint: the number of heads is not in the weights or the file's metadata; give "
-                            "it (n_head) or put Hugging Face's config.json beside the file{}",
+                            "it (tegula-gpt --heads, Python n_head=) or put Hugging Face's config.json beside "
+                            "the file{}",
                             config_json.empty() ? "" : fmt::format(" ({} is missing)", config_json)));
   }
   c.validate();

@@ -309,7 +309,7 @@ void GptModel::save(const std::string &path, const std::map<std::string, std::st
   }
   // The head count, which the weights do not say (checkpoint_config reads it).
   std::map<std::string, std::string> described = metadata;
-  described.emplace("n_head", std::to_string(config_.n_head));
+  described.insert_or_assign("n_head", std::to_string(config_.n_head));
   write_safetensors(path, tensors, described);
 }
 
@@ -409,11 +409,12 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     memory(); // the peak
   }
   Activations &a = *acts_;
-  a.hasTargets = !targets.empty();
-  a.logitsHoldGradient = false;
+  // Until this forward has run, neither its logits nor a backward of it.
+  a.hasTargets = false;
+  a.logitsHoldGradient = true;
   if (a.deviceTokens) {
     a.deviceTokens->upload(tokens);
-    if (a.hasTargets)
+    if (!targets.empty())
       a.deviceTargets->upload(targets);
   } else {
     std::copy(tokens.begin(), tokens.end(), a.hostTokens.begin());
@@ -471,10 +472,13 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   const auto [HM, HN, HK, headWarps, headStages] = tiles_.head();
   kernels_->lmHead(launch(gemmGrid(BT, c.vocab_padded, HM, HN), headWarps, headStages), A(a.lnfOut, btc),
                    P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, HM, HN, HK, groupM());
-  if (targets.empty())
+  if (targets.empty()) {
+    a.logitsHoldGradient = false;
     return NAN;
+  }
   kernels_->crossEntropy(launch({uint32_t(BT)}), A(a.logits, logitsSize), tgtArg, S(a.losses, BT),
                          S(a.logitsLse, BT), c.vocab, c.vocab_padded, tiles_.vocab_block);
+  a.logitsHoldGradient = false, a.hasTargets = true;
   std::vector<float> losses = a.stats.download(a.losses, BT);
   double sum = 0;
   for (float v : losses)
@@ -517,8 +521,8 @@ std::vector<float> GptModel::logits() const {
   if (!acts_)
     throw Error("GPT: logits() before forward()");
   if (acts_->logitsHoldGradient)
-    throw Error("GPT: logits() after backward(): the backward writes the logits' gradient over them (read "
-                "them between forward() and backward())");
+    throw Error("GPT: logits() after backward() (or a forward() that failed): the backward writes the logits' "
+                "gradient over them (read them between forward() and backward())");
   const int BT = acts_->B * acts_->T, Vp = config_.vocab_padded, V = config_.vocab;
   std::vector<float> padded = acts_->arena.download(acts_->logits, int64_t(BT) * Vp), out;
   out.reserve(size_t(BT) * size_t(V));

@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <mutex>
 
 namespace py = pybind11;
 using namespace tegula;
@@ -30,6 +31,11 @@ using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 /// `values` as a new numpy array of `shape`.
 F32Array toNumpy(std::vector<float> values, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  if (n != int64_t(values.size()))
+    throw Error(fmt::format("tegula.gpt: {} values for an array of shape [{}]", values.size(), fmt::join(shape, ", ")));
   auto *owned = new std::vector<float>(std::move(values));
   py::capsule free(owned, [](void *p) { delete static_cast<std::vector<float> *>(p); });
   return F32Array(std::vector<py::ssize_t>(shape.begin(), shape.end()), owned->data(), free);
@@ -89,8 +95,27 @@ tl::precision precisionNamed(const std::string &name) {
 struct PyGpt {
   std::unique_ptr<GptModel> model;
   std::string backend, dtype, matmul;
-  int B = 0, T = 0; // the last forward's
+  int B = 0, T = 0; // the last successful forward's (0: none)
+  // One call at a time: calls release the GIL while kernels run, and a
+  // forward may reallocate what another thread's logits() reads.
+  std::unique_ptr<std::mutex> busy = std::make_unique<std::mutex>();
 };
+
+/// `f(model)` without the GIL, holding the model's lock.
+template <class F> auto locked(PyGpt &g, F f) {
+  py::gil_scoped_release unlocked;
+  std::lock_guard lock(*g.busy);
+  return f(*g.model);
+}
+
+/// A parameter's shape as Python sees it: wte without its padding rows (as
+/// Hugging Face and checkpoints have it).
+std::vector<int64_t> visibleShape(const GptModel &m, const ParamSpec &p) {
+  std::vector<int64_t> shape = p.shape;
+  if (p.name == "wte.weight")
+    shape[0] = m.config().vocab;
+  return shape;
+}
 
 /// A model made by `make` (without the GIL: it allocates and may read a
 /// checkpoint) on the named backend, storage and dot precision.
@@ -215,42 +240,59 @@ PYBIND11_MODULE(_gpt, m) {
                              [](const PyGpt &g) {
                                py::dict d;
                                for (const ParamSpec &p : g.model->parameters())
-                                 d[py::str(p.name)] = py::tuple(py::cast(p.shape));
+                                 d[py::str(p.name)] = py::tuple(py::cast(visibleShape(*g.model, p)));
                                return d;
                              })
-      .def("init_random", [](PyGpt &g, uint64_t seed) { g.model->init_random(seed); },
-           py::call_guard<py::gil_scoped_release>(), py::arg("seed"))
+      .def("init_random", [](PyGpt &g, uint64_t seed) { locked(g, [&](GptModel &m) { m.init_random(seed); }); },
+           py::arg("seed"))
       .def("load",
-           [](PyGpt &g, const std::string &path) { g.model->load(SafetensorsFile::read(path)); },
-           py::call_guard<py::gil_scoped_release>(), py::arg("path"))
-      .def("save", [](const PyGpt &g, const std::string &path,
-                      const std::map<std::string, std::string> &metadata) { g.model->save(path, metadata); },
-           py::call_guard<py::gil_scoped_release>(), py::arg("path"), py::arg("metadata"))
+           [](PyGpt &g, const std::string &path) {
+             locked(g, [&](GptModel &m) { m.load(SafetensorsFile::read(path)); });
+           },
+           py::arg("path"))
+      .def("save",
+           [](PyGpt &g, const std::string &path, const std::map<std::string, std::string> &metadata) {
+             locked(g, [&](GptModel &m) { m.save(path, metadata); });
+           },
+           py::arg("path"), py::arg("metadata"))
       .def("parameter",
-           [](const PyGpt &g, const std::string &name) {
-             const ParamSpec &p = g.model->parameter(name);
-             return toNumpy(g.model->read_parameter(name), p.shape);
+           [](PyGpt &g, const std::string &name) {
+             std::vector<int64_t> shape;
+             std::vector<float> v = locked(g, [&](GptModel &m) {
+               shape = visibleShape(m, m.parameter(name));
+               std::vector<float> all = m.read_parameter(name);
+               all.resize(size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1)));
+               return all;
+             });
+             return toNumpy(std::move(v), shape);
            },
            py::arg("name"))
       .def("set_parameter",
            [](PyGpt &g, const std::string &name, py::handle value) {
              const ParamSpec &p = g.model->parameter(name);
+             const std::vector<int64_t> shape = visibleShape(*g.model, p);
              F32Array a = F32Array::ensure(value);
              if (!a)
                throw py::type_error(fmt::format("parameter '{}': expected an array of numbers", name));
-             if (std::vector<int64_t>(a.shape(), a.shape() + a.ndim()) != p.shape)
+             const std::vector<int64_t> got(a.shape(), a.shape() + a.ndim());
+             if (got != shape)
                throw py::value_error(fmt::format("parameter '{}' is [{}], got an array of shape [{}]", name,
-                                                 fmt::join(p.shape, ", "),
-                                                 fmt::join(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), ", ")));
+                                                 fmt::join(shape, ", "), fmt::join(got, ", ")));
              std::vector<float> values(a.data(), a.data() + a.size());
-             py::gil_scoped_release unlocked;
-             g.model->write_parameter(name, values);
+             values.resize(size_t(p.numel()), 0.0f); // wte's padding rows stay 0
+             locked(g, [&](GptModel &m) { m.write_parameter(name, values); });
            },
            py::arg("name"), py::arg("value"))
       .def("gradient",
-           [](const PyGpt &g, const std::string &name) {
-             const ParamSpec &p = g.model->parameter(name);
-             return toNumpy(g.model->read_gradient(name), p.shape);
+           [](PyGpt &g, const std::string &name) {
+             std::vector<int64_t> shape;
+             std::vector<float> v = locked(g, [&](GptModel &m) {
+               shape = visibleShape(m, m.parameter(name));
+               std::vector<float> all = m.read_gradient(name);
+               all.resize(size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1)));
+               return all;
+             });
+             return toNumpy(std::move(v), shape);
            },
            py::arg("name"))
       .def("forward",
@@ -262,57 +304,71 @@ PYBIND11_MODULE(_gpt, m) {
                  throw py::value_error(fmt::format("targets are [{}, {}], tokens [{}, {}]: they must match", y.B,
                                                    y.T, x.B, x.T));
              }
-             float loss;
-             {
-               py::gil_scoped_release unlocked;
-               loss = g.model->forward(x.values, y.values, x.B, x.T);
-             }
-             g.B = x.B, g.T = x.T;
-             return loss;
+             return locked(g, [&](GptModel &m) {
+               g.B = g.T = 0; // until this forward has run
+               const float loss = m.forward(x.values, y.values, x.B, x.T);
+               g.B = x.B, g.T = x.T;
+               return loss;
+             });
            },
            py::arg("tokens"), py::arg("targets"))
       .def("logits",
-           [](const PyGpt &g) {
-             std::vector<float> l = g.model->logits();
-             return toNumpy(std::move(l), {g.B, g.T, g.model->config().vocab});
+           [](PyGpt &g) {
+             int B = 0, T = 0;
+             std::vector<float> l = locked(g, [&](GptModel &m) {
+               if (!g.B)
+                 throw Error("GPT: logits() before a forward() that ran");
+               B = g.B, T = g.T;
+               return m.logits();
+             });
+             return toNumpy(std::move(l), {B, T, g.model->config().vocab});
            })
       .def("block_output",
-           [](const PyGpt &g, int layer) {
-             return toNumpy(g.model->block_output(layer), {g.B, g.T, g.model->config().n_embd});
+           [](PyGpt &g, int layer) {
+             int B = 0, T = 0;
+             std::vector<float> out = locked(g, [&](GptModel &m) {
+               if (!g.B)
+                 throw Error("GPT: block_output() before a forward() that ran");
+               B = g.B, T = g.T;
+               return m.block_output(layer);
+             });
+             return toNumpy(std::move(out), {B, T, g.model->config().n_embd});
            },
            py::arg("layer"))
-      .def("zero_grad", [](PyGpt &g) { g.model->zero_grad(); }, py::call_guard<py::gil_scoped_release>())
-      .def("backward", [](PyGpt &g) { g.model->backward(); }, py::call_guard<py::gil_scoped_release>())
-      .def("clip_grad_norm", [](PyGpt &g, float maxNorm) { return g.model->clip_grad_norm(maxNorm); },
-           py::call_guard<py::gil_scoped_release>(), py::arg("max_norm"))
+      .def("zero_grad", [](PyGpt &g) { locked(g, [](GptModel &m) { m.zero_grad(); }); })
+      .def("backward", [](PyGpt &g) { locked(g, [](GptModel &m) { m.backward(); }); })
+      .def("clip_grad_norm",
+           [](PyGpt &g, float maxNorm) { return locked(g, [&](GptModel &m) { return m.clip_grad_norm(maxNorm); }); },
+           py::arg("max_norm"))
       .def("step",
            [](PyGpt &g, float lr, float beta1, float beta2, float eps, float weightDecay) {
-             g.model->step({.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weightDecay});
+             locked(g, [&](GptModel &m) {
+               m.step({.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weightDecay});
+             });
            },
-           py::call_guard<py::gil_scoped_release>(), py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
-           py::arg("eps"), py::arg("weight_decay"))
+           py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"))
       .def("generate",
            [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed) {
              Tokens p = tokensFrom(prompt, "prompt");
              if (p.B != 1)
                throw py::value_error(fmt::format("prompt: one sequence of token ids, got {} rows", p.B));
              if (count < 0)
-               throw py::value_error(fmt::format("count is the number of tokens to add, got {}", count));
-             std::vector<int32_t> out;
-             {
-               py::gil_scoped_release unlocked;
-               out = g.model->generate(p.values, count,
-                                       {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed});
-             }
+               throw py::value_error(fmt::format("max_new_tokens must be >= 0, got {}", count));
+             std::vector<int32_t> out = locked(g, [&](GptModel &m) {
+               return m.generate(p.values, count,
+                                 {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed});
+             });
              return py::array_t<int32_t>(py::ssize_t(out.size()), out.data());
            },
            py::arg("prompt"), py::arg("count"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
            py::arg("seed"))
-      .def("memory", [](const PyGpt &g) { return memoryDict(g.model->memory()); })
+      .def("memory", [](PyGpt &g) { return memoryDict(locked(g, [](GptModel &m) { return m.memory(); })); })
       .def("training_flops_per_token", [](const PyGpt &g, int T) { return g.model->training_flops_per_token(T); },
            py::arg("T"))
-      .def("set_warp_specialize", [](PyGpt &g, bool on) { g.model->set_warp_specialize(on); }, py::arg("on"))
-      .def("set_overlap_weight_gradients", [](PyGpt &g, bool on) { g.model->set_overlap_weight_gradients(on); },
+      .def("set_warp_specialize",
+           [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_warp_specialize(on); }); }, py::arg("on"))
+      .def("set_overlap_weight_gradients",
+           [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_overlap_weight_gradients(on); }); },
            py::arg("on"));
 
   m.def("learning_rate", &GptModel::learning_rate, py::kw_only(), py::arg("step"), py::arg("warmup"),

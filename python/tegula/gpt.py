@@ -37,8 +37,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def read_safetensors(path: PathLike) -> dict:
-    """Every tensor of a ``.safetensors`` file as a numpy array (floating types
-    as float32, integers as int32), read and validated by Tegula's reader."""
+    """Every tensor of a ``.safetensors`` file as a numpy array - F32, F16, BF16
+    and F64 as float32, I32 and I64 as int32 (other types raise tegula.Error) -
+    read and validated by Tegula's reader."""
     return _gpt.read_safetensors(os.fspath(path))
 
 
@@ -106,12 +107,18 @@ class GPT:
         return self._m.dtype
 
     @property
+    def matmul(self) -> str:
+        """The precision of f32 dots: "ieee", "tf32" or "tf32x3"."""
+        return self._m.matmul
+
+    @property
     def num_parameters(self) -> int:
         """Parameters (wte's padding rows included, the tied LM head once)."""
         return self._m.num_parameters
 
     def parameter_shapes(self) -> dict:
-        """Parameter name (Hugging Face's, without "transformer.") -> shape, in the arena's order."""
+        """Parameter name (Hugging Face's, without "transformer.") -> shape, in the
+        arena's order (wte as ``[vocab, n_embd]``: its padding rows stay inside)."""
         return self._m.parameter_shapes
 
     def __repr__(self) -> str:

@@ -141,6 +141,39 @@ def test_loss_falls_training_on_a_repetitive_corpus():
     assert memory["optimizer"] == 2 * memory["gradients"] and memory["peak"] >= memory["total"]
 
 
+def test_wte_without_its_padding_rows_and_safetensors_round_trip(tmp_path, rng):
+    # vocab 300 pads to 384 inside the model; Python, checkpoints and Hugging
+    # Face see [300, n_embd].
+    model = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=64, vocab=300, n_ctx=16), matmul="ieee")
+    assert model.config.vocab_padded == 384 and model.matmul == "ieee"
+    model.init_random(seed=4)
+    assert model.parameter_shapes()["wte.weight"] == (300, 64)
+    wte = rng.standard_normal((300, 64)).astype(np.float32)
+    model.set_parameter("wte.weight", wte)
+    np.testing.assert_array_equal(model.parameter("wte.weight"), wte)
+    model.save(tmp_path / "m.safetensors")
+    other = gpt.GPT(model.config)
+    other.load_state_dict(gpt.read_safetensors(tmp_path / "m.safetensors"))
+    np.testing.assert_array_equal(other.parameter("wte.weight"), wte)
+    tokens = [[1, 299, 5, 7]]
+    logits, _ = model(tokens)
+    assert logits.shape == (1, 4, 300)
+    np.testing.assert_array_equal(other(tokens)[0], logits)
+    model.forward(tokens, [[299, 5, 7, 1]])
+    model.zero_grad()
+    model.backward()
+    assert model.gradient("wte.weight").shape == (300, 64)
+    with pytest.raises(KeyError, match="missing"):
+        other.load_state_dict({"wte.weight": wte})
+    # write_safetensors: bf16 rounds to nearest even, f32 is exact.
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    gpt.write_safetensors(tmp_path / "t.safetensors", {"x": x}, metadata={"k": "v"}, dtype="BF16")
+    back = gpt.read_safetensors(tmp_path / "t.safetensors")["x"]
+    assert back.shape == (3, 5) and np.abs(back - x).max() <= np.abs(x).max() * 2**-8
+    gpt.write_safetensors(tmp_path / "t.safetensors", {"x": x})
+    np.testing.assert_array_equal(gpt.read_safetensors(tmp_path / "t.safetensors")["x"], x)
+
+
 def test_learning_rate_schedule():
     assert gpt.learning_rate(step=0, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(0.1)
     assert gpt.learning_rate(step=9, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(1.0)
@@ -212,9 +245,9 @@ def test_forward_and_gradients_on_the_gpu_match_hugging_face(io):
         model = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4, backend="gpu",
                                         dtype=dtype)
         loss = model.forward(io["tokens"], io["targets"])
+        err = rel_error(model.logits(), io["logits"])  # before backward() overwrites them
         model.zero_grad()
         model.backward()
-        err = rel_error(model.logits(), io["logits"])
         gerr = rel_error(model.gradient("h.0.attn.c_attn.weight"), grads["transformer.h.0.attn.c_attn.weight"])
         print(f"[gpt] gpu {dtype}: logits rel {err:.2e}, d c_attn rel {gerr:.2e}, loss {loss:.5f}")
         assert err < tol and gerr < 3 * tol

@@ -48,6 +48,8 @@ TEST(CheckpointConfig, HeadsFromTheSavedMetadataOrConfigJsonBeside) {
   const std::string saved = (dir.path / "saved.safetensors").string();
   m.save(saved);
   const GptConfig c = checkpoint_config(SafetensorsFile::read(saved));
+  m.save(saved, {{"n_head", "7"}}); // the model's own count wins
+  EXPECT_EQ(checkpoint_config(SafetensorsFile::read(saved)).n_head, 2);
   EXPECT_EQ(c.n_layer, 3);
   EXPECT_EQ(c.n_head, 2);
   EXPECT_EQ(c.vocab, 300);
@@ -78,6 +80,10 @@ TEST(CheckpointConfig, AFileThatIsNotGpt2IsAClearError) {
   EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path), 2); }),
               HasSubstr("no 'wte.weight' tensor"));
   std::vector<float> two(2, 1.0f);
+  write_safetensors(path, {{"wte.weight", {2, 2}, v}, {"wpe.weight", {2, 2}, v}, {"h.0.ln_1.weight", {2}, two}},
+                    {{"n_head", "2x"}});
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path)); }),
+              HasSubstr("metadata's n_head '2x' is not a positive integer"));
   write_safetensors(path, {{"wte.weight", {2, 2}, v}, {"wpe.weight", {2, 2}, v}, {"h.1.ln_1.weight", {2}, two}});
   EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path), 2); }),
               HasSubstr("not numbered 0 .. n - 1"));

@@ -40,6 +40,8 @@ grep -q 'vocabulary 420' "$work/tok.log"
 grep -q 'vocabulary 420 (token file)' "$work/train-bpe.log"
 "$tool" generate --model "$work/b.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" \
   --prompt "the quick" --tokens 4 | grep -q '^the quick'
+if "$tool" generate --model "$work/b.safetensors" --prompt x 2>"$work/err.log"; then exit 1; fi
+grep -q "a BPE model: give its --vocab and --merges" "$work/err.log"
 if "$tool" train --data "$work/input.txt" --stepz 3 2>"$work/err.log"; then exit 1; fi
 grep -q "unknown option '--stepz'" "$work/err.log"
 if "$tool" generate --model "$work/missing.safetensors" --prompt x 2>"$work/err.log"; then exit 1; fi

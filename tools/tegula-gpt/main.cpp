@@ -6,12 +6,14 @@
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
 //                    [--warp-specialize on|off]
-//   tegula-gpt generate --model model.safetensors [--layers/--heads/--embd as trained]
+//   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
 //
-// generate decodes with a KV cache, up to the context length (--seq, at least
-// 64). Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
+// generate reads the model's sizes from the checkpoint (its heads from
+// --heads, its metadata or config.json beside it) and decodes with a KV
+// cache, up to its context length (wpe's rows; train makes it --seq, at
+// least 64). Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
 // (tokenize writes them to a token file: a 16-byte header "TGTK", version,
 // vocabulary size, then little-endian i32 ids). Text or token files are
 // memory-mapped; the last 10% is held out for the validation loss. Training
@@ -293,9 +295,10 @@ int generate(const Options &o) {
   const SafetensorsFile file = SafetensorsFile::read(o.str("model"));
   const GptConfig config = checkpoint_config(file, o.integer("heads"), config_json_beside(o.str("model")));
   const int vocab = bpe ? bpe->vocab_size() : 256;
-  if (vocab > config.vocab)
-    throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary only {}",
-                            bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab));
+  if (vocab != config.vocab)
+    throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary {}{}",
+                            bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab,
+                            bpe ? "" : " (a BPE model: give its --vocab and --merges)"));
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(warpSpecializeFrom(o));
   model.load(file);
