@@ -134,6 +134,20 @@ PyGpt makeModel(const std::string &backend, const std::string &dtype, const std:
   return g;
 }
 
+/// Parameter `name`'s values (or its gradient's: `read`) as numpy, in its
+/// visible shape.
+F32Array visibleTensor(PyGpt &g, const std::string &name,
+                       std::vector<float> (GptModel::*read)(const std::string &) const) {
+  std::vector<int64_t> shape;
+  std::vector<float> v = locked(g, [&](GptModel &m) {
+    shape = visibleShape(m, m.parameter(name));
+    std::vector<float> all = (m.*read)(name);
+    all.resize(size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1)));
+    return all;
+  });
+  return toNumpy(std::move(v), shape);
+}
+
 py::dict memoryDict(const GptModel::Memory &m) {
   py::dict d;
   d["parameters"] = m.parameters, d["gradients"] = m.gradients, d["optimizer"] = m.optimizer;
@@ -255,17 +269,7 @@ PYBIND11_MODULE(_gpt, m) {
              locked(g, [&](GptModel &m) { m.save(path, metadata); });
            },
            py::arg("path"), py::arg("metadata"))
-      .def("parameter",
-           [](PyGpt &g, const std::string &name) {
-             std::vector<int64_t> shape;
-             std::vector<float> v = locked(g, [&](GptModel &m) {
-               shape = visibleShape(m, m.parameter(name));
-               std::vector<float> all = m.read_parameter(name);
-               all.resize(size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1)));
-               return all;
-             });
-             return toNumpy(std::move(v), shape);
-           },
+      .def("parameter", [](PyGpt &g, const std::string &name) { return visibleTensor(g, name, &GptModel::read_parameter); },
            py::arg("name"))
       .def("set_parameter",
            [](PyGpt &g, const std::string &name, py::handle value) {
@@ -283,17 +287,7 @@ PYBIND11_MODULE(_gpt, m) {
              locked(g, [&](GptModel &m) { m.write_parameter(name, values); });
            },
            py::arg("name"), py::arg("value"))
-      .def("gradient",
-           [](PyGpt &g, const std::string &name) {
-             std::vector<int64_t> shape;
-             std::vector<float> v = locked(g, [&](GptModel &m) {
-               shape = visibleShape(m, m.parameter(name));
-               std::vector<float> all = m.read_gradient(name);
-               all.resize(size_t(shape[0] * (shape.size() > 1 ? shape[1] : 1)));
-               return all;
-             });
-             return toNumpy(std::move(v), shape);
-           },
+      .def("gradient", [](PyGpt &g, const std::string &name) { return visibleTensor(g, name, &GptModel::read_gradient); },
            py::arg("name"))
       .def("forward",
            [](PyGpt &g, py::handle tokens, py::handle targets) {
