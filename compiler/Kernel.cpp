@@ -392,6 +392,7 @@ Kernel::Kernel(std::string name, std::vector<ParamInfo> params,
 
 const std::string &Kernel::name() const { return impl_->name; }
 const std::vector<ParamInfo> &Kernel::params() const { return impl_->params; }
+const std::vector<std::string> &Kernel::param_names() const { return impl_->paramNames; }
 
 size_t Kernel::num_specializations() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -612,14 +613,45 @@ std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile,
 
 } // namespace
 
+namespace {
+/// `opts.backend`, else $TEGULA_BACKEND, else the interpreter.
+Backend backendOf(const LaunchOptions &opts, const Switches &env) {
+  if (opts.backend)
+    return *opts.backend;
+  if (env.backend && *env.backend)
+    return parse_backend(env.backend);
+  return Backend::Interp;
+}
+
+/// The simulator's target: `opts.chip`, else $TEGULA_SIM_CHIP (the whole
+/// program's simulated code for another target, e.g. sm_90a), else sm_80.
+std::string simChipOf(const LaunchOptions &opts, const Switches &env) {
+  return !opts.chip.empty() ? opts.chip : env.simChip && *env.simChip ? std::string(env.simChip) : "sm_80";
+}
+} // namespace
+
+std::string Kernel::launch_target(const LaunchOptions &opts) const {
+  const Switches env = Switches::read();
+  const Backend backend = backendOf(opts, env);
+  if (backend == Backend::Interp)
+    return "interp";
+  std::string where;
+  if (backend == Backend::GPU) {
+    const runtime::GpuDevice &device = runtime::currentDevice();
+    where = fmt::format("gpu {} {}", device.name, opts.chip.empty() ? device.chip() : opts.chip);
+  } else {
+    where = "sim " + simChipOf(opts, env);
+  }
+  const detail::CodePaths paths = env.paths();
+  return fmt::format("{}{}{}{}{}{}{}", where, paths.wgmma ? "" : " no-wgmma", paths.tma ? "" : " no-tma",
+                     paths.overlapDots ? "" : " no-overlap-dots", paths.warpgroupTurns ? "" : " no-warpgroup-turns",
+                     env.warpSpecialize ? " ws" : "", env.pingPong ? " pp" : "");
+}
+
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
   detail::Specialization &spec = impl_->specialize(args);
   const Switches env = Switches::read();
-  Backend backend = Backend::Interp;
-  if (opts.backend)
-    backend = *opts.backend;
-  else if (env.backend && *env.backend)
-    backend = parse_backend(env.backend);
+  const Backend backend = backendOf(opts, env);
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
@@ -684,11 +716,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     std::shared_ptr<sim::SimKernel> simulated;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
-      // Unset: $TEGULA_SIM_CHIP (the whole program's simulated code for
-      // another target, e.g. sm_90a), else sm_80.
-      const std::string chip = !opts.chip.empty()               ? opts.chip
-                               : env.simChip && *env.simChip ? std::string(env.simChip)
-                                                             : "sm_80";
+      const std::string chip = simChipOf(opts, env);
       const detail::CodePaths paths = env.paths();
       const GpuPipelineOptions pipeline{.numWarps = opts.num_warps,
                                         .numStages = opts.num_stages,

@@ -246,6 +246,13 @@ public:
 
   const std::string &name() const;
   const std::vector<ParamInfo> &params() const;
+  /// The parameters' names (arg0, arg1, ... where none were given).
+  const std::vector<std::string> &param_names() const;
+  /// Where a launch with `opts` runs and which code it gets, as text: the
+  /// backend, and for the GPU and simulator the device, chip and the
+  /// TEGULA_* code switches - what a kernel's speed depends on besides its
+  /// arguments (the autotuner keys its choices by it).
+  std::string launch_target(const LaunchOptions &opts) const;
 
   /// Run the kernel over `opts.grid` with these arguments.
   void launch(const LaunchOptions &opts, const std::vector<Arg> &args) const;

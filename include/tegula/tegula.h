@@ -1,6 +1,7 @@
 // tegula.h - everything a user of the C++ API needs.
 #pragma once
 
+#include "tegula/autotune.h"
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 #include "tegula/kernel.h"

@@ -1,0 +1,448 @@
+//===- Autotune.cpp - a kernel launched with the fastest of its configs ----===//
+//
+// tegula::Autotuner (include/tegula/autotune.h): on the first launch of a
+// key it launches every config (warm-up, then CUDA events around each timed
+// launch, on the launch's stream), keeps the fastest, and writes the choice
+// to $TEGULA_CACHE_DIR/autotune/<hash of the kernel and its configs>.tsv
+// (one "key <tab> config index <tab> ms" line per key, the file replaced by
+// rename: readers never see half of it; when two processes tune at once the
+// last writer's file stays, and a missing key is tuned again).
+//
+//===----------------------------------------------------------------------===//
+#include "tegula/autotune.h"
+
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuLaunch.h"
+#include "runtime/KernelCache.h"
+
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+namespace tegula {
+
+int64_t TuneConfig::operator[](std::string_view name) const {
+  for (const auto &[n, v] : constants)
+    if (n == name)
+      return v;
+  throw Error(fmt::format("autotune config '{}' has no constant '{}'", str(), name));
+}
+
+std::string TuneConfig::str() const {
+  std::string s;
+  for (const auto &[n, v] : constants)
+    s += fmt::format("{}={} ", n, v);
+  s += fmt::format("warps={} stages={}", num_warps, num_stages);
+  if (ping_pong)
+    s += " pp";
+  else if (warp_specialize)
+    s += " ws";
+  return s;
+}
+
+const Arg &TunedArgs::arg(std::string_view name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name)
+      return args_[i];
+  throw Error(fmt::format("the kernel has no parameter '{}' (parameters: {})", name, fmt::join(names_, ", ")));
+}
+
+namespace detail {
+
+struct AutotunerImpl {
+  explicit AutotunerImpl(Kernel k) : kernel(std::move(k)) {}
+  Kernel kernel;
+  std::vector<TuneConfig> configs;
+  Autotuner::GridFn grid;
+  AutotuneOptions options;
+  std::vector<std::string> tunedNames; // the constants the configs give
+  std::vector<size_t> tunedIndex;      // their parameter indices
+  std::vector<size_t> givenIndex;      // the parameters the caller passes, in order
+  std::vector<size_t> keyIndex, restoreIndex;
+  std::string diskFile; // empty: no disk level
+
+  struct Choice {
+    size_t config = 0;
+    std::vector<TuneTrial> trials;
+  };
+  std::mutex mutex; // guards what follows; held while tuning
+  std::map<std::string, Choice> chosen;
+  std::optional<std::map<std::string, size_t>> onDisk; // read on the first miss
+
+  size_t paramIndex(const std::string &name, const char *what) const;
+  std::vector<Arg> fullArgs(const TuneConfig &config, const std::vector<Arg> &given) const;
+  LaunchOptions optionsFor(const TuneConfig &config, const LaunchOptions &opts, const std::vector<Arg> &full,
+                           const Autotuner::GridFn &grid) const;
+  std::string keyOf(const LaunchOptions &opts, const std::vector<Arg> &given) const;
+  Choice &choose(const LaunchOptions &opts, const std::vector<Arg> &given, const Autotuner::GridFn &grid);
+  Choice tune(const LaunchOptions &opts, const std::vector<Arg> &given, const std::string &key,
+              const Autotuner::GridFn &grid);
+  std::map<std::string, size_t> readDisk() const;
+  void writeDisk(const std::string &key, size_t config, double ms);
+};
+
+size_t AutotunerImpl::paramIndex(const std::string &name, const char *what) const {
+  const std::vector<std::string> &names = kernel.param_names();
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end())
+    throw Error(fmt::format("autotuning kernel '{}': {} '{}' is not one of its parameters ({})", kernel.name(), what,
+                            name, fmt::join(names, ", ")));
+  return size_t(it - names.begin());
+}
+
+std::vector<Arg> AutotunerImpl::fullArgs(const TuneConfig &config, const std::vector<Arg> &given) const {
+  std::vector<Arg> full(kernel.params().size(), Arg(0));
+  for (size_t i = 0; i < givenIndex.size(); ++i)
+    full[givenIndex[i]] = given[i];
+  for (size_t j = 0; j < tunedIndex.size(); ++j) {
+    const int64_t v = config[tunedNames[j]];
+    const DType t = kernel.params()[tunedIndex[j]].dtype;
+    full[tunedIndex[j]] = t == DType::i1 ? Arg(v != 0) : t == DType::i64 ? Arg(static_cast<long long>(v)) : Arg(int(v));
+  }
+  return full;
+}
+
+LaunchOptions AutotunerImpl::optionsFor(const TuneConfig &config, const LaunchOptions &opts,
+                                        const std::vector<Arg> &full, const Autotuner::GridFn &grid) const {
+  const Autotuner::GridFn &gridFn = grid ? grid : this->grid;
+  if (!gridFn)
+    throw Error(fmt::format("autotuned kernel '{}': no grid function (give one to the Autotuner or the launch)",
+                            kernel.name()));
+  LaunchOptions o = opts;
+  o.grid = gridFn(config, TunedArgs(kernel.param_names(), full));
+  o.num_warps = config.num_warps;
+  o.num_stages = config.num_stages;
+  o.warp_specialize = config.warp_specialize;
+  o.ping_pong = config.ping_pong;
+  return o;
+}
+
+std::string AutotunerImpl::keyOf(const LaunchOptions &opts, const std::vector<Arg> &given) const {
+  std::string key = kernel.launch_target(opts);
+  const std::vector<std::string> &names = kernel.param_names();
+  auto describe = [&](size_t param, const Arg &a) {
+    if (a.kind() == Arg::Kind::Buffer)
+      return fmt::format(" {}:{}", names[param], dtype_name(a.dtype()));
+    if (a.kind() == Arg::Kind::Float)
+      return fmt::format(" {}={}", names[param], a.as_float());
+    return fmt::format(" {}={}", names[param], a.as_int());
+  };
+  for (size_t i = 0; i < givenIndex.size(); ++i) {
+    const size_t p = givenIndex[i];
+    const bool inKey = std::find(keyIndex.begin(), keyIndex.end(), p) != keyIndex.end();
+    // Arrays' element types and untuned constants change the code: always.
+    if (inKey || given[i].kind() == Arg::Kind::Buffer || kernel.params()[p].kind == ParamInfo::Kind::Constant)
+      key += describe(p, given[i]);
+  }
+  return key;
+}
+
+namespace {
+
+/// Contents of the `restore` arrays, saved before tuning and put back after
+/// each config.
+class SavedArrays {
+public:
+  explicit SavedArrays(std::vector<Arg> arrays) : arrays_(std::move(arrays)) {
+    if (onDevice())
+      synchronize(); // the caller's work on any stream has written them
+    for (const Arg &a : arrays_) {
+      std::vector<char> &bytes = saved_.emplace_back(a.bytes());
+      if (a.on_device()) {
+        runtime::Driver &d = runtime::Driver::get();
+        d.check(d.cuMemcpyDtoH(bytes.data(), CUdeviceptr(a.device_ptr()), a.bytes()), "cuMemcpyDtoH");
+      } else if (a.bytes()) {
+        std::memcpy(bytes.data(), a.data(), a.bytes());
+      }
+    }
+  }
+  void putBack() const {
+    if (onDevice())
+      synchronize(); // the config's launches are done writing
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      const Arg &a = arrays_[i];
+      if (a.on_device()) {
+        runtime::Driver &d = runtime::Driver::get();
+        d.check(d.cuMemcpyHtoD(CUdeviceptr(a.device_ptr()), saved_[i].data(), a.bytes()), "cuMemcpyHtoD");
+      } else if (a.bytes()) {
+        std::memcpy(a.data(), saved_[i].data(), a.bytes());
+      }
+    }
+  }
+
+private:
+  bool onDevice() const {
+    return std::any_of(arrays_.begin(), arrays_.end(), [](const Arg &a) { return a.on_device(); });
+  }
+  std::vector<Arg> arrays_;
+  std::vector<std::vector<char>> saved_;
+};
+
+/// Median GPU time of `run` over `reps` launches on `stream`, after `warmup`.
+double timeOnGpu(const std::function<void()> &run, uint64_t stream, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i)
+    run();
+  const size_t n = size_t(reps);
+  std::vector<Event> start(n), stop(n); // created before the launches are enqueued
+  for (size_t i = 0; i < n; ++i) {
+    start[i].record(stream);
+    run();
+    stop[i].record(stream);
+  }
+  stop.back().synchronize();
+  std::vector<double> ms;
+  for (size_t i = 0; i < n; ++i)
+    ms.push_back(stop[i].elapsed_ms(start[i]));
+  std::sort(ms.begin(), ms.end());
+  return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+bool verboseFromEnvironment() {
+  const char *v = std::getenv("TEGULA_AUTOTUNE_VERBOSE");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+} // namespace
+
+AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::vector<Arg> &given,
+                                          const std::string &key, const Autotuner::GridFn &grid) {
+  Choice choice;
+  const bool onGpu = key.starts_with("gpu "); // Kernel::launch_target's backend
+  if (!options.measure && !onGpu)
+    return choice; // the first config: CPU timings say nothing about a GPU
+  std::vector<Arg> toRestore;
+  for (size_t p : restoreIndex)
+    for (size_t i = 0; i < givenIndex.size(); ++i)
+      if (givenIndex[i] == p)
+        toRestore.push_back(given[i]);
+  std::optional<SavedArrays> saved;
+  if (!toRestore.empty())
+    saved.emplace(std::move(toRestore));
+  const bool verbose = options.verbose || verboseFromEnvironment();
+  std::optional<size_t> best;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    TuneTrial &trial = choice.trials.emplace_back();
+    trial.config = configs[c];
+    try {
+      const std::vector<Arg> full = fullArgs(configs[c], given);
+      const LaunchOptions o = optionsFor(configs[c], opts, full, grid);
+      const std::function<void()> run = [&] { kernel.launch(o, full); };
+      trial.ms = options.measure ? options.measure(configs[c], run)
+                                 : timeOnGpu(run, o.stream, options.warmup, options.reps);
+    } catch (const Error &e) {
+      trial.error = e.what();
+    }
+    if (saved)
+      saved->putBack();
+    if (verbose)
+      fmt::print(stderr, "autotune {} [{}] {}: {}\n", kernel.name(), key, trial.config.str(),
+                 trial.error.empty() ? fmt::format("{:.4f} ms", trial.ms) : "failed: " + trial.error);
+    if (trial.error.empty() && (!best || trial.ms < choice.trials[*best].ms))
+      best = c;
+  }
+  if (!best) {
+    std::string why;
+    for (const TuneTrial &t : choice.trials)
+      why += fmt::format("\n  {}: {}", t.config.str(), t.error);
+    throw Error(fmt::format("autotuning kernel '{}': none of its {} configs ran for [{}]:{}", kernel.name(),
+                            configs.size(), key, why));
+  }
+  choice.config = *best;
+  if (verbose)
+    fmt::print(stderr, "autotune {} [{}]: chose {}\n", kernel.name(), key, configs[*best].str());
+  writeDisk(key, *best, choice.trials[*best].ms);
+  return choice;
+}
+
+AutotunerImpl::Choice &AutotunerImpl::choose(const LaunchOptions &opts, const std::vector<Arg> &given,
+                                             const Autotuner::GridFn &grid) {
+  if (given.size() != givenIndex.size()) {
+    std::vector<std::string> takes;
+    for (size_t p : givenIndex)
+      takes.push_back(kernel.param_names()[p]);
+    throw Error(fmt::format("autotuned kernel '{}' takes {} arguments ({}; {} come from its configs), {} were given",
+                            kernel.name(), givenIndex.size(), fmt::join(takes, ", "), fmt::join(tunedNames, ", "),
+                            given.size()));
+  }
+  const std::string key = keyOf(opts, given);
+  if (auto it = chosen.find(key); it != chosen.end())
+    return it->second;
+  if (!onDisk)
+    onDisk = readDisk();
+  if (auto it = onDisk->find(key); it != onDisk->end())
+    return chosen[key] = Choice{it->second, {}};
+  return chosen[key] = tune(opts, given, key, grid);
+}
+
+std::map<std::string, size_t> AutotunerImpl::readDisk() const {
+  std::map<std::string, size_t> entries;
+  if (diskFile.empty())
+    return entries;
+  std::ifstream in(diskFile);
+  std::string line;
+  while (std::getline(in, line)) {
+    // key \t index \t ms; anything else (a damaged line) is not trusted.
+    const size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
+    if (b == std::string::npos)
+      continue;
+    char *end = nullptr;
+    const std::string index = line.substr(a + 1, b - a - 1);
+    const unsigned long c = std::strtoul(index.c_str(), &end, 10);
+    if (index.empty() || *end || c >= configs.size())
+      continue;
+    entries[line.substr(0, a)] = size_t(c);
+  }
+  return entries;
+}
+
+void AutotunerImpl::writeDisk(const std::string &key, size_t config, double ms) {
+  if (diskFile.empty())
+    return;
+  std::map<std::string, std::string> lines; // what is there now, this key replaced
+  {
+    std::ifstream in(diskFile);
+    std::string line;
+    while (std::getline(in, line))
+      if (size_t tab = line.find('\t'); tab != std::string::npos)
+        lines[line.substr(0, tab)] = line;
+  }
+  lines[key] = fmt::format("{}\t{}\t{:.6f}", key, config, ms);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(diskFile).parent_path(), ec);
+  const std::string tmp = fmt::format("{}.{}.tmp", diskFile, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto &[k, l] : lines)
+      out << l << '\n';
+    if (!out)
+      return; // a cache that cannot be written is only slower next time
+  }
+  std::filesystem::rename(tmp, diskFile, ec);
+  if (ec)
+    std::filesystem::remove(tmp, ec);
+  if (onDisk)
+    (*onDisk)[key] = config;
+}
+
+} // namespace detail
+
+Autotuner::Autotuner(Kernel kernel, std::vector<TuneConfig> configs, GridFn grid, AutotuneOptions options)
+    : impl_(std::make_shared<detail::AutotunerImpl>(std::move(kernel))) {
+  detail::AutotunerImpl &t = *impl_;
+  t.configs = std::move(configs);
+  t.grid = std::move(grid);
+  t.options = std::move(options);
+  const std::string &name = t.kernel.name();
+  if (t.configs.empty())
+    throw Error(fmt::format("autotuning kernel '{}': no configs to choose from", name));
+  if (t.options.warmup < 0 || t.options.reps < 1)
+    throw Error(fmt::format("autotuning kernel '{}': needs warmup >= 0 and reps >= 1 (got {} and {})", name,
+                            t.options.warmup, t.options.reps));
+  for (const auto &[n, v] : t.configs.front().constants) {
+    if (std::find(t.tunedNames.begin(), t.tunedNames.end(), n) != t.tunedNames.end())
+      throw Error(fmt::format("autotuning kernel '{}': config '{}' names '{}' twice", name,
+                              t.configs.front().str(), n));
+    const size_t p = t.paramIndex(n, "tuned constant");
+    if (t.kernel.params()[p].kind != ParamInfo::Kind::Constant || is_float(t.kernel.params()[p].dtype))
+      throw Error(fmt::format("autotuning kernel '{}': '{}' is not an integer tl::constant parameter, so configs "
+                              "cannot set it",
+                              name, n));
+    t.tunedNames.push_back(n);
+    t.tunedIndex.push_back(p);
+  }
+  for (const TuneConfig &c : t.configs) {
+    std::vector<std::string> names;
+    for (const auto &[n, v] : c.constants)
+      names.push_back(n);
+    std::vector<std::string> expected = t.tunedNames;
+    std::sort(names.begin(), names.end());
+    std::sort(expected.begin(), expected.end());
+    if (names != expected)
+      throw Error(fmt::format("autotuning kernel '{}': config '{}' sets {{{}}} but the first sets {{{}}}; every "
+                              "config sets the same constants",
+                              name, c.str(), fmt::join(names, ", "), fmt::join(expected, ", ")));
+    if (c.num_warps < 1 || c.num_stages < 1)
+      throw Error(fmt::format("autotuning kernel '{}': config '{}' needs num_warps and num_stages >= 1", name,
+                              c.str()));
+  }
+  for (size_t p = 0; p < t.kernel.params().size(); ++p)
+    if (std::find(t.tunedIndex.begin(), t.tunedIndex.end(), p) == t.tunedIndex.end())
+      t.givenIndex.push_back(p);
+  for (const std::string &k : t.options.key) {
+    const size_t p = t.paramIndex(k, "key");
+    if (std::find(t.tunedIndex.begin(), t.tunedIndex.end(), p) != t.tunedIndex.end())
+      throw Error(fmt::format("autotuning kernel '{}': key '{}' is a constant the configs set", name, k));
+    t.keyIndex.push_back(p);
+  }
+  for (const std::string &r : t.options.restore) {
+    const size_t p = t.paramIndex(r, "restored array");
+    if (t.kernel.params()[p].kind != ParamInfo::Kind::Pointer)
+      throw Error(fmt::format("autotuning kernel '{}': restore '{}' is not an array parameter", name, r));
+    t.restoreIndex.push_back(p);
+  }
+  if (t.options.cache_on_disk) {
+    const std::string dir = runtime::KernelCache::defaultDirectory();
+    if (dir != "-") {
+      // The file belongs to this kernel and this list of configs (indices
+      // into it are what the file stores).
+      llvm::SHA256 sha;
+      for (const std::string &part : {std::string("tegula-autotune-1"), name,
+                                      fmt::format("{}", fmt::join(t.kernel.param_names(), ","))}) {
+        sha.update(part);
+        sha.update("\n");
+      }
+      for (const TuneConfig &c : t.configs) {
+        sha.update(c.str());
+        sha.update("\n");
+      }
+      std::string safe = name;
+      for (char &ch : safe)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-')
+          ch = '_';
+      t.diskFile = fmt::format("{}/autotune/{}-{}.tsv", dir, safe, llvm::toHex(sha.final(), true).substr(0, 16));
+    }
+  }
+}
+
+void Autotuner::launch(const LaunchOptions &opts, const std::vector<Arg> &args, const GridFn &grid) const {
+  detail::AutotunerImpl &t = *impl_;
+  size_t config;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    config = t.choose(opts, args, grid).config;
+  }
+  const std::vector<Arg> full = t.fullArgs(t.configs[config], args);
+  t.kernel.launch(t.optionsFor(t.configs[config], opts, full, grid), full);
+}
+
+TuneConfig Autotuner::best(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->configs[impl_->choose(opts, args, {}).config];
+}
+
+std::vector<TuneTrial> Autotuner::trials(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (args.size() != impl_->givenIndex.size())
+    return {};
+  auto it = impl_->chosen.find(impl_->keyOf(opts, args));
+  return it == impl_->chosen.end() ? std::vector<TuneTrial>{} : it->second.trials;
+}
+
+const Kernel &Autotuner::kernel() const { return impl_->kernel; }
+const std::vector<TuneConfig> &Autotuner::configs() const { return impl_->configs; }
+
+} // namespace tegula
