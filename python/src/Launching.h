@@ -59,4 +59,8 @@ uint64_t streamFor(pybind11::kwargs kwargs, const std::vector<pybind11::object> 
 /// from the keywords (the grid is the caller's).
 LaunchOptions launchOptions(pybind11::kwargs kwargs, const std::vector<pybind11::object> &bound);
 
+/// Defines tegula.Config, tegula.Autotuner and its launcher (Autotune.cpp)
+/// in the extension module, after tegula.Kernel.
+void bindAutotune(pybind11::module_ &m);
+
 } // namespace tegula::python

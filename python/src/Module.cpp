@@ -189,6 +189,8 @@ its own consumer warpgroup.)doc")
         return out;
       },
       "[(kernel, calls, milliseconds)] of the launches timed since the last call, most GPU time first");
+  bindAutotune(m);
+
   m.def("gpu_available", [] {
     std::string why;
     bool ok = gpu_available(&why);

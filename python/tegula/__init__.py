@@ -18,12 +18,44 @@ Triton kernel::
 ``backend="interp"`` (the default, or ``$TEGULA_BACKEND``) runs the tile IR
 on the CPU, ``"sim"`` the compiled GPU code on the CPU, ``"gpu"`` the GPU.
 """
-from ._tegula import CompiledKernel, Error, Kernel, Launcher, gpu_available
+from ._tegula import Autotuner, CompiledKernel, Config, Error, Kernel, Launcher, gpu_available
 from ._build import load
 from . import testing
 
-__all__ = ["CompiledKernel", "Error", "Kernel", "Launcher", "cdiv", "gpu_available", "load",
-           "testing"]
+__all__ = ["Autotuner", "CompiledKernel", "Config", "Error", "Kernel", "Launcher", "autotune", "cdiv",
+           "gpu_available", "load", "testing"]
+
+
+def autotune(kernel: Kernel, configs, key=(), *, restore=(), warmup: int = 2, rep: int = 10,
+             measure=None, cache: bool = True, verbose: bool = False) -> Autotuner:
+    """``kernel`` launched with the fastest of ``configs`` (:class:`tegula.Config`)::
+
+        matmul = tegula.autotune(examples.matmul, [
+            tegula.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=4, num_stages=4),
+            tegula.Config({"BM": 128, "BN": 256, "BK": 64}, num_warps=8, num_stages=3),
+        ], key=["M", "N", "K"])
+        grid = lambda meta: (tegula.cdiv(meta["M"], meta["BM"]), tegula.cdiv(meta["N"], meta["BN"]))
+        matmul[grid](a, b, c, M, N, K, backend="gpu")   # no BM, BN, BK: a config gives them
+
+    The first launch for a key - the values of the ``key`` parameters, the
+    arrays' element types, and where it runs (device, chip, code switches) -
+    launches every config ``warmup`` times, then times ``rep`` launches each
+    with CUDA events on the launch's stream, and keeps the fastest (median);
+    later launches with that key go straight to it, and so does the next
+    process (the choices are kept under ``$TEGULA_CACHE_DIR/autotune``, unless
+    ``cache=False``). A config that fails to compile or launch is skipped (its
+    error is in :meth:`Autotuner.trials`); when none runs, tegula.Error lists
+    each one's. ``restore`` names arrays the kernel reads and writes: they are
+    put back after each config, so the real launch sees what was passed.
+
+    The interpreter and the simulator run the first config without timing
+    (their speed says nothing about a GPU's), unless ``measure(config, run)``
+    is given: it calls ``run()`` to launch the config and returns its time in
+    milliseconds, on any backend. ``verbose`` (or TEGULA_AUTOTUNE_VERBOSE=1)
+    prints each config's time.
+    """
+    return Autotuner(kernel, list(configs), list(key), list(restore), warmup, rep, measure, cache,
+                     verbose)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -40,6 +40,33 @@ class Kernel:
                 assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False,
                 **constants: Any) -> CompiledKernel: ...
 
+class Config:
+    constants: dict[str, int]
+    num_warps: int
+    num_stages: int
+    warp_specialize: bool
+    ping_pong: bool
+    def __init__(self, constants: Mapping[str, int] = ..., num_warps: int = 4, num_stages: int = 3,
+                 warp_specialize: bool = False, ping_pong: bool = False) -> None: ...
+    def __getitem__(self, name: str) -> int: ...
+
+class AutotunedLauncher:
+    def __call__(self, *args: Any, backend: str | None = None, stream: Any = None,
+                 chip: str | None = None, **arguments: Any) -> None: ...
+
+class Autotuner:
+    kernel: Kernel
+    configs: list[Config]
+    def __getitem__(self, grid: Grid) -> AutotunedLauncher: ...
+    def best(self, *args: Any, backend: str | None = None, chip: str | None = None,
+             **arguments: Any) -> Config: ...
+    def trials(self, *args: Any, backend: str | None = None, chip: str | None = None,
+               **arguments: Any) -> list[tuple[Config, float, str | None]]: ...
+
+def autotune(kernel: Kernel, configs: Iterable[Config], key: Iterable[str] = (), *,
+             restore: Iterable[str] = (), warmup: int = 2, rep: int = 10,
+             measure: Callable[[Config, Callable[[], None]], float] | None = None,
+             cache: bool = True, verbose: bool = False) -> Autotuner: ...
 def cdiv(a: int, b: int) -> int: ...
 def gpu_available() -> tuple[bool, str]: ...
 def load(name: str, sources: Union[str, PathLike, Iterable[Union[str, PathLike]]],
