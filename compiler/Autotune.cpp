@@ -132,23 +132,26 @@ LaunchOptions AutotunerImpl::optionsFor(const TuneConfig &config, const LaunchOp
 }
 
 std::string AutotunerImpl::keyOf(const LaunchOptions &opts, const std::vector<Arg> &given) const {
-  std::string key = kernel.launch_target(opts);
+  // Built on every launch (the lookup of a tuned key): one buffer, no
+  // temporary strings.
+  fmt::memory_buffer key;
+  fmt::format_to(std::back_inserter(key), "{}", kernel.launch_target(opts));
   const std::vector<std::string> &names = kernel.param_names();
-  auto describe = [&](size_t param, const Arg &a) {
-    if (a.kind() == Arg::Kind::Buffer)
-      return fmt::format(" {}:{}", names[param], dtype_name(a.dtype()));
-    if (a.kind() == Arg::Kind::Float)
-      return fmt::format(" {}={}", names[param], a.as_float());
-    return fmt::format(" {}={}", names[param], a.as_int());
-  };
   for (size_t i = 0; i < givenIndex.size(); ++i) {
     const size_t p = givenIndex[i];
-    const bool inKey = std::find(keyIndex.begin(), keyIndex.end(), p) != keyIndex.end();
+    const Arg &a = given[i];
     // Arrays' element types and untuned constants change the code: always.
-    if (inKey || given[i].kind() == Arg::Kind::Buffer || kernel.params()[p].kind == ParamInfo::Kind::Constant)
-      key += describe(p, given[i]);
+    if (a.kind() == Arg::Kind::Buffer)
+      fmt::format_to(std::back_inserter(key), " {}:{}", names[p], dtype_name(a.dtype()));
+    else if (kernel.params()[p].kind == ParamInfo::Kind::Constant ||
+             std::find(keyIndex.begin(), keyIndex.end(), p) != keyIndex.end()) {
+      if (a.kind() == Arg::Kind::Float)
+        fmt::format_to(std::back_inserter(key), " {}={}", names[p], a.as_float());
+      else
+        fmt::format_to(std::back_inserter(key), " {}={}", names[p], a.as_int());
+    }
   }
-  return key;
+  return fmt::to_string(key);
 }
 
 namespace {
