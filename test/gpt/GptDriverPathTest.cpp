@@ -8,7 +8,7 @@
 // spans), threads within .maxntid, shared memory above 48 KiB opted in. The
 // device memory the model holds must be what memory() reports. No kernel
 // runs (the numbers are not checked here: the simulator tests do that).
-#include "FakeCuda.h"
+#include "FakeDriverTest.h"
 #include "models/gpt/Model.h"
 
 #include <gmock/gmock.h>
@@ -19,13 +19,9 @@
 
 using namespace tegula;
 namespace fake = tegula::fakecuda;
+using fake::kUsingFakeDriver;
 
 namespace {
-
-const bool kUsingFakeDriver = [] {
-  setenv("TEGULA_CUDA_DRIVER", TEGULA_FAKE_CUDA_PATH, 1);
-  return true;
-}();
 
 class GptDriverPath : public ::testing::TestWithParam<std::tuple<DType, bool>> {
 protected:

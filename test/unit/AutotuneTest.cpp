@@ -3,7 +3,7 @@
 // interpreter (with a measure of the test's own) and, through the recording
 // fake driver, on the GPU path with CUDA events (the fake's "kernels" take
 // as long as the test makes them).
-#include "FakeCuda.h"
+#include "FakeDriverTest.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
 #include "tegula/tegula.h"
@@ -25,14 +25,11 @@ using namespace tegula;
 using namespace tegula::testing;
 using ::testing::HasSubstr;
 namespace fake = tegula::fakecuda;
+using fake::kUsingFakeDriver;
+using fake::paramAs;
 
 namespace {
 
-// Before any driver use: the runtime opens the fake, not libcuda.
-const bool kUsingFakeDriver = [] {
-  setenv("TEGULA_CUDA_DRIVER", TEGULA_FAKE_CUDA_PATH, 1);
-  return true;
-}();
 
 Kernel vectorAdd() { return kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"}); }
 
@@ -289,11 +286,6 @@ protected:
   void TearDown() override { fake::tegula_fake_cuda_on_launch(nullptr); }
 };
 
-template <class T> T paramAs(const fake::Launch &l, size_t i) {
-  T v{};
-  std::memcpy(&v, l.params.at(i).data(), std::min(sizeof v, l.params.at(i).size()));
-  return v;
-}
 
 TEST_F(AutotuneGpu, EventsTimeEachConfigAndTheFastestIsKept) {
   // The fake's vector_add takes 3 ms at 1 warp, 1 ms at 2, 2 ms at 4 - and

@@ -4,7 +4,7 @@
 // after them), staging of host buffers, the shared-memory opt-in, streams,
 // and driver failures. No kernel runs here - these are not GPU tests; a hook
 // plays the kernel where a test needs its effect.
-#include "FakeCuda.h"
+#include "FakeDriverTest.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
 #include "runtime/GpuLaunch.h"
@@ -24,21 +24,12 @@ using namespace tegula::testing;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fake = tegula::fakecuda;
+using fake::kUsingFakeDriver;
+using fake::paramAs;
 
 namespace {
 
-// Before any driver use: the runtime opens the fake, not libcuda.
-const bool kUsingFakeDriver = [] {
-  setenv("TEGULA_CUDA_DRIVER", TEGULA_FAKE_CUDA_PATH, 1);
-  return true;
-}();
 
-template <class T> T paramAs(const fake::Launch &l, size_t i) {
-  EXPECT_EQ(l.params.at(i).size(), sizeof(T)) << "parameter " << i;
-  T v{};
-  std::memcpy(&v, l.params.at(i).data(), std::min(sizeof v, l.params.at(i).size()));
-  return v;
-}
 
 class DriverPath : public ::testing::Test {
 protected:
