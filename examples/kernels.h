@@ -257,6 +257,18 @@ void dequantize_fp8(tl::ptr<F8> q, tl::ptr<float> x, tl::scalar<float> scale, tl
   tl::store(x + offs, tl::load(q + offs, mask).to(tl::f32) / scale, mask);
 }
 
+/// Dropout without a mask in memory (Triton's "low-memory dropout"): each
+/// element is kept with probability 1 - p, scaled by 1 / (1 - p), where
+/// tl::rand(seed, its index) >= p - so the backward pass regenerates the
+/// same mask from (seed, index) instead of reading one.
+inline void dropout(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n, tl::scalar<float> p,
+                    tl::scalar<int64_t> seed, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::tensor keep = tl::rand(seed, offs) >= p;
+  tl::store(out + offs, tl::where(keep, tl::load(x + offs, mask) / (1.0f - p), 0.0f), mask);
+}
+
 /// out[row] += sum of x[row, chunk] for each BLOCK-wide chunk of a row; the
 /// chunks of a row run in different programs and meet through atomic_add.
 inline void row_sum_atomic(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n_cols,

@@ -2,12 +2,15 @@
 #pragma once
 
 #include "compiler/backend/PtxBackend.h"
+#include "tegula/device.h"
 #include "tegula/dtype.h"
 #include "tegula/error.h"
+#include "tegula/kernel.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <random>
@@ -47,6 +50,16 @@ private:
 inline bool have_ptxas() {
   static const bool found = backend::findPtxas().has_value();
   return found;
+}
+
+/// The interpreter and the simulator, and the GPU when there is one (said
+/// when not, naming `what`). The caller's SCOPED_TRACE names the backend of
+/// a failure.
+inline std::vector<Backend> backendsWithTheGpu(const char *what) {
+  if (gpu_available())
+    return {Backend::Interp, Backend::Sim, Backend::GPU};
+  std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
+  return {Backend::Interp, Backend::Sim};
 }
 
 /// A fresh seed per run (printed by the test on failure through the seed

@@ -18,6 +18,7 @@
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <source_location>
@@ -339,6 +340,32 @@ private:
 tensor_descriptor make_tensor_descriptor(const tensor &base, const std::vector<operand> &shape,
                                          const std::vector<operand> &strides,
                                          const Shape &block_shape, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// Random numbers: Philox4x32 (Random123's counter-based generator, the one
+// Triton's tl.rand uses). Stateless: an element's numbers depend only on
+// (seed, offset), the same on every backend, grid and layout. 32-bit words
+// are i32 tiles holding unsigned values' bits. docs/dsl.md.
+//===----------------------------------------------------------------------===//
+
+/// The `rounds`-round Philox4x32 block (10: Philox4x32-10) of the counter
+/// (c0, c1, c2, c3) under the key (seed_lo, seed_hi): four i32 tiles. Each
+/// operand is a number or an integer tile/scalar (wider ones: the low word);
+/// tiles broadcast together.
+std::array<tensor, 4> philox(operand seed_lo, operand seed_hi, operand c0, operand c1, operand c2, operand c3,
+                             int rounds = 10, Loc loc = Loc::current());
+/// Four random words (i32) per element of `offset` (an integer tile or
+/// scalar: each element's counter; i64 offsets use both words) under `seed`
+/// (an integer number, scalar or tile; taken as 64 bits, an i32 sign
+/// extended).
+std::array<tensor, 4> randint4x(operand seed, const tensor &offset, int rounds = 10, Loc loc = Loc::current());
+/// The first of randint4x's words.
+tensor randint(operand seed, const tensor &offset, int rounds = 10, Loc loc = Loc::current());
+/// Uniform f32 in [0, 1) per element of `offset`: 24 random bits, exact
+/// multiples of 2^-24 (never 1).
+tensor rand(operand seed, const tensor &offset, int rounds = 10, Loc loc = Loc::current());
+/// Standard normal f32 per element of `offset` (Box-Muller on two words).
+tensor randn(operand seed, const tensor &offset, int rounds = 10, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Debugging: printed once per program by every backend.

@@ -30,6 +30,7 @@ TEGULA_PYTHON_MODULE(examples, m) {
   m.module().doc() = "Tegula's example kernels (examples/kernels.h), prebuilt";
   m.kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
   m.kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"});
+  m.kernel("dropout", examples::dropout, {"x", "out", "n", "p", "seed", "BLOCK"});
   addFloatKernels<float>(m);
   addFloatKernels<bfloat16>(m);
   addFloatKernels<float16>(m);

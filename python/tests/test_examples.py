@@ -142,6 +142,19 @@ def test_transpose_and_row_sum(rng, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_dropout(rng, backend):
+    n, p = 5000, 0.25
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)  # no zeros: a zero output was dropped
+    out, again = poisoned((n,), np.float32), poisoned((n,), np.float32)
+    examples.dropout[(tegula.cdiv(n, 1024),)](x, out, n, p, 42, BLOCK=1024, backend=backend)
+    examples.dropout[(tegula.cdiv(n, 128),)](x, again, n, p, 42, BLOCK=128, backend=backend)
+    np.testing.assert_array_equal(out, again)  # the mask comes from (seed, index) alone
+    kept = out != 0
+    assert abs(kept.mean() - (1 - p)) < 0.05
+    assert_close(out[kept], x[kept] / np.float32(1 - p))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention(rng, backend, causal):
     heads, seq, dim = 2, 50, 32

@@ -196,6 +196,33 @@ TEST(ExampleKernels, RowSumAtomicAdd) {
 }
 
 //===----------------------------------------------------------------------===//
+// dropout (tl::rand)
+//===----------------------------------------------------------------------===//
+
+TEST(ExampleKernels, DropoutKeepsAboutOneMinusPScaledAndRegeneratesItsMask) {
+  auto k = kernel("dropout", examples::dropout, {"x", "out", "n", "p", "seed", "BLOCK"});
+  const int n = 10007;
+  const float p = 0.3f;
+  auto x = random_vector<float>(n, 0.5f, 1.5f); // no zeros: a zero output is a dropped element
+  std::vector<float> out = poisoned<float>(n), again = poisoned<float>(n), other = poisoned<float>(n);
+  k(interp({uint32_t(cdiv(n, 1024))}), x, out, n, p, int64_t(1234), 1024);
+  k(interp({uint32_t(cdiv(n, 256))}), x, again, n, p, int64_t(1234), 256);
+  k(interp({uint32_t(cdiv(n, 1024))}), x, other, n, p, int64_t(1235), 1024);
+  EXPECT_EQ(out, again) << "the same seed, the same mask - whatever the block";
+  int kept = 0, differ = 0;
+  for (int i = 0; i < n; ++i) {
+    if (out[size_t(i)] != 0.0f) {
+      ++kept;
+      ASSERT_FLOAT_EQ(out[size_t(i)], x[size_t(i)] / (1.0f - p)) << i;
+    }
+    differ += (out[size_t(i)] == 0.0f) != (other[size_t(i)] == 0.0f);
+  }
+  // Binomial(10007, 0.7): standard deviation 46.
+  EXPECT_NEAR(kept, 0.7 * n, 250);
+  EXPECT_GT(differ, n / 4) << "another seed, another mask";
+}
+
+//===----------------------------------------------------------------------===//
 // transpose
 //===----------------------------------------------------------------------===//
 

@@ -2,6 +2,7 @@
 // (layouts -> per-thread LLVM -> PTX) for sm_80 and sm_90a, assembled by
 // ptxas: registers are printed, spills fail. Kernels whose ops are not
 // lowered yet must fail with a message naming the op and the user's line.
+#include "TestUtil.h"
 #include "examples/kernels.h"
 
 #include <gmock/gmock.h>
@@ -123,6 +124,20 @@ TEST_P(PtxCompile, RowSumAtomicAdd) {
   expectCompiles(k, {x, out, 1000, 256}, GetParam());
   std::string ptx = k.compile({x, out, 1000, 256}, {.chip = GetParam(), .assemble = false}).ptx;
   EXPECT_THAT(ptx, HasSubstr("atom.acq_rel.gpu.global.add.f32"));
+}
+
+TEST_P(PtxCompile, DropoutsPhiloxTakesHighProductsWithMulHi) {
+  std::vector<float> x(4096), out(4096);
+  auto k = kernel("dropout", examples::dropout, {"x", "out", "n", "p", "seed", "BLOCK"});
+  const std::vector<Arg> args = {x, out, 4000, 0.5f, int64_t(7), 1024};
+  expectCompiles(k, args, GetParam());
+  // Philox's 64-bit products (the DSL's way to a high word) become single
+  // mul.hi.u32 instructions; only the first round, where LLVM folds the
+  // 64-bit seed in, keeps a few 64-bit multiplies (112 against 9 here).
+  std::string ptx = k.compile(args, {.chip = GetParam(), .assemble = false}).ptx;
+  const int hi = tegula::testing::occurrences(ptx, "mul.hi.u32"), wide = tegula::testing::occurrences(ptx, "mul.lo.s64");
+  EXPECT_GE(hi, 8 * 10) << "a high product per element and round at least";
+  EXPECT_LT(wide, hi / 8) << ptx;
 }
 
 // 128-bit accesses: aligned buffers and sizes divisible by 16 specialise the

@@ -81,6 +81,8 @@ TEST(HostSymbols, EveryExampleKernelResolvesFromTheSimulatorsTable) {
   cases.push_back({"row_sum_atomic",
                    kernel("row_sum_atomic", examples::row_sum_atomic, {"x", "out", "n_cols", "BLOCK"}),
                    {x, out, 60, 32}});
+  cases.push_back({"dropout", kernel("dropout", examples::dropout, {"x", "out", "n", "p", "seed", "BLOCK"}),
+                   {x, out, 1000, 0.5f, int64_t(7), 256}});
   addCases("", f32, cases);
   addCases("_f16", f16, cases);
   addCases("_bf16", bf16, cases);

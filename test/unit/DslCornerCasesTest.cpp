@@ -2,7 +2,7 @@
 // (each once a bug): literal ranges, i1 ordering, signed zeros, saturation,
 // mask broadcasting, small-type sums, and mistakes caught with the user's line.
 #include "ErrorTestUtil.h"
-#include "runtime/CudaDriver.h"
+#include "TestUtil.h"
 #include "tegula/tegula.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +15,7 @@
 #include <limits>
 
 using namespace tegula;
+using tegula::testing::backendsWithTheGpu;
 using tegula::testing::errorOf;
 using ::testing::HasSubstr;
 
@@ -170,15 +171,6 @@ TEST(DslCornerCases, FmaRoundsOnce) {
     EXPECT_EQ(out[3], 0.5f);
     EXPECT_EQ(std::vector<float>(out.begin() + 8, out.end()), (std::vector<float>{2 * a + 1, 2 * a + 1, 7.0f, 0.0f}));
   }
-}
-
-/// The interpreter and the simulator, and the GPU when there is one (said
-/// when not). The caller's SCOPED_TRACE names the backend of a failure.
-std::vector<Backend> backendsWithTheGpu(const char *what) {
-  if (runtime::Driver::available())
-    return {Backend::Interp, Backend::Sim, Backend::GPU};
-  std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
-  return {Backend::Interp, Backend::Sim};
 }
 
 void exp2_of(tl::ptr<float> x, tl::ptr<float> out) {
