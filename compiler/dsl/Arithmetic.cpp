@@ -207,6 +207,21 @@ std::string tensor::type_str(Loc loc) const {
 
 tensor tensor::to(DType t, Loc loc) const { return cast(*this, t, loc); }
 
+tensor tensor::bitcast(DType t, Loc loc) const {
+  TraceState &ts = current(loc);
+  Value v = unwrap(*this, loc);
+  Type from = elementOf(v), to = toMlirType(ts.ctx, t);
+  if (isPtr(from))
+    fail(loc, "pointers cannot be bitcast to other element types");
+  if (from == to)
+    return *this;
+  if (from.isInteger(1) || to.isInteger(1) || from.getIntOrFloatBitWidth() != to.getIntOrFloatBitWidth())
+    fail(loc, fmt::format("bitcast needs element types of one width (i1 has none): {} is {} bits, {} is {}",
+                          describeType(from), from.isInteger(1) ? 1 : from.getIntOrFloatBitWidth(),
+                          describeType(to), to.isInteger(1) ? 1 : to.getIntOrFloatBitWidth()));
+  return wrap(arith::BitcastOp::create(ts.builder, toLoc(ts.ctx, loc), withElement(v.getType(), to), v));
+}
+
 tensor tensor::expand_dims(int axis, Loc loc) const {
   TraceState &ts = current(loc);
   Value v = unwrap(*this, loc);

@@ -273,6 +273,22 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) {
         return mapFloat(a(), resElem, [](double x) { return x; });
       })
+      .Case([&](arith::BitcastOp) { // the same bytes read as the other type
+        const Tile &src = a();
+        auto r = makeTile(resElem, src.shape);
+        char bytes[8] = {};
+        for (size_t k = 0; k < src.size(); ++k) {
+          if (src.kind == Tile::Kind::Float)
+            writeFloat(bytes, src.elem, src.f[k]);
+          else
+            writeInt(bytes, src.elem, src.i[k]);
+          if (r->kind == Tile::Kind::Float)
+            r->f[k] = readFloat(bytes, resElem);
+          else
+            r->i[k] = readInt(bytes, resElem);
+        }
+        return TileRef(r);
+      })
       .Case<arith::ExtSIOp, arith::TruncIOp>([&](auto) {
         auto r = makeTile(resElem, a().shape);
         for (size_t k = 0; k < r->i.size(); ++k)

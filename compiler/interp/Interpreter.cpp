@@ -57,6 +57,8 @@ struct Buffer {
   std::string name;
 };
 
+} // namespace
+
 double readFloat(const char *p, Type t) {
   if (t.isF32()) { float v; std::memcpy(&v, p, 4); return v; }
   if (t.isF64()) { double v; std::memcpy(&v, p, 8); return v; }
@@ -96,6 +98,8 @@ void writeInt(char *p, Type t, int64_t x) {
   default: std::memcpy(p, &x, 8); return;
   }
 }
+
+namespace {
 
 size_t storageSize(Type t) { return t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8; }
 

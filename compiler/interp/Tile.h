@@ -38,4 +38,12 @@ double roundTo(mlir::Type floatType, double v);
 /// Wrap an integer to the width of an integer type (i1 -> 0/1).
 int64_t wrapTo(mlir::Type intType, int64_t v);
 
+/// An element of type `t` as memory holds it (Interpreter.cpp): floats of
+/// every width (f16, bf16 and fp8 rounded to nearest even), integers
+/// (i1 as a byte).
+double readFloat(const char *p, mlir::Type t);
+void writeFloat(char *p, mlir::Type t, double x);
+int64_t readInt(const char *p, mlir::Type t);
+void writeInt(char *p, mlir::Type t, int64_t x);
+
 } // namespace tegula::interp

@@ -61,6 +61,10 @@ public:
 
   /// Convert the element type (f32/f16/bf16/i32/i64/i1 in any direction).
   tensor to(DType t, Loc loc = Loc::current()) const;
+  /// The same bits read as another element type of the same width (f32 <->
+  /// i32, bf16/f16 <-> i16, f64 <-> i64, fp8 <-> i8): Triton's
+  /// `to(..., bitcast=True)`.
+  tensor bitcast(DType t, Loc loc = Loc::current()) const;
   /// Insert a size-1 dimension at `axis` (Triton's x[:, None] is axis 1).
   tensor expand_dims(int axis, Loc loc = Loc::current()) const;
   tensor broadcast_to(const Shape &shape, Loc loc = Loc::current()) const;

@@ -388,6 +388,64 @@ void bad_axis(tl::ptr<float> o) {
   tl::store(o, tl::sum(tl::sum(v, -3), 0));
 }
 
+/// Bit patterns through bitcast and back: f32 <-> i32, bf16 / f16 <-> i16,
+/// f64 <-> i64, fp8 <-> i8.
+void bitcasts(tl::ptr<float> f, tl::ptr<int32_t> fi, tl::ptr<float> back, tl::ptr<bfloat16> h,
+              tl::ptr<int16_t> hi, tl::ptr<float16> g, tl::ptr<int16_t> gi, tl::ptr<double> d,
+              tl::ptr<int64_t> di, tl::ptr<float8_e4m3> q, tl::ptr<int8_t> qi, tl::ptr<int32_t> bits_in,
+              tl::ptr<float> from_bits) {
+  tl::tensor i = tl::arange(0, 8);
+  tl::tensor x = tl::load(f + i);
+  tl::store(fi + i, x.bitcast(tl::i32));
+  tl::store(back + i, x.bitcast(tl::i32).bitcast(tl::f32));
+  tl::store(hi + i, tl::load(h + i).bitcast(tl::i16));
+  tl::store(gi + i, tl::load(g + i).bitcast(tl::i16));
+  tl::store(di + i, tl::load(d + i).bitcast(tl::i64));
+  tl::store(qi + i, tl::load(q + i).bitcast(tl::i8));
+  tl::store(from_bits + i, tl::load(bits_in + i).bitcast(tl::f32));
+}
+
+TEST(DslCornerCases, BitcastKeepsTheBits) {
+  const std::vector<float> f = {1.0f, -0.0f, INFINITY, -2.5f, std::numeric_limits<float>::denorm_min(), 3.0e38f,
+                                -1e-20f, 0.15625f};
+  std::vector<bfloat16> h;
+  std::vector<float16> g;
+  std::vector<double> d;
+  std::vector<float8_e4m3> q;
+  for (float v : f) {
+    h.push_back(bfloat16(v));
+    g.push_back(float16(std::isfinite(v) && std::abs(v) < 60000 ? v : 1.0f));
+    d.push_back(double(v) * 3);
+    q.push_back(float8_e4m3(std::isfinite(v) && std::abs(v) < 400 ? v : -1.0f));
+  }
+  const std::vector<int32_t> bitsIn = {0x3f800000, int32_t(0x80000000u), 0x7f800000, 0x00000001, 0x40490fdb,
+                                       int32_t(0xbf000000u), 0x00800000, 0x7f7fffff};
+  auto k = kernel("bitcasts", bitcasts);
+  for (Backend backend : backendsWithTheGpu("bitcast")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<int32_t> fi(8);
+    std::vector<float> back(8, NAN), fromBits(8, NAN);
+    std::vector<int16_t> hi(8), gi(8);
+    std::vector<int64_t> di(8);
+    std::vector<int8_t> qi(8);
+    k({.grid = {1}, .backend = backend}, f, fi, back, h, hi, g, gi, d, di, q, qi, bitsIn, fromBits);
+    for (size_t j = 0; j < 8; ++j) {
+      EXPECT_EQ(uint32_t(fi[j]), std::bit_cast<uint32_t>(f[j])) << j;
+      EXPECT_EQ(std::bit_cast<uint32_t>(back[j]), std::bit_cast<uint32_t>(f[j])) << j;
+      EXPECT_EQ(uint16_t(hi[j]), h[j].bits) << j;
+      EXPECT_EQ(uint16_t(gi[j]), g[j].bits) << j;
+      EXPECT_EQ(uint64_t(di[j]), std::bit_cast<uint64_t>(d[j])) << j;
+      EXPECT_EQ(uint8_t(qi[j]), q[j].bits) << j;
+      EXPECT_EQ(std::bit_cast<uint32_t>(fromBits[j]), uint32_t(bitsIn[j])) << j;
+    }
+  }
+}
+
+void bad_bitcast(tl::ptr<float> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::load(o).bitcast(tl::i16));
+}
+
 TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
   std::vector<int32_t> i(16);
   std::vector<int8_t> b(256);
@@ -409,6 +467,7 @@ TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
         {Arg::buffer(m.data(), 1, DType::i1)});
   check("use of an empty tl::tensor", query_empty, {f});
   check("tl::sum axis -3 is out of range for a [4, 4] tile", bad_axis, {f});
+  check("bitcast needs element types of one width (i1 has none): f32 is 32 bits, i16 is 16", bad_bitcast, {f});
 }
 
 } // namespace
