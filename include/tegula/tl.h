@@ -346,6 +346,23 @@ tensor_descriptor make_tensor_descriptor(const tensor &base, const std::vector<o
                                          const Shape &block_shape, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
+// Composites (Triton's standard library beside its primitives), made of the
+// ops above.
+//===----------------------------------------------------------------------===//
+
+/// minimum(maximum(x, lo), hi): NaN in x stays NaN.
+tensor clamp(operand x, operand lo, operand hi);
+/// 1 / (1 + exp(-x)).
+tensor sigmoid(const tensor &x, Loc loc = Loc::current());
+/// exp(x - max) / sum(exp(x - max)) along `axis` (the shape of x).
+tensor softmax(const tensor &x, int axis, Loc loc = Loc::current());
+/// The high 32 bits of the unsigned product of two i32 tiles (unsigned
+/// words' bits), as CUDA's __umulhi.
+tensor umulhi(const tensor &a, const tensor &b, Loc loc = Loc::current());
+/// Integer division rounding up, (a + b - 1) / b, for positive a and b.
+tensor cdiv(operand a, operand b);
+
+//===----------------------------------------------------------------------===//
 // Random numbers: Philox4x32 (Random123's counter-based generator, the one
 // Triton's tl.rand uses). Stateless: an element's numbers depend only on
 // (seed, offset), the same on every backend, grid and layout. 32-bit words

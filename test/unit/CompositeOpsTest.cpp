@@ -1,0 +1,111 @@
+// CompositeOpsTest.cpp - tl::clamp, sigmoid, softmax, umulhi, cdiv against
+// host references, in the interpreter, the simulator and on the GPU when
+// there is one; their mistakes at the user's line.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <cstdint>
+
+using namespace tegula;
+using tegula::testing::backendsWithTheGpu;
+using tegula::testing::errorOf;
+using tegula::testing::random_vector;
+using tegula::testing::rng;
+
+namespace {
+
+void composites(tl::ptr<float> x, tl::ptr<float> clamped, tl::ptr<float> sig, tl::ptr<float> rows,
+                tl::ptr<float> cols, tl::ptr<float> flat, tl::ptr<int32_t> a, tl::ptr<int32_t> b,
+                tl::ptr<int32_t> hi, tl::ptr<int32_t> up) {
+  tl::tensor r = tl::arange(0, 8), c = tl::arange(0, 16);
+  tl::tensor at = r.expand_dims(1) * 16 + c.expand_dims(0);
+  tl::tensor v = tl::load(x + at);
+  tl::store(clamped + at, tl::clamp(v, -0.5f, 0.75f));
+  tl::store(sig + at, tl::sigmoid(v));
+  tl::store(rows + at, tl::softmax(v * 4.0f, 1));
+  tl::store(cols + at, tl::softmax(v * 4.0f, 0));
+  tl::store(flat + c, tl::softmax(tl::load(x + c), 0));
+  tl::tensor i = tl::arange(0, 128);
+  tl::tensor av = tl::load(a + i), bv = tl::load(b + i);
+  tl::store(hi + i, tl::umulhi(av, bv));
+  tl::store(up + i, tl::cdiv((av & 0xffff) + 1, (bv & 0xff) + 1));
+}
+
+TEST(CompositeOps, MatchHostReferences) {
+  std::vector<float> x = random_vector<float>(128, -2, 2);
+  x[3] = NAN; // clamp and sigmoid keep NaN
+  std::vector<int32_t> a(128), b(128);
+  for (int i = 0; i < 128; ++i)
+    a[size_t(i)] = int32_t(rng()()), b[size_t(i)] = int32_t(rng()());
+  a[0] = -1, b[0] = -1; // 0xffffffff^2: high word 0xfffffffe
+  auto k = kernel("composites", composites);
+  for (Backend backend : backendsWithTheGpu("clamp, sigmoid, softmax, umulhi, cdiv")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> clamped(128), sig(128), rows(128), cols(128), flat(16);
+    std::vector<int32_t> hi(128), up(128);
+    std::vector<float> xs = x;
+    xs[3] = 0.25f; // softmax rows without the NaN
+    k({.grid = {1}, .backend = backend}, xs, clamped, sig, rows, cols, flat, a, b, hi, up);
+    std::vector<float> xn = x;
+    std::vector<float> clampedN(128), sigN(128), rowsN(128), colsN(128), flatN(16);
+    k({.grid = {1}, .backend = backend}, xn, clampedN, sigN, rowsN, colsN, flatN, a, b, hi, up);
+    EXPECT_TRUE(std::isnan(clampedN[3]) && std::isnan(sigN[3])) << "NaN stays NaN";
+    for (int i = 0; i < 128; ++i) {
+      const float v = xs[size_t(i)];
+      EXPECT_EQ(clamped[size_t(i)], std::min(std::max(v, -0.5f), 0.75f)) << i;
+      EXPECT_NEAR(sig[size_t(i)], 1 / (1 + std::exp(-double(v))), 1e-6) << i;
+      const uint64_t p = uint64_t(uint32_t(a[size_t(i)])) * uint32_t(b[size_t(i)]);
+      EXPECT_EQ(uint32_t(hi[size_t(i)]), uint32_t(p >> 32)) << i;
+      const int32_t num = (a[size_t(i)] & 0xffff) + 1, den = (b[size_t(i)] & 0xff) + 1;
+      EXPECT_EQ(up[size_t(i)], (num + den - 1) / den) << i;
+    }
+    for (int r = 0; r < 8; ++r) { // softmax along rows (axis 1) and columns (axis 0)
+      double sum = 0;
+      for (int c = 0; c < 16; ++c)
+        sum += std::exp(4.0 * xs[size_t(r * 16 + c)]);
+      for (int c = 0; c < 16; ++c)
+        EXPECT_NEAR(rows[size_t(r * 16 + c)], std::exp(4.0 * xs[size_t(r * 16 + c)]) / sum, 1e-6);
+    }
+    for (int c = 0; c < 16; ++c) {
+      double sum = 0, flatSum = 0;
+      for (int r = 0; r < 8; ++r)
+        sum += std::exp(4.0 * xs[size_t(r * 16 + c)]);
+      for (int j = 0; j < 16; ++j)
+        flatSum += std::exp(double(xs[size_t(j)]));
+      for (int r = 0; r < 8; ++r)
+        EXPECT_NEAR(cols[size_t(r * 16 + c)], std::exp(4.0 * xs[size_t(r * 16 + c)]) / sum, 1e-6);
+      EXPECT_NEAR(flat[size_t(c)], std::exp(double(xs[size_t(c)])) / flatSum, 1e-6);
+    }
+  }
+}
+
+void intSigmoid(tl::ptr<int32_t> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::sigmoid(tl::load(o)));
+}
+void floatUmulhi(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::umulhi(v, v).to(tl::f32));
+}
+void floatCdiv(tl::ptr<float> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::cdiv(tl::load(o), 2));
+}
+
+TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
+  std::vector<int32_t> i(4);
+  std::vector<float> f(4);
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("int_sigmoid", intSigmoid), {i}), "CompositeOpsTest.cpp",
+                                      "tl::sigmoid needs a floating-point tile, got i32");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("float_umulhi", floatUmulhi), {f}), "CompositeOpsTest.cpp",
+                                      "tl::umulhi takes i32 tiles (unsigned words' bits), got tensor<4xf32>");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("float_cdiv", floatCdiv), {f}), "CompositeOpsTest.cpp",
+                                      "tl::cdiv divides integers");
+}
+
+} // namespace
