@@ -23,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -227,6 +228,10 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
   const bool onGpu = key.starts_with("gpu "); // Kernel::launch_target's backend
   if (!options.measure && !onGpu)
     return choice; // the first config: CPU timings say nothing about a GPU
+  if (!grid && !this->grid)
+    throw Error(fmt::format("autotuning kernel '{}': no grid function to launch its configs with (give one to the "
+                            "Autotuner, or launch once with one before asking best())",
+                            kernel.name()));
   std::vector<Arg> toRestore;
   for (size_t p : restoreIndex)
     for (size_t i = 0; i < givenIndex.size(); ++i)
@@ -246,6 +251,8 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
       const std::function<void()> run = [&] { kernel.launch(o, full); };
       trial.ms = options.measure ? options.measure(configs[c], run)
                                  : timeOnGpu(run, o.stream, options.warmup, options.reps);
+      if (!std::isfinite(trial.ms) || trial.ms < 0)
+        throw Error(fmt::format("the measure returned {} ms", trial.ms));
     } catch (const Error &e) {
       trial.error = e.what();
     }

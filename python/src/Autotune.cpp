@@ -67,12 +67,25 @@ struct PyAutotuner {
       py::object errorType = py::module_::import("tegula._tegula").attr("Error");
       options.measure = [measure, errorType](const TuneConfig &c, const std::function<void()> &run) -> double {
         py::gil_scoped_acquire gil;
-        py::cpp_function pyRun([&run] {
+        // `run` launches with the tuner's locals: callable only while the
+        // measure runs (a measure that keeps it gets an error, not a crash).
+        auto live = std::make_shared<bool>(true);
+        py::cpp_function pyRun([&run, live] {
+          if (!*live)
+            throw py::value_error("an autotuning measure's run() was called after the measure returned");
           py::gil_scoped_release unlocked;
           run();
         });
+        struct Expire {
+          std::shared_ptr<bool> live;
+          ~Expire() { *live = false; }
+        } expire{live};
         try {
-          return measure(py::cast(c), pyRun).cast<double>();
+          py::object ms = measure(py::cast(c), pyRun);
+          if (!PyFloat_Check(ms.ptr()) && !PyLong_Check(ms.ptr()))
+            throw py::type_error(fmt::format("an autotuning measure returns milliseconds (a number), got {}",
+                                             py::repr(ms).cast<std::string>()));
+          return ms.cast<double>();
         } catch (py::error_already_set &e) {
           if (e.matches(errorType)) // a config that cannot run: skipped like one timed in C++
             throw Error(py::str(e.value()).cast<std::string>());
@@ -213,8 +226,13 @@ several configs (see tegula.autotune).)doc")
           [](const PyAutotuner &t, py::args args, py::kwargs kwargs) {
             ArgumentLifetimes keep;
             PyAutotuner::Call call = t.bind(args, kwargs, keep);
+            std::vector<TuneTrial> trials;
+            {
+              py::gil_scoped_release unlocked; // the tuner's lock may be held by a tuning that needs the GIL
+              trials = call.tuner->trials(call.opts, call.args);
+            }
             py::list out;
-            for (const TuneTrial &trial : call.tuner->trials(call.opts, call.args))
+            for (const TuneTrial &trial : trials)
               out.append(py::make_tuple(trial.config, trial.ms, trial.error.empty() ? py::object(py::none())
                                                                                      : py::str(trial.error)));
             return out;

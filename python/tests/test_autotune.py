@@ -118,6 +118,24 @@ def test_a_matmul_tuned_in_the_simulator(rng):
     assert matmul.best(a, b, c, M, N, K, backend="sim") in configs
 
 
+def test_a_measure_that_keeps_run_or_returns_no_number_is_told(rng):
+    x, y, out = add_inputs(rng, 8)
+    kept = []
+
+    def keeper(config, run):
+        kept.append(run)
+        run()
+        return 1.0
+
+    tegula.autotune(examples.vector_add, BLOCKS[:1], measure=keeper, cache=False)[blocks](
+        x, y, out, 8, backend="interp")
+    with pytest.raises(ValueError, match="called after the measure returned"):
+        kept[0]()
+    with pytest.raises(TypeError, match="returns milliseconds"):
+        tegula.autotune(examples.vector_add, BLOCKS[:1], measure=lambda c, run: "fast",
+                        cache=False)[blocks](x, y, out, 8, backend="interp")
+
+
 def test_bad_configs_and_launches_are_named(rng):
     x, y, out = add_inputs(rng, 8)
     add = tegula.autotune(examples.vector_add, BLOCKS, cache=False)

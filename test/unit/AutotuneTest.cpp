@@ -125,6 +125,35 @@ TEST(Autotune, AConfigThatFailsIsSkippedAndItsErrorKept) {
   EXPECT_EQ(add.best({.backend = Backend::Interp}, {x, y, out, n})["BLOCK"], 256);
 }
 
+TEST(Autotune, AMeasureThatReturnsNoTimeSkipsItsConfig) {
+  const AutotuneOptions o = noDisk({.measure = [](const TuneConfig &c, const std::function<void()> &run) {
+    run();
+    return c["BLOCK"] == 128 ? std::nan("") : c["BLOCK"] == 256 ? -1.0 : 5.0;
+  }});
+  Autotuner add(vectorAdd(), blockConfigs(), blocksOf, o);
+  const std::vector<float> x(100, 1.0f), y(100, 2.0f);
+  std::vector<float> out(100);
+  EXPECT_EQ(add.best({.backend = Backend::Interp}, {x, y, out, 100})["BLOCK"], 512);
+  const std::vector<TuneTrial> trials = add.trials({.backend = Backend::Interp}, {x, y, out, 100});
+  ASSERT_EQ(trials.size(), 3u);
+  EXPECT_THAT(trials[0].error, HasSubstr("the measure returned nan ms"));
+  EXPECT_THAT(trials[1].error, HasSubstr("the measure returned -1 ms"));
+}
+
+TEST(Autotune, BestWithoutAGridToTuneWithSaysSo) {
+  int calls = 0;
+  Autotuner add(vectorAdd(), blockConfigs(), nullptr, noDisk({.measure = TableMeasure{{{128, 1.0}}, &calls}}));
+  const std::vector<float> x(8), y(8);
+  std::vector<float> out(8);
+  try {
+    add.best({.backend = Backend::Interp}, {x, y, out, 8});
+    FAIL() << "nothing to launch the configs with";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("no grid function to launch its configs with"));
+  }
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(Autotune, WhenNoConfigRunsTheErrorListsEach) {
   int calls = 0;
   Autotuner add(vectorAdd(), {{{{"BLOCK", 300}}, 4, 1}, {{{"BLOCK", 384}}, 8, 1}}, blocksOf,
