@@ -4,12 +4,14 @@
 #pragma once
 
 #include "FakeCuda.h"
+#include "tegula/device.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace tegula::fakecuda {
 
@@ -20,6 +22,21 @@ inline const bool kUsingFakeDriver = [] {
   setenv("TEGULA_CUDA_DRIVER", TEGULA_FAKE_CUDA_PATH, 1);
   return true;
 }();
+
+/// A test on the fake driver: it is the one opened, its records and hooks
+/// start empty, and no hook outlives the test.
+class FakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(kUsingFakeDriver);
+    std::string why;
+    ASSERT_TRUE(gpu_available(&why)) << why;
+    ASSERT_NE(device_info().name.find("fake"), std::string::npos) << "the real driver was opened";
+    tegula_fake_cuda_reset();
+    tegula_fake_cuda_on_launch(nullptr);
+  }
+  void TearDown() override { tegula_fake_cuda_on_launch(nullptr); }
+};
 
 /// Parameter `i` of a recorded launch as a T, its size checked against T's.
 template <class T> T paramAs(const Launch &l, size_t i) {

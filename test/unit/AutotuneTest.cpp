@@ -25,7 +25,6 @@ using namespace tegula;
 using namespace tegula::testing;
 using ::testing::HasSubstr;
 namespace fake = tegula::fakecuda;
-using fake::kUsingFakeDriver;
 using fake::paramAs;
 
 namespace {
@@ -303,17 +302,7 @@ TEST_F(AutotuneDisk, AChoiceOutlivesTheTunerAndADamagedFileIsTunedAgain) {
 
 // --- the GPU path through the fake driver: CUDA events time each config ---
 
-class AutotuneGpu : public ::testing::Test {
-protected:
-  void SetUp() override {
-    ASSERT_TRUE(kUsingFakeDriver);
-    std::string why;
-    ASSERT_TRUE(gpu_available(&why)) << why;
-    ASSERT_THAT(device_info().name, HasSubstr("fake")) << "the real driver was opened";
-    fake::tegula_fake_cuda_reset();
-  }
-  void TearDown() override { fake::tegula_fake_cuda_on_launch(nullptr); }
-};
+using AutotuneGpu = fake::FakeDriverTest;
 
 
 TEST_F(AutotuneGpu, EventsTimeEachConfigAndTheFastestIsKept) {

@@ -24,26 +24,20 @@ using namespace tegula::testing;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fake = tegula::fakecuda;
-using fake::kUsingFakeDriver;
 using fake::paramAs;
 
 namespace {
 
-
-
-class DriverPath : public ::testing::Test {
+class DriverPath : public fake::FakeDriverTest {
 protected:
   void SetUp() override {
-    ASSERT_TRUE(kUsingFakeDriver);
-    std::string why;
-    ASSERT_TRUE(gpu_available(&why)) << why;
-    ASSERT_THAT(device_info().name, HasSubstr("fake")) << "the real driver was opened";
-    fake::tegula_fake_cuda_reset();
-    fake::tegula_fake_cuda_on_launch(nullptr);
+    FakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
     liveBefore_ = fake::tegula_fake_cuda_stats().liveAllocations;
   }
   void TearDown() override {
-    fake::tegula_fake_cuda_on_launch(nullptr);
+    FakeDriverTest::TearDown();
     EXPECT_EQ(fake::tegula_fake_cuda_stats().liveAllocations, liveBefore_) << "leaked device memory";
   }
   size_t liveBefore_ = 0;
