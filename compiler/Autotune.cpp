@@ -23,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace tegula {
@@ -53,6 +55,14 @@ std::string TuneConfig::str() const {
   else if (warp_specialize)
     s += " ws";
   return s;
+}
+
+int64_t TunedArgs::operator[](std::string_view name) const {
+  const Arg &a = arg(name);
+  if (a.kind() != Arg::Kind::Int)
+    throw Error(fmt::format("the grid function reads '{}' as an integer, but it is {}", name,
+                            a.kind() == Arg::Kind::Buffer ? "an array" : "a floating-point number"));
+  return a.as_int();
 }
 
 const Arg &TunedArgs::arg(std::string_view name) const {
@@ -79,7 +89,12 @@ struct AutotunerImpl {
   struct Choice {
     size_t config = 0;
     std::vector<TuneTrial> trials;
+    bool fromDisk = false; // not timed here: dropped if its launch fails
   };
+  /// The thread tuning now (none: no tuning): a grid function or measure
+  /// that launches this tuner again would wait for itself.
+  std::atomic<std::thread::id> tuningThread{};
+  void notFromTheTuningThread() const;
   std::mutex mutex; // guards what follows; held while tuning
   std::map<std::string, Choice> chosen;
   std::optional<std::map<std::string, size_t>> onDisk; // read on the first miss
@@ -89,12 +104,21 @@ struct AutotunerImpl {
   LaunchOptions optionsFor(const TuneConfig &config, const LaunchOptions &opts, const std::vector<Arg> &full,
                            const Autotuner::GridFn &grid) const;
   std::string keyOf(const LaunchOptions &opts, const std::vector<Arg> &given) const;
-  Choice &choose(const LaunchOptions &opts, const std::vector<Arg> &given, const Autotuner::GridFn &grid);
+  Choice &choose(const LaunchOptions &opts, const std::vector<Arg> &given, const Autotuner::GridFn &grid,
+                 std::string *keyOut = nullptr);
   Choice tune(const LaunchOptions &opts, const std::vector<Arg> &given, const std::string &key,
               const Autotuner::GridFn &grid);
   std::map<std::string, size_t> readDisk() const;
   void writeDisk(const std::string &key, size_t config, double ms);
+  void forget(const std::string &key);
 };
+
+void AutotunerImpl::notFromTheTuningThread() const {
+  if (tuningThread.load() == std::this_thread::get_id())
+    throw Error(fmt::format("autotuning kernel '{}': its grid function or measure launched or queried the tuner "
+                            "while it tunes (it would wait for itself)",
+                            kernel.name()));
+}
 
 size_t AutotunerImpl::paramIndex(const std::string &name, const char *what) const {
   const std::vector<std::string> &names = kernel.param_names();
@@ -112,7 +136,8 @@ std::vector<Arg> AutotunerImpl::fullArgs(const TuneConfig &config, const std::ve
   for (size_t j = 0; j < tunedIndex.size(); ++j) {
     const int64_t v = config[tunedNames[j]];
     const DType t = kernel.params()[tunedIndex[j]].dtype;
-    full[tunedIndex[j]] = t == DType::i1 ? Arg(v != 0) : t == DType::i64 ? Arg(static_cast<long long>(v)) : Arg(int(v));
+    // As 64 bits: the launch range-checks it against the parameter's type.
+    full[tunedIndex[j]] = t == DType::i1 ? Arg(v != 0) : Arg(static_cast<long long>(v));
   }
   return full;
 }
@@ -142,14 +167,19 @@ std::string AutotunerImpl::keyOf(const LaunchOptions &opts, const std::vector<Ar
     const size_t p = givenIndex[i];
     const Arg &a = given[i];
     // Arrays' element types and untuned constants change the code: always.
+    // The kernel also specialises on 16-byte alignment and divisibility
+    // by 16 (Kernel.cpp): other code, so another key.
     if (a.kind() == Arg::Kind::Buffer)
-      fmt::format_to(std::back_inserter(key), " {}:{}", names[p], dtype_name(a.dtype()));
+      fmt::format_to(std::back_inserter(key), " {}:{}{}", names[p], dtype_name(a.dtype()),
+                     a.address() % 16 ? "" : "/16");
     else if (kernel.params()[p].kind == ParamInfo::Kind::Constant ||
              std::find(keyIndex.begin(), keyIndex.end(), p) != keyIndex.end()) {
       if (a.kind() == Arg::Kind::Float)
         fmt::format_to(std::back_inserter(key), " {}={}", names[p], a.as_float());
       else
         fmt::format_to(std::back_inserter(key), " {}={}", names[p], a.as_int());
+    } else if (a.kind() == Arg::Kind::Int && a.as_int() % 16 == 0) {
+      fmt::format_to(std::back_inserter(key), " {}/16", names[p]);
     }
   }
   return fmt::to_string(key);
@@ -161,7 +191,10 @@ namespace {
 /// each config.
 class SavedArrays {
 public:
-  explicit SavedArrays(std::vector<Arg> arrays) : arrays_(std::move(arrays)) {
+  explicit SavedArrays(std::vector<Arg> arrays) {
+    for (Arg &a : arrays)
+      if (!a.readonly()) // the kernel cannot write those
+        arrays_.push_back(a);
     if (onDevice())
       synchronize(); // the caller's work on any stream has written them
     for (const Arg &a : arrays_) {
@@ -186,6 +219,8 @@ public:
         std::memcpy(a.data(), saved_[i].data(), a.bytes());
       }
     }
+    if (onDevice())
+      synchronize(); // landed before a launch on any stream reads them
   }
 
 private:
@@ -241,6 +276,11 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
   if (!toRestore.empty())
     saved.emplace(std::move(toRestore));
   const bool verbose = options.verbose || verboseFromEnvironment();
+  tuningThread.store(std::this_thread::get_id());
+  struct Done {
+    std::atomic<std::thread::id> &thread;
+    ~Done() { thread.store(std::thread::id()); }
+  } done{tuningThread};
   std::optional<size_t> best;
   for (size_t c = 0; c < configs.size(); ++c) {
     TuneTrial &trial = choice.trials.emplace_back();
@@ -255,6 +295,13 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
         throw Error(fmt::format("the measure returned {} ms", trial.ms));
     } catch (const Error &e) {
       trial.error = e.what();
+    } catch (...) { // not a config's failure (a Python measure's own error): the caller's arrays back, then up
+      if (saved)
+        try {
+          saved->putBack();
+        } catch (...) {
+        }
+      throw;
     }
     if (saved)
       saved->putBack();
@@ -279,7 +326,7 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
 }
 
 AutotunerImpl::Choice &AutotunerImpl::choose(const LaunchOptions &opts, const std::vector<Arg> &given,
-                                             const Autotuner::GridFn &grid) {
+                                             const Autotuner::GridFn &grid, std::string *keyOut) {
   if (given.size() != givenIndex.size()) {
     std::vector<std::string> takes;
     for (size_t p : givenIndex)
@@ -289,13 +336,21 @@ AutotunerImpl::Choice &AutotunerImpl::choose(const LaunchOptions &opts, const st
                             given.size()));
   }
   const std::string key = keyOf(opts, given);
+  if (keyOut)
+    *keyOut = key;
   if (auto it = chosen.find(key); it != chosen.end())
     return it->second;
   if (!onDisk)
     onDisk = readDisk();
   if (auto it = onDisk->find(key); it != onDisk->end())
-    return chosen[key] = Choice{it->second, {}};
+    return chosen[key] = Choice{it->second, {}, /*fromDisk=*/true};
   return chosen[key] = tune(opts, given, key, grid);
+}
+
+void AutotunerImpl::forget(const std::string &key) {
+  chosen.erase(key);
+  if (onDisk)
+    onDisk->erase(key);
 }
 
 std::map<std::string, size_t> AutotunerImpl::readDisk() const {
@@ -322,6 +377,12 @@ std::map<std::string, size_t> AutotunerImpl::readDisk() const {
 void AutotunerImpl::writeDisk(const std::string &key, size_t config, double ms) {
   if (diskFile.empty())
     return;
+  // Tuners of one kernel and config list (Python's one per instantiation,
+  // two made alike) share the file: one read-modify-write at a time here,
+  // and each write through a temporary file of its own.
+  static std::mutex diskMutex;
+  static std::atomic<uint64_t> writes{0};
+  std::lock_guard<std::mutex> lock(diskMutex);
   std::map<std::string, std::string> lines; // what is there now, this key replaced
   {
     std::ifstream in(diskFile);
@@ -333,16 +394,18 @@ void AutotunerImpl::writeDisk(const std::string &key, size_t config, double ms) 
   lines[key] = fmt::format("{}\t{}\t{:.6f}", key, config, ms);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(diskFile).parent_path(), ec);
-  const std::string tmp = fmt::format("{}.{}.tmp", diskFile, ::getpid());
+  const std::string tmp = fmt::format("{}.{}.{}.tmp", diskFile, ::getpid(), writes++);
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::trunc);
     for (const auto &[k, l] : lines)
       out << l << '\n';
-    if (!out)
-      return; // a cache that cannot be written is only slower next time
+    out.close();
+    written = bool(out);
   }
-  std::filesystem::rename(tmp, diskFile, ec);
-  if (ec)
+  if (written)
+    std::filesystem::rename(tmp, diskFile, ec);
+  if (!written || ec) // a cache that cannot be written is only slower next time
     std::filesystem::remove(tmp, ec);
   if (onDisk)
     (*onDisk)[key] = config;
@@ -385,6 +448,10 @@ Autotuner::Autotuner(Kernel kernel, std::vector<TuneConfig> configs, GridFn grid
       throw Error(fmt::format("autotuning kernel '{}': config '{}' sets {{{}}} but the first sets {{{}}}; every "
                               "config sets the same constants",
                               name, c.str(), fmt::join(names, ", "), fmt::join(expected, ", ")));
+    for (size_t j = 0; j < t.tunedNames.size(); ++j)
+      if (t.kernel.params()[t.tunedIndex[j]].dtype == DType::i1 && c[t.tunedNames[j]] != 0 && c[t.tunedNames[j]] != 1)
+        throw Error(fmt::format("autotuning kernel '{}': config '{}' gives the bool '{}' {}: 0 or 1", name, c.str(),
+                                t.tunedNames[j], c[t.tunedNames[j]]));
     if (c.num_warps < 1 || c.num_stages < 1)
       throw Error(fmt::format("autotuning kernel '{}': config '{}' needs num_warps and num_stages >= 1", name,
                               c.str()));
@@ -410,8 +477,11 @@ Autotuner::Autotuner(Kernel kernel, std::vector<TuneConfig> configs, GridFn grid
       // The file belongs to this kernel and this list of configs (indices
       // into it are what the file stores).
       llvm::SHA256 sha;
-      for (const std::string &part : {std::string("tegula-autotune-1"), name,
-                                      fmt::format("{}", fmt::join(t.kernel.param_names(), ","))}) {
+      std::string params;
+      for (size_t p = 0; p < t.kernel.params().size(); ++p)
+        params += fmt::format("{}:{}{},", t.kernel.param_names()[p], int(t.kernel.params()[p].kind),
+                              dtype_name(t.kernel.params()[p].dtype));
+      for (const std::string &part : {std::string("tegula-autotune-1 " TEGULA_VERSION), name, params}) {
         sha.update(part);
         sha.update("\n");
       }
@@ -430,21 +500,40 @@ Autotuner::Autotuner(Kernel kernel, std::vector<TuneConfig> configs, GridFn grid
 
 void Autotuner::launch(const LaunchOptions &opts, const std::vector<Arg> &args, const GridFn &grid) const {
   detail::AutotunerImpl &t = *impl_;
+  t.notFromTheTuningThread();
   size_t config;
+  bool fromDisk;
+  std::string key;
   {
     std::lock_guard<std::mutex> lock(t.mutex);
-    config = t.choose(opts, args, grid).config;
+    const detail::AutotunerImpl::Choice &c = t.choose(opts, args, grid, &key);
+    config = c.config;
+    fromDisk = c.fromDisk;
   }
   const std::vector<Arg> full = t.fullArgs(t.configs[config], args);
-  t.kernel.launch(t.optionsFor(t.configs[config], opts, full, grid), full);
+  try {
+    t.kernel.launch(t.optionsFor(t.configs[config], opts, full, grid), full);
+  } catch (const Error &) {
+    if (!fromDisk)
+      throw;
+    // A choice another build or process made that no longer runs (the
+    // kernel changed, say): tune again.
+    {
+      std::lock_guard<std::mutex> lock(t.mutex);
+      t.forget(key);
+    }
+    launch(opts, args, grid);
+  }
 }
 
 TuneConfig Autotuner::best(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  impl_->notFromTheTuningThread();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->configs[impl_->choose(opts, args, {}).config];
 }
 
 std::vector<TuneTrial> Autotuner::trials(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  impl_->notFromTheTuningThread();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (args.size() != impl_->givenIndex.size())
     return {};

@@ -48,15 +48,19 @@ struct TuneConfig {
 };
 
 /// A launch's full argument list as the kernel sees it (the tuned constants
-/// included), read by parameter name in a grid function.
+/// included), read by parameter name in a grid function - during the call
+/// only (it refers to the launch's arguments: not copyable).
 class TunedArgs {
 public:
   TunedArgs(const std::vector<std::string> &names, const std::vector<Arg> &args) : names_(names), args_(args) {}
+  TunedArgs(const TunedArgs &) = delete;
+  TunedArgs &operator=(const TunedArgs &) = delete;
   /// The argument of parameter `name`; throws tegula::Error naming the
   /// parameters when there is none.
   const Arg &arg(std::string_view name) const;
-  /// A number parameter's value (scalar or constant).
-  int64_t operator[](std::string_view name) const { return arg(name).as_int(); }
+  /// An integer parameter's value (scalar or constant); throws tegula::Error
+  /// for an array or a floating-point one.
+  int64_t operator[](std::string_view name) const;
   const std::vector<Arg> &all() const { return args_; }
 
 private:
@@ -77,9 +81,13 @@ struct AutotuneOptions {
   /// Untimed launches of each config, then timed ones (the median counts).
   int warmup = 2, reps = 10;
   /// How to time one config, `run` launching it once; returns milliseconds
-  /// (a config that throws is skipped, its error kept). Unset: CUDA events
-  /// around each of `reps` launches on the launch's stream, and no timing at
-  /// all on the interpreter and simulator (the first config runs).
+  /// (`warmup` and `reps` are then the measure's business). Unset: CUDA
+  /// events around each of `reps` launches on the launch's stream, and no
+  /// timing at all on the interpreter and simulator (the first config runs).
+  /// A config whose launch or measure throws tegula::Error is skipped, its
+  /// error kept; any other exception ends the tuning (the `restore` arrays
+  /// put back first). Host arrays are staged to the device on every GPU
+  /// launch: their copies are timed too - tune on device arrays.
   std::function<double(const TuneConfig &, const std::function<void()> &run)> measure;
   /// Keep choices on disk across processes ($TEGULA_CACHE_DIR/autotune;
   /// TEGULA_CACHE_DIR=- turns it off).
@@ -100,7 +108,9 @@ struct AutotunerImpl;
 }
 
 /// A kernel launched with the fastest of several configs. Cheap to copy
-/// (shared state); thread-safe.
+/// (shared state); thread-safe (one tuning at a time: launches wait while
+/// another thread tunes; a grid function or measure that launches the tuner
+/// it is tuning gets tegula::Error).
 class Autotuner {
 public:
   using GridFn = std::function<Grid(const TuneConfig &, const TunedArgs &)>;

@@ -82,7 +82,7 @@ struct PyAutotuner {
         } expire{live};
         try {
           py::object ms = measure(py::cast(c), pyRun);
-          if (!PyFloat_Check(ms.ptr()) && !PyLong_Check(ms.ptr()))
+          if ((!PyFloat_Check(ms.ptr()) && !PyLong_Check(ms.ptr())) || PyBool_Check(ms.ptr()))
             throw py::type_error(fmt::format("an autotuning measure returns milliseconds (a number), got {}",
                                              py::repr(ms).cast<std::string>()));
           return ms.cast<double>();
@@ -172,11 +172,16 @@ constants and the launch options that go with them, as in Triton:
                        bool ping_pong) {
              TuneConfig c{{}, num_warps, num_stages, warp_specialize, ping_pong};
              for (auto [name, value] : constants) {
-               if (!py::isinstance<py::str>(name) || !PyLong_Check(value.ptr()))
+               if (!py::isinstance<py::str>(name) || !PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
                  throw py::type_error(fmt::format("tegula.Config: constants map names to ints, got {}: {}",
                                                   py::repr(name).cast<std::string>(),
                                                   py::repr(value).cast<std::string>()));
-               c.constants.emplace_back(name.cast<std::string>(), value.cast<int64_t>());
+               int overflow = 0;
+               const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+               if (overflow)
+                 throw py::value_error(fmt::format("tegula.Config: constant '{}' = {} does not fit in 64 bits",
+                                                   name.cast<std::string>(), py::repr(value).cast<std::string>()));
+               c.constants.emplace_back(name.cast<std::string>(), int64_t(v));
              }
              return c;
            }),
@@ -193,10 +198,14 @@ constants and the launch options that go with them, as in Triton:
             return v;
         throw py::key_error(name);
       })
-      .def("__eq__", [](const TuneConfig &a, const TuneConfig &b) {
-        return a.constants == b.constants && a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
-               a.warp_specialize == b.warp_specialize && a.ping_pong == b.ping_pong;
-      })
+      .def(
+          "__eq__",
+          [](const TuneConfig &a, const TuneConfig &b) {
+            return a.constants == b.constants && a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
+                   a.warp_specialize == b.warp_specialize && a.ping_pong == b.ping_pong;
+          },
+          py::is_operator())
+      .def("__hash__", [](const TuneConfig &c) { return py::hash(py::str(configRepr(c))); })
       .def("__repr__", &configRepr);
 
   py::class_<AutotunedLauncher>(m, "AutotunedLauncher", "An autotuned kernel bound to a grid: call it with the arguments")

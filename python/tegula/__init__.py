@@ -51,9 +51,14 @@ def autotune(kernel: Kernel, configs, key=(), *, restore=(), warmup: int = 2, re
     The interpreter and the simulator run the first config without timing
     (their speed says nothing about a GPU's), unless ``measure(config, run)``
     is given: it calls ``run()`` to launch the config and returns its time in
-    milliseconds, on any backend. ``verbose`` (or TEGULA_AUTOTUNE_VERBOSE=1)
+    milliseconds, on any backend (``warmup`` and ``rep`` are then its
+    business). Host (numpy) arrays are staged to the GPU on every launch, so
+    their copies are timed too: tune on device arrays (torch, cupy). ``verbose`` (or TEGULA_AUTOTUNE_VERBOSE=1)
     prints each config's time.
     """
+    for name, names in (("key", key), ("restore", restore)):
+        if isinstance(names, (str, bytes)):
+            raise TypeError(f"tegula.autotune: {name} is a list of parameter names, not the string {names!r}")
     return Autotuner(kernel, list(configs), list(key), list(restore), warmup, rep, measure, cache,
                      verbose)
 

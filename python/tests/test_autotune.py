@@ -159,6 +159,14 @@ def test_bad_configs_and_launches_are_named(rng):
         tegula.autotune(examples.vector_add, BLOCKS, measure=3)
     with pytest.raises(KeyError):
         BLOCKS[0]["BM"]
+    with pytest.raises(TypeError, match="constants map names to ints"):
+        tegula.Config({"BLOCK": True})
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        tegula.Config({"BLOCK": 2**70})
+    with pytest.raises(TypeError, match="a list of parameter names, not the string 'MNK'"):
+        tegula.autotune(examples.matmul, [tegula.Config({"BM": 32, "BN": 32, "BK": 16})], key="MNK")
+    assert BLOCKS[0] != 1 and BLOCKS[0] == tegula.Config({"BLOCK": 128}, num_warps=1, num_stages=1)
+    assert len({BLOCKS[0], tegula.Config({"BLOCK": 128}, num_warps=1, num_stages=1)}) == 1
     assert repr(BLOCKS[1]) == "tegula.Config({'BLOCK': 256}, num_warps=2, num_stages=1)"
     assert BLOCKS[1].constants == {"BLOCK": 256}
 

@@ -38,6 +38,17 @@ std::vector<TuneConfig> blockConfigs() {
 
 Grid blocksOf(const TuneConfig &c, const TunedArgs &a) { return {uint32_t(cdiv(a["n"], c["BLOCK"]))}; }
 
+void flagged(tl::ptr<float> out, tl::constant<bool> on) { tl::store(out, on.value ? 1.0f : 0.0f); }
+
+/// acc += x: a kernel that reads what it writes, so each timed run changes
+/// the next one's input.
+void addInto(tl::ptr<float> acc, tl::ptr<float> x, tl::scalar<int32_t> n, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  tl::tensor mask = offs < n;
+  tl::store(acc + offs, tl::load(acc + offs, mask) + tl::load(x + offs, mask), mask);
+}
+
+
 /// A measure of the test's own: each config "takes" what `ms` says, keyed
 /// by BLOCK; runs it once (so the launch really happens) and counts.
 struct TableMeasure {
@@ -139,6 +150,76 @@ TEST(Autotune, AMeasureThatReturnsNoTimeSkipsItsConfig) {
   EXPECT_THAT(trials[1].error, HasSubstr("the measure returned -1 ms"));
 }
 
+TEST(Autotune, ConstantsAreNeverCutToFitAndBoolsAreZeroOrOne) {
+  int calls = 0;
+  // 2^32 + 256 would be 256 cut to 32 bits: the launch refuses it instead.
+  Autotuner add(vectorAdd(), {{{{"BLOCK", (int64_t(1) << 32) + 256}}}, {{{"BLOCK", 256}}}}, blocksOf,
+                noDisk({.measure = TableMeasure{{{(int64_t(1) << 32) + 256, 0.5}, {256, 2.0}}, &calls}}));
+  const std::vector<float> x(300, 1.0f), y(300, 2.0f);
+  std::vector<float> out(300);
+  add({.backend = Backend::Interp}, x, y, out, 300);
+  EXPECT_EQ(out[299], 3.0f);
+  const std::vector<TuneTrial> trials = add.trials({.backend = Backend::Interp}, {x, y, out, 300});
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_THAT(trials[0].error, HasSubstr("does not fit in i32"));
+  try {
+    Autotuner(kernel("flagged", flagged, {"out", "on"}), {{{{"on", 2}}}}, [](const TuneConfig &, const TunedArgs &) {
+      return Grid{1};
+    });
+    FAIL() << "a bool of 2";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("gives the bool 'on' 2: 0 or 1"));
+  }
+}
+
+TEST(Autotune, ReadOnlyRestoredArraysAreLeftAloneAndOtherErrorsPutArraysBack) {
+  const std::vector<float> x(100, 1.0f), y(100, 2.0f); // const: read-only
+  std::vector<float> acc(100, 1.0f);
+  Autotuner readOnly(vectorAdd(), blockConfigs(), blocksOf,
+                     noDisk({.restore = {"x", "y"}, .measure = [](const TuneConfig &, const std::function<void()> &run) {
+                               run();
+                               return 1.0;
+                             }}));
+  std::vector<float> out(100);
+  readOnly({.backend = Backend::Interp}, x, y, out, 100);
+  EXPECT_EQ(out[0], 3.0f);
+  // A measure's own exception (not a config's failure) ends the tuning -
+  // with the restored arrays as they were.
+  Autotuner throwing(kernel("add_into", addInto, {"acc", "x", "n", "BLOCK"}), blockConfigs(), blocksOf,
+                     noDisk({.restore = {"acc"}, .measure = [](const TuneConfig &, const std::function<void()> &run) -> double {
+                               run();
+                               throw std::runtime_error("the measure broke");
+                             }}));
+  EXPECT_THROW(throwing({.backend = Backend::Interp}, acc, x, 100), std::runtime_error);
+  EXPECT_EQ(acc[0], 1.0f);
+}
+
+TEST(Autotune, AGridFunctionThatAsksTheTunerItIsTuningIsTold) {
+  Autotuner *self = nullptr;
+  const std::vector<float> x(8), y(8);
+  std::vector<float> out(8);
+  Autotuner add(vectorAdd(), blockConfigs(),
+                [&](const TuneConfig &c, const TunedArgs &a) {
+                  self->best({.backend = Backend::Interp}, {x, y, out, 8});
+                  return blocksOf(c, a);
+                },
+                noDisk({.measure = [](const TuneConfig &, const std::function<void()> &run) {
+                  run();
+                  return 1.0;
+                }}));
+  self = &add;
+  try {
+    add({.backend = Backend::Interp}, x, y, out, 8);
+    FAIL() << "it would wait for itself";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("launched or queried the tuner while it tunes"));
+  }
+  Autotuner readsAnArray(vectorAdd(), blockConfigs(), [](const TuneConfig &, const TunedArgs &a) {
+    return Grid{uint32_t(a["x"])};
+  }, noDisk());
+  EXPECT_THROW(readsAnArray({.backend = Backend::Interp}, x, y, out, 8), Error);
+}
+
 TEST(Autotune, BestWithoutAGridToTuneWithSaysSo) {
   int calls = 0;
   Autotuner add(vectorAdd(), blockConfigs(), nullptr, noDisk({.measure = TableMeasure{{{128, 1.0}}, &calls}}));
@@ -166,14 +247,6 @@ TEST(Autotune, WhenNoConfigRunsTheErrorListsEach) {
     EXPECT_THAT(e.what(), HasSubstr("BLOCK=300 warps=4 stages=1: "));
     EXPECT_THAT(e.what(), HasSubstr("BLOCK=384 warps=8 stages=1: "));
   }
-}
-
-/// acc += x: a kernel that reads what it writes, so each timed run changes
-/// the next one's input.
-void addInto(tl::ptr<float> acc, tl::ptr<float> x, tl::scalar<int32_t> n, tl::constant<int> BLOCK) {
-  tl::tensor offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-  tl::tensor mask = offs < n;
-  tl::store(acc + offs, tl::load(acc + offs, mask) + tl::load(x + offs, mask), mask);
 }
 
 TEST(Autotune, RestoredArraysSeeOnlyTheRealLaunch) {
@@ -284,20 +357,44 @@ TEST_F(AutotuneDisk, AChoiceOutlivesTheTunerAndADamagedFileIsTunedAgain) {
   Autotuner(vectorAdd(), fewer, blocksOf, o)({.backend = Backend::Interp}, x, y, out, n);
   EXPECT_EQ(calls, 5);
 
-  // The file: one line per key - where it ran, the arrays' types, the key.
-  const std::string key = "interp x:f32 y:f32 out:f32 n=1000";
+  // The file: one line per key - where it ran, the arrays' types (and
+  // alignment), the key's values - then the config's index and time.
   std::stringstream text;
   text << std::ifstream(files[0]).rdbuf();
+  const std::string key = text.str().substr(0, text.str().find('\t'));
+  EXPECT_THAT(key, ::testing::MatchesRegex("interp x:f32(/16)? y:f32(/16)? out:f32(/16)? n=1000"));
   EXPECT_THAT(text.str(), ::testing::StartsWith(key + "\t2\t1.0"));
   // What the file says is what runs (config 0 here), without timing.
   std::ofstream(files[0], std::ios::trunc) << key << "\t0\t3.0\n";
   EXPECT_EQ(Autotuner(vectorAdd(), blockConfigs(), blocksOf, o).best({.backend = Backend::Interp}, {x, y, out, n})["BLOCK"],
             128);
   EXPECT_EQ(calls, 5);
+  // A choice on disk that no longer runs (another build's) is tuned again.
+  std::vector<TuneConfig> failingFirst = blockConfigs();
+  failingFirst[0] = {{{"BLOCK", 300}}, 1, 1}; // no power of two: does not trace
+  const AutotuneOptions o2{.key = {"n"},
+                           .measure = TableMeasure{{{300, 0.1}, {256, 2.0}, {512, 1.0}}, &calls}};
+  Autotuner(vectorAdd(), failingFirst, blocksOf, o2)({.backend = Backend::Interp}, x, y, out, n); // tunes: 512
+  std::filesystem::path second;
+  for (const auto &e : std::filesystem::directory_iterator(dir_ / "autotune"))
+    if (e.path() != files[0]) {
+      std::stringstream t;
+      t << std::ifstream(e.path()).rdbuf();
+      if (t.str().find(key + "\t2\t") != std::string::npos)
+        second = e.path();
+    }
+  ASSERT_FALSE(second.empty()) << "the failing-first list's file";
+  std::ofstream(second, std::ios::trunc) << key << "\t0\t0.1\n"; // points at BLOCK = 300
+  const int before = calls;
+  out = poisoned<float>(n);
+  Autotuner(vectorAdd(), failingFirst, blocksOf, o2)({.backend = Backend::Interp}, x, y, out, n);
+  expectSum(out, x, y);
+  EXPECT_EQ(calls, before + 3) << "tuned again";
+
   // An index past the list (a damaged line) is not trusted.
   std::ofstream(files[0], std::ios::trunc) << key << "\t7\t1.0\ngarbage\n";
   Autotuner(vectorAdd(), blockConfigs(), blocksOf, o)({.backend = Backend::Interp}, x, y, out, n);
-  EXPECT_EQ(calls, 8);
+  EXPECT_EQ(calls, 14);
 }
 
 // --- the GPU path through the fake driver: CUDA events time each config ---
