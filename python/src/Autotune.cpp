@@ -116,15 +116,14 @@ struct PyAutotuner {
     LaunchOptions opts;
   };
   Call bind(py::args args, py::kwargs kwargs, ArgumentLifetimes &keep) const {
-    auto fromConfigs = [&](std::string_view o) {
-      if (kwargs.contains(py::str(std::string(o))))
+    // The keywords looked at once, without building a string a launch.
+    for (auto [key, value] : kwargs) {
+      const std::string_view name = utf8(key);
+      if (std::find(std::begin(kConfigOptions), std::end(kConfigOptions), name) != std::end(kConfigOptions) ||
+          std::find(tunedNames.begin(), tunedNames.end(), name) != tunedNames.end())
         throw py::type_error(fmt::format("autotuned kernel '{}': {} comes from its configs, not the launch",
-                                         kernel.name, o));
-    };
-    for (std::string_view o : kConfigOptions)
-      fromConfigs(o);
-    for (const std::string &o : tunedNames)
-      fromConfigs(o);
+                                         kernel.name, name));
+    }
     Call call;
     call.given = bindParameters(kernel.name, givenNames, args, kwargs, {"backend", "stream", "chip"});
     // Resolved with the first config's constants in their places; the tuner
