@@ -100,6 +100,16 @@ pack() {
 # (python/src) against the carried libtegula.so: C++ compiler, pybind11 and
 # Python's headers from this machine, fmt's headers carried. The build's
 # log is ROOT/python-build.log. Prints nothing when neither works.
+# module_sources NAME - the sources of the Python extension NAME, as
+# python/CMakeLists.txt's tegula_add_python_module(NAME ...) lists them (one
+# list to keep: a source added there is compiled here too).
+module_sources() {
+  local sources
+  sources=$(sed -n "s/^tegula_add_python_module($1 \\(.*\\) OUTPUT_DIRECTORY.*/\\1/p" python/CMakeLists.txt)
+  [[ -n $sources ]] || { echo "module_sources: no tegula_add_python_module($1 ...) in python/CMakeLists.txt" >&2; return 1; }
+  printf 'python/%s\n' $sources
+}
+
 python_package() {
   local root=$1
   if PYTHONPATH="$root/python" python3 -c "import tegula.examples" 2>/dev/null; then
@@ -118,11 +128,11 @@ python_package() {
     local suffix flags
     suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') &&
       flags="-O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DFMT_SHARED -Iinclude -I. -I$root/include $(python3 -m pybind11 --includes)" &&
-      { c++ $flags python/src/Module.cpp python/src/Arguments.cpp -L"$root/pylib" -ltegula -lfmt \
+      { c++ $flags $(module_sources _tegula) -L"$root/pylib" -ltegula -lfmt \
           -o "$py/tegula/_tegula$suffix" & local core=$!
-        c++ $flags python/src/Gpt.cpp "$root/lib/libTegulaGpt.a" -L"$root/pylib" -ltegula -lfmt \
+        c++ $flags $(module_sources _gpt) "$root/lib/libTegulaGpt.a" -L"$root/pylib" -ltegula -lfmt \
           -o "$py/tegula/_gpt$suffix" & local gpt=$!
-        c++ $flags python/src/Examples.cpp -L"$root/pylib" -ltegula -lfmt -o "$py/tegula/examples$suffix"
+        c++ $flags $(module_sources examples) -L"$root/pylib" -ltegula -lfmt -o "$py/tegula/examples$suffix"
         local examples=$?
         wait $core && wait $gpt && ((examples == 0)); } &&
       cat >"$py/tegula/_build_config.py" <<CONFIG

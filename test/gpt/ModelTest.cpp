@@ -254,8 +254,19 @@ TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
     EXPECT_EQ(plainLogits, persistent.logits());
     plain.zero_grad(), persistent.zero_grad();
     plain.backward(), persistent.backward();
-    for (const ParamSpec &p : plain.parameters())
-      EXPECT_EQ(plain.read_gradient(p.name), persistent.read_gradient(p.name)) << p.name;
+    for (const ParamSpec &p : plain.parameters()) {
+      const std::vector<float> want = plain.read_gradient(p.name), got = persistent.read_gradient(p.name);
+      if (p.name != "wte.weight") {
+        EXPECT_EQ(want, got) << p.name;
+        continue;
+      }
+      // The token embedding's scatter adds with atomics (Kernels.h): on the
+      // GPU repeated tokens' rows sum in any order, so wte's gradient is
+      // equal only to rounding (the LM head's share is exact either way).
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(want[i], got[i], 1e-6f * (1.0f + std::fabs(want[i]))) << "wte.weight[" << i << "]";
+    }
     persistent.set_warp_specialize(false);
     persistent.forward(tok, tgt, B, T);
     EXPECT_EQ(plainLogits, persistent.logits());
