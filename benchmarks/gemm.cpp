@@ -159,19 +159,13 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
     for (Config c : {Config{128, 256, 64, 8, 3}, Config{256, 128, 64, 8, 3}, Config{128, 128, 64, 4, 4},
                      Config{128, 256, 64, 8, 4}})
       configs.push_back(c);
-    // mma.sync: the H100 run of 2026-11-26 tried the first two (0.47-0.48x
-    // cuBLAS at 4096^3 and 8192^3); the others compile for it without
-    // spills too (ptxas), 4 stages and 64-wide K steps included, and the
-    // persistent kernel (grouped tile order) where 8 warps leave it room
-    // (at 4 warps it spills).
-    for (Config c : {Config{128, 128, 32, 4, 3}, Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 4},
-                     Config{128, 256, 32, 8, 4}, Config{256, 128, 32, 8, 3}, Config{128, 128, 64, 4, 3},
-                     Config{128, 128, 32, 8, 4}, Config{128, 128, 64, 8, 3}}) {
+    // mma.sync: the H100 run of 2026-11-27 (benchmarks/results/
+    // 2026-11-27-h100-80gb-hbm3/run1) tried eleven configs; 128x128x64 at 4
+    // warps and 3 stages was the best at every size and GPT-2 shape
+    // (0.50-0.58x cuBLAS), 128x128x32 w4 s4 next. The others (8 warps,
+    // 128x256, 256x128, persistent) lost everywhere and are left out.
+    for (Config c : {Config{128, 128, 64, 4, 3}, Config{128, 128, 32, 4, 4}}) {
       c.mmaSync = true;
-      configs.push_back(c);
-    }
-    for (Config c : {Config{128, 128, 32, 8, 4}, Config{128, 128, 64, 8, 3}}) {
-      c.mmaSync = c.persistent = true;
       configs.push_back(c);
     }
     // Tensor descriptors: operands through TMA rings (docs/hopper.md), and
@@ -194,8 +188,10 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
     // 128 x 128 at 8 warps: two consumer warpgroups of 64 rows (the w4 tile
     // is one warpgroup's 128 rows); 256 x 128 the transposed 128 x 256. All
     // 0 spills on sm_90a (168 registers), shared memory within 227 KiB.
-    for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 128, 64, 4, 4}, Config{128, 128, 64, 8, 4},
-                     Config{128, 128, 64, 8, 5}, Config{256, 128, 64, 8, 3}}) {
+    // 128x256 at 4 stages: its C block is staged two 128-byte column blocks
+    // at a time (32 KiB, not 64: docs/hopper.md), so 4 stages fit beside it.
+    for (Config c : {Config{128, 256, 64, 8, 3}, Config{128, 256, 64, 8, 4}, Config{128, 128, 64, 4, 4},
+                     Config{128, 128, 64, 8, 4}, Config{128, 128, 64, 8, 5}, Config{256, 128, 64, 8, 3}}) {
       c.tma = c.ws = c.persistent = true;
       configs.push_back(c);
     }
@@ -364,12 +360,18 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
       configs.push_back(c);
     }
     // Warp specialised, the rings live across tiles beside the f32/i32 C
-    // block (128 KiB at 128x256): 2 stages fit; plain, C reuses the rings.
-    for (Config c : {Config{128, 256, 128, 8, 4}, Config{128, 256, 128, 8, 2}, Config{128, 128, 128, 4, 5}}) {
+    // block, staged two 128-byte column blocks at a time (32 KiB at 128x256;
+    // the whole 128 KiB block until 2026-11-27, when 2 stages fit and lost
+    // to the plain kernel's 4 - 1074 against 1234 TFLOP/s at 4096^3);
+    // plain, C reuses the rings.
+    for (Config c : {Config{128, 256, 128, 8, 4}, Config{128, 256, 128, 8, 3}, Config{128, 128, 128, 4, 5}}) {
       c.persistent = true;
       c.ws = c.stages != 4;
       configs.push_back(c);
     }
+    Config fourStages{128, 256, 128, 8, 4};
+    fourStages.persistent = fourStages.ws = true;
+    configs.push_back(fourStages);
   }
   return configs;
 }
@@ -392,7 +394,7 @@ int runTf32Tn(const Cublas &cublas, const std::vector<Shape> &shapes, int iters,
   // Persistent (grouped tiles; bf16's best at 4096^3 and 8192^3): a stage is
   // the bytes of 8-bit's, so the same rings fit (0 spills, at most 225 KiB).
   if (device_info().chip == "sm_90a")
-    for (Config c : {Config{128, 256, 32, 8, 4}, Config{128, 256, 32, 8, 2}, Config{128, 128, 32, 4, 5}}) {
+    for (Config c : {Config{128, 256, 32, 8, 4}, Config{128, 256, 32, 8, 3}, Config{128, 128, 32, 4, 5}}) {
       c.persistent = true;
       c.ws = c.stages != 4;
       configs.push_back(c);

@@ -1,5 +1,6 @@
 //===- SharedMemoryUsage.cpp - which ops need shared memory, and how much -===//
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/WgmmaOperands.h"
 
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
@@ -122,11 +123,26 @@ Operation *deferredTmaStoreLoop(Operation *op) {
   return outermost;
 }
 
+std::optional<layout::SharedTile> tmaStoreStagingTile(Operation *op) {
+  if (!isTmaStore(op) || !op->hasAttr("tilegpu.tma_swizzle"))
+    return std::nullopt;
+  auto t = cast<RankedTensorType>(op->getOperands().back().getType());
+  std::optional<layout::SharedTile> tile =
+      t.getRank() == 2 ? layout::tmaStoreTile({int32_t(t.getDimSize(0)), int32_t(t.getDimSize(1))},
+                                              int(t.getElementTypeBitWidth()))
+                       : std::nullopt;
+  if (!tile || !t.getEncoding())
+    return tile;
+  return layout::tmaStoreStaging(*tile, tilegpu::toLinearLayout(t.getEncoding(), t.getShape()));
+}
+
 int64_t tmaBlockBytes(Operation *op) {
   auto t = cast<RankedTensorType>(isTmaStore(op) ? op->getOperands().back().getType()
                                                  : op->getResult(0).getType());
-  return (t.getNumElements() * bytesOf(t.getElementType()) + kTmaAlignment - 1) / kTmaAlignment *
-         kTmaAlignment;
+  int64_t bytes = t.getNumElements() * bytesOf(t.getElementType());
+  if (std::optional<layout::SharedTile> staging = tmaStoreStagingTile(op))
+    bytes = staging->bytes();
+  return (bytes + kTmaAlignment - 1) / kTmaAlignment * kTmaAlignment;
 }
 
 int64_t sharedScratchAlignment(Operation *op) {

@@ -56,7 +56,19 @@ int64_t SharedTile::offset(int32_t d0, int32_t d1) const {
     if (row >> i & 1)
       chunk ^= rowXor[i];
   const int64_t rows = shape[size_t(1 - contiguousDim)];
+  if (residentBlocks)
+    block %= residentBlocks;
   return (block * rows + row) * rowBytes() + chunk * kAccessBytes + byte % kAccessBytes;
+}
+
+int32_t SharedTile::blocks() const {
+  const int32_t row = shape[size_t(contiguousDim)];
+  return blockElements && row > blockElements ? row / blockElements : 1;
+}
+
+int64_t SharedTile::bytes() const {
+  const int64_t resident = residentBlocks ? std::min(residentBlocks, blocks()) : blocks();
+  return resident * shape[size_t(1 - contiguousDim)] * rowBytes();
 }
 
 std::string SharedTile::toString() const {
@@ -64,6 +76,8 @@ std::string SharedTile::toString() const {
                               shape[0], shape[1], elementBits);
   if (blockElements)
     s += fmt::format(" in blocks of {} elements per row", blockElements);
+  if (residentBlocks)
+    s += fmt::format(" ({} resident)", residentBlocks);
   if (rowXor.empty())
     return s + ", unswizzled";
   return s + fmt::format(", 16-byte chunk ^= row bits 0..{} -> {{{}}}", rowXor.size() - 1,
@@ -83,10 +97,17 @@ LinearLayout SharedTile::offsetLayout() const {
   // Along the contiguous dimension: the element index within the row, then
   // (past a block) whole blocks of rows x rowElements.
   const int32_t rows = shape[size_t(1 - contiguousDim)];
-  for (int bit = 0; bit < log2Of(fullRow); ++bit)
-    bases[contiguousDim].push_back({bit < log2Of(rowElements)
-                                        ? int32_t(1) << bit
-                                        : (rows * rowElements) << (bit - log2Of(rowElements))});
+  // Resident blocks: a block's slot is its index modulo their count, so the
+  // index bits from log2(residentBlocks) up place nothing.
+  if (residentBlocks && !std::has_single_bit(uint32_t(residentBlocks)))
+    throw Error(fmt::format("shared tile {}: resident blocks must be a power of two", toString()));
+  const int slotBits = residentBlocks ? log2Of(residentBlocks) : 31;
+  for (int bit = 0; bit < log2Of(fullRow); ++bit) {
+    const int blockBit = bit - log2Of(rowElements);
+    bases[contiguousDim].push_back({blockBit < 0       ? int32_t(1) << bit
+                                    : blockBit < slotBits ? (rows * rowElements) << blockBit
+                                                          : 0});
+  }
   // Along the other: a whole row, with its swizzle's chunk flips.
   for (int bit = 0; bit < log2Of(shape[size_t(1 - contiguousDim)]); ++bit) {
     int32_t flip = size_t(bit) < rowXor.size() ? rowXor[size_t(bit)] : 0;

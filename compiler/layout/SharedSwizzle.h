@@ -36,17 +36,25 @@ struct SharedTile {
   /// wider is stored as consecutive [rows x blockElements] sub-tiles, each
   /// swizzled alike - the swizzle atoms wgmma reads (WgmmaOperands.h).
   int32_t blockElements = 0;
+  /// Blocks resident at once (0: all): block b lives in slot b % residentBlocks
+  /// - a TMA store's C block staged a few blocks at a time, each copied out
+  /// before its slot takes the next (tmaStoreStaging).
+  int32_t residentBlocks = 0;
 
   /// Bytes of one row of one block.
   int32_t rowBytes() const;
   /// Byte offset of the element at (dim0, dim1).
   int64_t offset(int32_t d0, int32_t d1) const;
+  /// Blocks along the contiguous dimension (1 without blocks).
+  int32_t blocks() const;
+  /// Bytes the tile takes in shared memory (its resident blocks').
+  int64_t bytes() const;
   /// e.g. "row-major 128x32 bf16, chunk ^= row[0:3] -> {1, 2, 4}".
   std::string toString() const;
   /// The same bytes seen with the dimensions swapped: element (d1, d0) of
   /// the result is element (d0, d1) of this tile.
   SharedTile transposed() const {
-    return SharedTile{{shape[1], shape[0]}, 1 - contiguousDim, elementBits, rowXor, blockElements};
+    return SharedTile{{shape[1], shape[0]}, 1 - contiguousDim, elementBits, rowXor, blockElements, residentBlocks};
   }
   /// The same placement as a linear layout from (dim0, dim1) to the element
   /// index "offset" (offset(d0, d1) = its value * elementBits / 8): swizzling

@@ -86,4 +86,38 @@ std::optional<SharedTile> tmaStoreTile(const std::vector<int32_t> &shape, int el
   return plan->tile;
 }
 
+namespace {
+/// Where "dim1" (a 2-D tile's column) is among the layout's outputs.
+size_t columnIndex(const LinearLayout &values) {
+  size_t i = 0;
+  while (i < values.outDims().size() && values.outDims()[i].name != "dim1")
+    ++i;
+  return i;
+}
+} // namespace
+
+SharedTile tmaStoreStaging(SharedTile tile, const LinearLayout &values) {
+  if (tile.contiguousDim != 1 || !tile.blockElements || tile.blocks() <= 2 || !values.hasOutDim("dim1") ||
+      !values.hasInDim("register"))
+    return tile;
+  const size_t column = columnIndex(values);
+  auto insideABlock = [&](const std::string &dim, int bits) {
+    for (int bit = 0; bit < bits; ++bit)
+      if (values.basis(dim, bit)[column] >= tile.blockElements)
+        return false;
+    return true;
+  };
+  for (const char *dim : {"lane", "warp"})
+    if (values.hasInDim(dim) && !insideABlock(dim, std::countr_zero(uint32_t(values.inDimSize(dim)))))
+      return tile;
+  if (!insideABlock("register", std::min(3, std::countr_zero(uint32_t(values.inDimSize("register"))))))
+    return tile;
+  tile.residentBlocks = 2;
+  return tile;
+}
+
+int32_t tmaStoreBlockOf(const LinearLayout &values, const SharedTile &tile, int32_t reg) {
+  return values.apply({{"register", reg}})[columnIndex(values)] / tile.blockElements;
+}
+
 } // namespace tegula::layout

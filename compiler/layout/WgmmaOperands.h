@@ -72,4 +72,19 @@ std::optional<int> tmaSwizzleBytes(const SharedTile &tile);
 /// applies (dimensions not powers of two, rows under 32 bytes or fewer than 8).
 std::optional<SharedTile> tmaStoreTile(const std::vector<int32_t> &shape, int elementBits);
 
+/// `tile` (tmaStoreTile's) with two resident blocks - a double buffer that
+/// holds 2 of its blocks, each copied out while the next is written - when
+/// it has more than two and the stored `values` (their distributed layout,
+/// dims "dim0"/"dim1") let the threads write block by block: every lane's and
+/// warp's column, and a stmatrix group's (registers 0-7), stays inside a
+/// block, so which block a register's element lands in is the same in every
+/// thread. Else `tile` as it is (the whole C block staged at once). A 128x256
+/// f32 C block then takes 32 KiB instead of 128 (the rings beside it in a
+/// persistent warp-specialised GEMM get the rest).
+SharedTile tmaStoreStaging(SharedTile tile, const LinearLayout &values);
+
+/// The block (along dim1) register `reg` of `values` lands in, for a tile
+/// tmaStoreStaging gave resident blocks.
+int32_t tmaStoreBlockOf(const LinearLayout &values, const SharedTile &tile, int32_t reg);
+
 } // namespace tegula::layout

@@ -3,6 +3,7 @@
 
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/OperandStaging.h"
+#include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -339,13 +340,16 @@ TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) 
 }
 
 void storeSharedTile(OpBuilder &b, Location loc, ValueRange values, RankedTensorType type,
-                     const layout::SharedTile &tile, Value base, bool stmatrix) {
+                     const layout::SharedTile &tile, Value base, bool stmatrix, std::optional<int32_t> onlyBlock) {
   layout::LinearLayout source = layoutOf(type);
   Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto skip = [&](int32_t reg) { return onlyBlock && layout::tmaStoreBlockOf(source, tile, reg) != *onlyBlock; };
   if (auto rows = stmatrix ? layout::stmatrixRows(source, tile) : std::nullopt) {
     // Group g: registers 8g..8g+7 as four words, each lane addressing its row.
     auto at = coordinates(b, loc, rows->compose(tile.offsetLayout()));
     for (auto [g, offset] : llvm::enumerate(at)) {
+      if (skip(int32_t(8 * g)))
+        continue;
       Value p = LLVM::GEPOp::create(b, loc, ptr3, values.front().getType(), base, ValueRange{offset[0]});
       NVVM::StMatrixOp::create(b, loc, p, packWords(b, loc, values.slice(8 * g, 8)), NVVM::MMALayout::row,
                                NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
@@ -357,7 +361,7 @@ void storeSharedTile(OpBuilder &b, Location loc, ValueRange values, RankedTensor
   Owners owners = ownersOf(b, loc, source);
   auto at = coordinates(b, loc, offsets);
   for (int32_t r = 0; r < source.inDimSize("register"); r += vector) {
-    if (r & owners.duplicateRegisters)
+    if ((r & owners.duplicateRegisters) || skip(r))
       continue;
     ValueRange group = values.slice(size_t(r), size_t(vector));
     SmallVector<Value> words = vector == 1 ? SmallVector<Value>(group) : packWords(b, loc, group);

@@ -87,9 +87,12 @@ void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
 /// where the layouts allow (8-bit and 16-bit elements packed into words).
 /// `stmatrix` (sm_90 code only): 16-bit mma fragments go out with
 /// stmatrix.x4 where layout::stmatrixRows allows - four registers' words
-/// of a lane in one instruction instead of four st.shared.b32.
+/// of a lane in one instruction instead of four st.shared.b32. `onlyBlock`
+/// (a tile with resident blocks, layout::tmaStoreStaging): only the
+/// registers whose elements land in that block.
 void storeSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values, mlir::RankedTensorType type,
-                     const layout::SharedTile &tile, mlir::Value base, bool stmatrix = false);
+                     const layout::SharedTile &tile, mlir::Value base, bool stmatrix = false,
+                     std::optional<int32_t> onlyBlock = std::nullopt);
 
 /// Who runs code in `block`: every thread, or - in a warp-specialised
 /// kernel, split by an scf.if marked tilegpu.warp_specialized - its then

@@ -191,6 +191,55 @@ void waitForStoreReads(OpBuilder &b, Location loc) {
   inlinePtx(b, loc, Type(), {isProgramLeader(b, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
 }
 
+/// The box of `tile`'s block j, staged at `from`: the store's coordinates
+/// with the innermost moved j blocks on, issued by the leader.
+void issueStoreBox(OpBuilder &b, Location loc, Value map, ValueRange offsetsIn, Value from, Value leader,
+                   int64_t rank, int64_t columnShift) {
+  SmallVector<Value> offsets(offsetsIn);
+  if (columnShift) {
+    Value column = i32Const(b, loc, columnShift);
+    Value inner = offsets.back();
+    if (inner.getType() != column.getType())
+      column = LLVM::SExtOp::create(b, loc, inner.getType(), column);
+    offsets.back() = LLVM::AddOp::create(b, loc, inner, column);
+  }
+  SmallVector<Value> args = {map, from, leader};
+  std::string constraints = "l,l,b";
+  std::string coords = appendCoordinates(args, constraints, offsets);
+  inlinePtx(b, loc, Type(), args,
+            fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];", rank,
+                        coords),
+            constraints);
+}
+
+/// A staging tile with resident blocks (layout::tmaStoreStaging): block j
+/// is written into slot j % resident once the copy of the block there before
+/// (j - resident, or a deferred store's previous block) has read it, and
+/// leaves in a bulk group of its own while the next is written - a 128x256
+/// f32 C block through 32 KiB instead of 128.
+void stageBlockByBlock(OpBuilder &rw, Location loc, ValueRange values, Value map, ValueRange offsets,
+                       RankedTensorType type, const layout::SharedTile &tile, Value buffer, bool deferred) {
+  const int32_t resident = tile.residentBlocks;
+  const int64_t slotBytes = type.getDimSize(0) * tile.rowBytes();
+  Value leader = isProgramLeader(rw, loc);
+  for (int32_t j = 0; j < tile.blocks(); ++j) {
+    if (j >= resident || deferred)
+      inlinePtx(rw, loc, Type(), {leader}, fmt::format("@$0 cp.async.bulk.wait_group.read {};", resident - 1), "b");
+    ctaBarrier(rw, loc); // the slot's earlier users (and its last copy) are done
+    storeSharedTile(rw, loc, values, type, tile, buffer, /*stmatrix=*/true, j);
+    inlinePtx(rw, loc, Type(), {}, "fence.proxy.async.shared::cta;", "");
+    ctaBarrier(rw, loc);
+    Value from = buffer;
+    if (j % resident)
+      from = LLVM::GEPOp::create(rw, loc, buffer.getType(), rw.getI8Type(), buffer,
+                                 ValueRange{i32Const(rw, loc, (j % resident) * slotBytes)});
+    issueStoreBox(rw, loc, map, offsets, from, leader, type.getRank(), int64_t(j) * tile.blockElements);
+    inlinePtx(rw, loc, Type(), {leader}, "@$0 cp.async.bulk.commit_group;", "b");
+  }
+  if (!deferred)
+    inlinePtx(rw, loc, Type(), {leader}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
+}
+
 struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::DescriptorStoreOp op, OneToNOpAdaptor adaptor,
@@ -205,17 +254,20 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     // A swizzled map (use-tma): the block is staged in tmaStoreTile's tile,
     // written in vectors without bank conflicts, and leaves one box per
     // block of swizzle-wide rows; else row-major, one box.
-    std::optional<layout::SharedTile> tile;
-    if (auto swizzle = op->getAttrOfType<IntegerAttr>("tilegpu.tma_swizzle")) {
-      tile = layout::tmaStoreTile({int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
-                                  int(type.getElementTypeBitWidth()));
+    std::optional<layout::SharedTile> tile = analysis::tmaStoreStagingTile(op);
+    if (auto swizzle = op->getAttrOfType<IntegerAttr>("tilegpu.tma_swizzle"))
       if (!tile || tile->rowBytes() != swizzle.getInt())
         return rw.notifyMatchFailure(op, "the store's swizzle does not match its staging tile");
-    }
     Value buffer = sharedBuffer(rw, loc, op);
     // Deferred (tilegpu.tma_store_wait): the previous store's copy may still
     // read the block; its leader waits for that here, not after issuing it.
     const bool deferred = op->hasAttr(analysis::kTmaStoreDeferredAttr);
+    if (tile && tile->residentBlocks) {
+      stageBlockByBlock(rw, loc, adaptor.getValue(), adaptor.getDesc().front(), firstOfEach(adaptor.getOffsets()),
+                        type, *tile, buffer, deferred);
+      rw.eraseOp(op);
+      return success();
+    }
     if (deferred)
       waitForStoreReads(rw, loc);
     ctaBarrier(rw, loc); // earlier users of the buffer are done
@@ -235,24 +287,12 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
     Value leader = isProgramLeader(rw, loc);
     for (int64_t j = 0; j < blocks; ++j) {
       // Block j: columns j * blockElements on, rows x rowBytes further in.
-      SmallVector<Value> offsets = firstOfEach(adaptor.getOffsets());
       Value from = buffer;
-      if (j) {
-        Value column = i32Const(rw, loc, j * tile->blockElements);
-        Value inner = offsets.back();
-        if (inner.getType() != column.getType())
-          column = LLVM::SExtOp::create(rw, loc, inner.getType(), column);
-        offsets.back() = LLVM::AddOp::create(rw, loc, inner, column);
+      if (j)
         from = LLVM::GEPOp::create(rw, loc, buffer.getType(), rw.getI8Type(), buffer,
                                    ValueRange{i32Const(rw, loc, j * type.getDimSize(0) * tile->rowBytes())});
-      }
-      SmallVector<Value> args = {adaptor.getDesc().front(), from, leader};
-      std::string constraints = "l,l,b";
-      std::string coords = appendCoordinates(args, constraints, offsets);
-      inlinePtx(rw, loc, Type(), args,
-                fmt::format("@$2 cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];",
-                            rank, coords),
-                constraints);
+      issueStoreBox(rw, loc, adaptor.getDesc().front(), firstOfEach(adaptor.getOffsets()), from, leader, rank,
+                    j ? j * tile->blockElements : 0);
     }
     inlinePtx(rw, loc, Type(), {leader},
               deferred ? "@$0 cp.async.bulk.commit_group;"

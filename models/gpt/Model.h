@@ -206,7 +206,8 @@ public:
   /// 128). f32 at ieee or tf32x3 keeps sm_80's. On sm_90a the GEMMs with
   /// [B T, N] outputs run persistent (group_m 8, when warp specialised): bf16
   /// at 128 x 128 x 64, 4 warps (+ the producer's 4), 4 stages, the LM head
-  /// at 128 x 256 x 64, 8 warps, 3 stages - each the GEMM benchmark's best at
+  /// at 128 x 256 x 64, 8 warps, 4 stages (3 until its C block was staged two
+  /// column blocks at a time, 2026-11-27) - each the GEMM benchmark's best at
   /// those shapes on the H100 of 2026-11-26 (0.93-0.99x cuBLAS, where one
   /// program a tile at 128 x 128 x 64 reached 0.58-0.80x); the weight gradients one program a
   /// tile at 8 warps. f32 at tf32 stays one program a tile: its 128 x 256
@@ -227,7 +228,7 @@ public:
                            : Tiles{128, 128, 32, 8, 64, 64, 8, 64, 4, 1024, 3, false};
       if (chip == "sm_90a") { // the GEMM benchmark's best at GPT-2's shapes (H100, 2026-11-26)
         t.group_m = 8;
-        t.head_bn = 256, t.head_warps = 8, t.head_stages = 3;
+        t.head_bn = 256, t.head_warps = 8, t.head_stages = 4;
         t.dw_warps = 8;
         t.gelu_dx_bn = 128, t.gelu_dx_warps = 8;
       }

@@ -187,7 +187,8 @@ TEST_P(Tf32Int8Rings, Int8ThroughTensorDescriptorsIsExact) {
 
 /// The persistent TN kernel (examples::matmul_tn_persistent) for int8 and
 /// fp8: three programs walk every tile of ragged M and N in grouped order,
-/// plain and warp specialised (the producer runs ahead into the next tile),
+/// plain and warp specialised (the producer runs ahead into the next tile;
+/// at 128 columns C is staged block by block, waiting across tiles),
 /// the same as the interpreter - exactly for int8, within f32 rounding of
 /// the products' sums for fp8 (the simulator sums as the interpreter does).
 TEST_P(Tf32Int8Rings, PersistentTnMatchesTheInterpreter) {
@@ -198,7 +199,9 @@ TEST_P(Tf32Int8Rings, PersistentTnMatchesTheInterpreter) {
   std::uniform_int_distribution<int> dist(-128, 127);
   std::uniform_real_distribution<float> real(-2, 2);
   for (TnCase s : {TnCase{150, 200, 272, 64, 64, 64, 4, 3, false}, TnCase{150, 200, 272, 64, 64, 64, 4, 3, true},
-                   TnCase{200, 136, 144, 128, 64, 64, 8, 2, true}}) {
+                   TnCase{200, 136, 144, 128, 64, 64, 8, 2, true},
+                   // 128 f32/i32 columns: C leaves two 128-byte blocks at a time (staged).
+                   TnCase{136, 256, 128, 64, 128, 64, 4, 3, true}}) {
     SCOPED_TRACE(s.describe());
     const Grid three{3}, interp{3};
     const int group = 2;

@@ -311,6 +311,72 @@ std::string runPingPongTurnsWithout(const std::string &drop) {
 
 TEST(TmaSim, PingPongTurnsAreHazardFree) { EXPECT_EQ(runPingPongTurnsWithout(""), ""); }
 
+/// A C block of more than two 128-byte column blocks (bf16, 256 columns: 4)
+/// is staged two blocks at a time (layout::tmaStoreStaging): block j waits
+/// for the copy of block j - 2 out of its slot. One program a tile (64 x 256
+/// output), or - `persistent`, warp specialised - 2 programs over 4 tiles,
+/// whose stores wait for the previous tile's copies only when they reuse a
+/// slot (deferred). Returns the simulator's error, "" when it matched the
+/// interpreter.
+std::string runStagedStoreWithout(const std::string &drop, bool persistent) {
+  const int M = persistent ? 128 : 64, N = persistent ? 512 : 256, K = 64, BM = 64, BN = 256, BK = 32;
+  const std::vector<std::string> names =
+      persistent ? std::vector<std::string>{"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}
+                 : std::vector<std::string>{"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"};
+  const std::string name = persistent ? "matmul_persistent_descriptors" : "matmul_descriptors";
+  Kernel k = persistent ? kernel(name, examples::matmul_persistent_descriptors<bfloat16>, names)
+                        : kernel(name, examples::matmul_descriptors<bfloat16>, names);
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto want = poisoned<bfloat16>(size_t(M * N)), got = want;
+  auto argsFor = [&](std::vector<bfloat16> &c) {
+    return persistent ? std::vector<Arg>{a, b, c, M, N, K, BM, BN, BK, 2}
+                      : std::vector<Arg>{a, b, c, M, N, K, K, N, N, BM, BN, BK};
+  };
+  const Grid grid = persistent ? Grid{2} : Grid{uint32_t(M / BM), uint32_t(N / BN)};
+  k.launch({.grid = grid, .backend = Backend::Interp}, argsFor(want));
+  LoadedContext ctx;
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir(argsFor(want), "tile", true), &ctx);
+  if (!module || mlir::failed(runGpuPipeline(*module, {.numWarps = 4, .chip = "sm_90a", .warpSpecialize = persistent}))) {
+    ADD_FAILURE() << "the GEMM did not compile for sm_90a";
+    return "not compiled";
+  }
+  int slotWaits = 0, boxes = 0, dropped = 0;
+  module->walk([&](mlir::LLVM::InlineAsmOp op) {
+    slotWaits += op.getAsmString().contains("cp.async.bulk.wait_group.read 1;");
+    boxes += op.getAsmString().contains("cp.async.bulk.tensor.2d.global.shared::cta");
+    if (!drop.empty() && op.getAsmString().contains(drop)) {
+      op.erase();
+      ++dropped;
+    }
+  });
+  EXPECT_EQ(boxes, 4) << "C does not leave one box per 128-byte column block";
+  EXPECT_EQ(slotWaits, persistent ? 4 : 2) << "the blocks are not staged two at a time";
+  if (!drop.empty())
+    EXPECT_GT(dropped, 0) << "no inline PTX contains " << drop;
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
+  try {
+    simulated->run(grid, k.params(), names, argsFor(got));
+  } catch (const Error &e) {
+    return e.what();
+  }
+  EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
+  return "";
+}
+
+TEST(TmaSim, AStoreStagedTwoBlocksAtATimeIsHazardFree) {
+  EXPECT_EQ(runStagedStoreWithout("", false), "");
+  EXPECT_EQ(runStagedStoreWithout("", true), "");
+}
+
+/// Without the slot waits, block j's stores overwrite block j - 2 (or the
+/// previous tile's) while its bulk copy may still be reading it.
+TEST(TmaSim, AStagedStoreThatDoesNotWaitForItsSlotIsReported) {
+  for (bool persistent : {false, true})
+    EXPECT_THAT(runStagedStoreWithout("cp.async.bulk.wait_group.read 1;", persistent),
+                HasSubstr("which the asynchronous read at"))
+        << (persistent ? "persistent" : "one program a tile");
+}
+
 TEST(TmaSim, APingPongProgramThatNeverRetiresIsADeadlock) {
   EXPECT_THAT(runPingPongTurnsWithout("@$1 mbarrier.arrive.shared::cta.b64"), HasSubstr("deadlock"));
 }

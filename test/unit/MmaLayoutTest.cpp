@@ -256,6 +256,45 @@ TEST(SharedSwizzle, TmaStoreTilesTakeTheAccumulatorWithFewConflicts) {
   EXPECT_FALSE(tmaStoreTile({100, 64}, 16)) << "not a power of two";
 }
 
+/// A C block wider than two 128-byte column blocks is staged two at a time
+/// when each register's block is the same in every thread (an accumulator:
+/// lanes and warps stay inside 8 columns): 32 KiB for 128x256 f32, block b
+/// in slot b % 2 - the offsets of the whole tile, wrapped. A layout whose
+/// lanes run across the blocks stages the whole tile.
+TEST(SharedSwizzle, TmaStoreStagingKeepsTwoBlocksOfAnAccumulator) {
+  for (int bits : {32, 16}) {
+    SCOPED_TRACE(bits);
+    const LinearLayout acc = mmaAccumulatorLayout({128, 256}, {8, 1});
+    std::optional<SharedTile> whole = tmaStoreTile({128, 256}, bits);
+    ASSERT_TRUE(whole);
+    const SharedTile staged = tmaStoreStaging(*whole, acc);
+    EXPECT_EQ(staged.residentBlocks, 2);
+    EXPECT_EQ(staged.blocks(), 256 * bits / 8 / 128);
+    EXPECT_EQ(whole->bytes(), 128 * 256 * bits / 8);
+    EXPECT_EQ(staged.bytes(), 2 * 128 * 128);
+    const LinearLayout wrapped = staged.offsetLayout();
+    for (int32_t i = 0; i < 128; i += 3)
+      for (int32_t j = 0; j < 256; ++j) {
+        const int64_t slotBytes = 128 * 128, at = whole->offset(i, j);
+        const int64_t want = at % (2 * slotBytes);
+        ASSERT_EQ(staged.offset(i, j), want) << i << ", " << j;
+        ASSERT_EQ(int64_t(wrapped.apply({{"dim0", i}, {"dim1", j}})[0]) * bits / 8, want) << i << ", " << j;
+      }
+    // Every register's block, the same in all threads.
+    for (int32_t r = 0; r < acc.inDimSize("register"); ++r)
+      EXPECT_EQ(tmaStoreBlockOf(acc, staged, r), acc.apply({{"register", r}})[1] / staged.blockElements);
+  }
+  // Two blocks or fewer: nothing to gain.
+  EXPECT_EQ(tmaStoreStaging(*tmaStoreTile({128, 64}, 16), mmaAccumulatorLayout({128, 64}, {4, 1})).residentBlocks, 0);
+  // Lanes across the columns (a row-major blocked layout, 4 elements a lane
+  // along 128 columns, a warp a row): a lane's register lands in different blocks.
+  const LinearLayout acrossColumns = LinearLayout::fromBases(
+      {{"register", {{0, 1}, {0, 2}}}, {"lane", {{0, 4}, {0, 8}, {0, 16}, {0, 32}, {0, 64}}}, {"warp", {{1, 0}, {2, 0}, {4, 0}}}},
+      {{"dim0", 8}, {"dim1", 128}});
+  ASSERT_TRUE(tmaStoreTile({8, 128}, 32));
+  EXPECT_EQ(tmaStoreStaging(*tmaStoreTile({8, 128}, 32), acrossColumns).residentBlocks, 0);
+}
+
 TEST(SharedSwizzle, OffsetLayoutOfAColumnMajorTile) {
   SharedTile tile{{64, 32}, 0, 16, {1, 2, 4}};
   LinearLayout l = tile.offsetLayout();
