@@ -497,12 +497,15 @@ bisect_failures() {
 # run_test_binary NAME: the binary's tests dealt across the machine's cores
 # (each share a process with its own CUDA context), one log for all of them;
 # a test that hangs or crashes loses itself, not the rest of its share.
-# Sets rc and adds a row.
+# Sets rc and adds a row. TEGULA_GPU_CHECK_FILTER (a GoogleTest filter,
+# e.g. '*/gpu:Gpu/TensorDescriptor.*') runs only the tests it selects, in
+# every test binary of the call (a re-run of a few after a fix).
 run_test_binary() {
   local name=$1 shards=${TEGULA_GPU_CHECK_SHARDS:-$(nproc)} i
   ((shards > 12)) && shards=12 # 12 CUDA contexts of ~0.5 GiB; compiles and simulations in parallel
   local tests=()
-  mapfile -t tests < <("$root/bin/$name" --gtest_list_tests 2>/dev/null |
+  mapfile -t tests < <("$root/bin/$name" --gtest_list_tests \
+    ${TEGULA_GPU_CHECK_FILTER:+"--gtest_filter=$TEGULA_GPU_CHECK_FILTER"} 2>/dev/null |
     awk '/^[^ ].*\.$/ {suite = $1; next} /^  [^ ]/ {print suite $1}')
   ((shards > ${#tests[@]})) && shards=${#tests[@]}
   for ((i = 0; i < shards; i++)); do

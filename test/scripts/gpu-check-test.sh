@@ -21,7 +21,8 @@ all="One Two Hangs Three Skipped Crashes Fails After Sticky NeedsTmaOff"
 if [[ ${1:-} == --gtest_list_tests ]]; then
   echo "Running main() from gtest_main.cc"
   echo "A."
-  for t in $all; do echo "  $t"; done
+  pattern=${2#--gtest_filter=} # one glob here (GoogleTest takes a list)
+  for t in $all; do [[ A.$t == ${pattern:-*} ]] && echo "  $t"; done
   exit 0
 fi
 names=" ${2#--gtest_filter=} " rc=0
@@ -119,6 +120,12 @@ for f in environment.log summary.txt fake_test.log fake_bench.log quiet_bench.lo
 done
 grep -q '^slow: still going' <(tar -xzOf "$bundle" ./slow_bench.log) || fail "the killed benchmark's output is lost"
 grep -q '^\[ RUN      \] A.After' <(tar -xzOf "$bundle" ./fake_test.log) || fail "A.After never ran"
+
+# TEGULA_GPU_CHECK_FILTER: only the tests a filter selects (two of ten here).
+OUT=$work/out3 TEGULA_GPU_CHECK_FILTER='A.T*' bash "$script" run fake_test >"$work/filter.log" 2>&1 ||
+  fail "the filtered run failed: $(cat "$work/filter.log")"
+grep -qE '^test +fake_test +passed 2, skipped 0, failed 0, lost 0, not run 0 of 2$' "$work/out3/summary.txt" ||
+  fail "TEGULA_GPU_CHECK_FILTER did not select A.Two and A.Three: $(cat "$work/out3/summary.txt")"
 
 # `benchmarks` runs the GEMM benchmark one type an item (with no time left,
 # the resume line lists them), and such an item passes --dtypes and keeps
