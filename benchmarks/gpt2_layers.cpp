@@ -115,18 +115,24 @@ template <class T> void runLayers(int iters, double copyGBs) {
   // and the residual's gradient and writing dx, with the partial column sums
   // of dw, db and dx (the projection's bias) - then the three partials'
   // sums. It replaces layernorm_bwd_dx + layernorm_bwd_dwdb + residual above.
-  const int lnParts = int(cdiv(rows, tiles.ln_bwd_rows));
-  DeviceBuffer lnW = buffer(int64_t(lnParts) * C, f), lnB = buffer(int64_t(lnParts) * C, f),
-               lnO = buffer(int64_t(lnParts) * C, f), dbo = buffer(C, f);
+  // Also at 8 and 32 rows a program (Tiles::ln_bwd_rows: more programs and
+  // partials, or fewer), so one run says which is fastest.
+  const int mostParts = int(cdiv(rows, 8));
+  DeviceBuffer lnW = buffer(int64_t(mostParts) * C, f), lnB = buffer(int64_t(mostParts) * C, f),
+               lnO = buffer(int64_t(mostParts) * C, f), dbo = buffer(C, f);
   auto lnBwd = kernel("layernorm_bwd", k::layernorm_bwd<T>,
                       {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
                        "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
-  report("layernorm_bwd_fused", 4.0 * act * e, [&] {
-    lnBwd(on({uint32_t(lnParts)}, tiles.ln_bwd_warps), dy, x, w, mean, rstd, y, dx, lnW, lnB, lnO, rows, C, true, true,
-          tiles.ln_bwd_rows, tiles.ln_bwd_tile_rows, 1024);
-    for (auto [partial, out] : {std::pair{&lnW, &dw}, std::pair{&lnB, &db}, std::pair{&lnO, &dbo}})
-      sums(on({uint32_t(cdiv(C, sumBlock))}, 4), *partial, *out, lnParts, C, false, sumRows, sumBlock);
-  });
+  for (int lnRows : {tiles.ln_bwd_rows, 8, 32}) {
+    const int lnParts = int(cdiv(rows, lnRows));
+    report(lnRows == tiles.ln_bwd_rows ? std::string("layernorm_bwd_fused") : fmt::format("layernorm_bwd_fused_r{}", lnRows),
+           4.0 * act * e, [&] {
+             lnBwd(on({uint32_t(lnParts)}, tiles.ln_bwd_warps), dy, x, w, mean, rstd, y, dx, lnW, lnB, lnO, rows, C,
+                   true, true, lnRows, tiles.ln_bwd_tile_rows, 1024);
+             for (auto [partial, out] : {std::pair{&lnW, &dw}, std::pair{&lnB, &db}, std::pair{&lnO, &dbo}})
+               sums(on({uint32_t(cdiv(C, sumBlock))}, 4), *partial, *out, lnParts, C, false, sumRows, sumBlock);
+           });
+  }
   report("bias_bwd_4c", 4.0 * act * e, [&] { // the MLP's first bias: 4 C columns
     colSums(on({uint32_t(cdiv(4 * C, colBlock)), uint32_t(partials)}, 4), hd, partialW, rows, 4 * C, colRows,
             colTileRows, colBlock);

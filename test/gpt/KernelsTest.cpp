@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 using namespace tegula;
 using namespace tegula::testing;
@@ -134,20 +135,23 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   EXPECT_LT(maxRelError(db, wantDb), 1e-6);
 
   // The one-pass backward (layernorm_bwd): programs of 5 rows, 2 at a time
-  // (the first's third step has 1; the second program 1), against the
-  // kernels above - alone, then adding a residual gradient and summing its
+  // (the first's third step has 1; the second program 1), and of 4 rows one
+  // at a time (the GPU's step; the second program's last two past the end),
+  // each step's loads issued during the one before - against the
+  // kernels above, alone, then adding a residual gradient and summing its
   // output's columns.
   auto fused = kernel("layernorm_bwd", k::layernorm_bwd<float>,
                       {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
                        "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
-  const int programs = int(cdiv(rows, 5));
   auto dres = random_vector<float>(rows * C);
-  for (bool residual : {false, true}) {
-    SCOPED_TRACE(residual ? "with the residual" : "alone");
+  for (auto [perProgram, step, residual] : {std::tuple{5, 2, false}, std::tuple{5, 2, true}, std::tuple{4, 1, true}}) {
+    SCOPED_TRACE(fmt::format("{} rows a program, {} a step, {}", perProgram, step,
+                             residual ? "with the residual" : "alone"));
+    const int programs = int(cdiv(rows, perProgram));
     auto got = poisoned<float>(rows * C), fw = poisoned<float>(size_t(programs * C));
     auto fb = poisoned<float>(size_t(programs * C)), fo = poisoned<float>(size_t(programs * C));
-    fused(on({uint32_t(programs)}), dy, x, w, mean, rstd, dres, got, fw, fb, fo, rows, C, residual, residual, 5, 2,
-          BLOCK);
+    fused(on({uint32_t(programs)}), dy, x, w, mean, rstd, dres, got, fw, fb, fo, rows, C, residual, residual,
+          perProgram, step, BLOCK);
     std::vector<double> wantDx(rows * C), wantO(C, 0.0);
     std::vector<float> colW(C, 0.0f), colB(C, 0.0f), colO(C, 0.0f); // the partials added in order, as column_sums does
     for (int i = 0; i < rows * C; ++i)
