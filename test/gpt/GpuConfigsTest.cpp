@@ -202,12 +202,13 @@ template <class T> void checkAll(const char *chip) {
   }
   // The backward in one pass: dx (+ the residual's gradient) and the column
   // sums' partials of dw, db and dx, at its tile (its row-tile's scalars:
-  // the mean and rstd).
+  // the mean and rstd, loaded for the first block and, a block ahead, in the
+  // loop).
   check(kernel("layernorm_bwd", k::layernorm_bwd<T>,
                {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows", "C",
                 "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
         {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tiles.ln_bwd_tile_rows, 1024}, chip,
-        tiles.ln_bwd_warps, 2);
+        tiles.ln_bwd_warps, 4);
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
                {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"}),
         {t, i, f, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit
