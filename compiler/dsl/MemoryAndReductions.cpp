@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using tegula::tl::operand;
@@ -412,6 +413,88 @@ tensor min(const tensor &x, int axis, Loc loc) {
 }
 tensor argmax(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, true, loc, "argmax"); }
 tensor argmin(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, false, loc, "argmin"); }
+
+std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
+                           const std::function<std::vector<tensor>(const std::vector<tensor> &,
+                                                                   const std::vector<tensor> &)> &combine,
+                           Loc loc) {
+  TraceState &ts = current(loc);
+  if (xs.empty())
+    fail(loc, "tl::reduce needs at least one tile");
+  SmallVector<Value> srcs;
+  for (const tensor &x : xs)
+    srcs.push_back(unwrap(x, loc));
+  axis = normalizeAxis(axis, srcs[0], loc, "reduce");
+  for (auto [k, v] : llvm::enumerate(srcs)) {
+    if (shapeOf(v) != shapeOf(srcs[0]))
+      fail(loc, fmt::format("tl::reduce: tile {} has shape {}, tile 0 {}: the tiles reduced together need one shape",
+                            k, shapeString(shapeOf(v)), shapeString(shapeOf(srcs[0]))));
+    if (isa<tile::PtrType>(elementOf(v)))
+      fail(loc, fmt::format("tl::reduce: tile {} holds pointers", k));
+    rejectFp8(elementOf(v), loc, "tl::reduce");
+  }
+  const size_t n = srcs.size();
+  Block *body = nullptr;
+  ValueRange results = buildReduce(
+      ts, srcs, axis, loc, [&](OpBuilder &, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+        body = args.front().getOwner();
+        std::vector<tensor> acc, next;
+        for (size_t k = 0; k < n; ++k)
+          acc.push_back(wrap(args[k])), next.push_back(wrap(args[n + k]));
+        const std::vector<tensor> combined = combine(acc, next);
+        if (combined.size() != n)
+          fail(loc, fmt::format("tl::reduce: the combine function returned {} value{} for {} tiles", combined.size(),
+                                combined.size() == 1 ? "" : "s", n));
+        SmallVector<Value> values;
+        for (size_t k = 0; k < n; ++k) {
+          Value v = unwrap(combined[k], loc);
+          if (!shapeOf(v).empty())
+            fail(loc, fmt::format("tl::reduce: the combine function returned a {} tile where a scalar was due "
+                                  "(it combines one element of each tile at a time)",
+                                  shapeString(shapeOf(v))));
+          if (v.getType() != elementOf(srcs[k])) {
+            std::string got, want;
+            llvm::raw_string_ostream(got) << v.getType();
+            llvm::raw_string_ostream(want) << elementOf(srcs[k]);
+            fail(loc, fmt::format("tl::reduce: the combine function returned {} for tile {} of {}: return its "
+                                  "element type (cast with .to())",
+                                  got, k, want));
+          }
+          values.push_back(v);
+        }
+        return values;
+      });
+  // What the combiner may hold: pure scalar operations on its arguments -
+  // what the interpreter evaluates and the GPU lowering copies to each step
+  // of the reduction tree.
+  body->walk([&](Operation *op) {
+    if (isa<tile::ReduceReturnOp>(op))
+      return;
+    const bool scalar = llvm::none_of(op->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }) &&
+                        llvm::none_of(op->getOperandTypes(), [](Type t) { return isa<ShapedType>(t); });
+    if (!scalar || op->getNumRegions() || !isMemoryEffectFree(op))
+      fail(loc, fmt::format("tl::reduce: the combine function may use only elementwise operations on its "
+                            "arguments, not '{}'",
+                            op->getName().getStringRef().str()));
+    for (Value operand : op->getOperands())
+      if (operand.getParentBlock() != body)
+        fail(loc, "tl::reduce: the combine function uses a value from outside it; reduce that value as one "
+                  "more tile, or make it a literal");
+  });
+  std::vector<tensor> out;
+  for (Value r : results)
+    out.push_back(wrap(r));
+  return out;
+}
+
+tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine, Loc loc) {
+  return reduce(
+      std::vector<tensor>{x}, axis,
+      [&](const std::vector<tensor> &acc, const std::vector<tensor> &next) {
+        return std::vector<tensor>{combine(acc[0], next[0])};
+      },
+      loc)[0];
+}
 
 //===----------------------------------------------------------------------===//
 // Debugging

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <source_location>
 #include <string>
@@ -254,6 +255,21 @@ tensor min(const tensor &x, int axis, Loc loc = Loc::current());
 /// Index (i32) of the maximum; ties take the smallest index.
 tensor argmax(const tensor &x, int axis, Loc loc = Loc::current());
 tensor argmin(const tensor &x, int axis, Loc loc = Loc::current());
+/// A reduction with a combine function of your own (Triton's tl.reduce):
+/// `combine(a, b)` gets two scalars of x's element type and returns their
+/// combination, of that type. It must be associative and commutative - the
+/// GPU combines in its own order (within a thread, then across lanes and
+/// warps), the interpreter in index order - and may use only elementwise
+/// operations on its arguments and literals (no loads, no values from outside).
+///   tl::tensor product = tl::reduce(x, 1, [](tl::tensor a, tl::tensor b) { return a * b; });
+tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine,
+              Loc loc = Loc::current());
+/// Tiles of one shape reduced together (a value and its index, say):
+/// combine(acc, next) gets one scalar of each tile twice and returns one of each.
+std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
+                           const std::function<std::vector<tensor>(const std::vector<tensor> &,
+                                                                   const std::vector<tensor> &)> &combine,
+                           Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Matrix product: [M,K] x [K,N] (+ acc [M,N]). bf16/f16 accumulate in f32.

@@ -1,0 +1,143 @@
+// CustomReduceTest.cpp - tl::reduce with a combine function of the user's:
+// a product along either axis, a largest magnitude to a scalar, and a value
+// and its index reduced together, against host references in the
+// interpreter, the simulator (4 warps: the lanes' butterflies and the warps'
+// shared-memory step both run the combiner) and on the GPU when there is
+// one; its mistakes at the user's line.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <cstdint>
+
+using namespace tegula;
+using tegula::testing::backendsWithTheGpu;
+using tegula::testing::errorOf;
+using tegula::testing::random_vector;
+
+namespace {
+
+constexpr int R = 16, C = 128;
+
+/// Rows' and columns' products, the largest |x|, and each row's largest
+/// value with the smallest index among equals (as (value, index) pairs).
+void custom_reductions(tl::ptr<float> x, tl::ptr<float> rowProducts, tl::ptr<float> colProducts,
+                       tl::ptr<float> largest, tl::ptr<float> rowMax, tl::ptr<int32_t> rowArg,
+                       tl::ptr<int32_t> colArg) {
+  tl::tensor r = tl::arange(0, R), c = tl::arange(0, C);
+  tl::tensor v = tl::load(x + r.expand_dims(1) * C + c.expand_dims(0));
+  auto times = [](tl::tensor a, tl::tensor b) { return a * b; };
+  tl::store(rowProducts + r, tl::reduce(v, 1, times));
+  tl::store(colProducts + c, tl::reduce(v, 0, times));
+  tl::tensor flat = tl::load(x + tl::arange(0, C));
+  tl::store(largest, tl::reduce(flat, 0, [](tl::tensor a, tl::tensor b) { return tl::maximum(tl::abs(a), tl::abs(b)); }));
+  auto largerFirst = [](const std::vector<tl::tensor> &acc, const std::vector<tl::tensor> &next) {
+    tl::tensor takeNext = (next[0] > acc[0]) | ((next[0] == acc[0]) & (next[1] < acc[1]));
+    return std::vector<tl::tensor>{tl::where(takeNext, next[0], acc[0]), tl::where(takeNext, next[1], acc[1])};
+  };
+  std::vector<tl::tensor> best = tl::reduce({v, c.expand_dims(0) + tl::zeros({R, C}, tl::i32)}, 1, largerFirst);
+  tl::store(rowMax + r, best[0]);
+  tl::store(rowArg + r, best[1]);
+  // Down the columns: across the warps too.
+  tl::store(colArg + c, tl::reduce({v, r.expand_dims(1) + tl::zeros({R, C}, tl::i32)}, 0, largerFirst)[1]);
+}
+
+TEST(CustomReduce, CombineFunctionsOfTheUsers) {
+  // Values near 1 keep the 128-long products finite; a few repeats give the
+  // (value, index) reduction ties to break.
+  std::vector<float> x = random_vector<float>(size_t(R * C), 0.9f, 1.1f);
+  for (int i = 0; i < R; ++i)
+    x[size_t(i * C + 7)] = x[size_t(i * C + 90)] = 1.25f; // row i's largest, twice
+  x[5] = -3.0f;                                           // the largest magnitude, negative
+  auto k = kernel("custom_reductions", custom_reductions);
+  for (Backend backend : backendsWithTheGpu("tl::reduce with a combine function")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> rowProducts(R), colProducts(C), largest(1), rowMax(R);
+    std::vector<int32_t> rowArg(R, -1), colArg(C, -1);
+    k({.grid = {1}, .num_warps = 4, .backend = backend}, x, rowProducts, colProducts, largest, rowMax, rowArg,
+      colArg);
+    for (int i = 0; i < R; ++i) {
+      double p = 1;
+      for (int j = 0; j < C; ++j)
+        p *= x[size_t(i * C + j)];
+      EXPECT_NEAR(rowProducts[size_t(i)], p, 1e-5 * std::abs(p)) << "row " << i;
+      EXPECT_EQ(rowMax[size_t(i)], 1.25f) << "row " << i;
+      EXPECT_EQ(rowArg[size_t(i)], 7) << "row " << i << ": the smaller of two equal maxima's indices";
+    }
+    for (int j = 0; j < C; ++j) {
+      double p = 1;
+      int arg = 0;
+      for (int i = 0; i < R; ++i) {
+        p *= x[size_t(i * C + j)];
+        arg = x[size_t(i * C + j)] > x[size_t(arg * C + j)] ? i : arg;
+      }
+      EXPECT_NEAR(colProducts[size_t(j)], p, 1e-5 * std::abs(p)) << "column " << j;
+      EXPECT_EQ(colArg[size_t(j)], arg) << "column " << j;
+    }
+    EXPECT_EQ(largest[0], 3.0f);
+  }
+  // The GPU code through ptxas, where one is installed.
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    const CompiledKernel c = k.compile({x, std::vector<float>(R), std::vector<float>(C), std::vector<float>(1),
+                                        std::vector<float>(R), std::vector<int32_t>(R), std::vector<int32_t>(C)},
+                                       {.chip = chip, .num_warps = 4});
+    EXPECT_NE(c.ptx.find("shfl.sync.bfly"), std::string::npos) << chip;
+    EXPECT_NE(c.ptx.find("bar.sync"), std::string::npos) << chip << ": no reduction across the warps";
+    EXPECT_NE(c.ptx.find("mul.rn.f32"), std::string::npos) << chip << ": the combiner's product";
+  }
+}
+
+void returnsATile(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, [](tl::tensor a, tl::tensor) { return tl::zeros({4}, tl::f32) + a; }));
+}
+void loadsInside(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, [&](tl::tensor a, tl::tensor b) { return a + b + tl::load(o); }));
+}
+void capturesAValue(tl::ptr<float> o, tl::scalar<float> scale) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, [&](tl::tensor a, tl::tensor b) { return (a + b) * scale; }));
+}
+void returnsAnotherType(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, [](tl::tensor a, tl::tensor b) { return (a + b).to(tl::f64); }).to(tl::f32));
+}
+void returnsTooFew(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  auto first = [](const std::vector<tl::tensor> &a, const std::vector<tl::tensor> &) { return std::vector{a[0]}; };
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce({v, v}, 0, first)[0]);
+}
+void shapesDiffer(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4)), w = tl::load(o + tl::arange(0, 2));
+  auto both = [](const std::vector<tl::tensor> &a, const std::vector<tl::tensor> &) { return a; };
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce({v, w}, 0, both)[0]);
+}
+
+TEST(CustomReduce, MistakesAreNamedAtTheUsersLine) {
+  using tegula::testing::expectAtMarkedLine;
+  std::vector<float> f(4);
+  expectAtMarkedLine(errorOf(kernel("returns_a_tile", returnsATile), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function returned a [4] tile where a scalar was due");
+  expectAtMarkedLine(errorOf(kernel("loads_inside", loadsInside), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function may use only elementwise operations on its arguments");
+  expectAtMarkedLine(errorOf(kernel("captures_a_value", capturesAValue), {f, 2.0f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function uses a value from outside it");
+  expectAtMarkedLine(errorOf(kernel("returns_another_type", returnsAnotherType), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function returned f64 for tile 0 of f32");
+  expectAtMarkedLine(errorOf(kernel("returns_too_few", returnsTooFew), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function returned 1 value for 2 tiles");
+  expectAtMarkedLine(errorOf(kernel("shapes_differ", shapesDiffer), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: tile 1 has shape [2], tile 0 [4]");
+}
+
+} // namespace
