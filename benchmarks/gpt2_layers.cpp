@@ -14,6 +14,7 @@
 #include "models/gpt/Model.h"
 #include "tegula/device.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -117,7 +118,7 @@ template <class T> void runLayers(int iters, double copyGBs) {
   // sums. It replaces layernorm_bwd_dx + layernorm_bwd_dwdb + residual above.
   // Also at 8 and 32 rows a program (Tiles::ln_bwd_rows: more programs and
   // partials, or fewer), so one run says which is fastest.
-  const int mostParts = int(cdiv(rows, 8));
+  const int mostParts = int(cdiv(rows, std::min(8, tiles.ln_bwd_rows)));
   DeviceBuffer lnW = buffer(int64_t(mostParts) * C, f), lnB = buffer(int64_t(mostParts) * C, f),
                lnO = buffer(int64_t(mostParts) * C, f), dbo = buffer(C, f);
   auto lnBwd = kernel("layernorm_bwd", k::layernorm_bwd<T>,

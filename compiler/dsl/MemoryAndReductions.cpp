@@ -87,7 +87,13 @@ ValueRange buildReduce(TraceState &ts, ValueRange srcs, int axis,
   Block *body = ts.builder.createBlock(&op.getCombiner(), {}, argTypes,
                                        SmallVector<Location>(argTypes.size(), l));
   ts.builder.setInsertionPointToStart(body);
-  SmallVector<Value> results = combine(ts.builder, l, body->getArguments());
+  SmallVector<Value> results;
+  try {
+    results = combine(ts.builder, l, body->getArguments());
+  } catch (...) { // a mistake in a user's combine function: no half-built op left behind
+    op.erase();
+    throw;
+  }
   tile::ReduceReturnOp::create(ts.builder, l, results);
   return op.getResults();
 }
@@ -464,23 +470,22 @@ std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
         }
         return values;
       });
-  // What the combiner may hold: pure scalar operations on its arguments -
-  // what the interpreter evaluates and the GPU lowering copies to each step
-  // of the reduction tree.
-  body->walk([&](Operation *op) {
-    if (isa<tile::ReduceReturnOp>(op))
-      return;
-    const bool scalar = llvm::none_of(op->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }) &&
-                        llvm::none_of(op->getOperandTypes(), [](Type t) { return isa<ShapedType>(t); });
-    if (!scalar || op->getNumRegions() || !isMemoryEffectFree(op))
+  // What the combiner may hold: pure scalar operations on its arguments and
+  // literals - what the interpreter evaluates and the GPU lowering copies to
+  // each step of the reduction tree (ops with regions - a tl::range or an
+  // if - are refused before what is inside them).
+  for (Operation &op : *body) {
+    const bool scalar = llvm::none_of(op.getResultTypes(), [](Type t) { return isa<ShapedType>(t); }) &&
+                        llvm::none_of(op.getOperandTypes(), [](Type t) { return isa<ShapedType>(t); });
+    if (!isa<tile::ReduceReturnOp>(&op) && (!scalar || op.getNumRegions() || !isMemoryEffectFree(&op)))
       fail(loc, fmt::format("tl::reduce: the combine function may use only elementwise operations on its "
                             "arguments, not '{}'",
-                            op->getName().getStringRef().str()));
-    for (Value operand : op->getOperands())
+                            op.getName().getStringRef().str()));
+    for (Value operand : op.getOperands())
       if (operand.getParentBlock() != body)
         fail(loc, "tl::reduce: the combine function uses a value from outside it; reduce that value as one "
                   "more tile, or make it a literal");
-  });
+  }
   std::vector<tensor> out;
   for (Value r : results)
     out.push_back(wrap(r));

@@ -588,9 +588,12 @@ private:
 
     Block &body = r.getCombiner().front();
     Operation *single = &body.front();
+    // One op on (acc, next) whose result is returned (tl::sum/max/min, a
+    // user's `a * b`): evaluated directly, without the block's environment.
     bool fast = n == 1 && body.getOperations().size() == 2 && single->getNumOperands() == 2 &&
-                single->getOperand(0) == body.getArgument(0) &&
-                single->getOperand(1) == body.getArgument(1);
+                single->getNumResults() == 1 && single->getOperand(0) == body.getArgument(0) &&
+                single->getOperand(1) == body.getArgument(1) &&
+                body.getTerminator()->getOperand(0) == single->getResult(0);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) { return size_t((o * len + j) * inner + i); };

@@ -1,6 +1,7 @@
 //===- WgmmaOperands.cpp - wgmma's operands in shared memory --------------===//
 #include "compiler/layout/WgmmaOperands.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace tegula::layout {
@@ -110,7 +111,10 @@ SharedTile tmaStoreStaging(SharedTile tile, const LinearLayout &values) {
   for (const char *dim : {"lane", "warp"})
     if (values.hasInDim(dim) && !insideABlock(dim, std::countr_zero(uint32_t(values.inDimSize(dim)))))
       return tile;
-  if (!insideABlock("register", std::min(3, std::countr_zero(uint32_t(values.inDimSize("register"))))))
+  // The registers written together stay in one block too: a stmatrix group
+  // (8 registers) or a 16-byte vector (16 8-bit elements).
+  const int groupBits = std::max(3, std::countr_zero(uint32_t(128 / tile.elementBits)));
+  if (!insideABlock("register", std::min(groupBits, std::countr_zero(uint32_t(values.inDimSize("register"))))))
     return tile;
   tile.residentBlocks = 2;
   return tile;

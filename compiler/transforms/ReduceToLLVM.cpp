@@ -71,9 +71,11 @@ SmallVector<Value> combine(ConversionPatternRewriter &rw, tile::ReduceOp op, Val
   }
   for (Operation &inner : body.without_terminator())
     rw.clone(inner, map);
+  // A returned value may come from outside the body: canonicalization
+  // hoists the combiner's constants (a combiner returning a literal).
   SmallVector<Value> out;
   for (Value v : body.getTerminator()->getOperands())
-    out.push_back(map.lookup(v));
+    out.push_back(map.lookupOrDefault(v));
   return out;
 }
 

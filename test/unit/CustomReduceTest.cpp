@@ -26,7 +26,7 @@ constexpr int R = 16, C = 128;
 /// value with the smallest index among equals (as (value, index) pairs).
 void custom_reductions(tl::ptr<float> x, tl::ptr<float> rowProducts, tl::ptr<float> colProducts,
                        tl::ptr<float> largest, tl::ptr<float> rowMax, tl::ptr<int32_t> rowArg,
-                       tl::ptr<int32_t> colArg) {
+                       tl::ptr<int32_t> colArg, tl::ptr<int32_t> rowZero) {
   tl::tensor r = tl::arange(0, R), c = tl::arange(0, C);
   tl::tensor v = tl::load(x + r.expand_dims(1) * C + c.expand_dims(0));
   auto times = [](tl::tensor a, tl::tensor b) { return a * b; };
@@ -43,6 +43,14 @@ void custom_reductions(tl::ptr<float> x, tl::ptr<float> rowProducts, tl::ptr<flo
   tl::store(rowArg + r, best[1]);
   // Down the columns: across the warps too.
   tl::store(colArg + c, tl::reduce({v, r.expand_dims(1) + tl::zeros({R, C}, tl::i32)}, 0, largerFirst)[1]);
+  // A returned value that folds to a literal (canonicalization moves the
+  // constant out of the combiner): every row's second result is 0.
+  std::vector<tl::tensor> folded = tl::reduce(
+      {v, c.expand_dims(0) + tl::zeros({R, C}, tl::i32)}, 1,
+      [](const std::vector<tl::tensor> &acc, const std::vector<tl::tensor> &next) {
+        return std::vector<tl::tensor>{acc[0] + next[0], acc[1] * 0};
+      });
+  tl::store(rowZero + r, folded[1]);
 }
 
 TEST(CustomReduce, CombineFunctionsOfTheUsers) {
@@ -56,9 +64,10 @@ TEST(CustomReduce, CombineFunctionsOfTheUsers) {
   for (Backend backend : backendsWithTheGpu("tl::reduce with a combine function")) {
     SCOPED_TRACE(fmt::format("backend {}", int(backend)));
     std::vector<float> rowProducts(R), colProducts(C), largest(1), rowMax(R);
-    std::vector<int32_t> rowArg(R, -1), colArg(C, -1);
+    std::vector<int32_t> rowArg(R, -1), colArg(C, -1), rowZero(R, -1);
     k({.grid = {1}, .num_warps = 4, .backend = backend}, x, rowProducts, colProducts, largest, rowMax, rowArg,
-      colArg);
+      colArg, rowZero);
+    EXPECT_EQ(rowZero, std::vector<int32_t>(R, 0));
     for (int i = 0; i < R; ++i) {
       double p = 1;
       for (int j = 0; j < C; ++j)
@@ -82,7 +91,8 @@ TEST(CustomReduce, CombineFunctionsOfTheUsers) {
   // The GPU code through ptxas, where one is installed.
   for (const char *chip : {"sm_80", "sm_90a"}) {
     const CompiledKernel c = k.compile({x, std::vector<float>(R), std::vector<float>(C), std::vector<float>(1),
-                                        std::vector<float>(R), std::vector<int32_t>(R), std::vector<int32_t>(C)},
+                                        std::vector<float>(R), std::vector<int32_t>(R), std::vector<int32_t>(C),
+                                        std::vector<int32_t>(R)},
                                        {.chip = chip, .num_warps = 4});
     EXPECT_NE(c.ptx.find("shfl.sync.bfly"), std::string::npos) << chip;
     EXPECT_NE(c.ptx.find("bar.sync"), std::string::npos) << chip << ": no reduction across the warps";
@@ -104,6 +114,21 @@ void capturesAValue(tl::ptr<float> o, tl::scalar<float> scale) {
   tl::tensor v = tl::load(o + tl::arange(0, 4));
   FAILS_ON_NEXT_LINE();
   tl::store(o, tl::reduce(v, 0, [&](tl::tensor a, tl::tensor b) { return (a + b) * scale; }));
+}
+void returnsAValueFromOutside(tl::ptr<float> o, tl::scalar<float> scale) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, [&](tl::tensor, tl::tensor) { return scale; }));
+}
+void loopsInside(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  auto repeated = [](tl::tensor a, tl::tensor b) {
+    for (auto i : tl::range(0, 2, 1, a))
+      a = a + b;
+    return a;
+  };
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::reduce(v, 0, repeated));
 }
 void returnsAnotherType(tl::ptr<float> o) {
   tl::tensor v = tl::load(o + tl::arange(0, 4));
@@ -132,6 +157,11 @@ TEST(CustomReduce, MistakesAreNamedAtTheUsersLine) {
                      "tl::reduce: the combine function may use only elementwise operations on its arguments");
   expectAtMarkedLine(errorOf(kernel("captures_a_value", capturesAValue), {f, 2.0f}), "CustomReduceTest.cpp",
                      "tl::reduce: the combine function uses a value from outside it");
+  expectAtMarkedLine(errorOf(kernel("returns_a_value_from_outside", returnsAValueFromOutside), {f, 2.0f}),
+                     "CustomReduceTest.cpp", "tl::reduce: the combine function uses a value from outside it");
+  expectAtMarkedLine(errorOf(kernel("loops_inside", loopsInside), {f}), "CustomReduceTest.cpp",
+                     "tl::reduce: the combine function may use only elementwise operations on its arguments, not "
+                     "'scf.for'");
   expectAtMarkedLine(errorOf(kernel("returns_another_type", returnsAnotherType), {f}), "CustomReduceTest.cpp",
                      "tl::reduce: the combine function returned f64 for tile 0 of f32");
   expectAtMarkedLine(errorOf(kernel("returns_too_few", returnsTooFew), {f}), "CustomReduceTest.cpp",
