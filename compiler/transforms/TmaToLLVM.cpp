@@ -22,7 +22,9 @@
 // store stages and at tilegpu.tma_store_wait after the loop. A store whose map
 // use-tma swizzled (`tilegpu.tma_swizzle`) stages the block in a swizzled
 // tile (layout::tmaStoreTile) - vector stores, no bank conflicts - and
-// copies it out one box per swizzle-wide block of columns.
+// copies it out one box per swizzle-wide block of columns; with more than
+// two such blocks (layout::tmaStoreStaging) only two are resident, each
+// written once the copy out of its slot has read the block before.
 //
 // TMA fills the parts of the box outside the tensor with zeros. The tensor
 // map is the kernel parameter use-tma added (`tilegpu.tensor_map`).
@@ -191,8 +193,9 @@ void waitForStoreReads(OpBuilder &b, Location loc) {
   inlinePtx(b, loc, Type(), {isProgramLeader(b, loc)}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
 }
 
-/// The box of `tile`'s block j, staged at `from`: the store's coordinates
-/// with the innermost moved j blocks on, issued by the leader.
+/// One box of a TMA store, staged at `from`: the store's coordinates with
+/// the innermost `columnShift` further on (its j-th column block), issued by
+/// the leader into the current bulk group.
 void issueStoreBox(OpBuilder &b, Location loc, Value map, ValueRange offsetsIn, Value from, Value leader,
                    int64_t rank, int64_t columnShift) {
   SmallVector<Value> offsets(offsetsIn);
