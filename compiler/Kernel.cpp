@@ -132,8 +132,8 @@ std::vector<char> serialize(const CompiledKernel &k) {
   std::vector<char> out;
   putString(out, k.ptx);
   putString(out, std::string(k.cubin.begin(), k.cubin.end()));
-  putString(out, fmt::format("{} {} {} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
-                             k.dynamic_shared_bytes, k.producer_warps, k.programs_per_cta));
+  putString(out, fmt::format("{} {} {} {} {} {} {}", k.registers, k.shared_bytes, k.spill_bytes,
+                             k.dynamic_shared_bytes, k.producer_warps, k.programs_per_cta, k.cluster_size));
   putString(out, k.ptxas_log);
   putString(out, k.tensor_maps);
   return out;
@@ -145,7 +145,7 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   std::string cubin = getString(in, pos);
   k.cubin.assign(cubin.begin(), cubin.end());
   std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
-      k.dynamic_shared_bytes >> k.producer_warps >> k.programs_per_cta;
+      k.dynamic_shared_bytes >> k.producer_warps >> k.programs_per_cta >> k.cluster_size;
   k.ptxas_log = getString(in, pos);
   if (pos < in.size())
     k.tensor_maps = getString(in, pos);
@@ -164,8 +164,8 @@ struct CodePaths {
 };
 
 /// What a loaded GPU kernel was compiled for: chip, warps, stages, the
-/// code paths allowed, warp specialised, ping-pong.
-using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool, bool>, bool, bool>;
+/// code paths allowed, warp specialised, ping-pong, cluster size.
+using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool, bool>, bool, bool, int>;
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
@@ -439,6 +439,8 @@ struct Switches {
   bool warpSpecialize = false;
   /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
   bool pingPong = false;
+  /// TEGULA_CLUSTER_SIZE=N: launches without a cluster size of their own ask for N.
+  int clusterSize = 0;
 
   static Switches read() {
     Switches s;
@@ -468,11 +470,21 @@ struct Switches {
         s.warpSpecialize = value == "1";
       else if (name == "PING_PONG")
         s.pingPong = value == "1";
+      else if (name == "CLUSTER_SIZE")
+        s.clusterSize = std::atoi(std::string(value).c_str());
     }
     return s;
   }
 
   detail::CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff, !warpgroupTurnsOff}; }
+  /// The launch's cluster size, else TEGULA_CLUSTER_SIZE's, checked.
+  int clusterSizeFor(int requested) const {
+    const int size = requested != 1 ? requested : clusterSize ? clusterSize : 1;
+    if (size != 1 && size != 2 && size != 4)
+      throw Error(fmt::format("cluster_size {}{} is not supported: use 1, 2 or 4 CTAs per cluster", size,
+                              requested != 1 ? "" : " (from TEGULA_CLUSTER_SIZE)"));
+    return size;
+  }
 };
 
 /// The module's TMA tensor maps (use-tma), their argument numbers turned
@@ -521,6 +533,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   CompileOptions withEnv = opts;
   withEnv.ping_pong = opts.ping_pong || env.pingPong;
   withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize || withEnv.ping_pong;
+  withEnv.cluster_size = env.clusterSizeFor(opts.cluster_size);
   return compile(args, withEnv, env.paths());
 }
 
@@ -531,9 +544,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
   std::string optionKey =
-      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={}",
+      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={}",
                   opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma,
-                  paths.overlapDots, paths.warpgroupTurns, warpSpecialize, opts.ping_pong);
+                  paths.overlapDots, paths.warpgroupTurns, warpSpecialize, opts.ping_pong, opts.cluster_size);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx") || dumpEnabled("sass");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -549,6 +562,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .chip = opts.chip,
                                                 .warpSpecialize = warpSpecialize,
                                                 .pingPong = opts.ping_pong,
+                                                .clusterSize = opts.cluster_size,
                                                 .useWgmma = paths.wgmma,
                                                 .useTma = paths.tma,
                                                 .overlapDots = paths.overlapDots,
@@ -560,6 +574,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
       out.producer_warps = int(producers.getInt());
     if (auto programs = (*module)->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"))
       out.programs_per_cta = int(programs.getInt());
+    if (auto cluster = (*module)->getAttrOfType<IntegerAttr>("tilegpu.cluster_size"))
+      out.cluster_size = int(cluster.getInt());
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
     backend::Target target{opts.chip, /*features: the chip's=*/"", 3};
     out.ptx = backend::translateToPtx(*module, target);
@@ -643,18 +659,32 @@ std::string Kernel::launch_target(const LaunchOptions &opts) const {
     where = "sim " + simChipOf(opts, env);
   }
   const detail::CodePaths paths = env.paths();
-  return fmt::format("{}{}{}{}{}{}{}", where, paths.wgmma ? "" : " no-wgmma", paths.tma ? "" : " no-tma",
+  std::string target = fmt::format("{}{}{}{}{}{}{}", where, paths.wgmma ? "" : " no-wgmma", paths.tma ? "" : " no-tma",
                      paths.overlapDots ? "" : " no-overlap-dots", paths.warpgroupTurns ? "" : " no-warpgroup-turns",
                      env.warpSpecialize ? " ws" : "", env.pingPong ? " pp" : "");
+  if (env.clusterSize > 1)
+    target += fmt::format(" cluster{}", env.clusterSize);
+  return target;
 }
 
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
   detail::Specialization &spec = impl_->specialize(args);
   const Switches env = Switches::read();
   const Backend backend = backendOf(opts, env);
+  const int clusterSize = env.clusterSizeFor(opts.cluster_size);
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
+  // Every backend holds a cluster launch to CUDA's rules, so a kernel
+  // behaves the same everywhere.
+  if (clusterSize > 1 && opts.grid.x % unsigned(clusterSize) != 0)
+    throw Error(fmt::format("kernel '{}': grid.x = {} is not a multiple of cluster_size {} (a thread-block "
+                            "cluster's programs are consecutive along x)",
+                            impl_->name, opts.grid.x, clusterSize));
+  if (clusterSize > 1 && (opts.ping_pong || env.pingPong))
+    throw Error(fmt::format("kernel '{}': cluster_size {} with ping_pong is not supported (two programs a CTA "
+                            "would each need their own multicast rings): use one of them",
+                            impl_->name, clusterSize));
   // Only the GPU reads device memory; the CPU backends would need copies the
   // caller did not ask for.
   if (backend != Backend::GPU)
@@ -672,6 +702,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     interp::Launch launch;
     launch.kernelName = impl_->name;
     launch.grid = opts.grid;
+    launch.clusterSize = clusterSize;
     launch.args = &args;
     launch.paramNames = impl_->paramNames;
     for (size_t i = 0; i < impl_->params.size(); ++i)
@@ -687,10 +718,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                          .num_warps = opts.num_warps,
                          .num_stages = opts.num_stages,
                          .warp_specialize = opts.warp_specialize || env.warpSpecialize,
-                         .ping_pong = opts.ping_pong || env.pingPong};
+                         .ping_pong = opts.ping_pong || env.pingPong,
+                         .cluster_size = clusterSize};
     copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
     const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, env.paths().key(),
-                                copts.warp_specialize, copts.ping_pong};
+                                copts.warp_specialize, copts.ping_pong, copts.cluster_size};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -705,7 +737,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
         slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
                                            compiled.dynamic_shared_bytes,
                                            runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps,
-                                           compiled.programs_per_cta);
+                                           compiled.programs_per_cta, compiled.cluster_size);
       kernel = slot;
     }
     runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream,
@@ -724,13 +756,14 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                                         .warpSpecialize = opts.warp_specialize || env.warpSpecialize ||
                                                           opts.ping_pong || env.pingPong,
                                         .pingPong = opts.ping_pong || env.pingPong,
+                                        .clusterSize = clusterSize,
                                         .useWgmma = paths.wgmma,
                                         .useTma = paths.tma,
                                         .overlapDots = paths.overlapDots,
                                         .warpgroupTurns = paths.warpgroupTurns};
       std::shared_ptr<sim::SimKernel> &slot =
           spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, paths.key(),
-                          pipeline.warpSpecialize, pipeline.pingPong}];
+                          pipeline.warpSpecialize, pipeline.pingPong, pipeline.clusterSize}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, pipeline);
       simulated = slot;

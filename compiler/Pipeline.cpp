@@ -50,6 +50,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pipelining.numStages = o.numStages;
   pipelining.warpSpecialize = o.warpSpecialize && chip == "sm_90a";
   pipelining.pingPong = o.pingPong;
+  pipelining.clusterSize = o.clusterSize;
   pm.addPass(createPipelineDotOperands(pipelining));
   pm.addPass(createDropUnusedTensorMaps());
   if (chip == "sm_90a")

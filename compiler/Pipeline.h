@@ -31,6 +31,9 @@ struct GpuPipelineOptions {
   /// With warpSpecialize at numWarps 4: ping-pong - two programs per CTA,
   /// each on its own consumer warpgroup, sharing the producer warpgroup.
   bool pingPong = false;
+  /// With warpSpecialize: CTAs per thread-block cluster; multicast TMA rings
+  /// are fetched once per cluster (1: no clusters).
+  int clusterSize = 1;
   /// false (TEGULA_WGMMA=0): the layouts are sm_80's on sm_90a too — dots on
   /// mma.sync, no TMA — a way around the Hopper paths should they misbehave.
   bool useWgmma = true;

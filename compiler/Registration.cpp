@@ -51,6 +51,10 @@ void registerAllPasses() {
                           llvm::cl::desc("with warp-specialize at 4 warps: two programs per CTA, each on its own "
                                          "consumer warpgroup (sm_90a)"),
                           llvm::cl::init(false)};
+    Option<int> clusterSize{*this, "cluster-size",
+                            llvm::cl::desc("with warp-specialize: CTAs per thread-block cluster; multicast TMA "
+                                           "rings are fetched once per cluster (sm_90a)"),
+                            llvm::cl::init(1)};
     Option<bool> useWgmma{*this, "wgmma",
                           llvm::cl::desc("sm_90a: wgmma and TMA (false: sm_80's layouts)"),
                           llvm::cl::init(true)};
@@ -72,6 +76,7 @@ void registerAllPasses() {
                               .chip = f.chip,
                               .warpSpecialize = f.warpSpecialize || f.pingPong,
                               .pingPong = f.pingPong,
+                              .clusterSize = f.clusterSize,
                               .useWgmma = f.useWgmma,
                               .useTma = f.useTma,
                               .overlapDots = f.overlapDots,

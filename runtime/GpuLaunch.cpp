@@ -123,13 +123,14 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
                                                  int dynamicSharedBytes,
                                                  std::vector<TensorMapSpec> tensorMaps, int producerWarps,
-                                                 int programsPerCta) {
+                                                 int programsPerCta, int clusterSize) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
   k->name_ = name;
   k->producerWarps_ = producerWarps;
   k->programsPerCta_ = programsPerCta;
+  k->clusterSize_ = clusterSize;
   CUmodule module = loadModule(d, cubin, ptx, name);
   k->module_ = module;
   CUfunction fn;
@@ -262,6 +263,10 @@ void launchKernel(const LoadedKernel &kernel, Grid grid, int numWarps,
     if (programs > 1)
       kernelParams[numParams++] = &programsX;
     const unsigned ctasX = unsigned((uint64_t(grid.x) + unsigned(programs) - 1) / unsigned(programs));
+    if (ctasX % unsigned(kernel.clusterSize()) != 0)
+      throw Error(fmt::format("kernel '{}' runs in thread-block clusters of {} CTAs along x, but the launch has {} "
+                              "CTAs along x: make grid.x a multiple of {}",
+                              name, kernel.clusterSize(), ctasX, kernel.clusterSize()));
     // The staging copies ran on the default stream; a caller's stream (which
     // may not synchronise with it) must not start the kernel before they land.
     if (!copies.empty() && stream)

@@ -47,11 +47,13 @@ public:
   /// `tensorMaps`: the hidden TMA parameters each launch encodes and
   /// appends after the kernel's own. `programsPerCta` 2 (ping-pong): each
   /// CTA runs two programs of numWarps warps; the launch passes the grid's
-  /// program count along x as a last hidden parameter.
+  /// program count along x as a last hidden parameter. `clusterSize` > 1:
+  /// the kernel declares clusters of that many CTAs along x
+  /// (.reqnctapercluster), so the grid's x must be a multiple of it.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
                                             const std::string &name, int dynamicSharedBytes = 0,
                                             std::vector<TensorMapSpec> tensorMaps = {}, int producerWarps = 0,
-                                            int programsPerCta = 1);
+                                            int programsPerCta = 1, int clusterSize = 1);
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
   int dynamicSharedBytes() const { return dynamicShared_; }
@@ -59,12 +61,13 @@ public:
   /// Warps every launch adds to num_warps (a warp-specialised kernel's producers).
   int producerWarps() const { return producerWarps_; }
   int programsPerCta() const { return programsPerCta_; }
+  int clusterSize() const { return clusterSize_; }
 
 private:
   std::vector<TensorMapSpec> tensorMaps_;
   LoadedKernel() = default;
   std::string name_;
-  int dynamicShared_ = 0, producerWarps_ = 0, programsPerCta_ = 1;
+  int dynamicShared_ = 0, producerWarps_ = 0, programsPerCta_ = 1, clusterSize_ = 1;
   void *module_ = nullptr, *function_ = nullptr;
 };
 

@@ -119,6 +119,13 @@ tensor tensor_descriptor::load(const std::vector<operand> &offsets, Loc loc) con
                   .getResult());
 }
 
+tensor tensor_descriptor::load(const std::vector<operand> &offsets, multicast_t, Loc loc) const {
+  tensor block = load(offsets, loc);
+  TraceState &ts = current(loc);
+  unwrap(block, loc).getDefiningOp()->setAttr("multicast", UnitAttr::get(ts.ctx));
+  return block;
+}
+
 void tensor_descriptor::store(const std::vector<operand> &offsets, operand value, Loc loc) const {
   TraceState &ts = current(loc);
   Location l = toLoc(ts.ctx, loc);

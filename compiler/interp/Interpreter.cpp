@@ -12,6 +12,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstring>
@@ -121,10 +122,14 @@ public:
         for (pid_[0] = 0; pid_[0] < g.x; ++pid_[0]) {
           env_.clear();
           descs_.clear();
+          if (pid_[0] % uint32_t(launch_.clusterSize) == 0)
+            clusterLoads_.clear();
+          multicastLoads_ = 0;
           Block &entry = fn.getBody().front();
           for (auto [k, barg] : llvm::enumerate(entry.getArguments()))
             env_[barg] = argumentTile(barg.getType(), launch_.argIndex[k]);
           execBlock(entry);
+          checkClusterMadeAllLoads();
         }
   }
 
@@ -140,6 +145,54 @@ private:
     std::vector<int64_t> shape, strides;
   };
   llvm::DenseMap<Value, Descriptor> descs_;
+  /// tl::multicast loads of the cluster's first program (op, tensor base,
+  /// block offsets), which its other programs must repeat in order; and how
+  /// many the current program has made.
+  struct MulticastLoad {
+    Operation *op;
+    int32_t buf;
+    int64_t base;
+    std::vector<int64_t> at;
+  };
+  std::vector<MulticastLoad> clusterLoads_;
+  size_t multicastLoads_ = 0;
+
+  /// A tl::multicast load of the block at `at`: the cluster's first program
+  /// records it, the others must make the same one.
+  void checkMulticast(Operation *op, const Descriptor &d, const std::vector<int64_t> &at) {
+    if (launch_.clusterSize == 1)
+      return;
+    const uint32_t rank = pid_[0] % uint32_t(launch_.clusterSize), first = pid_[0] - rank;
+    const size_t n = multicastLoads_++;
+    if (rank == 0) {
+      clusterLoads_.push_back({op, d.buf, d.offset, at});
+      return;
+    }
+    if (n >= clusterLoads_.size())
+      error(op, fmt::format("tl::multicast load #{} of program {}, but program {} (the first of its cluster of "
+                            "{}) made only {}: the programs of a cluster must make the same multicast loads",
+                            n + 1, pid_[0], first, launch_.clusterSize, clusterLoads_.size()));
+    const MulticastLoad &theirs = clusterLoads_[n];
+    if (theirs.op != op || theirs.buf != d.buf || theirs.base != d.offset || theirs.at != at)
+      error(op, fmt::format("tl::multicast load #{} reads the block at [{}]{}, but program {} (the first of its "
+                            "cluster of {}) read the block at [{}] at {} as its load #{}: the programs of a cluster "
+                            "must load the same blocks in the same order",
+                            n + 1, fmt::join(at, ", "),
+                            theirs.buf != d.buf || theirs.base != d.offset ? " of another tensor" : "", first,
+                            launch_.clusterSize, fmt::join(theirs.at, ", "), locString(theirs.op->getLoc()), n + 1));
+  }
+
+  /// After a program of a cluster other than its first: it made all the
+  /// first one's multicast loads.
+  void checkClusterMadeAllLoads() {
+    if (launch_.clusterSize == 1 || pid_[0] % uint32_t(launch_.clusterSize) == 0 ||
+        multicastLoads_ == clusterLoads_.size())
+      return;
+    error(clusterLoads_[multicastLoads_].op,
+          fmt::format("program {} made {} tl::multicast loads, but the first program of its cluster of {} made "
+                      "{}: the programs of a cluster must make the same multicast loads",
+                      pid_[0], multicastLoads_, launch_.clusterSize, clusterLoads_.size()));
+  }
 
   [[noreturn]] void error(Operation *op, const std::string &what) {
     throw Error(fmt::format("{}: {} at {}: program ({}, {}, {})", launch_.kernelName, what,
@@ -387,6 +440,7 @@ private:
     }
     bool isLoad = isa<tile::DescriptorLoadOp>(op);
     const Descriptor &d = descs_.at(op->getOperand(0));
+    const bool multicast = isLoad && cast<tile::DescriptorLoadOp>(op).getMulticast();
     auto type = cast<tile::TensorDescType>(op->getOperand(0).getType());
     RankedTensorType block = type.getBlockType();
     Type elem = block.getElementType();
@@ -415,6 +469,8 @@ private:
         idx[dim] = 0;
       }
     }
+    if (multicast)
+      checkMulticast(op, d, at);
     if (isLoad) {
       auto t = makeTile(elem, ptrs->shape);
       for (size_t k = 0; k < t->size(); ++k) {

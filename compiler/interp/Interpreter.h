@@ -22,6 +22,9 @@ namespace tegula::interp {
 struct Launch {
   std::string kernelName;
   Grid grid;
+  /// CTAs per thread-block cluster along x: the programs of a cluster must
+  /// make the same tl::multicast loads (checked).
+  int clusterSize = 1;
   /// The launch arguments and parameter names, in signature order.
   const std::vector<Arg> *args;
   std::vector<std::string> paramNames;

@@ -97,6 +97,15 @@ size_t columnIndex(const LinearLayout &values) {
 }
 } // namespace
 
+std::optional<int32_t> multicastSliceRows(const SharedTile &tile, int ctas) {
+  if ((ctas != 2 && ctas != 4) || tile.contiguousDim != 1 || tile.shape[0] % ctas != 0)
+    return std::nullopt;
+  const int32_t slice = tile.shape[0] / ctas;
+  if (slice % 8 != 0) // a swizzle period is 8 rows of the tile's width
+    return std::nullopt;
+  return slice;
+}
+
 SharedTile tmaStoreStaging(SharedTile tile, const LinearLayout &values) {
   if (tile.contiguousDim != 1 || !tile.blockElements || tile.blocks() <= 2 || !values.hasOutDim("dim1") ||
       !values.hasInDim("register"))

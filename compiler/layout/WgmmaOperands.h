@@ -83,6 +83,14 @@ std::optional<SharedTile> tmaStoreTile(const std::vector<int32_t> &shape, int el
 /// persistent warp-specialised GEMM get the rest).
 SharedTile tmaStoreStaging(SharedTile tile, const LinearLayout &values);
 
+/// The rows of each block of a TMA-filled `tile` that each of `ctas` CTAs
+/// of a cluster copies when a multicast fetches it once for all of them: the
+/// CTA of rank r copies rows [r, r + 1) * slice, landing at the same offset
+/// in every CTA. nullopt unless the rows split evenly into slices that are
+/// whole periods of the tile's swizzle (8 rows of its width: each slice then
+/// lands exactly where the whole box would put it) and `ctas` is 2 or 4.
+std::optional<int32_t> multicastSliceRows(const SharedTile &tile, int ctas);
+
 /// The block (along dim1) register `reg` of `values` lands in, for a tile
 /// tmaStoreStaging gave resident blocks.
 int32_t tmaStoreBlockOf(const LinearLayout &values, const SharedTile &tile, int32_t reg);

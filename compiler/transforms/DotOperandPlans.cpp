@@ -257,7 +257,7 @@ Value addSwizzledTensorMap(Operand &op) {
   const int64_t first = int64_t(fn.getNumArguments()) - int64_t(specs.size());
   runtime::TensorMapSpec spec = specs.at(size_t(argNo.getInt() - first));
   const layout::SharedTile tile = op.ring.tile();
-  spec.box = {int32_t(tile.shape[0]), int32_t(tile.rowBytes() * 8 / tile.elementBits)};
+  spec.box = {int32_t(tile.shape[0] / op.multicastCtas), int32_t(tile.rowBytes() * 8 / tile.elementBits)};
   spec.swizzle = op.swizzle;
   spec.tf32 = op.roundedByTma();
   specs.push_back(spec);

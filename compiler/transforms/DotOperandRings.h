@@ -51,6 +51,9 @@ struct Operand {
   tile::TransOp trans;           // set when the dot reads the load transposed
   int swizzle = 0;               // TMA: the swizzle that writes the ring's tiles
   Value map;                     // TMA: its tensor-map parameter
+  /// TMA, warp specialised in a cluster: the CTAs that fetch each stage
+  /// together, each copying its slice of rows into all (1: no multicast).
+  int multicastCtas = 1;
   /// Between the load and the dot, dot side first: the trans and any
   /// layout conversions (coalesce's), erased with the load.
   SmallVector<Operation *> chain;
@@ -91,7 +94,8 @@ std::optional<Operand> planOperand(mlir::scf::ForOp loop, tile::DotOp dot, unsig
                                    bool sharedLoad = false);
 
 /// A TMA operand's own tensor map: a copy of its descriptor's (use-tma)
-/// with the ring's box (one block of rows), swizzle and, for f32, tf32
+/// with the ring's box (one block of rows - a CTA's slice of them when the
+/// ring is multicast), swizzle and, for f32, tf32
 /// rounding (Operand::roundedByTma), as a new hidden kernel argument; null
 /// when the descriptor has none.
 Value addSwizzledTensorMap(Operand &op);
@@ -130,7 +134,9 @@ struct RingDot {
 /// a kernel that already has a producer, addresses the producer cannot
 /// recompute from scalars). `pingPong` (num_warps 4): two programs per CTA,
 /// each on its own consumer warpgroup (module tilegpu.programs_per_cta).
+/// `clusterSize` > 1 (not with ping-pong): the rings of tl::multicast loads
+/// are fetched once per thread-block cluster (module tilegpu.cluster_size).
 bool pipelineWarpSpecialized(mlir::scf::ForOp loop, mlir::MutableArrayRef<RingDot> dots, int stages, bool pingPong,
-                             llvm::function_ref<bool(Operand &)> addMap);
+                             int clusterSize, llvm::function_ref<bool(Operand &)> addMap);
 
 } // namespace tegula::rings

@@ -528,6 +528,10 @@ struct LowerTileGPUToLLVMPass
         // per-thread register count (the pool setmaxnreg moves registers in).
         if (auto regs = module->getAttrOfType<IntegerAttr>("tilegpu.max_registers"))
           fn->setAttr("nvvm.maxnreg", IntegerAttr::get(IntegerType::get(ctx, 32), regs.getInt()));
+        // Multicast TMA rings: the kernel runs in clusters of CTAs along x
+        // (.reqnctapercluster: a plain launch forms them).
+        if (const int64_t ctas = clusterSize(module); ctas > 1)
+          fn->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), DenseI32ArrayAttr::get(ctx, {int32_t(ctas), 1, 1}));
         // By-value parameters are TMA tensor maps (use-tma), whose address
         // the bulk copies take: they stay in param space.
         for (unsigned i = 0; i < fn.getNumArguments(); ++i)

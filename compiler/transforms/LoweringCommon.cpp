@@ -38,6 +38,12 @@ int64_t numWarps(ModuleOp module) {
 }
 } // namespace
 
+int64_t clusterSize(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto ctas = module ? module->getAttrOfType<IntegerAttr>("tilegpu.cluster_size") : IntegerAttr();
+  return ctas ? ctas.getInt() : 1;
+}
+
 int64_t programsPerCta(Operation *op) {
   auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   auto programs = module ? module->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta") : IntegerAttr();

@@ -42,6 +42,9 @@ mlir::Value isProgramLeader(mlir::OpBuilder &b, mlir::Location loc);
 /// Programs a CTA of `module` runs: its tilegpu.programs_per_cta (2 in a
 /// ping-pong kernel), else 1.
 int64_t programsPerCta(mlir::Operation *moduleOrInside);
+/// CTAs per thread-block cluster of `module`: its tilegpu.cluster_size
+/// (multicast TMA rings), else 1.
+int64_t clusterSize(mlir::Operation *moduleOrInside);
 /// tilegpu.program_slot at the insertion point: which of the CTA's programs
 /// the thread runs (consumers) or fills the rings of (producer warps).
 mlir::Value programSlot(mlir::OpBuilder &b, mlir::Location loc);

@@ -172,13 +172,28 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     program w's. Each program's code is guarded by its program id being in
     the launch (the lowering maps program_id to 2 * ctaid + slot and
     num_programs to a hidden argument).
+
+    `cluster-size` C (with warp-specialize, 2 or 4, not with ping-pong):
+    rings whose load is a `tile.descriptor_load {multicast}` (tl::multicast:
+    the C programs of a cluster - consecutive program ids along x - load the
+    same blocks in the same order) are fetched once per cluster: each CTA's
+    producer copies 1/C of the stage's rows (`tilegpu.tma_load {multicast}`,
+    the ring's tensor map boxing that slice) into every CTA of the cluster,
+    and every ring's release barrier counts the consumer warps of all C CTAs
+    (each consumer warp arrives in every CTA). The module gets
+    tilegpu.cluster_size = C; the CTAs meet at a cluster barrier after the
+    mbarriers' initialisation and before they are invalidated
+    (tilegpu.cluster_sync). Where no multicast load qualifies nothing changes.
   }];
   let options = [
     Option<"numStages", "num-stages", "int", "3", "shared-memory stages per operand (1: off)">,
     Option<"warpSpecialize", "warp-specialize", "bool", "false",
            "TMA rings get a producer warpgroup (sm_90a)">,
     Option<"pingPong", "ping-pong", "bool", "false",
-           "with warp-specialize at num_warps 4: two programs per CTA, each on its own consumer warpgroup">
+           "with warp-specialize at num_warps 4: two programs per CTA, each on its own consumer warpgroup">,
+    Option<"clusterSize", "cluster-size", "int", "1",
+           "with warp-specialize: CTAs per thread-block cluster; tl::multicast loads of TMA rings are "
+           "fetched once per cluster">
   ];
   let dependentDialects = ["::tegula::tilegpu::TileGPUDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

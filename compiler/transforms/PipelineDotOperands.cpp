@@ -67,7 +67,8 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
       coords.push_back(map.lookupOrDefault(c));
     tilegpu::TmaLoadOp::create(b, loc, ring, stage, op.map, coords,
                                signal && signal->ring != ring ? signal->ring : Value(),
-                               signal ? b.getI64IntegerAttr(signal->bytes) : IntegerAttr());
+                               signal ? b.getI64IntegerAttr(signal->bytes) : IntegerAttr(),
+                               op.multicastCtas > 1 ? b.getI64IntegerAttr(op.multicastCtas) : IntegerAttr());
     return;
   }
   IRMapping map;
@@ -591,7 +592,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       if (!planned)
         continue;
       bool mapsAdded = true;
-      if (pipelineWarpSpecialized(loop, *planned, numStages, pingPong, [&](Operand &o) {
+      if (pipelineWarpSpecialized(loop, *planned, numStages, pingPong, clusterSize, [&](Operand &o) {
             return mapsAdded = bool(o.map = addSwizzledTensorMap(o));
           }))
         return true;

@@ -59,13 +59,22 @@ namespace {
 /// Every thread spins until the mbarrier at `bar` completes the phase of
 /// parity `phase` (i32). `label` names the loop (tegula_wait: copies landed;
 /// tegula_wait_release: a warp-specialised producer waits for a stage).
-void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase, const char *label = "tegula_wait") {
+/// `clusterScope`: the arrivals come from other CTAs of the cluster too (a
+/// multicast ring's release), whose reads must be ordered before the copies
+/// this thread issues next.
+void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase, const char *label = "tegula_wait",
+                  bool clusterScope = false) {
   inlinePtx(b, loc, Type(), {bar, phase},
             fmt::format("{{\n.reg .pred %tegula_done;\n{0}:\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;\n"
+                        "mbarrier.try_wait.parity{1}.shared::cta.b64 %tegula_done, [$0], $1;\n"
                         "@!%tegula_done bra {0};\n}}",
-                        label),
+                        label, clusterScope ? ".acquire.cluster" : ""),
             "l,r");
+}
+
+/// The calling thread's CTA's rank in its thread-block cluster (i32).
+Value clusterRank(OpBuilder &b, Location loc) {
+  return inlinePtx(b, loc, b.getI32Type(), {}, "mov.u32 $0, %cluster_ctarank;", "=r");
 }
 
 /// `leader` (i1) initialises the mbarrier at `bar` for one arrival.
@@ -367,7 +376,8 @@ struct TmaInitPattern : OpConversionPattern<tilegpu::TmaInitOp> {
       if (released) // every consumer warp releases the stage (tilegpu.tma_arrive)
         inlinePtx(rw, loc, Type(),
                   {stageBarrier(rw, loc, adaptor.getRing(), i32Const(rw, loc, s), type, true), leader},
-                  fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};", consumerThreads(op) / kWarpSize),
+                  fmt::format("@$1 mbarrier.init.shared::cta.b64 [$0], {};",
+                              consumerThreads(op) / kWarpSize * clusterSize(op)),
                   "l,b");
     }
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
@@ -390,11 +400,26 @@ struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
     // wgmma waits or reads before): lane 0 arrives for the warp.
     Value lane0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
                                        NVVM::LaneIdOp::create(rw, loc, rw.getI32Type()), i32Const(rw, loc, 0));
-    for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings()))
-      inlinePtx(rw, loc, Type(),
-                {lane0, stageBarrier(rw, loc, lowered, adaptor.getStage(),
-                                     cast<tilegpu::SharedTilesType>(ring.getType()), true)},
-                "bar.warp.sync -1;\n@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,l");
+    const int64_t ctas = clusterSize(op);
+    for (auto [ring, lowered] : llvm::zip(op.getRings(), adaptor.getRings())) {
+      Value bar = stageBarrier(rw, loc, lowered, adaptor.getStage(), cast<tilegpu::SharedTilesType>(ring.getType()), true);
+      if (ctas == 1) {
+        inlinePtx(rw, loc, Type(), {lane0, bar}, "bar.warp.sync -1;\n@$0 mbarrier.arrive.shared::cta.b64 _, [$1];",
+                  "b,l");
+        continue;
+      }
+      // A cluster's producers each write the stage in every CTA: the warp
+      // releases it in all of them (its own included, by the same path).
+      inlinePtx(rw, loc, Type(), {}, "bar.warp.sync -1;", "");
+      for (int64_t r = 0; r < ctas; ++r) {
+        Type i64 = rw.getI64Type();
+        Value local = LLVM::PtrToIntOp::create(rw, loc, i64, bar);
+        Value remote = inlinePtx(rw, loc, i64, {local, i32Const(rw, loc, r)}, "mapa.shared::cluster.u64 $0, $1, $2;",
+                                 "=l,l,r");
+        inlinePtx(rw, loc, Type(), {lane0, remote},
+                  "@$0 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$1];", "b,l");
+      }
+    }
     rw.eraseOp(op);
     return success();
   }
@@ -419,20 +444,38 @@ struct TmaRingLoadPattern : OpConversionPattern<tilegpu::TmaLoadOp> {
                                 : stageBarrier(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Value base = ringStage(rw, loc, adaptor.getRing(), adaptor.getStage(), type);
     Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+    // Multicast: this CTA's slice of each block's rows, landing in every CTA
+    // of the cluster (ctaMask: all of them).
+    const int64_t ctas = op.getMulticastAttr() ? op.getMulticastAttr().getInt() : 1;
+    Value row = adaptor.getCoords()[0];
+    if (ctas > 1) {
+      const int32_t sliceRows = *layout::multicastSliceRows(tile, int(ctas));
+      Value rank = clusterRank(rw, loc);
+      row = LLVM::AddOp::create(rw, loc, row, LLVM::MulOp::create(rw, loc, rank, i32Const(rw, loc, sliceRows)));
+      base = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), base,
+                                 ValueRange{LLVM::MulOp::create(rw, loc, rank, i32Const(rw, loc, sliceRows * tile.rowBytes()))});
+    }
     // The bytes to expect (none where the group's first load announced them),
     // then one box per block of columns.
     const int64_t expect = op.getExpectBytesAttr() ? op.getExpectBytesAttr().getInt() : type.tileBytes();
     std::string body =
         expect ? fmt::format("@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {};", expect) : std::string();
-    SmallVector<Value> args = {bar, leader, adaptor.getMap(), adaptor.getCoords()[0]};
+    SmallVector<Value> args = {bar, leader, adaptor.getMap(), row};
     std::string constraints = "l,b,l,r";
+    std::string multicast;
+    if (ctas > 1) {
+      multicast = fmt::format(".multicast::cluster"), constraints += ",h";
+      args.push_back(LLVM::ConstantOp::create(rw, loc, rw.getI16Type(), rw.getI16IntegerAttr(int16_t((1 << ctas) - 1))));
+    }
+    const size_t mask = args.size() - 1;
     for (int64_t k = 0; k < blocks; ++k) {
       Value dst = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), base,
                                       ValueRange{i32Const(rw, loc, k * blockBytes)});
       Value col = LLVM::AddOp::create(rw, loc, adaptor.getCoords()[1], i32Const(rw, loc, k * blockCols));
       body += fmt::format("{}@$1 cp.async.bulk.tensor.2d.shared::cluster.global.tile."
-                          "mbarrier::complete_tx::bytes [${}], [$2, {{${}, $3}}], [$0];",
-                          body.empty() ? "" : "\n", args.size(), args.size() + 1);
+                          "mbarrier::complete_tx::bytes{} [${}], [$2, {{${}, $3}}], [$0]{};",
+                          body.empty() ? "" : "\n", multicast, args.size(), args.size() + 1,
+                          ctas > 1 ? fmt::format(", ${}", mask) : "");
       args.push_back(dst);
       args.push_back(col);
       constraints += ",l,r";
@@ -452,7 +495,8 @@ struct TmaWaitPattern : OpConversionPattern<tilegpu::TmaWaitOp> {
       waitForPhase(rw, loc,
                    stageBarrier(rw, loc, lowered, adaptor.getStage(),
                                 cast<tilegpu::SharedTilesType>(ring.getType()), op.getReleased()),
-                   adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait");
+                   adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait",
+                   op.getReleased() && clusterSize(op) > 1);
     if (!op.getReleased() && !op.getNoBarrier()) // warp specialised: each thread for itself
       ctaBarrier(rw, loc);
     rw.eraseOp(op);
@@ -480,11 +524,23 @@ struct TmaReleasePattern : OpConversionPattern<tilegpu::TmaReleaseOp> {
   }
 };
 
+struct ClusterSyncPattern : OpConversionPattern<tilegpu::ClusterSyncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::ClusterSyncOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    // Not .aligned: a warp-specialised producer warp's lanes come from
+    // different paths (lane 0 ran the copies).
+    inlinePtx(rw, op.getLoc(), Type(), {}, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;", "");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateTmaPatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   patterns.add<MakeTensorMapPattern, TmaLoadPattern, TmaStorePattern, TmaStoreWaitPattern, TmaInitPattern,
-               TmaRingLoadPattern, TmaWaitPattern, TmaReleasePattern, TmaArrivePattern>(
+               TmaRingLoadPattern, TmaWaitPattern, TmaReleasePattern, TmaArrivePattern, ClusterSyncPattern>(
       types, patterns.getContext());
 }
 

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
 #include "compiler/analysis/SharedMemoryUsage.h"
+#include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -114,9 +115,9 @@ struct Rings {
 /// (and gives each ring its tensor map), build() rewrites the kernel.
 class WarpSpecializer {
 public:
-  WarpSpecializer(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong)
-      : loop(loop), dots(dots), stages(stages), pingPong(pingPong), loc(loop.getLoc()), ctx(loop.getContext()),
-        ivType(loop.getInductionVar().getType()) {}
+  WarpSpecializer(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong, int clusterSize)
+      : loop(loop), dots(dots), stages(stages), pingPong(pingPong), clusterSize(clusterSize), loc(loop.getLoc()),
+        ctx(loop.getContext()), ivType(loop.getInductionVar().getType()) {}
 
   bool plan(llvm::function_ref<bool(Operand &)> addMap);
   void build();
@@ -149,6 +150,8 @@ private:
   MutableArrayRef<RingDot> dots;
   const int stages;
   const bool pingPong;
+  const int clusterSize;
+  bool multicast = false; // some ring is fetched once per cluster
   Location loc;
   MLIRContext *ctx;
   Type ivType;
@@ -229,6 +232,18 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   if (!s || !none.empty())
     return false;
   entrySlice = *s;
+  programs = pingPong && consumerWarps == 4 ? 2 : 1;
+  // A cluster's CTAs fetch the blocks the kernel promises they all load
+  // (tl::multicast) once: each copies a slice of the rows into all of them.
+  if (clusterSize > 1 && programs == 1)
+    for (auto &[load, uses] : byLoad) {
+      auto block = dyn_cast<tile::DescriptorLoadOp>(load);
+      if (!block || !block.getMulticast() || !layout::multicastSliceRows(uses.front()->ring.tile(), clusterSize))
+        continue;
+      multicast = true;
+      for (Operand *o : uses)
+        o->multicastCtas = clusterSize;
+    }
   for (auto &[load, uses] : byLoad) {
     if (!addMap(*uses.front()))
       return false;
@@ -241,7 +256,6 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   // between them (attention's softmax): a turn would hold the tensor cores
   // through that work too. Taking turns, the programs share one ring (each
   // turn has all its stages); otherwise each program has stages of its own.
-  programs = pingPong && consumerWarps == 4 ? 2 : 1;
   takeTurns = programs > 1 && dots.size() == 1;
   sharedRing = takeTurns && !sharedRings;
   return true;
@@ -252,6 +266,8 @@ void WarpSpecializer::build() {
   module->setAttr("tilegpu.producer_warps", IntegerAttr::get(i32, kProducerWarps));
   if (programs > 1)
     module->setAttr("tilegpu.programs_per_cta", IntegerAttr::get(i32, programs));
+  if (multicast)
+    module->setAttr("tilegpu.cluster_size", IntegerAttr::get(i32, clusterSize));
   allocateAndSplit();
   moveRegisters();
   {
@@ -263,6 +279,13 @@ void WarpSpecializer::build() {
   }
   buildProducer();
   buildConsumers();
+  if (multicast) {
+    // The producers' last copies into the other CTAs and the consumers' last
+    // releases there are done before any CTA invalidates its mbarriers or
+    // exits: every thread meets the cluster's others once more.
+    OpBuilder end = OpBuilder::atBlockTerminator(split.thenBlock());
+    tilegpu::ClusterSyncOp::create(end, loc);
+  }
   if (takeTurns)
     orderTurns(loop, tiles, consumer, programs);
   deferTileStoreWaits();
@@ -339,6 +362,8 @@ void WarpSpecializer::allocateAndSplit() {
   }
   if (takeTurns)
     tilegpu::OrderInitOp::create(b, loc);
+  if (multicast) // no CTA copies into or arrives on another's mbarriers before they are initialised
+    tilegpu::ClusterSyncOp::create(b, loc);
   split = scf::IfOp::create(b, loc, TypeRange{}, tilegpu::IsProducerWarpOp::create(b, loc, b.getI1Type()), true);
   split->setAttr("tilegpu.warp_specialized", UnitAttr::get(ctx)); // its else region: the consumers
   // The consumers: the rest of the kernel.
@@ -685,6 +710,8 @@ void WarpSpecializer::buildConsumers() {
   // (A ping-pong kernel's rings live to its end: the other program may still
   // use them, and no buffer reuses their bytes.)
   after.setInsertionPointAfter(tiles ? tiles : loop);
+  if (multicast)
+    tilegpu::ClusterSyncOp::create(after, loc);
   if (programs == 1)
     for (Value ring : barrierRings)
       tilegpu::TmaReleaseOp::create(after, loc, ring);
@@ -696,8 +723,8 @@ void WarpSpecializer::buildConsumers() {
 } // namespace
 
 bool pipelineWarpSpecialized(scf::ForOp loop, MutableArrayRef<RingDot> dots, int stages, bool pingPong,
-                             llvm::function_ref<bool(Operand &)> addMap) {
-  WarpSpecializer specializer(loop, dots, stages, pingPong);
+                             int clusterSize, llvm::function_ref<bool(Operand &)> addMap) {
+  WarpSpecializer specializer(loop, dots, stages, pingPong, clusterSize);
   if (!specializer.plan(addMap))
     return false;
   specializer.build();

@@ -206,7 +206,14 @@ def Tile_MakeTensorDescriptorOp : Tile_Op<"make_tensor_descriptor", [Pure,
 def Tile_DescriptorLoadOp : Tile_Op<"descriptor_load", [
     MemoryEffects<[MemRead<Tile_GlobalMemory>]>]> {
   let summary = "Load the block at `offsets`; elements outside the tensor read as zero";
-  let arguments = (ins Tile_TensorDescType:$desc, Variadic<I32>:$offsets);
+  let description = [{
+    `multicast`: the programs of a thread-block cluster (consecutive program
+    ids along x, LaunchOptions::cluster_size of them) all load the same
+    blocks through this op, in the same order - so a TMA ring may fetch each
+    block once for the whole cluster (pipeline-dot-operands' cluster-size).
+    The result is the same; the interpreter checks the promise.
+  }];
+  let arguments = (ins Tile_TensorDescType:$desc, Variadic<I32>:$offsets, UnitAttr:$multicast);
   let results = (outs Tile_Tensor:$result);
   let assemblyFormat = "$desc `[` $offsets `]` attr-dict `:` type($desc) `->` type($result)";
   let hasVerifier = 1;

@@ -1,5 +1,6 @@
 //===- SharedTiles.cpp - rings of shared tiles and their async ops --------===//
 #include "dialects/tilegpu/TileGPUDialect.h"
+#include "compiler/layout/WgmmaOperands.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/MathExtras.h"
@@ -87,6 +88,10 @@ LogicalResult TmaLoadOp::verify() {
   if (own && bytes && *bytes < getRing().getType().tileBytes())
     return emitOpError() << "announces " << *bytes << " bytes on its own mbarrier, fewer than the "
                          << getRing().getType().tileBytes() << " its copies bring";
+  if (auto ctas = getMulticastAttr(); ctas && !layout::multicastSliceRows(getRing().getType().tile(), int(ctas.getInt())))
+    return emitOpError() << "multicasts to " << ctas.getInt() << " CTAs a tile whose "
+                         << getRing().getType().tile().shape[0]
+                         << " rows do not split into that many slices of whole 8-row swizzle periods";
   return success();
 }
 

@@ -122,10 +122,16 @@ def TileGPU_TmaLoadOp : TileGPU_Op<"tma_load", [AttrSizedOperandSegments]> {
     absent). The group's first load announces the whole group's bytes; the
     others, which signal its ring, announce none (0) - that mbarrier expects
     one arrival a phase.
+
+    `multicast` C (a thread-block cluster of C CTAs): the CTA of rank r
+    copies only rows [r, r + 1) * rows / C of each block (the tensor map's
+    box is that slice) and the copy lands in every CTA of the cluster,
+    completing on each one's stage mbarrier - which still expects the whole
+    stage: every CTA's producer issues its slice of the same block.
   }];
   let arguments = (ins TileGPU_SharedTilesType:$ring, I32:$stage, AnyType:$map,
                        Variadic<I32>:$coords, Optional<TileGPU_SharedTilesType>:$signals,
-                       OptionalAttr<I64Attr>:$expectBytes);
+                       OptionalAttr<I64Attr>:$expectBytes, OptionalAttr<I64Attr>:$multicast);
   let assemblyFormat = [{
     $ring `[` $stage `]` `,` $map `[` $coords `]` (`signals` $signals^)? attr-dict `:` type($ring) `,` type($map)
     (`,` type($signals)^)?
@@ -163,6 +169,18 @@ def TileGPU_TmaArriveOp : TileGPU_Op<"tma_arrive"> {
   }];
   let arguments = (ins Variadic<TileGPU_SharedTilesType>:$rings, I32:$stage);
   let assemblyFormat = "$rings `[` $stage `]` attr-dict `:` type($rings)";
+}
+
+def TileGPU_ClusterSyncOp : TileGPU_Op<"cluster_sync"> {
+  let summary = "Every thread of every CTA of the thread-block cluster meets (barrier.cluster)";
+  let description = [{
+    A cluster kernel's CTAs write into each other's shared memory (multicast
+    TMA copies) and arrive on each other's mbarriers: they meet once their
+    mbarriers are initialised, before any of that, and again before the
+    mbarriers are invalidated and the CTA exits, after all of it. Every
+    thread runs it (arrive with release semantics, then wait with acquire).
+  }];
+  let assemblyFormat = "attr-dict";
 }
 
 def TileGPU_IsProducerWarpOp : TileGPU_Op<"is_producer_warp", [Pure]> {

@@ -63,6 +63,14 @@ struct LaunchOptions {
   /// persistent kernel should launch twice the programs (two per SM).
   /// Also on with TEGULA_PING_PONG=1.
   bool ping_pong = false;
+  /// sm_90a, with warp specialisation: programs run in thread-block clusters
+  /// of this many CTAs (1, 2 or 4; consecutive program ids along x, so
+  /// grid.x must be a multiple of it), and a tensor-descriptor load marked
+  /// tl::multicast that fills a TMA ring is fetched once per cluster, each
+  /// CTA issuing a slice that lands in every CTA (docs/hopper.md). The
+  /// kernel computes the same on every backend; kernels with no such load
+  /// compile as without it. Also set by TEGULA_CLUSTER_SIZE.
+  int cluster_size = 1;
   /// The compile target. Empty: the device's (GPU); in the simulator
   /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
   /// Hopper code (wgmma) on the CPU.
@@ -206,6 +214,7 @@ struct CompileOptions {
   int num_stages = 3; // as LaunchOptions::num_stages
   bool warp_specialize = false; // as LaunchOptions::warp_specialize
   bool ping_pong = false;       // as LaunchOptions::ping_pong
+  int cluster_size = 1;         // as LaunchOptions::cluster_size
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;
@@ -230,6 +239,9 @@ struct CompiledKernel {
   /// num_warps warps; the launch passes the grid's program count as a
   /// hidden last parameter), else 1.
   int programs_per_cta = 1;
+  /// CTAs per thread-block cluster along x (the PTX's .reqnctapercluster):
+  /// the launch's cluster_size where a multicast TMA ring applied, else 1.
+  int cluster_size = 1;
 
   /// The cubin's machine code (SASS) as nvdisasm prints it: what ptxas made
   /// of the PTX, for reading hot loops. Disassembled on each call. Throws

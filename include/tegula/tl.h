@@ -330,6 +330,19 @@ tensor atomic_cas(const tensor &ptrs, operand cmp, operand value, memory_order s
 //   tl::tensor tile = a.load({pid_m * BM, k});   // zeros outside [0, M) x [0, K)
 //===----------------------------------------------------------------------===//
 
+/// Marks a tensor-descriptor load that every program of a thread-block
+/// cluster makes alike: `desc.load({k, n}, tl::multicast)`. With
+/// LaunchOptions::cluster_size C, programs C*c .. C*c + C-1 (along x) form
+/// cluster c and must load the same blocks through it, in the same order
+/// (the interpreter checks this). Where the load fills a warp-specialised
+/// TMA ring on sm_90a, each block is then fetched once for the cluster: each
+/// CTA copies 1/C of its rows into all of them. The block is the same
+/// either way.
+struct multicast_t {
+  explicit constexpr multicast_t() = default;
+};
+inline constexpr multicast_t multicast{};
+
 class tensor_descriptor {
 public:
   tensor_descriptor() = default;
@@ -339,6 +352,9 @@ public:
   /// per dimension, i32, may be negative); elements outside the tensor read
   /// as zero.
   tensor load(const std::vector<operand> &offsets, Loc loc = Loc::current()) const;
+  /// The same block, loaded alike by every program of the cluster (see
+  /// tl::multicast).
+  tensor load(const std::vector<operand> &offsets, multicast_t, Loc loc = Loc::current()) const;
   /// Write `value` (converted to the element type, broadcast to the block)
   /// at `offsets`; elements outside the tensor are not written.
   void store(const std::vector<operand> &offsets, operand value,
