@@ -45,9 +45,12 @@ struct Config {
                            // (with persistent: examples::matmul_persistent_descriptors)
   bool ws = false;         // with tma: warp specialised (a producer warpgroup + `warps` consumers)
   bool pp = false;         // with ws at 4 warps: ping-pong, two programs per CTA (persistent: 2 per SM)
+  int cluster = 1;         // with persistent ws: thread-block clusters of this many CTAs multicasting B
+                           // (examples::matmul_persistent_cluster / matmul_tn_persistent_cluster)
   std::string name() const {
-    return fmt::format("{}x{}x{} w{} s{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
-                       persistent ? " pers" : "", tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "");
+    return fmt::format("{}x{}x{} w{} s{}{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
+                       persistent ? " pers" : "", tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
+                       cluster > 1 ? fmt::format(" c{}", cluster) : "");
   }
 };
 
@@ -204,6 +207,15 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.persistent = true;
       configs.push_back(c);
     }
+    // Thread-block clusters of 2: the CTAs of a cluster compute vertically
+    // adjacent tiles and fetch B's blocks once for both (TMA multicast, each
+    // copying half of the rows): a third less L2 -> shared traffic at
+    // 128x256 (not measured on a GPU yet).
+    for (Config c : {Config{128, 256, 64, 8, 4}, Config{128, 128, 64, 8, 5}, Config{128, 128, 64, 4, 4}}) {
+      c.tma = c.ws = c.persistent = true;
+      c.cluster = 2;
+      configs.push_back(c);
+    }
   }
   // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
   if (wide)
@@ -218,6 +230,9 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   auto persistentDescriptors =
       kernel(std::string("matmul_persistent_descriptors_") + dtype, examples::matmul_persistent_descriptors<T>,
              {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  auto persistentCluster =
+      kernel(std::string("matmul_persistent_cluster_") + dtype, examples::matmul_persistent_cluster<T>,
+             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -245,16 +260,21 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU,
                          .warp_specialize = cfg.ws,
-                         .ping_pong = cfg.pp};
+                         .ping_pong = cfg.pp,
+                         .cluster_size = cfg.cluster};
       if (bothPaths && cfg.mmaSync)
         setenv("TEGULA_WGMMA", "0", 1);
       else if (bothPaths)
         unsetenv("TEGULA_WGMMA");
       if (cfg.persistent) // ping-pong: two programs per SM
         opts.grid = {std::min<uint32_t>(sms * (cfg.pp ? 2 : 1), uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
+      if (cfg.cluster > 1) // whole clusters
+        opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
       c.fill_bytes(0xff); // what the kernel does not write shows
       auto launch = [&] {
-        if (cfg.persistent && cfg.tma)
+        if (cfg.cluster > 1)
+          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8, cfg.cluster);
+        else if (cfg.persistent && cfg.tma)
           persistentDescriptors(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
@@ -291,6 +311,9 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                   {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   auto persistent = kernel(std::string("matmul_tn_persistent_") + dtype, examples::matmul_tn_persistent<T, Acc, P>,
                            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  auto persistentCluster =
+      kernel(std::string("matmul_tn_persistent_cluster_") + dtype, examples::matmul_tn_persistent_cluster<T, Acc, P>,
+             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -324,11 +347,16 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                          .num_stages = cfg.stages,
                          .backend = Backend::GPU,
                          .warp_specialize = cfg.ws,
-                         .ping_pong = cfg.pp};
+                         .ping_pong = cfg.pp,
+                         .cluster_size = cfg.cluster};
       if (cfg.persistent)
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
+      if (cfg.cluster > 1) // whole clusters
+        opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
       auto launch = [&] {
-        if (cfg.persistent)
+        if (cfg.cluster > 1)
+          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8, cfg.cluster);
+        else if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else
           k(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk);
@@ -372,6 +400,12 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
     Config fourStages{128, 256, 128, 8, 4};
     fourStages.persistent = fourStages.ws = true;
     configs.push_back(fourStages);
+    // Clusters of 2 multicasting B (not measured on a GPU yet).
+    for (Config c : {Config{128, 256, 128, 8, 4}, Config{128, 128, 128, 4, 5}}) {
+      c.persistent = c.ws = true;
+      c.cluster = 2;
+      configs.push_back(c);
+    }
   }
   return configs;
 }

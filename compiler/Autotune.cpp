@@ -54,6 +54,8 @@ std::string TuneConfig::str() const {
     s += " pp";
   else if (warp_specialize)
     s += " ws";
+  if (cluster_size > 1)
+    s += fmt::format(" c{}", cluster_size);
   return s;
 }
 
@@ -154,6 +156,7 @@ LaunchOptions AutotunerImpl::optionsFor(const TuneConfig &config, const LaunchOp
   o.num_stages = config.num_stages;
   o.warp_specialize = config.warp_specialize;
   o.ping_pong = config.ping_pong;
+  o.cluster_size = config.cluster_size;
   return o;
 }
 

@@ -271,6 +271,32 @@ void matmul_tn_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar
   }
 }
 
+/// matmul_tn_persistent for thread-block clusters of CLUSTER programs, as
+/// matmul_persistent_cluster is matmul_persistent_descriptors': the
+/// cluster's programs compute vertically adjacent tiles and multicast B
+/// ([N, K], K-major - the fp8 and int8 GEMMs').
+template <class T, class Acc = float, tl::precision P = tl::precision::ieee>
+void matmul_tn_persistent_cluster(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
+                                  tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                                  tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M,
+                                  tl::constant<int> CLUSTER) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor rank = tl::program_id(0) % CLUSTER, cluster = tl::program_id(0) / CLUSTER;
+  tl::tensor cluster_rows = (M + (BM.value * CLUSTER.value - 1)) / (BM.value * CLUSTER.value);
+  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor per_group = tiles_n * GROUP_M;
+  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / CLUSTER)) {
+    auto [row, tile_n] = groupedTile(t, cluster_rows, per_group, GROUP_M);
+    tl::tensor m0 = (row * CLUSTER + rank) * BM, n0 = tile_n * BN;
+    tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
+    for (auto k : tl::range(0, K, BK.value, acc))
+      acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}, tl::multicast).trans(), acc, P);
+    c_desc.store({m0, n0}, acc);
+  }
+}
+
 /// fp8 quantisation with a per-tensor scale: q = (x * scale) as F8 (nearest
 /// even, saturating at the format's largest finite value), and back:
 /// x' = q / scale in f32. (F8: tegula::float8_e4m3 or float8_e5m2.)

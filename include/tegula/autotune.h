@@ -39,11 +39,12 @@ struct TuneConfig {
   int num_stages = 3;
   bool warp_specialize = false;
   bool ping_pong = false;
+  int cluster_size = 1; // LaunchOptions::cluster_size
 
   /// The value of constant `name`; throws tegula::Error when the config has
   /// none.
   int64_t operator[](std::string_view name) const;
-  /// "BM=128 BN=256 BK=64 warps=8 stages=3 ws".
+  /// "BM=128 BN=256 BK=64 warps=8 stages=3 ws" (" c2": clusters of 2).
   std::string str() const;
 };
 

@@ -43,11 +43,14 @@ std::string configRepr(const TuneConfig &c) {
     parts.push_back("warp_specialize=True");
   if (c.ping_pong)
     parts.push_back("ping_pong=True");
+  if (c.cluster_size > 1)
+    parts.push_back(fmt::format("cluster_size={}", c.cluster_size));
   return fmt::format("tegula.Config({})", fmt::join(parts, ", "));
 }
 
 /// The launch options an autotuned launch may not set: its config does.
-constexpr std::string_view kConfigOptions[] = {"num_warps", "num_stages", "warp_specialize", "ping_pong"};
+constexpr std::string_view kConfigOptions[] = {"num_warps", "num_stages", "warp_specialize", "ping_pong",
+                                               "cluster_size"};
 
 struct PyAutotuner {
   KernelSet kernel;
@@ -168,8 +171,8 @@ void bindAutotune(py::module_ &m) {
 constants and the launch options that go with them, as in Triton:
 ``tegula.Config({"BM": 128, "BN": 256, "BK": 64}, num_warps=8, num_stages=3)``.)doc")
       .def(py::init([](const py::dict &constants, int num_warps, int num_stages, bool warp_specialize,
-                       bool ping_pong) {
-             TuneConfig c{{}, num_warps, num_stages, warp_specialize, ping_pong};
+                       bool ping_pong, int cluster_size) {
+             TuneConfig c{{}, num_warps, num_stages, warp_specialize, ping_pong, cluster_size};
              for (auto [name, value] : constants) {
                if (!py::isinstance<py::str>(name) || !PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
                  throw py::type_error(fmt::format("tegula.Config: constants map names to ints, got {}: {}",
@@ -185,12 +188,13 @@ constants and the launch options that go with them, as in Triton:
              return c;
            }),
            py::arg("constants") = py::dict(), py::arg("num_warps") = 4, py::arg("num_stages") = 3,
-           py::arg("warp_specialize") = false, py::arg("ping_pong") = false)
+           py::arg("warp_specialize") = false, py::arg("ping_pong") = false, py::arg("cluster_size") = 1)
       .def_property_readonly("constants", &constantsOf, "The tuned constants' values by name")
       .def_readonly("num_warps", &TuneConfig::num_warps)
       .def_readonly("num_stages", &TuneConfig::num_stages)
       .def_readonly("warp_specialize", &TuneConfig::warp_specialize)
       .def_readonly("ping_pong", &TuneConfig::ping_pong)
+      .def_readonly("cluster_size", &TuneConfig::cluster_size)
       .def("__getitem__", [](const TuneConfig &c, const std::string &name) {
         for (const auto &[n, v] : c.constants)
           if (n == name)
@@ -201,7 +205,8 @@ constants and the launch options that go with them, as in Triton:
           "__eq__",
           [](const TuneConfig &a, const TuneConfig &b) {
             return a.constants == b.constants && a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
-                   a.warp_specialize == b.warp_specialize && a.ping_pong == b.ping_pong;
+                   a.warp_specialize == b.warp_specialize && a.ping_pong == b.ping_pong &&
+                   a.cluster_size == b.cluster_size;
           },
           py::is_operator())
       .def("__hash__", [](const TuneConfig &c) { return py::hash(py::str(configRepr(c))); })

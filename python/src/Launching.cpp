@@ -239,7 +239,7 @@ uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
 LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bound) {
   static PyObject *const numWarps = interned("num_warps"), *const numStages = interned("num_stages"),
                          *const chip = interned("chip"), *const warpSpecialize = interned("warp_specialize"),
-                         *const pingPong = interned("ping_pong");
+                         *const pingPong = interned("ping_pong"), *const clusterSize = interned("cluster_size");
   LaunchOptions opts;
   opts.num_warps = intOption(kwargs, numWarps, 4);
   opts.num_stages = intOption(kwargs, numStages, 3);
@@ -251,6 +251,7 @@ LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bo
     opts.warp_specialize = ws.cast<bool>();
   if (py::handle pp = option(kwargs, pingPong))
     opts.ping_pong = pp.cast<bool>();
+  opts.cluster_size = intOption(kwargs, clusterSize, 1);
   return opts;
 }
 

@@ -30,7 +30,8 @@ struct Launcher {
   void operator()(py::args args, py::kwargs kwargs) const {
     std::vector<py::object> bound =
         bindParameters(kernel.name, kernel.param_names, args, kwargs,
-                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong"});
+                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong",
+                        "cluster_size"});
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts = launchOptions(kwargs, bound);
@@ -52,7 +53,7 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
       bindParameters(k.name, k.param_names, args, kwargs,
-                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong"});
+                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong", "cluster_size"});
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
@@ -68,6 +69,8 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
     opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
   if (kwargs.contains("ping_pong"))
     opts.ping_pong = kwargs["ping_pong"].cast<bool>();
+  if (kwargs.contains("cluster_size"))
+    opts.cluster_size = kwargs["cluster_size"].cast<int>();
   py::gil_scoped_release unlocked;
   return r.kernel->compile(r.args, opts);
 }
@@ -98,6 +101,7 @@ PYBIND11_MODULE(_tegula, m) {
       .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes)
       .def_readonly("producer_warps", &CompiledKernel::producer_warps)
       .def_readonly("programs_per_cta", &CompiledKernel::programs_per_cta)
+      .def_readonly("cluster_size", &CompiledKernel::cluster_size)
       .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
       .def_property_readonly("sass", &CompiledKernel::sass,
                              "The cubin's machine code (SASS) by nvdisasm, disassembled on each access; "
@@ -116,7 +120,7 @@ PYBIND11_MODULE(_tegula, m) {
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
 num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False,
-ping_pong=False)``;
+ping_pong=False, cluster_size=1)``;
 ``grid`` is a tuple of
 1-3 ints or a callable taking a dict of the arguments by parameter name;
 ``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
@@ -125,7 +129,9 @@ anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
 ``backend`` is "interp", "sim" or "gpu" (default: $TEGULA_BACKEND, else
 "interp"); ``warp_specialize`` gives sm_90a TMA-fed loops a producer
 warpgroup; ``ping_pong`` (num_warps=4) also runs two programs per CTA, each on
-its own consumer warpgroup.)doc")
+its own consumer warpgroup; ``cluster_size`` (2 or 4, with warp_specialize)
+runs programs in thread-block clusters whose ``tl::multicast`` descriptor
+loads are fetched once per cluster.)doc")
       .def_readonly("name", &KernelSet::name)
       .def_readonly("param_names", &KernelSet::param_names)
       .def_property_readonly("signatures",
@@ -152,7 +158,8 @@ its own consumer warpgroup.)doc")
            "debug_info=False)")
       .def("compile", &compile,
            "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
-           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False; returns a "
+           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False, cluster_size=1; "
+           "returns a "
            "CompiledKernel")
       .def("__repr__", [](const KernelSet &k) {
         return fmt::format("<tegula.Kernel {}({}), {} instantiation{}>", k.name,

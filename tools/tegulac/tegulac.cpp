@@ -56,6 +56,10 @@ static cl::opt<bool> warpSpecialize("warp-specialize",
 static cl::opt<bool> pingPong("ping-pong",
                               cl::desc("sm_90a, 4 warps: two programs per CTA on their own consumer warpgroups "
                                        "(implies --warp-specialize)"));
+static cl::opt<int> clusterSize("cluster-size",
+                                cl::desc("sm_90a, warp specialised: CTAs per thread-block cluster; tl::multicast "
+                                         "loads of TMA rings are fetched once per cluster"),
+                                cl::init(1));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -74,7 +78,8 @@ int main(int argc, char **argv) {
                                                   .numStages = numStages,
                                                   .chip = chip,
                                                   .warpSpecialize = warpSpecialize || pingPong,
-                                                  .pingPong = pingPong}))))
+                                                  .pingPong = pingPong,
+                                                  .clusterSize = clusterSize}))))
     return 1; // the failing pass reported the op and why
   try {
     tegula::backend::Target target{chip, features, optLevel};
