@@ -17,6 +17,12 @@
 // rings hold both programs' stages and producer warp w fills program w's.
 // The lowering maps program ids (program p is slot p % 2 of CTA p / 2).
 //
+// Clusters (cluster-size C): a ring whose load is marked multicast is filled
+// by all C CTAs' producers, each copying its slice of the rows into every
+// CTA; so every stage's release counts all C CTAs' consumer warps, and the
+// CTAs meet (tilegpu.cluster_sync) before any copy or release can reach
+// another CTA's mbarriers and after the last one has.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
 #include "compiler/analysis/SharedMemoryUsage.h"

@@ -129,6 +129,26 @@ def test_ping_pong_matmul_in_the_simulator(rng):
     assert ".maxntid 384, 1, 1" in compiled.ptx
 
 
+def test_clustered_matmul_in_the_simulator(rng):
+    # Thread-block clusters of 2: the programs of a cluster take vertically
+    # adjacent tiles and multicast B's blocks (tl::multicast), each CTA
+    # fetching half of the rows into both; 4 programs over 2 x 3 tiles.
+    bf16 = ml_dtypes.bfloat16
+    M, N, K = 200, 136, 96
+    a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
+    args = (a, b, poisoned((M, N), bf16), M, N, K)
+    options = dict(BM=64, BN=64, BK=32, GROUP_M=2, CLUSTER=2, chip="sm_90a", warp_specialize=True, cluster_size=2)
+    examples.matmul_persistent_cluster[(4,)](*args, **options, backend="sim")
+    rtol, atol = tegula.testing.default_tolerance(bf16)
+    assert_close(args[2], a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+    compiled = examples.matmul_persistent_cluster.compile(*args, **options, assemble=False)
+    assert compiled.cluster_size == 2
+    assert ".reqnctapercluster 2, 1, 1" in compiled.ptx
+    # Clusters are consecutive program ids: the grid must hold whole ones.
+    with pytest.raises(tegula.Error, match="grid.x = 3 is not a multiple of cluster_size 2"):
+        examples.matmul_persistent_cluster[(3,)](*args, **options, backend="interp")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_transpose_and_row_sum(rng, backend):
     M, N = 37, 50
