@@ -30,14 +30,17 @@ enum class Op {
   BulkTensorStore, BulkCommit, BulkWaitRead,
   // Warp specialisation: named barriers, the warp's lanes meeting (a
   // consumer warp's release), setmaxnreg (checked, then a Nop).
-  NamedBarrier, WarpSync, SetMaxNReg, Nop
+  NamedBarrier, WarpSync, SetMaxNReg, Nop,
+  // Thread-block clusters: %cluster_ctarank / %cluster_nctarank, mapa,
+  // remote mbarrier arrivals, the cluster barrier (Runtime.h).
+  MovClusterRegister, Mapa, MbarrierArriveCluster, ClusterArrive, ClusterWait
 };
 enum class Kind { Bits, Signed, Unsigned, Float };
 
 struct Operand {
-  enum { Register, Immediate, Vector, Address, Label } form = Immediate;
+  enum { Register, Immediate, Vector, Address, Label, Special } form = Immediate;
   int reg = -1;        // Register; the base of an Address
-  int64_t value = 0;   // Immediate; an Address's offset; a Label's target
+  int64_t value = 0;   // Immediate; an Address's offset; a Label's target; Special: 0 rank, 1 size
   std::vector<int> regs; // Vector
 };
 } // namespace
@@ -60,6 +63,7 @@ struct AsmProgram::Instruction {
   int tensorRank = 0; // cp.async.bulk.tensor.{N}d
   bool transA = false, transB = false, aFromRegisters = false;
   bool increase = false; // setmaxnreg.inc
+  bool multicast = false; // cp.async.bulk.tensor ... .multicast::cluster
 };
 
 namespace {
@@ -134,6 +138,9 @@ struct Parser {
       o.reg = registerOf(trim(inner.substr(0, plus)));
       if (plus != std::string::npos)
         o.value = std::stoll(trim(inner.substr(plus + 1)), nullptr, 0);
+    } else if (t == "%cluster_ctarank" || t == "%cluster_nctarank") {
+      o.form = Operand::Special;
+      o.value = t == "%cluster_nctarank";
     } else if (t.front() == '$' || t.front() == '%') {
       o.form = Operand::Register;
       o.reg = registerOf(t);
@@ -230,7 +237,7 @@ struct Parser {
       else if (sixteen)
         in.transA = ops[6].value != 0, in.transB = ops[7].value != 0;
     } else if (opcode == "fence.mbarrier_init.release.cluster") {
-      in.op = Op::Nop; // one CTA: the barrier after it orders the init
+      in.op = Op::Nop; // sequential memory: the (cluster) barrier after it orders the init
       expect(0);
     } else if (opcode == "mbarrier.init.shared::cta.b64") {
       in.op = Op::MbarrierInit;
@@ -265,7 +272,28 @@ struct Parser {
       if (ops[0].form != Operand::Label) // `_`: the state is not kept
         unsupported(fmt::format("'{}': the arrival state goes to the sink `_`", stmt));
       requireAddress(ops[1], stmt);
-    } else if (opcode == "mbarrier.try_wait.parity.shared::cta.b64") {
+    } else if (opcode == "mbarrier.arrive.release.cluster.shared::cluster.b64") {
+      in.op = Op::MbarrierArriveCluster;
+      expect(2);
+      if (ops[0].form != Operand::Label) // `_`: the state is not kept
+        unsupported(fmt::format("'{}': the arrival state goes to the sink `_`", stmt));
+      requireAddress(ops[1], stmt);
+    } else if (opcode == "barrier.cluster.arrive" || opcode == "barrier.cluster.arrive.release" ||
+               opcode == "barrier.cluster.arrive.aligned" || opcode == "barrier.cluster.arrive.release.aligned") {
+      in.op = Op::ClusterArrive;
+      expect(0);
+    } else if (opcode == "barrier.cluster.wait" || opcode == "barrier.cluster.wait.acquire" ||
+               opcode == "barrier.cluster.wait.aligned" || opcode == "barrier.cluster.wait.acquire.aligned") {
+      in.op = Op::ClusterWait;
+      expect(0);
+    } else if (opcode == "mapa.shared::cluster.u64") {
+      in.op = Op::Mapa;
+      expect(3);
+      if (ops[0].form != Operand::Register || ops[1].form != Operand::Register ||
+          (ops[2].form != Operand::Register && ops[2].form != Operand::Immediate))
+        unsupported(fmt::format("'{}': mapa takes a result register, an address register and a rank", stmt));
+    } else if (opcode == "mbarrier.try_wait.parity.shared::cta.b64" ||
+               opcode == "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64") {
       in.op = Op::MbarrierTryWait;
       expect(3);
       if (ops[0].form != Operand::Register)
@@ -275,23 +303,31 @@ struct Parser {
       in.op = Op::MbarrierInval;
       expect(1);
       requireAddress(ops[0], stmt);
-    } else if (parts.size() == 9 && parts[0] == "cp" && parts[1] == "async" && parts[2] == "bulk" &&
+    } else if ((parts.size() == 9 || (parts.size() == 10 && parts[9] == "multicast::cluster")) &&
+               parts[0] == "cp" && parts[1] == "async" && parts[2] == "bulk" &&
                parts[3] == "tensor" && parts[5] == "shared::cluster" && parts[6] == "global" &&
                parts[7] == "tile" && parts[8] == "mbarrier::complete_tx::bytes") {
-      // Split at '.': "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes".
+      // Split at '.': "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+      // then ".multicast::cluster" with a CTA mask as the last operand.
       in.op = Op::BulkTensorLoad;
+      in.multicast = parts.size() == 10;
       in.tensorRank = parts[4].size() == 2 && parts[4][1] == 'd' ? parts[4][0] - '0' : 0;
       if (in.tensorRank < 1 || in.tensorRank > 5)
         unsupported(fmt::format("'{}' (rank .{})", opcode, parts[4]));
-      // [dst], [map, {c0, ...}], [bar]
+      // [dst], [map, {c0, ...}], [bar] (, mask)
       std::vector<std::string> raw = split(operands, ',');
-      if (raw.size() != 3)
-        unsupported(fmt::format("'{}' has {} operands, expected 3", stmt, raw.size()));
+      if (raw.size() != (in.multicast ? 4u : 3u))
+        unsupported(fmt::format("'{}' has {} operands, expected {}", stmt, raw.size(), in.multicast ? 4 : 3));
       std::string inner = trim(raw[1]);
       std::vector<std::string> mapAndCoords = split(inner.substr(1, inner.size() - 2), ',');
       if (inner.front() != '[' || mapAndCoords.size() != 2)
         unsupported(fmt::format("'{}': the source is [tensor map, {{coordinates}}]", stmt));
       ops = {operand(raw[0]), operand(mapAndCoords[0]), operand(mapAndCoords[1]), operand(raw[2])};
+      if (in.multicast) {
+        ops.push_back(operand(raw[3]));
+        if (ops[4].form != Operand::Register && ops[4].form != Operand::Immediate)
+          unsupported(fmt::format("'{}': the CTA mask is a register or an immediate", stmt));
+      }
       requireAddress(ops[0], stmt);
       requireAddress(ops[3], stmt);
       if (ops[1].form != Operand::Register || ops[2].form != Operand::Vector ||
@@ -329,6 +365,9 @@ struct Parser {
     } else {
       unsupported(fmt::format("instruction '{}'", opcode));
     }
+    for (const Operand &o : ops)
+      if (o.form == Operand::Special)
+        unsupported(fmt::format("'{}': special registers are read by mov alone", stmt));
     in.operands = std::move(ops);
     return in;
   }
@@ -351,7 +390,7 @@ struct Parser {
     }
     for (const char *prefix : {"wgmma.", "fence.proxy.async", "fence.mbarrier_init", "mbarrier.",
                                "cp.async.bulk.", "bar.sync", "bar.warp.sync", "barrier.sync",
-                               "setmaxnreg."})
+                               "barrier.cluster.", "mapa.", "setmaxnreg."})
       if (rest.rfind(prefix, 0) == 0) {
         size_t sp = rest.find_first_of(" \t");
         AsmProgram::Instruction async =
@@ -413,6 +452,13 @@ struct Parser {
                     : in.op == Op::Atom ? (in.atomOp == "cas" ? 4 : 3) : 3;
     if (in.operands.size() != expected)
       unsupported(fmt::format("'{}' has {} operands, expected {}", stmt, in.operands.size(), expected));
+    // mov $0, %cluster_ctarank (special registers nowhere else).
+    for (size_t i = 0; i < in.operands.size(); ++i)
+      if (in.operands[i].form == Operand::Special) {
+        if (in.op != Op::Mov || i != 1)
+          unsupported(fmt::format("'{}': special registers are read by mov alone", stmt));
+        in.op = Op::MovClusterRegister;
+      }
     return in;
   }
 };
@@ -669,6 +715,22 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     case Op::MbarrierArrive:
       mbarrierArrive(address(ops[1]), site);
       break;
+    case Op::MbarrierArriveCluster:
+      mbarrierArriveCluster(address(ops[1]), site);
+      break;
+    case Op::MovClusterRegister:
+      r[ops[0].reg] = maskBits(uint64_t(ops[1].value ? clusterSize() : clusterRank()), in.bits);
+      break;
+    case Op::Mapa:
+      r[ops[0].reg] = reinterpret_cast<uintptr_t>(
+          mapSharedAddress(reinterpret_cast<const void *>(r[ops[1].reg]), uint32_t(value(ops[2])), site));
+      break;
+    case Op::ClusterArrive:
+      clusterBarrierArrive(site);
+      break;
+    case Op::ClusterWait:
+      clusterBarrierWait(site);
+      break;
     case Op::MbarrierArriveExpectTx:
       mbarrierArriveExpectTx(address(ops[1]), uint32_t(value(ops[2])), site);
       break;
@@ -691,8 +753,12 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       int32_t coords[5];
       for (int d = 0; d < in.tensorRank; ++d)
         coords[d] = int32_t(uint32_t(r[ops[2].regs[size_t(d)]]));
-      bulkTensorLoad(address(ops[0]), reinterpret_cast<const void *>(r[ops[1].reg]), coords,
-                     in.tensorRank, address(ops[3]), site);
+      if (in.multicast)
+        bulkTensorLoadMulticast(address(ops[0]), reinterpret_cast<const void *>(r[ops[1].reg]), coords,
+                                in.tensorRank, address(ops[3]), uint16_t(value(ops[4])), site);
+      else
+        bulkTensorLoad(address(ops[0]), reinterpret_cast<const void *>(r[ops[1].reg]), coords,
+                       in.tensorRank, address(ops[3]), site);
       break;
     }
     case Op::BulkTensorStore: {

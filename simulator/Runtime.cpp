@@ -2,6 +2,7 @@
 #include "simulator/Runtime.h"
 
 #include "simulator/Fiber.h"
+#include "simulator/RuntimeInternal.h"
 #include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
 
@@ -18,142 +19,27 @@
 #include <fmt/format.h>
 
 namespace tegula::sim {
-namespace {
+namespace detail {
 
-enum class State { Ready, AtBarrier, InCollective, Done, Failed };
-
-/// Per-thread fiber. Stacks are mmap'ed once per run (pages are committed
-/// only when touched) with a guard page below, and reused for every CTA.
-struct Thread {
-  Fiber fiber;
-  State state = State::Ready;
-  uint32_t waitSite = 0;
-  uint32_t barrierId = 0; // at a barrier: which one (0: bar.sync 0, every thread)
-  char *stack = nullptr;
-  std::shared_ptr<void> extensions[size_t(ThreadExtension::Count)];
-};
-
-/// Last accesses of one shared byte, for the race detector. Epochs are
-/// barrier intervals, numbered across the whole run so nothing is reset
-/// between CTAs: an epoch before the CTA's first was written by another CTA.
-struct Shadow {
-  uint32_t writeEpoch = 0, readEpoch = 0;
-  uint32_t writeSite = 0, readSite = 0;
-  uint16_t writer = 0, reader = 0;
-  uint16_t otherReader = 0xffff; // a second reader in readEpoch, if any
-};
-
-/// One warp's collective in progress.
-struct Collective {
-  const char *kind = nullptr;
-  uint32_t site = 0, mask = 0, arrived = 0;
-  void *ios[kWarpSize] = {};
-};
-
-constexpr size_t kStackBytes = 256 * 1024, kGuardBytes = 4096;
-
-/// A read of a shared byte no thread had written yet. Judged when the
-/// barrier interval ends: if another thread wrote the byte meanwhile the
-/// write reported a race; if nobody did, the read saw garbage.
-struct PendingRead {
-  size_t offset;
-  int thread;
-  uint32_t site;
-};
-
-/// The CTA's shared memory, aligned to 256 KiB so that the low 18 bits of
-/// an address are its offset in the shared window, as on the GPU: wgmma's
-/// matrix descriptors carry only those bits, and its swizzles act on them.
-class SharedMemory {
-public:
-  static constexpr size_t kWindow = size_t(1) << 18;
-  void resize(size_t n) {
-    size_ = n;
-    data_.reset(n ? static_cast<uint8_t *>(std::aligned_alloc(kWindow, (n + kWindow - 1) / kWindow * kWindow))
-                  : nullptr);
-    if (n && !data_)
-      throw Error(fmt::format("simulator: cannot allocate {} bytes of shared memory", n));
-  }
-  uint8_t *data() const { return data_.get(); }
-  size_t size() const { return size_; }
-  uint8_t *begin() const { return data(); }
-  uint8_t *end() const { return data() + size_; }
-
-private:
-  struct Free {
-    void operator()(uint8_t *p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> data_;
-  size_t size_ = 0;
-};
-
-/// Who last wrote a shared byte through the generic proxy (ordinary stores,
-/// atomics, cp.async), and how many fence.proxy.async that thread had made
-/// by then: the async proxy (wgmma, bulk copies) may read it only after the
-/// writer's next fence.
-struct ProxyWrite {
-  uint32_t writer = 0; // thread + 1; 0: none
-  uint32_t fences = 0;
-  uint32_t site = 0;
-};
-
-struct Cta {
-  const LaunchConfig *config = nullptr;
-  uint32_t id[3] = {0, 0, 0};
-  std::vector<Thread> threads;
-  SharedMemory shared;
-  std::vector<ProxyWrite> proxyWrites;
-  // In-flight async reads (wgmma) of each shared byte, and the last issuer's site.
-  std::vector<uint16_t> asyncReads;
-  std::vector<uint32_t> asyncReadSites;
-  std::vector<uint32_t> proxyFences; // per thread
-  std::vector<Shadow> shadow;
-  std::vector<Collective> warps;
-  // Named barriers (bar.sync id, count): arrivals so far and the count.
-  std::array<uint32_t, 16> namedArrivals{}, namedCounts{};
-  // setmaxnreg: each warpgroup's per-thread registers, the pool's free
-  // ones, and a request that waits for registers (for deadlock reports).
-  std::vector<int> warpRegisters;
-  int64_t freeRegisters = 0;
-  uint64_t registerWaits = 0;
-  std::string registerRequest;
-  uint32_t firstEpoch = 1, epoch = 1;
-  // The race detector's view of barriers: the epoch the last barrier of
-  // every thread (bar.sync 0) began, and per thread the epoch each named
-  // barrier it took part in last began (namedUsed: the ids completed).
-  // Two accesses are ordered when both threads passed one barrier since
-  // the first: a named barrier orders only the threads that meet there.
-  uint32_t fullEpoch = 1;
-  uint16_t namedUsed = 0;
-  std::vector<std::array<uint32_t, 16>> passed;
-  Fiber scheduler;
-  int current = -1;
-  void (*entry)(void **) = nullptr;
-  void **args = nullptr;
-  std::vector<PendingRead> uninitialisedReads;
-  std::string error; // set by fail()
-  RunStats stats;
-  std::shared_ptr<void> extensions[size_t(CtaExtension::Count)];
-};
-
+// The runtime's state (RuntimeInternal.h): shared with Cluster.cpp.
 thread_local Cta *tCta = nullptr;
+thread_local RemoteCall *tRemote = nullptr;
 
-Cta &cta() { return *tCta; }
-
-/// Back to the scheduler; returns when this thread is resumed.
 void yieldToScheduler() {
   Cta &c = cta();
   ++c.stats.switches;
-  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
+  fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
 }
 
-[[noreturn]] void threadMain() {
+void abandonThread() {
   Cta &c = cta();
-  c.entry(c.args);
-  wgmmaThreadExit();
-  c.threads[size_t(c.current)].state = State::Done;
-  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
-  __builtin_unreachable(); // a finished thread is never resumed
+  c.threads[size_t(c.current)].state = State::Failed;
+  fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
+  __builtin_unreachable(); // its stack is reused by the next cluster
+}
+
+bool exited(const Cta &c) {
+  return std::all_of(c.threads.begin(), c.threads.end(), [](const Thread &t) { return t.state == State::Done; });
 }
 
 std::string siteText(const Cta &c, uint32_t site) {
@@ -167,9 +53,6 @@ std::string ctaText(const Cta &c) {
   return fmt::format("kernel '{}', CTA ({}, {}, {})", c.config->kernel, c.id[0], c.id[1], c.id[2]);
 }
 
-/// The shadow "writer" of bytes the async proxy (a bulk copy) wrote.
-constexpr uint16_t kAsyncProxyWriter = 0xfffe;
-
 std::string describeThread(int tid) {
   if (tid == kAsyncProxyWriter)
     return "the async proxy (cp.async.bulk.tensor)";
@@ -182,7 +65,6 @@ std::string errorText(const Cta &c, int thread, uint32_t site, const std::string
                      where.empty() ? "" : fmt::format(" [{}]", where));
 }
 
-/// End of a barrier interval (or of the CTA): reads of bytes still unwritten.
 void judgeUninitialisedReads(Cta &c) {
   for (const PendingRead &r : c.uninitialisedReads)
     if (c.shadow[r.offset].writeEpoch < c.firstEpoch) {
@@ -193,6 +75,21 @@ void judgeUninitialisedReads(Cta &c) {
       break;
     }
   c.uninitialisedReads.clear();
+}
+
+} // namespace detail
+
+using namespace detail;
+
+namespace {
+
+[[noreturn]] void threadMain() {
+  Cta &c = cta();
+  c.entry(c.args);
+  wgmmaThreadExit();
+  c.threads[size_t(c.current)].state = State::Done;
+  fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
+  __builtin_unreachable(); // a finished thread is never resumed
 }
 
 /// Whether thread `them`'s access in epoch `when` is ordered before the
@@ -272,8 +169,23 @@ void checkGlobal(Cta &c, uintptr_t p, size_t bytes, AccessKind kind, uint32_t si
                            verb, b.name, p - b.begin));
 }
 
-/// All threads blocked: release a complete barrier, or report the deadlock.
-void resolveBlocked(Cta &c) {
+/// All of `c`'s threads wait at bar.sync 0: release them (a new barrier
+/// interval for the race detector).
+bool releaseFullBarrier(Cta &c) {
+  for (const Thread &t : c.threads)
+    if (t.state != State::AtBarrier || t.barrierId != 0)
+      return false;
+  judgeUninitialisedReads(c);
+  if (!c.error.empty())
+    return true;
+  c.fullEpoch = ++c.epoch;
+  for (Thread &t : c.threads)
+    t.state = State::Ready;
+  return true;
+}
+
+/// Why no thread of `c` can run: who waits where.
+std::string deadlockText(const Cta &c) {
   int atBarrier = 0, done = 0, inCollective = 0;
   for (const Thread &t : c.threads) {
     atBarrier += t.state == State::AtBarrier && t.barrierId == 0;
@@ -281,16 +193,6 @@ void resolveBlocked(Cta &c) {
     inCollective += t.state == State::InCollective;
   }
   int n = int(c.threads.size());
-  if (atBarrier == n) {
-    judgeUninitialisedReads(c);
-    if (!c.error.empty())
-      return;
-    c.fullEpoch = ++c.epoch;
-    for (Thread &t : c.threads)
-      t.state = State::Ready;
-    return;
-  }
-  // Deadlock: say who waits where.
   std::string message;
   int named = 0;
   uint32_t namedId = 0, namedSite = 0;
@@ -322,11 +224,33 @@ void resolveBlocked(Cta &c) {
           col.kind, w, siteText(c, col.site), col.mask, missing);
     }
   }
-  c.error = fmt::format("{}: {}", ctaText(c), message);
+  return fmt::format("{}: {}", ctaText(c), message);
 }
 
-/// Run one CTA to completion or the first error.
-void runCta(Cta &c) {
+/// No thread of the cluster can run: release every CTA whose bar.sync 0 is
+/// complete, or report the deadlock (on a CTA's error).
+void resolveBlocked(Cluster &cl) {
+  bool released = false;
+  for (auto &c : cl.ctas)
+    released |= releaseFullBarrier(*c);
+  if (released)
+    return;
+  // A cluster barrier some thread never reaches is the likely cause.
+  for (auto &c : cl.ctas)
+    for (const Thread &t : c->threads)
+      if (t.state == State::AtClusterBarrier) {
+        c->error = clusterBarrierDeadlock(cl, *c, t.waitSite);
+        return;
+      }
+  for (auto &c : cl.ctas)
+    if (!exited(*c)) {
+      c->error = deadlockText(*c);
+      return;
+    }
+}
+
+/// A CTA's state at its start.
+void resetCta(Cta &c) {
   std::fill(c.shared.begin(), c.shared.end(), uint8_t(0xff)); // NaN / -1: garbage shows
   std::fill(c.proxyWrites.begin(), c.proxyWrites.end(), ProxyWrite{});
   std::fill(c.asyncReads.begin(), c.asyncReads.end(), uint16_t(0));
@@ -347,49 +271,89 @@ void runCta(Cta &c) {
   for (size_t t = 0; t < c.threads.size(); ++t) {
     Thread &th = c.threads[t];
     th.state = State::Ready;
+    th.clusterArrival = 0;
     for (auto &e : th.extensions)
       e.reset();
     fiberInit(th.fiber, th.stack + kGuardBytes, kStackBytes - kGuardBytes, threadMain);
   }
   c.stats.threads += c.threads.size();
-  const Schedule schedule = c.config->schedule;
-  const size_t n = c.threads.size();
-  // The threads in the order they are preferred.
+}
+
+const std::string *firstError(const Cluster &cl) {
+  for (const auto &c : cl.ctas)
+    if (!c->error.empty())
+      return &c->error;
+  return nullptr;
+}
+
+/// Run the CTAs of one cluster (`ctasBefore` ran before it) to completion
+/// or the first error: all their threads in one scheduling loop.
+void runCluster(Cluster &cl, uint64_t ctasBefore) {
+  for (auto &c : cl.ctas)
+    resetCta(*c);
+  cl.phase = cl.arrivals = 0;
+  const LaunchConfig &config = *cl.ctas[0]->config;
+  const Schedule schedule = config.schedule;
+  const size_t perCta = cl.ctas[0]->threads.size(), n = perCta * cl.ctas.size();
+  cl.threads = uint32_t(n);
+  // The threads in the order they are preferred: the cluster's threads
+  // numbered CTA after CTA.
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   if (schedule == Schedule::HighestFirst)
     std::reverse(order.begin(), order.end());
   if (schedule == Schedule::Shuffled) {
-    std::mt19937_64 rng(c.config->scheduleSeed * 0x9e3779b97f4a7c15ull + c.stats.ctas);
+    std::mt19937_64 rng(config.scheduleSeed * 0x9e3779b97f4a7c15ull + ctasBefore);
     std::shuffle(order.begin(), order.end(), rng);
+  }
+  struct Slot {
+    Cta *cta;
+    Thread *thread;
+    int index;
+  };
+  std::vector<Slot> slots(n);
+  for (size_t i = 0; i < n; ++i) {
+    Cta *c = cl.ctas[order[i] / perCta].get();
+    const int t = int(order[i] % perCta);
+    slots[i] = {c, &c->threads[size_t(t)], t};
   }
   for (;;) {
     bool ran = false;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t t = order[i];
-      if (c.threads[t].state != State::Ready)
+    for (const Slot &s : slots) {
+      if (s.thread->state != State::Ready)
         continue;
       ran = true;
-      c.current = int(t);
+      Cta &c = *s.cta;
+      c.current = s.index;
+      tCta = &c;
       ++c.stats.switches;
-      fiberSwitch(c.scheduler, c.threads[t].fiber);
-      if (!c.error.empty())
+      fiberSwitch(cl.scheduler, s.thread->fiber);
+      if (firstError(cl))
         return;
       // A thread that blocked: back to the first ready thread of the
       // preferred end. One that yielded while spinning (a failed
       // mbarrier.try_wait) lets the others run first, as the hardware would.
-      if (schedule != Schedule::RoundRobin && c.threads[t].state != State::Ready)
+      if (schedule != Schedule::RoundRobin && s.thread->state != State::Ready)
         break;
     }
-    if (ran)
+    if (ran) {
+      // A CTA whose threads all wait at bar.sync 0 while a peer's spin (on
+      // an mbarrier it will complete after the barrier) goes on at once.
+      if (cl.ctas.size() > 1) {
+        for (auto &c : cl.ctas)
+          releaseFullBarrier(*c);
+        if (firstError(cl))
+          return;
+      }
       continue;
-    if (std::all_of(c.threads.begin(), c.threads.end(),
-                    [](const Thread &t) { return t.state == State::Done; })) {
-      judgeUninitialisedReads(c);
+    }
+    if (std::all_of(cl.ctas.begin(), cl.ctas.end(), [](const auto &c) { return exited(*c); })) {
+      for (auto &c : cl.ctas)
+        judgeUninitialisedReads(*c);
       return;
     }
-    resolveBlocked(c);
-    if (!c.error.empty())
+    resolveBlocked(cl);
+    if (firstError(cl))
       return;
   }
 }
@@ -485,11 +449,8 @@ void namedBarrier(uint32_t id, uint32_t count, uint32_t site) {
   // race detector (an over-approximation of the threads it orders).
   c.namedArrivals[id] = 0;
   judgeUninitialisedReads(c);
-  if (!c.error.empty()) { // judged: abandon this thread as fail() does
-    t.state = State::Failed;
-    fiberSwitch(t.fiber, c.scheduler);
-    __builtin_unreachable();
-  }
+  if (!c.error.empty()) // judged: abandon this thread as fail() does
+    abandonThread();
   ++c.epoch;
   c.namedUsed |= uint16_t(1u << id);
   for (size_t t = 0; t < c.threads.size(); ++t)
@@ -669,56 +630,89 @@ uint8_t *sharedBase() { return cta().shared.data(); }
 size_t sharedBytes() { return cta().shared.size(); }
 
 void fail(uint32_t site, const std::string &message) {
+  if (tRemote) { // acting on a peer CTA (inClusterCta): the issuing thread fails
+    const RemoteCall call = *tRemote;
+    tRemote = nullptr;
+    call.target->current = call.targetCurrent;
+    tCta = call.issuer;
+    Cta &c = cta();
+    c.error = errorText(c, c.current, site,
+                        fmt::format("{} on CTA ({}, {}, {}) (cluster rank {}): {}", call.what,
+                                    call.target->id[0], call.target->id[1], call.target->id[2],
+                                    call.target->rank, message));
+    abandonThread();
+  }
   Cta &c = cta();
   c.error = errorText(c, c.current, site, message);
-  c.threads[size_t(c.current)].state = State::Failed;
-  // Abandon this fiber: its stack is reused by the next CTA.
-  fiberSwitch(c.threads[size_t(c.current)].fiber, c.scheduler);
-  __builtin_unreachable();
+  abandonThread(); // its stack is reused by the next cluster
 }
 
 RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args) {
   if (config.threads <= 0 || config.threads > 1024)
     throw Error(fmt::format("simulator: {} threads per CTA (1..1024 allowed)", config.threads));
-  Cta c;
-  c.config = &config;
-  c.entry = entry;
-  c.args = args;
-  c.threads.resize(size_t(config.threads));
-  c.warps.resize(size_t((config.threads + kWarpSize - 1) / kWarpSize));
-  c.shared.resize(config.sharedBytes);
-  c.shadow.resize(config.sharedBytes);
-  c.proxyWrites.resize(config.sharedBytes);
-  c.asyncReads.resize(config.sharedBytes);
-  c.asyncReadSites.resize(config.sharedBytes);
-  c.proxyFences.resize(c.threads.size());
-  size_t mapBytes = kStackBytes * c.threads.size();
+  const int clusterSize = std::max(config.clusterSize, 1);
+  if (clusterSize > 16)
+    throw Error(fmt::format("simulator: clusters of {} CTAs (at most 16)", clusterSize));
+  if (config.grid.x % unsigned(clusterSize) != 0)
+    throw Error(clusterGridError(config.kernel, clusterSize, config.grid.x));
+  Cluster cl;
+  const size_t threads = size_t(config.threads);
+  size_t mapBytes = kStackBytes * threads * size_t(clusterSize);
   void *stacks = mmap(nullptr, mapBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (stacks == MAP_FAILED)
     throw Error(fmt::format("simulator: cannot map {} MiB of fiber stacks", mapBytes >> 20));
-  for (size_t t = 0; t < c.threads.size(); ++t) {
-    c.threads[t].stack = static_cast<char *>(stacks) + t * kStackBytes;
-    mprotect(c.threads[t].stack, kGuardBytes, PROT_NONE); // overflow faults, never corrupts
-  }
   struct Unmap {
     void *p; size_t n;
     ~Unmap() { munmap(p, n); }
   } unmap{stacks, mapBytes};
+  for (int r = 0; r < clusterSize; ++r) {
+    auto c = std::make_unique<Cta>();
+    c->config = &config;
+    c->entry = entry;
+    c->args = args;
+    c->scheduler = &cl.scheduler;
+    c->cluster = &cl;
+    c->rank = r;
+    c->threads.resize(threads);
+    c->warps.resize(size_t((config.threads + kWarpSize - 1) / kWarpSize));
+    c->shared.resize(config.sharedBytes);
+    c->shadow.resize(config.sharedBytes);
+    c->proxyWrites.resize(config.sharedBytes);
+    c->asyncReads.resize(config.sharedBytes);
+    c->asyncReadSites.resize(config.sharedBytes);
+    c->proxyFences.resize(threads);
+    for (size_t t = 0; t < threads; ++t) {
+      c->threads[t].stack = static_cast<char *>(stacks) + (size_t(r) * threads + t) * kStackBytes;
+      mprotect(c->threads[t].stack, kGuardBytes, PROT_NONE); // overflow faults, never corrupts
+    }
+    cl.ctas.push_back(std::move(c));
+  }
 
   Cta *saved = tCta;
-  tCta = &c;
-  for (uint32_t z = 0; z < config.grid.z && c.error.empty(); ++z)
-    for (uint32_t y = 0; y < config.grid.y && c.error.empty(); ++y)
-      for (uint32_t x = 0; x < config.grid.x && c.error.empty(); ++x) {
-        c.id[0] = x, c.id[1] = y, c.id[2] = z;
-        runCta(c);
-        ++c.stats.ctas;
+  uint64_t ctas = 0;
+  for (uint32_t z = 0; z < config.grid.z && !firstError(cl); ++z)
+    for (uint32_t y = 0; y < config.grid.y && !firstError(cl); ++y)
+      for (uint32_t x = 0; x < config.grid.x && !firstError(cl); x += unsigned(clusterSize)) {
+        for (int r = 0; r < clusterSize; ++r) {
+          Cta &c = *cl.ctas[size_t(r)];
+          c.id[0] = x + unsigned(r), c.id[1] = y, c.id[2] = z;
+        }
+        runCluster(cl, ctas);
+        ctas += unsigned(clusterSize);
       }
   tCta = saved;
-  if (!c.error.empty())
-    throw Error(c.error);
-  return c.stats;
+  if (const std::string *error = firstError(cl))
+    throw Error(*error);
+  RunStats stats;
+  stats.ctas = ctas;
+  for (const auto &c : cl.ctas) {
+    stats.threads += c->stats.threads;
+    stats.switches += c->stats.switches;
+    stats.globalAccesses += c->stats.globalAccesses;
+    stats.sharedAccesses += c->stats.sharedAccesses;
+  }
+  return stats;
 }
 
 } // namespace tegula::sim

@@ -1,7 +1,7 @@
 //===- Runtime.h - executing the threads of a CTA on the CPU -----*- C++ -*-===//
 //
 // The simulator runs every thread of a CTA as a cooperative fiber
-// (ucontext), one CTA after another. Kernel code (JIT-compiled for the host
+// (ucontext), one CTA (or thread-block cluster of CTAs) after another. Kernel code (JIT-compiled for the host
 // from the lowered LLVM + NVVM module) calls back into this runtime for what
 // only a GPU has: thread and block ids, barriers, warp collectives, shared
 // memory. Every memory access is checked against the launch's buffers or the
@@ -74,6 +74,9 @@ struct LaunchConfig {
   int maxRegisters = 0;
   Schedule schedule = Schedule::RoundRobin;
   uint64_t scheduleSeed = 1; // Shuffled's
+  /// Thread-block clusters (sm_90): CTAs x = C*k .. C*k + C-1 of each grid
+  /// row form cluster k and run together (grid.x must be a multiple of C).
+  int clusterSize = 1;
 };
 
 /// What a run cost: fiber switches and instrumented accesses.
@@ -81,7 +84,8 @@ struct RunStats {
   uint64_t ctas = 0, threads = 0, switches = 0, globalAccesses = 0, sharedAccesses = 0;
 };
 
-/// Run `entry(args)` on every thread of every CTA of the grid. Throws
+/// Run `entry(args)` on every thread of every CTA of the grid (the CTAs
+/// of a cluster together, one cluster after another). Throws
 /// tegula::Error for out-of-bounds or misaligned accesses, races, deadlocks,
 /// inconsistent warp collectives and traps.
 RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args);
@@ -159,5 +163,41 @@ void asyncProxyWrote(const void *p, size_t bytes, uint32_t site);
 /// The calling thread's lane (0..31) and linear thread id.
 int laneId();
 int threadId();
+
+//===----------------------------------------------------------------------===//
+// Thread-block clusters (Cluster.cpp). A shared::cluster address is a host
+// pointer into the shared memory of one CTA of the cluster; a CTA's own
+// shared addresses are valid shared::cluster addresses of itself.
+//===----------------------------------------------------------------------===//
+
+/// The error for a launch whose grid has `gridX` CTAs along x, not a
+/// multiple of the cluster size (CUDA refuses it).
+std::string clusterGridError(const std::string &kernel, int clusterSize, unsigned gridX);
+/// %cluster_ctarank and %cluster_nctarank of the calling thread's CTA (0
+/// and 1 without clusters).
+int clusterRank();
+int clusterSize();
+/// Run `f` in the context of CTA `rank` of the caller's cluster: its shared
+/// memory and per-CTA state (sharedBase(), ctaExtension()). A failure
+/// inside is the calling thread's, naming `what` and the target CTA; a
+/// target whose threads have all exited (its shared memory is gone) is an
+/// error.
+void inClusterCta(int rank, const char *what, uint32_t site, const std::function<void()> &f);
+/// mapa.shared::cluster: `p` (in the caller's shared memory) moved to the
+/// same offset in CTA `rank`'s.
+void *mapSharedAddress(const void *p, uint32_t rank, uint32_t site);
+/// Where the shared::cluster address `p` (`bytes` long) lies: the CTA's
+/// rank and the offset in its shared memory. An error if in no CTA's.
+struct ClusterAddress {
+  int rank = 0;
+  size_t offset = 0;
+};
+ClusterAddress locateInCluster(const void *p, size_t bytes, const char *what, uint32_t site);
+/// barrier.cluster.arrive: non-blocking; each thread arrives once per phase.
+void clusterBarrierArrive(uint32_t site);
+/// barrier.cluster.wait: returns once every thread of every CTA of the
+/// cluster has arrived for the phase of this thread's arrival. The
+/// completed phase orders each CTA's shared accesses like bar.sync 0.
+void clusterBarrierWait(uint32_t site);
 
 } // namespace tegula::sim

@@ -41,6 +41,7 @@ struct SimKernel::Impl {
   int threads = 0;
   int programsPerCta = 1; // 2: ping-pong (a hidden last argument counts the programs)
   int maxRegisters = 0; // the kernel's .maxnreg (nvvm.maxnreg), 0: none
+  int clusterSize = 1;  // tilegpu.cluster_size: CTAs per cluster, along x
   mutable std::string ir;
 };
 
@@ -144,6 +145,12 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   auto producers = module->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"); // warp specialisation
   auto programs = module->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"); // ping-pong
   impl->programsPerCta = programs ? int(programs.getInt()) : 1;
+  if (auto cluster = module->getAttrOfType<IntegerAttr>("tilegpu.cluster_size")) {
+    impl->clusterSize = int(cluster.getInt());
+    if (impl->clusterSize < 1 || impl->clusterSize > 16)
+      throw Error(fmt::format("simulator: kernel '{}' has tilegpu.cluster_size {} (1 to 16 CTAs)", kernel,
+                              impl->clusterSize));
+  }
   impl->threads =
       int((warps ? warps.getInt() : 4) * impl->programsPerCta + (producers ? producers.getInt() : 0)) * kWarpSize;
   auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
@@ -188,6 +195,10 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   // Ping-pong: CTA c runs programs 2c and 2c + 1.
   const int programs = impl_->programsPerCta;
   config.grid.x = unsigned((uint64_t(grid.x) + unsigned(programs) - 1) / unsigned(programs));
+  // Clusters group the CTA grid (CUDA refuses a launch that does not fill them).
+  config.clusterSize = impl_->clusterSize;
+  if (config.grid.x % unsigned(config.clusterSize) != 0)
+    throw Error(clusterGridError(impl_->kernel, config.clusterSize, config.grid.x));
   config.threads = impl_->threads;
   config.maxRegisters = impl_->maxRegisters;
   config.sharedBytes = impl_->sharedBytes;

@@ -330,6 +330,29 @@ void bulkTensorLoad(void *dst, const void *mapPtr, const int32_t *coords, int ra
   completeIfDone(b);
 }
 
+void bulkTensorLoadMulticast(void *dst, const void *mapPtr, const int32_t *coords, int rank, void *bar,
+                             uint16_t ctaMask, uint32_t site) {
+  const char *what = "cp.async.bulk.tensor.multicast::cluster";
+  const int ctas = clusterSize();
+  if (ctaMask == 0 || ctaMask >> ctas)
+    fail(site, fmt::format("{} with CTA mask {:#06x}: the cluster has {} CTAs (ranks 0 to {})", what, ctaMask,
+                           ctas, ctas - 1));
+  // Offsets in the shared::cluster addresses' own CTAs (usually the issuer's).
+  const ClusterAddress to = locateInCluster(dst, 1, what, site);
+  const ClusterAddress barrier = locateInCluster(bar, 8, what, site);
+  for (int r = 0; r < ctas; ++r)
+    if (ctaMask >> r & 1)
+      inClusterCta(r, what, site, [&] {
+        bulkTensorLoad(sharedBase() + to.offset, mapPtr, coords, rank, sharedBase() + barrier.offset, site);
+      });
+}
+
+void mbarrierArriveCluster(void *bar, uint32_t site) {
+  const char *what = "mbarrier.arrive.release.cluster.shared::cluster";
+  const ClusterAddress at = locateInCluster(bar, 8, what, site);
+  inClusterCta(at.rank, what, site, [&] { mbarrierArrive(sharedBase() + at.offset, site); });
+}
+
 void bulkTensorStore(const void *mapPtr, const int32_t *coords, int rank, const void *src,
                      uint32_t site) {
   State &s = state();

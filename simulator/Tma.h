@@ -51,6 +51,16 @@ void mbarrierInval(void *bar, uint32_t site);
 /// first, as in PTX.
 void bulkTensorLoad(void *dst, const void *map, const int32_t *coords, int rank, void *bar,
                     uint32_t site);
+/// The same with .multicast::cluster: the box lands at `dst`'s offset in
+/// every CTA of the cluster whose bit (rank) is set in `ctaMask`, and
+/// completes its bytes on the mbarrier at `bar`'s offset in each of them -
+/// each destination's own checks and state, as if it had issued the copy.
+void bulkTensorLoadMulticast(void *dst, const void *map, const int32_t *coords, int rank, void *bar,
+                             uint16_t ctaMask, uint32_t site);
+/// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]: one
+/// arrival on the mbarrier at a shared::cluster address, in whichever CTA
+/// of the cluster it lives.
+void mbarrierArriveCluster(void *bar, uint32_t site);
 /// cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map,
 /// {coords...}], [src]: the box from shared memory into the tensor, clipped
 /// to it. The shared bytes count as read (by the async proxy) until a

@@ -55,13 +55,15 @@ struct Draw {
   bool warpSpecialize = false;
   bool pingPong = false; // with warpSpecialize at 4 warps: two programs per CTA
   int programs = 0; // persistent kernels: programs launched
+  int cluster = 1;  // warp-specialised persistent descriptors: thread-block clusters multicasting B
   Operands operands;
   Storage storage;
   std::string chip;
   int bm, bn, bk, warps, stages, M, N, K;
   std::string describe() const {
-    return fmt::format("{}{}{} {} {} {} tile {}x{}x{} warps {} stages {} M={} N={} K={}", nameOf(kind),
-                       pingPong ? " pp" : warpSpecialize ? " ws" : "", programs ? fmt::format(" ({} programs)", programs) : "",
+    return fmt::format("{}{}{}{} {} {} {} tile {}x{}x{} warps {} stages {} M={} N={} K={}", nameOf(kind),
+                       pingPong ? " pp" : warpSpecialize ? " ws" : "", cluster > 1 ? fmt::format(" c{}", cluster) : "",
+                       programs ? fmt::format(" ({} programs)", programs) : "",
                        nameOf(operands), kind == Kind::Pointers ? nameOf(storage) : "NN", chip, bm, bn, bk,
                        warps, stages, M, N, K);
   }
@@ -114,12 +116,18 @@ Draw drawOne(std::mt19937 &rng) {
   }
   if (d.kind == Kind::Persistent || d.kind == Kind::PersistentDescriptors)
     d.programs = pick({1, 2, 3});
+  // Clusters (examples::matmul_persistent_cluster): whole clusters of
+  // programs; B's block multicast where its rows split into 8-row slices.
+  if (d.kind == Kind::PersistentDescriptors && d.warpSpecialize && !d.pingPong) {
+    d.cluster = pick({1, 2, 4});
+    d.programs *= d.cluster;
+  }
   return d;
 }
 
 CompileOptions compileOptionsOf(const Draw &d) {
   return {.chip = d.chip, .num_warps = d.warps, .num_stages = d.stages,
-          .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .assemble = false};
+          .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .cluster_size = d.cluster, .assemble = false};
 }
 
 /// A draw with warp specialisation runs it: a producer warpgroup of 4 warps
@@ -127,6 +135,8 @@ CompileOptions compileOptionsOf(const Draw &d) {
 void expectWarpSpecialized(const Draw &d, const CompiledKernel &c) {
   EXPECT_EQ(c.producer_warps, 4) << "warp_specialize was asked for and did not apply";
   EXPECT_EQ(c.programs_per_cta, d.pingPong ? 2 : 1) << "ping_pong was asked for and did not apply";
+  // Clusters apply where B's block (BK rows) splits into 8-row slices.
+  EXPECT_EQ(c.cluster_size, d.cluster > 1 && d.bk % (8 * d.cluster) == 0 ? d.cluster : 1);
 }
 
 /// The examples' GEMMs (C of the operands' type, f32 accumulation): against
@@ -141,8 +151,10 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
   const int tiles = cdiv(d.M, d.bm) * cdiv(d.N, d.bn);
   LaunchOptions interp{.backend = Backend::Interp};
   LaunchOptions tested{.num_warps = d.warps, .num_stages = d.stages, .backend = target.backend,
-                    .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .chip = target.chipFor(d.chip)};
-  interp.grid = tested.grid = d.programs ? Grid{uint32_t(std::min(d.programs, tiles))}
+                    .warp_specialize = d.warpSpecialize, .ping_pong = d.pingPong, .cluster_size = d.cluster,
+                    .chip = target.chipFor(d.chip)};
+  interp.cluster_size = d.cluster;
+  interp.grid = tested.grid = d.programs ? Grid{uint32_t(d.cluster > 1 ? d.programs : std::min(d.programs, tiles))}
                                       : Grid{uint32_t(cdiv(d.M, d.bm)), uint32_t(cdiv(d.N, d.bn))};
   const std::vector<std::string> persistentParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
   switch (d.kind) {
@@ -166,6 +178,17 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
   case Kind::Persistent:
   case Kind::PersistentDescriptors: {
     // Packed rows: lda = K, ldb = ldc = N (multiples of 16 bytes for the descriptors).
+    if (d.cluster > 1) {
+      std::vector<std::string> params = persistentParams;
+      params.push_back("CLUSTER");
+      auto k = kernel(name, examples::matmul_persistent_cluster<T>, params);
+      for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
+        k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2, d.cluster);
+      expectWarpSpecialized(d, k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2, d.cluster}, compileOptionsOf(d)));
+      want.resize(size_t(d.M) * d.N);
+      got.resize(size_t(d.M) * d.N);
+      break;
+    }
     auto k = d.kind == Kind::Persistent ? kernel(name, examples::matmul_persistent<T>, persistentParams)
                                         : kernel(name, examples::matmul_persistent_descriptors<T>, persistentParams);
     for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
