@@ -144,8 +144,11 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   k.ptx = getString(in, pos);
   std::string cubin = getString(in, pos);
   k.cubin.assign(cubin.begin(), cubin.end());
-  std::istringstream(getString(in, pos)) >> k.registers >> k.shared_bytes >> k.spill_bytes >>
-      k.dynamic_shared_bytes >> k.producer_warps >> k.programs_per_cta >> k.cluster_size;
+  std::istringstream numbers(getString(in, pos));
+  numbers >> k.registers >> k.shared_bytes >> k.spill_bytes >> k.dynamic_shared_bytes >> k.producer_warps >>
+      k.programs_per_cta;
+  if (!(numbers >> k.cluster_size)) // an entry from before clusters
+    k.cluster_size = 1;
   k.ptxas_log = getString(in, pos);
   if (pos < in.size())
     k.tensor_maps = getString(in, pos);
