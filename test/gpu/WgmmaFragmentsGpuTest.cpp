@@ -246,6 +246,76 @@ done:
                      boxBytes);
 }
 
+/// Clusters of 2 CTAs: CTA r copies rows [r, r + 1) * rows / 2 of a box
+/// (the tensor map's box is that half) to r * halfBytes of its buffer with
+/// multicast to both, each CTA's mbarrier expecting the whole box; both
+/// wait, then each writes its buffer to out + ctaid * boxBytes. What the
+/// compiler's multicast rings do (TmaToLLVM.cpp), one stage, by hand.
+std::string tmaMulticastPtx(int64_t boxBytes) {
+  return fmt::format(R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry tma_multicast(.param .u64 src, .param .u64 out, .param .u32 c0, .param .u32 r0,
+                              .param .u32 halfRows, .param .align 64 .b8 map[128])
+.maxntid 128, 1, 1
+.reqnctapercluster 2, 1, 1
+{{
+  .reg .pred %p<4>;
+  .reg .b16 %h<2>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  .shared .align 1024 .b8 box[{0}];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r0, %tid.x;
+  setp.eq.u32 %p0, %r0, 0;
+  mov.u32 %r1, bar;
+  mov.u32 %r2, box;
+  @%p0 mbarrier.init.shared::cta.b64 [%r1], 1;
+  @%p0 fence.mbarrier_init.release.cluster;
+  fence.proxy.async.shared::cta;
+  barrier.cluster.arrive.release;
+  barrier.cluster.wait.acquire;
+  mov.u32 %r11, %cluster_ctarank;
+  ld.param.u32 %r3, [c0];
+  ld.param.u32 %r4, [r0];
+  ld.param.u32 %r12, [halfRows];
+  mad.lo.u32 %r4, %r11, %r12, %r4;
+  mul.lo.u32 %r13, %r11, {1};
+  add.u32 %r13, %r2, %r13;
+  mov.b64 %rd1, map;
+  cvta.param.u64 %rd1, %rd1;
+  mov.b16 %h0, 3;
+  @%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {0};
+  @%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r13], [%rd1, {{%r3, %r4}}], [%r1], %h0;
+wait:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra wait;
+  ld.param.u64 %rd2, [out];
+  cvta.to.global.u64 %rd2, %rd2;
+  mov.u32 %r14, %ctaid.x;
+  mul.wide.u32 %rd5, %r14, {0};
+  add.u64 %rd2, %rd2, %rd5;
+  mul.lo.u32 %r5, %r0, 16;
+copy:
+  setp.ge.u32 %p2, %r5, {0};
+  @%p2 bra done;
+  add.u32 %r6, %r2, %r5;
+  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r6];
+  cvt.u64.u32 %rd3, %r5;
+  add.u64 %rd4, %rd2, %rd3;
+  st.global.v4.u32 [%rd4], {{%r7, %r8, %r9, %r10}};
+  add.u32 %r5, %r5, 2048;
+  bra copy;
+done:
+  barrier.cluster.arrive.release;
+  barrier.cluster.wait.acquire;
+  @%p0 mbarrier.inval.shared::cta.b64 [%r1];
+  ret;
+}}
+)",
+                     boxBytes, boxBytes / 2);
+}
+
 // --- shared operands -------------------------------------------------------
 
 /// A probe's operands: A [64, K] and B [K, N], each contiguous along
@@ -415,6 +485,7 @@ TEST(WgmmaFragmentsGpu, ProbesAssembleForSm90a) {
                       c.name() + (aRegisters ? ", A from registers" : ""));
     }
   expectAssembles(ptxas, tmaPtx(8192), "tma");
+  expectAssembles(ptxas, tmaMulticastPtx(8192), "tma multicast");
 }
 
 /// The probes' descriptors, decoded by the simulator's own reading of the
@@ -560,6 +631,63 @@ TEST(WgmmaFragmentsGpu, TmaBoxesLandWhereTheSwizzledTilesSay) {
             ADD_FAILURE() << "element (" << r << ", " << col << ") byte " << i << ": " << int(got) << ", want "
                           << int(want);
         }
+    EXPECT_EQ(wrong, 0) << "bytes out of place";
+  }
+}
+
+/// Multicast in clusters of 2: each CTA copies half of a box's rows into
+/// both, and each ends up with the whole box where tmaSwizzleBytes' tile
+/// places it - the assumption behind the multicast rings
+/// (layout::multicastSliceRows: halves of whole 8-row swizzle periods land
+/// where the whole box would put them), and .reqnctapercluster launching
+/// clusters through a plain cuLaunchKernel.
+TEST(WgmmaFragmentsGpu, MulticastHalvesOfABoxLandInBothCtasOfACluster) {
+  SKIP_WITHOUT_HOPPER();
+  struct Box {
+    DType dtype;
+    int bits, rows, cols, tensorRows, tensorCols, r0, c0;
+  };
+  for (const Box &b : {Box{DType::bf16, 16, 64, 64, 256, 192, 64, 128}, Box{DType::bf16, 16, 32, 32, 256, 192, 32, 64},
+                       Box{DType::i8, 8, 256, 128, 512, 384, 128, 256}, Box{DType::bf16, 16, 64, 64, 100, 88, 64, 64}}) {
+    auto plan = planWgmmaOperandTile(0, {b.rows, b.cols}, 1, b.bits);
+    ASSERT_TRUE(plan);
+    const std::optional<int> swizzle = tmaSwizzleBytes(plan->tile);
+    ASSERT_TRUE(swizzle && multicastSliceRows(plan->tile, 2));
+    SCOPED_TRACE(fmt::format("box {}x{} of {}-bit at ({}, {}) in {}x{}, {}-byte swizzle, halves multicast", b.rows,
+                             b.cols, b.bits, b.r0, b.c0, b.tensorRows, b.tensorCols, *swizzle));
+    const int bytes = b.bits / 8;
+    const int64_t boxBytes = int64_t(b.rows) * b.cols * bytes;
+    std::vector<int8_t> src(size_t(b.tensorRows) * b.tensorCols * bytes);
+    for (size_t i = 0; i < src.size(); ++i)
+      src[i] = int8_t(uint8_t(1 + i * 7 % 251)); // never 0: zeros mark the fill
+    using V = runtime::TensorMapValue;
+    runtime::TensorMapSpec spec{.base = 0,
+                                .shape = {V{-1, b.tensorRows}, V{-1, b.tensorCols}},
+                                .strides = {V{-1, b.tensorCols}, V{-1, 1}},
+                                .box = {b.rows / 2, b.cols},
+                                .dtype = b.dtype,
+                                .swizzle = *swizzle};
+    auto kernel = runtime::LoadedKernel::load({}, tmaMulticastPtx(boxBytes), "tma_multicast", 0, {spec}, 0, 1, 2);
+    std::vector<int8_t> out(size_t(2 * boxBytes), int8_t(0xee));
+    using K = ParamInfo::Kind;
+    runtime::launchKernel(*kernel, {2}, 4,
+                          {{K::Pointer, DType::i8}, {K::Pointer, DType::i8}, {K::Scalar, DType::i32},
+                           {K::Scalar, DType::i32}, {K::Scalar, DType::i32}},
+                          {Arg(src), Arg(out), Arg(b.c0), Arg(b.r0), Arg(b.rows / 2)});
+    int wrong = 0;
+    for (int cta = 0; cta < 2; ++cta)
+      for (int r = 0; r < b.rows; ++r)
+        for (int col = 0; col < b.cols; ++col)
+          for (int i = 0; i < bytes; ++i) {
+            const int gr = b.r0 + r, gc = b.c0 + col;
+            const uint8_t want = gr < b.tensorRows && gc < b.tensorCols
+                                     ? uint8_t(src[size_t((int64_t(gr) * b.tensorCols + gc) * bytes + i)])
+                                     : 0;
+            const uint8_t got = uint8_t(out[size_t(cta * boxBytes + plan->tile.offset(r, col) + i)]);
+            if (got != want && ++wrong <= 8)
+              ADD_FAILURE() << "CTA " << cta << ", element (" << r << ", " << col << ") byte " << i << ": "
+                            << int(got) << ", want " << int(want);
+          }
     EXPECT_EQ(wrong, 0) << "bytes out of place";
   }
 }
