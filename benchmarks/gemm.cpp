@@ -232,7 +232,7 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
              {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   auto persistentCluster =
       kernel(std::string("matmul_persistent_cluster_") + dtype, examples::matmul_persistent_cluster<T>,
-             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"});
+             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -273,7 +273,7 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.fill_bytes(0xff); // what the kernel does not write shows
       auto launch = [&] {
         if (cfg.cluster > 1)
-          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8, cfg.cluster);
+          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent && cfg.tma)
           persistentDescriptors(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent)
@@ -313,7 +313,7 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   auto persistentCluster =
       kernel(std::string("matmul_tn_persistent_cluster_") + dtype, examples::matmul_tn_persistent_cluster<T, Acc, P>,
-             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"});
+             {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -355,7 +355,7 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
         opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
       auto launch = [&] {
         if (cfg.cluster > 1)
-          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8, cfg.cluster);
+          persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else

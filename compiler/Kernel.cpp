@@ -180,6 +180,9 @@ struct Specialization {
   // by chip, warps, stages, warp specialisation
   /// Keyed like `loaded`.
   std::map<LoadedKey, std::shared_ptr<sim::SimKernel>> simulated;
+  /// The kernel runs in clusters when asked to: it has tl::multicast loads
+  /// or reads tl::cluster_size(). Others ignore cluster_size.
+  bool usesClusters = false;
 };
 
 struct KernelImpl {
@@ -367,6 +370,10 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
   DiagnosticCollector diags(ctx);
   if (failed(verify(*spec->traced)))
     throw Error(fmt::format("kernel '{}' traced to invalid IR:\n{}", name, diags.text));
+  spec->traced->walk([&](Operation *op) {
+    auto load = dyn_cast<tile::DescriptorLoadOp>(op);
+    spec->usesClusters = spec->usesClusters || isa<tile::ClusterSizeOp>(op) || (load && load.getMulticast());
+  });
   spec->tile = spec->traced->clone();
   if (failed(runTilePipeline(*spec->tile)))
     throw Error(fmt::format("kernel '{}': the tile pipeline failed:\n{}", name, diags.text));
@@ -442,8 +449,9 @@ struct Switches {
   bool warpSpecialize = false;
   /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
   bool pingPong = false;
-  /// TEGULA_CLUSTER_SIZE=N: launches without a cluster size of their own ask for N.
-  int clusterSize = 0;
+  /// TEGULA_CLUSTER_SIZE=N: launches without a cluster size of their own ask
+  /// for N (the text; checked where it is used).
+  const char *clusterSize = nullptr;
 
   static Switches read() {
     Switches s;
@@ -474,18 +482,34 @@ struct Switches {
       else if (name == "PING_PONG")
         s.pingPong = value == "1";
       else if (name == "CLUSTER_SIZE")
-        s.clusterSize = std::atoi(std::string(value).c_str());
+        s.clusterSize = *e + prefix.size() + eq + 1;
     }
     return s;
   }
 
   detail::CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff, !warpgroupTurnsOff}; }
-  /// The launch's cluster size, else TEGULA_CLUSTER_SIZE's, checked.
-  int clusterSizeFor(int requested) const {
-    const int size = requested != 1 ? requested : clusterSize ? clusterSize : 1;
+  /// The cluster size kernel `name` runs at: `requested` (0: unset), else
+  /// TEGULA_CLUSTER_SIZE's, else 1 - and 1 for a kernel that does not use
+  /// clusters (`uses`: no tl::multicast load, no tl::cluster_size()).
+  int clusterSizeFor(int requested, bool uses, bool pingPong, const std::string &name) const {
+    int size = requested;
+    if (size == 0 && clusterSize && *clusterSize) {
+      const std::string_view text(clusterSize);
+      if (text != "1" && text != "2" && text != "4")
+        throw Error(fmt::format("TEGULA_CLUSTER_SIZE={} is not a cluster size: use 1, 2 or 4 CTAs per cluster",
+                                text));
+      size = text[0] - '0';
+    }
+    size = size == 0 ? 1 : size;
     if (size != 1 && size != 2 && size != 4)
-      throw Error(fmt::format("cluster_size {}{} is not supported: use 1, 2 or 4 CTAs per cluster", size,
-                              requested != 1 ? "" : " (from TEGULA_CLUSTER_SIZE)"));
+      throw Error(fmt::format("kernel '{}': cluster_size {} is not supported: use 1, 2 or 4 CTAs per cluster", name,
+                              size));
+    if (!uses)
+      return 1;
+    if (size > 1 && pingPong)
+      throw Error(fmt::format("kernel '{}': cluster_size {} with ping_pong is not supported (two programs a CTA "
+                              "would each need their own multicast rings): use one of them",
+                              name, size));
     return size;
   }
 };
@@ -536,7 +560,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   CompileOptions withEnv = opts;
   withEnv.ping_pong = opts.ping_pong || env.pingPong;
   withEnv.warp_specialize = opts.warp_specialize || env.warpSpecialize || withEnv.ping_pong;
-  withEnv.cluster_size = env.clusterSizeFor(opts.cluster_size);
+  withEnv.cluster_size =
+      env.clusterSizeFor(opts.cluster_size, impl_->specialize(args).usesClusters, withEnv.ping_pong, impl_->name);
   return compile(args, withEnv, env.paths());
 }
 
@@ -665,7 +690,7 @@ std::string Kernel::launch_target(const LaunchOptions &opts) const {
   std::string target = fmt::format("{}{}{}{}{}{}{}", where, paths.wgmma ? "" : " no-wgmma", paths.tma ? "" : " no-tma",
                      paths.overlapDots ? "" : " no-overlap-dots", paths.warpgroupTurns ? "" : " no-warpgroup-turns",
                      env.warpSpecialize ? " ws" : "", env.pingPong ? " pp" : "");
-  if (env.clusterSize > 1)
+  if (env.clusterSize && *env.clusterSize && std::string_view(env.clusterSize) != "1")
     target += fmt::format(" cluster{}", env.clusterSize);
   return target;
 }
@@ -674,7 +699,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   detail::Specialization &spec = impl_->specialize(args);
   const Switches env = Switches::read();
   const Backend backend = backendOf(opts, env);
-  const int clusterSize = env.clusterSizeFor(opts.cluster_size);
+  const int clusterSize =
+      env.clusterSizeFor(opts.cluster_size, spec.usesClusters, opts.ping_pong || env.pingPong, impl_->name);
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
@@ -684,10 +710,6 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     throw Error(fmt::format("kernel '{}': grid.x = {} is not a multiple of cluster_size {} (a thread-block "
                             "cluster's programs are consecutive along x)",
                             impl_->name, opts.grid.x, clusterSize));
-  if (clusterSize > 1 && (opts.ping_pong || env.pingPong))
-    throw Error(fmt::format("kernel '{}': cluster_size {} with ping_pong is not supported (two programs a CTA "
-                            "would each need their own multicast rings): use one of them",
-                            impl_->name, clusterSize));
   // Only the GPU reads device memory; the CPU backends would need copies the
   // caller did not ask for.
   if (backend != Backend::GPU)

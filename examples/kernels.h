@@ -194,31 +194,31 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
   }
 }
 
-/// matmul_persistent_descriptors for thread-block clusters of CLUSTER
-/// programs (LaunchOptions::cluster_size = CLUSTER; launch a multiple of
-/// CLUSTER programs, one per SM): the programs of a cluster - consecutive
-/// program ids - compute CLUSTER vertically adjacent tiles of C, so they read
-/// the same block of B at every step, and say so (tl::multicast): warp
-/// specialised on sm_90a, each block of B is fetched from global memory once
-/// per cluster, each CTA copying 1/CLUSTER of its rows into all of them. The
-/// tile order is grouped as matmul_persistent_descriptors', in rows of
-/// clusters. Rows past M (the last cluster row's) read zeros and are not
-/// stored. Any cluster size computes the same C on every backend.
+/// matmul_persistent_descriptors for thread-block clusters
+/// (LaunchOptions::cluster_size = C; launch a multiple of C programs, one
+/// per SM): the programs of a cluster - consecutive program ids - compute C
+/// vertically adjacent tiles of C, so they read the same block of B at every
+/// step, and say so (tl::multicast): warp specialised on sm_90a, each block
+/// of B is fetched from global memory once per cluster, each CTA copying 1/C
+/// of its rows into all of them. The tile order is grouped as
+/// matmul_persistent_descriptors', in rows of clusters. Rows past M (the
+/// last cluster row's) read zeros and are not stored. Any cluster size,
+/// 1 included, computes the same C on every backend.
 template <class T>
 void matmul_persistent_cluster(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                               tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M,
-                               tl::constant<int> CLUSTER) {
+                               tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
   auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor rank = tl::program_id(0) % CLUSTER, cluster = tl::program_id(0) / CLUSTER;
-  tl::tensor cluster_rows = (M + (BM.value * CLUSTER.value - 1)) / (BM.value * CLUSTER.value);
+  tl::tensor ctas = tl::cluster_size();
+  tl::tensor rank = tl::program_id(0) % ctas, cluster = tl::program_id(0) / ctas;
+  tl::tensor cluster_rows = (M + (ctas * BM - 1)) / (ctas * BM);
   tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
   tl::tensor per_group = tiles_n * GROUP_M;
-  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / CLUSTER)) {
+  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / ctas)) {
     auto [row, tile_n] = groupedTile(t, cluster_rows, per_group, GROUP_M);
-    tl::tensor m0 = (row * CLUSTER + rank) * BM, n0 = tile_n * BN;
+    tl::tensor m0 = (row * ctas + rank) * BM, n0 = tile_n * BN;
     tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}, tl::multicast), acc);
@@ -271,25 +271,25 @@ void matmul_tn_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar
   }
 }
 
-/// matmul_tn_persistent for thread-block clusters of CLUSTER programs, as
+/// matmul_tn_persistent for thread-block clusters, as
 /// matmul_persistent_cluster is matmul_persistent_descriptors': the
 /// cluster's programs compute vertically adjacent tiles and multicast B
 /// ([N, K], K-major - the fp8 and int8 GEMMs').
 template <class T, class Acc = float, tl::precision P = tl::precision::ieee>
 void matmul_tn_persistent_cluster(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M,
                                   tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                                  tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M,
-                                  tl::constant<int> CLUSTER) {
+                                  tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
   auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor rank = tl::program_id(0) % CLUSTER, cluster = tl::program_id(0) / CLUSTER;
-  tl::tensor cluster_rows = (M + (BM.value * CLUSTER.value - 1)) / (BM.value * CLUSTER.value);
+  tl::tensor ctas = tl::cluster_size();
+  tl::tensor rank = tl::program_id(0) % ctas, cluster = tl::program_id(0) / ctas;
+  tl::tensor cluster_rows = (M + (ctas * BM - 1)) / (ctas * BM);
   tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
   tl::tensor per_group = tiles_n * GROUP_M;
-  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / CLUSTER)) {
+  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / ctas)) {
     auto [row, tile_n] = groupedTile(t, cluster_rows, per_group, GROUP_M);
-    tl::tensor m0 = (row * CLUSTER + rank) * BM, n0 = tile_n * BN;
+    tl::tensor m0 = (row * ctas + rank) * BM, n0 = tile_n * BN;
     tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}, tl::multicast).trans(), acc, P);

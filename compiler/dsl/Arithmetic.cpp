@@ -320,6 +320,11 @@ tensor num_programs(int axis, Loc loc) {
                                           tile::ProgramAxis(axis)));
 }
 
+tensor cluster_size(Loc loc) {
+  TraceState &ts = current(loc);
+  return wrap(tile::ClusterSizeOp::create(ts.builder, toLoc(ts.ctx, loc), ts.builder.getI32Type()).getResult());
+}
+
 tensor arange(int start, int end, Loc loc) {
   TraceState &ts = current(loc);
   int64_t n = int64_t(end) - int64_t(start);

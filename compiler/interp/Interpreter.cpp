@@ -248,6 +248,7 @@ private:
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](arith::ConstantOp c) { env_[c] = constant(c); })
         .Case([&](tile::ProgramIdOp p) { env_[p] = scalarInt(p.getType(), pid_[int(p.getAxis())]); })
+        .Case([&](tile::ClusterSizeOp c) { env_[c] = scalarInt(c.getType(), launch_.clusterSize); })
         .Case([&](tile::NumProgramsOp p) {
           Grid g = launch_.grid;
           uint32_t n[3] = {g.x, g.y, g.z};

@@ -92,6 +92,18 @@ struct GridQueryPattern : OpConversionPattern<TileOp> {
   }
 };
 
+/// tl::cluster_size() where pipeline-dot-operands did not resolve it: the
+/// module's tilegpu.launch_cluster_size, else 1.
+struct ClusterSizePattern : OpConversionPattern<tile::ClusterSizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::ClusterSizeOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
+    auto module = op->getParentOfType<ModuleOp>();
+    auto size = module ? module->getAttrOfType<IntegerAttr>("tilegpu.launch_cluster_size") : IntegerAttr();
+    rw.replaceOp(op, i32Const(rw, op.getLoc(), size ? size.getInt() : 1));
+    return success();
+  }
+};
+
 struct MakeRangePattern : OpConversionPattern<tile::MakeRangeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::MakeRangeOp op, OneToNOpAdaptor,
@@ -480,6 +492,7 @@ struct LowerTileGPUToLLVMPass
                                   NVVM::BlockIdZOp>,
                  GridQueryPattern<tile::NumProgramsOp, NVVM::GridDimXOp, NVVM::GridDimYOp,
                                   NVVM::GridDimZOp>,
+                 ClusterSizePattern,
                  RegisterRemapPattern<tile::BroadcastOp>, RegisterRemapPattern<tile::ExpandDimsOp>>(
         types, ctx);
     // In-thread moves beat any exchange through shared memory when they apply.

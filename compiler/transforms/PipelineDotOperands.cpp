@@ -496,6 +496,16 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
 struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineDotOperandsPass> {
   using PipelineDotOperandsBase::PipelineDotOperandsBase;
   void runOnOperation() override {
+    // tl::cluster_size() is the launch's, multicast or not: a constant from
+    // here on (the producer's address slices and the lowering see a number).
+    if (clusterSize > 1)
+      getOperation()->setAttr("tilegpu.launch_cluster_size",
+                              IntegerAttr::get(IntegerType::get(&getContext(), 32), clusterSize));
+    getOperation().walk([&](tile::ClusterSizeOp op) {
+      OpBuilder b(op);
+      op.replaceAllUsesWith(arith::ConstantOp::create(b, op.getLoc(), b.getI32IntegerAttr(clusterSize)).getResult());
+      op.erase();
+    });
     if (numStages < 2)
       return;
     SmallVector<tile::DotOp> dots;

@@ -288,7 +288,9 @@ void WarpSpecializer::build() {
   if (multicast) {
     // The producers' last copies into the other CTAs and the consumers' last
     // releases there are done before any CTA invalidates its mbarriers or
-    // exits: every thread meets the cluster's others once more.
+    // exits: every thread meets the cluster's others once more. (Producer
+    // lanes 1-31 wait here while lane 0 runs the copies: nothing in lane 0's
+    // code may need the whole warp - a full-mask shuffle or bar.warp.sync.)
     OpBuilder end = OpBuilder::atBlockTerminator(split.thenBlock());
     tilegpu::ClusterSyncOp::create(end, loc);
   }

@@ -31,6 +31,18 @@ def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
   let assemblyFormat = "$axis attr-dict";
 }
 
+def Tile_ClusterSizeOp : Tile_Op<"cluster_size", [Pure]> {
+  let summary = "Programs per thread-block cluster: the launch's cluster_size (1 without clusters)";
+  let description = [{
+    Programs C*c .. C*c + C-1 along x form cluster c. The interpreter takes
+    C from the launch; the GPU pipeline from its cluster-size option
+    (pipeline-dot-operands records it as tilegpu.launch_cluster_size), so a
+    kernel's tiles follow the clusters it runs in on every backend.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 //===----------------------------------------------------------------------===//
 // Creating and reshaping tiles
 //===----------------------------------------------------------------------===//

@@ -39,7 +39,7 @@ struct TuneConfig {
   int num_stages = 3;
   bool warp_specialize = false;
   bool ping_pong = false;
-  int cluster_size = 1; // LaunchOptions::cluster_size
+  int cluster_size = 0; // LaunchOptions::cluster_size (0: the launch's default)
 
   /// The value of constant `name`; throws tegula::Error when the config has
   /// none.

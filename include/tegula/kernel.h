@@ -68,9 +68,10 @@ struct LaunchOptions {
   /// grid.x must be a multiple of it), and a tensor-descriptor load marked
   /// tl::multicast that fills a TMA ring is fetched once per cluster, each
   /// CTA issuing a slice that lands in every CTA (docs/hopper.md). The
-  /// kernel computes the same on every backend; kernels with no such load
-  /// compile as without it. Also set by TEGULA_CLUSTER_SIZE.
-  int cluster_size = 1;
+  /// kernel computes the same on every backend (tl::cluster_size() reads
+  /// it). 0: TEGULA_CLUSTER_SIZE, else 1. Ignored by kernels with neither
+  /// tl::multicast loads nor tl::cluster_size().
+  int cluster_size = 0;
   /// The compile target. Empty: the device's (GPU); in the simulator
   /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
   /// Hopper code (wgmma) on the CPU.
@@ -214,7 +215,7 @@ struct CompileOptions {
   int num_stages = 3; // as LaunchOptions::num_stages
   bool warp_specialize = false; // as LaunchOptions::warp_specialize
   bool ping_pong = false;       // as LaunchOptions::ping_pong
-  int cluster_size = 1;         // as LaunchOptions::cluster_size
+  int cluster_size = 0;         // as LaunchOptions::cluster_size
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;

@@ -160,6 +160,9 @@ template <class T> struct constant {
 
 tensor program_id(int axis, Loc loc = Loc::current());
 tensor num_programs(int axis, Loc loc = Loc::current());
+/// Programs per thread-block cluster (LaunchOptions::cluster_size; 1
+/// without clusters): programs C*c .. C*c + C-1 along x form cluster c.
+tensor cluster_size(Loc loc = Loc::current());
 /// [start, end) as i32; end - start must be a power of two.
 tensor arange(int start, int end, Loc loc = Loc::current());
 tensor full(const Shape &shape, operand value, DType dtype, Loc loc = Loc::current());

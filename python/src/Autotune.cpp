@@ -188,7 +188,7 @@ constants and the launch options that go with them, as in Triton:
              return c;
            }),
            py::arg("constants") = py::dict(), py::arg("num_warps") = 4, py::arg("num_stages") = 3,
-           py::arg("warp_specialize") = false, py::arg("ping_pong") = false, py::arg("cluster_size") = 1)
+           py::arg("warp_specialize") = false, py::arg("ping_pong") = false, py::arg("cluster_size") = 0)
       .def_property_readonly("constants", &constantsOf, "The tuned constants' values by name")
       .def_readonly("num_warps", &TuneConfig::num_warps)
       .def_readonly("num_stages", &TuneConfig::num_stages)

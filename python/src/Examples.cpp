@@ -19,7 +19,7 @@ template <class T> void addFloatKernels(python::ModuleBuilder &m) {
   m.kernel("matmul_descriptors", examples::matmul_descriptors<T>,
            {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
   m.kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<T>,
-           {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"});
+           {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   m.kernel("transpose", examples::transpose<T>, {"x", "out", "M", "N", "BM", "BN"});
 }
 template <class T> void addAttention(python::ModuleBuilder &m) {

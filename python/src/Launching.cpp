@@ -251,7 +251,7 @@ LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bo
     opts.warp_specialize = ws.cast<bool>();
   if (py::handle pp = option(kwargs, pingPong))
     opts.ping_pong = pp.cast<bool>();
-  opts.cluster_size = intOption(kwargs, clusterSize, 1);
+  opts.cluster_size = intOption(kwargs, clusterSize, 0);
   return opts;
 }
 

@@ -120,7 +120,7 @@ PYBIND11_MODULE(_tegula, m) {
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
 num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False,
-ping_pong=False, cluster_size=1)``;
+ping_pong=False, cluster_size=0)``;
 ``grid`` is a tuple of
 1-3 ints or a callable taking a dict of the arguments by parameter name;
 ``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
@@ -158,7 +158,7 @@ loads are fetched once per cluster.)doc")
            "debug_info=False)")
       .def("compile", &compile,
            "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
-           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False, cluster_size=1; "
+           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False, cluster_size=0; "
            "returns a "
            "CompiledKernel")
       .def("__repr__", [](const KernelSet &k) {

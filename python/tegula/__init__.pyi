@@ -29,7 +29,7 @@ class CompiledKernel:
 class Launcher:
     def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
                  backend: str | None = None, stream: Any = None, chip: str | None = None,
-                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 1,
+                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
                  **constants: Any) -> None: ...
 
 class Kernel:
@@ -39,7 +39,7 @@ class Kernel:
     def __getitem__(self, grid: Grid) -> Launcher: ...
     def ir(self, *args: Any, stage: str = "tile", debug_info: bool = False, **constants: Any) -> str: ...
     def compile(self, *args: Any, chip: str = "sm_80", num_warps: int = 4, num_stages: int = 3,
-                assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 1,
+                assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
                 **constants: Any) -> CompiledKernel: ...
 
 class Config:
@@ -50,7 +50,7 @@ class Config:
     ping_pong: bool
     cluster_size: int
     def __init__(self, constants: Mapping[str, int] = ..., num_warps: int = 4, num_stages: int = 3,
-                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 1) -> None: ...
+                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0) -> None: ...
     def __getitem__(self, name: str) -> int: ...
 
 class AutotunedLauncher:

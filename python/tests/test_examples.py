@@ -137,7 +137,7 @@ def test_clustered_matmul_in_the_simulator(rng):
     M, N, K = 200, 136, 96
     a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
     args = (a, b, poisoned((M, N), bf16), M, N, K)
-    options = dict(BM=64, BN=64, BK=32, GROUP_M=2, CLUSTER=2, chip="sm_90a", warp_specialize=True, cluster_size=2)
+    options = dict(BM=64, BN=64, BK=32, GROUP_M=2, chip="sm_90a", warp_specialize=True, cluster_size=2)
     examples.matmul_persistent_cluster[(4,)](*args, **options, backend="sim")
     rtol, atol = tegula.testing.default_tolerance(bf16)
     assert_close(args[2], a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)

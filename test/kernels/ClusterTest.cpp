@@ -21,7 +21,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const std::vector<std::string> kGemmParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"};
+const std::vector<std::string> kGemmParams = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
 
 int count(const std::string &text, const std::string &pattern) {
   const std::regex re(pattern);
@@ -41,27 +41,45 @@ std::vector<double> matmulReference(const std::vector<bfloat16> &a, const std::v
 }
 
 /// The clustered GEMM in the interpreter gives the same bits at every
-/// cluster size (a program's tiles do not depend on it), close to a double
-/// reference; M leaves the last row of clusters partly past the end.
+/// cluster size (its programs take other tiles, but each tile is computed
+/// alike), close to a double reference; M leaves the last row of clusters
+/// partly past the end.
 TEST(Cluster, TheClusteredGemmComputesTheSameAtEveryClusterSize) {
   auto k = kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<bfloat16>, kGemmParams);
   const int M = 200, N = 136, K = 96;
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
-  const std::vector<double> want = matmulReference(a, b, M, N, K);
-  for (int CLUSTER : {2, 4}) {
-    auto alone = poisoned<bfloat16>(size_t(M * N));
-    k({.grid = {8}, .backend = Backend::Interp}, a, b, alone, M, N, K, 32, 64, 32, 2, CLUSTER);
-    EXPECT_LT(rel_error(alone, want), tolerance<bfloat16>()) << "CLUSTER " << CLUSTER;
-    for (int size : {2, 4}) {
-      if (size > CLUSTER)
-        continue;
-      auto clustered = poisoned<bfloat16>(size_t(M * N));
-      k({.grid = {8}, .backend = Backend::Interp, .cluster_size = size}, a, b, clustered, M, N, K, 32, 64, 32, 2,
-        CLUSTER);
-      EXPECT_EQ(std::memcmp(clustered.data(), alone.data(), alone.size() * sizeof(bfloat16)), 0)
-          << "CLUSTER " << CLUSTER << ", cluster_size " << size;
-    }
+  auto alone = poisoned<bfloat16>(size_t(M * N));
+  k({.grid = {8}, .backend = Backend::Interp}, a, b, alone, M, N, K, 32, 64, 32, 2);
+  EXPECT_LT(rel_error(alone, matmulReference(a, b, M, N, K)), tolerance<bfloat16>());
+  for (int size : {2, 4}) {
+    auto clustered = poisoned<bfloat16>(size_t(M * N));
+    k({.grid = {8}, .backend = Backend::Interp, .cluster_size = size}, a, b, clustered, M, N, K, 32, 64, 32, 2);
+    EXPECT_EQ(std::memcmp(clustered.data(), alone.data(), alone.size() * sizeof(bfloat16)), 0)
+        << "cluster_size " << size;
   }
+}
+
+/// tl::cluster_size() is the launch's (1 without clusters, whatever
+/// TEGULA_CLUSTER_SIZE says then), in the interpreter, the simulator and
+/// the compiled code.
+void clusterSizes(tl::ptr<int32_t> out) { tl::store(out + tl::program_id(0), tl::cluster_size()); }
+
+TEST(Cluster, ClusterSizeIsTheLaunchsOnEveryBackend) {
+  auto k = kernel("cluster_sizes", clusterSizes, {"out"});
+  for (Backend backend : {Backend::Interp, Backend::Sim})
+    for (int size : {0, 1, 2, 4}) {
+      std::vector<int32_t> out(4, -1);
+      k({.grid = {4}, .backend = backend, .cluster_size = size}, out);
+      EXPECT_EQ(out, std::vector<int32_t>(4, size ? size : 1)) << "cluster_size " << size;
+    }
+  ScopedEnv env("TEGULA_CLUSTER_SIZE", "2");
+  std::vector<int32_t> out(4, -1);
+  k({.grid = {4}, .backend = Backend::Sim}, out);
+  EXPECT_EQ(out, std::vector<int32_t>(4, 2));
+  k({.grid = {4}, .backend = Backend::Interp, .cluster_size = 1}, out); // asks for no clusters
+  EXPECT_EQ(out, std::vector<int32_t>(4, 1));
+  std::vector<int32_t> x(16);
+  EXPECT_THAT(k.compile({x}, {.chip = "sm_90a"}).ptx, ::testing::Not(HasSubstr("reqnctapercluster")));
 }
 
 /// Each program loads its own rows but calls the load multicast: the
@@ -120,17 +138,30 @@ TEST(Cluster, LaunchesThatNoClusterCanRunAreRefused) {
   auto a = random_vector<bfloat16>(64 * 64), b = a, c = a;
   for (Backend backend : {Backend::Interp, Backend::Sim}) {
     SCOPED_TRACE(backend == Backend::Sim ? "sim" : "interp");
-    auto launch = [&](LaunchOptions o) { k(o, a, b, c, 64, 64, 64, 32, 64, 32, 2, 2); };
+    auto launch = [&](LaunchOptions o) { k(o, a, b, c, 64, 64, 64, 32, 64, 32, 2); };
     EXPECT_THAT([&] { launch({.grid = {3}, .backend = backend, .cluster_size = 2}); },
                 ::testing::ThrowsMessage<Error>(HasSubstr("grid.x = 3 is not a multiple of cluster_size 2")));
     EXPECT_THAT([&] { launch({.grid = {3}, .backend = backend, .cluster_size = 3}); },
                 ::testing::ThrowsMessage<Error>(HasSubstr("cluster_size 3 is not supported: use 1, 2 or 4")));
     EXPECT_THAT([&] { launch({.grid = {4}, .backend = backend, .ping_pong = true, .cluster_size = 2}); },
                 ::testing::ThrowsMessage<Error>(HasSubstr("cluster_size 2 with ping_pong is not supported")));
-    ScopedEnv env("TEGULA_CLUSTER_SIZE", "2");
-    EXPECT_THAT([&] { launch({.grid = {3}, .backend = backend}); },
-                ::testing::ThrowsMessage<Error>(HasSubstr("grid.x = 3 is not a multiple of cluster_size 2")));
+    {
+      ScopedEnv env("TEGULA_CLUSTER_SIZE", "2");
+      EXPECT_THAT([&] { launch({.grid = {3}, .backend = backend}); },
+                  ::testing::ThrowsMessage<Error>(HasSubstr("grid.x = 3 is not a multiple of cluster_size 2")));
+      launch({.grid = {3}, .backend = backend, .cluster_size = 1}); // the launch asks for none
+    }
+    ScopedEnv env("TEGULA_CLUSTER_SIZE", "two");
+    EXPECT_THAT([&] { launch({.grid = {4}, .backend = backend}); },
+                ::testing::ThrowsMessage<Error>(HasSubstr("TEGULA_CLUSTER_SIZE=two is not a cluster size")));
   }
+  // A kernel without clusters ignores the cluster size: any grid, ping-pong too.
+  auto plain = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                      {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  plain({.grid = {3}, .backend = Backend::Interp, .cluster_size = 2}, a, b, c, 64, 64, 64, 32, 64, 32, 2);
+  // compile() refuses what launch() refuses.
+  EXPECT_THAT([&] { k.compile({a, b, c, 64, 64, 64, 32, 64, 32, 2}, {.chip = "sm_90a", .ping_pong = true, .cluster_size = 2}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cluster_size 2 with ping_pong is not supported")));
 }
 
 /// The benchmark's clustered GEMMs for sm_90a: the PTX declares the
@@ -159,16 +190,16 @@ TEST(Cluster, TheClusteredGemmsCompileForClustersOfTwo) {
   std::vector<bfloat16> h(16);
   auto bf16 = kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<bfloat16>, kGemmParams);
   // B's 64 x 256 block: four 128-byte column blocks, each half of its rows.
-  check("bf16 128x256x64", bf16.compile({h, h, h, 4096, 4096, 4096, 128, 256, 64, 8, 2}, o), 4, 1);
+  check("bf16 128x256x64", bf16.compile({h, h, h, 4096, 4096, 4096, 128, 256, 64, 8}, o), 4, 1);
   std::vector<float8_e4m3> q(16);
   std::vector<float> f(16);
   auto fp8 = kernel("matmul_tn_persistent_cluster_fp8", examples::matmul_tn_persistent_cluster<float8_e4m3, float>,
                     kGemmParams);
-  check("fp8 128x256x128", fp8.compile({q, q, f, 4096, 4096, 4096, 128, 256, 128, 8, 2}, o), 1, 1);
+  check("fp8 128x256x128", fp8.compile({q, q, f, 4096, 4096, 4096, 128, 256, 128, 8}, o), 1, 1);
 
   CompileOptions plain = o;
   plain.warp_specialize = false;
-  CompiledKernel c = bf16.compile({h, h, h, 4096, 4096, 4096, 128, 256, 64, 8, 2}, plain);
+  CompiledKernel c = bf16.compile({h, h, h, 4096, 4096, 4096, 128, 256, 64, 8}, plain);
   EXPECT_EQ(c.cluster_size, 1);
   EXPECT_THAT(c.ptx, ::testing::Not(HasSubstr("reqnctapercluster")));
   auto unmarked = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
@@ -196,15 +227,15 @@ TEST_P(ClusterGemm, MatchesTheInterpreter) {
     auto want = poisoned<bfloat16>(size_t(s.M * s.N)), got = want;
     const Grid g{uint32_t(s.programs)};
     k({.grid = g, .backend = Backend::Interp, .cluster_size = s.cluster}, a, b, want, s.M, s.N, s.K, s.BM, s.BN, s.BK,
-      2, s.cluster);
+      2);
     LaunchOptions o = target(g, s.warps);
     o.num_stages = s.stages;
     o.warp_specialize = true;
     o.cluster_size = s.cluster;
-    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2, s.cluster);
+    k(o, a, b, got, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
     EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
     std::vector<bfloat16> x(16);
-    EXPECT_EQ(k.compile({x, x, x, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2, s.cluster},
+    EXPECT_EQ(k.compile({x, x, x, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2},
                         {.chip = "sm_90a", .num_warps = s.warps, .num_stages = s.stages, .warp_specialize = true,
                          .cluster_size = s.cluster})
                   .cluster_size,

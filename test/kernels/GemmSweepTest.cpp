@@ -179,12 +179,10 @@ void runExampleDraw(const Draw &d, const std::string &name, const SweepTarget &t
   case Kind::PersistentDescriptors: {
     // Packed rows: lda = K, ldb = ldc = N (multiples of 16 bytes for the descriptors).
     if (d.cluster > 1) {
-      std::vector<std::string> params = persistentParams;
-      params.push_back("CLUSTER");
-      auto k = kernel(name, examples::matmul_persistent_cluster<T>, params);
+      auto k = kernel(name, examples::matmul_persistent_cluster<T>, persistentParams);
       for (auto [opts, out] : {std::pair{&interp, &want}, std::pair{&tested, &got}})
-        k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2, d.cluster);
-      expectWarpSpecialized(d, k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2, d.cluster}, compileOptionsOf(d)));
+        k(*opts, a, b, *out, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2);
+      expectWarpSpecialized(d, k.compile({a, b, got, d.M, d.N, d.K, d.bm, d.bn, d.bk, 2}, compileOptionsOf(d)));
       want.resize(size_t(d.M) * d.N);
       got.resize(size_t(d.M) * d.N);
       break;

@@ -36,9 +36,9 @@ struct LoweredClusterGemm {
   mlir::OwningOpRef<mlir::ModuleOp> module;
 
   static std::vector<std::string> names() {
-    return {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M", "CLUSTER"};
+    return {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"};
   }
-  std::vector<Arg> args(std::vector<bfloat16> &c) { return {a, b, c, M, N, K, BM, BN, BK, 2, CLUSTER}; }
+  std::vector<Arg> args(std::vector<bfloat16> &c) { return {a, b, c, M, N, K, BM, BN, BK, 2}; }
 
   LoweredClusterGemm() {
     k.launch({.grid = {PROGRAMS}, .backend = Backend::Interp, .cluster_size = CLUSTER}, args(ref));
