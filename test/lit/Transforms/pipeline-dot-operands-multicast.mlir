@@ -10,8 +10,12 @@
 // (tilegpu.cluster_sync) after the mbarriers' initialisation, before the
 // split, and at the end of both the producer and the consumers, before the
 // mbarriers are invalidated. The module says the cluster size.
+// tl::cluster_size() (tile.cluster_size) is the launch's: the constant 2
+// from here on, also recorded as tilegpu.launch_cluster_size.
+// CHECK-NOT: tile.cluster_size
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tilegpu.cluster_size = 2
+// CHECK-SAME: tilegpu.launch_cluster_size = 2
 // CHECK-SAME: tilegpu.producer_warps = 4
 // The rings' tensor maps (after the descriptors' own three): A's box 64x32,
 // B's 16x64 (boxes and swizzle end each record).
@@ -38,13 +42,14 @@
 // CHECK: } {tilegpu.warp_specialized}
 
 // Four CTAs split 32 rows into slices of 8, one swizzle period each.
+// FOUR-NOT: tile.cluster_size
 // FOUR: tilegpu.cluster_size = 4
 // FOUR: tilegpu.tensor_maps = "{{.*}} 8 64 128{{.}}0A"
 // FOUR: tilegpu.tma_load {{.*}}multicast = 4 : i64
 
 // Without warp specialisation there is no release barrier the other CTAs
 // could arrive on: no clusters, the rings are the CTA's own.
-// NOWS-NOT: cluster_size
+// NOWS-NOT: tilegpu.cluster_size
 // NOWS-NOT: multicast =
 // NOWS-NOT: cluster_sync
 
@@ -62,7 +67,8 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     %da = tile.make_tensor_descriptor %a, [%c128, %k64], [%k64, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<64x32xbf16>>
     %db = tile.make_tensor_descriptor %b, [%k64, %c128], [%c128, %c1] : !tile.ptr<bf16> -> !tile.tensordesc<tensor<32x64xbf16>>
     %dc = tile.make_tensor_descriptor %c, [%c128, %c128], [%c128, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<64x64xf32>>
-    scf.for %t = %c0 to %tiles step %one : i32 {
+    %ctas = tile.cluster_size
+    scf.for %t = %c0 to %tiles step %ctas : i32 {
       %row = arith.muli %t, %c64 : i32
       %zero = arith.constant dense<0.0> : tensor<64x64xf32>
       %acc = scf.for %i = %c0 to %k step %c32 iter_args(%x = %zero) -> (tensor<64x64xf32>) : i32 {
