@@ -194,6 +194,23 @@ void matmul_persistent_descriptors(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl:
   }
 }
 
+/// The output tiles of a persistent GEMM run in thread-block clusters, as
+/// BM x BN tiles' origins (m0, n0): cluster c (programs C*c .. C*c + C-1,
+/// C = tl::cluster_size()) walks rows of C vertically adjacent tiles in
+/// groupedTile's order, c, c + clusters, ...; the program of rank r takes
+/// the r-th tile of each, so a cluster's programs share B's column block.
+template <class Tile>
+void forEachClusterTile(const tl::tensor &M, const tl::tensor &N, int BM, int BN, int GROUP_M, Tile tile) {
+  tl::tensor ctas = tl::cluster_size();
+  tl::tensor rank = tl::program_id(0) % ctas, cluster = tl::program_id(0) / ctas;
+  tl::tensor cluster_rows = (M + (ctas * BM - 1)) / (ctas * BM);
+  tl::tensor tiles_n = (N + (BN - 1)) / BN;
+  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / ctas)) {
+    auto [row, tile_n] = groupedTile(t, cluster_rows, tiles_n * GROUP_M, GROUP_M);
+    tile((row * ctas + rank) * BM, tile_n * BN);
+  }
+}
+
 /// matmul_persistent_descriptors for thread-block clusters
 /// (LaunchOptions::cluster_size = C; launch a multiple of C programs, one
 /// per SM): the programs of a cluster - consecutive program ids - compute C
@@ -211,19 +228,12 @@ void matmul_persistent_cluster(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::sca
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
   auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor ctas = tl::cluster_size();
-  tl::tensor rank = tl::program_id(0) % ctas, cluster = tl::program_id(0) / ctas;
-  tl::tensor cluster_rows = (M + (ctas * BM - 1)) / (ctas * BM);
-  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
-  tl::tensor per_group = tiles_n * GROUP_M;
-  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / ctas)) {
-    auto [row, tile_n] = groupedTile(t, cluster_rows, per_group, GROUP_M);
-    tl::tensor m0 = (row * ctas + rank) * BM, n0 = tile_n * BN;
+  forEachClusterTile(M, N, BM.value, BN.value, GROUP_M.value, [&](const tl::tensor &m0, const tl::tensor &n0) {
     tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}, tl::multicast), acc);
     c_desc.store({m0, n0}, acc);
-  }
+  });
 }
 
 /// C (Acc, M x N) = A Bᵀ with A [M, K] and B [N, K] row-major (both K
@@ -282,19 +292,12 @@ void matmul_tn_persistent_cluster(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
   auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor ctas = tl::cluster_size();
-  tl::tensor rank = tl::program_id(0) % ctas, cluster = tl::program_id(0) / ctas;
-  tl::tensor cluster_rows = (M + (ctas * BM - 1)) / (ctas * BM);
-  tl::tensor tiles_n = (N + (BN.value - 1)) / BN;
-  tl::tensor per_group = tiles_n * GROUP_M;
-  for (auto t : tl::range(cluster, cluster_rows * tiles_n, tl::num_programs(0) / ctas)) {
-    auto [row, tile_n] = groupedTile(t, cluster_rows, per_group, GROUP_M);
-    tl::tensor m0 = (row * ctas + rank) * BM, n0 = tile_n * BN;
+  forEachClusterTile(M, N, BM.value, BN.value, GROUP_M.value, [&](const tl::tensor &m0, const tl::tensor &n0) {
     tl::tensor acc = tl::zeros({BM, BN}, dtype_of_v<Acc>);
     for (auto k : tl::range(0, K, BK.value, acc))
       acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}, tl::multicast).trans(), acc, P);
     c_desc.store({m0, n0}, acc);
-  }
+  });
 }
 
 /// fp8 quantisation with a per-tensor scale: q = (x * scale) as F8 (nearest

@@ -191,6 +191,28 @@ std::string wgmmaPtx(Type type, int n, int steps, bool aRegisters, bool transA, 
   return body + "  ret;\n}\n";
 }
 
+/// The probes' end: every thread (%r0: its index) waits for phase 0 of the
+/// mbarrier at %r1, then the box's bytes at %r2 go to the global address in
+/// %rd2, 16 bytes a thread a step; label `done` follows.
+std::string waitAndCopyOutPtx(int64_t boxBytes) {
+  return fmt::format(R"(wait:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra wait;
+  mul.lo.u32 %r5, %r0, 16;
+copy:
+  setp.ge.u32 %p2, %r5, {0};
+  @%p2 bra done;
+  add.u32 %r6, %r2, %r5;
+  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r6];
+  cvt.u64.u32 %rd3, %r5;
+  add.u64 %rd4, %rd2, %rd3;
+  st.global.v4.u32 [%rd4], {{%r7, %r8, %r9, %r10}};
+  add.u32 %r5, %r5, 2048;
+  bra copy;
+done:)",
+                     boxBytes);
+}
+
 /// Copies box (`c0`, `r0`) of the tensor map parameter into shared memory
 /// with cp.async.bulk.tensor (an mbarrier expecting `boxBytes`), then the
 /// shared bytes as they lie to `out`.
@@ -221,29 +243,15 @@ std::string tmaPtx(int64_t boxBytes) {
   cvta.param.u64 %rd1, %rd1;
   @%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {0};
   @%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [%rd1, {{%r3, %r4}}], [%r1];
-wait:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra wait;
   ld.param.u64 %rd2, [out];
   cvta.to.global.u64 %rd2, %rd2;
-  mul.lo.u32 %r5, %r0, 16;
-copy:
-  setp.ge.u32 %p2, %r5, {0};
-  @%p2 bra done;
-  add.u32 %r6, %r2, %r5;
-  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r6];
-  cvt.u64.u32 %rd3, %r5;
-  add.u64 %rd4, %rd2, %rd3;
-  st.global.v4.u32 [%rd4], {{%r7, %r8, %r9, %r10}};
-  add.u32 %r5, %r5, 2048;
-  bra copy;
-done:
+{1}
   barrier.sync 0;
   @%p0 mbarrier.inval.shared::cta.b64 [%r1];
   ret;
 }}
 )",
-                     boxBytes);
+                     boxBytes, waitAndCopyOutPtx(boxBytes));
 }
 
 /// Clusters of 2 CTAs: CTA r copies rows [r, r + 1) * rows / 2 of a box
@@ -287,33 +295,19 @@ std::string tmaMulticastPtx(int64_t boxBytes) {
   mov.b16 %h0, 3;
   @%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {0};
   @%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r13], [%rd1, {{%r3, %r4}}], [%r1], %h0;
-wait:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra wait;
   ld.param.u64 %rd2, [out];
   cvta.to.global.u64 %rd2, %rd2;
   mov.u32 %r14, %ctaid.x;
   mul.wide.u32 %rd5, %r14, {0};
   add.u64 %rd2, %rd2, %rd5;
-  mul.lo.u32 %r5, %r0, 16;
-copy:
-  setp.ge.u32 %p2, %r5, {0};
-  @%p2 bra done;
-  add.u32 %r6, %r2, %r5;
-  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r6];
-  cvt.u64.u32 %rd3, %r5;
-  add.u64 %rd4, %rd2, %rd3;
-  st.global.v4.u32 [%rd4], {{%r7, %r8, %r9, %r10}};
-  add.u32 %r5, %r5, 2048;
-  bra copy;
-done:
+{2}
   barrier.cluster.arrive.release;
   barrier.cluster.wait.acquire;
   @%p0 mbarrier.inval.shared::cta.b64 [%r1];
   ret;
 }}
 )",
-                     boxBytes, boxBytes / 2);
+                     boxBytes, boxBytes / 2, waitAndCopyOutPtx(boxBytes));
 }
 
 // --- shared operands -------------------------------------------------------
