@@ -132,6 +132,17 @@ struct InstrumentForSimulatorPass
     return c.getNumResults() ? c.getResult() : Value();
   }
 
+  /// The address a load, store or atomic accesses.
+  static Value addressOf(Operation *op) {
+    if (auto l = dyn_cast<LLVM::LoadOp>(op))
+      return l.getAddr();
+    if (auto s = dyn_cast<LLVM::StoreOp>(op))
+      return s.getAddr();
+    if (auto a = dyn_cast<LLVM::AtomicRMWOp>(op))
+      return a.getPtr();
+    return cast<LLVM::AtomicCmpXchgOp>(op).getPtr();
+  }
+
   /// Bits of a scalar in an i64 (zero-extended), and back.
   Value toI64(OpBuilder &b, Location loc, Value v) {
     Type t = v.getType();
@@ -427,9 +438,10 @@ struct InstrumentForSimulatorPass
     }
 
     // What needs rewriting, noted before address spaces disappear.
+    // The address is read from `op` when the access is instrumented: the
+    // rewrites before that replace values (a shared global's address).
     struct Access {
       Operation *op;
-      Value ptr;
       Type type;
       AccessKind kind;
       unsigned space;
@@ -443,13 +455,13 @@ struct InstrumentForSimulatorPass
     module.walk([&](Operation *op) {
       auto space = [](Value p) { return cast<LLVM::LLVMPointerType>(p.getType()).getAddressSpace(); };
       if (auto l = dyn_cast<LLVM::LoadOp>(op))
-        accesses.push_back({op, l.getAddr(), l.getType(), AccessKind::Read, space(l.getAddr())});
+        accesses.push_back({op, l.getType(), AccessKind::Read, space(l.getAddr())});
       else if (auto s = dyn_cast<LLVM::StoreOp>(op))
-        accesses.push_back({op, s.getAddr(), s.getValue().getType(), AccessKind::Write, space(s.getAddr())});
+        accesses.push_back({op, s.getValue().getType(), AccessKind::Write, space(s.getAddr())});
       else if (auto a = dyn_cast<LLVM::AtomicRMWOp>(op))
-        accesses.push_back({op, a.getPtr(), a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
+        accesses.push_back({op, a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
       else if (auto a = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
-        accesses.push_back({op, a.getPtr(), a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
+        accesses.push_back({op, a.getVal().getType(), AccessKind::Atomic, space(a.getPtr())});
       else if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
         asmOps.push_back(a);
       else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
@@ -506,7 +518,7 @@ struct InstrumentForSimulatorPass
                                                a.space == 3 ? "shared" : "global"));
       int32_t flags = int32_t(a.space << 2 | uint32_t(a.kind));
       call(b, loc, hook("__tegula_sim_access", {}, {ptrType, i64, i32, i32}),
-           {a.ptr, i64Const(b, loc, int64_t(bytes)), i32Const(b, loc, flags), i32Const(b, loc, site)});
+           {addressOf(a.op), i64Const(b, loc, int64_t(bytes)), i32Const(b, loc, flags), i32Const(b, loc, site)});
     }
     for (Operation *trap : traps) {
       OpBuilder b(trap);

@@ -3,7 +3,9 @@
 // Each element is updated exactly once: by the thread and register that own
 // it in the pointer tile's layout (copies skip it), or, for a scalar pointer,
 // by thread 0, which then shares the old value through shared memory when
-// the result is used. Predicated `atom.global` keeps the code branch-free,
+// the result is used; a scalar atomic's release and acquire order the whole
+// program's accesses (a CTA barrier before and after it), as a single-threaded
+// tile program expects. A tile atomic's order is each element's own. Predicated `atom.global` keeps the code branch-free,
 // so atomics inside loops lower like everything else.
 //
 //===----------------------------------------------------------------------===//
@@ -128,6 +130,16 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
   if (!ptrTensor && used && !analysis::sharedOffset(op))
     return rw.notifyMatchFailure(op, kNoSharedOffset);
   if (!ptrTensor) {
+    // The program's atomic is thread 0's; its ordering covers the whole
+    // program's accesses through the program's barrier: a release after every
+    // thread's earlier stores (a stream-K partial block, then its arrival), an
+    // acquire before every thread's later loads (the broadcast's barriers do
+    // that when the old value is used).
+    const tile::MemoryOrder order = op.getSem();
+    const bool releases = order == tile::MemoryOrder::Release || order == tile::MemoryOrder::AcqRel;
+    const bool acquires = order == tile::MemoryOrder::Acquire || order == tile::MemoryOrder::AcqRel;
+    if (releases)
+      ctaBarrier(rw, loc);
     Value isThread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq,
                                            programThreadIndex(rw, loc),
                                            i32Const(rw, loc, 0));
@@ -135,7 +147,9 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     SmallVector<Value> args;
     for (ValueRange v : operands)
       args.push_back(v[0]);
-    Value old = predicatedAtom(rw, loc, atom, semantics(op.getSem()), elem, ptrs[0], args, pred);
+    Value old = predicatedAtom(rw, loc, atom, semantics(order), elem, ptrs[0], args, pred);
+    if (acquires && !used)
+      ctaBarrier(rw, loc);
     rw.replaceOp(op, used ? broadcastFromThread0(rw, loc, old, isThread0, sharedBuffer(rw, loc, op))
                           : old);
     return success();

@@ -30,6 +30,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -133,8 +134,8 @@ private:
   void moveRegisters();
   Value guardProgram(OpBuilder &at, Block *body, bool producer);
   void buildProducer();
-  void produceLoop(OpBuilder &at, IRMapping &map,
-                   llvm::function_ref<Value(OpBuilder &, Value)> firstIteration);
+  Value produceLoop(OpBuilder &at, IRMapping &map,
+                    llvm::function_ref<Value(OpBuilder &, Value)> firstIteration);
   void buildConsumers();
   void deferTileStoreWaits();
 
@@ -166,6 +167,7 @@ private:
   SmallVector<Operand *> operands; // one per distinct load, in order
   llvm::MapVector<Operation *, SmallVector<Operand *>> byLoad;
   bool sharedRings = false;        // a load several dots read
+  bool varyingTrips = false;       // the K loop's trip count changes from tile to tile
   SmallVector<Operation *> tileSlice, entrySlice;
   int64_t consumerWarps = 0, programs = 1;
   bool takeTurns = false, sharedRing = false;
@@ -197,9 +199,10 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   consumerWarps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps").getInt();
   if (consumerWarps % 4)
     return false; // the producer must be a warpgroup of its own (setmaxnreg, wgmma)
-  if (tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
-                            [&](Value v) { return tiles->isAncestor(v.getParentRegion()->getParentOp()); }))
-    return false; // the K loop's bounds change from tile to tile
+  // K loops whose bounds change from tile to tile (stream-K's runs) number
+  // their iterations by a count the tile loops carry.
+  varyingTrips = tiles && llvm::any_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
+                                       [&](Value v) { return tiles->isAncestor(v.getParentRegion()->getParentOp()); });
   if (ivType != (tiles ? tiles : loop).getInductionVar().getType())
     return false;
   // One ring per load: a load several dots read (attention's backward reads
@@ -239,6 +242,8 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
     return false;
   entrySlice = *s;
   programs = pingPong && consumerWarps == 4 ? 2 : 1;
+  if (varyingTrips && programs > 1)
+    return false; // ping-pong's turns assume every tile's loop is as long
   // A cluster's CTAs fetch the blocks the kernel promises they all load
   // (tl::multicast) once: each copies a slice of the rows into all of them.
   if (clusterSize > 1 && programs == 1)
@@ -485,12 +490,13 @@ Value WarpSpecializer::turnsBefore(OpBuilder &at, Value j, Value slot, Value oth
 /// Per iteration of the K loop (`map` holds the producer's copies of its
 /// bounds and addresses; `firstIteration(at, trip)` numbers its first
 /// iteration over the kernel): wait until the stage is released (from its
-/// second use on), fill it.
-void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
+/// second use on), fill it. Returns the loop's trip count.
+Value WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
                                   llvm::function_ref<Value(OpBuilder &, Value)> firstIteration) {
   Value lb = map.lookupOrDefault(loop.getLowerBound()), ub = map.lookupOrDefault(loop.getUpperBound()),
         step = map.lookupOrDefault(loop.getStep());
-  Value first = firstIteration(at, tripCount(at, loc, lb, ub, step));
+  Value trip = tripCount(at, loc, lb, ub, step);
+  Value first = firstIteration(at, trip);
   auto producerLoop = scf::ForOp::create(at, loc, lb, ub, step);
   OpBuilder in = OpBuilder::atBlockBegin(producerLoop.getBody());
   Value iv = producerLoop.getInductionVar();
@@ -513,6 +519,7 @@ void WarpSpecializer::produceLoop(OpBuilder &at, IRMapping &map,
   }
   for (Operand *o : operands)
     issue(in, loop, *o, ringOf[o->loadOp()], iv, stage, &map, signalOf[o->loadOp()]);
+  return trip;
 }
 
 /// The producer: the loops' bounds and addresses recomputed, then their
@@ -527,17 +534,25 @@ void WarpSpecializer::buildProducer() {
     for (Operation *op : entrySlice)
       p.clone(*op, map);
     Value tileIv, tileLb, tileStep;
+    Value done; // varyingTrips: the K iterations of the tiles before this one
     if (tiles) {
       tileLb = map.lookupOrDefault(tiles.getLowerBound()), tileStep = map.lookupOrDefault(tiles.getStep());
-      auto producerTiles = scf::ForOp::create(p, loc, tileLb, map.lookupOrDefault(tiles.getUpperBound()), tileStep);
+      auto producerTiles =
+          scf::ForOp::create(p, loc, tileLb, map.lookupOrDefault(tiles.getUpperBound()), tileStep,
+                             varyingTrips ? ValueRange{constant(p, 0)} : ValueRange{});
       p.setInsertionPointToStart(producerTiles.getBody());
       tileIv = producerTiles.getInductionVar();
+      if (varyingTrips)
+        done = producerTiles.getRegionIterArgs().front();
       map.map(tiles.getInductionVar(), tileIv);
       for (Operation *op : tileSlice)
         p.clone(*op, map);
     }
-    produceLoop(p, map,
-                [&](OpBuilder &at, Value trip) { return tileFirstIteration(at, tileIv, tileLb, tileStep, trip); });
+    Value trip = produceLoop(p, map, [&](OpBuilder &at, Value n) {
+      return done ? done : tileFirstIteration(at, tileIv, tileLb, tileStep, n);
+    });
+    if (done)
+      scf::YieldOp::create(p, loc, ValueRange{arith::AddIOp::create(p, loc, done, trip).getResult()});
     return;
   }
   // One ring for both programs: the producer fills it turn by turn - turn t
@@ -594,6 +609,21 @@ void WarpSpecializer::buildConsumers() {
                     : constant(before, 0);
     Value slot = fromI32(before, tilegpu::ProgramSlotOp::create(before, loc, before.getI32Type()));
     turnFirst = arith::MulIOp::create(before, loc, turnsBefore(before, j, slot, others), turnTrip);
+  } else if (varyingTrips) {
+    // The tile loop carries the K iterations its tiles have run.
+    OpBuilder outside(tiles);
+    IRRewriter rewriter(ctx);
+    auto counted = cast<scf::ForOp>(
+        tiles
+            .replaceWithAdditionalYields(rewriter, ValueRange{constant(outside, 0)},
+                                         /*replaceInitOperandUsesInLoop=*/false,
+                                         [&](OpBuilder &at, Location, ArrayRef<BlockArgument> done) {
+                                           return SmallVector<Value>{
+                                               arith::AddIOp::create(at, loc, done.front(), turnTrip).getResult()};
+                                         })
+            ->getOperation());
+    tiles = counted;
+    turnFirst = counted.getRegionIterArgs().back();
   } else {
     turnFirst = tiles ? tileFirstIteration(before, tiles.getInductionVar(), tiles.getLowerBound(), tiles.getStep(),
                                            turnTrip)

@@ -71,21 +71,39 @@ module {
 
 // -----
 
-// When the K loop's bounds change from tile to tile, the kernel is not warp
-// specialised: its rings are pipelined per tile as without the option
-// (prologue copies, refills in the loop, drain), and it keeps its warps.
+// When the K loop's bounds change from tile to tile (stream-K's runs), both
+// tile loops carry the K iterations run so far - the producer's and the
+// consumers' - and number the stages and phases from it: each adds its
+// tile's trip count. The rest is as above.
 // CHECK: // -----
-// CHECK-NOT: tilegpu.producer_warps
-// CHECK-NOT: is_producer_warp
-// CHECK: scf.for
-// CHECK:   tilegpu.alloc_shared {mbarriers}
-// CHECK:   tilegpu.tma_load
-// CHECK:   scf.for
-// CHECK:     tilegpu.tma_wait
-// CHECK:     tilegpu.dot_shared
-// CHECK:     tilegpu.tma_load
-// CHECK-NOT: tma_store_deferred
-// CHECK-NOT: tilegpu.tma_store_wait
+// CHECK: tilegpu.producer_warps = 4
+// CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
+// CHECK: scf.if %{{.*}} {
+// CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[PDONE:.*]] = %{{.*}}) -> (i32)
+// CHECK:     %[[PTRIP:.*]] = arith.maxsi
+// CHECK:     scf.for %[[PK:.*]] =
+// CHECK:       %[[PI:.*]] = arith.divsi
+// CHECK:       %[[PG:.*]] = arith.addi %[[PDONE]], %[[PI]]
+// CHECK:       arith.remsi %[[PG]]
+// CHECK:       tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} {released}
+// CHECK:       tilegpu.tma_load %[[A]][
+// CHECK:     %[[PNEXT:.*]] = arith.addi %[[PDONE]], %[[PTRIP]]
+// CHECK:     scf.yield %[[PNEXT]] : i32
+// CHECK: } else {
+// CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[CDONE:.*]] = %{{.*}}) -> (i32)
+// CHECK:     %[[CTRIP:.*]] = arith.maxsi
+// CHECK:     scf.for
+// CHECK:       %[[CI:.*]] = arith.divsi
+// CHECK:       arith.addi %[[CDONE]], %[[CI]]
+// CHECK:       tilegpu.tma_wait %[[A]][
+// CHECK:       tilegpu.dot_shared
+// CHECK:     tilegpu.wgmma_wait %{{.*}} {pending = 0 : i32}
+// CHECK:     tile.descriptor_store {{.*}}tilegpu.tma_store_deferred
+// CHECK:     %[[CNEXT:.*]] = arith.addi %[[CDONE]], %[[CTRIP]]
+// CHECK:     scf.yield %[[CNEXT]] : i32
+// CHECK:   tilegpu.tma_store_wait
+// CHECK:   tilegpu.tma_release %[[A]]
+// CHECK: } {tilegpu.warp_specialized}
 module {
   func.func @mm(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %b: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
                 %c: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %k: i32 {tile.divisibility = 16 : i32},

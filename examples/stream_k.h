@@ -1,0 +1,115 @@
+// stream_k.h - stream-K GEMM schedules in Tegula's tile language.
+//
+// Stream-K (Osama, Merrill, Cecka, Garland, Owens: "Stream-K: Work-centric
+// Parallel Decomposition for Dense Matrix Multiplication on the GPU", 2023)
+// lays a GEMM's output tiles, each `steps` K steps long, end to end as one
+// sequence of work units and gives each program (one per SM) an equal run of
+// it. No SM idles through a last, partial wave of tiles - 512 tiles on 132
+// SMs are 3.88 waves of work, not 4 - and a GEMM with fewer tiles than SMs
+// (a weight gradient's 36 tiles, each thousands of rows long) keeps every SM
+// busy.
+//
+// A tile whose steps span several programs is finished by the last of them
+// to get there: each writes its partial block to a workspace and counts
+// itself in the tile's arrival counter; the one whose arrival completes the
+// count adds every partial block in program order - the same bits whichever
+// program arrives last - and runs the epilogue. No program waits for
+// another, so any grid is correct, co-resident or not.
+#pragma once
+
+#include "examples/kernels.h"
+
+namespace tegula::examples {
+
+/// The workspace of a stream-K launch: `partials` holds 2 * programs f32
+/// blocks of BM x BN (a program's first and last tiles can be partial),
+/// `arrivals` one i32 per output tile. Zero the counters once: a launch
+/// leaves every one of them zero again.
+inline int64_t streamKPartialFloats(int64_t programs, int BM, int BN) { return 2 * programs * BM * BN; }
+
+/// The program whose run of work units contains unit u, of `total` units
+/// split as program p taking [p total / P, (p + 1) total / P).
+inline tl::tensor streamKOwner(const tl::tensor &u, const tl::tensor &total, const tl::tensor &programs) {
+  return (((u + 1).to(tl::i64) * programs.to(tl::i64) - 1) / total.to(tl::i64)).to(tl::i32);
+}
+
+/// The first unit of program p's run.
+inline tl::tensor streamKBegin(const tl::tensor &p, const tl::tensor &total, const tl::tensor &programs) {
+  return (p.to(tl::i64) * total.to(tl::i64) / programs.to(tl::i64)).to(tl::i32);
+}
+
+/// Runs this program's share of a stream-K GEMM over tiles_m x tiles_n
+/// output tiles of BM x BN (in groupedTile's order), each `steps` K steps
+/// long (tiles_m * tiles_n * steps < 2^31):
+///   product(m0, n0, first, end) -> the f32 [BM, BN] sum over K steps
+///                                  [first, end) of the tile at (m0, n0);
+///   epilogue(m0, n0, acc, done) -> stores the finished tile acc where the
+///                                  scalar bool `done` holds (this program
+///                                  completes the tile), nothing elsewhere.
+template <class Product, class Epilogue>
+void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, const tl::tensor &steps, int BM,
+                        int BN, int GROUP_M, tl::ptr<float> partials, tl::ptr<int32_t> arrivals, Product product,
+                        Epilogue epilogue) {
+  tl::tensor programs = tl::num_programs(0), p = tl::program_id(0);
+  tl::tensor total = tiles_m * tiles_n * steps;
+  tl::tensor begin = streamKBegin(p, total, programs), end = streamKBegin(p + 1, total, programs);
+  tl::tensor first_tile = begin / steps;
+  tl::tensor offs = tl::arange(0, BM).expand_dims(1) * BN + tl::arange(0, BN).expand_dims(0);
+  tl::tensor block = offs >= 0; // every element of a block
+  for (auto t : tl::range(first_tile, (end + (steps - 1)) / steps, 1)) {
+    tl::tensor tile_begin = t * steps;
+    tl::tensor first = tl::maximum(begin, tile_begin) - tile_begin;
+    tl::tensor last = tl::minimum(end, tile_begin + steps) - tile_begin;
+    auto [tile_m, tile_n] = groupedTile(t, tiles_m, tiles_n * GROUP_M, GROUP_M);
+    tl::tensor m0 = tile_m * BM, n0 = tile_n * BN;
+    tl::tensor acc = product(m0, n0, first, last);
+
+    // A partial tile: park it in this program's slot (0: the tile its run
+    // starts in, 1: its last) and arrive; the last arrival adds them all.
+    tl::tensor whole = (first == 0) & (last == steps);
+    tl::tensor slot = p * 2 + (t != first_tile).to(tl::i32);
+    tl::store(partials + slot * (BM * BN) + offs, acc, block & !whole);
+    tl::tensor arrived = tl::atomic_add(arrivals + t, 1, !whole, tl::memory_order::acq_rel);
+    tl::tensor c0 = streamKOwner(tile_begin, total, programs);
+    tl::tensor c1 = streamKOwner(tile_begin + (steps - 1), total, programs);
+    tl::tensor finishes = !whole & (arrived == c1 - c0);
+    // A whole tile keeps its sum (a masked-off load adds zeros); only one
+    // [BM, BN] accumulator stays live.
+    tl::tensor sum = tl::where(whole, acc, 0.0f);
+    for (auto c : tl::range(c0, c1 + 1, 1, sum)) {
+      tl::tensor c_slot = c * 2 + (t != streamKBegin(c, total, programs) / steps).to(tl::i32);
+      sum = sum + tl::load(partials + c_slot * (BM * BN) + offs, block & finishes, 0.0f);
+    }
+    tl::store(arrivals + t, 0, finishes); // ready for the next launch
+    epilogue(m0, n0, sum, whole | finishes);
+  }
+}
+
+/// C = A B (bf16/f16 in, f32 accumulation, C in T) as a stream-K GEMM: A
+/// [M, K] and B [K, N] through tensor descriptors (TMA rings feeding wgmma on
+/// sm_90a, warp specialised on request), C through pointers. Launch one
+/// program per SM; `partials` and `arrivals` as streamKPartialFloats says.
+template <class T>
+void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> partials, tl::ptr<int32_t> arrivals,
+                     tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                     tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  tl::tensor tiles_m = (M + (BM.value - 1)) / BM, tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor steps = (K + (BK.value - 1)) / BK;
+  forEachStreamKTile(
+      tiles_m, tiles_n, steps, BM.value, BN.value, GROUP_M.value, partials, arrivals,
+      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
+        tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+        for (auto k : tl::range(first * BK, end * BK, BK.value, acc))
+          acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
+        return acc;
+      },
+      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
+        tl::tensor rm = m0 + tl::arange(0, BM), rn = n0 + tl::arange(0, BN);
+        tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+                  (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N) & done);
+      });
+}
+
+} // namespace tegula::examples
