@@ -16,6 +16,7 @@
 // kernel at tf32 (f32 in and out) against cuBLAS's tf32 GEMM.
 #include "CublasLibrary.h"
 #include "examples/kernels.h"
+#include "examples/stream_k.h"
 #include "tegula/device.h"
 
 
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -47,10 +49,11 @@ struct Config {
   bool pp = false;         // with ws at 4 warps: ping-pong, two programs per CTA (persistent: 2 per SM)
   int cluster = 1;         // with persistent ws: thread-block clusters of this many CTAs multicasting B
                            // (examples::matmul_persistent_cluster / matmul_tn_persistent_cluster)
+  bool streamK = false;    // with persistent: examples::matmul_stream_k (equal runs of tiles x K steps)
   std::string name() const {
-    return fmt::format("{}x{}x{} w{} s{}{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
-                       persistent ? " pers" : "", tma ? " tma" : "", pp ? " pp" : ws ? " ws" : "",
-                       cluster > 1 ? fmt::format(" c{}", cluster) : "");
+    return fmt::format("{}x{}x{} w{} s{}{}{}{}{}{}{}", bm, bn, bk, warps, stages, mmaSync ? " mma" : "",
+                       persistent ? " pers" : "", streamK ? " sk" : "", tma ? " tma" : "",
+                       pp ? " pp" : ws ? " ws" : "", cluster > 1 ? fmt::format(" c{}", cluster) : "");
   }
 };
 
@@ -216,6 +219,13 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       c.cluster = 2;
       configs.push_back(c);
     }
+    // Stream-K: every SM takes an equal run of the tiles' K steps, no last
+    // partial wave (4096^3 at 128x256: 512 tiles, 3.88 waves on 132 SMs;
+    // not measured on a GPU yet).
+    for (Config c : {Config{128, 256, 64, 8, 4}, Config{128, 256, 64, 8, 3}, Config{128, 128, 64, 4, 4}}) {
+      c.tma = c.ws = c.persistent = c.streamK = true;
+      configs.push_back(c);
+    }
   }
   // Persistent (grouped tile order for L2 reuse) at the 16-bit tiles.
   if (wide)
@@ -233,6 +243,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   auto persistentCluster =
       kernel(std::string("matmul_persistent_cluster_") + dtype, examples::matmul_persistent_cluster<T>,
              {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  auto streamK = kernel(std::string("matmul_stream_k_") + dtype, examples::matmul_stream_k<T>,
+                        {"a", "b", "c", "partials", "arrivals", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -271,8 +283,17 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
       if (cfg.cluster > 1) // whole clusters
         opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
       c.fill_bytes(0xff); // what the kernel does not write shows
+      // Stream-K's workspace: two partial blocks a program, a zeroed counter a tile.
+      std::optional<DeviceBuffer> partials, arrivals;
+      if (cfg.streamK) {
+        partials.emplace(size_t(examples::streamKPartialFloats(opts.grid.x, cfg.bm, cfg.bn)), DType::f32);
+        arrivals.emplace(size_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)), DType::i32);
+        arrivals->fill_bytes(0);
+      }
       auto launch = [&] {
-        if (cfg.cluster > 1)
+        if (cfg.streamK)
+          streamK(opts, a, b, c, *partials, *arrivals, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+        else if (cfg.cluster > 1)
           persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent && cfg.tma)
           persistentDescriptors(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);

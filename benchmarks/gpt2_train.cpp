@@ -15,7 +15,8 @@
 // ("f32", "bf16"), and warp specialised with persistent GEMMs ("f32_ws",
 // "bf16_ws": GptModel's default there); bf16 once more with the weight
 // gradients on the default stream ("bf16_ws_serial": not overlapped with
-// the rest of the backward).
+// the rest of the backward), and once with them one program a tile instead
+// of stream-K ("bf16_ws_dw_tiles").
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -38,16 +39,22 @@ double peakFlops(const std::string &name) { // dense bf16, as llm.c reports MFU
                                                                                           : 0;
 }
 
+/// GptModel's switches a run sets.
+struct Variant {
+  bool warpSpecialize, overlap, streamK;
+};
+
 /// Times `steps` training steps of GPT-2 124M with `storage` and prints its
 /// figures; "f32" or "bf16" in the names of the result lines.
-void run(DType storage, bool warpSpecialize, bool overlap, int B, int T, int steps, const DeviceInfo &info) {
-  const std::string tag =
-      std::string(dtype_name(storage)) + (warpSpecialize ? "_ws" : "") + (overlap ? "" : "_serial");
+void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info) {
+  const std::string tag = std::string(dtype_name(storage)) + (v.warpSpecialize ? "_ws" : "") +
+                          (v.overlap ? "" : "_serial") + (v.streamK ? "" : "_dw_tiles");
   fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
                                                           : "f32 storage, tf32 dots");
   GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32, storage);
-  model.set_warp_specialize(warpSpecialize);
-  model.set_overlap_weight_gradients(overlap);
+  model.set_warp_specialize(v.warpSpecialize);
+  model.set_overlap_weight_gradients(v.overlap);
+  model.set_stream_k_weight_gradients(v.streamK);
   model.init_random(1);
   std::mt19937 rng(1);
   std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
@@ -128,18 +135,20 @@ int main(int argc, char **argv) {
   for (DType storage : {DType::f32, DType::bf16}) {
     if (dtype != "all" && dtype != dtype_name(storage))
       continue;
-    // bf16 on Hopper also without the weight gradients' own stream: what
-    // overlapping them with the backward gains.
-    for (auto [ws, overlap] : {std::pair{false, true}, std::pair{true, true}, std::pair{true, false}}) {
-      if (ws && info.chip != "sm_90a")
+    // bf16 on Hopper also without the weight gradients' own stream (what
+    // overlapping them with the backward gains) and with them one program a
+    // tile (what stream-K gains).
+    for (Variant v : {Variant{false, true, true}, Variant{true, true, true}, Variant{true, false, true},
+                      Variant{true, true, false}}) {
+      if (v.warpSpecialize && info.chip != "sm_90a")
         continue;
-      if (!overlap && storage != DType::bf16)
+      if ((!v.overlap || !v.streamK) && storage != DType::bf16)
         continue;
       try {
-        run(storage, ws, overlap, B, T, steps, info);
+        run(storage, v, B, T, steps, info);
       } catch (const Error &e) { // report, and go on to the other precision
-        fmt::print("error ({}{}{}): {}\n", dtype_name(storage), ws ? ", warp specialised" : "",
-                   overlap ? "" : ", serial", e.what());
+        fmt::print("error ({}{}{}{}): {}\n", dtype_name(storage), v.warpSpecialize ? ", warp specialised" : "",
+                   v.overlap ? "" : ", serial", v.streamK ? "" : ", weight gradients one program a tile", e.what());
         status = 1;
       }
     }

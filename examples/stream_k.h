@@ -85,16 +85,19 @@ void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, co
   }
 }
 
-/// C = A B (bf16/f16 in, f32 accumulation, C in T) as a stream-K GEMM: A
-/// [M, K] and B [K, N] through tensor descriptors (TMA rings feeding wgmma on
-/// sm_90a, warp specialised on request), C through pointers. Launch one
-/// program per SM; `partials` and `arrivals` as streamKPartialFloats says.
+/// C = A B (bf16/f16 in, f32 accumulation, C in T) as a stream-K GEMM, A
+/// [M, K], B [K, N] and C through tensor descriptors (TMA rings feeding
+/// wgmma on sm_90a, warp specialised on request; C leaves through TMA
+/// stores). A program that does not finish a tile stores its C block past
+/// the last row, where nothing is written. Launch one program per SM;
+/// `partials` and `arrivals` as streamKPartialFloats says.
 template <class T>
 void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> partials, tl::ptr<int32_t> arrivals,
                      tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
                      tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
   auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
   tl::tensor tiles_m = (M + (BM.value - 1)) / BM, tiles_n = (N + (BN.value - 1)) / BN;
   tl::tensor steps = (K + (BK.value - 1)) / BK;
   forEachStreamKTile(
@@ -106,9 +109,7 @@ void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> pa
         return acc;
       },
       [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
-        tl::tensor rm = m0 + tl::arange(0, BM), rn = n0 + tl::arange(0, BN);
-        tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
-                  (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N) & done);
+        c_desc.store({tl::where(done, m0, M), n0}, acc);
       });
 }
 

@@ -10,6 +10,7 @@
 #include "dialects/tile/TileDialect.h"
 #include "dialects/tilegpu/TileGPUDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace tegula {
@@ -42,6 +43,39 @@ inline bool isElementwise(mlir::Operation *op) {
     auto t = mlir::dyn_cast<mlir::RankedTensorType>(o.getType());
     return !t || (t.getShape() == result.getShape() && t.getEncoding());
   });
+}
+
+/// Values that cost the same to produce in any layout: splats, ranges, splat
+/// constants, and broadcasts, expand_dims, pointer arithmetic and arith
+/// elementwise ops of those (a pointer tile is converted through shared
+/// memory at 8 bytes an element, recomputed in a few adds).
+inline bool isCheap(mlir::Value v, int depth = 0) {
+  mlir::Operation *op = v.getDefiningOp();
+  if (!op || depth > 8)
+    return false;
+  if (mlir::isa<tile::SplatOp, tile::MakeRangeOp>(op))
+    return true;
+  if (auto cst = mlir::dyn_cast<mlir::arith::ConstantOp>(op))
+    return mlir::isa<mlir::SplatElementsAttr>(cst.getValue());
+  if (mlir::isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp>(op) ||
+      (op->hasTrait<mlir::OpTrait::Elementwise>() && mlir::isa<mlir::arith::ArithDialect>(op->getDialect()) &&
+       op->getNumResults() == 1))
+    return llvm::all_of(op->getOperands(), [&](mlir::Value o) {
+      return !mlir::isa<mlir::RankedTensorType>(o.getType()) || isCheap(o, depth + 1);
+    });
+  return false;
+}
+
+/// A 2-D access of elements of 32 bits or more: from the accumulator's
+/// layout each thread reads or writes its pairs (8 bytes; the four lanes of
+/// a quad fill a 32-byte sector), where a conversion to a blocked layout
+/// moves the tile through shared memory between two barriers (a 128x256 f32
+/// tile: 128 KiB beside a persistent kernel's rings). 16-bit tiles keep
+/// the conversion: their 4-byte pairs would half-fill the sectors each
+/// instruction writes.
+inline bool accessesWellFromAccumulator(mlir::RankedTensorType value) {
+  return value.getRank() == 2 && value.getElementType().isIntOrFloat() &&
+         value.getElementType().getIntOrFloatBitWidth() >= 32;
 }
 
 } // namespace tegula

@@ -17,7 +17,11 @@
 //
 // An scf.if whose branches both yield a moved value (attention's scores,
 // masked on the blocks that need it, as they are elsewhere) yields it in the
-// mma layout, and the data follows from there too.
+// mma layout, and the data follows from there too; so does a loop that
+// carries moved data (a stream-K fixup adding partial blocks to a tile). A
+// store of 32-bit data whose addresses and mask are cheap stores from the
+// mma layout (accessesWellFromAccumulator), and remove-layout-conversions
+// then loads such data there too.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
@@ -45,6 +49,9 @@ namespace {
 bool isMovable(Operation *op) {
   if (isa<tilegpu::ConvertLayoutOp>(op))
     return true;
+  if (auto store = dyn_cast<tile::StoreOp>(op))
+    return accessesWellFromAccumulator(cast<RankedTensorType>(store.getValue().getType())) &&
+           isCheap(store.getPtr()) && (!store.getMask() || isCheap(store.getMask()));
   if (auto reduce = dyn_cast<tile::ReduceOp>(op))
     return cast<RankedTensorType>(reduce.getSrcs()[0].getType()).getRank() == 2;
   if (auto expand = dyn_cast<tile::ExpandDimsOp>(op))
@@ -69,7 +76,7 @@ Attribute layoutFollowing(Operation *op, Attribute enc) {
                : Attribute();
   if (auto expand = dyn_cast<tile::ExpandDimsOp>(op))
     return slice && slice.getDim() == expand.getAxis() ? slice.getParent() : Attribute();
-  if (isa<tile::BroadcastOp>(op))
+  if (isa<tile::BroadcastOp, tile::StoreOp>(op))
     return mma;
   // Elementwise and conversions keep the layout; 1-D values live in slices.
   return cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 2 ? Attribute(mma)
@@ -99,7 +106,7 @@ void propagateFrom(tilegpu::ConvertLayoutOp anchor) {
   llvm::SetVector<Operation *> reached;
   reached.insert(anchor);
   for (size_t i = 0; i < reached.size(); ++i)
-    for (Operation *user : reached[i]->getResult(0).getUsers())
+    for (Operation *user : reached[i]->getUsers()) // a store has none
       if (isMovable(user))
         reached.insert(user);
 
@@ -203,10 +210,53 @@ bool yieldIfResultsInMmaLayout(ModuleOp module) {
   return changed;
 }
 
+/// A loop that takes data moved out of the mma layout (its init a
+/// conversion out of it), uses it only in movable ops and yields what a
+/// movable op computes: carried in the mma layout. The body's users convert
+/// from the block argument and the loop's users from its result (new
+/// anchors); the yielded value converts back in, which the next round's
+/// propagation makes an identity. False when there is none.
+bool carryLoopsInMmaLayout(ModuleOp module) {
+  SmallVector<std::pair<scf::ForOp, unsigned>> carries;
+  module.walk([&](scf::ForOp loop) {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+      auto init = loop.getInitArgs()[i].getDefiningOp<tilegpu::ConvertLayoutOp>();
+      Operation *yielded = yield.getOperand(unsigned(i)).getDefiningOp();
+      if (init && isAnchor(init) && !arg.use_empty() && llvm::all_of(arg.getUsers(), isMovable) && yielded &&
+          yielded->getParentOp() == loop.getOperation() && isMovable(yielded))
+        carries.push_back({loop, unsigned(i)});
+    }
+  });
+  for (auto [loop, i] : carries) {
+    auto init = loop.getInitArgs()[i].getDefiningOp<tilegpu::ConvertLayoutOp>();
+    BlockArgument arg = loop.getRegionIterArgs()[i];
+    Value result = loop.getResult(i);
+    Type original = arg.getType(), carried = init.getSrc().getType();
+    Location loc = loop.getLoc();
+    loop.getInitArgsMutable()[i].set(init.getSrc());
+    if (init->use_empty())
+      init.erase();
+    arg.setType(carried);
+    result.setType(carried);
+    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+    auto inside = tilegpu::ConvertLayoutOp::create(b, loc, original, arg);
+    arg.replaceAllUsesExcept(inside, inside);
+    Operation *yield = loop.getBody()->getTerminator();
+    b.setInsertionPoint(yield);
+    yield->setOperand(i, tilegpu::ConvertLayoutOp::create(b, loc, carried, yield->getOperand(i)));
+    b.setInsertionPointAfter(loop);
+    auto after = tilegpu::ConvertLayoutOp::create(b, loc, original, result);
+    result.replaceAllUsesExcept(after, after);
+  }
+  return !carries.empty();
+}
+
 struct PropagateMmaLayoutPass : tegula::impl::PropagateMmaLayoutBase<PropagateMmaLayoutPass> {
   void runOnOperation() override {
     // Each round moves what the conversions reach; an if whose branches
-    // then both yield moved data passes it on to the next round.
+    // then both yield moved data, or a loop that takes it, passes it on to
+    // the next round.
     do {
       SmallVector<tilegpu::ConvertLayoutOp> anchors;
       getOperation().walk([&](tilegpu::ConvertLayoutOp cvt) {
@@ -215,7 +265,7 @@ struct PropagateMmaLayoutPass : tegula::impl::PropagateMmaLayoutBase<PropagateMm
       });
       for (tilegpu::ConvertLayoutOp anchor : anchors)
         propagateFrom(anchor);
-    } while (yieldIfResultsInMmaLayout(getOperation()));
+    } while (yieldIfResultsInMmaLayout(getOperation()) | carryLoopsInMmaLayout(getOperation()));
     // Moved conversions are identities now.
     getOperation().walk([](tilegpu::ConvertLayoutOp cvt) {
       if (cvt.getSrc().getType() == cvt.getType()) {

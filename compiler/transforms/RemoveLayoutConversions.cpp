@@ -19,26 +19,6 @@ using namespace tegula;
 
 namespace {
 
-/// Values that cost the same to produce in any layout.
-bool isCheap(Value v, int depth = 0) {
-  Operation *op = v.getDefiningOp();
-  if (!op || depth > 8)
-    return false;
-  if (isa<tile::SplatOp, tile::MakeRangeOp>(op))
-    return true;
-  if (auto cst = dyn_cast<arith::ConstantOp>(op))
-    return isa<SplatElementsAttr>(cst.getValue());
-  // Pointer arithmetic too: a pointer tile is converted through shared
-  // memory at 8 bytes an element, recomputed in a few adds.
-  if (isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp>(op) ||
-      (op->hasTrait<OpTrait::Elementwise>() && isa<arith::ArithDialect>(op->getDialect()) &&
-       op->getNumResults() == 1))
-    return llvm::all_of(op->getOperands(), [&](Value o) {
-      return !isa<RankedTensorType>(o.getType()) || isCheap(o, depth + 1);
-    });
-  return false;
-}
-
 /// convert(cheap op) -> the op computed in the target layout, its tile
 /// operands converted (which this pattern then removes in turn).
 struct RematerialiseCheapSource : OpRewritePattern<tilegpu::ConvertLayoutOp> {
@@ -171,6 +151,19 @@ bool isReloadable(Value v) {
   if (!load || !type || !v.hasOneUse() || type.getNumElements() > kReloadElements)
     return false;
   return llvm::all_of(load->getOperands(), isCheapTile);
+}
+
+/// A wide load (accessesWellFromAccumulator) whose only use converts it into
+/// an mma layout, with cheap pointers, mask and fill: loaded in the mma
+/// layout instead (ReloadInTargetLayout) - a stream-K fixup's partial
+/// blocks, a weight gradient's sum so far.
+bool reloadsIntoAccumulator(tile::LoadOp load) {
+  if (!load->hasOneUse())
+    return false;
+  auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());
+  return cvt && isa<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(cvt.getType()).getEncoding()) &&
+         accessesWellFromAccumulator(cast<RankedTensorType>(load.getType())) &&
+         llvm::all_of(load->getOperands(), isCheapTile);
 }
 
 /// Layouts any op may compute in: blocked, mma and their slices (not a dot
@@ -382,7 +375,7 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
 struct ReloadInTargetLayout : OpRewritePattern<tile::LoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::LoadOp load, PatternRewriter &rewriter) const override {
-    if (!isReloadable(load.getResult()))
+    if (!isReloadable(load.getResult()) && !reloadsIntoAccumulator(load))
       return failure();
     auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());
     if (!cvt || conversionCost(cvt).n[0] == 0) // only shared-memory conversions are worth a reload

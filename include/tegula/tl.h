@@ -297,7 +297,10 @@ void store(const tensor &ptrs, operand value, const tensor &mask);
 /// `.sem`, Triton's `sem`): acq_rel by default - locks and flags built from
 /// atomics need it; relaxed where only the update matters (accumulating
 /// gradients: no fence around each atomic, and an unused result lets ptxas
-/// issue a reduction, RED, instead of a round trip).
+/// issue a reduction, RED, instead of a round trip). On a scalar pointer the
+/// order is the whole program's: a release follows every store the program
+/// made before it, an acquire precedes every load it makes after (publish a
+/// block, then a flag); on a tile of pointers it is each element's own.
 enum class memory_order { relaxed, acquire, release, acq_rel };
 
 /// Atomic read-modify-write per element; returns the old values. Integer

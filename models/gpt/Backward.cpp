@@ -74,6 +74,18 @@ void GptModel::backward() {
     transposeScratch_ = Arena(need, backend_);
     memory(); // the peak
   }
+  // The stream-K weight gradients' workspace (the linear layers' tile):
+  // two partial blocks a program, a counter for each tile of the largest
+  // gradient (the MLP's [C, 4C] and [4C, C]).
+  const bool streamKDw = streamKWeightGradients_ && tiles_.dw_stream_k && !transposedDw;
+  const int64_t dwPartials = streamKDw ? examples::streamKPartialFloats(persistentPrograms_, BM, BN) : 0;
+  const int64_t dwTiles = streamKDw ? std::max(cdiv(C, BM) * cdiv(4 * C, BN), cdiv(4 * C, BM) * cdiv(C, BN)) : 0;
+  if (streamKPartials_.size() != dwPartials || streamKArrivals_.size() != dwTiles) {
+    streamKPartials_ = Arena(), streamKArrivals_ = Arena(); // freed before their successors are allocated
+    streamKPartials_ = Arena(dwPartials, backend_);
+    streamKArrivals_ = Arena(dwTiles, backend_, DType::i32);
+    memory(); // the peak
+  }
   // The weight gradients on a stream of their own (GPU): each waits for the
   // default stream's work so far - which made its x and dy, and nothing
   // after writes them or its gradient - and the default stream waits for
@@ -141,6 +153,12 @@ void GptModel::backward() {
       const int dwBN = dwBlockN(K, N, KM, tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN);
       kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
                            G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
+    } else if (streamKDw) {
+      const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
+      const int programs = int(std::min<int64_t>(persistentPrograms_, units));
+      kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
+                                streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
+                                streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, true, BM, BN, BK);
     } else {
       const int dwBN = dwBlockN(K, N, BM, BN);
       kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "examples/kernels.h"
+#include "examples/stream_k.h"
 #include "models/gpt/Kernels.h"
 
 namespace tegula::gpt::kernels {
@@ -347,6 +348,92 @@ void matmul_bwd_dw_tn_tma(tl::ptr<T> xt, tl::ptr<T> dyt, tl::ptr<float> dw, tl::
   for (auto m : tl::range(0, M, BM.value, g.acc))
     g.acc = tl::dot(xt_desc.load({g.k0, m}), dyt_desc.load({g.n0, m}).trans(), g.acc, P);
   tl::store(g.out, g.acc, g.mask);
+}
+
+//===----------------------------------------------------------------------===//
+// The weight gradients as stream-K GEMMs (examples/stream_k.h): GPT-2's
+// have 36-144 output tiles of 128 x 128, each B T rows long - one wave or
+// two, partly idle, on 132 SMs. Their tiles' M steps, laid end to end, are
+// split evenly over one program per SM; a tile spanning several programs is
+// added up by the last to arrive, in program order, so the result is
+// deterministic. `partials` (streamKPartialFloats) and `arrivals` (one
+// counter a tile, zero; left zero) are the launch's workspace.
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// dw[k0.., n0..] (+)= acc where `done` (this program finished the tile).
+inline void addGradientBlock(tl::ptr<float> dw, const tl::tensor &acc, const tl::tensor &done,
+                             tl::scalar<int32_t> N, tl::scalar<int32_t> K, const tl::tensor &k0, const tl::tensor &n0,
+                             bool accumulate, int BK, int BN) {
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
+  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
+  tl::tensor mask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N) & done;
+  tl::store(out, accumulate ? acc + tl::load(out, mask, 0.0f) : acc, mask);
+}
+
+/// dw's [BK, BN] tiles in stream-K order: `product(k0, n0, m_begin, m_end)`
+/// is x^T dy's block over rows [m_begin, m_end) (multiples of BM).
+template <class Product>
+void streamKGradient(tl::ptr<float> dw, tl::ptr<float> partials, tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M,
+                     tl::scalar<int32_t> N, tl::scalar<int32_t> K, bool accumulate, int BK, int BN, int BM,
+                     Product product) {
+  tl::tensor tiles_k = (K + (BK - 1)) / BK, tiles_n = (N + (BN - 1)) / BN, steps = (M + (BM - 1)) / BM;
+  // Column by column (one group of every row of tiles): the tiles sharing
+  // dy's column block - the larger operand - are neighbours in the runs,
+  // so their programs read its rows a few steps apart, from L2.
+  constexpr int kEveryRow = 1 << 16;
+  examples::forEachStreamKTile(
+      tiles_k, tiles_n, steps, BK, BN, kEveryRow, partials, arrivals,
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
+        return product(k0, n0, first * BM, end * BM);
+      },
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
+        addGradientBlock(dw, acc, done, N, K, k0, n0, accumulate, BK, BN);
+      });
+}
+} // namespace detail
+
+/// matmul_bwd_dw as a stream-K GEMM, x and dy through pointers.
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bwd_dw_stream_k(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::ptr<float> partials,
+                            tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                            tl::scalar<int32_t> K, tl::constant<bool> accumulate, tl::constant<int> BK,
+                            tl::constant<int> BN, tl::constant<int> BM) {
+  detail::streamKGradient(
+      dw, partials, arrivals, M, N, K, accumulate.value, BK.value, BN.value, BM.value,
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end) {
+        tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN), rm = tl::arange(0, BM);
+        tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
+        for (auto m : tl::range(m_begin, m_end, BM.value, acc)) {
+          tl::tensor ma = m + rm;
+          tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
+                                   (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
+          tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
+                                  (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
+          acc = tl::dot(xt, g, acc, P);
+        }
+        return acc;
+      });
+}
+
+/// matmul_bwd_dw_stream_k with x and dy through descriptors (TMA rings
+/// feeding wgmma on sm_90a; warp specialised, the producer runs ahead
+/// across the tiles of a program's run).
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_bwd_dw_stream_k_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::ptr<float> partials,
+                                tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                                tl::scalar<int32_t> K, tl::constant<bool> accumulate, tl::constant<int> BK,
+                                tl::constant<int> BN, tl::constant<int> BM) {
+  auto x_desc = tl::make_tensor_descriptor(x, {M, K}, {K, 1}, {BM, BK});
+  auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
+  detail::streamKGradient(
+      dw, partials, arrivals, M, N, K, accumulate.value, BK.value, BN.value, BM.value,
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end) {
+        tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
+        for (auto m : tl::range(m_begin, m_end, BM.value, acc))
+          acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc, P);
+        return acc;
+      });
 }
 
 /// c = a b ([M, K] x [K, N], row-major) - the tied LM head's input gradient

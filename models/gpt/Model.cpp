@@ -83,8 +83,8 @@ std::vector<ParamSpec> parameterLayout(const GptConfig &c) {
 //===----------------------------------------------------------------------===//
 
 Arena::Arena(int64_t elements, Backend backend, DType dtype) : size_(elements), dtype_(dtype) {
-  if (dtype != DType::f32 && dtype != DType::bf16)
-    throw Error(fmt::format("GPT arena: {} storage (f32 or bf16)", dtype_name(dtype)));
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::i32)
+    throw Error(fmt::format("GPT arena: {} storage (f32, bf16, or i32 counters)", dtype_name(dtype)));
   if (backend == Backend::GPU) {
     device_ = std::make_shared<DeviceBuffer>(size_t(elements), dtype);
     device_->fill_bytes(0);
@@ -104,6 +104,8 @@ Arg Arena::view(int64_t offset, int64_t count) const {
 
 void Arena::upload(int64_t offset, const std::vector<float> &values) {
   Arg at = view(offset, int64_t(values.size())); // bounds
+  if (dtype_ == DType::i32)
+    throw Error("GPT arena: an i32 arena holds counters, not values to upload");
   if (dtype_ == DType::f32) {
     if (device_)
       device_->upload(std::span<const float>(values), size_t(offset));
@@ -120,6 +122,8 @@ void Arena::upload(int64_t offset, const std::vector<float> &values) {
 
 std::vector<float> Arena::download(int64_t offset, int64_t count) const {
   Arg at = view(offset, count); // bounds
+  if (dtype_ == DType::i32)
+    throw Error("GPT arena: an i32 arena holds counters, not values to download");
   std::vector<float> out(static_cast<size_t>(count));
   if (dtype_ == DType::f32) {
     if (device_)
@@ -501,7 +505,8 @@ GptModel::Memory GptModel::memory() const {
   m.parameters = paramArena_.bytes() + weightCopy_.bytes() + weightT_.bytes();
   m.gradients = gradArena_.bytes();
   m.optimizer = adamM_.bytes() + adamV_.bytes();
-  m.scratch = normScratch_.bytes() + columnScratch_.bytes() + transposeScratch_.bytes();
+  m.scratch = normScratch_.bytes() + columnScratch_.bytes() + transposeScratch_.bytes() + streamKPartials_.bytes() +
+              streamKArrivals_.bytes();
   if (acts_) {
     const Activations &a = *acts_;
     m.activations = a.arena.bytes() + a.grads.bytes() + a.stats.bytes() + a.statGrads.bytes() + a.inputBytes();

@@ -56,9 +56,10 @@ std::vector<ParamSpec> parameterLayout(const GptConfig &config);
 
 class SafetensorsFile;
 
-/// Storage for f32 or bf16 elements in host or device memory, viewed as
-/// kernel arguments; upload and download convert from and to f32 (to bf16:
-/// round to nearest even).
+/// Storage for f32 or bf16 elements (or i32 counters, which only kernels
+/// touch) in host or device memory, zeroed, viewed as kernel arguments;
+/// upload and download convert from and to f32 (to bf16: round to nearest
+/// even).
 class Arena {
 public:
   Arena() = default;
@@ -158,6 +159,11 @@ public:
     // The weight gradients' warps (0: linear_warps): each starts from the f32
     // gradient so far, which beside bf16's 4-warp 128 x 128 accumulator spills.
     int dw_warps = 0;
+    // The weight gradients as stream-K GEMMs (set_stream_k_weight_gradients)
+    // where the model allows them. Off for f32 at tf32 on sm_90a: its weight
+    // gradients read x^T and dy^T, and the fallback (B T not a multiple of 4)
+    // at 64 x 128 spills 8 bytes as stream-K.
+    bool dw_stream_k = true;
     // The MLP's c_proj dx with GELU's backward fused (its epilogue holds pre's
     // block beside the accumulator): its N block and warps (0: the K-major
     // GEMMs'); on sm_90a 128 wide at 8 warps, where the K-major tile spills.
@@ -222,6 +228,7 @@ public:
       t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
       t.kmajor_dw_bn = 128; // 166 registers, 0 spills
+      t.dw_stream_k = false;
       t.gelu_dx_bn = 128, t.gelu_dx_warps = 8;
     } else {
       t = chip == "sm_90a" ? Tiles{128, 128, 64, 4, 128, 64, 8, 128, 8, 1024, 4}
@@ -259,6 +266,16 @@ public:
   /// stream. On by default (the same results: each kernel's work is
   /// unchanged); off, every launch is on the default stream in order.
   void set_overlap_weight_gradients(bool on) { overlapWeightGradients_ = on; }
+  /// The blocks' weight gradients as stream-K GEMMs
+  /// (kernels::matmul_bwd_dw_stream_k): one program an SM (3 on the CPU
+  /// backends) takes an equal run of the gradient's tiles x row steps, where
+  /// one program a tile leaves SMs idle (GPT-2's 36-144 tiles of 128 x 128,
+  /// each 8192 rows long, on 132 SMs). Deterministic: a tile split between
+  /// programs is added up in program order. On by default; f32 at tf32 reads
+  /// x^T and dy^T instead and keeps one program a tile. Off: one program a
+  /// tile everywhere.
+  void set_stream_k_weight_gradients(bool on) { streamKWeightGradients_ = on; }
+  bool stream_k_weight_gradients() const { return streamKWeightGradients_; }
   const Tiles &tiles() const { return tiles_; }
 
   const GptConfig &config() const { return config_; }
@@ -334,7 +351,8 @@ public:
     /// for column_partial_sums, [B T / its block rows, 4 n_embd] for the
     /// fused GELU backward, three [B T / ln_bwd_rows, n_embd] for LayerNorm's
     /// backward) and, f32 at tf32, the transposed x and dy of the weight
-    /// gradients (B T x 5 n_embd f32: x^T then dy^T).
+    /// gradients (B T x 5 n_embd f32: x^T then dy^T), and the stream-K
+    /// weight gradients' partial blocks and arrival counters.
     int64_t scratch = 0;
     int64_t total() const { return parameters + gradients + optimizer + activations + scratch; }
   };
@@ -415,6 +433,9 @@ private:
   Arena normScratch_;   // clip_grad_norm's partial sums
   Arena columnScratch_; // the backward's column sums' partial sums
   Arena transposeScratch_; // f32 at tf32: x^T and dy^T for the weight gradients
+  // The stream-K weight gradients' workspace: partial blocks (f32, two a
+  // program) and one arrival counter a tile (i32, zero between launches).
+  Arena streamKPartials_, streamKArrivals_;
   int steps_ = 0;
   float gradScale_ = 1.0f;
   mutable int64_t peak_ = 0; // the largest memory().total() seen
@@ -424,6 +445,7 @@ private:
   int persistentPrograms_ = 3;
   bool warpSpecialize_ = true;
   bool overlapWeightGradients_ = true;
+  bool streamKWeightGradients_ = true;
   std::unique_ptr<Stream> weightGradientStream_; // GPU, created at the first backward
   // On that stream, after block l's weight gradients: [l % 2] (see backward()).
   std::array<std::unique_ptr<Event>, 2> blockWeightGradients_;

@@ -79,7 +79,10 @@ struct GptModel::Kernels {
   // matmulDwTn: the weight gradient from x^T and dy^T (f32 at tf32);
   // matmulDxGelu: the MLP's c_proj dx with GELU's backward and c_fc's bias
   // partial sums fused.
-  Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwTn, columnPartialSums, columnSums,
+  // matmulDwStreamK: the weight gradient as a stream-K GEMM (one program
+  // an SM; GptModel's default where it does not read x^T and dy^T).
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwStreamK, matmulDwTn, columnPartialSums,
+      columnSums,
       layernormBwd, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
@@ -150,6 +153,10 @@ private:
                                {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}),
         .matmulDw = kernel(name("matmul_bwd_dw"), pick(matmul_bwd_dw<T, P>, matmul_bwd_dw_tma<T, P>),
                            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
+        .matmulDwStreamK = kernel(name("matmul_bwd_dw_stream_k"),
+                                  pick(matmul_bwd_dw_stream_k<T, P>, matmul_bwd_dw_stream_k_tma<T, P>),
+                                  {"x", "dy", "dw", "partials", "arrivals", "M", "N", "K", "accumulate", "BK", "BN",
+                                   "BM"}),
         .matmulDwTn = kernel(name("matmul_bwd_dw_tn"), matmul_bwd_dw_tn_tma<T, P>,
                              {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
         .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,

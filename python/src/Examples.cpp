@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "examples/kernels.h"
+#include "examples/stream_k.h"
 #include "tegula/python.h"
 
 using namespace tegula;
@@ -20,6 +21,8 @@ template <class T> void addFloatKernels(python::ModuleBuilder &m) {
            {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
   m.kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<T>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  m.kernel("matmul_stream_k", examples::matmul_stream_k<T>,
+           {"a", "b", "c", "partials", "arrivals", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   m.kernel("transpose", examples::transpose<T>, {"x", "out", "M", "N", "BM", "BN"});
 }
 template <class T> void addAttention(python::ModuleBuilder &m) {

@@ -363,6 +363,9 @@ PYBIND11_MODULE(_gpt, m) {
            [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_warp_specialize(on); }); }, py::arg("on"))
       .def("set_overlap_weight_gradients",
            [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_overlap_weight_gradients(on); }); },
+           py::arg("on"))
+      .def("set_stream_k_weight_gradients",
+           [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_stream_k_weight_gradients(on); }); },
            py::arg("on"));
 
   m.def("learning_rate", &GptModel::learning_rate, py::kw_only(), py::arg("step"), py::arg("warmup"),

@@ -230,6 +230,11 @@ class GPT:
         """GPU: the blocks' weight gradients on a stream of their own (on by default)."""
         self._m.set_overlap_weight_gradients(on)
 
+    def set_stream_k_weight_gradients(self, on: bool) -> None:
+        """The blocks' weight gradients as stream-K GEMMs, one program an SM
+        (on by default; deterministic); off: one program a tile."""
+        self._m.set_stream_k_weight_gradients(on)
+
 
 class Tokenizer:
     """Text to token ids: GPT-2's byte-level BPE (:meth:`gpt2`) or plain

@@ -149,6 +149,26 @@ def test_clustered_matmul_in_the_simulator(rng):
         examples.matmul_persistent_cluster[(3,)](*args, **options, backend="interp")
 
 
+@pytest.mark.parametrize("backend", ["interp", "sim"])
+def test_stream_k_matmul(rng, backend):
+    # 3 x 2 tiles' 5 K steps over 7 programs: runs that start and end inside
+    # tiles, each split tile added up by its last arrival; warp specialised
+    # in the simulator (sm_90a). The counters end at zero for the next launch.
+    bf16 = ml_dtypes.bfloat16
+    M, N, K, BM, BN, programs = 150, 128, 160, 64, 64, 7
+    a, b = rand(rng, (M, K), bf16), rand(rng, (K, N), bf16)
+    partials = np.full(2 * programs * BM * BN, np.nan, np.float32)
+    arrivals = np.zeros(3 * 2, np.int32)
+    c = poisoned((M, N), bf16)
+    options = dict(BM=BM, BN=BN, BK=32, GROUP_M=2)
+    if backend == "sim":
+        options.update(chip="sm_90a", warp_specialize=True)
+    examples.matmul_stream_k[(programs,)](a, b, c, partials, arrivals, M, N, K, **options, backend=backend)
+    rtol, atol = tegula.testing.default_tolerance(bf16)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+    assert not arrivals.any()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_transpose_and_row_sum(rng, backend):
     M, N = 37, 50

@@ -178,6 +178,11 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, 8192, 3072, 768, true, BM, dwBN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
+  // The weight gradients as stream-K GEMMs (GptModel's default), at full width.
+  if (tiles.dw_stream_k)
+    linear("matmul_bwd_dw_stream_k", k::matmul_bwd_dw_stream_k<T, P>, k::matmul_bwd_dw_stream_k_tma<T, P>,
+           {"x", "dy", "dw", "partials", "arrivals", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+           {t, t, f, f, i, 8192, 3072, 768, true, BM, BN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});

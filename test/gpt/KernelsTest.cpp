@@ -483,6 +483,31 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   for (double &v : wantDb) v *= 2;
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
+  // The weight gradient as a stream-K GEMM (GptModel's default): 3 and 7
+  // programs over the 2 x 2 tiles' 5 row steps - runs that start and end
+  // inside tiles, tiles finished by two and by three programs - through
+  // pointers and descriptors; accumulating adds; the counters end at zero.
+  {
+    const std::vector<std::string> params = {"x", "dy", "dw", "partials", "arrivals", "M", "N",
+                                             "K", "accumulate", "BK", "BN", "BM"};
+    auto pointers = kernel("matmul_bwd_dw_stream_k", k::matmul_bwd_dw_stream_k<T>, params);
+    auto descriptors = kernel("matmul_bwd_dw_stream_k_tma", k::matmul_bwd_dw_stream_k_tma<T>, params);
+    std::vector<double> once = wantDw;
+    for (double &v : once) v /= 2;
+    for (const Kernel *kern : {&pointers, &descriptors})
+      for (int programs : {3, 7}) {
+        SCOPED_TRACE(fmt::format("{}, {} programs", kern->name(), programs));
+        std::vector<float> partials(size_t(examples::streamKPartialFloats(programs, 32, 32)), NAN);
+        std::vector<int32_t> arrivals(4, 0);
+        std::vector<float> g(size_t(K * N), NAN);
+        o.grid = {uint32_t(programs)};
+        (*kern)(o, x, dy, g, partials, arrivals, M, N, K, false, 32, 32, 16);
+        EXPECT_LT(rel_error(g, once), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
+        (*kern)(o, x, dy, g, partials, arrivals, M, N, K, true, 32, 32, 16);
+        EXPECT_LT(rel_error(g, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
+        EXPECT_EQ(arrivals, std::vector<int32_t>(4, 0));
+      }
+  }
 }
 
 TEST_P(GptKernels, LinearLayerF32) { linearLayer<float>(on({1})); }

@@ -424,7 +424,8 @@ TEST(GptModel, LossFallsWithin30StepsInBf16MixedPrecision) {
 // the configuration: parameters (f32 master, + the bf16 copy), f32
 // gradients and AdamW state, the activations of B x T (storage-typed
 // tensors, f32 statistics, each with its gradient; the batch's tokens and
-// targets) and the scratch: clipping's and the column sums' partials. (On the GPU path the same equality
+// targets) and the scratch: clipping's and the column sums' partials, the
+// stream-K weight gradients' workspace. (On the GPU path the same equality
 // holds for the device memory the driver saw: GptDriverPathTest.)
 TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
   const GptConfig c = tiny();
@@ -460,7 +461,13 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.backward();
     m.clip_grad_norm(1.0f);
     mem = m.memory();
-    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), BT, C) * 4);
+    // The stream-K weight gradients' workspace: two f32 partial blocks for
+    // each of the CPU backends' 3 programs, an i32 counter a tile of the
+    // MLP's gradients.
+    const GptModel::Tiles &t = m.tiles();
+    const int64_t streamK = 2 * 3 * int64_t(t.bm) * t.bn * 4 +
+                            std::max(cdiv(C, t.bm) * cdiv(4 * C, t.bn), cdiv(4 * C, t.bm) * cdiv(C, t.bn)) * 4;
+    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), BT, C) * 4 + streamK);
     EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
     EXPECT_EQ(mem.peak, mem.total());
     m.forward(std::vector<int32_t>(size_t(T), 3), {}, 1, T); // smaller activations: the peak stays
