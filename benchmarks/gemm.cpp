@@ -29,6 +29,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -335,6 +336,11 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
   auto persistentCluster =
       kernel(std::string("matmul_tn_persistent_cluster_") + dtype, examples::matmul_tn_persistent_cluster<T, Acc, P>,
              {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  // Stream-K accumulates in f32 (its partial blocks): not the int8 GEMM's i32.
+  std::optional<Kernel> streamK;
+  if constexpr (std::is_same_v<Acc, float>)
+    streamK = kernel(std::string("matmul_tn_stream_k_") + dtype, examples::matmul_tn_stream_k<T, P>,
+                     {"a", "b", "c", "partials", "arrivals", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
   const uint32_t sms = uint32_t(device_info().multiprocessors);
   int failures = 0;
   std::mt19937 rng(7);
@@ -374,8 +380,18 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
       if (cfg.cluster > 1) // whole clusters
         opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
+      if (cfg.streamK && !streamK)
+        continue;
+      std::optional<DeviceBuffer> partials, arrivals; // stream-K's workspace
+      if (cfg.streamK) {
+        partials.emplace(size_t(examples::streamKPartialFloats(opts.grid.x, cfg.bm, cfg.bn)), DType::f32);
+        arrivals.emplace(size_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)), DType::i32);
+        arrivals->fill_bytes(0);
+      }
       auto launch = [&] {
-        if (cfg.cluster > 1)
+        if (cfg.streamK)
+          (*streamK)(opts, a, b, c, *partials, *arrivals, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+        else if (cfg.cluster > 1)
           persistentCluster(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
         else if (cfg.persistent)
           persistent(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
@@ -425,6 +441,12 @@ std::vector<Config> eightBitConfigs(bool warpSpecialized) {
     for (Config c : {Config{128, 256, 128, 8, 4}, Config{128, 128, 128, 4, 5}}) {
       c.persistent = c.ws = true;
       c.cluster = 2;
+      configs.push_back(c);
+    }
+    // Stream-K (f32 accumulation only; not measured on a GPU yet): equal runs
+    // of the tiles' K steps, no last partial wave.
+    for (Config c : {Config{128, 256, 128, 8, 4}, Config{128, 256, 128, 8, 3}}) {
+      c.persistent = c.ws = c.streamK = true;
       configs.push_back(c);
     }
   }

@@ -113,4 +113,30 @@ void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> pa
       });
 }
 
+/// matmul_tn (C = A B^T, A [M, K] and B [N, K] K-major: the fp8 GEMMs'
+/// layout) as a stream-K GEMM, f32 accumulation (fp8, or f32 at tf32 on
+/// wgmma), everything through tensor descriptors as matmul_stream_k.
+template <class T, tl::precision P = tl::precision::ieee>
+void matmul_tn_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<float> c, tl::ptr<float> partials,
+                        tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
+                        tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK,
+                        tl::constant<int> GROUP_M) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
+  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor tiles_m = (M + (BM.value - 1)) / BM, tiles_n = (N + (BN.value - 1)) / BN;
+  tl::tensor steps = (K + (BK.value - 1)) / BK;
+  forEachStreamKTile(
+      tiles_m, tiles_n, steps, BM.value, BN.value, GROUP_M.value, partials, arrivals,
+      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
+        tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+        for (auto k : tl::range(first * BK, end * BK, BK.value, acc))
+          acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc, P);
+        return acc;
+      },
+      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
+        c_desc.store({tl::where(done, m0, M), n0}, acc);
+      });
+}
+
 } // namespace tegula::examples

@@ -127,6 +127,38 @@ TEST(StreamK, TheBenchmarkConfigurationCompilesWithoutSpills) {
                 "bytes of shared memory\n",
                 ws ? ", warp specialised" : "", c.registers, c.spill_bytes, c.shared_bytes + c.dynamic_shared_bytes);
   }
+  // fp8 TN (e4m3, f32 C), as gemm-fp8 runs it.
+  auto fp8 = kernel("matmul_tn_stream_k", examples::matmul_tn_stream_k<float8_e4m3>, kParams);
+  std::vector<float8_e4m3> q(16);
+  CompiledKernel c = fp8.compile({q, q, f, f, i, 4096, 4096, 4096, 128, 256, 128, 8},
+                                 {.chip = "sm_90a", .num_warps = 8, .num_stages = 4, .warp_specialize = true});
+  EXPECT_EQ(c.producer_warps, 4);
+  EXPECT_LE(c.shared_bytes + c.dynamic_shared_bytes, 227 * 1024);
+  if (!c.cubin.empty())
+    EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+  std::printf("[tegula test] stream-K fp8 TN 128x256x128, 8 + 4 warps, 4 stages: %d registers, %d spill bytes, %d "
+              "bytes of shared memory\n",
+              c.registers, c.spill_bytes, c.shared_bytes + c.dynamic_shared_bytes);
+}
+
+/// The fp8 TN stream-K GEMM against the interpreter (sm_90a: wgmma k32 fed by
+/// TMA rings, warp specialised), 7 programs over 3 x 2 tiles' 4 K steps.
+TEST(StreamK, TheFp8TnGemmMatchesTheInterpreterInTheSimulator) {
+  auto k = kernel("matmul_tn_stream_k", examples::matmul_tn_stream_k<float8_e4m3>, kParams);
+  const int M = 150, N = 128, K = 512, BM = 64, BN = 64, BK = 128, programs = 7;
+  std::vector<float8_e4m3> a(size_t(M * K)), b(size_t(N * K));
+  for (auto *v : {&a, &b})
+    for (float8_e4m3 &x : *v)
+      x = float8_e4m3(random_vector<float>(1, -2, 2)[0]);
+  auto want = poisoned<float>(size_t(M * N)), got = want;
+  Workspace wi(programs, 6, BM, BN), ws(programs, 6, BM, BN);
+  k({.grid = {uint32_t(programs)}, .backend = Backend::Interp}, a, b, want, wi.partials, wi.arrivals, M, N, K, BM,
+    BN, BK, 2);
+  k({.grid = {uint32_t(programs)}, .num_warps = 4, .num_stages = 3, .backend = Backend::Sim,
+     .warp_specialize = true, .chip = "sm_90a"},
+    a, b, got, ws.partials, ws.arrivals, M, N, K, BM, BN, BK, 2);
+  EXPECT_LT(rel_error(got, to_double(want)), 1e-6);
+  EXPECT_EQ(ws.arrivals, std::vector<int32_t>(6, 0));
 }
 
 } // namespace
