@@ -9,6 +9,10 @@
 // Without a driver it prints "skipped: ..." and exits 0.
 //
 //   gemm [--shapes squares|gpt2|all] [--dtypes bf16,f16,tf32,tf32tn,fp8,i8] [--iters 10]
+//        [--configs 'sk,pers s4']
+//
+// --configs (or TEGULA_GEMM_CONFIGS): only the configurations whose names
+// contain one of the comma-separated strings (a short GPU call).
 //
 // fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
 // against cuBLASLt's fp8 matmul (the TN layout, f32 out). i8: the same TN
@@ -57,6 +61,17 @@ struct Config {
                        pp ? " pp" : ws ? " ws" : "", cluster > 1 ? fmt::format(" c{}", cluster) : "");
   }
 };
+
+/// --configs / TEGULA_GEMM_CONFIGS: the substrings a configuration's name
+/// must contain one of (none: every configuration runs).
+std::vector<std::string> selectedConfigs;
+bool selected(const Config &c) {
+  if (selectedConfigs.empty())
+    return true;
+  const std::string name = c.name();
+  return std::any_of(selectedConfigs.begin(), selectedConfigs.end(),
+                     [&](const std::string &s) { return name.find(s) != std::string::npos; });
+}
 
 struct Shape {
   std::string name; // e.g. "4096^3", "gpt2 qkv"
@@ -133,7 +148,10 @@ void summarize(const char *dtype, const Shape &shape, const std::string &best, d
   for (char &ch : id)
     if (ch == ' ' || ch == '^')
       ch = '_';
-  fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, {} {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, id, best,
+  if (best.empty())
+    fmt::print("{} {}: no configuration selected (--configs)\n", dtype, shape.name);
+  else
+    fmt::print("{}_gemm_{} best {} {:.1f} TFLOP/s, {} {:.1f} TFLOP/s, ratio {:.3f}\n", dtype, id, best,
              flops / bestMs / 1e9, reference, flops / refMs / 1e9, refMs / bestMs);
   std::fprintf(csv, "%s,%s,%d,%d,%d,%s,%.4f,%.2f,,\n", dtype, shape.name.c_str(), shape.M, shape.N,
                shape.K, reference, refMs, flops / refMs / 1e9);
@@ -268,6 +286,8 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
     double bestMs = INFINITY;
     std::string best;
     for (const Config &cfg : configs) {
+      if (!selected(cfg))
+        continue;
       LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
@@ -369,6 +389,8 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
     double bestMs = INFINITY;
     std::string best;
     for (const Config &cfg : configs) {
+      if (!selected(cfg))
+        continue;
       LaunchOptions opts{.grid = {uint32_t(cdiv(M, cfg.bm)), uint32_t(cdiv(N, cfg.bn))},
                          .num_warps = cfg.warps,
                          .num_stages = cfg.stages,
@@ -537,6 +559,8 @@ int runI8(const Cublas &cublas, const std::vector<Shape> &shapes, int iters, std
 
 int main(int argc, char **argv) {
   std::string shapesArg = "all", dtypes = "bf16,f16,tf32,tf32tn,fp8,i8";
+  const char *configsEnv = std::getenv("TEGULA_GEMM_CONFIGS");
+  std::string configsArg = configsEnv ? configsEnv : "";
   int iters = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters"))
@@ -545,6 +569,14 @@ int main(int argc, char **argv) {
       shapesArg = argv[i + 1];
     else if (!std::strcmp(argv[i], "--dtypes"))
       dtypes = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--configs"))
+      configsArg = argv[i + 1];
+  }
+  for (size_t at = 0; at < configsArg.size();) {
+    const size_t comma = std::min(configsArg.find(',', at), configsArg.size());
+    if (comma > at)
+      selectedConfigs.push_back(configsArg.substr(at, comma - at));
+    at = comma + 1;
   }
   fmt::print("# gemm: Tegula (examples::matmul on mma.sync or, on sm_90a, wgmma; cp.async pipelining) vs cuBLAS "
              "(cublasGemmEx, f32 compute; tf32: CUBLAS_COMPUTE_32F_FAST_TF32), same device buffers\n");

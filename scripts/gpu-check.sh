@@ -156,7 +156,8 @@ CONFIG
 PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead python-gpt2-train pytest"
 # The GEMM benchmark's types (benchmarks/gemm.cpp's --dtypes): in `benchmarks`
 # it runs one type an item (gemm-bf16, ...), since all of them together
-# outgrow a call; `run gemm` still runs it whole.
+# outgrow a call; `run gemm` still runs it whole. TEGULA_GEMM_CONFIGS (e.g.
+# 'sk,c2,pers s4') narrows each to the configurations named so.
 GEMM_DTYPES="bf16 f16 tf32 tf32tn fp8 i8"
 items_of() {
   case $1 in
