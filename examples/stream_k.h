@@ -85,32 +85,45 @@ void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, co
   }
 }
 
-/// C = A B (bf16/f16 in, f32 accumulation, C in T) as a stream-K GEMM, A
-/// [M, K], B [K, N] and C through tensor descriptors (TMA rings feeding
-/// wgmma on sm_90a, warp specialised on request; C leaves through TMA
-/// stores). A program that does not finish a tile stores its C block past
-/// the last row, where nothing is written. Launch one program per SM;
-/// `partials` and `arrivals` as streamKPartialFloats says.
-template <class T>
-void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> partials, tl::ptr<int32_t> arrivals,
-                     tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
-                     tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
-  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
-  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
-  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor tiles_m = (M + (BM.value - 1)) / BM, tiles_n = (N + (BN.value - 1)) / BN;
-  tl::tensor steps = (K + (BK.value - 1)) / BK;
+namespace detail {
+/// A stream-K GEMM through tensor descriptors: `bBlock(k, n0)` is B's
+/// [BK, BN] block (as the dot takes it) at K step k, column n0; C's blocks
+/// leave by TMA store, a program that does not finish a tile storing past
+/// the last row, where nothing is written.
+template <class BBlock>
+void streamKDescriptorGemm(const tl::tensor_descriptor &a_desc, const tl::tensor_descriptor &c_desc, BBlock bBlock,
+                           tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, int BM, int BN,
+                           int BK, int GROUP_M, tl::ptr<float> partials, tl::ptr<int32_t> arrivals,
+                           tl::precision P) {
+  tl::tensor tiles_m = (M + (BM - 1)) / BM, tiles_n = (N + (BN - 1)) / BN, steps = (K + (BK - 1)) / BK;
   forEachStreamKTile(
-      tiles_m, tiles_n, steps, BM.value, BN.value, GROUP_M.value, partials, arrivals,
+      tiles_m, tiles_n, steps, BM, BN, GROUP_M, partials, arrivals,
       [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
         tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-        for (auto k : tl::range(first * BK, end * BK, BK.value, acc))
-          acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
+        for (auto k : tl::range(first * BK, end * BK, BK, acc))
+          acc = tl::dot(a_desc.load({m0, k}), bBlock(k, n0), acc, P);
         return acc;
       },
       [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
         c_desc.store({tl::where(done, m0, M), n0}, acc);
       });
+}
+} // namespace detail
+
+/// C = A B (bf16/f16 in, f32 accumulation, C in T) as a stream-K GEMM, A
+/// [M, K], B [K, N] and C through tensor descriptors (TMA rings feeding
+/// wgmma on sm_90a, warp specialised on request; C leaves through TMA
+/// stores). Launch one program per SM; `partials` and `arrivals` as
+/// streamKPartialFloats says.
+template <class T>
+void matmul_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::ptr<float> partials, tl::ptr<int32_t> arrivals,
+                     tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                     tl::constant<int> BN, tl::constant<int> BK, tl::constant<int> GROUP_M) {
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  detail::streamKDescriptorGemm(
+      tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK}), tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN}),
+      [&](const tl::tensor &k, const tl::tensor &n0) { return b_desc.load({k, n0}); }, M, N, K, BM.value,
+      BN.value, BK.value, GROUP_M.value, partials, arrivals, tl::precision::ieee);
 }
 
 /// matmul_tn (C = A B^T, A [M, K] and B [N, K] K-major: the fp8 GEMMs'
@@ -121,22 +134,11 @@ void matmul_tn_stream_k(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<float> c, tl::ptr<fl
                         tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M, tl::scalar<int32_t> N,
                         tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK,
                         tl::constant<int> GROUP_M) {
-  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto b_desc = tl::make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK});
-  auto c_desc = tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  tl::tensor tiles_m = (M + (BM.value - 1)) / BM, tiles_n = (N + (BN.value - 1)) / BN;
-  tl::tensor steps = (K + (BK.value - 1)) / BK;
-  forEachStreamKTile(
-      tiles_m, tiles_n, steps, BM.value, BN.value, GROUP_M.value, partials, arrivals,
-      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
-        tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
-        for (auto k : tl::range(first * BK, end * BK, BK.value, acc))
-          acc = tl::dot(a_desc.load({m0, k}), b_desc.load({n0, k}).trans(), acc, P);
-        return acc;
-      },
-      [&](const tl::tensor &m0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
-        c_desc.store({tl::where(done, m0, M), n0}, acc);
-      });
+  detail::streamKDescriptorGemm(
+      tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK}), tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN}),
+      [&](const tl::tensor &k, const tl::tensor &n0) { return b_desc.load({n0, k}).trans(); }, M, N, K, BM.value,
+      BN.value, BK.value, GROUP_M.value, partials, arrivals, P);
 }
 
 } // namespace tegula::examples

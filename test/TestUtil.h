@@ -112,6 +112,19 @@ template <class T> std::vector<double> to_double(const std::vector<T> &v) {
   return out;
 }
 
+/// C = A B in double for row-major A [M, K] and B [K, N].
+template <class T>
+std::vector<double> matmul_reference(const std::vector<T> &a, const std::vector<T> &b, int M, int N, int K) {
+  std::vector<double> c(size_t(M) * size_t(N));
+  for (int m = 0; m < M; ++m)
+    for (int k = 0; k < K; ++k) {
+      const double x = double(float(a[size_t(m) * K + k]));
+      for (int n = 0; n < N; ++n)
+        c[size_t(m) * N + n] += x * double(float(b[size_t(k) * N + n]));
+    }
+  return c;
+}
+
 /// Attention in double: out = softmax(q k^T * scale, masked past `causal`'s
 /// diagonal) v for `heads` independent [T, D] row-major q, k, v.
 template <class T>

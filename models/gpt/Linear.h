@@ -89,6 +89,24 @@ tl::tensor dxProduct(tl::ptr<T> dy, tl::ptr<T> w, const tl::scalar<int32_t> &M, 
   return acc;
 }
 
+/// acc + x^T dy's [BK, BN] block at (k0, n0) over rows [m_begin, m_end),
+/// x [M, K] and dy [M, N] read through pointers BM rows at a time.
+template <class T>
+tl::tensor dwProduct(tl::ptr<T> x, tl::ptr<T> dy, const tl::scalar<int32_t> &M, const tl::scalar<int32_t> &N,
+                     const tl::scalar<int32_t> &K, const tl::tensor &k0, const tl::tensor &n0, tl::operand m_begin,
+                     tl::operand m_end, tl::tensor acc, int BK, int BN, int BM, tl::precision P) {
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN), rm = tl::arange(0, BM);
+  for (auto m : tl::range(m_begin, m_end, BM, acc)) {
+    tl::tensor ma = m + rm;
+    tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
+                             (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
+    tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
+                            (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(xt, g, acc, P);
+  }
+  return acc;
+}
+
 /// GELU's backward on the [BM, BK] block at (m0, k0) of [M, K]: its
 /// output's gradient `acc` times gelu'(pre) (both f32), returned as T; its
 /// column sums go to partial[m0 / BM, k0 ...] (the bias gradient's first
@@ -167,21 +185,12 @@ template <class T, tl::precision P = tl::precision::ieee>
 void matmul_bwd_dw(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::scalar<int32_t> M,
                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<bool> accumulate,
                    tl::constant<int> BK, tl::constant<int> BN, tl::constant<int> BM) {
-  tl::tensor rk = tl::program_id(0) * BK + tl::arange(0, BK);
-  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
-  tl::tensor rm = tl::arange(0, BM);
+  tl::tensor k0 = tl::program_id(0) * BK, n0 = tl::program_id(1) * BN;
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
   tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
   tl::tensor outMask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
   tl::tensor acc = accumulate.value ? tl::load(out, outMask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
-  for (auto m : tl::range(0, M, BM.value, acc)) {
-    tl::tensor ma = m + rm;
-    tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
-                             (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
-    tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
-                            (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(xt, g, acc, P);
-  }
-  tl::store(out, acc, outMask);
+  tl::store(out, detail::dwProduct(x, dy, M, N, K, k0, n0, 0, M, acc, BK.value, BN.value, BM.value, P), outMask);
 }
 
 //===----------------------------------------------------------------------===//
@@ -402,17 +411,8 @@ void matmul_bwd_dw_stream_k(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::
   detail::streamKGradient(
       dw, partials, arrivals, M, N, K, accumulate.value, BK.value, BN.value, BM.value,
       [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end) {
-        tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN), rm = tl::arange(0, BM);
-        tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
-        for (auto m : tl::range(m_begin, m_end, BM.value, acc)) {
-          tl::tensor ma = m + rm;
-          tl::tensor xt = tl::load(x + ma.expand_dims(0) * K + rk.expand_dims(1), // x^T tile [BK, BM]
-                                   (rk.expand_dims(1) < K) & (ma.expand_dims(0) < M), 0.0f);
-          tl::tensor g = tl::load(dy + ma.expand_dims(1) * N + rn.expand_dims(0),
-                                  (ma.expand_dims(1) < M) & (rn.expand_dims(0) < N), 0.0f);
-          acc = tl::dot(xt, g, acc, P);
-        }
-        return acc;
+        return detail::dwProduct(x, dy, M, N, K, k0, n0, m_begin, m_end, tl::zeros({BK, BN}, tl::f32), BK.value,
+                                 BN.value, BM.value, P);
       });
 }
 

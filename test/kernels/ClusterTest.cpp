@@ -28,18 +28,6 @@ int count(const std::string &text, const std::string &pattern) {
   return int(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-std::vector<double> matmulReference(const std::vector<bfloat16> &a, const std::vector<bfloat16> &b, int M, int N,
-                                    int K) {
-  std::vector<double> c(size_t(M) * size_t(N));
-  for (int m = 0; m < M; ++m)
-    for (int k = 0; k < K; ++k) {
-      const double x = double(float(a[size_t(m * K + k)]));
-      for (int n = 0; n < N; ++n)
-        c[size_t(m * N + n)] += x * double(float(b[size_t(k * N + n)]));
-    }
-  return c;
-}
-
 /// The clustered GEMM in the interpreter gives the same bits at every
 /// cluster size (its programs take other tiles, but each tile is computed
 /// alike), close to a double reference; M leaves the last row of clusters
@@ -50,7 +38,7 @@ TEST(Cluster, TheClusteredGemmComputesTheSameAtEveryClusterSize) {
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
   auto alone = poisoned<bfloat16>(size_t(M * N));
   k({.grid = {8}, .backend = Backend::Interp}, a, b, alone, M, N, K, 32, 64, 32, 2);
-  EXPECT_LT(rel_error(alone, matmulReference(a, b, M, N, K)), tolerance<bfloat16>());
+  EXPECT_LT(rel_error(alone, matmul_reference(a, b, M, N, K)), tolerance<bfloat16>());
   for (int size : {2, 4}) {
     auto clustered = poisoned<bfloat16>(size_t(M * N));
     k({.grid = {8}, .backend = Backend::Interp, .cluster_size = size}, a, b, clustered, M, N, K, 32, 64, 32, 2);

@@ -21,18 +21,6 @@ namespace {
 const std::vector<std::string> kParams = {"a",  "b",  "c",  "partials", "arrivals", "M",
                                           "N",  "K",  "BM", "BN",       "BK",       "GROUP_M"};
 
-std::vector<double> matmulReference(const std::vector<bfloat16> &a, const std::vector<bfloat16> &b, int M, int N,
-                                    int K) {
-  std::vector<double> c(size_t(M) * size_t(N));
-  for (int m = 0; m < M; ++m)
-    for (int k = 0; k < K; ++k) {
-      const double x = double(float(a[size_t(m * K + k)]));
-      for (int n = 0; n < N; ++n)
-        c[size_t(m * N + n)] += x * double(float(b[size_t(k * N + n)]));
-    }
-  return c;
-}
-
 struct Workspace {
   std::vector<float> partials;
   std::vector<int32_t> arrivals;
@@ -47,7 +35,7 @@ TEST(StreamK, EveryProgramCountComputesTheProduct) {
   auto k = kernel("matmul_stream_k", examples::matmul_stream_k<bfloat16>, kParams);
   const int M = 150, N = 88, K = 120, BM = 32, BN = 32, BK = 32; // 5 x 3 tiles, 4 steps (the last short)
   auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
-  const std::vector<double> want = matmulReference(a, b, M, N, K);
+  const std::vector<double> want = matmul_reference(a, b, M, N, K);
   for (int programs : {1, 2, 7, 15, 16, 60, 64}) {
     SCOPED_TRACE(fmt::format("{} programs", programs));
     Workspace w(programs, 15, BM, BN);
@@ -91,7 +79,7 @@ TEST_P(StreamKGemm, MatchesTheInterpreter) {
     o.warp_specialize = s.ws;
     k(o, a, b, got, wc.partials, wc.arrivals, s.M, s.N, s.K, s.BM, s.BN, s.BK, 2);
     EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
-    EXPECT_LT(rel_error(got, matmulReference(a, b, s.M, s.N, s.K)), tolerance<bfloat16>());
+    EXPECT_LT(rel_error(got, matmul_reference(a, b, s.M, s.N, s.K)), tolerance<bfloat16>());
     EXPECT_EQ(wc.arrivals, std::vector<int32_t>(size_t(tiles), 0));
     if (s.ws) { // the K loops' runs differ from tile to tile, and still get a producer
       std::vector<bfloat16> h(16);
