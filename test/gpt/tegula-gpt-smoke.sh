@@ -32,6 +32,12 @@ if "$tool" train --data "$work/input.txt" --dtype f16 2>"$work/err.log"; then ex
 grep -q -- "--dtype is f32 or bf16, not 'f16'" "$work/err.log"
 if "$tool" train --data "$work/input.txt" --warp-specialize yes 2>"$work/err.log"; then exit 1; fi
 grep -q -- "--warp-specialize is on or off, not 'yes'" "$work/err.log"
+# The weight gradients one program a tile instead of stream-K: trains too.
+"$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --stream-k off "${small[@]}" |
+  tee "$work/train-tiles.log"
+grep -q '^step     2/2  loss' "$work/train-tiles.log"
+if "$tool" train --data "$work/input.txt" --stream-k maybe 2>"$work/err.log"; then exit 1; fi
+grep -q -- "--stream-k is on or off, not 'maybe'" "$work/err.log"
 "$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
   --merges "$bpe/merges.txt" | tee "$work/tok.log"
 grep -q 'vocabulary 420' "$work/tok.log"

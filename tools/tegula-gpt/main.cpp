@@ -5,7 +5,7 @@
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
-//                    [--warp-specialize on|off]
+//                    [--warp-specialize on|off] [--stream-k on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -110,13 +110,15 @@ DType storageFrom(const Options &o) {
   throw Error(fmt::format("--dtype is f32 or bf16, not '{}'", d));
 }
 
-/// --warp-specialize on|off (default on): sm_90a gives the model's TMA-fed
-/// loops a producer warpgroup and runs its GEMMs persistent (docs/gpt.md).
-bool warpSpecializeFrom(const Options &o) {
-  const std::string v = o.str("warp-specialize");
+/// An on|off option: --warp-specialize (default on: sm_90a gives the
+/// model's TMA-fed loops a producer warpgroup and runs its GEMMs
+/// persistent), --stream-k (default on: the blocks' weight gradients as
+/// stream-K GEMMs) - docs/gpt.md.
+bool onOff(const Options &o, const char *name) {
+  const std::string v = o.str(name);
   if (v == "on") return true;
   if (v == "off") return false;
-  throw Error(fmt::format("--warp-specialize is on or off, not '{}'", v));
+  throw Error(fmt::format("--{} is on or off, not '{}'", name, v));
 }
 
 /// A read-only memory map of a file: the token stream (bytes).
@@ -225,7 +227,8 @@ int train(const Options &o) {
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
                             data.count, T + 1));
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
-  model.set_warp_specialize(warpSpecializeFrom(o));
+  model.set_warp_specialize(onOff(o, "warp-specialize"));
+  model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
   model.init_random(uint64_t(o.integer("seed")));
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
@@ -300,7 +303,7 @@ int generate(const Options &o) {
                             bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab,
                             bpe ? "" : " (a BPE model: give its --vocab and --merges)"));
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
-  model.set_warp_specialize(warpSpecializeFrom(o));
+  model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.load(file);
   const std::string prompt = o.str("prompt");
   if (prompt.empty())
@@ -332,7 +335,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !std::strcmp(argv[1], "train")) {
       auto d = common;
       d.insert({{"data", ""}, {"tokens", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
-                {"val-every", "50"}, {"save", ""}});
+                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}});
       Options o(argc, argv, 2, d);
       if (o.str("data").empty() == o.str("tokens").empty())
         throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
