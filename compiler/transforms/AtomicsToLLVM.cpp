@@ -4,9 +4,10 @@
 // it in the pointer tile's layout (copies skip it), or, for a scalar pointer,
 // by thread 0, which then shares the old value through shared memory when
 // the result is used; a scalar atomic's release and acquire order the whole
-// program's accesses (a CTA barrier before and after it), as a single-threaded
-// tile program expects. A tile atomic's order is each element's own. Predicated `atom.global` keeps the code branch-free,
-// so atomics inside loops lower like everything else.
+// program's accesses (a CTA barrier before and after it), as a
+// single-threaded tile program expects. A tile atomic's order is each
+// element's own. Predicated `atom.global` keeps the code branch-free, so
+// atomics inside loops lower like everything else.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
