@@ -7,7 +7,9 @@
 // it. No SM idles through a last, partial wave of tiles - 512 tiles on 132
 // SMs are 3.88 waves of work, not 4 - and a GEMM with fewer tiles than SMs
 // (a weight gradient's 36 tiles, each thousands of rows long) keeps every SM
-// busy.
+// busy. Where there are two waves or more, all but the last one or two run
+// whole tiles first (data-parallel), which keeps L2 reuse as a persistent
+// GEMM has it.
 //
 // A tile whose steps span several programs is finished by the last of them
 // to get there: each writes its partial block to a workspace and counts
@@ -28,38 +30,50 @@ namespace tegula::examples {
 inline int64_t streamKPartialFloats(int64_t programs, int BM, int BN) { return 2 * programs * BM * BN; }
 
 /// The program whose run of work units contains unit u, of `total` units
-/// split as program p taking [p total / P, (p + 1) total / P).
+/// split as program p taking [p total / P, (p + 1) total / P). In i32 (a
+/// 64-bit division is a long subroutine, its registers beside a 128 x 256
+/// accumulator spilled): total * P < 2^31.
 inline tl::tensor streamKOwner(const tl::tensor &u, const tl::tensor &total, const tl::tensor &programs) {
-  return (((u + 1).to(tl::i64) * programs.to(tl::i64) - 1) / total.to(tl::i64)).to(tl::i32);
+  return ((u + 1) * programs - 1) / total;
 }
 
 /// The first unit of program p's run.
 inline tl::tensor streamKBegin(const tl::tensor &p, const tl::tensor &total, const tl::tensor &programs) {
-  return (p.to(tl::i64) * total.to(tl::i64) / programs.to(tl::i64)).to(tl::i32);
+  return p * total / programs;
 }
 
 /// Runs this program's share of a stream-K GEMM over tiles_m x tiles_n
 /// output tiles of BM x BN (in groupedTile's order), each `steps` K steps
-/// long (tiles_m * tiles_n * steps < 2^31):
+/// long (tiles_m * tiles_n * steps * programs < 2^31: 16M units on 132 SMs):
 ///   product(m0, n0, first, end) -> the f32 [BM, BN] sum over K steps
 ///                                  [first, end) of the tile at (m0, n0);
 ///   epilogue(m0, n0, acc, done) -> stores the finished tile acc where the
 ///                                  scalar bool `done` holds (this program
 ///                                  completes the tile), nothing elsewhere.
+/// With at least two waves of tiles, all but the last one or two waves run
+/// whole first, data-parallel - wave w's tile w P + p for program p, so a
+/// wave's programs step through K together and share their operand blocks
+/// in L2 - and stream-K evens out the P to 2P tiles left (CUTLASS's
+/// "data-parallel + stream-K"); with fewer, every tile is stream-K's.
 template <class Product, class Epilogue>
 void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, const tl::tensor &steps, int BM,
                         int BN, int GROUP_M, tl::ptr<float> partials, tl::ptr<int32_t> arrivals, Product product,
                         Epilogue epilogue) {
   tl::tensor programs = tl::num_programs(0), p = tl::program_id(0);
-  tl::tensor total = tiles_m * tiles_n * steps;
+  tl::tensor tiles = tiles_m * tiles_n;
+  tl::tensor dp_waves = tl::maximum(tiles / programs - 1, 0), dp_tiles = dp_waves * programs;
+  // The stream-K tiles' units, numbered from the first stream-K tile.
+  tl::tensor total = (tiles - dp_tiles) * steps;
   tl::tensor begin = streamKBegin(p, total, programs), end = streamKBegin(p + 1, total, programs);
-  tl::tensor first_tile = begin / steps;
+  tl::tensor first_sk = begin / steps;
   tl::tensor offs = tl::arange(0, BM).expand_dims(1) * BN + tl::arange(0, BN).expand_dims(0);
   tl::tensor block = offs >= 0; // every element of a block
-  for (auto t : tl::range(first_tile, (end + (steps - 1)) / steps, 1)) {
-    tl::tensor tile_begin = t * steps;
-    tl::tensor first = tl::maximum(begin, tile_begin) - tile_begin;
-    tl::tensor last = tl::minimum(end, tile_begin + steps) - tile_begin;
+  for (auto j : tl::range(0, dp_waves + (end + (steps - 1)) / steps - first_sk, 1)) {
+    tl::tensor dp = j < dp_waves;
+    tl::tensor sk_tile = first_sk + (j - dp_waves), tile_begin = sk_tile * steps;
+    tl::tensor t = tl::where(dp, p + j * programs, dp_tiles + sk_tile);
+    tl::tensor first = tl::where(dp, 0, tl::maximum(begin, tile_begin) - tile_begin);
+    tl::tensor last = tl::where(dp, steps, tl::minimum(end, tile_begin + steps) - tile_begin);
     auto [tile_m, tile_n] = groupedTile(t, tiles_m, tiles_n * GROUP_M, GROUP_M);
     tl::tensor m0 = tile_m * BM, n0 = tile_n * BN;
     tl::tensor acc = product(m0, n0, first, last);
@@ -67,17 +81,18 @@ void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, co
     // A partial tile: park it in this program's slot (0: the tile its run
     // starts in, 1: its last) and arrive; the last arrival adds them all.
     tl::tensor whole = (first == 0) & (last == steps);
-    tl::tensor slot = p * 2 + (t != first_tile).to(tl::i32);
+    tl::tensor slot = p * 2 + (sk_tile != first_sk).to(tl::i32);
     tl::store(partials + slot * (BM * BN) + offs, acc, block & !whole);
     tl::tensor arrived = tl::atomic_add(arrivals + t, 1, !whole, tl::memory_order::acq_rel);
+    // The tile's contributors (none to read for a data-parallel tile).
     tl::tensor c0 = streamKOwner(tile_begin, total, programs);
-    tl::tensor c1 = streamKOwner(tile_begin + (steps - 1), total, programs);
+    tl::tensor c1 = tl::where(dp, c0 - 1, streamKOwner(tile_begin + (steps - 1), total, programs));
     tl::tensor finishes = !whole & (arrived == c1 - c0);
     // A whole tile keeps its sum (a masked-off load adds zeros); only one
     // [BM, BN] accumulator stays live.
     tl::tensor sum = tl::where(whole, acc, 0.0f);
     for (auto c : tl::range(c0, c1 + 1, 1, sum)) {
-      tl::tensor c_slot = c * 2 + (t != streamKBegin(c, total, programs) / steps).to(tl::i32);
+      tl::tensor c_slot = c * 2 + (sk_tile != streamKBegin(c, total, programs) / steps).to(tl::i32);
       sum = sum + tl::load(partials + c_slot * (BM * BN) + offs, block & finishes, 0.0f);
     }
     tl::store(arrivals + t, 0, finishes); // ready for the next launch

@@ -156,6 +156,10 @@ void GptModel::backward() {
     } else if (streamKDw) {
       const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
       const int programs = int(std::min<int64_t>(persistentPrograms_, units));
+      if (units * programs >= (int64_t(1) << 31)) // the kernel numbers its runs in i32
+        throw Error(fmt::format("GPT: the stream-K weight gradient of {} has {} tiles x steps on {} programs, "
+                                "past 2^31 (set_stream_k_weight_gradients(false), or a smaller batch)",
+                                w, units, programs));
       kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
                                 streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
                                 streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, true, BM, BN, BK);

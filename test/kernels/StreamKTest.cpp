@@ -30,7 +30,8 @@ struct Workspace {
 
 /// Program counts that split the 5 x 3 tiles' 4 K steps (60 units) evenly,
 /// unevenly, in runs shorter than a tile, one a program (60) and more
-/// programs than units (64, the last ones idle).
+/// programs than units (64, the last ones idle); 1, 2 and 7 programs run 14,
+/// 12 and 7 tiles data-parallel first.
 TEST(StreamK, EveryProgramCountComputesTheProduct) {
   auto k = kernel("matmul_stream_k", examples::matmul_stream_k<bfloat16>, kParams);
   const int M = 150, N = 88, K = 120, BM = 32, BN = 32, BK = 32; // 5 x 3 tiles, 4 steps (the last short)
@@ -59,8 +60,9 @@ class StreamKGemm : public ChipTargetTest {};
 TEST_P(StreamKGemm, MatchesTheInterpreter) {
   auto k = kernel("matmul_stream_k", examples::matmul_stream_k<bfloat16>, kParams);
   struct S { int M, N, K, BM, BN, BK, warps, stages, programs; bool ws; };
+  // The last: 8 tiles on 3 programs - a data-parallel wave, then stream-K.
   std::vector<S> shapes = {S{150, 88, 160, 64, 64, 32, 4, 3, 5, false}, S{130, 72, 256, 64, 64, 32, 4, 2, 7, false},
-                           S{64, 64, 96, 64, 64, 32, 4, 2, 5, false}};
+                           S{64, 64, 96, 64, 64, 32, 4, 2, 5, false}, S{256, 128, 96, 64, 64, 32, 4, 3, 3, false}};
   if (GetParam().chip == "sm_90a")
     for (S s : std::vector<S>(shapes))
       shapes.push_back(S{s.M, s.N, s.K, s.BM, s.BN, s.BK, s.warps, s.stages, s.programs, true});
