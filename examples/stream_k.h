@@ -56,9 +56,11 @@ inline tl::tensor streamKBegin(const tl::tensor &p, const tl::tensor &total, con
 /// in L2 - and stream-K evens out the P to 2P tiles left (CUTLASS's
 /// "data-parallel + stream-K"); with fewer, every tile is stream-K's.
 template <class Product, class Epilogue>
-void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, const tl::tensor &steps, int BM,
+void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, const tl::tensor &k_steps, int BM,
                         int BN, int GROUP_M, tl::ptr<float> partials, tl::ptr<int32_t> arrivals, Product product,
                         Epilogue epilogue) {
+  // K = 0: one step, past the end (its loads read zeros), so C = 0.
+  tl::tensor steps = tl::maximum(k_steps, 1);
   tl::tensor programs = tl::num_programs(0), p = tl::program_id(0);
   tl::tensor tiles = tiles_m * tiles_n;
   tl::tensor dp_waves = tl::maximum(tiles / programs - 1, 0), dp_tiles = dp_waves * programs;

@@ -187,7 +187,7 @@ private:
 
 bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   // The K loop at the top of the kernel, or in a loop there (a persistent
-  // kernel's tile loop) whose iterations all run the same K iterations.
+  // kernel's tile loop; its tiles may run different K iterations).
   tiles = dyn_cast<scf::ForOp>(loop->getParentOp());
   fn = dyn_cast<func::FuncOp>((tiles ? tiles : loop)->getParentOp());
   module = fn ? fn->getParentOfType<ModuleOp>() : ModuleOp();
@@ -245,8 +245,9 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
   if (varyingTrips && programs > 1)
     return false; // ping-pong's turns assume every tile's loop is as long
   // A cluster's CTAs fetch the blocks the kernel promises they all load
-  // (tl::multicast) once: each copies a slice of the rows into all of them.
-  if (clusterSize > 1 && programs == 1)
+  // (tl::multicast) once: each copies a slice of the rows into all of them
+  // (not where their K loops may differ: the copies would not pair up).
+  if (clusterSize > 1 && programs == 1 && !varyingTrips)
     for (auto &[load, uses] : byLoad) {
       auto block = dyn_cast<tile::DescriptorLoadOp>(load);
       if (!block || !block.getMulticast() || !layout::multicastSliceRows(uses.front()->ring.tile(), clusterSize))
