@@ -136,19 +136,31 @@ std::optional<layout::SharedTile> tmaStoreStagingTile(Operation *op) {
   return layout::tmaStoreStaging(*tile, tilegpu::toLinearLayout(t.getEncoding(), t.getShape()));
 }
 
+std::optional<layout::SharedTile> tmaLoadTile(Operation *op) {
+  if (!isTmaLoad(op) || !op->hasAttr("tilegpu.tma_swizzle"))
+    return std::nullopt;
+  auto t = cast<RankedTensorType>(op->getResult(0).getType());
+  if (t.getRank() != 2)
+    return std::nullopt;
+  return layout::tmaStoreTile({int32_t(t.getDimSize(0)), int32_t(t.getDimSize(1))}, int(t.getElementTypeBitWidth()));
+}
+
 int64_t tmaBlockBytes(Operation *op) {
   auto t = cast<RankedTensorType>(isTmaStore(op) ? op->getOperands().back().getType()
                                                  : op->getResult(0).getType());
   int64_t bytes = t.getNumElements() * bytesOf(t.getElementType());
   if (std::optional<layout::SharedTile> staging = tmaStoreStagingTile(op))
     bytes = staging->bytes();
+  else if (std::optional<layout::SharedTile> tile = tmaLoadTile(op))
+    bytes = tile->bytes();
   return (bytes + kTmaAlignment - 1) / kTmaAlignment * kTmaAlignment;
 }
 
 int64_t sharedScratchAlignment(Operation *op) {
   // wgmma dots and rings (whose stages wgmma may read), and the swizzled
-  // tiles TMA stores copy out, start on the swizzle period.
-  if (isTmaStore(op) && op->hasAttr("tilegpu.tma_swizzle"))
+  // tiles TMA stores copy out and swizzled loads land in, start on the
+  // swizzle period.
+  if ((isTmaStore(op) || isTmaLoad(op)) && op->hasAttr("tilegpu.tma_swizzle"))
     return kWgmmaTileAlignment;
   if (isTmaLoad(op) || isTmaStore(op))
     return kTmaAlignment;

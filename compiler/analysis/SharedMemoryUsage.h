@@ -61,13 +61,18 @@ bool isTmaStore(mlir::Operation *op);
 mlir::Operation *deferredTmaStoreLoop(mlir::Operation *op);
 inline constexpr llvm::StringLiteral kTmaStoreDeferredAttr = "tilegpu.tma_store_deferred";
 /// The bytes of its block in shared memory, rounded up to kTmaAlignment
-/// (where its mbarrier starts); a swizzled store's staging tile's bytes.
+/// (where its mbarrier starts); a swizzled store's staging tile's bytes, a
+/// swizzled load's tile's.
 int64_t tmaBlockBytes(mlir::Operation *op);
 /// A TMA store through a swizzled map (tilegpu.tma_swizzle): the tile its
 /// block is staged in (layout::tmaStoreTile), with two resident blocks
 /// where layout::tmaStoreStaging allows it; nullopt for other stores, and
 /// when the stored value has no layout yet.
 std::optional<layout::SharedTile> tmaStoreStagingTile(mlir::Operation *op);
+/// A TMA load through a swizzled map (tilegpu.tma_swizzle): the tile its
+/// boxes land in (layout::tmaStoreTile's, one box per swizzle-wide block of
+/// columns); nullopt for other loads.
+std::optional<layout::SharedTile> tmaLoadTile(mlir::Operation *op);
 
 /// Bytes of shared memory `op` needs while it runs; 0 when it needs none
 /// (also for ops whose tiles have no layout yet).

@@ -116,18 +116,32 @@ SmallVector<Value> threadPart(OpBuilder &b, Location loc, const LinearLayout &ll
 }
 } // namespace
 
-SmallVector<SmallVector<Value>> coordinates(OpBuilder &b, Location loc, const LinearLayout &ll) {
+SmallVector<SmallVector<Value>> coordinates(OpBuilder &b, Location loc, const LinearLayout &ll, bool addDisjoint) {
   auto [lane, warp] = laneAndWarp(b, loc);
   SmallVector<Value> lanePart = threadPart(b, loc, ll, "lane", lane);
   SmallVector<Value> warpPart = threadPart(b, loc, ll, "warp", warp);
+  // The bits the thread parts may set, per output dimension (addDisjoint).
+  SmallVector<int32_t> threadBits(ll.outDims().size(), 0);
+  for (const char *dim : {"lane", "warp"})
+    if (ll.hasInDim(dim))
+      for (int i = 0; i < std::countr_zero(uint32_t(ll.inDimSize(dim))); ++i) {
+        std::vector<int32_t> basis = ll.basis(dim, i);
+        for (size_t d = 0; d < basis.size(); ++d)
+          threadBits[d] |= basis[d];
+      }
+  SmallVector<Value> thread;
+  for (size_t d = 0; d < lanePart.size(); ++d)
+    thread.push_back(LLVM::XOrOp::create(b, loc, lanePart[d], warpPart[d]));
   SmallVector<SmallVector<Value>> out;
   for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
     std::vector<int32_t> regPart = ll.apply({{"register", r}});
     SmallVector<Value> c;
-    for (size_t d = 0; d < regPart.size(); ++d)
-      c.push_back(LLVM::XOrOp::create(
-          b, loc, LLVM::XOrOp::create(b, loc, lanePart[d], warpPart[d]),
-          i32Const(b, loc, regPart[d])));
+    for (size_t d = 0; d < regPart.size(); ++d) {
+      Value constant = i32Const(b, loc, regPart[d]);
+      c.push_back(addDisjoint && !(regPart[d] & threadBits[d])
+                      ? Value(LLVM::AddOp::create(b, loc, thread[d], constant))
+                      : Value(LLVM::XOrOp::create(b, loc, thread[d], constant)));
+    }
     out.push_back(c);
   }
   return out;
@@ -374,6 +388,60 @@ void storeSharedTile(OpBuilder &b, Location loc, ValueRange values, RankedTensor
     Value p = LLVM::GEPOp::create(b, loc, ptr3, values[size_t(r)].getType(), base, ValueRange{at[size_t(r)][0]});
     predicatedStore(b, loc, p, words, owners.threadOwns, "shared");
   }
+}
+
+SmallVector<Value> loadSharedTile(OpBuilder &b, Location loc, RankedTensorType type, Type elem,
+                                  const layout::SharedTile &tile, Value base) {
+  layout::LinearLayout target = layoutOf(type);
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  SmallVector<Value> out(size_t(target.inDimSize("register")));
+  if (auto rows = layout::stmatrixRows(target, tile)) {
+    // ldmatrix.x4 reads what stmatrix.x4 writes: group g is registers
+    // 8g..8g+7, four words of a lane, each lane addressing its row.
+    Type i32 = b.getI32Type();
+    Type words = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
+    auto at = coordinates(b, loc, rows->compose(tile.offsetLayout()));
+    for (auto [g, offset] : llvm::enumerate(at)) {
+      Value p = LLVM::GEPOp::create(b, loc, ptr3, elem, base, ValueRange{offset[0]});
+      Value read = NVVM::LdMatrixOp::create(b, loc, words, p, 4, NVVM::MMALayout::row,
+                                            NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+                                            NVVM::LdStMatrixEltType::B16);
+      SmallVector<Value> w;
+      for (int64_t j = 0; j < 4; ++j)
+        w.push_back(LLVM::ExtractValueOp::create(b, loc, read, j));
+      for (auto [i, v] : llvm::enumerate(unpackWords(b, loc, w, elem)))
+        out[8 * g + i] = v;
+    }
+    return out;
+  }
+  const int32_t bits = int32_t(elem.getIntOrFloatBitWidth());
+  layout::LinearLayout offsets = target.compose(tile.offsetLayout());
+  int32_t vector = layout::vectorElementsOf(offsets, 128 / bits);
+  if (vector * bits < 32 || bits > 32)
+    vector = 1; // narrower than a word, or wider elements: one by one
+  const int32_t wordsPerVector = vector * bits / 32;
+  auto at = coordinates(b, loc, offsets);
+  for (int32_t r = 0; r < target.inDimSize("register"); r += vector) {
+    Value p = LLVM::GEPOp::create(b, loc, ptr3, elem, base, ValueRange{at[size_t(r)][0]});
+    if (vector == 1) {
+      out[size_t(r)] = LLVM::LoadOp::create(b, loc, elem, p);
+      continue;
+    }
+    Value vec = LLVM::LoadOp::create(b, loc, VectorType::get({wordsPerVector}, b.getI32Type()), p,
+                                     /*alignment=*/unsigned(wordsPerVector * 4));
+    SmallVector<Value> w;
+    for (int32_t j = 0; j < wordsPerVector; ++j)
+      w.push_back(LLVM::ExtractElementOp::create(b, loc, vec, i32Const(b, loc, j)));
+    SmallVector<Value> values;
+    if (bits == 32)
+      for (Value word : w)
+        values.push_back(LLVM::BitcastOp::create(b, loc, elem, word));
+    else
+      values = unpackWords(b, loc, w, elem);
+    for (auto [i, v] : llvm::enumerate(values))
+      out[size_t(r) + i] = v;
+  }
+  return out;
 }
 
 } // namespace tegula::lowering

@@ -49,8 +49,13 @@ int64_t clusterSize(mlir::Operation *moduleOrInside);
 /// the thread runs (consumers) or fills the rings of (producer warps).
 mlir::Value programSlot(mlir::OpBuilder &b, mlir::Location loc);
 /// For every register of this thread, its coordinates (one i32 per dim).
+/// `addDisjoint`: a register's constant that shares no bit with what the
+/// lane and warp may set is added rather than XORed - the same value, and an
+/// offset the backends fold into an address ([r + imm]) where an XOR takes a
+/// register of its own (a cross-warp reduction's many slots, hoisted out of
+/// a persistent kernel's tile loop, spilled beside its accumulator).
 llvm::SmallVector<llvm::SmallVector<mlir::Value>>
-coordinates(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll);
+coordinates(mlir::OpBuilder &b, mlir::Location loc, const layout::LinearLayout &ll, bool addDisjoint = false);
 /// Which copies of a layout's elements act: registers with a set bit in
 /// `duplicateRegisters` repeat another register's element, and `threadOwns`
 /// (i1) is false in threads whose lane/warp bits only repeat other threads'.
@@ -96,6 +101,13 @@ void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
 void storeSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values, mlir::RankedTensorType type,
                      const layout::SharedTile &tile, mlir::Value base, bool stmatrix = false,
                      std::optional<int32_t> onlyBlock = std::nullopt);
+
+/// The registers of `type` read from the shared tile `tile` at `base` (the
+/// inverse of storeSharedTile): 16-bit mma fragments with ldmatrix.x4 where
+/// layout::stmatrixRows allows (sm_75 code and up), else in vectors of up to
+/// 16 bytes where the layouts allow. `elem` is the registers' type.
+llvm::SmallVector<mlir::Value> loadSharedTile(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                                              mlir::Type elem, const layout::SharedTile &tile, mlir::Value base);
 
 /// Who runs code in `block`: every thread, or - in a warp-specialised
 /// kernel, split by an scf.if marked tilegpu.warp_specialized - its then

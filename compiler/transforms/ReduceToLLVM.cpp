@@ -186,8 +186,9 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         warpSlot = LLVM::OrOp::create(rw, loc, warpSlot,
                                       LLVM::ShlOp::create(rw, loc, bit, i32Const(rw, loc, int(j))));
       }
-      // The linear index of each key's result element (axis removed).
-      auto coords = coordinates(rw, loc, ll);
+      // The linear index of each key's result element (axis removed): a
+      // base and constant offsets where the layout allows.
+      auto coords = coordinates(rw, loc, ll, /*addDisjoint=*/true);
       SmallVector<int64_t> strides;
       int64_t stride = 1;
       for (int64_t d = srcType.getRank() - 1; d >= 0; --d) {

@@ -7,6 +7,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include <array>
 
 namespace tegula {
@@ -417,6 +419,81 @@ struct StoreThroughTmaInAnyLayout : OpRewritePattern<tile::DescriptorStoreOp> {
   }
 };
 
+/// The ops `v` is computed from through elementwise ops, when they reach
+/// only cheap tiles and TMA loads (at least one), and nothing outside them
+/// but `cvt` uses what they compute: added to `tree` in program order.
+bool collectTmaLoadedTree(Value v, tilegpu::ConvertLayoutOp cvt, llvm::SetVector<Operation *> &tree) {
+  llvm::SetVector<Operation *> reached;
+  SmallVector<Value> work = {v};
+  bool loads = false;
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    if (isCheapTile(w))
+      continue;
+    Operation *def = w.getDefiningOp();
+    if (!def || reached.size() > 64)
+      return false;
+    if (reached.contains(def))
+      continue;
+    if (isa<tile::DescriptorLoadOp>(def) && def->hasAttr("tilegpu.tma")) {
+      loads = true;
+    } else if (!isElementwise(def) || isa<tile::AddPtrOp>(def)) {
+      return false;
+    } else {
+      for (Value o : def->getOperands())
+        if (isa<RankedTensorType>(o.getType()))
+          work.push_back(o);
+    }
+    reached.insert(def);
+  }
+  for (Operation *op : reached)
+    for (Operation *user : op->getUsers())
+      if (user != cvt.getOperation() && !reached.contains(user))
+        return false;
+  if (!loads)
+    return false;
+  SmallVector<Operation *> ordered(reached.begin(), reached.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b) : a->getBlock() < b->getBlock();
+  });
+  tree.insert(ordered.begin(), ordered.end());
+  return llvm::all_of(tree, [&](Operation *op) { return op->getBlock() == cvt->getBlock(); });
+}
+
+/// convert_L(f(tma_load(d), ...)) -> f'(tma_load'(d), ...) in L: a TMA
+/// load's threads read their elements from shared memory in any layout
+/// (from a swizzled tile without bank conflicts, 16-bit mma fragments with
+/// ldmatrix), so data loaded through TMA and computed on elementwise only
+/// for this conversion is loaded and computed in its target layout - a GEMM
+/// epilogue's operand (GELU's input beside the accumulator) never moves
+/// through shared memory a second time. Cheap tiles among the operands are
+/// converted (and then rematerialised).
+struct LoadThroughTmaInTargetLayout : OpRewritePattern<tilegpu::ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp cvt, PatternRewriter &rw) const override {
+    auto target = cast<RankedTensorType>(cvt.getType());
+    if (!computesIn(target.getEncoding()) || conversionCost(cvt).n[0] == 0)
+      return failure();
+    llvm::SetVector<Operation *> tree;
+    if (!collectTmaLoadedTree(cvt.getSrc(), cvt, tree))
+      return failure();
+    for (Operation *op : tree) {
+      rw.setInsertionPoint(op);
+      rw.modifyOpInPlace(op, [&] {
+        if (!isa<tile::DescriptorLoadOp>(op))
+          for (OpOperand &o : op->getOpOperands()) {
+            auto t = dyn_cast<RankedTensorType>(o.get().getType());
+            if (t && t.getEncoding() != target.getEncoding() && !tree.contains(o.get().getDefiningOp()))
+              o.set(tilegpu::ConvertLayoutOp::create(rw, op->getLoc(), withEncodingOf(t, target), o.get()));
+          }
+        op->getResult(0).setType(withEncodingOf(op->getResult(0).getType(), target));
+      });
+    }
+    rw.replaceOp(cvt, cvt.getSrc());
+    return success();
+  }
+};
+
 struct RemoveLayoutConversionsPass
     : tegula::impl::RemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
@@ -430,7 +507,8 @@ struct RemoveLayoutConversionsPass
         return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<RematerialiseCheapSource, ReloadInTargetLayout>(&getContext(), /*benefit=*/2);
+    patterns.add<RematerialiseCheapSource, ReloadInTargetLayout, LoadThroughTmaInTargetLayout>(&getContext(),
+                                                                                             /*benefit=*/2);
     patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise,
                  ConvertBeforeBroadcast, CarryInYieldedLayout, StoreThroughTmaInAnyLayout>(
         &getContext());

@@ -10,8 +10,10 @@
 //   all:    bar.sync
 //   thread 0: mbarrier.arrive.expect_tx [bar], <block bytes>
 //             cp.async.bulk.tensor.Nd [buffer], [tensor map, {coords}], [bar]
+//             (a swizzled map: a box per swizzle-wide block of columns)
 //   all:    mbarrier.try_wait.parity [bar], 0 until it succeeds
-//           read their elements of the block (row-major, unswizzled)
+//           read their elements of the block (row-major, unswizzled; or
+//           from the swizzled tile, ldmatrix into mma fragments)
 //           bar.sync; thread 0: mbarrier.inval [bar]
 //
 // A `tile.descriptor_store` so marked goes the other way: the block's
@@ -128,6 +130,20 @@ std::string appendCoordinates(SmallVector<Value> &args, std::string &constraints
   return coords;
 }
 
+/// A box's coordinates (outermost first) with the innermost `columnShift`
+/// further on: the box of a swizzle-wide block of columns.
+SmallVector<Value> shiftColumn(OpBuilder &b, Location loc, ValueRange offsetsIn, int64_t columnShift) {
+  SmallVector<Value> offsets(offsetsIn);
+  if (columnShift) {
+    Value column = i32Const(b, loc, columnShift);
+    Value inner = offsets.back();
+    if (inner.getType() != column.getType())
+      column = LLVM::SExtOp::create(b, loc, inner.getType(), column);
+    offsets.back() = LLVM::AddOp::create(b, loc, inner, column);
+  }
+  return offsets;
+}
+
 /// A TMA descriptor is the tensor map parameter use-tma added.
 struct MakeTensorMapPattern : OpConversionPattern<tile::MakeTensorDescriptorOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -153,6 +169,12 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     const int64_t rank = type.getRank();
+    // A swizzled map (use-tma): the boxes land in tmaLoadTile's tile, one
+    // per block of swizzle-wide rows; else row-major, one box.
+    std::optional<layout::SharedTile> tile = analysis::tmaLoadTile(op);
+    if (auto swizzle = op->getAttrOfType<IntegerAttr>("tilegpu.tma_swizzle"))
+      if (!tile || tile->rowBytes() != swizzle.getInt())
+        return rw.notifyMatchFailure(op, "the load's swizzle does not match its tile");
     const int64_t blockBytes = analysis::tmaBlockBytes(op);
     const int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
     Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
@@ -167,23 +189,37 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     initBarrier(rw, loc, bar, leader);
     inlinePtx(rw, loc, Type(), {leader}, "@$0 fence.mbarrier_init.release.cluster;", "b");
     ctaBarrier(rw, loc);
-    // TMA coordinates run innermost first.
-    SmallVector<Value> args = {buffer, adaptor.getDesc().front(), bar, leader};
-    std::string constraints = "l,l,l,b";
-    std::string coords = appendCoordinates(args, constraints, firstOfEach(adaptor.getOffsets()));
-    inlinePtx(rw, loc, Type(), args,
-              fmt::format("@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], {0};\n"
-                          "@$3 cp.async.bulk.tensor.{1}d.shared::cluster.global.tile."
-                          "mbarrier::complete_tx::bytes [$0], [$1, {{{2}}}], [$2];",
-                          bytes, rank, coords),
-              constraints);
+    // One expect_tx of the whole block's bytes, then its boxes (TMA
+    // coordinates run innermost first).
+    inlinePtx(rw, loc, Type(), {bar, leader},
+              fmt::format("@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {};", bytes), "l,b");
+    const int64_t blocks = tile && tile->blockElements ? type.getDimSize(1) / tile->blockElements : 1;
+    for (int64_t j = 0; j < blocks; ++j) {
+      // Block j: columns j * blockElements on, rows x rowBytes further in.
+      Value to = buffer;
+      if (j)
+        to = LLVM::GEPOp::create(rw, loc, buffer.getType(), rw.getI8Type(), buffer,
+                                 ValueRange{i32Const(rw, loc, j * type.getDimSize(0) * tile->rowBytes())});
+      SmallVector<Value> args = {to, adaptor.getDesc().front(), bar, leader};
+      std::string constraints = "l,l,l,b";
+      std::string coords = appendCoordinates(
+          args, constraints, shiftColumn(rw, loc, firstOfEach(adaptor.getOffsets()), j ? j * tile->blockElements : 0));
+      inlinePtx(rw, loc, Type(), args,
+                fmt::format("@$3 cp.async.bulk.tensor.{}d.shared::cluster.global.tile."
+                            "mbarrier::complete_tx::bytes [$0], [$1, {{{}}}], [$2];",
+                            rank, coords),
+                constraints);
+    }
     waitForPhase(rw, loc, bar, i32Const(rw, loc, 0));
 
-    // Each thread reads its elements of the row-major block.
+    // Each thread reads its elements of the block.
     Type elem = memoryType(type.getElementType());
     SmallVector<Value> values;
-    for (Value p : rowMajorAddresses(rw, loc, type, buffer))
-      values.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
+    if (tile)
+      values = loadSharedTile(rw, loc, type, elem, *tile, buffer);
+    else
+      for (Value p : rowMajorAddresses(rw, loc, type, buffer))
+        values.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
     // Everyone has passed the wait before the barrier is invalidated (its
     // bytes may serve another purpose next).
     ctaBarrier(rw, loc);
@@ -207,14 +243,7 @@ void waitForStoreReads(OpBuilder &b, Location loc) {
 /// the leader into the current bulk group.
 void issueStoreBox(OpBuilder &b, Location loc, Value map, ValueRange offsetsIn, Value from, Value leader,
                    int64_t rank, int64_t columnShift) {
-  SmallVector<Value> offsets(offsetsIn);
-  if (columnShift) {
-    Value column = i32Const(b, loc, columnShift);
-    Value inner = offsets.back();
-    if (inner.getType() != column.getType())
-      column = LLVM::SExtOp::create(b, loc, inner.getType(), column);
-    offsets.back() = LLVM::AddOp::create(b, loc, inner, column);
-  }
+  SmallVector<Value> offsets = shiftColumn(b, loc, offsetsIn, columnShift);
   SmallVector<Value> args = {map, from, leader};
   std::string constraints = "l,l,b";
   std::string coords = appendCoordinates(args, constraints, offsets);

@@ -12,10 +12,14 @@
 // (its argument) and its loads and stores `tilegpu.tma`;
 // `lower-tilegpu-to-llvm` turns loads into cp.async.bulk.tensor completing
 // on an mbarrier, stores into a bulk copy out of shared memory. A descriptor
-// only stored through gets a swizzled map (`swizzledStoreBytes`): its stores
-// (`tilegpu.tma_swizzle`) stage the block in a swizzled tile, which the
-// threads fill without bank conflicts, and copy it out a box per block of
-// swizzle-wide rows.
+// only stored through, or only loaded through, gets a swizzled map
+// (`swizzledBlockBytes`): its stores (`tilegpu.tma_swizzle`) stage the block
+// in a swizzled tile, which the threads fill without bank conflicts, and
+// copy it out a box per block of swizzle-wide rows; its loads land a box per
+// such block in the same tile, which the threads read without bank
+// conflicts in any layout - a GEMM epilogue's operand straight into the
+// accumulator's (ldmatrix), where a row-major block put a fragment's eight
+// rows on the same banks. (A dot's operand rings make maps of their own.)
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/layout/WgmmaOperands.h"
@@ -69,9 +73,9 @@ std::optional<DType> dtypeOf(Type t) {
   return std::nullopt;
 }
 
-/// The swizzle (bytes) of the tile a store of `block` stages it in, when
-/// there is one (layout::tmaStoreTile).
-std::optional<int> swizzledStoreBytes(RankedTensorType block) {
+/// The swizzle (bytes) of the tile a store of `block` stages it in, or a
+/// load lands it in, when there is one (layout::tmaStoreTile).
+std::optional<int> swizzledBlockBytes(RankedTensorType block) {
   if (block.getRank() != 2)
     return std::nullopt;
   auto tile = layout::tmaStoreTile({int32_t(block.getDimSize(0)), int32_t(block.getDimSize(1))},
@@ -117,11 +121,13 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
           continue;
         spec.box.assign(block.getShape().begin(), block.getShape().end());
         spec.dtype = *dtype;
-        // Only stored through: the block leaves from a swizzled tile, one
-        // box per swizzle-wide block of columns (TmaToLLVM.cpp).
+        // Only stored through, or only loaded through: the block leaves
+        // from, or lands in, a swizzled tile, one box per swizzle-wide block
+        // of columns (TmaToLLVM.cpp).
         std::optional<int> swizzle;
-        if (llvm::all_of(accesses, [](Operation *u) { return isa<tile::DescriptorStoreOp>(u); }))
-          if ((swizzle = swizzledStoreBytes(block))) {
+        if (llvm::all_of(accesses, [](Operation *u) { return isa<tile::DescriptorStoreOp>(u); }) ||
+            llvm::all_of(accesses, [](Operation *u) { return isa<tile::DescriptorLoadOp>(u); }))
+          if ((swizzle = swizzledBlockBytes(block))) {
             spec.box.back() = int32_t(*swizzle * 8 / int64_t(block.getElementTypeBitWidth()));
             spec.swizzle = *swizzle;
           }

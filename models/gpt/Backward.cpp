@@ -137,11 +137,11 @@ void GptModel::backward() {
   using Partials = std::pair<int64_t, int>;
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
                        std::optional<Partials> dyPartials = {}) {
-    if (pre) { // one program a tile: persistent, pre's block beside the accumulator spills (ptxas)
+    if (pre) {
       const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
-      kernels_->matmulDxGelu(launch({uint32_t(cdiv(BT, GM)), uint32_t(cdiv(K, GN))}, geluWarps, geluStages), dy,
-                             P(w + ".weight"), *pre, dx, columnScratch_.view(geluPartials, int64_t(dxBlocks) * K),
-                             BT, N, K, GM, GN, GK, 0);
+      kernels_->matmulDxGelu(launch(gemmGrid(BT, K, GM, GN), geluWarps, geluStages), dy, P(w + ".weight"), *pre, dx,
+                             columnScratch_.view(geluPartials, int64_t(dxBlocks) * K), BT, N, K, GM, GN, GK,
+                             groupM());
     } else
       kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
                          groupM());

@@ -167,7 +167,7 @@ template <class T> void checkAll(const char *chip) {
          true);
   linear("matmul_bwd_dx_gelu", k::matmul_bwd_dx_gelu<T, P>, k::matmul_bwd_dx_gelu_tma<T, P>,
          {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"},
-         {t, t, t, t, f, 8192, 768, 3072, tiles.geluDx()[0], tiles.geluDx()[1], tiles.geluDx()[2], 0}, true,
+         {t, t, t, t, f, 8192, 768, 3072, tiles.geluDx()[0], tiles.geluDx()[1], tiles.geluDx()[2], G}, true,
          {tiles.geluDx()[3], tiles.geluDx()[4]});
   const auto [HM, HN, HK, HW, HS] = tiles.head();
   linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,

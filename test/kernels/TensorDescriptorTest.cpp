@@ -59,6 +59,26 @@ inline void scale_heads(tl::ptr<bfloat16> x, tl::ptr<bfloat16> out, tl::scalar<i
   dst.store({at_row, at_col}, src.load({at_row, at_col}) * 2.0f);
 }
 
+/// c = (a @ b) * s elementwise, s [M, N] through a descriptor (of type S):
+/// a GEMM epilogue's operand, which on sm_90a lands by TMA in a swizzled
+/// tile and is read straight into the accumulator's layout (ldmatrix for
+/// 16 bits) instead of being converted into it through shared memory.
+template <class S>
+void scaled_product(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<S> scale, tl::ptr<float> c,
+                    tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                    tl::constant<int> BN, tl::constant<int> BK) {
+  auto a_desc = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto b_desc = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto s_desc = tl::make_tensor_descriptor(scale, {M, N}, {N, 1}, {BM, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc))
+    acc = tl::dot(a_desc.load({m0, k}), b_desc.load({k, n0}), acc);
+  tl::tensor rm = m0 + tl::arange(0, BM), rn = n0 + tl::arange(0, BN);
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc * (s_desc.load({m0, n0}).to(tl::f32) + 1.0f),
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
 constexpr float kUntouched = 777.0f;
 
 struct CopyShape {
@@ -480,6 +500,23 @@ TEST_P(TensorDescriptor, PersistentMatmul) {
   EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>());
 }
 
+/// The epilogue's operand through TMA, bf16 (ldmatrix from the swizzled
+/// tile on sm_90a) and f32 (vector reads), on ragged blocks (zeros outside).
+template <class S> void checkScaledProduct(const LaunchOptions &target) {
+  auto k = kernel("scaled_product", scaled_product<S>, {"a", "b", "scale", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const int M = 100, N = 72, K = 48;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto scale = random_vector<S>(size_t(M * N));
+  auto want = poisoned<float>(size_t(M * N)), got = want;
+  LaunchOptions o = target;
+  o.grid = {uint32_t(cdiv(M, 64)), uint32_t(cdiv(N, 64))};
+  k(o, a, b, scale, got, M, N, K, 64, 64, 16);
+  k({.grid = o.grid, .backend = Backend::Interp}, a, b, scale, want, M, N, K, 64, 64, 16);
+  EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+}
+TEST_P(TensorDescriptor, EpilogueOperandBf16) { checkScaledProduct<bfloat16>(target()); }
+TEST_P(TensorDescriptor, EpilogueOperandF32) { checkScaledProduct<float>(target()); }
+
 TEST_P(TensorDescriptor, MatmulBf16) { checkMatmulDescriptors<bfloat16>(target(), tolerance<bfloat16>()); }
 TEST_P(TensorDescriptor, MatmulF32) { checkMatmulDescriptors<float>(target(), 1e-5); }
 
@@ -507,6 +544,24 @@ TEST(TensorDescriptorPtx, LoadsUseTmaOnHopperAndMaskedLoadsElsewhere) {
   CompiledKernel ampere = k.compile(args, {.chip = "sm_80"});
   EXPECT_THAT(ampere.ptx, Not(HasSubstr("cp.async.bulk")));
   EXPECT_TRUE(ampere.tensor_maps.empty());
+}
+
+/// A GEMM epilogue's operand loaded through TMA lands in a swizzled tile
+/// (its map swizzled, a box per 128-byte block of columns) and is read with
+/// ldmatrix straight into the accumulator's layout: the GELU backward's
+/// pre block beside the accumulator took a 64 KiB conversion before.
+TEST(TensorDescriptorPtx, EpilogueOperandsLoadIntoTheAccumulatorsLayout) {
+  auto k = kernel("scaled_product", scaled_product<bfloat16>,
+                  {"a", "b", "scale", "c", "M", "N", "K", "BM", "BN", "BK"});
+  std::vector<bfloat16> x(128 * 128);
+  std::vector<float> c(128 * 128);
+  CompiledKernel hopper = k.compile({x, x, x, c, 128, 128, 128, 64, 128, 32}, {.chip = "sm_90a", .num_stages = 1});
+  EXPECT_THAT(hopper.ptx, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(hopper.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  // scale's map: box 64 x 64 (128-byte rows), swizzled 128 bytes.
+  EXPECT_THAT(hopper.tensor_maps, HasSubstr(" 64 64 128"));
+  if (!hopper.cubin.empty())
+    EXPECT_EQ(hopper.spill_bytes, 0) << hopper.ptxas_log;
 }
 
 /// The TMA rings: per stage one mbarrier that A's and B's copies share -

@@ -339,3 +339,63 @@ func.func @no_reload(%x: !tile.ptr<f32>) -> (tensor<64xf32, #b>, tensor<64xf32, 
   %d = tilegpu.convert_layout %w : tensor<512xf32, #b> -> tensor<512xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
   return %v, %c, %d : tensor<64xf32, #b>, tensor<64xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>, tensor<512xf32, #tilegpu.slice<{dim = 1, parent = #mma}>>
 }
+
+// -----
+
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
+
+// A block loaded through TMA and computed on elementwise only for a
+// conversion into the accumulator's layout (a GEMM epilogue's operand,
+// GELU's input): loaded and computed in that layout - the threads read it
+// from the TMA's tile in any layout - and the conversion is gone. The
+// constant is made there too.
+// CHECK-LABEL: func.func @tma_operand_into_accumulator(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.descriptor_load {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32} : {{.*}} -> tensor<64x64xbf16, #[[M:mma[0-9]*]]>
+// CHECK:         arith.extf {{.*}} : tensor<64x64xbf16, #[[M]]> to tensor<64x64xf32, #[[M]]>
+// CHECK:         arith.mulf {{.*}} : tensor<64x64xf32, #[[M]]>
+// CHECK:         arith.addf {{.*}} : tensor<64x64xf32, #[[M]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @tma_operand_into_accumulator(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
+                                        %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  %v = tile.descriptor_load %d[%i, %i] {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32} : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
+  %f = arith.extf %v : tensor<64x64xbf16, #b> to tensor<64x64xf32, #b>
+  %two = arith.constant dense<2.0> : tensor<64x64xf32, #b>
+  %sq = arith.mulf %f, %f : tensor<64x64xf32, #b>
+  %g = arith.addf %sq, %two : tensor<64x64xf32, #b>
+  %c = tilegpu.convert_layout %g : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
+  %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
+  return %r : tensor<64x64xf32, #mma>
+}
+
+// -----
+
+#b = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
+
+// Not when the loaded data has another user in its own layout (it would
+// then be read twice, or converted anyway), nor for a load that is not
+// TMA's (a global load's layout decides its coalescing).
+// CHECK-LABEL: func.func @tma_operand_used_twice(
+// CHECK:         tile.descriptor_load {{.*}} -> tensor<64x64xbf16, #[[B:blocked[0-9]*]]>
+// CHECK:         tilegpu.convert_layout {{.*}} : tensor<64x64xf32, #[[B]]> -> tensor<64x64xf32, #mma
+// CHECK-LABEL: func.func @not_tma(
+// CHECK:         tile.descriptor_load {{.*}} -> tensor<64x64xbf16, #[[B2:blocked[0-9]*]]>
+// CHECK:         tilegpu.convert_layout
+func.func @tma_operand_used_twice(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
+                                  %acc: tensor<64x64xf32, #mma>) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #b>) {
+  %v = tile.descriptor_load %d[%i, %i] {tilegpu.tma} : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
+  %f = arith.extf %v : tensor<64x64xbf16, #b> to tensor<64x64xf32, #b>
+  %c = tilegpu.convert_layout %f : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
+  %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
+  return %r, %f : tensor<64x64xf32, #mma>, tensor<64x64xf32, #b>
+}
+func.func @not_tma(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
+                   %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  %v = tile.descriptor_load %d[%i, %i] : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
+  %f = arith.extf %v : tensor<64x64xbf16, #b> to tensor<64x64xf32, #b>
+  %c = tilegpu.convert_layout %f : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
+  %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
+  return %r : tensor<64x64xf32, #mma>
+}

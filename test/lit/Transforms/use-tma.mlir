@@ -4,31 +4,34 @@
 // A descriptor over kernel arguments (extents widened from i32) gets a
 // hidden tensor-map argument, recorded in tilegpu.tensor_maps (base argument
 // 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
-// constant 1, box 32 x 64, no swizzle), the store's descriptor likewise
-// over argument 1 but swizzled (only stored through: its 128-byte rows are
-// staged in a 128-byte swizzled tile); the load and the store are marked
-// for TMA, the store with its swizzle.
-// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 0\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A"}
+// constant 1, box 32 x 64, swizzled: only loaded through, its 128-byte rows
+// land in a 128-byte swizzled tile), the store's descriptor likewise over
+// argument 1 (only stored through: its rows are staged in such a tile); the
+// load and the store are marked for TMA with their swizzle.
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A"}
 // CHECK-LABEL: func.func @copy
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
-// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma}
+// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 5 : i32}
 // CHECK: tile.descriptor_store {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 
 // The lowering: the map is a grid-constant parameter; one thread initialises
 // the mbarrier behind the 4 KiB block, expects its bytes and issues the copy
 // (coordinates innermost first); everyone waits on phase 0 (the constant
-// that is also the column coordinate here).
+// that is also the column coordinate here), then reads its elements of the
+// swizzled tile in 8-byte vectors.
 // LLVM-LABEL: llvm.func @copy
 // LLVM-SAME: %[[MAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
 // LLVM: fence.proxy.async.shared::cta;
 // LLVM: nvvm.barrier0
 // LLVM: "@$1 mbarrier.init.shared::cta.b64 [$0], 1;
 // LLVM: nvvm.barrier0
-// LLVM: llvm.inline_asm has_side_effects "@$3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$2], 4096;\0A@$3 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$4, $5}], [$2];", "l,l,l,b,r,r" %{{.*}}, %[[MAP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+// LLVM: llvm.inline_asm has_side_effects "@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], 4096;", "l,b"
+// LLVM-NEXT: llvm.inline_asm has_side_effects "@$3 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$4, $5}], [$2];", "l,l,l,b,r,r" %{{.*}}, %[[MAP]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+// LLVM-NOT: cp.async.bulk.tensor
 // LLVM: mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;{{.*}} "l,r" %{{.*}}, %[[ZERO:.*]] :
-// LLVM: llvm.load {{.*}} : !llvm.ptr<3> -> bf16
+// LLVM: llvm.load {{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
 // LLVM: mbarrier.inval.shared::cta.b64
 // The store: the block's owners write it to the swizzled tile in vectors
 // vectors, fence, barrier; thread 0 sends it out and waits until the buffer
@@ -83,9 +86,10 @@ module {
 // A stride that is an argument times a constant (heads x head size, the row
 // of a multi-head buffer) is something the host can compute: the record
 // says argument 2 times 64 (and the extent argument 1 times 1).
-// CHECK: tilegpu.tensor_maps = "0 7 2 1 1 -1 4096 2 64 -1 1 16 64 0\0A"
+// Swizzled, its f32 rows land a 32-column box at a time (box 16 x 32).
+// CHECK: tilegpu.tensor_maps = "0 7 2 1 1 -1 4096 2 64 -1 1 16 32 128\0A"
 // CHECK-LABEL: func.func @heads
-// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma}
+// CHECK: tile.descriptor_load {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 module {
   func.func @heads(%x: !tile.ptr<f32>, %rows: i32, %h: i32) attributes {tile.kernel} {
     %c1 = arith.constant 1 : i64
