@@ -114,25 +114,37 @@ template <class T> void runLayers(int iters, double copyGBs) {
   });
   // The model's LayerNorm backward: one pass (layernorm_bwd) reading dy, x
   // and the residual's gradient and writing dx, with the partial column sums
-  // of dw, db and dx (the projection's bias) - then the three partials'
-  // sums. It replaces layernorm_bwd_dx + layernorm_bwd_dwdb + residual above.
-  // Also at 8 and 32 rows a program (Tiles::ln_bwd_rows: more programs and
-  // partials, or fewer), so one run says which is fastest.
+  // of dw, db and dx (the projection's bias), end to end in one buffer -
+  // then the three partials' sums in one launch (column_sums_of_blocks). It
+  // replaces layernorm_bwd_dx + layernorm_bwd_dwdb + residual above. Also at
+  // 8 and 32 rows a program (Tiles::ln_bwd_rows: more programs and partials,
+  // or fewer), so one run says which is fastest, and with the three sums as
+  // separate column_sums launches (`_3sums`: the model before 2026-11-27).
   const int mostParts = int(cdiv(rows, std::min(8, tiles.ln_bwd_rows)));
-  DeviceBuffer lnW = buffer(int64_t(mostParts) * C, f), lnB = buffer(int64_t(mostParts) * C, f),
-               lnO = buffer(int64_t(mostParts) * C, f), dbo = buffer(C, f);
+  DeviceBuffer lnPartials = buffer(3 * int64_t(mostParts) * C, f), dbo = buffer(C, f);
   auto lnBwd = kernel("layernorm_bwd", k::layernorm_bwd<T>,
                       {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
                        "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
-  for (int lnRows : {tiles.ln_bwd_rows, 8, 32}) {
+  auto sumsOfBlocks = kernel("column_sums_of_blocks", k::column_sums_of_blocks,
+                             {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"});
+  for (auto [lnRows, oneLaunch] : {std::pair{tiles.ln_bwd_rows, true}, std::pair{8, true}, std::pair{32, true},
+                                   std::pair{tiles.ln_bwd_rows, false}}) {
     const int lnParts = int(cdiv(rows, lnRows));
-    report(lnRows == tiles.ln_bwd_rows ? std::string("layernorm_bwd_fused") : fmt::format("layernorm_bwd_fused_r{}", lnRows),
-           4.0 * act * e, [&] {
-             lnBwd(on({uint32_t(lnParts)}, tiles.ln_bwd_warps), dy, x, w, mean, rstd, y, dx, lnW, lnB, lnO, rows, C,
-                   true, true, lnRows, tiles.ln_bwd_tile_rows, 1024);
-             for (auto [partial, out] : {std::pair{&lnW, &dw}, std::pair{&lnB, &db}, std::pair{&lnO, &dbo}})
-               sums(on({uint32_t(cdiv(C, sumBlock))}, 4), *partial, *out, lnParts, C, false, sumRows, sumBlock);
-           });
+    auto part = [&](int j) {
+      return Arg::device(lnPartials.device_ptr() + uint64_t(j) * uint64_t(lnParts) * C * sizeof(float),
+                         size_t(lnParts) * C, DType::f32);
+    };
+    std::string name = lnRows == tiles.ln_bwd_rows ? "layernorm_bwd_fused" : fmt::format("layernorm_bwd_fused_r{}", lnRows);
+    report(oneLaunch ? name : name + "_3sums", 4.0 * act * e, [&] {
+      lnBwd(on({uint32_t(lnParts)}, tiles.ln_bwd_warps), dy, x, w, mean, rstd, y, dx, part(0), part(1), part(2), rows,
+            C, true, true, lnRows, tiles.ln_bwd_tile_rows, 1024);
+      if (oneLaunch)
+        sumsOfBlocks(on({uint32_t(cdiv(C, sumBlock)), 3}, 4), lnPartials, dw, db, dbo, lnParts, C, false, sumRows,
+                     sumBlock);
+      else
+        for (auto [j, out] : {std::pair{0, &dw}, std::pair{1, &db}, std::pair{2, &dbo}})
+          sums(on({uint32_t(cdiv(C, sumBlock))}, 4), part(j), *out, lnParts, C, false, sumRows, sumBlock);
+    });
   }
   report("bias_bwd_4c", 4.0 * act * e, [&] { // the MLP's first bias: 4 C columns
     colSums(on({uint32_t(cdiv(4 * C, colBlock)), uint32_t(partials)}, 4), hd, partialW, rows, 4 * C, colRows,

@@ -132,11 +132,17 @@ void GptModel::backward() {
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   // With `pre` (x = gelu(pre)): dx is pre's gradient instead - GELU's
   // backward fused - and its column sums' partials go to the scratch
-  // (geluPartials). `dyPartials` (offset, rows): dy's column sums' partials
-  // are in the scratch already (written by the kernel that wrote dy).
+  // (geluPartials). `bias`: where db comes from - dy's column sums
+  // (FromDy), partials the kernel that wrote dy left in the scratch
+  // (FromPartials: offset, rows), or summed already (Summed: by the
+  // LayerNorm backward that wrote dy).
   using Partials = std::pair<int64_t, int>;
+  struct BiasSums {
+    enum Kind { FromDy, FromPartials, Summed } kind = FromDy;
+    Partials partials{};
+  };
   auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
-                       std::optional<Partials> dyPartials = {}) {
+                       BiasSums bias = {}) {
     if (pre) {
       const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
       kernels_->matmulDxGelu(launch(gemmGrid(BT, K, GM, GN), geluWarps, geluStages), dy, P(w + ".weight"), *pre, dx,
@@ -168,8 +174,10 @@ void GptModel::backward() {
       kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,
                          G(w + ".weight"), BT, N, K, true, BM, dwBN, BK);
     }
-    if (dyPartials) {
-      columnSums(dyPartials->first, dyPartials->second, N, G(w + ".bias"));
+    if (bias.kind == BiasSums::Summed)
+      return;
+    if (bias.kind == BiasSums::FromPartials) {
+      columnSums(bias.partials.first, bias.partials.second, N, G(w + ".bias"));
       return;
     }
     kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
@@ -177,18 +185,22 @@ void GptModel::backward() {
     columnSums(0, partials, N, G(w + ".bias"));
   };
   // y = layernorm(x), given dy: dx = ... (+ dres: the residual stream's
-  // gradient, where x also feeds it), dw, db += ...; with outSums, dx's
-  // column sums' partials go to lnO for the projection that produced x.
-  const Partials lnOutPartials{lnO, lnParts};
+  // gradient, where x also feeds it), dw, db += ...; with `projection` (the
+  // layer that produced x), dx's column sums are its bias gradient, summed
+  // in the same launch as dw and db (the partials lie end to end: lnW, lnB,
+  // lnO).
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, std::optional<Arg> dres, Arg dx,
-                          const std::string &ln, bool outSums) {
+                          const std::string &ln, const std::optional<std::string> &projection) {
     kernels_->layernormBwd(launch({uint32_t(lnParts)}, std::max(tiles_.ln_bwd_warps, lnBlock / 256)), dy, A(x, btc),
                            P(ln + ".weight"), S(mean, BT), S(rstd, BT), dres ? *dres : dx, dx,
                            columnScratch_.view(lnW, int64_t(lnParts) * C), columnScratch_.view(lnB, int64_t(lnParts) * C),
-                           columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(), outSums,
-                           tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnBlock);
-    columnSums(lnW, lnParts, C, G(ln + ".weight"));
-    columnSums(lnB, lnParts, C, G(ln + ".bias"));
+                           columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(),
+                           projection.has_value(), tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnBlock);
+    const Arg bias = projection ? G(*projection + ".bias") : G(ln + ".bias"); // out_2: unused without one
+    kernels_->columnSumsOfBlocks(launch({uint32_t(cdiv(C, tiles_.column_sum_block)), projection ? 3u : 2u}),
+                                 columnScratch_.view(lnW, 3 * int64_t(lnParts) * C), G(ln + ".weight"),
+                                 G(ln + ".bias"), bias, lnParts, C, true, tiles_.column_sum_rows,
+                                 tiles_.column_sum_block);
   };
 
   // Loss: the mean over the B * T positions, so each position's dloss is 1/BT.
@@ -210,7 +222,8 @@ void GptModel::backward() {
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, wteBN, BK);
   const int64_t last = a.layers.back().residual3;
   // ln_f's input is the last block's output: the gradient of its c_proj.
-  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f", true);
+  layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f",
+               fmt::format("h.{}.mlp.c_proj", c.n_layer - 1));
 
   const float scale = 1.0f / std::sqrt(float(D));
   for (int l = c.n_layer - 1; l >= 0; --l) {
@@ -219,20 +232,20 @@ void GptModel::backward() {
     const int64_t in = l == 0 ? a.encoded : a.layers[size_t(l) - 1].residual3;
     // residual3 = residual2 + mlp(ln2(residual2)).
     // fch = gelu(fchPre): c_proj's dx is fchPre's gradient (GELU's backward
-    // in its epilogue), with c_fc's bias partials; c_proj's bias sums the
-    // partials of the LayerNorm backward that wrote dy (ln_f's, or the next
-    // block's ln_1).
+    // in its epilogue), with c_fc's bias partials; c_proj's bias was summed
+    // by the LayerNorm backward that wrote dy (ln_f's, or the next block's
+    // ln_1).
     linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fchPre, 4 * btc), h + "mlp.c_proj", C, 4 * C,
-              A(L.fchPre, 4 * btc), lnOutPartials);
+              A(L.fchPre, 4 * btc), BiasSums{BiasSums::Summed});
     linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C, std::nullopt,
-              Partials{geluPartials, dxBlocks});
+              BiasSums{BiasSums::FromPartials, Partials{geluPartials, dxBlocks}});
     // residual3 = residual2 + mlp(ln2(residual2)): residual2's gradient is
     // residual3's plus ln_2's input gradient, in one kernel.
     layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.residual3, btc), dA(L.residual2, btc),
-                 h + "ln_2", true);
+                 h + "ln_2", h + "attn.c_proj");
     // residual2 = in + attn(ln1(in)).
     linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C, std::nullopt,
-              lnOutPartials);
+              BiasSums{BiasSums::Summed});
     const int64_t bht = int64_t(B) * H * T;
     kernels_->attentionDelta(launch({uint32_t(cdiv(T, step)), uint32_t(B * H)}), A(L.atty, btc),
                              dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
@@ -250,7 +263,8 @@ void GptModel::backward() {
     }
     // in's gradient: residual2's plus ln_1's input gradient - below the
     // first block the embeddings' (no projection bias to sum for).
-    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.residual2, btc), dA(in, btc), h + "ln_1", l > 0);
+    layernormBwd(dA(L.ln1, btc), in, L.ln1Mean, L.ln1Rstd, dA(L.residual2, btc), dA(in, btc), h + "ln_1",
+                 l > 0 ? std::optional(fmt::format("h.{}.mlp.c_proj", l - 1)) : std::nullopt);
   }
   // Embeddings: wte (also the LM head's, accumulated above) and wpe.
   kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);

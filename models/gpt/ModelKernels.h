@@ -82,7 +82,7 @@ struct GptModel::Kernels {
   // matmulDwStreamK: the weight gradient as a stream-K GEMM (one program
   // an SM; GptModel's default where it does not read x^T and dy^T).
   Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwStreamK, matmulDwTn, columnPartialSums,
-      columnSums,
+      columnSums, columnSumsOfBlocks,
       layernormBwd, attentionDelta,
       attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
@@ -162,6 +162,8 @@ private:
         .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
                                     {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
         .columnSums = kernel("gpt_column_sums", column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
+        .columnSumsOfBlocks = kernel("gpt_column_sums_of_blocks", column_sums_of_blocks,
+                                     {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"}),
         .layernormBwd = kernel(name("layernorm_bwd"), layernorm_bwd<T>,
                                {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o",
                                 "rows", "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"}),

@@ -227,6 +227,9 @@ template <class T> void checkAll(const char *chip) {
         {t, f, 8192, 3 * C, CR, CT, CB}, chip, 4, 0);
   check(kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
         {f, f, 512, 4 * C, true, tiles.column_sum_rows, tiles.column_sum_block}, chip, 4, 1);
+  check(kernel("column_sums_of_blocks", k::column_sums_of_blocks,
+               {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"}),
+        {f, f, f, f, 512, C, true, tiles.column_sum_rows, tiles.column_sum_block}, chip, 4, 3);
   check(kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"}),
         {t, t, t, int64_t(8192) * C, 1024}, chip, 4, 0);
   if constexpr (std::is_same_v<T, float>)

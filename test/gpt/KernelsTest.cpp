@@ -168,6 +168,29 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
     EXPECT_LT(maxRelError(colB, wantDb), 1e-6);
     if (residual)
       EXPECT_LT(maxRelError(colO, wantO), 1e-5);
+    // The three partial blocks (end to end, as GptModel keeps them) summed
+    // in one launch, added to the gradients so far: 2 partial rows a tile,
+    // 32 columns a program (the fourth ragged).
+    auto blocksOf = kernel("column_sums_of_blocks", k::column_sums_of_blocks,
+                           {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"});
+    std::vector<float> ends = fw;
+    ends.insert(ends.end(), fb.begin(), fb.end());
+    ends.insert(ends.end(), fo.begin(), fo.end());
+    auto sumW = random_vector<float>(C), sumB = random_vector<float>(C), sumO = random_vector<float>(C);
+    std::vector<double> wantW(C), wantB(C), wantSumO(C);
+    for (int c = 0; c < C; ++c) {
+      wantW[size_t(c)] = double(sumW[size_t(c)]) + colW[size_t(c)];
+      wantB[size_t(c)] = double(sumB[size_t(c)]) + colB[size_t(c)];
+      wantSumO[size_t(c)] = double(sumO[size_t(c)]) + colO[size_t(c)];
+    }
+    const std::vector<float> untouchedO = sumO;
+    blocksOf(on({uint32_t(cdiv(C, 32)), residual ? 3u : 2u}), ends, sumW, sumB, sumO, programs, C, true, 2, 32);
+    EXPECT_LT(maxRelError(sumW, wantW), 1e-5);
+    EXPECT_LT(maxRelError(sumB, wantB), 1e-5);
+    if (residual)
+      EXPECT_LT(maxRelError(sumO, wantSumO), 1e-5);
+    else
+      EXPECT_EQ(sumO, untouchedO) << "the third block's output without a third row of programs";
   }
 }
 
