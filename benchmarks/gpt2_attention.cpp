@@ -85,10 +85,11 @@ int main(int argc, char **argv) {
       return LaunchOptions{.grid = g, .num_warps = warps, .backend = Backend::GPU, .warp_specialize = ws};
     };
 
-    const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                                "stride", "H", "T", "scale", "D", "BM", "BN"};
+    const std::vector<std::string> bwdParams = {"qkv",    "dout", "lse", "delta", "dqkv", "q_off",   "k_off",
+                                                "v_off",  "stride", "H", "T",     "scale", "D",     "BM",
+                                                "BN",     "partial", "bias_sums"};
     std::vector<std::string> tmaParams = bwdParams;
-    tmaParams.push_back("rows");
+    tmaParams.insert(tmaParams.end() - 2, "rows");
     auto fwd = kernel("attention_fwd_tma", k::attention_fwd_tma<bfloat16>,
                       {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
                        "BM", "BN", "rows", "diagonal_mask_only"});
@@ -110,12 +111,15 @@ int main(int argc, char **argv) {
     };
     auto forward = [&] { forwardWith(false, o, lse); };
     // The backward's ws: each ring filled by the producer is read by two dots.
+    // As GptModel runs it: with the column sums of dq, dk and dv (c_attn's
+    // bias gradient, first pass) into a row of partials per `own` rows.
+    DeviceBuffer partials(size_t(B) * size_t(cdiv(T, own)) * 3 * C, DType::f32);
     auto backwardWith = [&](bool ws) {
       pre(on({uint32_t(cdiv(T, step)), bh}, 4), o, dout, delta, H, T, D, step);
       dkdv(on({uint32_t(cdiv(T, own)), bh}, warps, ws), qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T,
-           scale, D, step, own, BT);
+           scale, D, step, own, BT, partials, true);
       dq(on({uint32_t(cdiv(T, own)), bh}, warps, ws), qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale,
-         D, own, step, BT);
+         D, own, step, BT, partials, true);
     };
     auto backward = [&] { backwardWith(false); };
     // Poisoned (NaN) first: an element no kernel writes fails the check.
@@ -125,9 +129,9 @@ int main(int argc, char **argv) {
     backward();
     // The reference: the pointer kernels at 64 x 64, 8 warps (cp.async rings).
     dkdvPointers(on({uint32_t(cdiv(T, 64)), bh}, 8), qkv, dout, lse, delta, reference, 0, C, 2 * C, 3 * C, H, T,
-                 scale, D, 64, 64);
+                 scale, D, 64, 64, partials, false);
     dqPointers(on({uint32_t(cdiv(T, 64)), bh}, 8), qkv, dout, lse, delta, reference, 0, C, 2 * C, 3 * C, H, T, scale,
-               D, 64, 64);
+               D, 64, 64, partials, false);
     const double err = relDiff(dqkv, reference);
     const double fwdFlops = 2.0 * B * H * double(T) * T * D, bwdFlops = 2.5 * fwdFlops;
     const double fwdMs = time_ms(forward, iters).median, bwdMs = time_ms(backward, iters).median;

@@ -103,8 +103,9 @@ void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &in
     inKernels += k.total_ms;
   fmt::print("one {} step, GPU time per kernel ({:.2f} ms in kernels; {:.1f} ms a step unprofiled):\n", tag,
              inKernels, s * 1e3);
-  for (const KernelProfile &k : profile)
-    fmt::print("  {:<36} {:>5} calls {:>9.3f} ms {:>6.1f} %\n", k.kernel, k.calls, k.total_ms,
+  for (const KernelProfile &k : profile) // the linear layers' GEMMs apart (GptModel's ProfileLabels)
+    fmt::print("  {:<52} {:>5} calls {:>9.3f} ms {:>6.1f} %\n",
+               k.label.empty() ? k.kernel : fmt::format("{} ({})", k.kernel, k.label), k.calls, k.total_ms,
                100.0 * k.total_ms / inKernels);
 }
 

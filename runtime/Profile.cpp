@@ -2,7 +2,8 @@
 //
 // While profiling is on, runtime::launchKernel brackets each launch with a
 // pair of CUDA events on its stream; kernel_profile() waits for them and sums
-// the elapsed times per kernel name. Each launch owns its two events until it
+// the elapsed times per kernel name and ProfileLabel (a thread-local string
+// the launch reads as it is enqueued). Each launch owns its two events until it
 // has been enqueued; only then does its record join the list, so a failed
 // launch or a concurrent kernel_profile() cannot leave a half-made record.
 // Events come from a pool (creating one costs more than a launch) and are
@@ -19,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tegula {
@@ -26,9 +28,12 @@ namespace runtime {
 namespace {
 
 struct Record {
-  std::string kernel;
+  std::string kernel, label;
   CUevent start, end;
 };
+
+/// The innermost ProfileLabel of this thread ("" outside any).
+thread_local std::string currentLabel;
 
 struct Profiler {
   std::atomic<bool> on{[] {
@@ -90,7 +95,7 @@ void ProfiledLaunch::launched() {
           kernel_);
   Profiler &p = profiler();
   std::lock_guard<std::mutex> lock(p.mutex);
-  p.records.push_back({std::move(kernel_), static_cast<CUevent>(start_), static_cast<CUevent>(end_)});
+  p.records.push_back({std::move(kernel_), currentLabel, static_cast<CUevent>(start_), static_cast<CUevent>(end_)});
   done_ = true;
 }
 
@@ -103,6 +108,10 @@ ProfiledLaunch::~ProfiledLaunch() {
 
 void profile_kernels(bool on) { runtime::profiler().on.store(on, std::memory_order_relaxed); }
 
+ProfileLabel::ProfileLabel(std::string label) : previous_(std::exchange(runtime::currentLabel, std::move(label))) {}
+
+ProfileLabel::~ProfileLabel() { runtime::currentLabel = std::move(previous_); }
+
 bool profiling_kernels() { return runtime::profilingLaunches(); }
 
 std::vector<KernelProfile> kernel_profile() {
@@ -112,7 +121,7 @@ std::vector<KernelProfile> kernel_profile() {
     std::lock_guard<std::mutex> lock(p.mutex);
     records.swap(p.records);
   }
-  std::map<std::string, KernelProfile> byKernel;
+  std::map<std::pair<std::string, std::string>, KernelProfile> byKernel;
   try {
     if (!records.empty()) {
       runtime::currentDevice();
@@ -121,8 +130,9 @@ std::vector<KernelProfile> kernel_profile() {
         d.check(d.cuEventSynchronize(r.end), "cuEventSynchronize (kernel_profile)", r.kernel);
         float ms = 0;
         d.check(d.cuEventElapsedTime(&ms, r.start, r.end), "cuEventElapsedTime (kernel_profile)", r.kernel);
-        KernelProfile &k = byKernel[r.kernel];
+        KernelProfile &k = byKernel[{r.kernel, r.label}];
         k.kernel = r.kernel;
+        k.label = r.label;
         k.calls += 1;
         k.total_ms += ms;
       }

@@ -187,16 +187,33 @@ private:
 /// TEGULA_PROFILE=1 from the start) each GPU launch is bracketed by a pair
 /// of events on its stream - launches stay asynchronous, each costs two more
 /// event records - and kernel_profile() waits for them, returns the time
-/// per kernel name (most first) and forgets them. Records accumulate until
-/// then (two pooled events each).
+/// per kernel name and label (most first) and forgets them. Records
+/// accumulate until then (two pooled events each).
 struct KernelProfile {
   std::string kernel;
+  std::string label; // the ProfileLabel the launches were made under, or ""
   int calls = 0;
   double total_ms = 0;
 };
 void profile_kernels(bool on);
 bool profiling_kernels();
 std::vector<KernelProfile> kernel_profile();
+
+/// While it lives, the launches this thread makes are profiled under
+/// `label` too (the innermost of nested ones): one kernel run for several
+/// purposes - GPT-2's linear layers, a GEMM for four shapes - reported apart
+/// by kernel_profile(). Costs nothing while profiling is off but setting a
+/// thread-local string.
+class ProfileLabel {
+public:
+  explicit ProfileLabel(std::string label);
+  ~ProfileLabel();
+  ProfileLabel(const ProfileLabel &) = delete;
+  ProfileLabel &operator=(const ProfileLabel &) = delete;
+
+private:
+  std::string previous_;
+};
 
 /// Per-call GPU time of `fn` over `iters` calls, after `warmup` calls.
 struct Timing {

@@ -10,7 +10,9 @@
 //   backward: delta = rowsum(do * o), then per key block dk, dv (looping over
 //             query blocks) and per query block dq (looping over key blocks) -
 //             both recompute P = exp(s - lse), so nothing is atomic: the
-//             gradients are deterministic.
+//             gradients are deterministic. With `bias_sums` each also sums
+//             the columns of the blocks it writes into partials: the QKV
+//             projection's bias gradient, first pass.
 // Template parameter P: the precision of f32 dots (tf32 runs them on tensor
 // cores); 16-bit T runs on tensor cores anyway.
 #pragma once
@@ -40,6 +42,20 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
 /// the longest run first and the launch ends on short ones (FlashAttention's
 /// schedulers do the same).
 inline tl::tensor longestFirst() { return tl::num_programs(0) - 1 - tl::program_id(0); }
+
+/// The column sums of a gradient block `value` [R, D] of head bh - rows
+/// [r0, r0 + R) of its sequence, those where `mask` - as stored in T_, into
+/// partial[b * cdiv(T, R) + r0 / R, col0 + h * D + d] of a [B cdiv(T, R),
+/// stride] f32 buffer: the first pass of the QKV projection's bias gradient
+/// (column_sums adds the rows), from the block the kernel writes anyway.
+template <class T_>
+void storeColumnSums(tl::ptr<float> partial, const tl::tensor &value, const tl::tensor &mask, const tl::tensor &bh,
+                     const tl::tensor &H, const tl::tensor &T, const tl::tensor &stride, const tl::tensor &col0,
+                     const tl::tensor &r0, int R, int D) {
+  tl::tensor block = bh / H * ((T + (R - 1)) / R) + r0 / R;
+  tl::tensor sums = tl::sum(tl::where(mask, value.to(dtype_of_v<T_>).to(tl::f32), 0.0f), 0);
+  tl::store(partial + block * stride + col0 + bh % H * D + tl::arange(0, D), sums);
+}
 
 /// `x` where `visible()`, `other` elsewhere - where `needs_mask` (a scalar:
 /// the block reaches past the causal diagonal or past T); elsewhere `x` as
@@ -219,7 +235,8 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
                         tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                         tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
                         tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
-                        tl::constant<int> BM, tl::constant<int> BN) {
+                        tl::constant<int> BM, tl::constant<int> BN, tl::ptr<float> partial,
+                        tl::constant<bool> bias_sums) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor n0 = tl::program_id(0) * BN;
   tl::tensor rn = n0 + tl::arange(0, BN);
@@ -242,6 +259,10 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
   }
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
+  if (bias_sums.value) {
+    detail::storeColumnSums<T_>(partial, dk * scale, kmask, bh, H, T, stride, k_off, n0, BN.value, D.value);
+    detail::storeColumnSums<T_>(partial, dv, kmask, bh, H, T, stride, v_off, n0, BN.value, D.value);
+  }
 }
 
 /// dq for one block of BM queries: dq = scale * sum_j dS_j k_j over the key
@@ -251,7 +272,8 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
                       tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                       tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
                       tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
-                      tl::constant<int> BM, tl::constant<int> BN) {
+                      tl::constant<int> BM, tl::constant<int> BN, tl::ptr<float> partial,
+                      tl::constant<bool> bias_sums) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor m0 = detail::longestFirst() * BM;
   tl::tensor rm = m0 + tl::arange(0, BM);
@@ -272,6 +294,8 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
     detail::dqStep<T_, P>(q, g, k, v, rm, rn, l, dl, T, scale, start + BN > m0, dq);
   }
   tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
+  if (bias_sums.value)
+    detail::storeColumnSums<T_>(partial, dq * scale, qmask, bh, H, T, stride, q_off, m0, BM.value, D.value);
 }
 
 /// attention_bwd_dkdv with q, k, v and do read through tensor descriptors
@@ -285,7 +309,8 @@ void attention_bwd_dkdv_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> ls
                             tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                             tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
                             tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
-                            tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows) {
+                            tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows,
+                            tl::ptr<float> partial, tl::constant<bool> bias_sums) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
@@ -310,6 +335,10 @@ void attention_bwd_dkdv_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> ls
   tl::tensor kmask = rn.expand_dims(1) < T;
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, k_off, D) + rd, dk * scale, kmask);
   tl::store(dqkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, dv, kmask);
+  if (bias_sums.value) {
+    detail::storeColumnSums<T_>(partial, dk * scale, kmask, bh, H, T, stride, k_off, n0, BN.value, D.value);
+    detail::storeColumnSums<T_>(partial, dv, kmask, bh, H, T, stride, v_off, n0, BN.value, D.value);
+  }
 }
 
 /// attention_bwd_dq with q, k, v and do read through tensor descriptors (see
@@ -319,7 +348,8 @@ void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse,
                           tl::ptr<T_> dqkv, tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off,
                           tl::scalar<int32_t> v_off, tl::scalar<int32_t> stride, tl::scalar<int32_t> H,
                           tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
-                          tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows) {
+                          tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows,
+                          tl::ptr<float> partial, tl::constant<bool> bias_sums) {
   tl::tensor bh = tl::program_id(1);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
@@ -340,7 +370,10 @@ void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse,
     tl::tensor v = key_rows.load({row0 + start, v_off + col});
     detail::dqStep<T_, P>(q, g, k, v, rm, rn, l, dl, T, scale, start + BN > m0, dq);
   }
-  tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, rm.expand_dims(1) < T);
+  tl::tensor qmask = rm.expand_dims(1) < T;
+  tl::store(dqkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd, dq * scale, qmask);
+  if (bias_sums.value)
+    detail::storeColumnSums<T_>(partial, dq * scale, qmask, bh, H, T, stride, q_off, m0, BM.value, D.value);
 }
 
 } // namespace tegula::gpt::kernels

@@ -42,18 +42,17 @@ void GptModel::backward() {
   // the queries `step` at a time; a dq program owns `own` queries.
   const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
   const int attWarps = tiles_.attention_warps, colBlock = 32;
-  // Column sums: partials of column_rows rows each, then their sum.
-  const int colRows = tiles_.column_rows, colTileRows = tiles_.column_tile_rows, colTile = tiles_.column_block;
-  const int partials = int(cdiv(BT, colRows));
-  // The column sums' partials, f32, in three regions: column_partial_sums'
-  // [partials, <= 4C] (c_attn's bias); c_proj's fused GELU backward's
-  // [dxBlocks, 4C] (c_fc's bias: a row per block of B T rows); LayerNorm's
-  // backward's three [lnParts, C] (its dw and db, and the bias of the
-  // projection whose output gradient it writes - read by that projection's
-  // linearBwd next).
+  // The column sums' partials (the bias and LayerNorm parameter gradients'
+  // first passes, each written by the kernel that writes their input
+  // anyway), f32, in three regions: attention's backward's [attnBlocks, 3C]
+  // (c_attn's bias: a row per `own` rows of a sequence); c_proj's fused
+  // GELU backward's [dxBlocks, 4C] (c_fc's bias: a row per block of B T
+  // rows); LayerNorm's backward's three [lnParts, C] (its dw and db, and the
+  // bias of the projection whose output gradient it writes).
+  const int attnBlocks = B * int(cdiv(T, own));
   const int dxBlocks = int(cdiv(BT, tiles_.geluDx()[0]));
   const int lnParts = int(cdiv(BT, tiles_.ln_bwd_rows));
-  const int64_t geluPartials = int64_t(partials) * 4 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
+  const int64_t geluPartials = int64_t(attnBlocks) * 3 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
   const int64_t lnW = lnPartials, lnB = lnW + int64_t(lnParts) * C, lnO = lnB + int64_t(lnParts) * C;
   if (const int64_t need = lnO + int64_t(lnParts) * C; columnScratch_.size() != need)
     columnScratch_ = Arena(need, backend_); // once per B x T
@@ -132,17 +131,13 @@ void GptModel::backward() {
   // y = x w + b, given dy: dx = dy w^T (overwritten), dw += x^T dy, db += sum dy.
   // With `pre` (x = gelu(pre)): dx is pre's gradient instead - GELU's
   // backward fused - and its column sums' partials go to the scratch
-  // (geluPartials). `bias`: where db comes from - dy's column sums
-  // (FromDy), partials the kernel that wrote dy left in the scratch
-  // (FromPartials: offset, rows), or summed already (Summed: by the
-  // LayerNorm backward that wrote dy).
+  // (geluPartials). `bias`: where db comes from - partials the kernel that
+  // wrote dy left in the scratch (offset, rows), or nothing: summed already
+  // (by the LayerNorm backward that wrote dy).
   using Partials = std::pair<int64_t, int>;
-  struct BiasSums {
-    enum Kind { FromDy, FromPartials, Summed } kind = FromDy;
-    Partials partials{};
-  };
-  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre = {},
-                       BiasSums bias = {}) {
+  auto linearBwd = [&](Arg dy, Arg x, Arg dx, const std::string &w, int N, int K, std::optional<Arg> pre,
+                       std::optional<Partials> bias) {
+    const ProfileLabel label(profileRole(w));
     if (pre) {
       const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
       kernels_->matmulDxGelu(launch(gemmGrid(BT, K, GM, GN), geluWarps, geluStages), dy, P(w + ".weight"), *pre, dx,
@@ -166,23 +161,24 @@ void GptModel::backward() {
         throw Error(fmt::format("GPT: the stream-K weight gradient of {} has {} tiles x steps on {} programs, "
                                 "past 2^31 (set_stream_k_weight_gradients(false), or a smaller batch)",
                                 w, units, programs));
-      kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
-                                streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
-                                streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, true, BM, BN, BK);
+      try {
+        kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
+                                  streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
+                                  streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, true, BM, BN, BK);
+      } catch (...) {
+        // A launch that stopped part way (the CPU backends run it within the
+        // call) may leave arrivals counted, which a finished one resets: the
+        // next backward starts from fresh, zeroed counters instead.
+        streamKArrivals_ = Arena();
+        throw;
+      }
     } else {
       const int dwBN = dwBlockN(K, N, BM, BN);
       kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,
                          G(w + ".weight"), BT, N, K, true, BM, dwBN, BK);
     }
-    if (bias.kind == BiasSums::Summed)
-      return;
-    if (bias.kind == BiasSums::FromPartials) {
-      columnSums(bias.partials.first, bias.partials.second, N, G(w + ".bias"));
-      return;
-    }
-    kernels_->columnPartialSums(launch({uint32_t(cdiv(N, colTile)), uint32_t(partials)}), dy,
-                                columnScratch_.view(0, int64_t(partials) * N), BT, N, colRows, colTileRows, colTile);
-    columnSums(0, partials, N, G(w + ".bias"));
+    if (bias)
+      columnSums(bias->first, bias->second, N, G(w + ".bias"));
   };
   // y = layernorm(x), given dy: dx = ... (+ dres: the residual stream's
   // gradient, where x also feeds it), dw, db += ...; with `projection` (the
@@ -211,6 +207,7 @@ void GptModel::backward() {
                             dS(a.losses, BT), dA(a.logits, logitsSize), c.vocab, Vp, tiles_.vocab_block);
   // Tied LM head: logits = lnf wte^T. Its input gradient dlogits wte reads
   // wte K-major through its transpose where the model keeps one (wgmma).
+  std::optional<ProfileLabel> headLabel(std::in_place, "lm_head");
   if (std::optional<Arg> wteT = transposedWeight("wte.weight"))
     kernels_->matmulDx(launchKMajor(gemmGrid(BT, C, KM, KN)), dA(a.logits, logitsSize), *wteT, dA(a.lnfOut, btc),
                        BT, Vp, C, KM, KN, KK, groupM());
@@ -220,6 +217,7 @@ void GptModel::backward() {
   const int wteBN = dwBlockN(Vp, C, BM, BN);
   kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, wteBN))}), dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, wteBN, BK);
+  headLabel.reset();
   const int64_t last = a.layers.back().residual3;
   // ln_f's input is the last block's output: the gradient of its c_proj.
   layernormBwd(dA(a.lnfOut, btc), last, a.lnfMean, a.lnfRstd, std::nullopt, dA(last, btc), "ln_f",
@@ -236,26 +234,29 @@ void GptModel::backward() {
     // by the LayerNorm backward that wrote dy (ln_f's, or the next block's
     // ln_1).
     linearBwd(dA(L.residual3, btc), A(L.fch, 4 * btc), dA(L.fchPre, 4 * btc), h + "mlp.c_proj", C, 4 * C,
-              A(L.fchPre, 4 * btc), BiasSums{BiasSums::Summed});
+              A(L.fchPre, 4 * btc), std::nullopt);
     linearBwd(dA(L.fchPre, 4 * btc), A(L.ln2, btc), dA(L.ln2, btc), h + "mlp.c_fc", 4 * C, C, std::nullopt,
-              BiasSums{BiasSums::FromPartials, Partials{geluPartials, dxBlocks}});
+              Partials{geluPartials, dxBlocks});
     // residual3 = residual2 + mlp(ln2(residual2)): residual2's gradient is
     // residual3's plus ln_2's input gradient, in one kernel.
     layernormBwd(dA(L.ln2, btc), L.residual2, L.ln2Mean, L.ln2Rstd, dA(L.residual3, btc), dA(L.residual2, btc),
                  h + "ln_2", h + "attn.c_proj");
     // residual2 = in + attn(ln1(in)).
     linearBwd(dA(L.residual2, btc), A(L.atty, btc), dA(L.atty, btc), h + "attn.c_proj", C, C, std::nullopt,
-              BiasSums{BiasSums::Summed});
+              std::nullopt);
     const int64_t bht = int64_t(B) * H * T;
     kernels_->attentionDelta(launch({uint32_t(cdiv(T, step)), uint32_t(B * H)}), A(L.atty, btc),
                              dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
+    // dq, dk and dv with their column sums' partials (c_attn's bias).
+    const Arg qkvPartials = columnScratch_.view(0, int64_t(attnBlocks) * 3 * C);
     kernels_->attentionDkdv(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                             dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                            3 * C, H, T, scale, D, step, own, BT);
+                            3 * C, H, T, scale, D, step, own, BT, qkvPartials, true);
     kernels_->attentionDq(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
-                          3 * C, H, T, scale, D, own, step, BT);
-    linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C);
+                          3 * C, H, T, scale, D, own, step, BT, qkvPartials, true);
+    linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C, std::nullopt,
+              Partials{0, attnBlocks});
     if (side) {
       blockWeightGradients_[size_t(l % 2)]->record(side->handle());
       if (l > 0 && l + 1 < c.n_layer) // block l - 1's gradients are block l + 1's buffer

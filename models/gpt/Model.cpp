@@ -211,8 +211,16 @@ std::optional<Arg> GptModel::transposedWeight(const std::string &name) {
   return weightT_.view(it->second, parameter(name).numel());
 }
 
+std::string profileRole(const std::string &layer) {
+  if (layer.rfind("h.", 0) != 0)
+    return layer;
+  const size_t dot = layer.find('.', 2);
+  return dot == std::string::npos ? layer : layer.substr(dot + 1);
+}
+
 void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, int rows, int N, int K, bool gelu) {
   const std::string w = layer + ".weight", b = layer + ".bias";
+  const ProfileLabel label(profileRole(layer));
   // Decoding (a row or a few) keeps the master weights and the narrower tile.
   std::optional<Arg> wt = rows >= tiles_.kmajor()[0] ? transposedWeight(w) : std::nullopt;
   if (wt) {
@@ -474,8 +482,11 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   }
   const int64_t logitsSize = int64_t(BT) * c.vocab_padded;
   const auto [HM, HN, HK, headWarps, headStages] = tiles_.head();
-  kernels_->lmHead(launch(gemmGrid(BT, c.vocab_padded, HM, HN), headWarps, headStages), A(a.lnfOut, btc),
-                   P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, HM, HN, HK, groupM());
+  {
+    const ProfileLabel label("lm_head");
+    kernels_->lmHead(launch(gemmGrid(BT, c.vocab_padded, HM, HN), headWarps, headStages), A(a.lnfOut, btc),
+                     P("wte.weight"), A(a.logits, logitsSize), BT, C, c.vocab_padded, HM, HN, HK, groupM());
+  }
   if (targets.empty()) {
     a.logitsHoldGradient = false;
     return NAN;

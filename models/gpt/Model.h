@@ -53,6 +53,10 @@ struct ParamSpec {
 /// in the arenas: the matrices first, then the vectors (so AdamW's weight
 /// decay, matrices only, is two launches over two ranges).
 std::vector<ParamSpec> parameterLayout(const GptConfig &config);
+/// A layer's name without its block ("h.3.mlp.c_fc" -> "mlp.c_fc"): the
+/// ProfileLabel its GEMMs run under, the same in every block, so a
+/// kernel_profile() tells the linear layers' shapes apart.
+std::string profileRole(const std::string &layer);
 
 class SafetensorsFile;
 
@@ -110,14 +114,16 @@ public:
     // the diagonal or T (false: on every block - sm_80's 64 x 64 forward
     // then takes 200 registers instead of 248, two CTAs an SM)
     bool attention_fwd_diagonal_mask_only = true;
-    // Column sums (bias and LayerNorm parameter gradients): each program
-    // sums column_rows rows of column_block columns, column_tile_rows at a
-    // time; a second pass adds the programs' partial sums. Small programs,
-    // many of them: ptxas keeps only 1-3 of an accumulating loop's loads in
-    // flight (its default register target), so occupancy has to hide the
-    // latency (GPT-2's 768 columns: 768 programs of 64 rows); the second
-    // pass reads [column_sum_rows, column_sum_block] tiles (8192 rows' 128
-    // partials at once)
+    // Column sums (bias and LayerNorm parameter gradients) in two passes.
+    // The model's first passes ride on the kernels that write their inputs
+    // (attention's backward, the fused GELU backward, LayerNorm's); the
+    // second pass reads [column_sum_rows, column_sum_block] tiles of their
+    // partials (8192 rows' 128 partials at once). column_partial_sums, a
+    // first pass of its own that gpt2-layers times: each program sums
+    // column_rows rows of column_block columns, column_tile_rows at a time.
+    // Small programs, many of them: ptxas keeps only 1-3 of an accumulating
+    // loop's loads in flight (its default register target), so occupancy
+    // has to hide the latency (GPT-2's 768 columns: 768 programs of 64 rows).
     int column_rows = 64, column_tile_rows = 32, column_block = 128;
     int column_sum_rows = 128, column_sum_block = 16;
     // The GEMMs whose operands both run along K (f32 at tf32: the linear

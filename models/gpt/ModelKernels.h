@@ -38,18 +38,19 @@ void attentionFwdPointers(tl::ptr<E> qkv, tl::ptr<E> o, tl::ptr<float> lse, tl::
 }
 
 /// attention_bwd_dkdv / attention_bwd_dq with the descriptor kernels'
-/// signature (`rows` last, unused).
+/// signature (`rows` unused).
 template <class E, tl::precision P, bool Dq>
 void attentionBwdPointers(tl::ptr<E> qkv, tl::ptr<E> dout, tl::ptr<float> lse, tl::ptr<float> delta, tl::ptr<E> dqkv,
                           tl::scalar<int32_t> q_off, tl::scalar<int32_t> k_off, tl::scalar<int32_t> v_off,
                           tl::scalar<int32_t> stride, tl::scalar<int32_t> H, tl::scalar<int32_t> T,
                           tl::scalar<float> scale, tl::constant<int> D, tl::constant<int> BM, tl::constant<int> BN,
-                          tl::scalar<int32_t>) {
+                          tl::scalar<int32_t>, tl::ptr<float> partial, tl::constant<bool> bias_sums) {
   if constexpr (Dq)
-    kernels::attention_bwd_dq<E, P>(qkv, dout, lse, delta, dqkv, q_off, k_off, v_off, stride, H, T, scale, D, BM, BN);
+    kernels::attention_bwd_dq<E, P>(qkv, dout, lse, delta, dqkv, q_off, k_off, v_off, stride, H, T, scale, D, BM, BN,
+                                    partial, bias_sums);
   else
     kernels::attention_bwd_dkdv<E, P>(qkv, dout, lse, delta, dqkv, q_off, k_off, v_off, stride, H, T, scale, D, BM,
-                                      BN);
+                                      BN, partial, bias_sums);
 }
 
 /// The kernel objects, traced once per shape specialisation and reused: one
@@ -81,10 +82,12 @@ struct GptModel::Kernels {
   // partial sums fused.
   // matmulDwStreamK: the weight gradient as a stream-K GEMM (one program
   // an SM; GptModel's default where it does not read x^T and dy^T).
-  Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwStreamK, matmulDwTn, columnPartialSums,
-      columnSums, columnSumsOfBlocks,
-      layernormBwd, attentionDelta,
-      attentionDkdv, attentionDq, embeddingTokens, embeddingPositions;
+  // columnSums(OfBlocks): the bias and LayerNorm parameter gradients'
+  // second pass, over partials the kernels that wrote their inputs left
+  // (attentionDkdv/Dq: the QKV projection's bias).
+  Kernel crossEntropyBwd, matmul, matmulDx, matmulDxGelu, matmulDw, matmulDwStreamK, matmulDwTn, columnSums,
+      columnSumsOfBlocks, layernormBwd, attentionDelta, attentionDkdv, attentionDq, embeddingTokens,
+      embeddingPositions;
   // Optimiser (f32 master weights; adamwMixed also writes the T copy) and fills.
   Kernel adamw, adamwMixed, sumOfSquares, sumAll, fill;
 
@@ -121,7 +124,8 @@ private:
     auto name = [&](const char *base) { return fmt::format("gpt_{}{}", base, t); };
     const std::vector<std::string> attentionBwdParams = {"qkv",    "dout", "lse", "delta", "dqkv",
                                                          "q_off",  "k_off", "v_off", "stride", "H",
-                                                         "T",      "scale", "D",     "BM",     "BN", "rows"};
+                                                         "T",      "scale", "D",     "BM",     "BN", "rows",
+                                                         "partial", "bias_sums"};
     return std::unique_ptr<Kernels>(new Kernels{
         .embedding =
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
@@ -159,8 +163,6 @@ private:
                                    "BM"}),
         .matmulDwTn = kernel(name("matmul_bwd_dw_tn"), matmul_bwd_dw_tn_tma<T, P>,
                              {"xt", "dyt", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"}),
-        .columnPartialSums = kernel(name("column_partial_sums"), column_partial_sums<T>,
-                                    {"dy", "partial", "M", "N", "ROWS", "BR", "BC"}),
         .columnSums = kernel("gpt_column_sums", column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"}),
         .columnSumsOfBlocks = kernel("gpt_column_sums_of_blocks", column_sums_of_blocks,
                                      {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"}),

@@ -192,10 +192,12 @@ loads are fetched once per cluster.)doc")
         }
         py::list out;
         for (const KernelProfile &k : profile)
-          out.append(py::make_tuple(k.kernel, k.calls, k.total_ms));
+          out.append(py::make_tuple(k.label.empty() ? k.kernel : k.kernel + " (" + k.label + ")", k.calls,
+                                    k.total_ms));
         return out;
       },
-      "[(kernel, calls, milliseconds)] of the launches timed since the last call, most GPU time first");
+      "[(kernel, calls, milliseconds)] of the launches timed since the last call, most GPU time first; launches "
+      "made under a C++ ProfileLabel (GPT-2's linear layers) as 'kernel (label)'");
   bindAutotune(m);
 
   m.def("gpu_available", [] {

@@ -110,9 +110,9 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
   auto dqkv = poisoned<E>(qkv.size());
   auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<E>, {"o", "dout", "delta", "H", "T", "D", "BM"});
   const std::vector<std::string> bwdParams = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                              "stride", "H", "T", "scale", "D", "BM", "BN"};
+                                              "stride", "H", "T", "scale", "D", "BM", "BN", "partial", "bias_sums"};
   std::vector<std::string> tmaParams = bwdParams;
-  tmaParams.push_back("rows");
+  tmaParams.insert(tmaParams.end() - 2, "rows");
   const bool descriptors = loads == Loads::Descriptors;
   auto dkdv = descriptors ? kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<E>, tmaParams)
                           : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E>, bwdParams);
@@ -123,16 +123,33 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
   owned.grid = {uint32_t(cdiv(T, shape.own)), uint32_t(B * H)};
   pre(steps, o, dout, delta, H, T, D, shape.step);
   std::vector<Arg> common = {qkv, dout, lse, delta, dqkv, 0, C, 2 * C, 3 * C, H, T, scale, D};
+  // With the column sums of what they write: a row of partials per `own`
+  // rows of a sequence (the last ragged), 3C columns.
+  const int blocks = B * int(cdiv(T, shape.own));
+  auto partial = poisoned<float>(size_t(blocks) * 3 * C);
   auto launch = [&](const Kernel &kern, int bm, int bn) {
     std::vector<Arg> args = common;
     args.push_back(bm), args.push_back(bn);
     if (descriptors)
       args.push_back(B * T);
+    args.push_back(partial), args.push_back(true);
     kern.launch(owned, args);
   };
   launch(dkdv, shape.step, shape.own);
   launch(dq, shape.own, shape.step);
   EXPECT_LT(rel_error(dqkv, ref.dqkv), tol * 2);
+  // The partials add up to the column sums of dqkv as stored (the QKV
+  // projection's bias gradient), and near the exact ones.
+  std::vector<double> got(size_t(3 * C), 0.0), stored(size_t(3 * C), 0.0), exact(size_t(3 * C), 0.0);
+  for (int r = 0; r < blocks; ++r)
+    for (int c = 0; c < 3 * C; ++c) got[size_t(c)] += partial[size_t(r) * 3 * C + size_t(c)];
+  for (int r = 0; r < B * T; ++r)
+    for (int c = 0; c < 3 * C; ++c) {
+      stored[size_t(c)] += double(dqkv[size_t(r) * 3 * C + size_t(c)]);
+      exact[size_t(c)] += ref.dqkv[size_t(r) * 3 * C + size_t(c)];
+    }
+  EXPECT_LT(rel_error(got, stored), 1e-5);
+  EXPECT_LT(rel_error(got, exact), tol * 2);
 
   if constexpr (std::is_same_v<E, float>) { // finite differences of the forward
     auto loss = [&](const std::vector<float> &x) {
@@ -191,14 +208,14 @@ TEST(GptAttentionHopperTiles, Bf16BackwardWarpSpecializedInTheSimulator) {
       shape, Loads::Descriptors);
   std::vector<bfloat16> x(2 * 200 * 3 * 128);
   std::vector<float> r(2 * 2 * 200);
-  std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                     "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+  std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride",
+                                     "H", "T", "scale", "D", "BM", "BN", "rows", "partial", "bias_sums"};
   const CompileOptions ws{.chip = "sm_90a", .num_warps = 8, .warp_specialize = true};
   auto dkdv = kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<bfloat16>, params);
   auto dq = kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<bfloat16>, params);
   for (auto [kern, bm, bn] : {std::tuple{&dkdv, 64, 128}, std::tuple{&dq, 128, 64}}) {
     CompiledKernel c =
-        kern->compile({x, x, r, r, x, 0, 128, 256, 384, 2, 200, 0.125f, 64, bm, bn, 400}, ws);
+        kern->compile({x, x, r, r, x, 0, 128, 256, 384, 2, 200, 0.125f, 64, bm, bn, 400, r, true}, ws);
     std::printf("[attention bwd ws] %s: %d registers, %d spilled bytes, producer warps %d\n",
                 kern->name().c_str(), c.registers, c.spill_bytes, c.producer_warps);
     EXPECT_EQ(c.producer_warps, 4) << kern->name() << " was not warp specialised";

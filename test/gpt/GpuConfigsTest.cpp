@@ -98,6 +98,10 @@ template <class T> void checkAll(const char *chip) {
     bwdParams.push_back("rows");
     dkdvArgs.push_back(8192), dqArgs.push_back(8192);
   }
+  // With the column sums' partials (c_attn's bias), as GptModel launches them.
+  bwdParams.push_back("partial"), bwdParams.push_back("bias_sums");
+  for (std::vector<Arg> *args : {&dkdvArgs, &dqArgs})
+    args->push_back(f), args->push_back(true);
   const Kernel dkdv = bf16 ? kernel("attention_bwd_dkdv", k::attention_bwd_dkdv_tma<T, P>, bwdParams)
                            : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<T, P>, bwdParams);
   const Kernel dq = bf16 ? kernel("attention_bwd_dq", k::attention_bwd_dq_tma<T, P>, bwdParams)

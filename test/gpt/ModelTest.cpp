@@ -123,8 +123,14 @@ class GptModelTest : public tegula::testing::GptBackendTest {};
 /// The backward's column-sum partials (f32 elements): column_partial_sums'
 /// [B T / column_rows, 4C], the fused GELU backward's [B T / its block, 4C]
 /// and LayerNorm's backward's three [B T / ln_bwd_rows, C].
-int64_t columnPartials(const GptModel::Tiles &tiles, int64_t BT, int64_t C) {
-  return (cdiv(BT, tiles.column_rows) + cdiv(BT, tiles.geluDx()[0])) * 4 * C + 3 * cdiv(BT, tiles.ln_bwd_rows) * C;
+/// The column sums' partials (f32 elements): attention's backward's row per
+/// `own` rows of a sequence [B cdiv(T, own), 3C], the fused GELU
+/// backward's [B T / its BM, 4C], LayerNorm's backward's three [B T /
+/// ln_bwd_rows, C].
+int64_t columnPartials(const GptModel::Tiles &tiles, int64_t B, int64_t T, int64_t C) {
+  const int64_t BT = B * T;
+  return B * cdiv(T, tiles.attention_bwd_block) * 3 * C + cdiv(BT, tiles.geluDx()[0]) * 4 * C +
+         3 * cdiv(BT, tiles.ln_bwd_rows) * C;
 }
 
 TEST_P(GptModelTest, ForwardMatchesTheDoubleReferenceLayerByLayer) {
@@ -199,7 +205,7 @@ TEST_P(GptModelTest, Tf32TransposedWeightsFollowEveryUpdate) {
   // Scratch: the column sums' partials and the weight gradients' transposed
   // x and dy (B T x 5 n_embd f32).
   const int64_t C = tiny().n_embd, BT = int64_t(B) * T;
-  EXPECT_EQ(trained.memory().scratch, (columnPartials(trained.tiles(), BT, C) + BT * 5 * C) * 4);
+  EXPECT_EQ(trained.memory().scratch, (columnPartials(trained.tiles(), B, T, C) + BT * 5 * C) * 4);
   for (const char *name : {"h.0.attn.c_attn.weight", "h.1.mlp.c_fc.weight", "ln_f.weight"})
     EXPECT_EQ(trained.read_gradient(name), loaded.read_gradient(name)) << name << ": stale transposed weights";
   // The weight gradients (through x^T and dy^T at tf32) accumulate: a
@@ -467,7 +473,7 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     const GptModel::Tiles &t = m.tiles();
     const int64_t streamK = 2 * 3 * int64_t(t.bm) * t.bn * 4 +
                             std::max(cdiv(C, t.bm) * cdiv(4 * C, t.bn), cdiv(4 * C, t.bm) * cdiv(C, t.bn)) * 4;
-    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), BT, C) * 4 + streamK);
+    EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), B, T, C) * 4 + streamK);
     EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
     EXPECT_EQ(mem.peak, mem.total());
     m.forward(std::vector<int32_t>(size_t(T), 3), {}, 1, T); // smaller activations: the peak stays

@@ -294,15 +294,15 @@ TEST(Sass, AttentionBackwardLoopsKeepTheirBarriersOutside) {
   std::vector<bfloat16> t(16);
   std::vector<float> f(16);
   const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows", "partial", "bias_sums"};
   auto dkdv = kernel("attention_bwd_dkdv_sass", gpt::kernels::attention_bwd_dkdv_tma<bfloat16, tl::precision::ieee>,
                      params);
   auto dq = kernel("attention_bwd_dq_sass", gpt::kernels::attention_bwd_dq_tma<bfloat16, tl::precision::ieee>, params);
   for (bool ws : {false, true}) {
     const CompileOptions options{.chip = "sm_90a", .num_warps = 8, .warp_specialize = ws};
     for (auto [name, k, args] :
-         {std::tuple{"dkdv", &dkdv, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 64, 128, 8192}},
-          std::tuple{"dq", &dq, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 128, 64, 8192}}}) {
+         {std::tuple{"dkdv", &dkdv, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 64, 128, 8192, f, true}},
+          std::tuple{"dq", &dq, std::vector<Arg>{t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, D, 128, 64, 8192, f, true}}}) {
       SCOPED_TRACE(fmt::format("{}{}", name, ws ? ", warp specialised" : ""));
       auto sass = sassOf(k->compile(args, options));
       ASSERT_TRUE(sass);
@@ -334,7 +334,7 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
                           {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
   auto mlp = kernel("mlp_chunks_sass", mlp_chunks, {"x", "w1", "w2", "out", "M", "rows", "hidden", "D", "BM", "BH"});
   const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off",
-                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows"};
+                                           "stride", "H", "T", "scale", "D", "BM", "BN", "rows", "partial", "bias_sums"};
   auto dkdv = kernel("attention_bwd_dkdv_invariant_sass",
                      gpt::kernels::attention_bwd_dkdv_tma<bfloat16, tl::precision::ieee>, params);
   auto dq = kernel("attention_bwd_dq_invariant_sass", gpt::kernels::attention_bwd_dq_tma<bfloat16, tl::precision::ieee>,
@@ -353,8 +353,8 @@ TEST(Sass, NoWgmmaInALoopReadsFragmentsLoadedBeforeIt) {
       {"attention 64x64, d 64", &attention, {t, t, t, t, 200, 400, 0.125f, 64, 64, 64, false}, 4},
       {"attention 128x128, d 128", &attention, {t, t, t, t, 200, 400, 0.125f, 128, 128, 128, true}, 8},
       {"mlp chunks", &mlp, {t, t, t, f, 100, 320, 320, 64, 64, 64}, 4},
-      {"attention dkdv", &dkdv, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 64, 128, 8192}, 8},
-      {"attention dq", &dq, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 128, 64, 8192}, 8},
+      {"attention dkdv", &dkdv, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 64, 128, 8192, f, true}, 8},
+      {"attention dq", &dq, {t, t, f, f, t, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 64, 128, 64, 8192, f, true}, 8},
       {"GPT-2 attention forward", &forward, {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, 64, 128, 64, 8192, true}, 8},
   };
   // LDSM.16.M88.4 / .M88.2 / .MT88.4 / .M88 (one matrix): Rn and the next

@@ -183,8 +183,8 @@ TEST_F(DriverPath, AStreamOfOurOwnIsOrderedOnlyByItsWaitsAndJoins) {
 
 /// profile_kernels: each launch between two events on its stream (the
 /// launch stays asynchronous); kernel_profile() waits for them, sums them per
-/// kernel and forgets them; a failed launch leaves no record; off, launches
-/// record no events.
+/// kernel (and ProfileLabel) and forgets them; a failed launch leaves no
+/// record; off, launches record no events.
 TEST_F(DriverPath, ProfiledLaunchesAreTimedPerKernel) {
   auto add = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
   DeviceBuffer x(64, DType::f32), y(64, DType::f32), out(64, DType::f32);
@@ -208,9 +208,29 @@ TEST_F(DriverPath, ProfiledLaunchesAreTimedPerKernel) {
   std::vector<KernelProfile> profile = kernel_profile();
   ASSERT_EQ(profile.size(), 1u);
   EXPECT_EQ(profile[0].kernel, "vector_add");
+  EXPECT_EQ(profile[0].label, "");
   EXPECT_EQ(profile[0].calls, 2);
   EXPECT_GE(profile[0].total_ms, 0.0);
   EXPECT_TRUE(kernel_profile().empty()) << "read twice";
+  // Under a ProfileLabel, apart: the innermost label, the outer one back
+  // when the inner ends, none after both.
+  {
+    const ProfileLabel outer("mlp.c_fc");
+    add(on, x, y, out, 64, 64);
+    {
+      const ProfileLabel inner("lm_head");
+      add(on, x, y, out, 64, 64);
+      add(on, x, y, out, 64, 64);
+    }
+    add(on, x, y, out, 64, 64);
+  }
+  add(on, x, y, out, 64, 64);
+  std::map<std::string, int> callsByLabel;
+  for (const KernelProfile &k : kernel_profile()) {
+    EXPECT_EQ(k.kernel, "vector_add");
+    callsByLabel[k.label] += k.calls;
+  }
+  EXPECT_EQ(callsByLabel, (std::map<std::string, int>{{"", 1}, {"lm_head", 2}, {"mlp.c_fc", 2}}));
   profile_kernels(false);
   fake::tegula_fake_cuda_reset();
   add(on, x, y, out, 64, 64);
