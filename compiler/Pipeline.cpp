@@ -59,6 +59,8 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
     pm.addPass(createOverlapChainedDots());
   if (chip == "sm_90a" && o.warpSpecialize && o.warpgroupTurns)
     pm.addPass(createWarpgroupTurns());
+  if (o.orderGlobalAccesses)
+    pm.addPass(createOrderGlobalAccesses());
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.

@@ -45,6 +45,10 @@ struct GpuPipelineOptions {
   /// false (TEGULA_WARPGROUP_TURNS=0): no warpgroup-turns on sm_90a - two
   /// consumer warpgroups issue attention's dots whenever they are ready.
   bool warpgroupTurns = true;
+  /// false: no order-global-accesses - a program's load of what it stored
+  /// in another layout may read the buffer before other threads wrote it
+  /// (only to show that race: ReadBackSim).
+  bool orderGlobalAccesses = true;
 
   /// The chip the layout passes see: sm_80 when wgmma is switched off.
   std::string layoutChip() const { return useWgmma ? chip : std::string("sm_80"); }

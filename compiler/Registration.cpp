@@ -67,6 +67,10 @@ void registerAllPasses() {
         *this, "warpgroup-turns",
         llvm::cl::desc("sm_90a, warp specialised: two consumer warpgroups take turns issuing attention's dots"),
         llvm::cl::init(true)};
+    Option<bool> orderGlobalAccesses{
+        *this, "order-global-accesses",
+        llvm::cl::desc("a barrier before a load of what other threads of the program stored (false: none)"),
+        llvm::cl::init(true)};
   };
   mlir::PassPipelineRegistration<GpuPipelineFlags>(
       "tegula-gpu-pipeline", "tile IR to per-thread LLVM + NVVM (layouts, lowering)",
@@ -80,7 +84,8 @@ void registerAllPasses() {
                               .useWgmma = f.useWgmma,
                               .useTma = f.useTma,
                               .overlapDots = f.overlapDots,
-                              .warpgroupTurns = f.warpgroupTurns});
+                              .warpgroupTurns = f.warpgroupTurns,
+                              .orderGlobalAccesses = f.orderGlobalAccesses});
       });
 }
 

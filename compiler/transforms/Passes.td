@@ -41,6 +41,24 @@ def UseTma : Pass<"use-tma", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def OrderGlobalAccesses : Pass<"order-global-accesses", "mlir::ModuleOp"> {
+  let summary = "A barrier between a store and a later load of the same buffer that other threads' elements reach";
+  let description = [{
+    A tile program is one thread of control: a load after a store of the
+    same addresses reads what was stored. Its GPU threads are not: when the
+    load's elements belong to other threads than the store's (another
+    layout, other pointers), nothing orders their accesses. Before such a
+    load - a `tile.load` after a `tile.store` through a pointer from the
+    same kernel argument (or one the pass cannot trace), with no barrier
+    between - this pass puts a `tilegpu.barrier`. A store and a load through
+    the same pointer tile in the same layout touch each element from one
+    thread and need none; pointers from different arguments are taken not
+    to alias. Loops are followed around (a store late in an iteration, a
+    load early in the next) and both arms of an `scf.if`.
+  }];
+  let dependentDialects = ["::tegula::tilegpu::TileGPUDialect"];
+}
+
 def DropUnusedTensorMaps : Pass<"drop-unused-tensor-maps", "mlir::ModuleOp"> {
   let summary = "Erase hidden tensor-map arguments nothing reads";
   let description = [{

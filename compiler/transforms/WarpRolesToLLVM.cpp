@@ -9,6 +9,7 @@
 //   program_slot       the consumer warpgroup's index, or the producer
 //                      warp's index among the producer warps
 //   set_max_registers  setmaxnreg.{inc,dec}
+//   barrier            bar.sync of the program's warps (ctaBarrier)
 //
 // and two consumer warpgroups take turns on the tensor cores (a ping-pong
 // GEMM's programs, loop by loop; attention's warpgroups, burst by burst of
@@ -86,6 +87,17 @@ struct SetMaxRegistersPattern : OpConversionPattern<tilegpu::SetMaxRegistersOp> 
     inlinePtx(rw, op.getLoc(), Type(), {},
               fmt::format("setmaxnreg.{}.sync.aligned.u32 {};", op.getIncrease() ? "inc" : "dec", op.getCount()),
               "");
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// The program's threads meet (ctaBarrier: bar.sync 0, or the consumers'
+/// named barrier in a warp-specialised kernel).
+struct BarrierPattern : OpConversionPattern<tilegpu::BarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tilegpu::BarrierOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
+    ctaBarrier(rw, op.getLoc());
     rw.eraseOp(op);
     return success();
   }
@@ -209,7 +221,7 @@ struct OrderRetirePattern : OpConversionPattern<tilegpu::OrderRetireOp> {
 } // namespace
 
 void populateWarpRolePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern, SetMaxRegistersPattern,
+  patterns.add<IsProducerWarpPattern, IsWarpLeaderPattern, ProgramSlotPattern, SetMaxRegistersPattern, BarrierPattern,
                OrderInitPattern, OrderWaitPattern, OrderArrivePattern, OrderRetirePattern>(types, patterns.getContext());
 }
 

@@ -280,6 +280,19 @@ def TileGPU_SetMaxRegistersOp : TileGPU_Op<"set_max_registers"> {
   let assemblyFormat = "attr-dict";
 }
 
+def TileGPU_BarrierOp : TileGPU_Op<"barrier"> {
+  let summary = "Every thread of the program meets here; their memory accesses so far are ordered before the ones after";
+  let description = [{
+    bar.sync: the program's threads wait for each other, and each one's
+    global and shared accesses before it are visible to the others after it
+    (a warp-specialised kernel's consumers: their named barrier; ping-pong:
+    each program's own). `order-global-accesses` puts one between a store
+    and a later load of the same buffer whose elements other threads own:
+    the tile program runs as one thread of control, its threads do not.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def TileGPU_TmaStoreWaitOp : TileGPU_Op<"tma_store_wait"> {
   let summary = "The program leader waits until its TMA stores have read their shared memory";
   let description = [{
