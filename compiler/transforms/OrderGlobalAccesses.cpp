@@ -11,8 +11,9 @@
 // A store and a later load conflict when their pointers may alias - traced
 // back to the same kernel argument, or to something the trace cannot name
 // (pointers from different arguments are taken not to alias) - and they are
-// not the same pointer tile in the same layout (each element then has one
-// thread). A barrier already between them (another tilegpu.barrier, or a
+// not the same pointer tile in the same layout that holds each element in
+// one thread (a scalar, or a layout with copies, is stored by one owner
+// and read by all). A barrier already between them (another tilegpu.barrier, or a
 // scalar atomic's, whose lowering orders the whole program) suffices. A
 // loop is walked twice: its second pass sees the stores of the iteration
 // before, so a store late in the body and a load early in it get a barrier
@@ -77,9 +78,18 @@ Value rootOf(Value v, Value self = Value(), int depth = 0) {
   return Value();
 }
 
+/// Whether every element of a tile of type `t` lives in one thread (no
+/// copies in other lanes or warps, whose stores the owner alone makes).
+bool oneThreadAnElement(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && tensor.getEncoding() &&
+         tilegpu::toLinearLayout(tensor.getEncoding(), tensor.getShape()).isInjective();
+}
+
 /// Whether `load` may read, in other threads, what `store` wrote.
 bool conflicts(tile::StoreOp store, tile::LoadOp load) {
-  if (store.getPtr() == load.getPtr() && store.getValue().getType() == load.getType())
+  if (store.getPtr() == load.getPtr() && store.getValue().getType() == load.getType() &&
+      oneThreadAnElement(load.getType()))
     return false; // every element stored and loaded by one thread
   Value a = rootOf(store.getPtr()), b = rootOf(load.getPtr());
   return !a || !b || a == b;

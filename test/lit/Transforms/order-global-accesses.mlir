@@ -1,7 +1,7 @@
 // RUN: tegula-opt %s -split-input-file -order-global-accesses | FileCheck %s
 
-#a = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
-#b = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [0, 1]}>
+#a = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>
 
 // A block stored in one layout and loaded back in another (through other
 // pointers into the same argument): other threads own the loaded elements,
@@ -94,4 +94,28 @@ func.func @after_atomics(%x: !tile.ptr<f32>, %flag: !tile.ptr<i32>, %off: tensor
   %old2 = tile.atomic_rmw add, %flag, %one sem = relaxed : !tile.ptr<i32>
   %r2 = tile.load %xb : tensor<512x!tile.ptr<f32>, #b>
   return %r1, %r2 : tensor<512xf32, #b>, tensor<512xf32, #b>
+}
+
+// -----
+
+#s = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A scalar (stored by one thread, loaded by all) and a tile whose layout
+// holds copies of its elements (32 elements over 128 threads: an owner
+// stores, every copy loads) need the barrier even through one pointer.
+// CHECK-LABEL: func.func @one_owner(
+// CHECK:         tile.store
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NEXT:    tile.load
+// CHECK:         tile.store
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NEXT:    tile.load
+func.func @one_owner(%x: !tile.ptr<f32>, %v: f32, %off: tensor<32xi32, #s>, %t: tensor<32xf32, #s>) -> (f32, tensor<32xf32, #s>) {
+  tile.store %x, %v : !tile.ptr<f32>
+  %a = tile.load %x : !tile.ptr<f32>
+  %p0 = tile.splat %x : tensor<32x!tile.ptr<f32>, #s>
+  %p = tile.addptr %p0, %off : tensor<32x!tile.ptr<f32>, #s>, tensor<32xi32, #s>
+  tile.store %p, %t : tensor<32x!tile.ptr<f32>, #s>
+  %b = tile.load %p : tensor<32x!tile.ptr<f32>, #s>
+  return %a, %b : f32, tensor<32xf32, #s>
 }
