@@ -420,7 +420,7 @@ struct StoreThroughTmaInAnyLayout : OpRewritePattern<tile::DescriptorStoreOp> {
 };
 
 /// The ops `v` is computed from through elementwise ops, when they reach
-/// only cheap tiles and TMA loads (at least one), and nothing outside them
+/// only cheap tiles and swizzled TMA loads (at least one), and nothing outside them
 /// but `cvt` uses what they compute: added to `tree` in program order.
 bool collectTmaLoadedTree(Value v, tilegpu::ConvertLayoutOp cvt, llvm::SetVector<Operation *> &tree) {
   llvm::SetVector<Operation *> reached;
@@ -435,7 +435,10 @@ bool collectTmaLoadedTree(Value v, tilegpu::ConvertLayoutOp cvt, llvm::SetVector
       return false;
     if (reached.contains(def))
       continue;
-    if (isa<tile::DescriptorLoadOp>(def) && def->hasAttr("tilegpu.tma")) {
+    if (isa<tile::DescriptorLoadOp>(def) && def->hasAttr("tilegpu.tma_swizzle")) {
+      // Swizzled (use-tma): read without bank conflicts in any layout. A
+      // row-major block read in an mma layout puts a fragment's rows on
+      // the same banks - the conversion is then no dearer.
       loads = true;
     } else if (!isElementwise(def) || isa<tile::AddPtrOp>(def)) {
       return false;

@@ -170,7 +170,7 @@ struct TmaLoadPattern : OpConversionPattern<tile::DescriptorLoadOp> {
     auto type = cast<RankedTensorType>(op.getType());
     const int64_t rank = type.getRank();
     // A swizzled map (use-tma): the boxes land in tmaLoadTile's tile, one
-    // per block of swizzle-wide rows; else row-major, one box.
+    // per block of columns as wide as the swizzle; else row-major, one box.
     std::optional<layout::SharedTile> tile = analysis::tmaLoadTile(op);
     if (auto swizzle = op->getAttrOfType<IntegerAttr>("tilegpu.tma_swizzle"))
       if (!tile || tile->rowBytes() != swizzle.getInt())

@@ -357,10 +357,10 @@ public:
     /// when B x T changes).
     int64_t peak = 0;
     /// Scratch: clip_grad_norm's (one f32 per 4096 gradients), the
-    /// backward's column sums' partials (f32: [B T / column_rows, 4 n_embd]
-    /// for column_partial_sums, [B T / its block rows, 4 n_embd] for the
-    /// fused GELU backward, three [B T / ln_bwd_rows, n_embd] for LayerNorm's
-    /// backward) and, f32 at tf32, the transposed x and dy of the weight
+    /// backward's column sums' partials (f32: [B cdiv(T, attention block),
+    /// 3 n_embd] for attention's backward, [B T / its block rows, 4 n_embd]
+    /// for the fused GELU backward, three [B T / ln_bwd_rows, n_embd] for
+    /// LayerNorm's backward) and, f32 at tf32, the transposed x and dy of the weight
     /// gradients (B T x 5 n_embd f32: x^T then dy^T), and the stream-K
     /// weight gradients' partial blocks and arrival counters.
     int64_t scratch = 0;

@@ -120,9 +120,6 @@ Reference reference(const GptModel &m, const std::vector<int32_t> &tok, const st
 
 class GptModelTest : public tegula::testing::GptBackendTest {};
 
-/// The backward's column-sum partials (f32 elements): column_partial_sums'
-/// [B T / column_rows, 4C], the fused GELU backward's [B T / its block, 4C]
-/// and LayerNorm's backward's three [B T / ln_bwd_rows, C].
 /// The column sums' partials (f32 elements): attention's backward's row per
 /// `own` rows of a sequence [B cdiv(T, own), 3C], the fused GELU
 /// backward's [B T / its BM, 4C], LayerNorm's backward's three [B T /

@@ -40,12 +40,13 @@ func.func @read_back(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %offA: tensor<32x32
 
 // In a loop: the store at the end of an iteration and the load at the start
 // of the next (a pointer the loop advances from the argument) get a barrier
-// before the load; a store after the loop's own barrier needs no second.
+// before the load; nothing after the loop needs another.
 // CHECK-LABEL: func.func @across_iterations(
 // CHECK:         scf.for
 // CHECK-NEXT:      tilegpu.barrier
 // CHECK-NEXT:      tile.load
-// CHECK:           tile.store
+// CHECK-NEXT:      tilegpu.convert_layout
+// CHECK-NEXT:      tile.store
 // CHECK:         }
 // CHECK-NOT:     tilegpu.barrier
 // CHECK:         return
@@ -77,7 +78,8 @@ func.func @across_iterations(%x: !tile.ptr<f32>, %n: i32, %off: tensor<512xi32, 
 // CHECK-LABEL: func.func @after_atomics(
 // CHECK:         tile.atomic_rmw add
 // CHECK-NEXT:    tile.load
-// CHECK:         tile.atomic_rmw add
+// CHECK-NEXT:    tile.store
+// CHECK-NEXT:    tile.atomic_rmw add
 // CHECK-NEXT:    tilegpu.barrier
 // CHECK-NEXT:    tile.load
 func.func @after_atomics(%x: !tile.ptr<f32>, %flag: !tile.ptr<i32>, %off: tensor<512xi32, #a>,
@@ -118,4 +120,126 @@ func.func @one_owner(%x: !tile.ptr<f32>, %v: f32, %off: tensor<32xi32, #s>, %t: 
   tile.store %p, %t : tensor<32x!tile.ptr<f32>, #s>
   %b = tile.load %p : tensor<32x!tile.ptr<f32>, #s>
   return %a, %b : f32, tensor<32xf32, #s>
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A scalar read-modify-write: every thread loads, the owner stores - after
+// a barrier, or it may overwrite what the others have yet to read. Not for
+// a tile in an injective layout through one pointer (an in-place update:
+// each element one thread's), nor for stores into other parts of the
+// buffer (taken not to overlap), nor for two stores through one pointer
+// (one owner an element).
+// CHECK-LABEL: func.func @write_after(
+// CHECK:         tile.load %{{.*}} : !tile.ptr<f32>
+// CHECK-NEXT:    arith.addf
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NEXT:    tile.store %{{.*}} : !tile.ptr<f32>
+// CHECK-NEXT:    tile.store %{{.*}} : !tile.ptr<f32>
+// CHECK-NOT:     tilegpu.barrier
+// CHECK:         return
+func.func @write_after(%x: !tile.ptr<f32>, %s: !tile.ptr<f32>, %off: tensor<512xi32, #a>, %offB: tensor<512xi32, #b>,
+                       %v: tensor<512xf32, #a>, %w: tensor<512xf32, #b>) {
+  %one = arith.constant 1.0 : f32
+  %c = tile.load %s : !tile.ptr<f32>
+  %n = arith.addf %c, %one : f32
+  tile.store %s, %n : !tile.ptr<f32>
+  tile.store %s, %c : !tile.ptr<f32>
+  %xa0 = tile.splat %x : tensor<512x!tile.ptr<f32>, #a>
+  %xa = tile.addptr %xa0, %off : tensor<512x!tile.ptr<f32>, #a>, tensor<512xi32, #a>
+  %xb0 = tile.splat %x : tensor<512x!tile.ptr<f32>, #b>
+  %xb = tile.addptr %xb0, %offB : tensor<512x!tile.ptr<f32>, #b>, tensor<512xi32, #b>
+  %same = tile.load %xa : tensor<512x!tile.ptr<f32>, #a>
+  tile.store %xa, %same : tensor<512x!tile.ptr<f32>, #a>
+  tile.store %xb, %w : tensor<512x!tile.ptr<f32>, #b>
+  return
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// One pointer tile, but made in the loop (advanced each iteration): the
+// store of one iteration and the load of the next reach different
+// addresses through it, possibly other threads' - a barrier before the
+// load. Through a pointer made before the loop, one thread does both.
+// CHECK-LABEL: func.func @moving_pointer(
+// CHECK:         scf.for
+// CHECK-NEXT:      tilegpu.barrier
+// CHECK-NEXT:      tile.load
+// CHECK-NEXT:      tile.store
+// CHECK:         scf.for
+// CHECK-NEXT:      tile.load
+// CHECK-NEXT:      tile.store
+// CHECK-NOT:     tilegpu.barrier
+// CHECK:         return
+func.func @moving_pointer(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %n: i32, %off: tensor<512xi32, #a>,
+                          %step: tensor<512xi32, #a>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %xa0 = tile.splat %x : tensor<512x!tile.ptr<f32>, #a>
+  %xa = tile.addptr %xa0, %off : tensor<512x!tile.ptr<f32>, #a>, tensor<512xi32, #a>
+  %end = scf.for %i = %c0 to %n step %c1 iter_args(%p = %xa) -> (tensor<512x!tile.ptr<f32>, #a>) : i32 {
+    %v = tile.load %p : tensor<512x!tile.ptr<f32>, #a>
+    tile.store %p, %v : tensor<512x!tile.ptr<f32>, #a>
+    %next = tile.addptr %p, %step : tensor<512x!tile.ptr<f32>, #a>, tensor<512xi32, #a>
+    scf.yield %next : tensor<512x!tile.ptr<f32>, #a>
+  }
+  %ya0 = tile.splat %y : tensor<512x!tile.ptr<f32>, #a>
+  %ya = tile.addptr %ya0, %off : tensor<512x!tile.ptr<f32>, #a>, tensor<512xi32, #a>
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %v = tile.load %ya : tensor<512x!tile.ptr<f32>, #a>
+    tile.store %ya, %v : tensor<512x!tile.ptr<f32>, #a>
+  }
+  return
+}
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// The arms of an if do not see each other's stores (only one runs); after
+// the if, the accesses of either are pending. The producer side of a warp-specialised kernel is not
+// walked (its threads do not meet the consumers' barrier).
+// CHECK-LABEL: func.func @arms(
+// CHECK:         scf.if
+// CHECK-NEXT:      tile.store
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      tile.load
+// CHECK-NEXT:    }
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NEXT:    tile.load
+// CHECK-NEXT:    tile.store
+// CHECK-NEXT:    tilegpu.is_producer_warp
+// CHECK-NEXT:    scf.if
+// CHECK-NEXT:      tile.store
+// CHECK-NEXT:      tile.load
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      tilegpu.barrier
+// CHECK-NEXT:      tile.load
+func.func @arms(%x: !tile.ptr<f32>, %c: i1, %off: tensor<512xi32, #a>, %offB: tensor<512xi32, #b>,
+                %v: tensor<512xf32, #a>) {
+  %xa0 = tile.splat %x : tensor<512x!tile.ptr<f32>, #a>
+  %xa = tile.addptr %xa0, %off : tensor<512x!tile.ptr<f32>, #a>, tensor<512xi32, #a>
+  %xb0 = tile.splat %x : tensor<512x!tile.ptr<f32>, #b>
+  %xb = tile.addptr %xb0, %offB : tensor<512x!tile.ptr<f32>, #b>, tensor<512xi32, #b>
+  scf.if %c {
+    tile.store %xa, %v : tensor<512x!tile.ptr<f32>, #a>
+  } else {
+    %w = tile.load %xb : tensor<512x!tile.ptr<f32>, #b>
+  }
+  %r = tile.load %xb : tensor<512x!tile.ptr<f32>, #b>
+  tile.store %xa, %v : tensor<512x!tile.ptr<f32>, #a>
+  %producer = tilegpu.is_producer_warp
+  scf.if %producer {
+    tile.store %xa, %v : tensor<512x!tile.ptr<f32>, #a>
+    %u = tile.load %xb : tensor<512x!tile.ptr<f32>, #b>
+  } else {
+    %u = tile.load %xb : tensor<512x!tile.ptr<f32>, #b>
+  }
+  return
 }

@@ -375,21 +375,33 @@ func.func @tma_operand_into_accumulator(%d: !tile.tensordesc<tensor<64x64xbf16>>
 #mma = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
 
 // Not when the loaded data has another user in its own layout (it would
-// then be read twice, or converted anyway), nor for a load that is not
-// TMA's (a global load's layout decides its coalescing).
+// then be read twice, or converted anyway), nor from a row-major TMA block
+// (no swizzle: an mma fragment's rows would share banks), nor for a load
+// that is not TMA's (a global load's layout decides its coalescing).
 // CHECK-LABEL: func.func @tma_operand_used_twice(
 // CHECK:         tile.descriptor_load {{.*}} -> tensor<64x64xbf16, #[[B:blocked[0-9]*]]>
 // CHECK:         tilegpu.convert_layout {{.*}} : tensor<64x64xf32, #[[B]]> -> tensor<64x64xf32, #mma
+// CHECK-LABEL: func.func @tma_unswizzled(
+// CHECK:         tile.descriptor_load {{.*}} -> tensor<64x64xbf16, #[[B1:blocked[0-9]*]]>
+// CHECK:         tilegpu.convert_layout
 // CHECK-LABEL: func.func @not_tma(
 // CHECK:         tile.descriptor_load {{.*}} -> tensor<64x64xbf16, #[[B2:blocked[0-9]*]]>
 // CHECK:         tilegpu.convert_layout
 func.func @tma_operand_used_twice(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
                                   %acc: tensor<64x64xf32, #mma>) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #b>) {
-  %v = tile.descriptor_load %d[%i, %i] {tilegpu.tma} : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
+  %v = tile.descriptor_load %d[%i, %i] {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32} : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
   %f = arith.extf %v : tensor<64x64xbf16, #b> to tensor<64x64xf32, #b>
   %c = tilegpu.convert_layout %f : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
   %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
   return %r, %f : tensor<64x64xf32, #mma>, tensor<64x64xf32, #b>
+}
+func.func @tma_unswizzled(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
+                          %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
+  %v = tile.descriptor_load %d[%i, %i] {tilegpu.tma} : !tile.tensordesc<tensor<64x64xbf16>> -> tensor<64x64xbf16, #b>
+  %f = arith.extf %v : tensor<64x64xbf16, #b> to tensor<64x64xf32, #b>
+  %c = tilegpu.convert_layout %f : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
+  %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
+  return %r : tensor<64x64xf32, #mma>
 }
 func.func @not_tma(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
                    %acc: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma> {
