@@ -9,7 +9,10 @@
 // the pointer kernels' (other loads, other tiles). On sm_90a both also run
 // warp specialised (the forward with and without its two consumer
 // warpgroups taking turns: TEGULA_WARPGROUP_TURNS), checked against the
-// plain runs. Without a driver it prints "skipped: ..." and exits 0.
+// plain runs. Then f32 at tf32 (GptModel's default storage): the pointer
+// kernels at the model's f32 tiles and at a few others, each checked against
+// the model's tiles' results, so a run says which tiles f32 should take.
+// Without a driver it prints "skipped: ..." and exits 0.
 //
 //   gpt2-attention [--iters 20] [--batch 8]
 #include "ScopedSwitch.h"
@@ -44,6 +47,114 @@ double relDiff(const DeviceBuffer &a, const DeviceBuffer &b) {
   return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
 }
 
+/// ||a - b|| / ||b|| over two f32 device buffers; infinite with a NaN.
+double relDiffF32(const DeviceBuffer &a, const DeviceBuffer &b) {
+  std::vector<float> x = a.to_host<float>(), y = b.to_host<float>();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = double(x[i]) - double(y[i]);
+    if (std::isnan(d))
+      return INFINITY;
+    num += d * d;
+    den += double(y[i]) * double(y[i]);
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+/// f32 storage, tf32 dots - GptModel's default - through the pointer
+/// kernels (cp.async rings): the forward and the backward at the model's
+/// tiles, then at other tiles (forward: rows x keys, warps; backward: rows a
+/// program owns x rows it steps, warps), each checked against the model's
+/// tiles' results. True when every one agrees.
+bool f32Attention(const DeviceInfo &info, int B, int iters) {
+  const int H = 12, T = 1024, D = 64, C = H * D, BT = B * T;
+  constexpr tl::precision P = tl::precision::tf32;
+  const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(DType::f32, info.chip);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float &x : v)
+      x = normal(rng);
+    return DeviceBuffer::from(v);
+  };
+  DeviceBuffer qkv = random(int64_t(BT) * 3 * C), dout = random(int64_t(BT) * C);
+  DeviceBuffer o(size_t(BT) * C, DType::f32), lse(size_t(B) * H * T, DType::f32),
+      delta(size_t(B) * H * T, DType::f32);
+  DeviceBuffer o2(size_t(BT) * C, DType::f32), lse2(size_t(B) * H * T, DType::f32);
+  DeviceBuffer dqkv(size_t(BT) * 3 * C, DType::f32), dqkv2(size_t(BT) * 3 * C, DType::f32);
+  const float scale = 1.0f / std::sqrt(float(D));
+  const uint32_t bh = uint32_t(B * H);
+  auto on = [](Grid g, int warps) { return LaunchOptions{.grid = g, .num_warps = warps, .backend = Backend::GPU}; };
+  auto fwd = kernel("attention_fwd", k::attention_fwd<float, P>,
+                    {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
+                     "BM", "BN", "diagonal_mask_only"});
+  const std::vector<std::string> bwdParams = {"qkv",   "dout", "lse", "delta", "dqkv",  "q_off",   "k_off",
+                                              "v_off", "stride", "H", "T",     "scale", "D",       "BM",
+                                              "BN",    "partial", "bias_sums"};
+  auto pre = kernel("attention_bwd_delta", k::attention_bwd_delta<float>, {"o", "dout", "delta", "H", "T", "D", "BM"});
+  auto dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<float, P>, bwdParams);
+  auto dq = kernel("attention_bwd_dq", k::attention_bwd_dq<float, P>, bwdParams);
+  auto forward = [&](int bm, int bn, int warps, DeviceBuffer &out, DeviceBuffer &lseOut) {
+    fwd(on({uint32_t(cdiv(T, bm)), bh}, warps), qkv, out, lseOut, 0, C, 2 * C, 3 * C, H, T, scale, 0, D, bm, bn,
+        tiles.attention_fwd_diagonal_mask_only);
+  };
+  DeviceBuffer partials(size_t(B) * size_t(cdiv(T, 16)) * 3 * C, DType::f32); // room for own >= 16
+  auto backward = [&](int own, int step, int warps, DeviceBuffer &out) {
+    pre(on({uint32_t(cdiv(T, 64)), bh}, 4), o, dout, delta, H, T, D, 64);
+    dkdv(on({uint32_t(cdiv(T, own)), bh}, warps), qkv, dout, lse, delta, out, 0, C, 2 * C, 3 * C, H, T, scale, D,
+         step, own, partials, true);
+    dq(on({uint32_t(cdiv(T, own)), bh}, warps), qkv, dout, lse, delta, out, 0, C, 2 * C, 3 * C, H, T, scale, D, own,
+       step, partials, true);
+  };
+  const double fwdFlops = 2.0 * B * H * double(T) * T * D, bwdFlops = 2.5 * fwdFlops;
+  bool ok = true;
+  struct Tile {
+    int rows, cols, warps;
+  };
+  const Tile modelFwd{tiles.attention_fwd_block, tiles.attention_fwd_block, tiles.attention_fwd_warps};
+  const Tile modelBwd{tiles.attention_bwd_block, tiles.attention_bwd_step, tiles.attention_warps};
+  o.fill_bytes(0xff);
+  forward(modelFwd.rows, modelFwd.cols, modelFwd.warps, o, lse);
+  dqkv.fill_bytes(0xff);
+  backward(modelBwd.rows, modelBwd.cols, modelBwd.warps, dqkv);
+  // The candidates compile without spills for sm_90a (ptxas; on sm_80 the
+  // backward owning 64 rows spills 24 bytes).
+  for (const Tile &t : {modelFwd, Tile{64, 32, 4}, Tile{128, 32, 8}, Tile{64, 64, 8}}) {
+    o2.fill_bytes(0xff);
+    try {
+      forward(t.rows, t.cols, t.warps, o2, lse2);
+    } catch (const Error &e) {
+      fmt::print("f32 forward {}x{} {} warps: {}\n", t.rows, t.cols, t.warps, e.what());
+      continue;
+    }
+    const double err = relDiffF32(o2, o);
+    const double ms = time_ms([&] { forward(t.rows, t.cols, t.warps, o2, lse2); }, iters).median;
+    fmt::print("f32 forward {}x{} {} warps vs the model's tiles: rel {:.2e} {}\n", t.rows, t.cols, t.warps, err,
+               err < 1e-3 ? "ok" : "FAILED");
+    ok = ok && err < 1e-3;
+    fmt::print("gpt2_attention_fwd_f32_{}x{}_w{}_b{} {:.3f} ms TFLOP/s {:.1f}\n", t.rows, t.cols, t.warps, B, ms,
+               fwdFlops / ms / 1e9);
+  }
+  for (const Tile &t : {modelBwd, Tile{64, 32, 8}}) {
+    dqkv2.fill_bytes(0xff);
+    try {
+      backward(t.rows, t.cols, t.warps, dqkv2);
+    } catch (const Error &e) {
+      fmt::print("f32 backward own {} step {} {} warps: {}\n", t.rows, t.cols, t.warps, e.what());
+      continue;
+    }
+    const double err = relDiffF32(dqkv2, dqkv);
+    const double ms = time_ms([&] { backward(t.rows, t.cols, t.warps, dqkv2); }, iters).median;
+    fmt::print("f32 backward own {} step {} {} warps vs the model's tiles: rel {:.2e} {}\n", t.rows, t.cols,
+               t.warps, err, err < 1e-3 ? "ok" : "FAILED");
+    ok = ok && err < 1e-3;
+    fmt::print("gpt2_attention_bwd_f32_{}x{}_w{}_b{} {:.3f} ms TFLOP/s {:.1f}\n", t.rows, t.cols, t.warps, B, ms,
+               bwdFlops / ms / 1e9);
+  }
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -55,7 +166,8 @@ int main(int argc, char **argv) {
       B = std::atoi(argv[i + 1]);
   }
   const int H = 12, T = 1024, D = 64, C = H * D, BT = B * T;
-  fmt::print("# gpt2-attention: GPT-2 124M's causal attention, bf16, B={} H={} T={} D={}\n", B, H, T, D);
+  fmt::print("# gpt2-attention: GPT-2 124M's causal attention, bf16 then f32 (tf32 dots), B={} H={} T={} D={}\n",
+             B, H, T, D);
   std::string why;
   if (!gpu_available(&why)) {
     fmt::print("skipped: {}\n", why);
@@ -163,6 +275,7 @@ int main(int argc, char **argv) {
       ok = ok && wsErr < 2e-2;
       fmt::print("gpt2_attention_bwd_ws_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, wsMs, bwdFlops / wsMs / 1e9);
     }
+    ok = f32Attention(info, B, iters) && ok;
     return ok ? 0 : 1;
   } catch (const Error &e) {
     fmt::print("error: {}\n", e.what());

@@ -209,6 +209,19 @@ int contiguousDimOfLoad(analysis::AxisInfoAnalysis &axis, Value v) {
   return dim < 0 ? -1 : transposed ? 1 - dim : dim;
 }
 
+/// Whether `v` is a loaded tile (through layout conversions and transposes),
+/// which pipeline-dot-operands may bring through a ring as it is.
+bool isLoaded(Value v) {
+  for (;;) {
+    if (auto convert = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+      v = convert.getSrc();
+    else if (auto trans = v.getDefiningOp<tile::TransOp>())
+      v = trans.getSrc();
+    else
+      return v.getDefiningOp<tile::LoadOp>() || v.getDefiningOp<tile::DescriptorLoadOp>();
+  }
+}
+
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
   using AccelerateDotBase::AccelerateDotBase;
 
@@ -298,8 +311,15 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
           a = fragmentsBeforeLoop(
               dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
       } else {
-        a = fragmentsBeforeLoop(
-            dot, a, retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits)), numWarps);
+        auto aFragments = retype(aT, tilegpu::DotOperandEncodingAttr::get(ctx, 0, mma, bits));
+        a = fragmentsBeforeLoop(dot, a, aFragments, numWarps);
+        // A tf32 A computed in the loop (attention's P or dS, an mma
+        // accumulator whose registers are not tf32's A fragments) moves into
+        // its fragments by a conversion of its own - the shared-memory round
+        // trip the lowering would otherwise stage it with - so that
+        // pipeline-dot-operands can bring B alone through a cp.async ring.
+        if (bits == 32 && a == dot.getA() && dot->getParentOfType<scf::ForOp>() && !isLoaded(a))
+          a = tilegpu::ConvertLayoutOp::create(b, dot.getLoc(), aFragments, a);
         bv = fragmentsBeforeLoop(
             dot, bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)), numWarps);
       }

@@ -327,6 +327,19 @@ void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
 
 namespace {
 
+/// Rings of 32-bit elements that differ at most in their swizzle. mma.sync
+/// reads 32-bit fragments one ld.shared an element (no ldmatrix), from any
+/// placement: a load two dots read in different orders (attention's
+/// backward in f32: q as B of S^T = k q^T and of dk += dS^T q) can fill one
+/// ring in either use's swizzle - the other's reads then may meet bank
+/// conflicts, never wrong values. 16-bit rings keep their own (ldmatrix
+/// needs its placement).
+bool sameTileButSwizzle(tilegpu::SharedTilesType x, tilegpu::SharedTilesType y) {
+  return x.getElementType().getIntOrFloatBitWidth() == 32 && x.getElementType() == y.getElementType() &&
+         x.getStages() == y.getStages() && x.getShape() == y.getShape() &&
+         x.getContiguousDim() == y.getContiguousDim();
+}
+
 /// Every tensor-core dot of `loop` at once, when a load feeds more than one
 /// of them (attention's backward reads q as q^T in one dot and as q in
 /// another, k likewise): one ring per load - cp.async, or TMA for
@@ -357,7 +370,8 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     auto a = planOperand(loop, dot, 0, stages, /*sharedLoad=*/true);
     auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
         cast<RankedTensorType>(dot.getA().getType()).getEncoding());
-    const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+    const bool aInRegisters = fragments && fragments.getParent() == mma &&
+                              (fragments.getElementBits() == 16 || fragments.getElementBits() == 32);
     if (!b || !(a || aInRegisters))
       return false;
     if (a)
@@ -378,8 +392,11 @@ bool pipelineSharedLoads(scf::ForOp loop, ArrayRef<tile::DotOp> dots, int stages
     if (size_t(std::distance(result.use_begin(), result.use_end())) != indices.size())
       return false; // read by something that is not one of these operands
     for (size_t i : indices)
-      if (uses[i].op.ring != uses[indices.front()].op.ring)
+      if (uses[i].op.ring != uses[indices.front()].op.ring &&
+          !(!wgmma && !tma && sameTileButSwizzle(uses[i].op.ring, uses[indices.front()].op.ring)))
         return false; // the uses want the tile stored differently
+    for (size_t i : indices) // 32-bit on mma.sync: one ring, the first use's swizzle
+      uses[i].op.ring = uses[indices.front()].op.ring;
     shared |= indices.size() > 1;
   }
   if (!shared)
@@ -542,7 +559,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       // A already in this mma's fragments (registers): B alone.
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
-      const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+      const bool aInRegisters = fragments && fragments.getParent() == mma &&
+                              (fragments.getElementBits() == 16 || fragments.getElementBits() == 32);
       if (!b || !(a || aInRegisters))
         continue;
       if (a && bool(a->block) != bool(b->block))
@@ -571,7 +589,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto b = planOperand(loop, dot, 1, numStages, /*sharedLoad=*/true);
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
-      const bool aInRegisters = fragments && fragments.getParent() == mma && fragments.getElementBits() == 16;
+      const bool aInRegisters = fragments && fragments.getParent() == mma &&
+                              (fragments.getElementBits() == 16 || fragments.getElementBits() == 32);
       if (!b || !b->block || (a && !a->block) || (!a && !aInRegisters))
         return std::nullopt;
       if (a)

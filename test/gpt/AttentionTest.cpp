@@ -88,14 +88,15 @@ protected:
 /// GptModel runs bf16) or pointer loads.
 enum class Loads { Pointers, Descriptors };
 
-template <class E>
+/// P: the dots' precision (GptModel's f32 runs them at tf32).
+template <class E, tl::precision P = tl::precision::ieee>
 void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shape = kSmall,
                         Loads loads = Loads::Pointers) {
   const int B = shape.B, H = shape.H, T = shape.T, D = shape.D, C = shape.C(), BM = shape.BM, BN = shape.BN;
   auto qkv = random_vector<E>(B * T * 3 * C), dout = random_vector<E>(B * T * C);
   const float scale = 1.0f / std::sqrt(float(D));
   Reference ref = reference(shape, to_double(qkv), to_double(dout), scale);
-  auto fwd = kernel("attention_fwd", k::attention_fwd<E>,
+  auto fwd = kernel("attention_fwd", k::attention_fwd<E, P>,
                     {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
                      "BM", "BN", "diagonal_mask_only"});
   auto o = poisoned<E>(B * T * C);
@@ -114,10 +115,10 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
   std::vector<std::string> tmaParams = bwdParams;
   tmaParams.insert(tmaParams.end() - 2, "rows");
   const bool descriptors = loads == Loads::Descriptors;
-  auto dkdv = descriptors ? kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<E>, tmaParams)
-                          : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E>, bwdParams);
-  auto dq = descriptors ? kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<E>, tmaParams)
-                        : kernel("attention_bwd_dq", k::attention_bwd_dq<E>, bwdParams);
+  auto dkdv = descriptors ? kernel("attention_bwd_dkdv_tma", k::attention_bwd_dkdv_tma<E, P>, tmaParams)
+                          : kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<E, P>, bwdParams);
+  auto dq = descriptors ? kernel("attention_bwd_dq_tma", k::attention_bwd_dq_tma<E, P>, tmaParams)
+                        : kernel("attention_bwd_dq", k::attention_bwd_dq<E, P>, bwdParams);
   LaunchOptions steps = opts, owned = opts;
   steps.grid = {uint32_t(cdiv(T, shape.step)), uint32_t(B * H)};
   owned.grid = {uint32_t(cdiv(T, shape.own)), uint32_t(B * H)};
@@ -151,7 +152,7 @@ void forwardAndBackward(const LaunchOptions &base, double tol, const Shape &shap
   EXPECT_LT(rel_error(got, stored), 1e-5);
   EXPECT_LT(rel_error(got, exact), tol * 2);
 
-  if constexpr (std::is_same_v<E, float>) { // finite differences of the forward
+  if constexpr (std::is_same_v<E, float> && P == tl::precision::ieee) { // finite differences of the forward
     auto loss = [&](const std::vector<float> &x) {
       auto oo = poisoned<float>(B * T * C);
       auto ll = poisoned<float>(B * H * T);
@@ -183,6 +184,36 @@ TEST(GptAttentionHopperTiles, Bf16BackwardInTheSimulator) {
   const Shape shape{1, 2, 200, 64, 64, 64, 128, 64};
   forwardAndBackward<bfloat16>({.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = "sm_90a"}, 2e-2, shape);
 }
+
+// f32 at tf32, as GptModel runs f32 on the GPU, at its tiles (32 by 32, 8
+// warps) as sm_80 and sm_90a code in the simulator: every key, value, query
+// and output-gradient block arrives through a cp.async ring - attention's P
+// and dS move into tf32's A fragments by a conversion of their own, and q
+// (dkdv) or k (dq), which two dots read in different orders, fill one ring.
+class GptAttentionF32Tiles : public ::testing::TestWithParam<const char *> {};
+TEST_P(GptAttentionF32Tiles, Tf32InTheSimulator) {
+  const Shape shape{1, 2, 100, 64, 32, 32, 32, 32};
+  // tf32 keeps 10 of f32's 23 mantissa bits: about 1e-3 of each product.
+  forwardAndBackward<float, tl::precision::tf32>(
+      {.grid = {1}, .num_warps = 8, .backend = Backend::Sim, .chip = GetParam()}, 5e-3, shape);
+  std::vector<float> x(100 * 3 * 128), r(2 * 100);
+  const std::vector<std::string> params = {"qkv", "dout", "lse", "delta", "dqkv", "q_off", "k_off", "v_off", "stride",
+                                           "H", "T", "scale", "D", "BM", "BN", "partial", "bias_sums"};
+  auto dkdv = kernel("attention_bwd_dkdv", k::attention_bwd_dkdv<float, tl::precision::tf32>, params);
+  auto dq = kernel("attention_bwd_dq", k::attention_bwd_dq<float, tl::precision::tf32>, params);
+  for (const Kernel *kern : {&dkdv, &dq}) {
+    const CompiledKernel c = kern->compile({x, x, r, r, x, 0, 128, 256, 384, 2, 100, 0.125f, 64, 32, 32, r, true},
+                                           {.chip = GetParam(), .num_warps = 8, .assemble = false});
+    const std::string ptx = c.ptx;
+    size_t copies = 0;
+    for (size_t at = ptx.find("cp.async.cg"); at != std::string::npos; at = ptx.find("cp.async.cg", at + 1))
+      ++copies;
+    // Both blocks of each iteration (q and do, or k and v), in 3 stages.
+    EXPECT_GE(copies, 4u) << kern->name() << ": its blocks are not pipelined";
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Chips, GptAttentionF32Tiles, ::testing::Values("sm_80", "sm_90a"),
+                         [](const ::testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
 
 // The backward through tensor descriptors (what GptModel runs in bf16): at
 // the small blocks in the interpreter and the simulator (sm_80 code: masked
