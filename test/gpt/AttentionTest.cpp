@@ -212,6 +212,15 @@ TEST_P(GptAttentionF32Tiles, Tf32InTheSimulator) {
     EXPECT_GE(copies, 4u) << kern->name() << ": its blocks are not pipelined";
   }
 }
+// 64-row blocks at 4 warps (one of the tiles gpt2-attention tries): on
+// sm_90a the scores q k^T run on wgmma (tf32, q staged once before the loop,
+// k from its ring) and P v on mma.sync (v runs along N, which tf32's wgmma
+// cannot read).
+TEST_P(GptAttentionF32Tiles, Tf32WithWarpgroupScoresInTheSimulator) {
+  const Shape shape{1, 2, 100, 64, 64, 32, 32, 32};
+  forwardAndBackward<float, tl::precision::tf32>(
+      {.grid = {1}, .num_warps = 4, .backend = Backend::Sim, .chip = GetParam()}, 5e-3, shape);
+}
 INSTANTIATE_TEST_SUITE_P(Chips, GptAttentionF32Tiles, ::testing::Values("sm_80", "sm_90a"),
                          [](const ::testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
 
