@@ -7,6 +7,12 @@
 // "skipped: ..." and exits 0.
 //
 //   gpt2-train [--batch 8] [--seq 1024] [--steps 10] [--dtype f32|bf16|all]
+//              [--tiles name=value,...] [--variants all|plain|ws]
+//
+// --tiles changes GptModel's tiles for every run (GptModel::Tiles::with:
+// e.g. attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0);
+// --variants ws runs only the default (warp specialised on Hopper) variant
+// of each precision, plain only the one-program-a-tile one.
 //
 // After the timed steps, one more step runs with every launch timed
 // (tegula::profile_kernels): GPU time per kernel.
@@ -46,7 +52,7 @@ struct Variant {
 
 /// Times `steps` training steps of GPT-2 124M with `storage` and prints its
 /// figures; "f32" or "bf16" in the names of the result lines.
-void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info) {
+void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info, const std::string &tiles) {
   const std::string tag = std::string(dtype_name(storage)) + (v.warpSpecialize ? "_ws" : "") +
                           (v.overlap ? "" : "_serial") + (v.streamK ? "" : "_dw_tiles");
   fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
@@ -55,6 +61,10 @@ void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &in
   model.set_warp_specialize(v.warpSpecialize);
   model.set_overlap_weight_gradients(v.overlap);
   model.set_stream_k_weight_gradients(v.streamK);
+  if (!tiles.empty()) {
+    model.set_tiles(model.tiles().with(tiles));
+    fmt::print("tiles: {}\n", model.tiles().str());
+  }
   model.init_random(1);
   std::mt19937 rng(1);
   std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
@@ -113,18 +123,31 @@ void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &in
 
 int main(int argc, char **argv) {
   int B = 8, T = 1024, steps = 10;
-  std::string dtype = "all";
+  std::string dtype = "all", tiles, variants = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--batch")) B = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--seq")) T = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--tiles")) tiles = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--variants")) variants = argv[i + 1];
+  }
+  if (variants != "all" && variants != "plain" && variants != "ws") {
+    fmt::print(stderr, "gpt2-train: --variants is all, plain or ws, not '{}'\n", variants);
+    return 2;
+  }
+  try { // a misspelt field fails here, not after the first run
+    (void)gpt::GptModel::gpu_tiles().with(tiles);
+  } catch (const Error &e) {
+    fmt::print(stderr, "gpt2-train: --tiles: {}\n", e.what());
+    return 2;
   }
   if (dtype != "all" && dtype != "f32" && dtype != "bf16") {
     fmt::print(stderr, "gpt2-train: --dtype is f32, bf16 or all, not '{}'\n", dtype);
     return 2;
   }
-  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}\n", B, T, steps, dtype);
+  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}{}{}\n", B, T, steps, dtype,
+             tiles.empty() ? "" : ", tiles " + tiles, variants == "all" ? "" : ", variants " + variants);
   std::string why;
   if (!gpu_available(&why)) {
     fmt::print("skipped: {}\n", why);
@@ -145,8 +168,12 @@ int main(int argc, char **argv) {
         continue;
       if ((!v.overlap || !v.streamK) && storage != DType::bf16)
         continue;
+      const bool isDefault = v.overlap && v.streamK; // the model's default switches, warp specialised or not
+      if ((variants == "ws" && !(isDefault && v.warpSpecialize == (info.chip == "sm_90a"))) ||
+          (variants == "plain" && (v.warpSpecialize || !isDefault)))
+        continue;
       try {
-        run(storage, v, B, T, steps, info);
+        run(storage, v, B, T, steps, info, tiles);
       } catch (const Error &e) { // report, and go on to the other precision
         fmt::print("error ({}{}{}{}): {}\n", dtype_name(storage), v.warpSpecialize ? ", warp specialised" : "",
                    v.overlap ? "" : ", serial", v.streamK ? "" : ", weight gradients one program a tile", e.what());

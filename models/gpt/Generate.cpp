@@ -23,7 +23,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H;
   const int lnBlock = pow2AtLeast(C);
-  const int attBlock = tiles_.attention_fwd_block, attWarps = tiles_.attention_fwd_warps;
+  const int attBlock = tiles_.attention_fwd_block;
   auto P = [&](const std::string &name) { return weights(name); };
   auto V = [&](int64_t offset, int64_t count) { return d.arena.view(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return d.stats.view(offset, count); };
@@ -49,7 +49,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     linear(V(d.ln, C), h + "attn.c_attn", row, row, 3 * C, C, false);
     // Attention of the block holding `pos` over positions 0..pos (rows of
     // the block past pos are computed and ignored).
-    kernels_->attention(launch({1, uint32_t(H)}, attWarps), V(d.cache[size_t(l)], cacheSize),
+    kernels_->attention(attentionForwardLaunch({1, uint32_t(H)}), V(d.cache[size_t(l)], cacheSize),
                         V(d.att, int64_t(c.n_ctx) * C),
                         S(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
                         1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock, pos + 1,

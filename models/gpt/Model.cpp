@@ -350,6 +350,12 @@ LaunchOptions GptModel::launch(Grid grid, int warps, int stages) const {
           .warp_specialize = warpSpecialize_};
 }
 
+LaunchOptions GptModel::attentionForwardLaunch(Grid grid) const {
+  LaunchOptions o = launch(grid, tiles_.attention_fwd_warps);
+  o.warp_specialize = o.warp_specialize && tiles_.attention_fwd_ws;
+  return o;
+}
+
 float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H, BT = B * T;
@@ -445,7 +451,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
 
   kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
                       lnBlock);
-  const int attBlock = tiles_.attention_fwd_block, attWarps = tiles_.attention_fwd_warps;
+  const int attBlock = tiles_.attention_fwd_block;
   // The residual connections run in the LayerNorm after them
   // (residual_layernorm_fwd: res = x + a, y = layernorm(res)); the first
   // block's ln_1 reads the embeddings alone.
@@ -463,7 +469,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     const Activations::Layer &L = a.layers[size_t(l)];
     const std::string h = fmt::format("h.{}.", l);
     linear(A(L.ln1, btc), h + "attn.c_attn", A(L.qkv, 3 * btc), A(L.qkv, 3 * btc), 3 * C, C, false);
-    kernels_->attention(launch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+    kernels_->attention(attentionForwardLaunch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
                         A(L.atty, btc),
                         S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
                         D, attBlock, attBlock, BT, tiles_.attention_fwd_diagonal_mask_only);

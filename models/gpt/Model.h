@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tegula::gpt {
@@ -180,6 +181,21 @@ public:
     // was converted into the layout through 64 KiB of shared memory; one
     // program a tile, the H100 of 2026-11-27 ran it at 240 TFLOP/s).
     int gelu_dx_bn = 0, gelu_dx_warps = 0;
+    // Attention's forward with a producer warpgroup where the model's TMA
+    // loops have one (set_warp_specialize); false: the program's own warps
+    // issue its TMA copies (the attention benchmark's flash attention ran
+    // GPT-2's shape fastest that way, at 64 x 64 on 4 warps).
+    bool attention_fwd_ws = true;
+    /// Sets the field `name` (as spelled here: "attention_fwd_block",
+    /// "group_m", ...; a bool takes 0 or 1); throws tegula::Error naming the
+    /// fields for an unknown one, or for a value out of its range.
+    void set(std::string_view name, int value);
+    /// These tiles with "name=value,name=value" applied (tegula-gpt train
+    /// --tiles, gpt2-train --tiles); an empty list changes nothing. Throws
+    /// tegula::Error on a malformed entry or as set() does.
+    Tiles with(std::string_view overrides) const;
+    /// "name=value" for every field, comma-separated (what a run used).
+    std::string str() const;
     /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> kmajor() const {
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
@@ -399,6 +415,9 @@ private:
   /// One decoding step at position `pos`: the new token's logits [vocab].
   std::vector<float> decodeStep(Decoder &d, int32_t token, int pos);
   LaunchOptions launch(Grid grid, int warps = 4, int stages = 3) const;
+  /// Attention's forward (training and decoding): its warps, and its own
+  /// warp specialisation (Tiles::attention_fwd_ws).
+  LaunchOptions attentionForwardLaunch(Grid grid) const;
   /// A linear layer's launch: its tiles' warps and pipeline depth.
   LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
   /// A weight gradient's launch (dw (+)= x^T dy at the linear layers' tile).

@@ -366,7 +366,16 @@ PYBIND11_MODULE(_gpt, m) {
            py::arg("on"))
       .def("set_stream_k_weight_gradients",
            [](PyGpt &g, bool on) { locked(g, [&](GptModel &m) { m.set_stream_k_weight_gradients(on); }); },
-           py::arg("on"));
+           py::arg("on"))
+      .def("override_tiles",
+           [](PyGpt &g, const std::string &overrides) {
+             return locked(g, [&](GptModel &m) {
+               m.set_tiles(m.tiles().with(overrides));
+               return m.tiles().str();
+             });
+           },
+           py::arg("overrides"))
+      .def("tiles", [](PyGpt &g) { return locked(g, [](GptModel &m) { return m.tiles().str(); }); });
 
   m.def("learning_rate", &GptModel::learning_rate, py::kw_only(), py::arg("step"), py::arg("warmup"),
         py::arg("total"), py::arg("max_lr"), py::arg("min_lr"),

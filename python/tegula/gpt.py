@@ -235,6 +235,17 @@ class GPT:
         (on by default; deterministic); off: one program a tile."""
         self._m.set_stream_k_weight_gradients(on)
 
+    def override_tiles(self, overrides: str) -> str:
+        """Sets tile sizes, warps and switches by name - "name=value,..."
+        (e.g. ``"attention_fwd_block=64,attention_fwd_warps=4"``; the fields of
+        GptModel::Tiles, docs/gpt.md) - and returns every field's value.
+        Raises tegula.Error naming the fields for an unknown one."""
+        return self._m.override_tiles(overrides)
+
+    def tiles(self) -> str:
+        """Every tile field's value, "name=value,..."."""
+        return self._m.tiles()
+
 
 class Tokenizer:
     """Text to token ids: GPT-2's byte-level BPE (:meth:`gpt2`) or plain

@@ -66,7 +66,21 @@ def test_gradients_and_one_adamw_step_match_hugging_face(io):
     model.backward()
     for name, g in ours.items():
         assert rel_error(model.gradient(name), g) < 1e-6, name
+    # Other attention tiles by name: the same gradients up to rounding.
+    own = model.tiles()
+    assert "attention_bwd_block=32," in model.override_tiles("attention_bwd_block=32,attention_bwd_step=16")
+    model.forward(io["tokens"], io["targets"])
+    model.zero_grad()
+    model.backward()
+    for name, g in ours.items():
+        assert rel_error(model.gradient(name), g) < 1e-5, name
+    with pytest.raises(tegula.Error, match="no field 'attention_block'"):
+        model.override_tiles("attention_block=32")
+    assert model.override_tiles(own) == own
     model.set_stream_k_weight_gradients(True)
+    model.forward(io["tokens"], io["targets"])
+    model.zero_grad()
+    model.backward()
     model.step(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     for name, g in ours.items():
         want, theirs = stepped["transformer." + name], grads["transformer." + name]

@@ -38,6 +38,13 @@ grep -q -- "--warp-specialize is on or off, not 'yes'" "$work/err.log"
 grep -q '^step     2/2  loss' "$work/train-tiles.log"
 if "$tool" train --data "$work/input.txt" --stream-k maybe 2>"$work/err.log"; then exit 1; fi
 grep -q -- "--stream-k is on or off, not 'maybe'" "$work/err.log"
+# Other tiles by name (GptModel::Tiles::with): trains, and says which.
+"$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --tiles attention_fwd_block=32,column_rows=32 \
+  "${small[@]}" | tee "$work/train-override.log"
+grep -q 'attention_fwd_block=32,' "$work/train-override.log"
+grep -q '^step     2/2  loss' "$work/train-override.log"
+if "$tool" train --data "$work/input.txt" --tiles attention_block=32 2>"$work/err.log"; then exit 1; fi
+grep -q "GPT tiles: no field 'attention_block'" "$work/err.log"
 "$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
   --merges "$bpe/merges.txt" | tee "$work/tok.log"
 grep -q 'vocabulary 420' "$work/tok.log"

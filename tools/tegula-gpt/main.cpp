@@ -5,7 +5,7 @@
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
-//                    [--warp-specialize on|off] [--stream-k on|off]
+//                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -229,6 +229,10 @@ int train(const Options &o) {
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
+  if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md)
+    model.set_tiles(model.tiles().with(o.str("tiles")));
+    fmt::print("tiles: {}\n", model.tiles().str());
+  }
   model.init_random(uint64_t(o.integer("seed")));
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
@@ -335,7 +339,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !std::strcmp(argv[1], "train")) {
       auto d = common;
       d.insert({{"data", ""}, {"tokens", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
-                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}});
+                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}, {"tiles", ""}});
       Options o(argc, argv, 2, d);
       if (o.str("data").empty() == o.str("tokens").empty())
         throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");

@@ -1,0 +1,86 @@
+// TileOverridesTest.cpp - GptModel::Tiles set by name (tegula-gpt train
+// --tiles, gpt2-train --tiles, Python's override_tiles): values land in their
+// fields, bad names and values are clear errors, and a model run at other
+// attention tiles computes what it computes at its own.
+#include "TestUtil.h"
+#include "models/gpt/Model.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace tegula;
+using namespace tegula::gpt;
+using ::testing::HasSubstr;
+
+namespace {
+
+TEST(GptTiles, OverridesSetTheirFieldsAndNothingElse) {
+  const GptModel::Tiles base = GptModel::gpu_tiles(DType::bf16, "sm_90a");
+  const GptModel::Tiles t =
+      base.with(" attention_fwd_block=64, attention_fwd_warps = 4,attention_fwd_ws=0,group_m=0,,dw_stream_k=1");
+  EXPECT_EQ(t.attention_fwd_block, 64);
+  EXPECT_EQ(t.attention_fwd_warps, 4);
+  EXPECT_FALSE(t.attention_fwd_ws);
+  EXPECT_EQ(t.group_m, 0);
+  EXPECT_TRUE(t.dw_stream_k);
+  // Every other field as it was: str() lists them all.
+  GptModel::Tiles back = t;
+  back.attention_fwd_block = base.attention_fwd_block, back.attention_fwd_warps = base.attention_fwd_warps;
+  back.attention_fwd_ws = base.attention_fwd_ws, back.group_m = base.group_m;
+  EXPECT_EQ(back.str(), base.str());
+  EXPECT_THAT(t.str(), HasSubstr("attention_fwd_block=64,"));
+  EXPECT_THAT(t.str(), HasSubstr("attention_fwd_ws=0"));
+  // str() reads back as the same tiles.
+  EXPECT_EQ(GptModel::cpu_tiles().with(t.str()).str(), t.str());
+  EXPECT_EQ(base.with("").str(), base.str());
+}
+
+TEST(GptTiles, BadOverridesAreClearErrors) {
+  const GptModel::Tiles base = GptModel::gpu_tiles();
+  auto error = [&](const std::string &overrides) {
+    try {
+      (void)base.with(overrides);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("attention_block=64"), HasSubstr("no field 'attention_block'"));
+  EXPECT_THAT(error("attention_block=64"), HasSubstr("attention_fwd_block")); // the fields are listed
+  EXPECT_THAT(error("bm"), HasSubstr("'bm' is not name=value"));
+  EXPECT_THAT(error("bm=sixty"), HasSubstr("bm's value 'sixty' is not an integer"));
+  EXPECT_THAT(error("bm=64x"), HasSubstr("is not an integer"));
+  EXPECT_THAT(error("bm=0"), HasSubstr("bm is at least 1, not 0"));
+  EXPECT_THAT(error("group_m=-1"), HasSubstr("group_m is at least 0, not -1"));
+  EXPECT_THAT(error("attention_fwd_ws=2"), HasSubstr("attention_fwd_ws is 0 or 1, not 2"));
+}
+
+// The model at other attention tiles (its forward's block, the backward's
+// blocks) computes the same loss and gradients to rounding: what the tiles
+// change is the order of the sums.
+TEST(GptTiles, AModelRunsAtOverriddenAttentionTiles) {
+  GptConfig c;
+  c.n_layer = 1, c.n_head = 2, c.n_embd = 32, c.vocab = 50, c.vocab_padded = 64, c.n_ctx = 64;
+  const int B = 2, T = 45; // the interpreter's 16-row blocks and these 32-row ones both ragged
+  std::mt19937 rng(3);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t(rng() % 50), tgt[size_t(i)] = int32_t(rng() % 50);
+  GptModel base(c, Backend::Interp), other(c, Backend::Interp);
+  other.set_tiles(other.tiles().with("attention_fwd_block=32,attention_bwd_block=32,attention_bwd_step=16"));
+  base.init_random(4), other.init_random(4);
+  const float a = base.forward(tok, tgt, B, T), b = other.forward(tok, tgt, B, T);
+  EXPECT_NEAR(a, b, 1e-5f * a);
+  base.zero_grad(), other.zero_grad();
+  base.backward(), other.backward();
+  for (const ParamSpec &p : base.parameters()) {
+    const std::vector<float> want = base.read_gradient(p.name);
+    EXPECT_LT(tegula::testing::rel_error(other.read_gradient(p.name), std::vector<double>(want.begin(), want.end())),
+              1e-5)
+        << p.name;
+  }
+}
+
+} // namespace
