@@ -159,6 +159,8 @@ PYTHON_ITEMS="torch-reference gpt2-torch python-launch-overhead python-gpt2-trai
 # outgrow a call; `run gemm` still runs it whole. TEGULA_GEMM_CONFIGS (e.g.
 # 'sk,c2,pers s4') narrows each to the configurations named so.
 GEMM_DTYPES="bf16 f16 tf32 tf32tn fp8 i8"
+# A benchmark's own arguments: TEGULA_ARGS_<item, - as _> (word-split), e.g.
+# TEGULA_ARGS_gpt2_train='--dtype bf16 --variants ws --tiles attention_fwd_ws=0'.
 items_of() {
   case $1 in
     all) items_of tests && items_of benchmarks && items_of python ;;
@@ -294,7 +296,9 @@ run() {
     case $kind:$item in
       test:*) run_test_binary "$item" ;;
       benchmark:*)
-        stream "$item" "$root/bin/$item"
+        local argsVar="TEGULA_ARGS_${item//-/_}"
+        # shellcheck disable=SC2086 # the arguments are words
+        stream "$item" "$root/bin/$item" ${!argsVar:-}
         rows+=("$(printf '%-9s %-24s rc=%-3s %s' benchmark "$item" "$rc" "$why")")
         grep -hE '^[a-z][a-z0-9_]* +.*[0-9]\.[0-9]+$' "$logs/$item.log" >>"$logs/results.txt" ;;
       :gemm-*)

@@ -44,7 +44,7 @@ for t in $all; do
 done
 exit $rc
 TEST
-printf '#!/usr/bin/env bash\necho "fake_row 1.0 ms ratio 0.75"\n' >"$work/payload/bin/fake_bench"
+printf '#!/usr/bin/env bash\necho "fake_row 1.0 ms ratio 0.75"\necho "args: $*"\n' >"$work/payload/bin/fake_bench"
 printf '#!/usr/bin/env bash\necho "quiet: started"\nsleep 600\n' >"$work/payload/bin/quiet_bench"
 printf '#!/usr/bin/env bash\nwhile :; do echo "slow: still going"; sleep 0.5; done\n' >"$work/payload/bin/slow_bench"
 # The GEMM benchmark: one type a call (--dtypes), its CSV in TEGULA_BENCH_OUT.
@@ -74,7 +74,8 @@ grep -q "'nosuch' is neither a part" "$work/unknown.log" || fail "no clear error
 # on a loaded machine.)
 start=$SECONDS
 set +e
-TEGULA_GPU_CHECK_SECONDS=28 bash "$script" run tests fake_bench quiet_bench slow_bench fake_bench >"$work/run.log" 2>&1
+TEGULA_ARGS_fake_bench='--tiles a=1,b=2 --variants ws' TEGULA_GPU_CHECK_SECONDS=28 \
+  bash "$script" run tests fake_bench quiet_bench slow_bench fake_bench >"$work/run.log" 2>&1
 rc=$?
 set -e
 cat "$work/run.log"
@@ -119,6 +120,8 @@ for f in environment.log summary.txt fake_test.log fake_bench.log quiet_bench.lo
   grep -qx "./$f" "$work/bundle.txt" || fail "$f is not in the bundle"
 done
 grep -q '^slow: still going' <(tar -xzOf "$bundle" ./slow_bench.log) || fail "the killed benchmark's output is lost"
+grep -qx 'args: --tiles a=1,b=2 --variants ws' <(tar -xzOf "$bundle" ./fake_bench.log) ||
+  fail "TEGULA_ARGS_fake_bench did not reach the benchmark"
 grep -q '^\[ RUN      \] A.After' <(tar -xzOf "$bundle" ./fake_test.log) || fail "A.After never ran"
 
 # TEGULA_GPU_CHECK_FILTER: only the tests a filter selects (two of ten here).
