@@ -31,7 +31,8 @@ int64_t bytesOf(Type t) { return (int64_t(t.getIntOrFloatBitWidth()) + 7) / 8; }
 
 /// Partials of each operand, one per result element and warp along the
 /// axis (ReduceToLLVM's step 3).
-int64_t reduceBytes(tile::ReduceOp op) {
+/// tile.scan's warp totals (ScanToLLVM's step 3) take the same room.
+template <class Combining> int64_t reduceBytes(Combining op) {
   RankedTensorType src = encodedTensor(op.getSrcs()[0].getType());
   if (!src)
     return 0;
@@ -176,6 +177,8 @@ int64_t exchangeSlotBytes(Type elem) {
 int64_t sharedScratchBytes(Operation *op) {
   if (auto reduce = dyn_cast<tile::ReduceOp>(op))
     return reduceBytes(reduce);
+  if (auto scan = dyn_cast<tile::ScanOp>(op))
+    return reduceBytes(scan);
   if (isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
     return exchangeBytes(op);
   if (auto dot = dyn_cast<tile::DotOp>(op))

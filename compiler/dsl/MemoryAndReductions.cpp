@@ -64,38 +64,51 @@ Access prepareAccess(TraceState &ts, const tensor &ptrs, const tensor *mask,
   return acc;
 }
 
-/// Build a tile.reduce of `srcs` along `axis`; `combine` fills the region.
-ValueRange buildReduce(TraceState &ts, ValueRange srcs, int axis,
-                       const std::source_location &loc,
-                       llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                             ArrayRef<BlockArgument>)>
-                           combine) {
+/// Build a tile.reduce (or, `scan`, a tile.scan: `reverse` from the end)
+/// of `srcs` along `axis`; `combine` fills the combiner region.
+ValueRange buildCombining(TraceState &ts, ValueRange srcs, int axis, const std::source_location &loc,
+                          llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<BlockArgument>)>
+                              combine,
+                          bool scan = false, bool reverse = false) {
   Location l = toLoc(ts.ctx, loc);
   auto shape = shapeOf(srcs[0]);
   SmallVector<int64_t> out(shape);
-  out.erase(out.begin() + axis);
+  if (!scan)
+    out.erase(out.begin() + axis);
   SmallVector<Type> resultTypes, argTypes;
   for (Value s : srcs)
-    resultTypes.push_back(out.empty() ? elementOf(s)
-                                      : Type(RankedTensorType::get(out, elementOf(s))));
+    resultTypes.push_back(out.empty() ? elementOf(s) : Type(RankedTensorType::get(out, elementOf(s))));
   for (int k = 0; k < 2; ++k)
     for (Value s : srcs)
       argTypes.push_back(elementOf(s));
-  auto op = tile::ReduceOp::create(ts.builder, l, resultTypes, srcs,
-                                   ts.builder.getI32IntegerAttr(axis));
+  Operation *op;
+  Region *combiner;
+  if (scan) {
+    auto s = tile::ScanOp::create(ts.builder, l, resultTypes, srcs, ts.builder.getI32IntegerAttr(axis),
+                                  reverse ? ts.builder.getUnitAttr() : UnitAttr());
+    op = s, combiner = &s.getCombiner();
+  } else {
+    auto r = tile::ReduceOp::create(ts.builder, l, resultTypes, srcs, ts.builder.getI32IntegerAttr(axis));
+    op = r, combiner = &r.getCombiner();
+  }
   OpBuilder::InsertionGuard guard(ts.builder);
-  Block *body = ts.builder.createBlock(&op.getCombiner(), {}, argTypes,
-                                       SmallVector<Location>(argTypes.size(), l));
+  Block *body = ts.builder.createBlock(combiner, {}, argTypes, SmallVector<Location>(argTypes.size(), l));
   ts.builder.setInsertionPointToStart(body);
   SmallVector<Value> results;
   try {
     results = combine(ts.builder, l, body->getArguments());
   } catch (...) { // a mistake in a user's combine function: no half-built op left behind
-    op.erase();
+    op->erase();
     throw;
   }
   tile::ReduceReturnOp::create(ts.builder, l, results);
-  return op.getResults();
+  return op->getResults();
+}
+
+ValueRange buildReduce(TraceState &ts, ValueRange srcs, int axis, const std::source_location &loc,
+                       llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<BlockArgument>)>
+                           combine) {
+  return buildCombining(ts, srcs, axis, loc, combine);
 }
 
 int normalizeAxis(int axis, Value v, const std::source_location &loc, llvm::StringRef fn) {
@@ -420,76 +433,89 @@ tensor min(const tensor &x, int axis, Loc loc) {
 tensor argmax(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, true, loc, "argmax"); }
 tensor argmin(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, false, loc, "argmin"); }
 
-std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
-                           const std::function<std::vector<tensor>(const std::vector<tensor> &,
-                                                                   const std::vector<tensor> &)> &combine,
-                           Loc loc) {
+using TileCombine =
+    std::function<std::vector<tensor>(const std::vector<tensor> &, const std::vector<tensor> &)>;
+
+/// tl::reduce or (`scan`) tl::associative_scan of `xs` with a combine
+/// function of the user's, checked: one shape, no pointers, the function
+/// returning one scalar of each tile's element type, made of elementwise
+/// operations on its arguments and literals.
+static std::vector<tensor> combineTiles(const std::vector<tensor> &xs, int axis, const TileCombine &combine,
+                                        const Loc &loc, bool scan, bool reverse) {
+  const std::string fn = scan ? "tl::associative_scan" : "tl::reduce";
   TraceState &ts = current(loc);
   if (xs.empty())
-    fail(loc, "tl::reduce needs at least one tile");
+    fail(loc, fmt::format("{} needs at least one tile", fn));
   SmallVector<Value> srcs;
   for (const tensor &x : xs)
     srcs.push_back(unwrap(x, loc));
-  axis = normalizeAxis(axis, srcs[0], loc, "reduce");
+  axis = normalizeAxis(axis, srcs[0], loc, scan ? "associative_scan" : "reduce");
   for (auto [k, v] : llvm::enumerate(srcs)) {
     if (shapeOf(v) != shapeOf(srcs[0]))
-      fail(loc, fmt::format("tl::reduce: tile {} has shape {}, tile 0 {}: the tiles reduced together need one shape",
+      fail(loc, fmt::format("{}: tile {} has shape {}, tile 0 {}: the tiles combined together need one shape", fn,
                             k, shapeString(shapeOf(v)), shapeString(shapeOf(srcs[0]))));
     if (isa<tile::PtrType>(elementOf(v)))
-      fail(loc, fmt::format("tl::reduce: tile {} holds pointers", k));
-    rejectFp8(elementOf(v), loc, "tl::reduce");
+      fail(loc, fmt::format("{}: tile {} holds pointers", fn, k));
+    rejectFp8(elementOf(v), loc, fn);
   }
   const size_t n = srcs.size();
   Block *body = nullptr;
-  ValueRange results = buildReduce(
-      ts, srcs, axis, loc, [&](OpBuilder &, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+  ValueRange results = buildCombining(
+      ts, srcs, axis, loc,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
         body = args.front().getOwner();
         std::vector<tensor> acc, next;
         for (size_t k = 0; k < n; ++k)
           acc.push_back(wrap(args[k])), next.push_back(wrap(args[n + k]));
         const std::vector<tensor> combined = combine(acc, next);
         if (combined.size() != n)
-          fail(loc, fmt::format("tl::reduce: the combine function returned {} value{} for {} tiles", combined.size(),
+          fail(loc, fmt::format("{}: the combine function returned {} value{} for {} tiles", fn, combined.size(),
                                 combined.size() == 1 ? "" : "s", n));
         SmallVector<Value> values;
         for (size_t k = 0; k < n; ++k) {
           Value v = unwrap(combined[k], loc);
           if (!shapeOf(v).empty())
-            fail(loc, fmt::format("tl::reduce: the combine function returned a {} tile where a scalar was due "
+            fail(loc, fmt::format("{}: the combine function returned a {} tile where a scalar was due "
                                   "(it combines one element of each tile at a time)",
-                                  shapeString(shapeOf(v))));
+                                  fn, shapeString(shapeOf(v))));
           if (v.getType() != elementOf(srcs[k])) {
             std::string got, want;
             llvm::raw_string_ostream(got) << v.getType();
             llvm::raw_string_ostream(want) << elementOf(srcs[k]);
-            fail(loc, fmt::format("tl::reduce: the combine function returned {} for tile {} of {}: return its "
+            fail(loc, fmt::format("{}: the combine function returned {} for tile {} of {}: return its "
                                   "element type (cast with .to())",
-                                  got, k, want));
+                                  fn, got, k, want));
           }
           values.push_back(v);
         }
         return values;
-      });
+      },
+      scan, reverse);
   // What the combiner may hold: pure scalar operations on its arguments and
   // literals - what the interpreter evaluates and the GPU lowering copies to
-  // each step of the reduction tree (ops with regions - a tl::range or an
-  // if - are refused before what is inside them).
+  // each step of the reduction or scan (ops with regions - a tl::range or
+  // an if - are refused before what is inside them).
   for (Operation &op : *body) {
     const bool scalar = llvm::none_of(op.getResultTypes(), [](Type t) { return isa<ShapedType>(t); }) &&
                         llvm::none_of(op.getOperandTypes(), [](Type t) { return isa<ShapedType>(t); });
     if (!isa<tile::ReduceReturnOp>(&op) && (!scalar || op.getNumRegions() || !isMemoryEffectFree(&op)))
-      fail(loc, fmt::format("tl::reduce: the combine function may use only elementwise operations on its "
+      fail(loc, fmt::format("{}: the combine function may use only elementwise operations on its "
                             "arguments, not '{}'",
-                            op.getName().getStringRef().str()));
+                            fn, op.getName().getStringRef().str()));
     for (Value operand : op.getOperands())
       if (operand.getParentBlock() != body)
-        fail(loc, "tl::reduce: the combine function uses a value from outside it; reduce that value as one "
-                  "more tile, or make it a literal");
+        fail(loc, fmt::format("{}: the combine function uses a value from outside it; {} that value as one "
+                              "more tile, or make it a literal",
+                              fn, scan ? "scan" : "reduce"));
   }
   std::vector<tensor> out;
   for (Value r : results)
     out.push_back(wrap(r));
   return out;
+}
+
+std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis, const TileCombine &combine, Loc loc) {
+  return combineTiles(xs, axis, combine, loc, /*scan=*/false, false);
 }
 
 tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine, Loc loc) {
@@ -500,6 +526,56 @@ tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tens
       },
       loc)[0];
 }
+
+//===----------------------------------------------------------------------===//
+// Scans
+//===----------------------------------------------------------------------===//
+
+std::vector<tensor> associative_scan(const std::vector<tensor> &xs, int axis, const TileCombine &combine,
+                                     bool reverse, Loc loc) {
+  return combineTiles(xs, axis, combine, loc, /*scan=*/true, reverse);
+}
+
+tensor associative_scan(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine,
+                        bool reverse, Loc loc) {
+  return associative_scan(
+      std::vector<tensor>{x}, axis,
+      [&](const std::vector<tensor> &acc, const std::vector<tensor> &next) {
+        return std::vector<tensor>{combine(acc[0], next[0])};
+      },
+      reverse, loc)[0];
+}
+
+/// cumsum / cumprod: small integers scan in i32 and f16/bf16 in f32, as
+/// tl::sum accumulates (counting booleans: a running index of the true ones).
+static tensor scanSimple(const tensor &x, int axis, bool product, bool reverse, const Loc &loc) {
+  const char *fn = product ? "cumprod" : "cumsum";
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  axis = normalizeAxis(axis, v, loc, fn);
+  Type elem = elementOf(v);
+  if (isa<tile::PtrType>(elem))
+    fail(loc, fmt::format("tl::{} is not defined for pointers", fn));
+  rejectFp8(elem, loc, std::string("tl::") + fn);
+  if (isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
+    v = castTo(ts, v, ts.builder.getI32Type(), toLoc(ts.ctx, loc)), elem = elementOf(v);
+  if (elem.isBF16() || elem.isF16())
+    v = castTo(ts, v, ts.builder.getF32Type(), toLoc(ts.ctx, loc)), elem = elementOf(v);
+  const bool isF = isa<FloatType>(elem);
+  auto results = buildCombining(
+      ts, v, axis, loc,
+      [&](OpBuilder &b, Location l, ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+        Value a = args[0], c = args[1];
+        if (product)
+          return {isF ? Value(arith::MulFOp::create(b, l, a, c)) : Value(arith::MulIOp::create(b, l, a, c))};
+        return {isF ? Value(arith::AddFOp::create(b, l, a, c)) : Value(arith::AddIOp::create(b, l, a, c))};
+      },
+      /*scan=*/true, reverse);
+  return wrap(results[0]);
+}
+
+tensor cumsum(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, false, reverse, loc); }
+tensor cumprod(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, true, reverse, loc); }
 
 //===----------------------------------------------------------------------===//
 // Debugging

@@ -238,7 +238,7 @@ private:
     if (isa<tile::MakeTensorDescriptorOp, tile::DescriptorLoadOp, tile::DescriptorStoreOp>(op))
       return execDescriptorOp(op);
     SmallVector<TileRef> in;
-    if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp>(op))
+    if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp, tile::ScanOp>(op))
       for (Value v : op->getOperands())
         in.push_back(get(v));
     if (auto r = evalElementwise(op, in)) {
@@ -284,6 +284,7 @@ private:
         .Case([&](tile::AtomicCASOp a) { env_[a] = atomicCAS(a, in); })
         .Case([&](tile::DotOp d) { env_[d] = dot(d, in); })
         .Case([&](tile::ReduceOp r) { reduce(r); })
+        .Case([&](tile::ScanOp r) { scan(r); })
         .Case([&](tile::PrintOp p) { print(p, in); })
         .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
         .Case([&](scf::ForOp f) { forLoop(f); })
@@ -676,6 +677,44 @@ private:
         }
         for (size_t k = 0; k < n; ++k)
           setElement(*outs[k], dst, *acc[k]);
+      }
+    for (size_t k = 0; k < n; ++k)
+      env_[r.getResult(k)] = outs[k];
+  }
+
+  /// Inclusive scans along the axis, element by element in order (from the
+  /// end with `reverse`): acc = combine(acc, next).
+  void scan(tile::ScanOp r) {
+    SmallVector<TileRef> srcs;
+    for (Value v : r.getSrcs())
+      srcs.push_back(get(v));
+    const std::vector<int64_t> &shape = srcs[0]->shape;
+    int64_t axis = int32_t(r.getAxis());
+    int64_t outer = 1, len = shape[size_t(axis)], inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
+    for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    size_t n = srcs.size();
+    std::vector<std::shared_ptr<Tile>> outs;
+    for (auto &s : srcs)
+      outs.push_back(makeTile(s->elem, shape));
+    Block &body = r.getCombiner().front();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t j) { return size_t((o * len + (r.getReverse() ? len - 1 - j : j)) * inner + i); };
+        SmallVector<TileRef> acc;
+        for (auto &s : srcs)
+          acc.push_back(element(*s, at(0)));
+        for (size_t k = 0; k < n; ++k)
+          setElement(*outs[k], at(0), *acc[k]);
+        for (int64_t j = 1; j < len; ++j) {
+          for (size_t k = 0; k < n; ++k) {
+            env_[body.getArgument(unsigned(k))] = acc[k];
+            env_[body.getArgument(unsigned(n + k))] = element(*srcs[k], at(j));
+          }
+          acc = execBlock(body);
+          for (size_t k = 0; k < n; ++k)
+            setElement(*outs[k], at(j), *acc[k]);
+        }
       }
     for (size_t k = 0; k < n; ++k)
       env_[r.getResult(k)] = outs[k];

@@ -29,6 +29,40 @@ Value convertTo(OpBuilder &b, Value v, Type type, Operation *user) {
   return tilegpu::ConvertLayoutOp::create(b, user->getLoc(), type, v);
 }
 
+/// A scan's layout (ScanToLLVM needs one ordered along the axis): the axis
+/// fastest, its lanes and then its warps first, each thread a run of
+/// consecutive elements of it; the other dimensions as the default spreads
+/// them (leftover lanes and warps repeat along the slowest one).
+Attribute scanEncoding(MLIRContext *ctx, ArrayRef<int64_t> shape, int axis, int numWarps) {
+  const int rank = int(shape.size());
+  SmallVector<int32_t> order = {int32_t(axis)}, spt(size_t(rank), 1), tpw(size_t(rank), 1), wpc(size_t(rank), 1);
+  for (int d = rank - 1; d >= 0; --d)
+    if (d != axis)
+      order.push_back(int32_t(d));
+  int32_t lanes = 32;
+  for (int32_t d : order) {
+    const int32_t take = int32_t(std::min<int64_t>(lanes, shape[size_t(d)]));
+    tpw[size_t(d)] = take;
+    lanes /= take;
+  }
+  tpw[size_t(order.back())] *= lanes;
+  int32_t warps = numWarps;
+  const int32_t alongAxis =
+      int32_t(std::min<int64_t>(warps, std::max<int64_t>(1, shape[size_t(axis)] / tpw[size_t(axis)])));
+  wpc[size_t(axis)] = alongAxis;
+  warps /= alongAxis;
+  for (int32_t d : llvm::reverse(order)) {
+    if (d == axis)
+      continue;
+    const int32_t take = int32_t(std::min<int64_t>(warps, std::max<int64_t>(1, shape[size_t(d)] / tpw[size_t(d)])));
+    wpc[size_t(d)] = take;
+    warps /= take;
+  }
+  wpc[size_t(order.back())] *= warps;
+  spt[size_t(axis)] = int32_t(std::max<int64_t>(1, shape[size_t(axis)] / (int64_t(tpw[size_t(axis)]) * wpc[size_t(axis)])));
+  return tilegpu::BlockedEncodingAttr::get(ctx, spt, tpw, wpc, order);
+}
+
 struct ConvertTileToTileGPUPass
     : tegula::impl::ConvertTileToTileGPUBase<ConvertTileToTileGPUPass> {
   using ConvertTileToTileGPUBase::ConvertTileToTileGPUBase;
@@ -104,6 +138,19 @@ struct ConvertTileToTileGPUPass
           // Users keep seeing the default layout.
           b.setInsertionPointAfter(reduce);
           auto back = tilegpu::ConvertLayoutOp::create(b, reduce.getLoc(), resType, r);
+          r.replaceAllUsesExcept(back, back);
+        }
+      } else if (auto scan = dyn_cast<tile::ScanOp>(op)) {
+        // Operands and results in the scan's layout; users see the default.
+        auto first = cast<RankedTensorType>(scan.getSrcs()[0].getType());
+        Attribute enc = scanEncoding(ctx, first.getShape(), int(scan.getAxis()), int(numWarps));
+        for (OpOperand &src : scan->getOpOperands())
+          src.set(convertTo(b, src.get(), withEncoding(cast<RankedTensorType>(src.get().getType()), enc), op));
+        for (OpResult r : scan.getResults()) {
+          auto resType = cast<RankedTensorType>(r.getType());
+          r.setType(withEncoding(resType, enc));
+          b.setInsertionPointAfter(scan);
+          auto back = tilegpu::ConvertLayoutOp::create(b, scan.getLoc(), resType, r);
           r.replaceAllUsesExcept(back, back);
         }
       } else if (auto expand = dyn_cast<tile::ExpandDimsOp>(op)) {

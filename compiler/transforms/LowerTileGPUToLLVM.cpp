@@ -476,6 +476,7 @@ struct LowerTileGPUToLLVMPass
     TileTypeConverter types(ctx);
     RewritePatternSet patterns(ctx);
     populateReducePatterns(types, patterns);
+    populateScanPatterns(types, patterns);
     populateExchangePatterns(types, patterns);
     populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);

@@ -164,6 +164,7 @@ void populateFp8Patterns(const TileTypeConverter &types, mlir::RewritePatternSet
 void populateTmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateWarpRolePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateScanPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateElementwisePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 
 } // namespace tegula::lowering

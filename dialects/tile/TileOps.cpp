@@ -439,6 +439,30 @@ LogicalResult DotOp::verify() {
 // reduce
 //===----------------------------------------------------------------------===//
 
+/// A reduce's or scan's combiner: 2N scalar arguments of the operands'
+/// element types (N so far, N new), returning N of those types.
+static LogicalResult verifyCombiner(Operation *op, Region &combiner, ValueRange srcs) {
+  Block &body = combiner.front();
+  size_t n = srcs.size();
+  if (body.getNumArguments() != 2 * n)
+    return op->emitOpError() << "combiner must take " << 2 * n << " arguments, takes "
+                             << body.getNumArguments();
+  for (size_t i = 0; i < 2 * n; ++i) {
+    Type elem = cast<RankedTensorType>(srcs[i % n].getType()).getElementType();
+    if (body.getArgument(i).getType() != elem)
+      return op->emitOpError() << "combiner argument " << i << " must be " << elem;
+  }
+  auto ret = dyn_cast<ReduceReturnOp>(body.getTerminator());
+  if (!ret)
+    return op->emitOpError() << "combiner must end with tile.reduce.return";
+  if (ret.getResults().size() != n)
+    return op->emitOpError() << "combiner must return " << n << (n == 1 ? " value" : " values");
+  for (size_t i = 0; i < n; ++i)
+    if (ret.getResults()[i].getType() != body.getArgument(i).getType())
+      return op->emitOpError() << "combiner result " << i << " must be " << body.getArgument(i).getType();
+  return success();
+}
+
 LogicalResult ReduceOp::verifyRegions() {
   if (getSrcs().empty())
     return emitOpError() << "needs at least one operand";
@@ -466,25 +490,29 @@ LogicalResult ReduceOp::verifyRegions() {
       return emitOpError() << "result type must be " << expected << ", got "
                            << res.getType();
   }
-  Block &body = getCombiner().front();
-  size_t n = getSrcs().size();
-  if (body.getNumArguments() != 2 * n)
-    return emitOpError() << "combiner must take " << 2 * n << " arguments, takes "
-                         << body.getNumArguments();
-  for (size_t i = 0; i < 2 * n; ++i) {
-    Type elem = cast<RankedTensorType>(getSrcs()[i % n].getType()).getElementType();
-    if (body.getArgument(i).getType() != elem)
-      return emitOpError() << "combiner argument " << i << " must be " << elem;
+  return verifyCombiner(*this, getCombiner(), getSrcs());
+}
+
+//===----------------------------------------------------------------------===//
+// scan
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::verifyRegions() {
+  if (getSrcs().empty())
+    return emitOpError() << "needs at least one operand";
+  auto first = cast<RankedTensorType>(getSrcs()[0].getType());
+  int64_t axis = int32_t(getAxis());
+  if (axis < 0 || axis >= first.getRank())
+    return emitOpError() << "axis " << axis << " out of range for a rank-" << first.getRank() << " tile";
+  if (getResults().size() != getSrcs().size())
+    return emitOpError() << "needs one result per operand";
+  for (auto [src, res] : llvm::zip(getSrcs(), getResults())) {
+    auto srcT = cast<RankedTensorType>(src.getType()), resT = cast<RankedTensorType>(res.getType());
+    if (srcT.getShape() != first.getShape())
+      return emitOpError() << "all operands must have the same shape";
+    // Layout encodings (tilegpu) may differ; shape and element type may not.
+    if (resT.getShape() != srcT.getShape() || resT.getElementType() != srcT.getElementType())
+      return emitOpError() << "result type must be " << srcT << ", got " << resT;
   }
-  auto ret = dyn_cast<ReduceReturnOp>(body.getTerminator());
-  if (!ret)
-    return emitOpError() << "combiner must end with tile.reduce.return";
-  if (ret.getResults().size() != n)
-    return emitOpError() << "combiner must return " << n
-                         << (n == 1 ? " value" : " values");
-  for (size_t i = 0; i < n; ++i)
-    if (ret.getResults()[i].getType() != body.getArgument(i).getType())
-      return emitOpError() << "combiner result " << i << " must be "
-                           << body.getArgument(i).getType();
-  return success();
+  return verifyCombiner(*this, getCombiner(), getSrcs());
 }

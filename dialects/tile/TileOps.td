@@ -278,9 +278,28 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock]> {
   let hasRegionVerifier = 1;
 }
 
+def Tile_ScanOp : Tile_Op<"scan", [Pure, SingleBlock]> {
+  let summary = "Inclusive scan of tiles along one axis with a combiner region";
+  let description = [{
+    Element i of each result combines elements 0..i of the operands along
+    `axis` (with `reverse`, elements i..n-1), in order: the combiner takes 2N
+    scalars (N values so far - the earlier elements - then N new values) and
+    yields N with `tile.reduce.return`. It must be associative; it need not
+    be commutative. Results have the operands' types (tl::cumsum,
+    tl::cumprod, tl::associative_scan).
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$srcs, I32Attr:$axis, UnitAttr:$reverse);
+  let results = (outs Variadic<Tile_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$combiner);
+  let assemblyFormat = [{
+    `(` $srcs `)` attr-dict `:` functional-type($srcs, $results) $combiner
+  }];
+  let hasRegionVerifier = 1;
+}
+
 def Tile_ReduceReturnOp : Tile_Op<"reduce.return",
-    [Pure, HasParent<"ReduceOp">, Terminator, ReturnLike]> {
-  let summary = "Yield the combined values of a reduction step";
+    [Pure, ParentOneOf<["ReduceOp", "ScanOp"]>, Terminator, ReturnLike]> {
+  let summary = "Yield the combined values of a reduction or scan step";
   let arguments = (ins Variadic<Tile_Elem>:$results);
   let assemblyFormat = "$results attr-dict `:` type($results)";
 }

@@ -275,6 +275,34 @@ std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
                            Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
+// Scans along `axis`: element i of the result combines elements 0..i (with
+// `reverse`, i..n-1), in order. The result has x's shape.
+//===----------------------------------------------------------------------===//
+
+/// Running sums (Triton's tl.cumsum). i1/i8/i16 scan in i32 and f16/bf16 in
+/// f32, as tl::sum accumulates: tl::cumsum(flags) - 1 numbers the true flags.
+tensor cumsum(const tensor &x, int axis = 0, bool reverse = false, Loc loc = Loc::current());
+/// Running products (tl.cumprod), with cumsum's types.
+tensor cumprod(const tensor &x, int axis = 0, bool reverse = false, Loc loc = Loc::current());
+/// A scan with a combine function of your own (tl.associative_scan):
+/// `combine(a, b)` gets the combination of the earlier elements `a` and the
+/// next element `b` (scalars of x's type) and returns theirs. It must be
+/// associative - the GPU combines in its own grouping, within a thread, then
+/// across lanes and warps, keeping the order - and need not be commutative;
+/// it may use only elementwise operations on its arguments and literals.
+///   tl::tensor running_max = tl::associative_scan(x, 0, [](tl::tensor a, tl::tensor b) {
+///     return tl::maximum(a, b);
+///   });
+tensor associative_scan(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine,
+                        bool reverse = false, Loc loc = Loc::current());
+/// Tiles of one shape scanned together (a linear recurrence's (a, b) pairs:
+/// combine(acc, next) = (acc.a * next.a, acc.b * next.a + next.b)).
+std::vector<tensor> associative_scan(const std::vector<tensor> &xs, int axis,
+                                     const std::function<std::vector<tensor>(const std::vector<tensor> &,
+                                                                             const std::vector<tensor> &)> &combine,
+                                     bool reverse = false, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
 // Matrix product: [M,K] x [K,N] (+ acc [M,N]). bf16/f16 accumulate in f32.
 //===----------------------------------------------------------------------===//
 

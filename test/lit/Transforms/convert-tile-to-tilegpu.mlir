@@ -59,6 +59,40 @@ func.func @rows(%t: tensor<16x64xf32>) -> tensor<16x64xf32> {
 
 // -----
 
+// A scan runs in a layout ordered along its axis (ScanToLLVM): the axis
+// fastest, its lanes and warps first, each thread a run of it (1024 over 4
+// warps: 8 consecutive elements a thread - the default's 4-element vectors
+// would wrap round and put elements 512 apart in one thread); operands and
+// results convert from and to the default.
+// CHECK-DAG: #[[D:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-DAG: #[[SC:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [8], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// Down the columns of [16, 64]: lanes along dim 0 first.
+// CHECK-DAG: #[[COLS:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [0, 1]}>
+// CHECK-LABEL: func.func @running_sum(
+// CHECK:         %[[IN:.*]] = tilegpu.convert_layout %{{.*}} : tensor<1024xf32, #[[D]]> -> tensor<1024xf32, #[[SC]]>
+// CHECK:         %[[S:.*]] = tile.scan(%[[IN]]) {axis = 0 : i32} : (tensor<1024xf32, #[[SC]]>) -> tensor<1024xf32, #[[SC]]>
+// CHECK:         tilegpu.convert_layout %[[S]] : tensor<1024xf32, #[[SC]]> -> tensor<1024xf32, #[[D]]>
+// CHECK-LABEL: func.func @down_columns(
+// CHECK:         tile.scan(%{{.*}}) {axis = 0 : i32, reverse} : (tensor<16x64xf32, #[[COLS]]>) -> tensor<16x64xf32, #[[COLS]]>
+func.func @running_sum(%t: tensor<1024xf32>) -> tensor<1024xf32> {
+  %r = tile.scan(%t) {axis = 0 : i32} : (tensor<1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return %r : tensor<1024xf32>
+}
+func.func @down_columns(%t: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %r = tile.scan(%t) {axis = 0 : i32, reverse} : (tensor<16x64xf32>) -> tensor<16x64xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return %r : tensor<16x64xf32>
+}
+
+// -----
+
 // Loop-carried tiles keep one layout through the loop.
 // CHECK-LABEL: func.func @loop(
 // CHECK:         scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<128xf32, #[[L:blocked[0-9]*]]>)

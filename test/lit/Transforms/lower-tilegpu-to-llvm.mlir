@@ -154,3 +154,28 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return
   }
 }
+
+// -----
+
+// A scan along 512 elements a row over 4 warps (ordered: 4 a thread, 32
+// lanes, 4 warps): each thread scans its 4 registers, the lanes 5 rounds of
+// indexed shuffles and one more for the lane before, the warps' totals go
+// through shared memory between two barriers.
+#s = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]}>
+module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 64 : i32} {
+  // CHECK-LABEL: llvm.func @scan_rows(
+  // CHECK-COUNT-6: nvvm.shfl.sync idx
+  // CHECK:         nvvm.barrier0
+  // CHECK:         st.shared.b32
+  // CHECK:         nvvm.barrier0
+  // CHECK:         llvm.load
+  // CHECK:         llvm.return
+  func.func @scan_rows(%a: tensor<4x512xf32, #s>) -> tensor<4x512xf32, #s> {
+    %r = tile.scan(%a) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf32, #s>) -> tensor<4x512xf32, #s> {
+    ^bb0(%x: f32, %y: f32):
+      %sum = arith.addf %x, %y : f32
+      tile.reduce.return %sum : f32
+    }
+    return %r : tensor<4x512xf32, #s>
+  }
+}

@@ -820,7 +820,7 @@ func.func @reduce_empty_region(%x: tensor<8xf32>) {
 
 // tile.reduce.return only lives inside tile.reduce.
 func.func @reduce_return_outside(%x: f32) {
-  // expected-error @+1 {{'tile.reduce.return' op expects parent op 'tile.reduce'}}
+  // expected-error @+1 {{'tile.reduce.return' op expects parent op to be one of 'tile.reduce, tile.scan'}}
   tile.reduce.return %x : f32
 }
 
@@ -947,5 +947,46 @@ func.func @desc_load_offsets(%d: !tile.tensordesc<tensor<16x16xf32>>, %i: i32) {
 func.func @desc_store_type(%d: !tile.tensordesc<tensor<16x16xf32>>, %i: i32, %v: tensor<16x16xf16>) {
   // expected-error @+1 {{'tile.descriptor_store' op accesses 'tensor<16x16xf16>' through a descriptor of 'tensor<16x16xf32>' blocks}}
   tile.descriptor_store %d[%i, %i], %v : !tile.tensordesc<tensor<16x16xf32>>, tensor<16x16xf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// scan
+//===----------------------------------------------------------------------===//
+
+// A scan's results have its operands' shapes.
+func.func @scan_wrong_result_shape(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tile.scan' op result type must be 'tensor<4x8xf32>', got 'tensor<4xf32>'}}
+  %r = tile.scan(%x) {axis = 1 : i32} : (tensor<4x8xf32>) -> tensor<4xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @scan_axis_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tile.scan' op axis 2 out of range for a rank-2 tile}}
+  %r = tile.scan(%x) {axis = 2 : i32} : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+// The combiner takes (so far, next) of the element type.
+func.func @scan_combiner_arity(%x: tensor<8xi32>) {
+  // expected-error @+1 {{'tile.scan' op combiner must take 2 arguments, takes 1}}
+  %r = tile.scan(%x) {axis = 0 : i32} : (tensor<8xi32>) -> tensor<8xi32> {
+  ^bb0(%a: i32):
+    tile.reduce.return %a : i32
+  }
   return
 }

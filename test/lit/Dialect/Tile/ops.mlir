@@ -257,6 +257,19 @@ func.func @reduce_sum_1d(%x: tensor<128xf32>) -> f32 {
   return %r : f32
 }
 
+// A scan keeps its operand's shape; `reverse` runs from the axis's end.
+// CHECK-LABEL: func.func @scan_sum(
+// CHECK:         tile.scan(%{{.*}}) {axis = 1 : i32, reverse} : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK:           tile.reduce.return %{{.*}} : f32
+func.func @scan_sum(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = tile.scan(%x) {axis = 1 : i32, reverse} : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return %r : tensor<4x8xf32>
+}
+
 // Reducing a 2-D tile along axis 1 gives a 1-D tile of the kept dim.
 // CHECK-LABEL: func.func @reduce_max_axis1(
 // CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32} : (tensor<16x64xi32>) -> tensor<16xi32> {
