@@ -318,7 +318,8 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
         // its fragments by a conversion of its own - the shared-memory round
         // trip the lowering would otherwise stage it with - so that
         // pipeline-dot-operands can bring B alone through a cp.async ring.
-        if (bits == 32 && a == dot.getA() && dot->getParentOfType<scf::ForOp>() && !isLoaded(a))
+        auto loop = dot->getParentOfType<scf::ForOp>();
+        if (bits == 32 && a == dot.getA() && loop && !loop.isDefinedOutsideOfLoop(a) && !isLoaded(a))
           a = tilegpu::ConvertLayoutOp::create(b, dot.getLoc(), aFragments, a);
         bv = fragmentsBeforeLoop(
             dot, bv, retype(bT, tilegpu::DotOperandEncodingAttr::get(ctx, 1, mma, bits)), numWarps);

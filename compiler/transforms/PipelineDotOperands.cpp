@@ -327,13 +327,13 @@ void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
 
 namespace {
 
-/// Rings of 32-bit elements that differ at most in their swizzle. mma.sync
-/// reads 32-bit fragments one ld.shared an element (no ldmatrix), from any
-/// placement: a load two dots read in different orders (attention's
-/// backward in f32: q as B of S^T = k q^T and of dk += dS^T q) can fill one
-/// ring in either use's swizzle - the other's reads then may meet bank
-/// conflicts, never wrong values. 16-bit rings keep their own (ldmatrix
-/// needs its placement).
+/// Rings of 32-bit elements that differ at most in their swizzle. A ring's
+/// reads follow the ring's own tile (SharedOperand: one ld.shared an
+/// element, or ldmatrix rows of four tf32 values, which every swizzle keeps
+/// whole - it moves 16-byte chunks), so a load two dots read in different
+/// orders (attention's backward in f32: q as B of S^T = k q^T and of dk +=
+/// dS^T q) can fill one ring in either use's swizzle: the other's reads may
+/// meet bank conflicts, never wrong values. 16-bit rings keep their own.
 bool sameTileButSwizzle(tilegpu::SharedTilesType x, tilegpu::SharedTilesType y) {
   return x.getElementType().getIntOrFloatBitWidth() == 32 && x.getElementType() == y.getElementType() &&
          x.getStages() == y.getStages() && x.getShape() == y.getShape() &&

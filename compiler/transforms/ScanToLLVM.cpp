@@ -97,9 +97,9 @@ struct ScanPattern : OpConversionPattern<tile::ScanOp> {
     const LinearLayout ll = layoutOf(srcType);
     const size_t axis = op.getAxis(), nOps = op.getSrcs().size();
     const bool reverse = op.getReverse();
-    for (Value r : op.getResults())
-      if (layoutOf(r.getType()) != ll)
-        return rw.notifyMatchFailure(op, "a result's layout differs from the operands'");
+    for (Value v : llvm::concat<Value>(op.getSrcs(), op.getResults()))
+      if (layoutOf(v.getType()) != ll)
+        return rw.notifyMatchFailure(op, "the operands and results do not share one layout");
     if (!orderedAlong(ll, axis))
       return rw.notifyMatchFailure(op, "the layout is not ordered along the scan's axis "
                                        "(convert-tile-to-tilegpu gives scans one that is)");

@@ -192,7 +192,9 @@ public:
     void set(std::string_view name, int value);
     /// These tiles with "name=value,name=value" applied (tegula-gpt train
     /// --tiles, gpt2-train --tiles); an empty list changes nothing. Throws
-    /// tegula::Error on a malformed entry or as set() does.
+    /// tegula::Error on a malformed entry, as set() does (tile extents and
+    /// warp counts are powers of two), or for a kmajor_bm without the other
+    /// four kmajor_* fields.
     Tiles with(std::string_view overrides) const;
     /// "name=value" for every field, comma-separated (what a run used).
     std::string str() const;

@@ -21,55 +21,60 @@ namespace {
 
 using Tiles = GptModel::Tiles;
 
-/// A field, its name, and the least value it takes (0 where 0 means "the
-/// default of another field", as kmajor_bm = 0 does; bools 0 or 1).
+/// A field, its name, the least value it takes (0 where 0 means "the
+/// default of another field", as kmajor_bm = 0 does; bools 0 or 1), and
+/// whether a value (other than that 0) must be a power of two: tile extents
+/// and warp counts are.
 struct Field {
   const char *name;
   std::variant<int Tiles::*, bool Tiles::*> member;
   int least = 1;
+  bool powerOfTwo = false;
 };
 
-#define TEGULA_INT(f, least) Field{#f, &Tiles::f, least}
-#define TEGULA_BOOL(f) Field{#f, &Tiles::f, 0}
+#define TEGULA_INT(f, least) Field{#f, &Tiles::f, least, false}
+#define TEGULA_POW2(f, least) Field{#f, &Tiles::f, least, true}
+#define TEGULA_BOOL(f) Field{#f, &Tiles::f, 0, false}
 const Field kFields[] = {
-    TEGULA_INT(bm, 1),
-    TEGULA_INT(bn, 1),
-    TEGULA_INT(bk, 1),
-    TEGULA_INT(linear_warps, 1),
+    TEGULA_POW2(bm, 1),
+    TEGULA_POW2(bn, 1),
+    TEGULA_POW2(bk, 1),
+    TEGULA_POW2(linear_warps, 1),
     TEGULA_INT(linear_stages, 1),
-    TEGULA_INT(attention_bwd_block, 1),
-    TEGULA_INT(attention_bwd_step, 1),
-    TEGULA_INT(attention_warps, 1),
-    TEGULA_INT(attention_fwd_block, 1),
-    TEGULA_INT(attention_fwd_warps, 1),
+    TEGULA_POW2(attention_bwd_block, 1),
+    TEGULA_POW2(attention_bwd_step, 1),
+    TEGULA_POW2(attention_warps, 1),
+    TEGULA_POW2(attention_fwd_block, 1),
+    TEGULA_POW2(attention_fwd_warps, 1),
     TEGULA_BOOL(attention_fwd_diagonal_mask_only),
     TEGULA_BOOL(attention_fwd_ws),
-    TEGULA_INT(vocab_block, 1),
+    TEGULA_POW2(vocab_block, 1),
     TEGULA_INT(column_rows, 1),
-    TEGULA_INT(column_tile_rows, 1),
-    TEGULA_INT(column_block, 1),
-    TEGULA_INT(column_sum_rows, 1),
-    TEGULA_INT(column_sum_block, 1),
-    TEGULA_INT(kmajor_bm, 0),
-    TEGULA_INT(kmajor_bn, 0),
-    TEGULA_INT(kmajor_bk, 0),
-    TEGULA_INT(kmajor_warps, 0),
+    TEGULA_POW2(column_tile_rows, 1),
+    TEGULA_POW2(column_block, 1),
+    TEGULA_POW2(column_sum_rows, 1),
+    TEGULA_POW2(column_sum_block, 1),
+    TEGULA_POW2(kmajor_bm, 0),
+    TEGULA_POW2(kmajor_bn, 0),
+    TEGULA_POW2(kmajor_bk, 0),
+    TEGULA_POW2(kmajor_warps, 0),
     TEGULA_INT(kmajor_stages, 0),
-    TEGULA_INT(kmajor_dw_bn, 0),
-    TEGULA_INT(row_warps, 1),
+    TEGULA_POW2(kmajor_dw_bn, 0),
+    TEGULA_POW2(row_warps, 1),
     TEGULA_INT(ln_bwd_rows, 1),
-    TEGULA_INT(ln_bwd_tile_rows, 1),
-    TEGULA_INT(ln_bwd_warps, 1),
+    TEGULA_POW2(ln_bwd_tile_rows, 1),
+    TEGULA_POW2(ln_bwd_warps, 1),
     TEGULA_INT(group_m, 0),
-    TEGULA_INT(head_bn, 0),
-    TEGULA_INT(head_warps, 0),
+    TEGULA_POW2(head_bn, 0),
+    TEGULA_POW2(head_warps, 0),
     TEGULA_INT(head_stages, 0),
-    TEGULA_INT(dw_warps, 0),
+    TEGULA_POW2(dw_warps, 0),
     TEGULA_BOOL(dw_stream_k),
-    TEGULA_INT(gelu_dx_bn, 0),
-    TEGULA_INT(gelu_dx_warps, 0),
+    TEGULA_POW2(gelu_dx_bn, 0),
+    TEGULA_POW2(gelu_dx_warps, 0),
 };
 #undef TEGULA_INT
+#undef TEGULA_POW2
 #undef TEGULA_BOOL
 
 std::string fieldNames() {
@@ -100,6 +105,9 @@ void Tiles::set(std::string_view name, int value) {
     } else {
       if (value < f.least)
         throw Error(fmt::format("GPT tiles: {} is at least {}, not {}", name, f.least, value));
+      if (f.powerOfTwo && value != 0 && (value & (value - 1)) != 0)
+        throw Error(fmt::format("GPT tiles: {} is a power of two (a tile extent or a warp count), not {}", name,
+                                value));
       this->*std::get<int Tiles::*>(f.member) = value;
     }
     return;
@@ -125,6 +133,12 @@ Tiles Tiles::with(std::string_view overrides) const {
       throw Error(fmt::format("GPT tiles: {}'s value '{}' is not an integer", name, text));
     t.set(name, value);
   }
+  // The K-major GEMMs take their five fields together (kmajor_bm = 0: the
+  // linear layers' tile for all five).
+  if (t.kmajor_bm && !(t.kmajor_bn && t.kmajor_bk && t.kmajor_warps && t.kmajor_stages))
+    throw Error(fmt::format("GPT tiles: kmajor_bm={} needs kmajor_bn, kmajor_bk, kmajor_warps and kmajor_stages too "
+                            "(now {}, {}, {}, {})",
+                            t.kmajor_bm, t.kmajor_bn, t.kmajor_bk, t.kmajor_warps, t.kmajor_stages));
   return t;
 }
 
