@@ -1,8 +1,9 @@
 //===- Composite.cpp - DSL functions made of other DSL functions -----------===//
 //
-// tl::clamp, sigmoid, softmax, umulhi, cdiv: what Triton's standard library
-// offers beside its primitives, written with the DSL's own ops (so every
-// backend runs them as it runs those), each op at the caller's line.
+// tl::clamp, sigmoid, softmax, umulhi, cdiv, join, split, interleave, cat:
+// what Triton's standard library offers beside its primitives, written with
+// the DSL's own ops (so every backend runs them as it runs those), each op
+// at the caller's line.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/dsl/TraceState.h"
@@ -62,6 +63,77 @@ tensor cdiv(operand a, operand b) {
   if (a.kind != operand::Kind::Tensor && b.kind != operand::Kind::Tensor)
     dsl::fail(loc, "tl::cdiv needs at least one tile or scalar operand (for two numbers, use tegula::cdiv)");
   return operand(operand(a + b, loc) - operand(1, loc), loc) / b;
+}
+
+//===----------------------------------------------------------------------===//
+// join, split, interleave, cat: a new last dimension of two, made and taken
+// apart with selects (exact: no arithmetic on the values).
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// [1, ..., 1, 2] (i32): 0 and 1 along a last dimension of `rank` + 1.
+tensor pairIndex(int rank, const Loc &loc) {
+  Shape shape(size_t(rank), 1);
+  shape.push_back(2);
+  return arange(0, 2, loc).reshape(shape, loc);
+}
+
+} // namespace
+
+tensor join(const tensor &a, const tensor &b, Loc loc) {
+  if (a.shape(loc) != b.shape(loc) || a.type_str(loc) != b.type_str(loc))
+    dsl::fail(loc, fmt::format("tl::join takes two tiles of one shape and type, got {} and {}", a.type_str(loc),
+                               b.type_str(loc)));
+  const int rank = a.rank(loc);
+  Shape shape = a.shape(loc);
+  shape.push_back(2);
+  tensor first = pairIndex(rank, loc) == operand(0, loc);
+  return where(first.broadcast_to(shape, loc), at(a.expand_dims(rank, loc).broadcast_to(shape, loc), loc),
+               at(b.expand_dims(rank, loc).broadcast_to(shape, loc), loc));
+}
+
+std::pair<tensor, tensor> split(const tensor &x, Loc loc) {
+  const Shape shape = x.shape(loc);
+  if (shape.empty() || shape.back() != 2)
+    dsl::fail(loc, fmt::format("tl::split takes a tile whose last dimension is 2, got {}", x.type_str(loc)));
+  const int axis = int(shape.size()) - 1;
+  tensor index = pairIndex(axis, loc).broadcast_to(shape, loc);
+  // Each half is the element whose index is k: a pick that is the same in
+  // any order the reduction combines its two elements.
+  auto half = [&](int k) {
+    return reduce(
+        std::vector<tensor>{x, index}, axis,
+        [&](const std::vector<tensor> &p, const std::vector<tensor> &q) {
+          tensor mine = p[1] == operand(k, loc);
+          return std::vector<tensor>{where(mine, at(p[0], loc), at(q[0], loc)),
+                                     where(mine, at(p[1], loc), at(q[1], loc))};
+        },
+        loc)[0];
+  };
+  return {half(0), half(1)};
+}
+
+tensor interleave(const tensor &a, const tensor &b, Loc loc) {
+  Shape shape = a.shape(loc);
+  if (shape.empty())
+    dsl::fail(loc, "tl::interleave takes tiles, got scalars (tl::join makes a pair of them)");
+  tensor pairs = join(a, b, loc);
+  shape.back() *= 2;
+  return pairs.reshape(shape, loc);
+}
+
+tensor cat(const tensor &a, const tensor &b, Loc loc) {
+  Shape shape = a.shape(loc);
+  if (shape.empty())
+    dsl::fail(loc, "tl::cat takes tiles, got scalars (tl::join makes a pair of them)");
+  const int rank = int(shape.size());
+  // [..., 2] -> [2, ...] -> [2 d0, d1, ...]: a's rows, then b's.
+  std::vector<int> order = {rank};
+  for (int d = 0; d < rank; ++d)
+    order.push_back(d);
+  shape.front() *= 2;
+  return join(a, b, loc).permute(order, loc).reshape(shape, loc);
 }
 
 } // namespace tegula::tl

@@ -589,6 +589,11 @@ void print(const std::string &prefix, std::initializer_list<tensor> values, Loc 
   tile::PrintOp::create(ts.builder, toLoc(ts.ctx, loc), prefix, vals);
 }
 
+void debug_barrier(Loc loc) {
+  TraceState &ts = current(loc);
+  tile::DebugBarrierOp::create(ts.builder, toLoc(ts.ctx, loc));
+}
+
 void device_assert(const tensor &cond, const std::string &message, Loc loc) {
   TraceState &ts = current(loc);
   Value c = unwrap(cond, loc);

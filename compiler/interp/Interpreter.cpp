@@ -287,6 +287,7 @@ private:
         .Case([&](tile::ScanOp r) { scan(r); })
         .Case([&](tile::PrintOp p) { print(p, in); })
         .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
+        .Case([&](tile::DebugBarrierOp) {}) // the program runs as one thread here
         .Case([&](scf::ForOp f) { forLoop(f); })
         .Case([&](scf::IfOp i) { ifOp(i); })
         .Default([&](Operation *o) {

@@ -167,6 +167,12 @@ struct ConvertTileToTileGPUPass
         bcast.getSrcMutable().assign(convertTo(b, bcast.getSrc(), want, op));
       }
     });
+    // tl::debug_barrier: the GPU's barrier of the program's threads.
+    module.walk([&](tile::DebugBarrierOp barrier) {
+      b.setInsertionPoint(barrier);
+      tilegpu::BarrierOp::create(b, barrier.getLoc());
+      barrier.erase();
+    });
     module->setAttr("tilegpu.num_warps", b.getI32IntegerAttr(numWarps));
   }
 };

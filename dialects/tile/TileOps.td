@@ -314,6 +314,17 @@ def Tile_PrintOp : Tile_Op<"print", [MemoryEffects<[MemWrite<Tile_GlobalMemory>]
   let assemblyFormat = "$prefix ($args^ `:` type($args))? attr-dict";
 }
 
+def Tile_DebugBarrierOp : Tile_Op<"debug_barrier",
+    [MemoryEffects<[MemRead<Tile_GlobalMemory>, MemWrite<Tile_GlobalMemory>]>]> {
+  let summary = "Every thread of the program meets here (tl::debug_barrier)";
+  let description = [{
+    The program's threads wait for each other, and their memory accesses
+    before it are visible to one another after it: tilegpu.barrier (bar.sync)
+    on the GPU; nothing in the interpreter, which runs the program as one.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def Tile_AssertOp : Tile_Op<"assert", [MemoryEffects<[MemWrite<Tile_GlobalMemory>]>]> {
   let summary = "Stop the kernel with `message` where `cond` is false";
   let arguments = (ins Tile_BoolLike:$cond, StrAttr:$message);

@@ -27,6 +27,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <utility>
 #include <vector>
 
 namespace tegula::tl {
@@ -427,6 +428,18 @@ tensor softmax(const tensor &x, int axis, Loc loc = Loc::current());
 tensor umulhi(const tensor &a, const tensor &b, Loc loc = Loc::current());
 /// Integer division rounding up, (a + b - 1) / b, for positive a and b.
 tensor cdiv(operand a, operand b);
+/// A new last dimension of two: join(a, b)[..., 0] is a, [..., 1] is b (two
+/// tiles of one shape and type; scalars give a [2] tile).
+tensor join(const tensor &a, const tensor &b, Loc loc = Loc::current());
+/// join's inverse: the halves [..., 0] and [..., 1] of a tile whose last
+/// dimension is 2 (a [2] tile gives two scalars).
+std::pair<tensor, tensor> split(const tensor &x, Loc loc = Loc::current());
+/// a and b's elements alternating along the last dimension (twice as long):
+/// join(a, b) reshaped, as Triton's tl.interleave.
+tensor interleave(const tensor &a, const tensor &b, Loc loc = Loc::current());
+/// a's rows, then b's: concatenated along the first dimension (twice as
+/// long), in order.
+tensor cat(const tensor &a, const tensor &b, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Random numbers: Philox4x32 (Random123's counter-based generator, the one
@@ -463,6 +476,12 @@ void print(const std::string &prefix, std::initializer_list<tensor> values = {},
 /// Report `message` with the failing program and element where cond is false.
 void device_assert(const tensor &cond, const std::string &message,
                    Loc loc = Loc::current());
+/// Every thread of the program meets here, and their memory accesses before
+/// it are visible to each other after it (Triton's tl.debug_barrier;
+/// bar.sync on the GPU). The compiler already orders a load after a store
+/// of the same buffer (order-global-accesses): this is for what it takes to
+/// be apart - two arguments that alias, say.
+void debug_barrier(Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Control flow on runtime values. (Plain C++ `for`/`if` on constants unroll

@@ -1,5 +1,5 @@
-// CompositeOpsTest.cpp - tl::clamp, sigmoid, softmax, umulhi, cdiv against
-// host references, in the interpreter, the simulator and on the GPU when
+// CompositeOpsTest.cpp - tl::clamp, sigmoid, softmax, umulhi, cdiv, join,
+// split, interleave and cat against host references, in the interpreter, the simulator and on the GPU when
 // there is one; their mistakes at the user's line.
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 using namespace tegula;
 using tegula::testing::backendsWithTheGpu;
@@ -83,6 +84,79 @@ TEST(CompositeOps, MatchHostReferences) {
   }
 }
 
+// join / split / interleave / cat move values exactly: -0.0, NaN and
+// infinities come back bit for bit (f32), and i8 too.
+void pairs(tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> joined, tl::ptr<float> first, tl::ptr<float> second,
+           tl::ptr<float> woven, tl::ptr<float> stacked, tl::ptr<int8_t> bytes, tl::ptr<int8_t> bytesWoven,
+           tl::ptr<float> scalars) {
+  tl::tensor r = tl::arange(0, 4), c = tl::arange(0, 32);
+  tl::tensor at = r.expand_dims(1) * 32 + c.expand_dims(0);
+  tl::tensor a = tl::load(x + at), b = tl::load(y + at);
+  tl::tensor j = tl::join(a, b); // [4, 32, 2]
+  tl::store(joined + at.expand_dims(2) * 2 + tl::arange(0, 2).expand_dims(0).expand_dims(0), j);
+  auto [p, q] = tl::split(j);
+  tl::store(first + at, q); // swapped on purpose: split's halves come back in order
+  tl::store(second + at, p);
+  tl::tensor w = tl::interleave(a, b); // [4, 64]
+  tl::store(woven + r.expand_dims(1) * 64 + tl::arange(0, 64).expand_dims(0), w);
+  tl::tensor s = tl::cat(a, b); // [8, 32]
+  tl::store(stacked + tl::arange(0, 8).expand_dims(1) * 32 + c.expand_dims(0), s);
+  tl::tensor i8 = tl::load(bytes + c);
+  tl::store(bytesWoven + tl::arange(0, 64), tl::interleave(i8, i8 + 1));
+  // Two scalars: a [2] tile, and split back to scalars.
+  auto [s0, s1] = tl::split(tl::join(tl::load(x), tl::load(y)));
+  tl::store(scalars, s1);
+  tl::store(scalars + 1, s0);
+}
+
+TEST(CompositeOps, JoinSplitInterleaveAndCatMoveValuesExactly) {
+  std::vector<float> x = random_vector<float>(128), y = random_vector<float>(128);
+  x[1] = -0.0f, x[2] = NAN, y[3] = INFINITY, y[4] = -INFINITY;
+  std::vector<int8_t> bytes(32);
+  for (int i = 0; i < 32; ++i)
+    bytes[size_t(i)] = int8_t(i * 7 - 100);
+  auto bitsOf = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  auto k = kernel("pairs", pairs);
+  for (Backend backend : backendsWithTheGpu("join, split, interleave, cat")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> joined(256), first(128), second(128), woven(256), stacked(256), scalars(2);
+    std::vector<int8_t> bytesWoven(64);
+    k({.grid = {1}, .backend = backend}, x, y, joined, first, second, woven, stacked, bytes, bytesWoven, scalars);
+    for (int e = 0; e < 128; ++e) {
+      const int row = e / 32, col = e % 32;
+      EXPECT_EQ(bitsOf(joined[size_t(2 * e)]), bitsOf(x[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(joined[size_t(2 * e + 1)]), bitsOf(y[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(first[size_t(e)]), bitsOf(y[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(second[size_t(e)]), bitsOf(x[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(woven[size_t(row * 64 + 2 * col)]), bitsOf(x[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(woven[size_t(row * 64 + 2 * col + 1)]), bitsOf(y[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(stacked[size_t(e)]), bitsOf(x[size_t(e)])) << e;
+      EXPECT_EQ(bitsOf(stacked[size_t(128 + e)]), bitsOf(y[size_t(e)])) << e;
+    }
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(bytesWoven[size_t(2 * i)], bytes[size_t(i)]) << i;
+      EXPECT_EQ(bytesWoven[size_t(2 * i + 1)], int8_t(bytes[size_t(i)] + 1)) << i;
+    }
+    EXPECT_EQ(scalars[0], y[0]);
+    EXPECT_EQ(bitsOf(scalars[1]), bitsOf(x[0]));
+  }
+}
+
+void joinMismatch(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::split(tl::join(v, v.to(tl::f16)).to(tl::f32)).first);
+}
+void splitOddDimension(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::split(v).first);
+}
+
 void intSigmoid(tl::ptr<int32_t> o) {
   FAILS_ON_NEXT_LINE();
   tl::store(o, tl::sigmoid(tl::load(o)));
@@ -106,6 +180,11 @@ TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
                                       "tl::umulhi takes i32 tiles (unsigned words' bits), got tensor<4xf32>");
   tegula::testing::expectAtMarkedLine(errorOf(kernel("float_cdiv", floatCdiv), {f}), "CompositeOpsTest.cpp",
                                       "tl::cdiv divides integers");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("join_mismatch", joinMismatch), {f}), "CompositeOpsTest.cpp",
+                                      "tl::join takes two tiles of one shape and type, got tensor<4xf32> and "
+                                      "tensor<4xf16>");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("split_odd", splitOddDimension), {f}), "CompositeOpsTest.cpp",
+                                      "tl::split takes a tile whose last dimension is 2, got tensor<4xf32>");
 }
 
 } // namespace

@@ -108,3 +108,14 @@ func.func @loop(%n: i32) -> tensor<128xf32> {
   }
   return %r : tensor<128xf32>
 }
+
+// -----
+
+// tl::debug_barrier is the GPU's barrier of the program's threads.
+// CHECK-LABEL: func.func @debug_barrier(
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NEXT:    return
+func.func @debug_barrier() {
+  tile.debug_barrier
+  return
+}
