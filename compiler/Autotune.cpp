@@ -56,6 +56,8 @@ std::string TuneConfig::str() const {
     s += " ws";
   if (cluster_size > 1)
     s += fmt::format(" c{}", cluster_size);
+  if (max_registers)
+    s += fmt::format(" r{}", max_registers);
   return s;
 }
 
@@ -157,6 +159,8 @@ LaunchOptions AutotunerImpl::optionsFor(const TuneConfig &config, const LaunchOp
   o.warp_specialize = config.warp_specialize;
   o.ping_pong = config.ping_pong;
   o.cluster_size = config.cluster_size;
+  if (config.max_registers)
+    o.max_registers = config.max_registers;
   return o;
 }
 

@@ -164,7 +164,7 @@ namespace detail {
 
 /// What a loaded GPU kernel was compiled for: chip, warps, stages, the
 /// code paths allowed, warp specialised, ping-pong, cluster size.
-using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool, bool>, bool, bool, int>;
+using LoadedKey = std::tuple<std::string, int, int, std::tuple<bool, bool, bool, bool>, bool, bool, int, int>;
 
 struct Specialization {
   OwningOpRef<ModuleOp> traced; // as built by the DSL
@@ -483,10 +483,13 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
-  std::string optionKey =
-      fmt::format("chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={}",
-                  opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma,
-                  paths.overlapDots, paths.warpgroupTurns, warpSpecialize, opts.ping_pong, opts.cluster_size);
+  if (opts.max_registers != 0 && (opts.max_registers < 16 || opts.max_registers > 255))
+    throw Error(fmt::format("kernel '{}': max_registers is 16 to 255 registers a thread (0: ptxas chooses), not {}",
+                            impl_->name, opts.max_registers));
+  std::string optionKey = fmt::format(
+      "chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={};maxnreg={}",
+      opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma, paths.overlapDots,
+      paths.warpgroupTurns, warpSpecialize, opts.ping_pong, opts.cluster_size, opts.max_registers);
   // Dumping GPU stages means compiling for real, not reading a cache.
   bool dumping = dumpEnabled("tilegpu") || dumpEnabled("llvm") || dumpEnabled("ptx") || dumpEnabled("sass");
   std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -506,7 +509,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                                                 .useWgmma = paths.wgmma,
                                                 .useTma = paths.tma,
                                                 .overlapDots = paths.overlapDots,
-                                                .warpgroupTurns = paths.warpgroupTurns});
+                                                .warpgroupTurns = paths.warpgroupTurns,
+                                                .maxRegisters = opts.max_registers});
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
@@ -656,10 +660,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                          .num_stages = opts.num_stages,
                          .warp_specialize = opts.warp_specialize || env.warpSpecialize,
                          .ping_pong = opts.ping_pong || env.pingPong,
-                         .cluster_size = clusterSize};
+                         .cluster_size = clusterSize,
+                         .max_registers = opts.max_registers};
     copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
     const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, env.paths().key(),
-                                copts.warp_specialize, copts.ping_pong, copts.cluster_size};
+                                copts.warp_specialize, copts.ping_pong, copts.cluster_size, copts.max_registers};
     std::shared_ptr<runtime::LoadedKernel> kernel;
     {
       std::lock_guard<std::mutex> lock(spec.compileMutex);
@@ -700,7 +705,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                                         .warpgroupTurns = paths.warpgroupTurns};
       std::shared_ptr<sim::SimKernel> &slot =
           spec.simulated[{chip, pipeline.numWarps, pipeline.numStages, paths.key(),
-                          pipeline.warpSpecialize, pipeline.pingPong, pipeline.clusterSize}];
+                          pipeline.warpSpecialize, pipeline.pingPong, pipeline.clusterSize, 0}];
       if (!slot)
         slot = simulate(impl_->name, *spec.tile, pipeline);
       simulated = slot;

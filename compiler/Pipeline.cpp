@@ -96,6 +96,17 @@ mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, const GpuPipelineOptio
     return mlir::failure();
   if (dump)
     dump("tilegpu", module);
+  if (options.maxRegisters > 0) { // the lowering makes it the kernel's .maxnreg
+    auto i32 = mlir::IntegerType::get(module.getContext(), 32);
+    if (auto pool = module->getAttrOfType<mlir::IntegerAttr>("tilegpu.max_registers")) {
+      module.emitError() << "max_registers " << options.maxRegisters
+                         << ": this warp-specialised kernel moves registers between its warpgroups (setmaxnreg) "
+                            "in a pool of "
+                         << pool.getInt() << " a thread, which it declares itself; leave max_registers at 0";
+      return mlir::failure();
+    }
+    module->setAttr("tilegpu.max_registers", mlir::IntegerAttr::get(i32, options.maxRegisters));
+  }
   mlir::PassManager lower(module.getContext());
   addLoweringPasses(lower);
   enableTimingFromEnv(lower);

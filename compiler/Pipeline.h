@@ -49,6 +49,9 @@ struct GpuPipelineOptions {
   /// in another layout may read the buffer before other threads wrote it
   /// (only to show that race: ReadBackSim).
   bool orderGlobalAccesses = true;
+  /// > 0: the kernel's .maxnreg (CompileOptions::max_registers); an error
+  /// for a warp-specialised kernel that moves registers (it sets its own).
+  int maxRegisters = 0;
 
   /// The chip the layout passes see: sm_80 when wgmma is switched off.
   std::string layoutChip() const { return useWgmma ? chip : std::string("sm_80"); }

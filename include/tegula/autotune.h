@@ -40,6 +40,7 @@ struct TuneConfig {
   bool warp_specialize = false;
   bool ping_pong = false;
   int cluster_size = 0; // LaunchOptions::cluster_size (0: the launch's default)
+  int max_registers = 0; // LaunchOptions::max_registers (0: the launch's)
 
   /// The value of constant `name`; throws tegula::Error when the config has
   /// none.

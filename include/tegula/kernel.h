@@ -76,6 +76,11 @@ struct LaunchOptions {
   /// $TEGULA_SIM_CHIP, else sm_80. "sm_90a" in the simulator runs the
   /// Hopper code (wgmma) on the CPU.
   std::string chip;
+  /// GPU: at most this many registers a thread (the kernel's .maxnreg,
+  /// 16-255: more CTAs an SM, at the risk of spills - Triton's maxnreg). 0:
+  /// ptxas chooses. Not with a warp-specialised kernel that moves registers
+  /// between its warpgroups (it sets its own). The CPU backends ignore it.
+  int max_registers = 0;
 };
 
 /// One launch argument: a buffer (for tl::ptr), or a number (for tl::scalar
@@ -219,6 +224,7 @@ struct CompileOptions {
   /// Also run ptxas (when the CUDA toolkit is present) for a cubin and a
   /// resource report.
   bool assemble = true;
+  int max_registers = 0; // as LaunchOptions::max_registers
 };
 
 /// A kernel compiled for the GPU: PTX, and the cubin with ptxas's report.

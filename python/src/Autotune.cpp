@@ -45,12 +45,14 @@ std::string configRepr(const TuneConfig &c) {
     parts.push_back("ping_pong=True");
   if (c.cluster_size > 1)
     parts.push_back(fmt::format("cluster_size={}", c.cluster_size));
+  if (c.max_registers)
+    parts.push_back(fmt::format("max_registers={}", c.max_registers));
   return fmt::format("tegula.Config({})", fmt::join(parts, ", "));
 }
 
 /// The launch options an autotuned launch may not set: its config does.
 constexpr std::string_view kConfigOptions[] = {"num_warps", "num_stages", "warp_specialize", "ping_pong",
-                                               "cluster_size"};
+                                               "cluster_size", "max_registers"};
 
 struct PyAutotuner {
   KernelSet kernel;
@@ -171,8 +173,8 @@ void bindAutotune(py::module_ &m) {
 constants and the launch options that go with them, as in Triton:
 ``tegula.Config({"BM": 128, "BN": 256, "BK": 64}, num_warps=8, num_stages=3)``.)doc")
       .def(py::init([](const py::dict &constants, int num_warps, int num_stages, bool warp_specialize,
-                       bool ping_pong, int cluster_size) {
-             TuneConfig c{{}, num_warps, num_stages, warp_specialize, ping_pong, cluster_size};
+                       bool ping_pong, int cluster_size, int max_registers) {
+             TuneConfig c{{}, num_warps, num_stages, warp_specialize, ping_pong, cluster_size, max_registers};
              for (auto [name, value] : constants) {
                if (!py::isinstance<py::str>(name) || !PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
                  throw py::type_error(fmt::format("tegula.Config: constants map names to ints, got {}: {}",
@@ -188,13 +190,15 @@ constants and the launch options that go with them, as in Triton:
              return c;
            }),
            py::arg("constants") = py::dict(), py::arg("num_warps") = 4, py::arg("num_stages") = 3,
-           py::arg("warp_specialize") = false, py::arg("ping_pong") = false, py::arg("cluster_size") = 0)
+           py::arg("warp_specialize") = false, py::arg("ping_pong") = false, py::arg("cluster_size") = 0,
+           py::arg("max_registers") = 0)
       .def_property_readonly("constants", &constantsOf, "The tuned constants' values by name")
       .def_readonly("num_warps", &TuneConfig::num_warps)
       .def_readonly("num_stages", &TuneConfig::num_stages)
       .def_readonly("warp_specialize", &TuneConfig::warp_specialize)
       .def_readonly("ping_pong", &TuneConfig::ping_pong)
       .def_readonly("cluster_size", &TuneConfig::cluster_size)
+      .def_readonly("max_registers", &TuneConfig::max_registers)
       .def("__getitem__", [](const TuneConfig &c, const std::string &name) {
         for (const auto &[n, v] : c.constants)
           if (n == name)
@@ -206,7 +210,7 @@ constants and the launch options that go with them, as in Triton:
           [](const TuneConfig &a, const TuneConfig &b) {
             return a.constants == b.constants && a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
                    a.warp_specialize == b.warp_specialize && a.ping_pong == b.ping_pong &&
-                   a.cluster_size == b.cluster_size;
+                   a.cluster_size == b.cluster_size && a.max_registers == b.max_registers;
           },
           py::is_operator())
       .def("__hash__", [](const TuneConfig &c) { return py::hash(py::str(configRepr(c))); })

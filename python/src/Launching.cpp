@@ -239,7 +239,8 @@ uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
 LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bound) {
   static PyObject *const numWarps = interned("num_warps"), *const numStages = interned("num_stages"),
                          *const chip = interned("chip"), *const warpSpecialize = interned("warp_specialize"),
-                         *const pingPong = interned("ping_pong"), *const clusterSize = interned("cluster_size");
+                         *const pingPong = interned("ping_pong"), *const clusterSize = interned("cluster_size"),
+                         *const maxRegisters = interned("max_registers");
   LaunchOptions opts;
   opts.num_warps = intOption(kwargs, numWarps, 4);
   opts.num_stages = intOption(kwargs, numStages, 3);
@@ -252,6 +253,7 @@ LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bo
   if (py::handle pp = option(kwargs, pingPong))
     opts.ping_pong = pp.cast<bool>();
   opts.cluster_size = intOption(kwargs, clusterSize, 0);
+  opts.max_registers = intOption(kwargs, maxRegisters, 0);
   return opts;
 }
 

@@ -31,7 +31,7 @@ struct Launcher {
     std::vector<py::object> bound =
         bindParameters(kernel.name, kernel.param_names, args, kwargs,
                        {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong",
-                        "cluster_size"});
+                        "cluster_size", "max_registers"});
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts = launchOptions(kwargs, bound);
@@ -53,7 +53,8 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
       bindParameters(k.name, k.param_names, args, kwargs,
-                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong", "cluster_size"});
+                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong", "cluster_size",
+                      "max_registers"});
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
@@ -71,6 +72,8 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
     opts.ping_pong = kwargs["ping_pong"].cast<bool>();
   if (kwargs.contains("cluster_size"))
     opts.cluster_size = kwargs["cluster_size"].cast<int>();
+  if (kwargs.contains("max_registers"))
+    opts.max_registers = kwargs["max_registers"].cast<int>();
   py::gil_scoped_release unlocked;
   return r.kernel->compile(r.args, opts);
 }
@@ -120,7 +123,7 @@ PYBIND11_MODULE(_tegula, m) {
 
 Launch it like a Triton kernel: ``k[grid](*args, **constants, num_warps=4,
 num_stages=3, backend=None, stream=None, chip=None, warp_specialize=False,
-ping_pong=False, cluster_size=0)``;
+ping_pong=False, cluster_size=0, max_registers=0)``;
 ``grid`` is a tuple of
 1-3 ints or a callable taking a dict of the arguments by parameter name;
 ``chip`` is the compile target (default: the GPU's; "sm_80" in the simulator,
@@ -131,7 +134,8 @@ anything with ``__dlpack__`` / ``__cuda_array_interface__`` (torch, cupy);
 warpgroup; ``ping_pong`` (num_warps=4) also runs two programs per CTA, each on
 its own consumer warpgroup; ``cluster_size`` (2 or 4, with warp_specialize)
 runs programs in thread-block clusters whose ``tl::multicast`` descriptor
-loads are fetched once per cluster.)doc")
+loads are fetched once per cluster; ``max_registers`` (16-255) caps the
+registers a thread (the kernel's .maxnreg, Triton's maxnreg).)doc")
       .def_readonly("name", &KernelSet::name)
       .def_readonly("param_names", &KernelSet::param_names)
       .def_property_readonly("signatures",
@@ -158,7 +162,8 @@ loads are fetched once per cluster.)doc")
            "debug_info=False)")
       .def("compile", &compile,
            "Compile the specialisation these arguments select: chip='sm_80' or 'sm_90a', "
-           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False, cluster_size=0; "
+           "num_warps, num_stages, assemble=True, warp_specialize=False, ping_pong=False, cluster_size=0, "
+           "max_registers=0; "
            "returns a "
            "CompiledKernel")
       .def("__repr__", [](const KernelSet &k) {

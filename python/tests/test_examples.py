@@ -96,6 +96,23 @@ def test_matmul_hopper_code_in_the_simulator(rng, dtype):
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
 
 
+def test_max_registers_caps_a_kernel(rng):
+    # max_registers: the kernel's .maxnreg (Triton's maxnreg); the CPU
+    # backends run the kernel as without it; out of range is an error.
+    M = N = K = 64
+    a, b = rand(rng, (M, K), np.float16), rand(rng, (K, N), np.float16)
+    c = poisoned((M, N), np.float16)
+    ptx = examples.matmul.compile(a, b, c, M, N, K, BM=64, BN=64, BK=32, max_registers=64, assemble=False).ptx
+    assert ".maxnreg 64" in ptx
+    examples.matmul[(1, 1)](a, b, c, M, N, K, BM=64, BN=64, BK=32, backend="sim", max_registers=64)
+    rtol, atol = tegula.testing.default_tolerance(np.float16)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=atol * 4)
+    with pytest.raises(tegula.Error, match="max_registers is 16 to 255 registers a thread"):
+        examples.matmul.compile(a, b, c, M, N, K, BM=64, BN=64, BK=32, max_registers=8, assemble=False)
+    config = tegula.Config({"BM": 64}, num_warps=4, max_registers=128)
+    assert config.max_registers == 128 and "max_registers=128" in repr(config)
+
+
 def run_descriptor_matmul_in_the_simulator(rng, M, N, K, **options):
     """examples.matmul_descriptors on sm_90a in the simulator with `options`,
     checked against numpy; returns its CompiledKernel."""

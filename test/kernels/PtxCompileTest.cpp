@@ -195,6 +195,45 @@ TEST(PtxCompileDump, StagesGoToStderrOnRequest) {
   EXPECT_THAT(err, ::testing::Not(HasSubstr("after stage 'llvm'")));
 }
 
+// max_registers caps a kernel's registers (.maxnreg; Triton's maxnreg): the
+// bf16 GEMM at 128 x 128 on 4 warps takes more than 96 a thread by itself,
+// at most 96 capped (spilling what does not fit); out-of-range caps and a
+// warp-specialised kernel that moves registers between its warpgroups (it
+// declares its own pool) are errors naming the problem.
+TEST_P(PtxCompile, MaxRegistersCapsAKernel) {
+  std::vector<bfloat16> a(16), b(16), c(16);
+  auto k = kernel("matmul_bf16", examples::matmul<bfloat16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  const std::vector<Arg> args = {a, b, c, 512, 512, 512, 128, 128, 32};
+  const CompiledKernel free = k.compile(args, {.chip = GetParam(), .num_warps = 4});
+  const CompiledKernel capped = k.compile(args, {.chip = GetParam(), .num_warps = 4, .max_registers = 96});
+  EXPECT_THAT(capped.ptx, HasSubstr(".maxnreg 96"));
+  EXPECT_THAT(free.ptx, ::testing::Not(HasSubstr(".maxnreg")));
+  if (havePtxas()) {
+    std::printf("[ptxas] matmul_bf16 %s: %d registers free, %d capped at 96 (%d B spilled)\n", GetParam().c_str(),
+                free.registers, capped.registers, capped.spill_bytes);
+    EXPECT_GT(free.registers, 96);
+    EXPECT_LE(capped.registers, 96);
+  }
+  auto error = [&](const Kernel &kern, const std::vector<Arg> &kargs, const CompileOptions &opts) {
+    try {
+      kern.compile(kargs, opts);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error(k, args, {.chip = GetParam(), .max_registers = 300}),
+              HasSubstr("max_registers is 16 to 255 registers a thread (0: ptxas chooses), not 300"));
+  if (GetParam() == "sm_90a") { // 8 consumer warps + a producer warpgroup: registers move
+    auto ws = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
+                     {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});
+    const std::vector<Arg> wsArgs = {a, b, c, 512, 512, 512, 512, 512, 512, 128, 256, 64};
+    const CompileOptions opts{.chip = "sm_90a", .num_warps = 8, .warp_specialize = true, .assemble = false,
+                              .max_registers = 128};
+    EXPECT_THAT(error(ws, wsArgs, opts), HasSubstr("moves registers between its warpgroups (setmaxnreg)"));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, PtxCompile, ::testing::Values("sm_80", "sm_90a"));
 
 void float_atomic_max(tl::ptr<float> out, tl::ptr<float> x) {
