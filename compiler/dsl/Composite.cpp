@@ -136,4 +136,53 @@ tensor cat(const tensor &a, const tensor &b, Loc loc) {
   return join(a, b, loc).permute(order, loc).reshape(shape, loc);
 }
 
+//===----------------------------------------------------------------------===//
+// sort: a bitonic network along the last dimension, each compare-and-swap
+// step on pairs taken apart and put back with split / join (values move
+// bit for bit).
+//===----------------------------------------------------------------------===//
+
+tensor sort(const tensor &x, int dim, bool descending, Loc loc) {
+  const Shape shape = x.shape(loc);
+  const int rank = int(shape.size());
+  if (rank == 0)
+    dsl::fail(loc, "tl::sort needs a tile, got a scalar");
+  if (dim != -1 && dim != rank - 1)
+    dsl::fail(loc, fmt::format("tl::sort sorts along the last dimension ({} of {}), not {}", rank - 1,
+                               x.type_str(loc), dim));
+  if (x.is_pointer(loc))
+    dsl::fail(loc, "tl::sort is not defined for pointers");
+  int64_t outer = 1;
+  for (int d = 0; d + 1 < rank; ++d)
+    outer *= shape[size_t(d)];
+  const int64_t n = shape.back();
+  int stages = 0;
+  while ((int64_t(1) << stages) < n)
+    ++stages;
+  tensor y = x.reshape({outer, n}, loc);
+  // Merge runs of 2^s (s = 1 .. stages): partners `d` apart (d = 2^(s-1)
+  // .. 1) compare; a pair in an odd run of 2^s sorts the other way, so the
+  // next stage merges a rising and a falling run; the last stage goes the
+  // asked way.
+  for (int s = 1; s <= stages; ++s)
+    for (int64_t d = int64_t(1) << (s - 1); d >= 1; d /= 2) {
+      const int64_t groups = n / (2 * d), rows = outer * groups;
+      // [rows, 2, d] -> [rows, d, 2]: element (r, k, q) is at r % groups * 2d + k d + q of its row.
+      auto [a, b] = split(y.reshape({rows, 2, d}, loc).permute({0, 2, 1}, loc), loc);
+      // Out of order: a above b on a rising run, below it on a falling one.
+      tensor swap = descending ? a < b : a > b;
+      if (s < stages) {
+        tensor first = at((arange(0, int(rows), loc) % operand(int(groups), loc)).expand_dims(1, loc) *
+                              operand(int(2 * d), loc),
+                          loc) +
+                       at(arange(0, int(d), loc).expand_dims(0, loc), loc);
+        tensor falling = at((first >> operand(s, loc)) & operand(1, loc), loc) == operand(1, loc);
+        swap = where(falling, at(a < b, loc), at(a > b, loc));
+      }
+      tensor lo = where(swap, at(b, loc), at(a, loc)), hi = where(swap, at(a, loc), at(b, loc));
+      y = join(lo, hi, loc).permute({0, 2, 1}, loc).reshape({outer, n}, loc);
+    }
+  return y.reshape(shape, loc);
+}
+
 } // namespace tegula::tl

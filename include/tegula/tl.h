@@ -440,6 +440,12 @@ tensor interleave(const tensor &a, const tensor &b, Loc loc = Loc::current());
 /// a's rows, then b's: concatenated along the first dimension (twice as
 /// long), in order.
 tensor cat(const tensor &a, const tensor &b, Loc loc = Loc::current());
+/// x sorted along its last dimension (Triton's tl.sort; `dim` -1 or the last),
+/// ascending or `descending`: a bitonic network of log2(n) (log2(n) + 1) / 2
+/// compare-and-swap steps, each moving the tile through layout conversions -
+/// for small tiles (a top-k's candidates, a row of scores). NaNs compare
+/// false and stay where the network leaves them; values move bit for bit.
+tensor sort(const tensor &x, int dim = -1, bool descending = false, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Random numbers: Philox4x32 (Random123's counter-based generator, the one

@@ -1,5 +1,5 @@
 // CompositeOpsTest.cpp - tl::clamp, sigmoid, softmax, umulhi, cdiv, join,
-// split, interleave and cat against host references, in the interpreter, the simulator and on the GPU when
+// split, interleave, cat and sort against host references, in the interpreter, the simulator and on the GPU when
 // there is one; their mistakes at the user's line.
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 using namespace tegula;
@@ -143,6 +144,52 @@ TEST(CompositeOps, JoinSplitInterleaveAndCatMoveValuesExactly) {
     }
     EXPECT_EQ(scalars[0], y[0]);
     EXPECT_EQ(bitsOf(scalars[1]), bitsOf(x[0]));
+  }
+}
+
+void sorts(tl::ptr<float> x, tl::ptr<float> up, tl::ptr<float> down, tl::ptr<int32_t> n, tl::ptr<int32_t> nUp) {
+  tl::tensor r = tl::arange(0, 4), c = tl::arange(0, 64);
+  tl::tensor at = r.expand_dims(1) * 64 + c.expand_dims(0);
+  tl::tensor v = tl::load(x + at);
+  tl::store(up + at, tl::sort(v));
+  tl::store(down + at, tl::sort(v, 1, /*descending=*/true));
+  tl::tensor i = tl::arange(0, 128);
+  tl::store(nUp + i, tl::sort(tl::load(n + i)));
+}
+
+TEST(CompositeOps, SortOrdersEachRow) {
+  std::vector<float> x = random_vector<float>(256);
+  for (int e = 0; e < 256; e += 9)
+    x[size_t(e)] = 0.5f; // repeats
+  x[7] = INFINITY, x[70] = -INFINITY;
+  std::vector<int32_t> n(128);
+  for (int e = 0; e < 128; ++e)
+    n[size_t(e)] = int32_t(rng()() % 50) - 25;
+  auto k = kernel("sorts", sorts);
+  for (Backend backend : backendsWithTheGpu("sort")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> up(256), down(256);
+    std::vector<int32_t> nUp(128);
+    k({.grid = {1}, .backend = backend}, x, up, down, n, nUp);
+    for (int row = 0; row < 4; ++row) {
+      std::vector<float> want(x.begin() + row * 64, x.begin() + row * 64 + 64);
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(std::vector<float>(up.begin() + row * 64, up.begin() + row * 64 + 64), want) << "row " << row;
+      std::reverse(want.begin(), want.end());
+      EXPECT_EQ(std::vector<float>(down.begin() + row * 64, down.begin() + row * 64 + 64), want) << "row " << row;
+    }
+    std::vector<int32_t> want = n;
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(nUp, want);
+  }
+  for (const char *chip : {"sm_80", "sm_90a"}) { // through ptxas, where one is installed
+    std::vector<float> up(256), down(256);
+    std::vector<int32_t> nUp(128);
+    const CompiledKernel c = k.compile({x, up, down, n, nUp}, {.chip = chip});
+    if (!c.cubin.empty()) {
+      std::printf("[ptxas] sorts %s: %d registers, %d B spilled\n", chip, c.registers, c.spill_bytes);
+      EXPECT_EQ(c.spill_bytes, 0) << chip;
+    }
   }
 }
 
