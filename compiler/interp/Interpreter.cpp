@@ -629,15 +629,27 @@ private:
 
   /// Simple combiners (one arith op on the two arguments) run natively;
   /// anything else interprets the region per step.
-  void reduce(tile::ReduceOp r) {
+  /// A reduce's or scan's operands, and the walk along its axis: `outer`
+  /// runs of `len` elements, `inner` apart.
+  struct AlongAxis {
     SmallVector<TileRef> srcs;
-    for (Value v : r.getSrcs())
-      srcs.push_back(get(v));
+    int64_t axis = 0, outer = 1, len = 1, inner = 1;
+  };
+  template <class Op> AlongAxis alongAxis(Op op) {
+    AlongAxis a;
+    for (Value v : op.getSrcs())
+      a.srcs.push_back(get(v));
+    const std::vector<int64_t> &shape = a.srcs[0]->shape;
+    a.axis = int32_t(op.getAxis());
+    a.len = shape[size_t(a.axis)];
+    for (int64_t d = 0; d < a.axis; ++d) a.outer *= shape[size_t(d)];
+    for (size_t d = size_t(a.axis) + 1; d < shape.size(); ++d) a.inner *= shape[d];
+    return a;
+  }
+
+  void reduce(tile::ReduceOp r) {
+    auto [srcs, axis, outer, len, inner] = alongAxis(r);
     const std::vector<int64_t> &shape = srcs[0]->shape;
-    int64_t axis = int32_t(r.getAxis());
-    int64_t outer = 1, len = shape[size_t(axis)], inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
-    for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
     std::vector<int64_t> outShape(shape);
     outShape.erase(outShape.begin() + axis);
     size_t n = srcs.size();
@@ -686,14 +698,8 @@ private:
   /// Inclusive scans along the axis, element by element in order (from the
   /// end with `reverse`): acc = combine(acc, next).
   void scan(tile::ScanOp r) {
-    SmallVector<TileRef> srcs;
-    for (Value v : r.getSrcs())
-      srcs.push_back(get(v));
+    auto [srcs, axis, outer, len, inner] = alongAxis(r);
     const std::vector<int64_t> &shape = srcs[0]->shape;
-    int64_t axis = int32_t(r.getAxis());
-    int64_t outer = 1, len = shape[size_t(axis)], inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= shape[size_t(d)];
-    for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
     size_t n = srcs.size();
     std::vector<std::shared_ptr<Tile>> outs;
     for (auto &s : srcs)
