@@ -169,6 +169,8 @@ std::string AutotunerImpl::keyOf(const LaunchOptions &opts, const std::vector<Ar
   // temporary strings.
   fmt::memory_buffer key;
   fmt::format_to(std::back_inserter(key), "{}", kernel.launch_target(opts));
+  if (opts.max_registers) // configs without their own take the launch's
+    fmt::format_to(std::back_inserter(key), " maxnreg={}", opts.max_registers);
   const std::vector<std::string> &names = kernel.param_names();
   for (size_t i = 0; i < givenIndex.size(); ++i) {
     const size_t p = givenIndex[i];
@@ -462,6 +464,9 @@ Autotuner::Autotuner(Kernel kernel, std::vector<TuneConfig> configs, GridFn grid
     if (c.num_warps < 1 || c.num_stages < 1)
       throw Error(fmt::format("autotuning kernel '{}': config '{}' needs num_warps and num_stages >= 1", name,
                               c.str()));
+    if (c.max_registers != 0 && (c.max_registers < 16 || c.max_registers > 255))
+      throw Error(fmt::format("autotuning kernel '{}': config '{}' gives max_registers {}: 16 to 255, or 0", name,
+                              c.str(), c.max_registers));
   }
   for (size_t p = 0; p < t.kernel.params().size(); ++p)
     if (std::find(t.tunedIndex.begin(), t.tunedIndex.end(), p) == t.tunedIndex.end())

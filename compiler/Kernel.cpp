@@ -465,6 +465,12 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
 }
 } // namespace
 
+/// LaunchOptions / CompileOptions::max_registers: 0, or what .maxnreg takes.
+static void checkMaxRegisters(int maxRegisters, const std::string &kernel) {
+  if (maxRegisters != 0 && (maxRegisters < 16 || maxRegisters > 255))
+    throw Error(fmt::format("kernel '{}': max_registers is 16 to 255 registers a thread (0: ptxas chooses), not {}",
+                            kernel, maxRegisters));
+}
 std::string CompiledKernel::sass() const { return backend::disassemble(cubin); }
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
@@ -483,9 +489,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
-  if (opts.max_registers != 0 && (opts.max_registers < 16 || opts.max_registers > 255))
-    throw Error(fmt::format("kernel '{}': max_registers is 16 to 255 registers a thread (0: ptxas chooses), not {}",
-                            impl_->name, opts.max_registers));
+  checkMaxRegisters(opts.max_registers, impl_->name);
   std::string optionKey = fmt::format(
       "chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={};maxnreg={}",
       opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma, paths.overlapDots,
@@ -620,6 +624,9 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
+  // Checked on every backend (the CPU ones ignore the cap), so a launch the
+  // GPU would refuse fails in the interpreter and the simulator too.
+  checkMaxRegisters(opts.max_registers, impl_->name);
   // Every backend holds a cluster launch to CUDA's rules, so a kernel
   // behaves the same everywhere.
   if (clusterSize > 1 && opts.grid.x % unsigned(clusterSize) != 0)

@@ -79,21 +79,32 @@ tensor pairIndex(int rank, const Loc &loc) {
   return arange(0, 2, loc).reshape(shape, loc);
 }
 
+/// join, split and sort move numbers and booleans: not pointers, and not
+/// fp8 (which has no selects or compares of its own: widen it first).
+void needValues(const tensor &x, const char *fn, const Loc &loc) {
+  if (x.is_pointer(loc) || x.dtype(loc) == f8e4m3 || x.dtype(loc) == f8e5m2)
+    dsl::fail(loc, fmt::format("{} takes numbers or booleans, got {}{}", fn, x.type_str(loc),
+                               x.is_pointer(loc) ? "" : " (widen fp8 with .to(tl::f16) first)"));
+}
+
 } // namespace
 
 tensor join(const tensor &a, const tensor &b, Loc loc) {
+  needValues(a, "tl::join", loc);
+  needValues(b, "tl::join", loc);
   if (a.shape(loc) != b.shape(loc) || a.type_str(loc) != b.type_str(loc))
     dsl::fail(loc, fmt::format("tl::join takes two tiles of one shape and type, got {} and {}", a.type_str(loc),
                                b.type_str(loc)));
   const int rank = a.rank(loc);
   Shape shape = a.shape(loc);
   shape.push_back(2);
-  tensor first = pairIndex(rank, loc) == operand(0, loc);
+  tensor first = at(pairIndex(rank, loc), loc) == operand(0, loc);
   return where(first.broadcast_to(shape, loc), at(a.expand_dims(rank, loc).broadcast_to(shape, loc), loc),
                at(b.expand_dims(rank, loc).broadcast_to(shape, loc), loc));
 }
 
 std::pair<tensor, tensor> split(const tensor &x, Loc loc) {
+  needValues(x, "tl::split", loc);
   const Shape shape = x.shape(loc);
   if (shape.empty() || shape.back() != 2)
     dsl::fail(loc, fmt::format("tl::split takes a tile whose last dimension is 2, got {}", x.type_str(loc)));
@@ -105,7 +116,7 @@ std::pair<tensor, tensor> split(const tensor &x, Loc loc) {
     return reduce(
         std::vector<tensor>{x, index}, axis,
         [&](const std::vector<tensor> &p, const std::vector<tensor> &q) {
-          tensor mine = p[1] == operand(k, loc);
+          tensor mine = at(p[1], loc) == operand(k, loc);
           return std::vector<tensor>{where(mine, at(p[0], loc), at(q[0], loc)),
                                      where(mine, at(p[1], loc), at(q[1], loc))};
         },
@@ -150,8 +161,7 @@ tensor sort(const tensor &x, int dim, bool descending, Loc loc) {
   if (dim != -1 && dim != rank - 1)
     dsl::fail(loc, fmt::format("tl::sort sorts along the last dimension ({} of {}), not {}", rank - 1,
                                x.type_str(loc), dim));
-  if (x.is_pointer(loc))
-    dsl::fail(loc, "tl::sort is not defined for pointers");
+  needValues(x, "tl::sort", loc);
   int64_t outer = 1;
   for (int d = 0; d + 1 < rank; ++d)
     outer *= shape[size_t(d)];
@@ -170,14 +180,14 @@ tensor sort(const tensor &x, int dim, bool descending, Loc loc) {
       // [rows, 2, d] -> [rows, d, 2]: element (r, k, q) is at r % groups * 2d + k d + q of its row.
       auto [a, b] = split(y.reshape({rows, 2, d}, loc).permute({0, 2, 1}, loc), loc);
       // Out of order: a above b on a rising run, below it on a falling one.
-      tensor swap = descending ? a < b : a > b;
+      tensor swap = descending ? at(a, loc) < at(b, loc) : at(a, loc) > at(b, loc);
       if (s < stages) {
-        tensor first = at((arange(0, int(rows), loc) % operand(int(groups), loc)).expand_dims(1, loc) *
-                              operand(int(2 * d), loc),
-                          loc) +
+        tensor row = at(arange(0, int(rows), loc), loc) % operand(int(groups), loc);
+        tensor first = at(at(row.expand_dims(1, loc), loc) * operand(int(2 * d), loc), loc) +
                        at(arange(0, int(d), loc).expand_dims(0, loc), loc);
-        tensor falling = at((first >> operand(s, loc)) & operand(1, loc), loc) == operand(1, loc);
-        swap = where(falling, at(a < b, loc), at(a > b, loc));
+        tensor bit = at(at(first, loc) >> operand(s, loc), loc) & operand(1, loc);
+        tensor falling = at(bit, loc) == operand(1, loc);
+        swap = where(falling, at(at(a, loc) < at(b, loc), loc), at(at(a, loc) > at(b, loc), loc));
       }
       tensor lo = where(swap, at(b, loc), at(a, loc)), hi = where(swap, at(a, loc), at(b, loc));
       y = join(lo, hi, loc).permute({0, 2, 1}, loc).reshape({outer, n}, loc);

@@ -627,8 +627,6 @@ private:
     return r;
   }
 
-  /// Simple combiners (one arith op on the two arguments) run natively;
-  /// anything else interprets the region per step.
   /// A reduce's or scan's operands, and the walk along its axis: `outer`
   /// runs of `len` elements, `inner` apart.
   struct AlongAxis {
@@ -647,6 +645,8 @@ private:
     return a;
   }
 
+  /// Simple combiners (one arith op on the two arguments) run natively;
+  /// anything else interprets the region per step.
   void reduce(tile::ReduceOp r) {
     auto [srcs, axis, outer, len, inner] = alongAxis(r);
     const std::vector<int64_t> &shape = srcs[0]->shape;

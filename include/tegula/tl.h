@@ -27,7 +27,6 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <utility>
 #include <vector>
 
 namespace tegula::tl {

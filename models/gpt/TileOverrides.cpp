@@ -135,6 +135,9 @@ Tiles Tiles::with(std::string_view overrides) const {
   }
   // The K-major GEMMs take their five fields together (kmajor_bm = 0: the
   // linear layers' tile for all five).
+  if (!t.kmajor_bm && (t.kmajor_bn || t.kmajor_bk || t.kmajor_warps || t.kmajor_stages))
+    throw Error("GPT tiles: kmajor_bn, kmajor_bk, kmajor_warps and kmajor_stages take effect with kmajor_bm "
+                "(0: the K-major GEMMs run at the linear layers' tile); set all five");
   if (t.kmajor_bm && !(t.kmajor_bn && t.kmajor_bk && t.kmajor_warps && t.kmajor_stages))
     throw Error(fmt::format("GPT tiles: kmajor_bm={} needs kmajor_bn, kmajor_bk, kmajor_warps and kmajor_stages too "
                             "(now {}, {}, {}, {})",

@@ -30,7 +30,7 @@ class Launcher:
     def __call__(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
                  backend: str | None = None, stream: Any = None, chip: str | None = None,
                  warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
-                 **constants: Any) -> None: ...
+                 max_registers: int = 0, **constants: Any) -> None: ...
 
 class Kernel:
     name: str
@@ -40,7 +40,7 @@ class Kernel:
     def ir(self, *args: Any, stage: str = "tile", debug_info: bool = False, **constants: Any) -> str: ...
     def compile(self, *args: Any, chip: str = "sm_80", num_warps: int = 4, num_stages: int = 3,
                 assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
-                **constants: Any) -> CompiledKernel: ...
+                max_registers: int = 0, **constants: Any) -> CompiledKernel: ...
 
 class Config:
     constants: dict[str, int]
@@ -49,8 +49,10 @@ class Config:
     warp_specialize: bool
     ping_pong: bool
     cluster_size: int
+    max_registers: int
     def __init__(self, constants: Mapping[str, int] = ..., num_warps: int = 4, num_stages: int = 3,
-                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0) -> None: ...
+                 warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
+                 max_registers: int = 0) -> None: ...
     def __getitem__(self, name: str) -> int: ...
 
 class AutotunedLauncher:

@@ -57,6 +57,7 @@ TEST(GptTiles, BadOverridesAreClearErrors) {
   EXPECT_THAT(error("attention_fwd_ws=2"), HasSubstr("attention_fwd_ws is 0 or 1, not 2"));
   EXPECT_THAT(error("attention_fwd_warps=3"), HasSubstr("attention_fwd_warps is a power of two"));
   EXPECT_THAT(error("kmajor_bm=128"), HasSubstr("kmajor_bm=128 needs kmajor_bn, kmajor_bk"));
+  EXPECT_THAT(error("kmajor_bn=128"), HasSubstr("take effect with kmajor_bm"));
   EXPECT_EQ(error("kmajor_bm=128,kmajor_bn=128,kmajor_bk=32,kmajor_warps=8,kmajor_stages=3"), "no error");
 }
 

@@ -224,6 +224,13 @@ TEST_P(PtxCompile, MaxRegistersCapsAKernel) {
   };
   EXPECT_THAT(error(k, args, {.chip = GetParam(), .max_registers = 300}),
               HasSubstr("max_registers is 16 to 255 registers a thread (0: ptxas chooses), not 300"));
+  // Refused by every backend alike, though the CPU ones ignore the cap.
+  try {
+    k({.grid = {1, 1}, .backend = Backend::Interp, .max_registers = 8}, a, b, c, 16, 16, 16, 16, 16, 16);
+    ADD_FAILURE() << "an 8-register cap launched";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("max_registers is 16 to 255"));
+  }
   if (GetParam() == "sm_90a") { // 8 consumer warps + a producer warpgroup: registers move
     auto ws = kernel("matmul_descriptors", examples::matmul_descriptors<bfloat16>,
                      {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK"});

@@ -198,6 +198,11 @@ void joinMismatch(tl::ptr<float> o) {
   FAILS_ON_NEXT_LINE();
   tl::store(o + tl::arange(0, 4), tl::split(tl::join(v, v.to(tl::f16)).to(tl::f32)).first);
 }
+void sortPointers(tl::ptr<float> o) {
+  tl::tensor p = o + tl::arange(0, 4);
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::load(tl::sort(p)));
+}
 void splitOddDimension(tl::ptr<float> o) {
   tl::tensor v = tl::load(o + tl::arange(0, 4));
   FAILS_ON_NEXT_LINE();
@@ -232,6 +237,8 @@ TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
                                       "tensor<4xf16>");
   tegula::testing::expectAtMarkedLine(errorOf(kernel("split_odd", splitOddDimension), {f}), "CompositeOpsTest.cpp",
                                       "tl::split takes a tile whose last dimension is 2, got tensor<4xf32>");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("sort_pointers", sortPointers), {f}), "CompositeOpsTest.cpp",
+                                      "tl::sort takes numbers or booleans, got");
 }
 
 } // namespace
