@@ -327,6 +327,23 @@ void waitForWgmmaWhereNeeded(scf::ForOp loop, ArrayRef<Operation *> issued) {
 
 namespace {
 
+/// A loop whose next iterations' loads may go out ahead of time: a constant
+/// positive step, and no store, atomic or barrier (tl::debug_barrier) in its
+/// body - the early copies would jump the accesses those order (a loop that
+/// stores what a later iteration loads reads it stale). Such loops keep
+/// their loads where they are.
+bool pipelinable(scf::ForOp loop) {
+  APInt step;
+  if (!matchPattern(loop.getStep(), m_ConstantInt(&step)) || !step.isStrictlyPositive())
+    return false;
+  const WalkResult ordered = loop.getBody()->walk([](Operation *op) {
+    return isa<tile::StoreOp, tile::AtomicRMWOp, tile::AtomicCASOp, tile::DescriptorStoreOp, tilegpu::BarrierOp>(op)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !ordered.wasInterrupted();
+}
+
 /// Rings of 32-bit elements that differ at most in their swizzle. A ring's
 /// reads follow the ring's own tile (SharedOperand: one ld.shared an
 /// element, or ldmatrix rows of four tf32 values, which every swizzle keeps
@@ -537,10 +554,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
           byLoop[loop].push_back(dot);
     llvm::DenseSet<Operation *> erased;
     for (auto &[loop, loopDots] : byLoop) {
-      APInt step;
       auto forOp = cast<scf::ForOp>(loop);
-      if (matchPattern(forOp.getStep(), m_ConstantInt(&step)) && step.isStrictlyPositive() &&
-          pipelineSharedLoads(forOp, loopDots, numStages))
+      if (pipelinable(forOp) && pipelineSharedLoads(forOp, loopDots, numStages))
         for (tile::DotOp dot : loopDots)
           erased.insert(dot);
     }
@@ -549,10 +564,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
         continue; // rewritten already (shared rings, warp specialised)
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
-      APInt step;
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
-      if (!loop || !mma ||
-          !matchPattern(loop.getStep(), m_ConstantInt(&step)) || !step.isStrictlyPositive())
+      if (!loop || !mma || !pipelinable(loop))
         continue;
       auto a = planOperand(loop, dot, 0, numStages);
       auto b = planOperand(loop, dot, 1, numStages);
@@ -610,9 +623,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
   bool warpSpecializeFirstLoop(ArrayRef<tile::DotOp> dots) {
     llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
     for (tile::DotOp dot : dots) {
-      APInt step;
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
-      if (loop && matchPattern(loop.getStep(), m_ConstantInt(&step)) && step.isStrictlyPositive())
+      if (loop && pipelinable(loop))
         byLoop[loop].push_back(dot);
     }
     for (auto &[op, loopDots] : byLoop) {

@@ -99,4 +99,41 @@ TEST(ReadBackSim, DebugBarrierOrdersAccessesThroughAliasingArguments) {
   }
 }
 
+/// A K loop that stores what its next iteration's dot loads: a's next
+/// block becomes a pattern of k. Its loads must stay where they are -
+/// issued iterations ahead through a ring (pipeline-dot-operands), they
+/// could read the block before this iteration stored it. (The simulator
+/// copies a cp.async's bytes when the copy is waited for, so its results
+/// would not show that; the PTX shows the loads stayed plain.)
+void gemm_rewriting_its_operand(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c, tl::constant<int> K) {
+  constexpr int B = 16;
+  tl::tensor r = tl::arange(0, B);
+  tl::tensor acc = tl::zeros({B, B}, tl::f32);
+  for (auto k : tl::range(0, K.value, B, acc)) {
+    tl::tensor block = tl::load(a + r.expand_dims(1) * (K.value + B) + k + r.expand_dims(0));
+    acc = tl::dot(block, tl::load(b + (k + r).expand_dims(1) * B + r.expand_dims(0)), acc);
+    tl::tensor pattern = ((r.expand_dims(1) + k) % 7 - r.expand_dims(0) % 5).to(tl::bf16);
+    tl::store(a + r.expand_dims(1) * (K.value + B) + k + B + r.expand_dims(0), pattern);
+  }
+  tl::store(c + r.expand_dims(1) * B + r.expand_dims(0), acc);
+}
+
+TEST(ReadBackSim, AKLoopThatStoresItsNextOperandIsNotPipelined) {
+  constexpr int B = 16, K = 64;
+  Kernel k = kernel("gemm_rewriting_its_operand", gemm_rewriting_its_operand, {"a", "b", "c", "K"});
+  auto a0 = random_vector<bfloat16>(size_t(B * (K + B))), b = random_vector<bfloat16>(size_t(K * B));
+  auto a = a0;
+  auto want = poisoned<float>(size_t(B * B));
+  k({.grid = {1}, .backend = Backend::Interp}, a, b, want, K);
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    a = a0;
+    auto got = poisoned<float>(size_t(B * B));
+    k({.grid = {1}, .num_warps = 4, .num_stages = 3, .backend = Backend::Sim, .chip = chip}, a, b, got, K);
+    EXPECT_EQ(rel_error(got, to_double(want)), 0.0);
+    const std::string ptx = k.compile({a, b, got, K}, {.chip = chip, .num_stages = 3, .assemble = false}).ptx;
+    EXPECT_EQ(ptx.find("cp.async"), std::string::npos) << "the loop's operands were pipelined past its store";
+  }
+}
+
 } // namespace
