@@ -206,4 +206,30 @@ SharedTile planOperandTile(const LinearLayout &source, const LinearLayout &opera
   return deriveSwizzle(tile, {read, vectorAccess("store", source, vectorElements, elementBits)});
 }
 
+std::optional<ScatterCopy> planScatterCopy(const std::vector<int32_t> &shape, int contiguous, int32_t warps,
+                                           const SharedTile &tile) {
+  const size_t c = size_t(contiguous), o = size_t(1 - contiguous);
+  std::optional<ScatterCopy> best;
+  for (int32_t along = 32; along >= 1; along /= 2) {
+    ScatterCopy copy{{0, 0}, {0, 0}, {int32_t(c), int32_t(o)}};
+    copy.threadsPerWarp[c] = along;
+    copy.threadsPerWarp[o] = 32 / along;
+    if (copy.threadsPerWarp[0] > shape[0] || copy.threadsPerWarp[1] > shape[1])
+      continue;
+    // Warps along the other dimension first (K: the ring's rows), the rest
+    // along the contiguous one.
+    copy.warpsPerCTA[o] = std::min(warps, shape[o] / copy.threadsPerWarp[o]);
+    copy.warpsPerCTA[c] = warps / copy.warpsPerCTA[o];
+    if (copy.threadsPerWarp[c] * copy.warpsPerCTA[c] > shape[c])
+      continue;
+    const LinearLayout ll = blockedLayout(shape, {1, 1}, copy.threadsPerWarp, copy.warpsPerCTA, copy.order);
+    if (!ll.freeBits("register").empty() || !ll.freeBits("lane").empty() || !ll.freeBits("warp").empty())
+      continue;
+    copy.extraWavefronts = bankConflicts(tile, vectorAccess("cp.async", ll, 1, 32)).extraWavefronts;
+    if (!best || copy.extraWavefronts < best->extraWavefronts)
+      best = copy;
+  }
+  return best;
+}
+
 } // namespace tegula::layout

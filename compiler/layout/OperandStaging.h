@@ -68,6 +68,24 @@ LdmatrixReads planLdmatrixReads(const LinearLayout &operand, bool isA, int conti
 SharedTile planOperandTile(const LinearLayout &source, const LinearLayout &operand, bool isA,
                            int32_t vectorElements, int elementBits = 16);
 
+/// A blocked layout's thread arrangement (one element a thread and register).
+struct ScatterCopy {
+  std::vector<int32_t> threadsPerWarp, warpsPerCTA, order;
+  int64_t extraWavefronts = 0; // bank conflicts of the copies, summed over phases
+};
+
+/// How `warps` warps copy a [shape] tile of 32-bit elements, contiguous in
+/// global memory along `contiguous`, one element (4 bytes) a copy into
+/// `tile` (the same coordinates) laid out across that dimension - a tf32
+/// wgmma operand loaded along M or N into its K-major ring: of the
+/// arrangements with one element a thread and register and no duplicates,
+/// the one with the fewest extra shared-memory wavefronts, ties to more
+/// lanes along `contiguous` (fewer global sectors a warp). Lanes along the
+/// rows alone would write the same few banks: in a K-major tile the rows'
+/// elements lie a row apart. Nothing when no arrangement covers the shape.
+std::optional<ScatterCopy> planScatterCopy(const std::vector<int32_t> &shape, int contiguous, int32_t warps,
+                                           const SharedTile &tile);
+
 /// stmatrix.x4 (sm_90) storing `source` (16-bit elements, e.g. an mma or
 /// wgmma accumulator converted to bf16) into `tile`: each group of 8
 /// registers is four 8x8 matrices, registers 2j, 2j + 1 holding matrix j's

@@ -209,6 +209,20 @@ int contiguousDimOfLoad(analysis::AxisInfoAnalysis &axis, Value v) {
   return dim < 0 ? -1 : transposed ? 1 - dim : dim;
 }
 
+/// Whether `v` is a tile loaded through pointers (through layout conversions
+/// and transposes): its elements can be copied one by one (4-byte cp.async
+/// for 32-bit ones) into a ring laid out otherwise than the load runs.
+bool isPointerLoaded(Value v) {
+  for (;;) {
+    if (auto convert = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+      v = convert.getSrc();
+    else if (auto trans = v.getDefiningOp<tile::TransOp>())
+      v = trans.getSrc();
+    else
+      return v.getDefiningOp<tile::LoadOp>() != nullptr;
+  }
+}
+
 /// Whether `v` is a loaded tile (through layout conversions and transposes),
 /// which pipeline-dot-operands may bring through a ring as it is.
 bool isLoaded(Value v) {
@@ -281,13 +295,18 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // Hopper: wgmma where it fits (a chained dot's A operand then comes
       // from registers, the previous accumulator's): 16-bit operands, or f32
       // at tf32 precision (tf32x3's split products stay on mma.sync).
-      // tf32 only when neither operand is loaded along M or N: wgmma reads
-      // tf32 K-major only, so such a load could fill no ring, while mma.sync
-      // pipelines either order.
+      // wgmma reads tf32 K-major only: an operand loaded along M or N
+      // comes through pointers, whose elements 4-byte cp.async copies
+      // scatter into a K-major ring (pipeline-dot-operands); a TMA box
+      // along M or N could fill none, so such a dot stays on mma.sync,
+      // which pipelines either order.
       const bool tf32 = bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32;
+      auto readableAtTf32 = [&](Value v, int kDim) {
+        const int along = contiguousAlong(v);
+        return along < 0 || along == kDim || isPointerLoaded(v);
+      };
       const bool wgmmaType =
-          bits == 16 || (tf32 && chip == "sm_90a" && contiguousAlong(dot.getA()) != 0 &&
-                         contiguousAlong(dot.getB()) != 1);
+          bits == 16 || (tf32 && chip == "sm_90a" && readableAtTf32(dot.getA(), 1) && readableAtTf32(dot.getB(), 0));
       const bool wgmma =
           eightBitWgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
       if (wgmma)

@@ -222,7 +222,13 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
                                          stored.blockElements);
   };
   if (mma.isWgmma()) { // the tiles wgmma's descriptors read, along the source's contiguous dimension
-    const int contiguous = layout::contiguousDimOf(operandSource);
+    int contiguous = layout::contiguousDimOf(operandSource);
+    // tf32 is read K-major only: a load along M or N scatters its elements
+    // into the ring, one 4-byte copy each.
+    const int kDim = idx == 0 ? 1 : 0;
+    const bool scatter = bits == 32 && contiguous >= 0 && contiguous != kDim;
+    if (scatter)
+      contiguous = kDim;
     auto plan = contiguous < 0 ? std::nullopt
                                : layout::planWgmmaOperandTile(
                                      int(idx),
@@ -232,6 +238,15 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
       return std::nullopt;
     Operand op{load, tile::DescriptorLoadOp(), std::move(*slice), toRing(plan->tile), trans};
     op.chain = chain;
+    if (scatter) {
+      auto copy = layout::planScatterCopy({int32_t(type.getDimSize(0)), int32_t(type.getDimSize(1))},
+                                          layout::contiguousDimOf(source), source.inDimSize("warp"),
+                                          op.ring.tile());
+      if (!copy)
+        return std::nullopt;
+      op.scatterEncoding = tilegpu::BlockedEncodingAttr::get(dot.getContext(), {1, 1}, copy->threadsPerWarp,
+                                                             copy->warpsPerCTA, copy->order);
+    }
     return op;
   }
   auto fragments = tilegpu::toLinearLayout(

@@ -57,6 +57,12 @@ struct Operand {
   /// Between the load and the dot, dot side first: the trans and any
   /// layout conversions (coalesce's), erased with the load.
   SmallVector<Operation *> chain;
+  /// cp.async into a ring laid out across the load's contiguous dimension
+  /// (a tf32 wgmma operand loaded along M or N, its ring K-major): the
+  /// layout whose 4-byte copies - one element each - write the ring with
+  /// the fewest bank conflicts; the copies' pointers are computed in it.
+  /// Null: the load's own layout.
+  mlir::Attribute scatterEncoding;
   Operation *loadOp() { return load ? load.getOperation() : block.getOperation(); }
   /// A TMA ring of f32 (a tf32 dot's): its tensor map rounds each element
   /// to tf32 as it lands, so the dot reads it as it is.

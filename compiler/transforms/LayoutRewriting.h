@@ -11,6 +11,7 @@
 #include "dialects/tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace tegula {
@@ -77,5 +78,10 @@ inline bool accessesWellFromAccumulator(mlir::RankedTensorType value) {
   return value.getRank() == 2 && value.getElementType().isIntOrFloat() &&
          value.getElementType().getIntOrFloatBitWidth() >= 32;
 }
+
+/// convert(cheap tile) -> the tile computed in the target layout
+/// (remove-layout-conversions' rematerialisation, with the conversions'
+/// canonicalisations): for passes that convert address computations.
+void populateRematerialiseCheapPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace tegula

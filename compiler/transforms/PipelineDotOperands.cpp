@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/DotOperandRings.h"
+#include "compiler/transforms/LayoutRewriting.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace tegula {
@@ -95,12 +97,21 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   for (Operation *o : op.slice.ops)
     b.clone(*o, map);
   Value ptr = map.lookupOrDefault(op.load.getPtr());
+  // A scattering copy's pointers in its own layout: conversions that
+  // rematerialiseScatteredAddresses turns into the address computation
+  // itself, done in that layout.
+  auto inCopyLayout = [&](Value v) -> Value {
+    if (!op.scatterEncoding)
+      return v;
+    return tilegpu::ConvertLayoutOp::create(b, loc, withEncoding(v.getType(), op.scatterEncoding), v).getResult();
+  };
+  ptr = inCopyLayout(ptr);
   auto ptrType = cast<RankedTensorType>(ptr.getType());
   Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
   Value mask = tile::SplatOp::create(
       b, loc, RankedTensorType::get(ptrType.getShape(), b.getI1Type(), ptrType.getEncoding()), exists);
   if (op.load.getMask())
-    mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(op.load.getMask()), mask);
+    mask = arith::AndIOp::create(b, loc, inCopyLayout(map.lookupOrDefault(op.load.getMask())), mask);
   auto copy = tilegpu::AsyncLoadOp::create(b, loc, ring, stage, ptr, mask);
   if (auto w = op.load->getAttr("tilegpu.vector_width"))
     copy->setAttr("tilegpu.vector_width", w);
@@ -585,6 +596,31 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       }
       pipeline(loop, dot, std::move(a), std::move(*b), numStages);
     }
+    if (failed(rematerialiseScatteredAddresses()))
+      return signalPassFailure();
+  }
+
+  /// The conversions of scattering copies' pointers and masks (issue)
+  /// become their address computation in the copy's layout: splats, ranges
+  /// and adds cost the same in any layout, where a pointer tile converted
+  /// would cross shared memory each iteration.
+  LogicalResult rematerialiseScatteredAddresses() {
+    SmallVector<Operation *> conversions;
+    getOperation().walk([&](tilegpu::AsyncLoadOp copy) {
+      for (Value v : {copy.getPtr(), copy.getMask()})
+        if (auto cvt = v ? v.getDefiningOp<tilegpu::ConvertLayoutOp>() : tilegpu::ConvertLayoutOp())
+          conversions.push_back(cvt);
+      if (auto mask = copy.getMask() ? copy.getMask().getDefiningOp<arith::AndIOp>() : arith::AndIOp())
+        for (Value v : mask->getOperands())
+          if (auto cvt = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
+            conversions.push_back(cvt);
+    });
+    if (conversions.empty())
+      return success();
+    RewritePatternSet patterns(&getContext());
+    populateRematerialiseCheapPatterns(patterns);
+    return applyOpPatternsGreedily(conversions, std::move(patterns),
+                                   GreedyRewriteConfig().setStrictness(GreedyRewriteStrictness::ExistingAndNewOps));
   }
 
   /// The dots of a loop whose operands can all come through TMA rings (A

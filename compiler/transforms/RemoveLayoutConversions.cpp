@@ -497,6 +497,15 @@ struct LoadThroughTmaInTargetLayout : OpRewritePattern<tilegpu::ConvertLayoutOp>
   }
 };
 
+} // namespace
+
+void tegula::populateRematerialiseCheapPatterns(RewritePatternSet &patterns) {
+  patterns.add<RematerialiseCheapSource>(patterns.getContext());
+  tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(patterns, patterns.getContext());
+}
+
+namespace {
+
 struct RemoveLayoutConversionsPass
     : tegula::impl::RemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {

@@ -63,11 +63,13 @@ void GptModel::backward() {
   };
   const Arg tgtArg = a.targets(), tokArg = a.tokens();
 
-  // f32 at tf32: the weight gradients read x and dy transposed (x^T dy with
-  // both operands along B T: wgmma's order for tf32), from scratch sized once
-  // per B x T - where B T rows make 16-byte multiples (TMA's rule).
-  // x^T then dy^T: every layer's K + N is at most 5 C (the MLP's).
-  const bool transposedDw = !transposedOffset_.empty() && BT % 4 == 0;
+  // f32 at tf32 (Tiles::dw_transposed): the weight gradients read x and dy
+  // transposed (x^T dy with both operands along B T: wgmma reads tf32
+  // K-major, and TMA rings fill K-major tiles only from K-major tensors),
+  // from scratch sized once per B x T - where B T rows make 16-byte
+  // multiples (TMA's rule). x^T then dy^T: every layer's K + N is at most
+  // 5 C (the MLP's).
+  const bool transposedDw = tiles_.dw_transposed && !transposedOffset_.empty() && BT % 4 == 0;
   if (const int64_t need = transposedDw ? int64_t(BT) * 5 * C : 0; transposeScratch_.size() != need) {
     transposeScratch_ = Arena(); // freed before its successor is allocated
     transposeScratch_ = Arena(need, backend_);

@@ -137,6 +137,11 @@ public:
     // tile but this N block (0: kmajor_bn): it starts from the gradient so
     // far, which at 128 x 256 spills beside the accumulator.
     int kmajor_dw_bn = 0;
+    // f32 at tf32: the weight gradients through those transposes (true), or
+    // x^T dy read as stored (false: on sm_90a wgmma through K-major rings
+    // that 4-byte cp.async copies fill, at the linear layers' tile; no
+    // transposes, stream-K where dw_stream_k allows; on sm_80 mma.sync).
+    bool dw_transposed = true;
     // LayerNorm forward and backward dx, one program a row: its warps. One
     // warp holds GPT-2's 768-wide row (24 elements a lane) and reduces it
     // with shuffles alone; more warps add shared memory and barriers to both
@@ -231,10 +236,12 @@ public:
   /// 64 through 4 TMA stages: each stage is 4 wgmma k-steps a warpgroup and
   /// two stages are in flight ahead of the one being read (at K = 32 and 3
   /// stages a single 2-instruction stage ahead left the load latency exposed).
-  /// f32 at tf32 (`matmul`) on sm_90a: the GEMMs left on mma.sync (wte's
-  /// gradient; the weight gradients where B T is not a multiple of 4) at 64
-  /// x 128 x 16, 4 warps, 4 stages (96 TFLOP/s at 4096^3 on the H100 of
-  /// 2026-11-26; 128 x 128 spills in the weight gradient); the K-major ones
+  /// f32 at tf32 (`matmul`) on sm_90a: the GEMMs whose operands run along
+  /// M or N (wte's gradient; the weight gradients where B T is not a
+  /// multiple of 4 or dw_transposed is off) at 64 x 128 x 16, 4 warps, 4
+  /// stages - on wgmma through K-major rings filled 4 bytes a copy since
+  /// 2026-11-27, on mma.sync before (96 TFLOP/s at 4096^3 on the H100 of
+  /// 2026-11-26; 128 x 128 spilled in the weight gradient); the K-major ones
   /// on wgmma through TMA rings at 128 x 256 x 32, 8 warps, 4 stages (the
   /// tf32 TN GEMM's best tile in that run; the weight gradients at 128 x
   /// 128). f32 at ieee or tf32x3 keeps sm_80's. On sm_90a the GEMMs with

@@ -182,6 +182,20 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul_bwd_dw", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, 8192, 3072, 768, true, BM, dwBN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
+  // f32 at tf32 on sm_90a: x^T dy as stored (wte's gradient; the others with
+  // dw_transposed off) on wgmma, both operands scattered into K-major rings
+  // by 4-byte copies.
+  if (!descriptors && std::string(chip) == "sm_90a") {
+    const std::string ptx = kernel("matmul_bwd_dw", k::matmul_bwd_dw<T, P>,
+                                   {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"})
+                                .compile({t, t, f, 8192, 3072, 768, true, BM, BN, BK},
+                                         {.chip = chip, .num_warps = tiles.dw_warps ? tiles.dw_warps : LW,
+                                          .num_stages = LS, .assemble = false})
+                                .ptx;
+    EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos);
+    EXPECT_NE(ptx.find("cp.async.ca.shared.global"), std::string::npos);
+    EXPECT_EQ(ptx.find("mma.sync"), std::string::npos);
+  }
   // The weight gradients as stream-K GEMMs (GptModel's default), at full width.
   if (tiles.dw_stream_k)
     linear("matmul_bwd_dw_stream_k", k::matmul_bwd_dw_stream_k<T, P>, k::matmul_bwd_dw_stream_k_tma<T, P>,

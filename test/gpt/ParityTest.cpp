@@ -175,30 +175,38 @@ TEST(GptParityGpuTiles, ForwardAndGradientsInTheSimulator) {
 // weight gradients (through x^T and dy^T) - both operands K-major - run on
 // wgmma (m64nNk8, 128 x 256 or 128 x 128 x 32 at 8 warps) through TMA rings
 // whose tensor maps round to tf32, as mma.sync rounds in registers; wte's
-// gradient and attention (32-row blocks at 8 warps: too few rows for wgmma)
-// on mma.sync as on Ampere. The simulator running the sm_90a code agrees with it
-// running the sm_80 code (mma.sync) up to the order of the sums.
+// gradient (x^T dy, both along B T) on wgmma too, its operands scattered
+// into K-major cp.async rings 4 bytes a copy - and so the blocks' weight
+// gradients with dw_transposed off; attention (32-row blocks at 8 warps: too
+// few rows for wgmma) on mma.sync as on Ampere. The simulator running the
+// sm_90a code agrees with it running the sm_80 code (mma.sync) up to the
+// order of the sums.
 TEST(GptParityGpuTiles, Tf32OnHopperMatchesAmpereInTheSimulator) {
   SafetensorsFile model = SafetensorsFile::read(kFixture + "model.safetensors");
   SafetensorsFile io = SafetensorsFile::read(kFixture + "io.safetensors");
   const int B = int(io.at("tokens").shape[0]), T = int(io.at("tokens").shape[1]);
-  std::vector<float> logits[2], grad[2];
-  for (int i : {0, 1}) {
+  // sm_80; sm_90a; sm_90a with the weight gradients read as stored (x^T dy
+  // scattered into K-major rings) instead of through transposes.
+  std::vector<float> logits[3], grad[3], wteGrad[3];
+  for (int i : {0, 1, 2}) {
     setenv("TEGULA_SIM_CHIP", i ? "sm_90a" : "sm_80", 1);
     struct Unset {
       ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
     } unset;
     GptModel m(fixtureConfig(), Backend::Sim, tl::precision::tf32);
-    m.set_tiles(GptModel::gpu_tiles(DType::f32, i ? "sm_90a" : "sm_80"));
+    m.set_tiles(GptModel::gpu_tiles(DType::f32, i ? "sm_90a" : "sm_80").with(i == 2 ? "dw_transposed=0" : ""));
     m.load(model);
     m.forward(io.to_i32("tokens"), io.to_i32("targets"), B, T);
     logits[i] = m.logits();
     m.zero_grad();
     m.backward();
     grad[i] = m.read_gradient("h.0.mlp.c_fc.weight");
+    wteGrad[i] = m.read_gradient("wte.weight");
   }
   compare("logits (tf32: wgmma vs mma.sync)", logits[1], logits[0], 1e-5);
   compare("h.0.mlp.c_fc.weight grad (tf32: wgmma vs mma.sync)", grad[1], grad[0], 1e-5);
+  compare("wte.weight grad (tf32: wgmma vs mma.sync)", wteGrad[1], wteGrad[0], 1e-5);
+  compare("h.0.mlp.c_fc.weight grad (tf32: wgmma, not transposed, vs mma.sync)", grad[2], grad[0], 1e-5);
 }
 
 // bf16 mixed precision at the GPU's bf16 tiles for each chip (128x128x32

@@ -91,8 +91,9 @@ TEST_P(Hopper, MatmulF16) { checkMatmul<float16>(target({1}), shapesFor(GetParam
 /// f32 at tf32 precision: m64nNk8 with both operands K-major (the TN
 /// layout, through tensor descriptors: TMA rings whose tensor maps round to
 /// tf32 as the copies land, as the interpreter rounds), so only the order of the
-/// sums differs. A row-major B - loaded along N, which wgmma cannot read at
-/// tf32 - stays on mma.sync, pipelined.
+/// sums differs. A row-major B - loaded along N, where wgmma reads tf32
+/// K-major only - comes through a K-major cp.async ring filled 4 bytes a
+/// copy.
 TEST_P(Hopper, MatmulTf32) {
   const std::vector<std::string> names = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
   auto tn = kernel("matmul_wgmma_tf32_tn", examples::matmul_tn<float, float, tl::precision::tf32>, names);
@@ -116,9 +117,10 @@ TEST_P(Hopper, MatmulTf32) {
   EXPECT_THAT(ptx, HasSubstr("cp.async.bulk.tensor"));
   EXPECT_THAT(ptx, Not(HasSubstr("mma.sync")));
   ptx = nn.compile({x, x, x, 128, 128, 128, 64, 64, 32}, hopper).ptx;
-  EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
-  EXPECT_THAT(ptx, HasSubstr("cp.async.cg.shared.global"));
-  EXPECT_THAT(ptx, Not(HasSubstr("wgmma.")));
+  EXPECT_THAT(ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  EXPECT_THAT(ptx, HasSubstr("cp.async.cg.shared.global")); // A, K-major
+  EXPECT_THAT(ptx, HasSubstr("cp.async.ca.shared.global"));  // B, an element a copy
+  EXPECT_THAT(ptx, Not(HasSubstr("mma.sync")));
 }
 
 /// Operands contiguous along M (A) or along K (B): wgmma's transposed

@@ -57,8 +57,9 @@ void matmul_column_major_a(tl::ptr<T> at, tl::ptr<T> b, tl::ptr<T> c, tl::scalar
 /// stored [N, K] and addressed as its [K, N] transpose (K-major); TT - A
 /// stored [K, M] and B [N, K], both loaded as stored and read through
 /// .trans() (the rings hold them as loaded: A's rows along M, element reads;
-/// B's along K, ldmatrix).
-enum class Storage { NN, NT, TT };
+/// B's along K, ldmatrix); TN - A stored [K, M] read through .trans(), B
+/// [K, N] row-major: both run along M or N (a weight gradient, X^T dY).
+enum class Storage { NN, NT, TT, TN };
 
 /// C = A B.
 template <class T, class Acc, tl::precision P, Storage S>
@@ -71,11 +72,12 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<Acc> c, tl::scalar<int32_t> M, tl:
   tl::tensor acc = tl::zeros({BM, BN}, std::is_floating_point_v<Acc> ? tl::f32 : tl::i32);
   for (auto k : tl::range(0, K, BK.value, acc)) {
     tl::tensor ka = k + rk;
-    tl::tensor m = rm.expand_dims(S == Storage::TT ? 0 : 1), kk = ka.expand_dims(S == Storage::TT ? 1 : 0);
+    constexpr bool aAlongM = S == Storage::TT || S == Storage::TN;
+    tl::tensor m = rm.expand_dims(aAlongM ? 0 : 1), kk = ka.expand_dims(aAlongM ? 1 : 0);
     tl::tensor amask = (m < M) & (kk < K);
-    tl::tensor at = S == Storage::TT ? tl::load(a + kk * M + m, amask, Zero(0)).trans()
-                                     : tl::load(a + m * K + kk, amask, Zero(0));
-    tl::tensor bt = S == Storage::NN   ? tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+    tl::tensor at = aAlongM ? tl::load(a + kk * M + m, amask, Zero(0)).trans()
+                            : tl::load(a + m * K + kk, amask, Zero(0));
+    tl::tensor bt = S == Storage::NN || S == Storage::TN ? tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
                                                   (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))
                     : S == Storage::NT ? tl::load(b + rn.expand_dims(0) * K + ka.expand_dims(1),
                                                   (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), Zero(0))

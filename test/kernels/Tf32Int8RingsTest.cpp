@@ -344,6 +344,51 @@ TEST_P(Tf32Int8Rings, TransposedOperandsMatchTheInterpreter) {
   }
 }
 
+/// tf32 operands stored along M or N (B row-major; A stored [K, M]; both,
+/// as a weight gradient X^T dY reads them): on sm_90a wgmma reads them
+/// from K-major rings that 4-byte cp.async copies fill one element at a
+/// time (the stages rounded in place like any tf32 cp.async ring), the
+/// copies' addresses computed in their own layout (no pointer tile crosses
+/// shared memory); mma.sync elsewhere.
+TEST_P(Tf32Int8Rings, Tf32AlongMOrNScattersIntoKMajorRings) {
+  struct Case {
+    const char *what;
+    Kernel kernel;
+  };
+  const Case cases[] = {
+      {"B row-major", tf32Gemm<false>()},
+      {"A stored [K, M], B K-major", kernel("gemm_tf32_tt", gemm<float, float, tl::precision::tf32, Storage::TT>, kParams)},
+      {"A stored [K, M], B row-major", kernel("gemm_tf32_tn", gemm<float, float, tl::precision::tf32, Storage::TN>, kParams)},
+  };
+  const bool hopper = GetParam().chip == "sm_90a";
+  for (const Case &c : cases)
+    for (int warps : {4, 8})
+      for (auto [BN, BK, stages] : {std::tuple{64, 16, 3}, std::tuple{128, 32, 2}, std::tuple{32, 16, 4}}) {
+        if (!hopper && (warps != 4 || BN != 64))
+          continue; // mma.sync's path is TransposedOperandsMatchTheInterpreter's: one case here
+        const int M = 16 * warps * 2 + 6, N = BN + 18, K = 5 * BK + 3, BM = 16 * warps;
+        SCOPED_TRACE(fmt::format("{}: {} warps, tile {}x{}x{}, {} stages", c.what, warps, BM, BN, BK, stages));
+        auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(K * N));
+        auto want = poisoned<float>(size_t(M * N)), got = poisoned<float>(size_t(M * N));
+        Grid g{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))};
+        c.kernel({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, BM, BN, BK);
+        LaunchOptions t = target(g, warps);
+        t.num_stages = stages;
+        c.kernel(t, a, b, got, M, N, K, BM, BN, BK);
+        EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+        const std::string ptx =
+            c.kernel.compile({a, b, got, M, N, K, BM, BN, BK},
+                             {.chip = GetParam().chip, .num_warps = warps, .num_stages = stages, .assemble = false})
+                .ptx;
+        EXPECT_EQ(count(ptx, "wgmma\\.mma_async\\.sync\\.aligned\\.m64n\\d+k8\\.f32\\.tf32\\.tf32") > 0, hopper);
+        EXPECT_EQ(count(ptx, "mma\\.sync\\.aligned") > 0, !hopper);
+        if (!hopper)
+          continue;
+        EXPECT_GT(count(ptx, "cp\\.async\\.ca\\.shared\\.global \\[%rd\\d+(\\+\\d+)?\\], \\[%rd\\d+(\\+\\d+)?\\], 4,"), 0);
+        EXPECT_EQ(count(ptx, "st\\.shared(\\.v\\d)?\\.[bu]64"), 0) << "a pointer tile converted through shared memory";
+      }
+}
+
 /// The 128 x 128 tiles the gemm benchmark runs: rings filled 16 bytes a
 /// copy, ldmatrix without .trans for the K-major operands, no spills at 4
 /// warps (before: tf32 operands were exchanged through shared memory each
@@ -367,8 +412,9 @@ TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
   const bool hopper = GetParam().chip == "sm_90a";
   const Path kMajorPath = hopper ? Path::WgmmaRings : Path::MmaSyncRings;
   std::vector<Case> cases = {
+      // Row-major tf32 B on sm_90a: a K-major ring filled 4 bytes a copy.
       {"tf32, B row-major", tf32Gemm<false>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options),
-       Path::MmaSyncRings},
+       kMajorPath},
       {"tf32, B K-major", tf32Gemm<true>().compile({f, f, f, 256, 256, 256, 128, 128, 16}, options), kMajorPath},
       // Row-major i8 B is read a byte at a time (four loads per register):
       // half the K step keeps it within the registers.

@@ -170,3 +170,42 @@ TEST(OperandStaging, StmatrixStoresAccumulatorFragmentsWithoutConflicts) {
 }
 
 } // namespace
+
+namespace {
+
+/// tf32 operands loaded along M or N fill wgmma's K-major tiles one 4-byte
+/// copy an element: the planned arrangement writes every tile wgmma reads
+/// without a bank conflict, where lanes along the load's rows alone (the
+/// coalesced layout) would put a warp's copies on a few banks.
+TEST(OperandStaging, ScatterCopiesIntoKMajorTf32TilesAreConflictFree) {
+  for (int isA = 0; isA < 2; ++isA)
+    for (int32_t mn : {64, 128, 256})
+      for (int32_t bk : {8, 16, 32, 64})
+        for (int32_t warps : {4, 8}) {
+          const int kDim = isA ? 1 : 0, mnDim = 1 - kDim;
+          std::vector<int32_t> shape(2);
+          shape[size_t(kDim)] = bk;
+          shape[size_t(mnDim)] = mn;
+          auto plan = planWgmmaOperandTile(isA ? 0 : 1, shape, kDim, 32);
+          ASSERT_TRUE(plan) << fmt::format("{}x{}", shape[0], shape[1]);
+          SCOPED_TRACE(plan->tile.toString());
+          auto copy = planScatterCopy(shape, mnDim, warps, plan->tile);
+          ASSERT_TRUE(copy);
+          EXPECT_EQ(copy->extraWavefronts, 0);
+          const LinearLayout ll = blockedLayout(shape, {1, 1}, copy->threadsPerWarp, copy->warpsPerCTA, copy->order);
+          EXPECT_TRUE(ll.isInjective() && ll.isSurjective());
+          // A warp's copies still read whole 32-byte sectors: 8 lanes along the load.
+          EXPECT_GE(copy->threadsPerWarp[size_t(mnDim)], 8);
+          std::vector<int32_t> rowsOnly(2, 1), warpsAlong(2, 1);
+          rowsOnly[size_t(mnDim)] = 32;
+          warpsAlong[size_t(kDim)] = std::min(warps, bk);
+          warpsAlong[size_t(mnDim)] = warps / warpsAlong[size_t(kDim)];
+          const std::vector<int32_t> order = {mnDim, kDim};
+          if (mn >= 32 * warpsAlong[size_t(mnDim)]) {
+            const LinearLayout coalesced = blockedLayout(shape, {1, 1}, rowsOnly, warpsAlong, order);
+            EXPECT_GT(bankConflicts(plan->tile, vectorAccess("cp.async", coalesced, 1, 32)).extraWavefronts, 0);
+          }
+        }
+}
+
+} // namespace

@@ -17,14 +17,28 @@
 // CHECK-NEXT:  tilegpu.dot_shared %[[RA]][%[[S:.*]]], %[[RB]][%[[S]]], %{{.*}} {precision = 1 : i32} :
 // CHECK:       tilegpu.async_load %[[RA]]
 // CHECK:       tilegpu.async_load %[[RB]]
-// On Hopper too: B is loaded along N, and wgmma reads tf32 K-major only, so
-// the dot stays on mma.sync, pipelined the same way
-// (pipeline-dot-operands-tf32-wgmma.mlir: K-major B on wgmma).
+// On Hopper, wgmma reads tf32 K-major only: B (loaded along N) goes into a
+// K-major ring ([16, 64] with K contiguous), which cp.async copies one
+// element at a time - its pointers recomputed in their own layout, 8 lanes
+// along N and 4 along K (conflict-free in the swizzled ring; no pointer
+// tile converted through shared memory). A, loaded along K, is copied as
+// loaded (pipeline-dot-operands-tf32-wgmma.mlir: both K-major).
+// HOPPER-DAG:   #[[SCATTER:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+// HOPPER-DAG:   #[[WG:mma[0-9]*]] = #tilegpu.mma<{warpsPerCTA = [4, 1], version = 3}>
 // HOPPER-LABEL: func.func @gemm_tf32
+// HOPPER-NOT:   tilegpu.convert_layout
+// HOPPER:       %[[RB:.*]] = tilegpu.alloc_shared : <3 x[16, 64] x f32, contiguousDim = 0, swizzle = [0, 1, 2], blockElements = 16>
+// HOPPER-NOT:   tilegpu.convert_layout
+// HOPPER:       tilegpu.async_load %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} {{.*}} tensor<16x64x!tile.ptr<f32>, #[[SCATTER]]>, tensor<16x64xi1, #[[SCATTER]]>
+// HOPPER-NOT:   tilegpu.convert_layout
 // HOPPER:       scf.for
-// HOPPER:         tilegpu.async_wait {pending = 2 : i32}
-// HOPPER-NEXT:    tilegpu.dot_shared {{.*}} {precision = 1 : i32} : {{.*}} -> tensor<64x64xf32, #mma>
-// HOPPER-NOT:     tilegpu.wgmma_wait
+// HOPPER-NOT:     tilegpu.convert_layout
+// HOPPER:         tilegpu.async_wait {fenceAsyncProxy, pending = 0 : i32}
+// HOPPER-NEXT:    %[[D:.*]] = tilegpu.dot_shared {{.*}}, %[[RB]][%{{.*}}], %{{.*}} {precision = 1 : i32} : {{.*}} -> tensor<64x64xf32, #[[WG]]>
+// HOPPER-NEXT:    tilegpu.wgmma_wait %[[D]] {pending = 1 : i32}
+// HOPPER-NOT:     tilegpu.convert_layout
+// HOPPER:         tilegpu.async_load %[[RB]]{{.*}}#[[SCATTER]]>
+// HOPPER:         scf.yield
 module {
   func.func @gemm_tf32(%arg0: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "a"}, %arg1: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "b"}, %arg2: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c"}, %arg3: i32 {tile.divisibility = 16 : i32, tile.name = "M"}, %arg4: i32 {tile.divisibility = 16 : i32, tile.name = "N"}, %arg5: i32 {tile.divisibility = 16 : i32, tile.name = "K"}) attributes {tile.constants = {BK = 16 : i64, BM = 64 : i64, BN = 64 : i64}, tile.kernel} {
     %cst = arith.constant dense<0.000000e+00> : tensor<16x64xf32>
