@@ -178,8 +178,16 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
   // again with wgmma off, so one run shows both paths (unless the caller
   // set TEGULA_WGMMA itself).
   const bool bothPaths = device_info().chip == "sm_90a" && !std::getenv("TEGULA_WGMMA");
-  // tf32 with B row-major stays on mma.sync on sm_90a too (wgmma reads tf32
-  // K-major only: tf32tn runs it).
+  // tf32 with B row-major: on sm_90a wgmma through a K-major ring that
+  // 4-byte copies fill (since 2026-11-27; tf32tn: both K-major through TMA),
+  // and mma.sync - the path before - for comparison.
+  if (bothPaths && !wide) {
+    configs.push_back({128, 128, 32, 4, 4});
+    for (Config c : {Config{128, 128, 16, 4, 3}, Config{64, 128, 16, 4, 4}}) {
+      c.mmaSync = true;
+      configs.push_back(c);
+    }
+  }
   if (bothPaths && wide) {
     for (Config c : {Config{128, 256, 64, 8, 3}, Config{256, 128, 64, 8, 3}, Config{128, 128, 64, 4, 4},
                      Config{128, 256, 64, 8, 4}})
