@@ -28,6 +28,7 @@ enum class Op {
   // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
   MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx, MbarrierTryWait, MbarrierInval, BulkTensorLoad,
   BulkTensorStore, BulkCommit, BulkWaitRead,
+  BulkWait, FenceProxyAsyncGlobal,
   // Warp specialisation: named barriers, the warp's lanes meeting (a
   // consumer warp's release), setmaxnreg (checked, then a Nop).
   NamedBarrier, WarpSync, SetMaxNReg, Nop,
@@ -182,6 +183,12 @@ struct Parser {
     };
     if (opcode == "fence.proxy.async.shared::cta" || opcode == "fence.proxy.async") {
       in.op = Op::FenceProxyAsync;
+      expect(0);
+    } else if (opcode == "fence.proxy.async.global") {
+      // Generic global writes before it are visible to the async proxy (a
+      // TMA copy reading them) after it; the simulator's global memory is
+      // one, so there is nothing to do.
+      in.op = Op::FenceProxyAsyncGlobal;
       expect(0);
     } else if (opcode == "wgmma.fence.sync.aligned") {
       in.op = Op::WgmmaFence;
@@ -356,8 +363,8 @@ struct Parser {
     } else if (opcode == "cp.async.bulk.commit_group") {
       in.op = Op::BulkCommit;
       expect(0);
-    } else if (opcode == "cp.async.bulk.wait_group.read") {
-      in.op = Op::BulkWaitRead;
+    } else if (opcode == "cp.async.bulk.wait_group.read" || opcode == "cp.async.bulk.wait_group") {
+      in.op = opcode == "cp.async.bulk.wait_group" ? Op::BulkWait : Op::BulkWaitRead;
       expect(1);
       if (ops[0].form != Operand::Immediate)
         unsupported(fmt::format("'{}': the group count is an immediate", stmt));
@@ -774,6 +781,11 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       break;
     case Op::BulkWaitRead:
       bulkWaitGroupRead(in.waitPending);
+      break;
+    case Op::BulkWait:
+      bulkWaitGroup(in.waitPending);
+      break;
+    case Op::FenceProxyAsyncGlobal:
       break;
     case Op::WgmmaFence:
       wgmmaFence();

@@ -1,6 +1,7 @@
 //===- Runtime.cpp - fibers, barriers, warp collectives, memory checks ----===//
 #include "simulator/Runtime.h"
 
+#include "simulator/AsyncGlobal.h"
 #include "simulator/Fiber.h"
 #include "simulator/RuntimeInternal.h"
 #include "simulator/Tma.h"
@@ -87,6 +88,7 @@ namespace {
   Cta &c = cta();
   c.entry(c.args);
   wgmmaThreadExit();
+  bulkStoreThreadExit();
   c.threads[size_t(c.current)].state = State::Done;
   fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
   __builtin_unreachable(); // a finished thread is never resumed
@@ -546,6 +548,7 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   if (space == Space::Global) {
     ++c.stats.globalAccesses;
     checkGlobal(c, addr, bytes, kind, site);
+    checkAsyncGlobal(addr, bytes, kind, site);
     return;
   }
   ++c.stats.sharedAccesses;

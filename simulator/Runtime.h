@@ -149,7 +149,7 @@ enum class ThreadExtension { AsyncCopies, Wgmma, Count };
 std::shared_ptr<void> &threadExtension(ThreadExtension which);
 
 /// Per-CTA state other parts of the simulator keep; cleared when a CTA starts.
-enum class CtaExtension { Tma, Count };
+enum class CtaExtension { Tma, AsyncGlobal, Count };
 std::shared_ptr<void> &ctaExtension(CtaExtension which);
 
 /// Let the other threads run (a thread spinning on an mbarrier).

@@ -1,6 +1,8 @@
 //===- TensorCore.cpp - mma.sync, ldmatrix, cp.async ----------------------===//
 #include "simulator/TensorCore.h"
 
+#include "simulator/AsyncGlobal.h"
+
 #include "simulator/Runtime.h"
 #include "tegula/dtype.h"
 
@@ -123,6 +125,7 @@ struct AsyncCopy {
   const void *src;
   int cpSize, srcSize;
   uint32_t site;
+  uint64_t token; // its source's bytes in use until performed (AsyncGlobal.h)
 };
 
 /// A thread's cp.async groups: committed ones (oldest first), then the open one.
@@ -142,8 +145,10 @@ void performCopy(const AsyncCopy &c) {
   // Checked when the data moves, so races are against this moment. A
   // source size of 0 reads nothing (a masked-off copy only zero-fills), so
   // its address may be anywhere, as on the hardware.
-  if (c.srcSize > 0)
+  if (c.srcSize > 0) {
+    asyncGlobalEnd(c.token);
     checkAccess(c.src, size_t(c.srcSize), AccessKind::Read, Space::Global, c.site);
+  }
   checkAccess(c.dst, size_t(c.cpSize), AccessKind::Write, Space::Shared, c.site);
   std::memcpy(c.dst, c.src, size_t(c.srcSize));
   std::memset(static_cast<uint8_t *>(c.dst) + c.srcSize, 0, size_t(c.cpSize - c.srcSize));
@@ -229,7 +234,11 @@ void cpAsync(void *sharedDst, const void *globalSrc, int cpSize, int srcSize, ui
     fail(site, fmt::format("cp.async of {} bytes: cp-size must be 4, 8 or 16", cpSize));
   if (srcSize < 0 || srcSize > cpSize)
     fail(site, fmt::format("cp.async src-size {} is outside 0..{}", srcSize, cpSize));
-  asyncGroups().open.push_back({sharedDst, globalSrc, cpSize, srcSize, site});
+  // The source is read at some moment until the wait (the simulator's: the
+  // wait): a write to it before then is reported.
+  const uint64_t token =
+      srcSize > 0 ? asyncGlobalBegin(globalSrc, size_t(srcSize), AsyncGlobalUse::ReadByCopy, site) : 0;
+  asyncGroups().open.push_back({sharedDst, globalSrc, cpSize, srcSize, site, token});
 }
 
 void cpAsyncCommitGroup() {

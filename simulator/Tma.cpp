@@ -1,6 +1,8 @@
 //===- Tma.cpp - mbarriers and TMA bulk tensor copies in the simulator ----===//
 #include "simulator/Tma.h"
 
+#include "simulator/AsyncGlobal.h"
+
 #include "simulator/Runtime.h"
 #include "tegula/dtype.h"
 #include "tegula/error.h"
@@ -50,11 +52,23 @@ struct BulkRead {
   size_t bytes;
 };
 
+/// A run of a bulk store's global writes, as the box read them from shared
+/// memory: performed when its group's writes are waited for (or its thread
+/// exits), the bytes in use until then (AsyncGlobal.h).
+struct BulkWrite {
+  uint8_t *to;
+  std::vector<uint8_t> bytes;
+  uint64_t token;
+};
+
 struct State {
   std::map<size_t, Barrier> barriers; // by shared offset
-  // Per thread: bulk stores not yet committed, then committed groups.
+  // Per thread: bulk stores not yet committed, then committed groups - their
+  // reads of shared memory and their writes of global memory, group by group.
   std::map<int, std::vector<BulkRead>> uncommitted;
   std::map<int, std::vector<std::vector<BulkRead>>> bulkGroups;
+  std::map<int, std::vector<BulkWrite>> uncommittedWrites;
+  std::map<int, std::vector<std::vector<BulkWrite>>> writeGroups;
   std::vector<uint32_t> owner;        // per shared byte: copy index + 1, or 0
   std::vector<uint8_t> inBarrier;     // per shared byte: part of a live mbarrier
   std::vector<Copy> copies;
@@ -366,13 +380,23 @@ void bulkTensorStore(const void *mapPtr, const int32_t *coords, int rank, const 
   // Generic writes to the box must have been fenced before the async proxy reads it.
   checkAsyncProxyRead(src, bytes, "cp.async.bulk.tensor (store)", site);
   checkNotInBarrier(s, offset, bytes, "cp.async.bulk.tensor (store) reads", site);
+  // The box's bytes as they are now (writes to them before the read
+  // completes are reported), in runs of consecutive global addresses.
+  std::vector<BulkWrite> runs;
   forEachBoxElement(map, coords, rank, offset, [&](uint64_t at, uint64_t address) {
     if (!address)
       return; // clipped
     auto *to = reinterpret_cast<uint8_t *>(address);
     checkAccess(to, map.elementBytes, AccessKind::Write, Space::Global, site);
-    std::memcpy(to, sharedBase() + at, map.elementBytes);
+    if (runs.empty() || runs.back().to + runs.back().bytes.size() != to)
+      runs.push_back({to, {}, 0});
+    runs.back().bytes.insert(runs.back().bytes.end(), sharedBase() + at, sharedBase() + at + map.elementBytes);
   });
+  std::vector<BulkWrite> &pending = s.uncommittedWrites[threadId()];
+  for (BulkWrite &w : runs) {
+    w.token = asyncGlobalBegin(w.to, w.bytes.size(), AsyncGlobalUse::WrittenByBulkStore, site);
+    pending.push_back(std::move(w));
+  }
   asyncReadBegin(src, bytes, site);
   s.uncommitted[threadId()].push_back({src, bytes});
 }
@@ -382,6 +406,42 @@ void bulkCommitGroup() {
   std::vector<BulkRead> &open = s.uncommitted[threadId()];
   s.bulkGroups[threadId()].push_back(std::move(open));
   open.clear();
+  std::vector<BulkWrite> &writes = s.uncommittedWrites[threadId()];
+  s.writeGroups[threadId()].push_back(std::move(writes));
+  writes.clear();
+}
+
+namespace {
+/// Performs `writes` (their bytes no longer in use).
+void perform(std::vector<BulkWrite> &writes) {
+  for (BulkWrite &w : writes) {
+    asyncGlobalEnd(w.token);
+    std::memcpy(w.to, w.bytes.data(), w.bytes.size());
+  }
+  writes.clear();
+}
+} // namespace
+
+void bulkWaitGroup(int pending) {
+  bulkWaitGroupRead(pending);
+  State &s = state();
+  std::vector<std::vector<BulkWrite>> &groups = s.writeGroups[threadId()];
+  while (groups.size() > size_t(std::max(pending, 0))) {
+    perform(groups.front());
+    groups.erase(groups.begin());
+  }
+}
+
+void bulkStoreThreadExit() {
+  State *s = existingState();
+  if (!s)
+    return;
+  // Committed or not, the stores complete: the grid's end waits for them.
+  if (auto it = s->writeGroups.find(threadId()); it != s->writeGroups.end())
+    for (std::vector<BulkWrite> &group : it->second)
+      perform(group);
+  if (auto it = s->uncommittedWrites.find(threadId()); it != s->uncommittedWrites.end())
+    perform(it->second);
 }
 
 void bulkWaitGroupRead(int pending) {

@@ -73,6 +73,14 @@ void bulkCommitGroup();
 /// cp.async.bulk.wait_group.read `pending`: all but the `pending` most recent
 /// groups have read their shared memory.
 void bulkWaitGroupRead(int pending);
+/// cp.async.bulk.wait_group `pending`: all but the `pending` most recent
+/// groups have read their shared memory and written their global memory -
+/// which the simulator does then (until then a generic access to those
+/// global bytes is reported: AsyncGlobal.h).
+void bulkWaitGroup(int pending);
+/// The current thread exits: its bulk stores' global writes land (the
+/// grid's completion waits for them).
+void bulkStoreThreadExit();
 
 /// A shared-memory read of `bytes` at `offset` by the current thread:
 /// reported if a bulk copy it has not waited for owns those bytes.

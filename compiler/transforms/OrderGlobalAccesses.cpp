@@ -8,6 +8,17 @@
 // the pass puts a `tilegpu.barrier` (bar.sync: every thread's earlier
 // accesses are visible to the others after it).
 //
+// The async proxy adds two cases. A TMA store (a descriptor store use-tma
+// marked) writes the tensor at some moment until its issuing thread waits
+// for its writes (cp.async.bulk.wait_group, not .read): a later load of the
+// buffer waits for that (`tma_store_wait {writes}`) and a barrier, and a
+// barrier alone does not order it. A TMA load (a descriptor load, or a
+// ring's copies) sees the threads' ordinary stores only after they fence
+// the async proxy: after such stores the barrier comes with
+// `fenceAsyncProxy` (fence.proxy.async.global). Descriptor accesses name
+// their buffer through the descriptor's base pointer, a ring's copies
+// through the tensor map's.
+//
 // A load waits for a store when their pointers may alias - traced back to
 // the same kernel argument, or to something the trace cannot name (pointers
 // from different arguments are taken not to alias) - and they are not the
@@ -37,6 +48,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "runtime/TensorMap.h"
 
 namespace tegula {
 #define GEN_PASS_DEF_ORDERGLOBALACCESSES
@@ -93,6 +105,30 @@ bool oneThreadAnElement(Type t) {
          tilegpu::toLinearLayout(tensor.getEncoding(), tensor.getShape()).isInjective();
 }
 
+/// How an access reaches global memory, for ordering: through the threads
+/// (a pointer or descriptor load or store, a cp.async copy), or through the
+/// async proxy - a TMA store (its writes land at some moment until the
+/// issuing thread waits for them) or a TMA load (it sees the threads'
+/// stores only after a proxy fence).
+enum class Kind { Load, Store, BulkStore, AsyncProxyLoad };
+
+bool isAccess(Operation *op) {
+  return isa<tile::LoadOp, tile::StoreOp, tile::DescriptorLoadOp, tile::DescriptorStoreOp, tilegpu::AsyncLoadOp,
+             tilegpu::TmaLoadOp>(op);
+}
+
+Kind kindOf(Operation *op) {
+  const bool tma = op->hasAttr("tilegpu.tma");
+  if (isa<tile::StoreOp>(op))
+    return Kind::Store;
+  if (isa<tile::DescriptorStoreOp>(op))
+    return tma ? Kind::BulkStore : Kind::Store;
+  if (isa<tilegpu::TmaLoadOp>(op) || (isa<tile::DescriptorLoadOp>(op) && tma))
+    return Kind::AsyncProxyLoad;
+  return Kind::Load;
+}
+bool stores(Kind k) { return k == Kind::Store || k == Kind::BulkStore; }
+
 /// A load or store not yet ordered before what follows; `around`: the loop
 /// whose previous iteration made it (its pointers may name other addresses
 /// now), or null.
@@ -102,11 +138,56 @@ struct Access {
 };
 using Pending = SmallVector<Access, 8>;
 
+/// The pointer tile of a pointer access (null for descriptor and TMA ones).
 Value pointerOf(Operation *op) {
-  return isa<tile::StoreOp>(op) ? cast<tile::StoreOp>(op).getPtr() : cast<tile::LoadOp>(op).getPtr();
+  if (auto store = dyn_cast<tile::StoreOp>(op))
+    return store.getPtr();
+  if (auto load = dyn_cast<tile::LoadOp>(op))
+    return load.getPtr();
+  if (auto copy = dyn_cast<tilegpu::AsyncLoadOp>(op))
+    return copy.getPtr();
+  return Value();
 }
 Type tileOf(Operation *op) {
-  return isa<tile::StoreOp>(op) ? cast<tile::StoreOp>(op).getValue().getType() : op->getResult(0).getType();
+  if (auto store = dyn_cast<tile::StoreOp>(op))
+    return store.getValue().getType();
+  if (auto copy = dyn_cast<tilegpu::AsyncLoadOp>(op))
+    return copy.getPtr().getType();
+  return op->getResult(0).getType();
+}
+
+/// The kernel argument an access's buffer comes from: its pointers', a
+/// descriptor's base pointer, a TMA ring's tensor map's buffer (the
+/// parameter its spec names); null when it cannot tell.
+Value rootOfAccess(Operation *op) {
+  if (Value p = pointerOf(op))
+    return rootOf(p);
+  Value desc;
+  if (auto load = dyn_cast<tile::DescriptorLoadOp>(op))
+    desc = load.getDesc();
+  else if (auto store = dyn_cast<tile::DescriptorStoreOp>(op))
+    desc = store.getDesc();
+  if (desc) {
+    auto make = desc.getDefiningOp<tile::MakeTensorDescriptorOp>();
+    return make ? rootOf(make.getBase()) : Value();
+  }
+  auto copy = cast<tilegpu::TmaLoadOp>(op);
+  auto arg = dyn_cast<BlockArgument>(copy.getMap());
+  auto fn = op->getParentOfType<func::FuncOp>();
+  auto text = fn ? fn->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>("tilegpu.tensor_maps") : StringAttr();
+  if (!arg || !text || arg.getOwner() != &fn.getBody().front())
+    return Value();
+  const std::vector<runtime::TensorMapSpec> specs = runtime::parseTensorMaps(text.str());
+  const int64_t index = int64_t(arg.getArgNumber()) - (int64_t(fn.getNumArguments()) - int64_t(specs.size()));
+  if (index < 0 || index >= int64_t(specs.size()) || specs[size_t(index)].base >= int(fn.getNumArguments()))
+    return Value();
+  return fn.getArgument(unsigned(specs[size_t(index)].base));
+}
+
+/// Whether the two accesses may touch the same buffer.
+bool mayAlias(Operation *a, Operation *b) {
+  Value x = rootOfAccess(a), y = rootOfAccess(b);
+  return !x || !y || x == y;
 }
 
 /// Whether `v` is made inside `loop` (in an iteration, possibly differently).
@@ -115,7 +196,9 @@ bool madeInside(Value v, Operation *loop) {
   return loop->isAncestor(owner);
 }
 
-/// Whether `later` (a load or store) must wait for `earlier`:
+/// Whether `later` must wait for `earlier`:
+/// - a load after a TMA store of a buffer it may read (the store's writes
+///   land at some moment until the issuing thread waits for them);
 /// - a load after a store it may read (pointers that may alias), unless one
 ///   pointer tile in a layout that keeps each element in one thread does
 ///   both in one iteration (then one thread stores and loads, in order);
@@ -125,18 +208,22 @@ bool madeInside(Value v, Operation *loop) {
 /// Stores through other pointers into the buffer a load read, or another
 /// store wrote (other column ranges, the row a loop moved on to), are taken
 /// not to overlap; two stores through one pointer tile have one owner an
-/// element.
+/// element. A descriptor or TMA load has finished when its tile is there.
 bool conflicts(const Access &earlier, Operation *later) {
-  if (isa<tile::StoreOp>(later) == isa<tile::StoreOp>(earlier.op)) // two loads, or two stores
+  const Kind e = kindOf(earlier.op), l = kindOf(later);
+  if (e == Kind::BulkStore) // stores into other parts of the buffer, as below, are taken not to overlap
+    return !stores(l) && mayAlias(earlier.op, later);
+  if (stores(e) == stores(l)) // two loads, or two stores
     return false;
   Value p = pointerOf(earlier.op), q = pointerOf(later);
+  if (!p || !q) // a descriptor or TMA access: a store then a load of the same buffer
+    return stores(e) && mayAlias(earlier.op, later);
   const bool sameIteration = !(earlier.around && madeInside(p, earlier.around));
-  if (isa<tile::StoreOp>(later))
+  if (stores(l))
     return p == q && sameIteration && !oneThreadAnElement(tileOf(later));
   if (p == q && tileOf(earlier.op) == tileOf(later) && oneThreadAnElement(tileOf(later)) && sameIteration)
     return false;
-  Value a = rootOf(p), b = rootOf(q);
-  return !a || !b || a == b;
+  return mayAlias(earlier.op, later);
 }
 
 /// A scalar atomic whose lowering puts a CTA barrier beside it (release or
@@ -203,15 +290,28 @@ void visitRegions(Operation &op, Pending &pending) {
 
 void visit(Block &block, Pending &pending) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
-    if (isa<tile::StoreOp, tile::LoadOp>(op)) {
-      if (llvm::any_of(pending, [&](const Access &a) { return conflicts(a, &op); })) {
+    if (isAccess(&op)) {
+      // A TMA store it waits for: the leader first waits for the store's
+      // writes. A TMA load after the threads' stores: they fence the async
+      // proxy before the barrier.
+      bool afterBulkStore = false, fenceAsyncProxy = false, conflict = false;
+      for (const Access &a : pending)
+        if (conflicts(a, &op)) {
+          conflict = true;
+          afterBulkStore |= kindOf(a.op) == Kind::BulkStore;
+          fenceAsyncProxy |= kindOf(a.op) == Kind::Store && kindOf(&op) == Kind::AsyncProxyLoad;
+        }
+      if (conflict) {
         OpBuilder b(&op);
-        tilegpu::BarrierOp::create(b, op.getLoc());
+        if (afterBulkStore)
+          tilegpu::TmaStoreWaitOp::create(b, op.getLoc(), /*writes=*/true);
+        tilegpu::BarrierOp::create(b, op.getLoc(), fenceAsyncProxy);
         pending.clear();
       }
       pending.push_back({&op});
     } else if (orders(&op)) {
-      pending.clear();
+      // A barrier orders the threads' accesses, not a TMA store's writes.
+      llvm::erase_if(pending, [](const Access &a) { return kindOf(a.op) != Kind::BulkStore; });
     } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
       // The first iteration, then the others: after the accesses of the one
       // before (made around the loop: their pointers may have moved on). The

@@ -347,7 +347,10 @@ struct TmaStorePattern : OpConversionPattern<tile::DescriptorStoreOp> {
 struct TmaStoreWaitPattern : OpConversionPattern<tilegpu::TmaStoreWaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::TmaStoreWaitOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
-    waitForStoreReads(rw, op.getLoc());
+    if (op.getWrites())
+      inlinePtx(rw, op.getLoc(), Type(), {isProgramLeader(rw, op.getLoc())}, "@$0 cp.async.bulk.wait_group 0;", "b");
+    else
+      waitForStoreReads(rw, op.getLoc());
     rw.eraseOp(op);
     return success();
   }

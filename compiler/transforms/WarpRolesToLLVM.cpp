@@ -97,6 +97,8 @@ struct SetMaxRegistersPattern : OpConversionPattern<tilegpu::SetMaxRegistersOp> 
 struct BarrierPattern : OpConversionPattern<tilegpu::BarrierOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::BarrierOp op, OpAdaptor, ConversionPatternRewriter &rw) const override {
+    if (op.getFenceAsyncProxy()) // a TMA copy after the barrier reads what the threads stored
+      inlinePtx(rw, op.getLoc(), Type(), {}, "fence.proxy.async.global;", "");
     ctaBarrier(rw, op.getLoc());
     rw.eraseOp(op);
     return success();

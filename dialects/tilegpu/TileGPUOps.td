@@ -289,7 +289,12 @@ def TileGPU_BarrierOp : TileGPU_Op<"barrier"> {
     each program's own). `order-global-accesses` puts one between a store
     and a later load of the same buffer whose elements other threads own:
     the tile program runs as one thread of control, its threads do not.
+    With `fenceAsyncProxy` every thread first fences the async proxy for
+    global memory (fence.proxy.async.global): a TMA copy after the barrier
+    reads the buffer through the async proxy, which sees the threads'
+    ordinary stores only after such a fence.
   }];
+  let arguments = (ins UnitAttr:$fenceAsyncProxy);
   let assemblyFormat = "attr-dict";
 }
 
@@ -303,7 +308,12 @@ def TileGPU_TmaStoreWaitOp : TileGPU_Op<"tma_store_wait"> {
     after issuing, which would hold the leader's warp, and its warpgroup's
     next wgmma, back while the copy reads - and once after the loop, here:
     the kernel's shared memory must outlive the last copy's read.
+    With `writes`: cp.async.bulk.wait_group 0 - the stores' global writes
+    complete too (and become visible to the generic proxy), as
+    `order-global-accesses` asks before a later access of the same buffer
+    (with a barrier after it, for the other threads).
   }];
+  let arguments = (ins UnitAttr:$writes);
   let assemblyFormat = "attr-dict";
 }
 

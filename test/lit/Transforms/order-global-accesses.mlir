@@ -243,3 +243,45 @@ func.func @arms(%x: !tile.ptr<f32>, %c: i1, %off: tensor<512xi32, #a>, %offB: te
   }
   return
 }
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+
+// TMA (descriptor accesses use-tma marked). A TMA store writes the tensor
+// at some moment until the leader waits for its writes: a later load of the
+// buffer - even through the same descriptor, and after a barrier - waits
+// for them (tma_store_wait {writes}) and a barrier; one of another buffer
+// does not. A TMA load sees the threads' ordinary stores only after they
+// fence the async proxy: the barrier before it fences first.
+// CHECK-LABEL: func.func @tma_store_then_load(
+// CHECK:         tile.descriptor_store %[[D:[0-9]+]]
+// CHECK-NEXT:    tilegpu.barrier
+// CHECK-NOT:     tilegpu.
+// CHECK:         tile.load %
+// CHECK-NEXT:    tilegpu.tma_store_wait {writes}
+// CHECK-NEXT:    tilegpu.barrier{{$}}
+// CHECK-NEXT:    tile.descriptor_load %[[D]]
+// CHECK-NOT:     tilegpu.barrier
+// CHECK:         tile.store
+// CHECK-NEXT:    tilegpu.barrier {fenceAsyncProxy}
+// CHECK-NEXT:    tile.descriptor_load %[[D]]
+// CHECK:         return
+func.func @tma_store_then_load(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %off: tensor<32x32xi32, #a>,
+                               %v: tensor<32x32xf32, #a>) -> (tensor<32x32xf32, #a>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i64
+  %c32 = arith.constant 32 : i64
+  %d = tile.make_tensor_descriptor %x, [%c32, %c32], [%c32, %c1] : !tile.ptr<f32> -> !tile.tensordesc<tensor<32x32xf32>>
+  tile.descriptor_store %d[%c0, %c0], %v {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>>, tensor<32x32xf32, #a>
+  tilegpu.barrier
+  %y0 = tile.splat %y : tensor<32x32x!tile.ptr<f32>, #a>
+  %ya = tile.addptr %y0, %off : tensor<32x32x!tile.ptr<f32>, #a>, tensor<32x32xi32, #a>
+  %other = tile.load %ya : tensor<32x32x!tile.ptr<f32>, #a>
+  %back = tile.descriptor_load %d[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
+  %x0 = tile.splat %x : tensor<32x32x!tile.ptr<f32>, #a>
+  %xa = tile.addptr %x0, %off : tensor<32x32x!tile.ptr<f32>, #a>, tensor<32x32xi32, #a>
+  tile.store %xa, %v : tensor<32x32x!tile.ptr<f32>, #a>
+  %again = tile.descriptor_load %d[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
+  return %other, %back, %again : tensor<32x32xf32, #a>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>
+}

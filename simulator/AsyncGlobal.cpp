@@ -1,0 +1,87 @@
+//===- AsyncGlobal.cpp - global bytes asynchronous copies still use -------===//
+#include "simulator/AsyncGlobal.h"
+
+#include "simulator/RuntimeInternal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace tegula::sim {
+namespace {
+
+struct Use {
+  uintptr_t begin = 0, end = 0;
+  AsyncGlobalUse use = AsyncGlobalUse::ReadByCopy;
+  uint32_t site = 0;
+  int thread = 0;
+};
+
+/// The CTA's bytes in use, by token and by first byte.
+struct State {
+  std::map<uint64_t, Use> byToken;
+  std::multimap<uintptr_t, uint64_t> byBegin;
+  size_t longest = 0; // the longest range ever added: how far back a query looks
+  uint64_t next = 1;
+};
+
+State *existing() { return static_cast<State *>(ctaExtension(CtaExtension::AsyncGlobal).get()); }
+
+} // namespace
+
+uint64_t asyncGlobalBegin(const void *p, size_t bytes, AsyncGlobalUse use, uint32_t site) {
+  std::shared_ptr<void> &ext = ctaExtension(CtaExtension::AsyncGlobal);
+  if (!ext)
+    ext = std::make_shared<State>();
+  State &s = *static_cast<State *>(ext.get());
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uint64_t token = s.next++;
+  s.byToken[token] = Use{begin, begin + bytes, use, site, threadId()};
+  s.byBegin.emplace(begin, token);
+  s.longest = std::max(s.longest, bytes);
+  return token;
+}
+
+void asyncGlobalEnd(uint64_t token) {
+  State *s = existing();
+  if (!s)
+    return;
+  auto it = s->byToken.find(token);
+  if (it == s->byToken.end())
+    return;
+  auto [first, last] = s->byBegin.equal_range(it->second.begin);
+  for (auto b = first; b != last; ++b)
+    if (b->second == token) {
+      s->byBegin.erase(b);
+      break;
+    }
+  s->byToken.erase(it);
+}
+
+void checkAsyncGlobal(uintptr_t p, size_t bytes, AccessKind kind, uint32_t site) {
+  const State *s = existing();
+  if (!s || s->byToken.empty())
+    return;
+  const uintptr_t from = p > s->longest ? p - s->longest : 0;
+  for (auto it = s->byBegin.lower_bound(from); it != s->byBegin.end() && it->first < p + bytes; ++it) {
+    const Use &u = s->byToken.at(it->second);
+    if (u.end <= p || (u.use == AsyncGlobalUse::ReadByCopy && kind == AccessKind::Read))
+      continue;
+    const char *verb = kind == AccessKind::Read ? "reads" : kind == AccessKind::Write ? "writes" : "atomically updates";
+    const uintptr_t at = std::max(p, u.begin);
+    if (u.use == AsyncGlobalUse::WrittenByBulkStore)
+      fail(site, fmt::format("{} {} global bytes (offset {} of the {}-byte access) that the "
+                             "cp.async.bulk.tensor store at {} (thread {}) may still be writing: "
+                             "that thread's cp.async.bulk.wait_group (not .read) for it, then a "
+                             "barrier, must come first",
+                             detail::describeThread(detail::cta().current), verb, at - p, bytes, siteDescription(u.site),
+                             u.thread));
+    fail(site, fmt::format("{} {} global bytes (offset {} of the {}-byte access) that the cp.async at {} "
+                           "(thread {}) may still be reading: its cp.async.wait_group, then a barrier, "
+                           "must come first",
+                           detail::describeThread(detail::cta().current), verb, at - p, bytes, siteDescription(u.site), u.thread));
+  }
+}
+
+} // namespace tegula::sim
