@@ -22,7 +22,9 @@
 // "bf16_ws": GptModel's default there); bf16 once more with the weight
 // gradients on the default stream ("bf16_ws_serial": not overlapped with
 // the rest of the backward), and once with them one program a tile instead
-// of stream-K ("bf16_ws_dw_tiles").
+// of stream-K ("bf16_ws_dw_tiles"); f32 once more with its weight gradients
+// read as stored, without transposes ("f32_ws_dw_direct": wgmma through
+// K-major rings 4-byte copies fill).
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -45,22 +47,26 @@ double peakFlops(const std::string &name) { // dense bf16, as llm.c reports MFU
                                                                                           : 0;
 }
 
-/// GptModel's switches a run sets.
+/// GptModel's switches a run sets. dwTransposed false: f32's weight
+/// gradients read x and dy as stored (Tiles::dw_transposed).
 struct Variant {
-  bool warpSpecialize, overlap, streamK;
+  bool warpSpecialize, overlap, streamK, dwTransposed = true;
 };
 
 /// Times `steps` training steps of GPT-2 124M with `storage` and prints its
 /// figures; "f32" or "bf16" in the names of the result lines.
 void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info, const std::string &tiles) {
   const std::string tag = std::string(dtype_name(storage)) + (v.warpSpecialize ? "_ws" : "") +
-                          (v.overlap ? "" : "_serial") + (v.streamK ? "" : "_dw_tiles");
+                          (v.overlap ? "" : "_serial") + (v.streamK ? "" : "_dw_tiles") +
+                          (v.dwTransposed ? "" : "_dw_direct");
   fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
                                                           : "f32 storage, tf32 dots");
   GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32, storage);
   model.set_warp_specialize(v.warpSpecialize);
   model.set_overlap_weight_gradients(v.overlap);
   model.set_stream_k_weight_gradients(v.streamK);
+  if (!v.dwTransposed)
+    model.set_tiles(model.tiles().with("dw_transposed=0"));
   if (!tiles.empty()) {
     model.set_tiles(model.tiles().with(tiles));
     fmt::print("tiles: {}\n", model.tiles().str());
@@ -162,13 +168,18 @@ int main(int argc, char **argv) {
     // bf16 on Hopper also without the weight gradients' own stream (what
     // overlapping them with the backward gains) and with them one program a
     // tile (what stream-K gains).
+    // f32 on Hopper also with the weight gradients read as stored (wgmma
+    // through 4-byte scatter rings) instead of through transposes.
     for (Variant v : {Variant{false, true, true}, Variant{true, true, true}, Variant{true, false, true},
-                      Variant{true, true, false}}) {
+                      Variant{true, true, false}, Variant{true, true, true, false}}) {
       if (v.warpSpecialize && info.chip != "sm_90a")
         continue;
       if ((!v.overlap || !v.streamK) && storage != DType::bf16)
         continue;
-      const bool isDefault = v.overlap && v.streamK; // the model's default switches, warp specialised or not
+      if (!v.dwTransposed && storage != DType::f32)
+        continue;
+      // the model's default switches, warp specialised or not
+      const bool isDefault = v.overlap && v.streamK && v.dwTransposed;
       if ((variants == "ws" && !(isDefault && v.warpSpecialize == (info.chip == "sm_90a"))) ||
           (variants == "plain" && (v.warpSpecialize || !isDefault)))
         continue;
