@@ -181,6 +181,8 @@ int64_t sharedScratchBytes(Operation *op) {
     return reduceBytes(scan);
   if (isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
     return exchangeBytes(op);
+  if (auto gather = dyn_cast<tile::GatherOp>(op)) // the whole source, row-major
+    return gather.getSrc().getType().getNumElements() * exchangeSlotBytes(gather.getSrc().getType().getElementType());
   if (auto dot = dyn_cast<tile::DotOp>(op))
     return dotBytes(dot);
   if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))

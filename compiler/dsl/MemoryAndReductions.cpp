@@ -577,6 +577,28 @@ static tensor scanSimple(const tensor &x, int axis, bool product, bool reverse, 
 tensor cumsum(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, false, reverse, loc); }
 tensor cumprod(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, true, reverse, loc); }
 
+tensor gather(const tensor &src, const tensor &index, int axis, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(src, loc), idx = unwrap(index, loc);
+  axis = normalizeAxis(axis, v, loc, "gather");
+  const auto shape = shapeOf(v), indexShape = shapeOf(idx);
+  Type indexElem = elementOf(idx);
+  if (!isa<IntegerType>(indexElem) || indexElem.isInteger(1))
+    fail(loc, fmt::format("tl::gather needs an integer index tile, got {}", describeType(indexElem)));
+  bool matches = indexShape.size() == shape.size();
+  for (size_t d = 0; matches && d < shape.size(); ++d)
+    matches = int(d) == axis || indexShape[d] == shape[d];
+  if (!matches)
+    fail(loc, fmt::format("tl::gather along axis {}: the index {} must have the rank of the source {} and match it "
+                          "in every other dimension",
+                          axis, shapeString(indexShape), shapeString(shape)));
+  if (!indexElem.isInteger(32))
+    idx = castTo(ts, idx, ts.builder.getI32Type(), toLoc(ts.ctx, loc));
+  return wrap(tile::GatherOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                     RankedTensorType::get(indexShape, elementOf(v)), v, idx,
+                                     ts.builder.getI32IntegerAttr(axis)));
+}
+
 //===----------------------------------------------------------------------===//
 // Debugging
 //===----------------------------------------------------------------------===//

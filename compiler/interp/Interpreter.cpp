@@ -270,6 +270,7 @@ private:
           env_[r] = t;
         })
         .Case([&](tile::TransOp t) { env_[t] = transpose(*in[0], t.getOrder(), t.getType().getShape()); })
+        .Case([&](tile::GatherOp g) { env_[g] = gatherAlong(g, *in[0], *in[1]); })
         .Case([&](tile::AddPtrOp a) {
           auto t = std::make_shared<Tile>(*in[0]);
           size_t esz = storageSize(cast<tile::PtrType>(tile::getElementTypeOrSelf(a.getType()))
@@ -382,6 +383,24 @@ private:
       size_t from = 0;
       for (size_t d = 0; d < src.size(); ++d)
         from = from * size_t(s.shape[d]) + size_t(src[d]);
+      return from;
+    });
+  }
+
+  /// tile.gather: element idx of the result is src's at idx with the
+  /// axis coordinate replaced by index's element idx (checked).
+  TileRef gatherAlong(tile::GatherOp op, const Tile &src, const Tile &index) {
+    const size_t axis = size_t(op.getAxis());
+    return gather(src, index.shape, [&](const std::vector<int64_t> &idx) {
+      size_t k = 0, from = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        k = k * size_t(index.shape[d]) + size_t(idx[d]);
+      const int64_t at = index.i[k];
+      if (at < 0 || at >= src.shape[axis])
+        throw Error(fmt::format("{}: tl::gather index {} is outside [0, {}) along axis {} (program ({}, {}, {}))",
+                                locString(op->getLoc()), at, src.shape[axis], axis, pid_[0], pid_[1], pid_[2]));
+      for (size_t d = 0; d < idx.size(); ++d)
+        from = from * size_t(src.shape[d]) + size_t(d == axis ? at : idx[d]);
       return from;
     });
   }

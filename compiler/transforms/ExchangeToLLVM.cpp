@@ -1,7 +1,8 @@
 //===- ExchangeToLLVM.cpp - moving tiles between threads ------------------===//
 //
 // convert_layout, trans and reshape all move elements between threads when
-// their layouts disagree. They share one lowering: every element's owner
+// their layouts disagree (and gather reads them back by index). They share
+// one lowering: every element's owner
 // writes it to shared memory at the row-major index of where it goes, a
 // barrier, every thread reads the elements its destination registers hold,
 // a barrier. (Conversions that stay within a thread are register moves,
@@ -39,12 +40,15 @@ Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<i
 }
 
 /// Write `values` (layout `src`) through `op`'s shared-memory buffer and
-/// read them back in layout `dst`. `destCoords` maps a source element's
-/// coordinates to the coordinates (in `dstShape`) it must land at.
+/// read back, for each register of layout `dst`, the element at the
+/// coordinates (in `dstShape`) `readCoords` gives for that register's own.
+/// `destCoords` maps a source element's coordinates to the coordinates (in
+/// `dstShape`) it must land at.
 SmallVector<Value>
 exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type elem,
          const LinearLayout &src, const LinearLayout &dst, ArrayRef<int64_t> dstShape,
-         llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> destCoords) {
+         llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> destCoords,
+         llvm::function_ref<SmallVector<Value>(int32_t, ArrayRef<Value>)> readCoords = nullptr) {
   Location loc = op->getLoc();
   Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
   bool isPtr = isa<LLVM::LLVMPointerType>(elem);
@@ -75,7 +79,8 @@ exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type e
   SmallVector<Value> out;
   auto dstCoords = coordinates(rw, loc, dst);
   for (int32_t r = 0; r < dst.inDimSize("register"); ++r) {
-    Value idx = linearIndex(rw, loc, dstCoords[size_t(r)], dstShape);
+    Value idx = linearIndex(rw, loc, readCoords ? readCoords(r, dstCoords[size_t(r)]) : dstCoords[size_t(r)],
+                            dstShape);
     Value p = LLVM::GEPOp::create(rw, loc, ptr3, slot, scratch, ValueRange{idx});
     Value v = LLVM::LoadOp::create(rw, loc, slot, p);
     if (elem.isInteger(1))
@@ -235,11 +240,49 @@ struct ReshapeThroughShared : OpConversionPattern<tile::ReshapeOp> {
   }
 };
 
+/// tile.gather: the source staged row-major as a conversion stages it; each
+/// thread then reads, for each result element it holds, the source element
+/// at its own coordinates with the axis one replaced by its index register
+/// (the index shares the result's layout: same shape, and convert-tile-to-
+/// tilegpu gives both the default layout) - clamped into the source, so a
+/// bad index reads a neighbour, never outside the tile.
+struct GatherThroughShared : OpConversionPattern<tile::GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::GatherOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!analysis::sharedOffset(op))
+      return rw.notifyMatchFailure(op, kNoSharedOffset);
+    auto srcT = cast<RankedTensorType>(op.getSrc().getType());
+    auto indexT = cast<RankedTensorType>(op.getIndex().getType());
+    auto dstT = cast<RankedTensorType>(op.getType());
+    if (layoutOf(indexT) != layoutOf(dstT))
+      return rw.notifyMatchFailure(op, "tile.gather: the index and the result must share a layout");
+    Location loc = op.getLoc();
+    const size_t axis = size_t(op.getAxis());
+    ValueRange index = adaptor.getIndex();
+    const int32_t last = int32_t(srcT.getDimSize(int64_t(axis)) - 1);
+    auto values = exchange(
+        rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT), layoutOf(srcT), layoutOf(dstT),
+        srcT.getShape(), [](ArrayRef<Value> c) { return SmallVector<Value>(c); },
+        [&](int32_t r, ArrayRef<Value> c) {
+          SmallVector<Value> at(c);
+          Value i = index[size_t(r)];
+          Value low = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::slt, i, i32Const(rw, loc, 0));
+          i = LLVM::SelectOp::create(rw, loc, low, i32Const(rw, loc, 0), i);
+          Value high = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::sgt, i, i32Const(rw, loc, last));
+          at[axis] = LLVM::SelectOp::create(rw, loc, high, i32Const(rw, loc, last), i);
+          return at;
+        });
+    rw.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
 } // namespace
 
 void populateExchangePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
   // Benefit 1: in-thread register moves (benefit 2 or more) win when possible.
-  patterns.add<ConvertLayoutThroughShared, TransThroughShared, ReshapeThroughShared>(
+  patterns.add<ConvertLayoutThroughShared, TransThroughShared, ReshapeThroughShared, GatherThroughShared>(
       types, patterns.getContext(), /*benefit=*/1);
   // Vectors through a swizzled tile where the layouts have them.
   patterns.add<ConvertLayoutThroughSwizzledTile>(types, patterns.getContext(), /*benefit=*/2);

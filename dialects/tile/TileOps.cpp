@@ -197,6 +197,26 @@ LogicalResult TransOp::verify() {
   return success();
 }
 
+LogicalResult GatherOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  auto index = cast<RankedTensorType>(getIndex().getType());
+  const int64_t axis = getAxis();
+  if (src.getRank() == 0 || index.getRank() != src.getRank())
+    return emitOpError() << "index " << shapeStr(index.getShape()) << " must have the rank of the source "
+                         << shapeStr(src.getShape());
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for a " << shapeStr(src.getShape()) << " source";
+  if (!index.getElementType().isInteger(32))
+    return emitOpError() << "index must hold i32, got " << index.getElementType();
+  for (int64_t d = 0; d < src.getRank(); ++d)
+    if (d != axis && index.getDimSize(d) != src.getDimSize(d))
+      return emitOpError() << "index " << shapeStr(index.getShape()) << " must match the source "
+                           << shapeStr(src.getShape()) << " in every dimension but " << axis;
+  if (getType().getShape() != index.getShape() || getType().getElementType() != src.getElementType())
+    return emitOpError() << "result must be the index's shape with the source's element type";
+  return success();
+}
+
 OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   if (llvm::equal(getOrder(), llvm::seq<int32_t>(0, getOrder().size())))
     return getSrc();

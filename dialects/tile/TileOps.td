@@ -108,6 +108,21 @@ def Tile_TransOp : Tile_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
   let hasCanonicalizer = 1;
 }
 
+def Tile_GatherOp : Tile_Op<"gather", [Pure]> {
+  let summary = "Pick elements of a tile along one dimension by index";
+  let description = [{
+    result[i_0, ..., i_axis, ..., i_n] = src[i_0, ..., index[i_0, ..., i_axis, ..., i_n], ..., i_n]:
+    the result has the shape of `index` (i32), which matches src's in every
+    dimension but `axis` (Triton's tl.gather). An index outside
+    [0, src.shape[axis]) is an error in the interpreter; compiled code
+    clamps it into that range (no access outside the staged tile).
+  }];
+  let arguments = (ins Tile_Tensor:$src, Tile_Tensor:$index, I32Attr:$axis);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src `[` $index `]` attr-dict `:` type($src) `,` type($index) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Pointers and memory
 //===----------------------------------------------------------------------===//

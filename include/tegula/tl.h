@@ -284,6 +284,14 @@ std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
 tensor cumsum(const tensor &x, int axis = 0, bool reverse = false, Loc loc = Loc::current());
 /// Running products (tl.cumprod), with cumsum's types.
 tensor cumprod(const tensor &x, int axis = 0, bool reverse = false, Loc loc = Loc::current());
+/// Elements of `src` picked along `axis` by `index` (Triton's tl.gather):
+/// out[i, j] = src[index[i, j], j] for axis 0. `index` is an integer tile of
+/// src's rank that matches src in every other dimension; the result has its
+/// shape. Indices outside [0, src.shape[axis]) are an error in the
+/// interpreter; compiled code clamps them. On the GPU src passes through
+/// shared memory once.
+///   tl::tensor permuted_rows = tl::gather(x, perm.expand_dims(1).broadcast_to({N, D}), 0);
+tensor gather(const tensor &src, const tensor &index, int axis, Loc loc = Loc::current());
 /// A scan with a combine function of your own (tl.associative_scan):
 /// `combine(a, b)` gets the combination of the earlier elements `a` and the
 /// next element `b` (scalars of x's type) and returns theirs. It must be

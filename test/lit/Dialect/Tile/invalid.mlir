@@ -990,3 +990,20 @@ func.func @scan_combiner_arity(%x: tensor<8xi32>) {
   }
   return
 }
+
+// -----
+
+// A gather's index matches the source in every dimension but the axis.
+func.func @gather_mismatch(%src: tensor<32x16xf32>, %index: tensor<8x8xi32>) {
+  // expected-error @+1 {{'tile.gather' op index [8,8] must match the source [32,16] in every dimension but 0}}
+  %r = tile.gather %src[%index] {axis = 0 : i32} : tensor<32x16xf32>, tensor<8x8xi32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_index_type(%src: tensor<32xf32>, %index: tensor<8xi64>) {
+  // expected-error @+1 {{'tile.gather' op index must hold i32, got 'i64'}}
+  %r = tile.gather %src[%index] {axis = 0 : i32} : tensor<32xf32>, tensor<8xi64> -> tensor<8xf32>
+  return
+}

@@ -388,3 +388,11 @@ func.func @math(%x: tensor<128xf32>) {
   %5 = math.erf %x : tensor<128xf32>
   return
 }
+
+// tl::gather: the result takes the index's shape.
+// CHECK-LABEL: func.func @gather
+// CHECK:         tile.gather %{{.*}}[%{{.*}}] {axis = 0 : i32} : tensor<32x16xf32>, tensor<8x16xi32> -> tensor<8x16xf32>
+func.func @gather(%src: tensor<32x16xf32>, %index: tensor<8x16xi32>) -> tensor<8x16xf32> {
+  %r = tile.gather %src[%index] {axis = 0 : i32} : tensor<32x16xf32>, tensor<8x16xi32> -> tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
