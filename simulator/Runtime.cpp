@@ -4,6 +4,7 @@
 #include "simulator/AsyncGlobal.h"
 #include "simulator/Fiber.h"
 #include "simulator/RuntimeInternal.h"
+#include "simulator/TensorCore.h"
 #include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
 
@@ -89,6 +90,7 @@ namespace {
   c.entry(c.args);
   wgmmaThreadExit();
   bulkStoreThreadExit();
+  cpAsyncThreadExit();
   c.threads[size_t(c.current)].state = State::Done;
   fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
   __builtin_unreachable(); // a finished thread is never resumed

@@ -236,6 +236,8 @@ void cpAsync(void *sharedDst, const void *globalSrc, int cpSize, int srcSize, ui
     fail(site, fmt::format("cp.async src-size {} is outside 0..{}", srcSize, cpSize));
   // The source is read at some moment until the wait (the simulator's: the
   // wait): a write to it before then is reported.
+  if (srcSize > 0) // a bulk store still writing the source: the copy may read either
+    checkAsyncGlobal(reinterpret_cast<uintptr_t>(globalSrc), size_t(srcSize), AccessKind::Read, site);
   const uint64_t token =
       srcSize > 0 ? asyncGlobalBegin(globalSrc, size_t(srcSize), AsyncGlobalUse::ReadByCopy, site) : 0;
   asyncGroups().open.push_back({sharedDst, globalSrc, cpSize, srcSize, site, token});
@@ -256,6 +258,22 @@ void cpAsyncWaitGroup(int n, uint32_t site) {
       performCopy(c);
     g.committed.erase(g.committed.begin());
   }
+}
+
+void cpAsyncThreadExit() {
+  std::shared_ptr<void> &ext = threadExtension(ThreadExtension::AsyncCopies);
+  if (!ext)
+    return;
+  // Copies never waited for land in shared memory no one reads any more:
+  // their sources are no longer in use.
+  AsyncGroups &g = *static_cast<AsyncGroups *>(ext.get());
+  for (const std::vector<AsyncCopy> &group : g.committed)
+    for (const AsyncCopy &c : group)
+      asyncGlobalEnd(c.token);
+  for (const AsyncCopy &c : g.open)
+    asyncGlobalEnd(c.token);
+  g.committed.clear();
+  g.open.clear();
 }
 
 void cpAsyncWaitAll(uint32_t site) {

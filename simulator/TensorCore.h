@@ -51,6 +51,9 @@ void stmatrix(int count, bool trans, void *rowAddress, const uint32_t *s, uint32
 void cpAsync(void *sharedDst, const void *globalSrc, int cpSize, int srcSize, uint32_t site);
 /// cp.async.commit_group: the copies issued since the last commit form a group.
 void cpAsyncCommitGroup();
+/// The current thread exits: its copies never waited for no longer read
+/// their sources (AsyncGlobal.h).
+void cpAsyncThreadExit();
 /// cp.async.wait_group n: all but the n most recent committed groups are
 /// complete (uncommitted copies are not).
 void cpAsyncWaitGroup(int n, uint32_t site);

@@ -388,7 +388,8 @@ void bulkTensorStore(const void *mapPtr, const int32_t *coords, int rank, const 
       return; // clipped
     auto *to = reinterpret_cast<uint8_t *>(address);
     checkAccess(to, map.elementBytes, AccessKind::Write, Space::Global, site);
-    if (runs.empty() || runs.back().to + runs.back().bytes.size() != to)
+    // Runs of at most 512 bytes: how far back AsyncGlobal's queries look.
+    if (runs.empty() || runs.back().to + runs.back().bytes.size() != to || runs.back().bytes.size() >= 512)
       runs.push_back({to, {}, 0});
     runs.back().bytes.insert(runs.back().bytes.end(), sharedBase() + at, sharedBase() + at + map.elementBytes);
   });

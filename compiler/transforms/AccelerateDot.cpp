@@ -301,12 +301,20 @@ struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {
       // along M or N could fill none, so such a dot stays on mma.sync,
       // which pipelines either order.
       const bool tf32 = bits == 32 && dot.getPrecision() == tile::DotPrecision::TF32;
-      auto readableAtTf32 = [&](Value v, int kDim) {
-        const int along = contiguousAlong(v);
-        return along < 0 || along == kDim || isPointerLoaded(v);
+      // Only where the other operand is loaded too, or loop-invariant: a tf32
+      // A computed in the loop (attention's P V, a chained dot) has no way
+      // into wgmma's registers, so such a dot would go unpipelined -
+      // mma.sync converts A and pipelines B alone.
+      auto dotLoop = dot->getParentOfType<scf::ForOp>();
+      auto ringable = [&](Value other) {
+        return !chained.contains(dot) && (isLoaded(other) || !dotLoop || dotLoop.isDefinedOutsideOfLoop(other));
       };
-      const bool wgmmaType =
-          bits == 16 || (tf32 && chip == "sm_90a" && readableAtTf32(dot.getA(), 1) && readableAtTf32(dot.getB(), 0));
+      auto readableAtTf32 = [&](Value v, int kDim, Value other) {
+        const int along = contiguousAlong(v);
+        return along < 0 || along == kDim || (isPointerLoaded(v) && ringable(other));
+      };
+      const bool wgmmaType = bits == 16 || (tf32 && chip == "sm_90a" && readableAtTf32(dot.getA(), 1, dot.getB()) &&
+                                            readableAtTf32(dot.getB(), 0, dot.getA()));
       const bool wgmma =
           eightBitWgmma || (chip == "sm_90a" && wgmmaType && fitsWgmma(M, N, K, numWarps, bits));
       if (wgmma)

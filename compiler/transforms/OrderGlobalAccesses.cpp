@@ -135,6 +135,9 @@ bool stores(Kind k) { return k == Kind::Store || k == Kind::BulkStore; }
 struct Access {
   Operation *op;
   Operation *around = nullptr;
+  /// A store a barrier without the async-proxy fence has ordered: the
+  /// threads see it, a TMA load would not yet.
+  bool unfenced = false;
 };
 using Pending = SmallVector<Access, 8>;
 
@@ -213,6 +216,8 @@ bool conflicts(const Access &earlier, Operation *later) {
   const Kind e = kindOf(earlier.op), l = kindOf(later);
   if (e == Kind::BulkStore) // stores into other parts of the buffer, as below, are taken not to overlap
     return !stores(l) && mayAlias(earlier.op, later);
+  if (earlier.unfenced)
+    return l == Kind::AsyncProxyLoad && mayAlias(earlier.op, later);
   if (stores(e) == stores(l)) // two loads, or two stores
     return false;
   Value p = pointerOf(earlier.op), q = pointerOf(later);
@@ -255,8 +260,27 @@ template <class Op> bool involves(Value cond) {
 /// Adds `from`'s accesses that `into` lacks.
 void merge(Pending &into, const Pending &from) {
   for (const Access &a : from)
-    if (llvm::none_of(into, [&](const Access &b) { return b.op == a.op && b.around == a.around; }))
+    if (llvm::none_of(into, [&](const Access &b) {
+          return b.op == a.op && b.around == a.around && b.unfenced == a.unfenced;
+        }))
       into.push_back(a);
+}
+
+/// What a barrier leaves pending: not the threads' loads; their stores as
+/// unfenced unless the barrier fenced the async proxy (a TMA load must
+/// still wait for such a fence); TMA stores unless the leader has waited
+/// for their writes (a barrier does not order those).
+void afterBarrier(Pending &pending, bool fencedAsyncProxy, bool waitedForBulkWrites) {
+  Pending kept;
+  for (Access a : pending) {
+    const Kind k = kindOf(a.op);
+    if (k == Kind::BulkStore ? waitedForBulkWrites : k != Kind::Store || fencedAsyncProxy)
+      continue;
+    if (k == Kind::Store)
+      a.unfenced = true;
+    kept.push_back(a);
+  }
+  pending = std::move(kept);
 }
 
 void visit(Block &block, Pending &pending);
@@ -303,15 +327,19 @@ void visit(Block &block, Pending &pending) {
         }
       if (conflict) {
         OpBuilder b(&op);
-        if (afterBulkStore)
+        if (afterBulkStore) // cp.async.bulk.wait_group 0: all the leader's stores so far
           tilegpu::TmaStoreWaitOp::create(b, op.getLoc(), /*writes=*/true);
         tilegpu::BarrierOp::create(b, op.getLoc(), fenceAsyncProxy);
-        pending.clear();
+        afterBarrier(pending, fenceAsyncProxy, afterBulkStore);
       }
       pending.push_back({&op});
+    } else if (auto wait = dyn_cast<tilegpu::TmaStoreWaitOp>(op); wait && wait.getWrites()) {
+      // The leader's TMA stores have landed (a barrier follows: a loop's
+      // second walk meets the pair this pass put there).
+      llvm::erase_if(pending, [](const Access &a) { return kindOf(a.op) == Kind::BulkStore; });
     } else if (orders(&op)) {
-      // A barrier orders the threads' accesses, not a TMA store's writes.
-      llvm::erase_if(pending, [](const Access &a) { return kindOf(a.op) != Kind::BulkStore; });
+      auto barrier = dyn_cast<tilegpu::BarrierOp>(op);
+      afterBarrier(pending, barrier && barrier.getFenceAsyncProxy(), false);
     } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
       // The first iteration, then the others: after the accesses of the one
       // before (made around the loop: their pointers may have moved on). The
@@ -320,7 +348,7 @@ void visit(Block &block, Pending &pending) {
       visit(*loop.getBody(), first);
       Pending later = pending, carried;
       for (const Access &a : first)
-        carried.push_back({a.op, loop});
+        carried.push_back({a.op, loop, a.unfenced});
       merge(later, carried);
       visit(*loop.getBody(), later);
       merge(pending, first);

@@ -97,11 +97,15 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   for (Operation *o : op.slice.ops)
     b.clone(*o, map);
   Value ptr = map.lookupOrDefault(op.load.getPtr());
+  Value loadMask = op.load.getMask() ? map.lookupOrDefault(op.load.getMask()) : Value();
   // A scattering copy's pointers in its own layout: conversions that
   // rematerialiseScatteredAddresses turns into the address computation
-  // itself, done in that layout.
+  // itself, done in that layout - when it is all cheap to recompute (else
+  // the copies keep the load's layout: bank conflicts, where a converted
+  // pointer tile would cross shared memory every iteration).
+  const bool relayout = op.scatterEncoding && isCheap(ptr) && (!loadMask || isCheap(loadMask));
   auto inCopyLayout = [&](Value v) -> Value {
-    if (!op.scatterEncoding)
+    if (!relayout)
       return v;
     return tilegpu::ConvertLayoutOp::create(b, loc, withEncoding(v.getType(), op.scatterEncoding), v).getResult();
   };
@@ -110,8 +114,8 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
   Value mask = tile::SplatOp::create(
       b, loc, RankedTensorType::get(ptrType.getShape(), b.getI1Type(), ptrType.getEncoding()), exists);
-  if (op.load.getMask())
-    mask = arith::AndIOp::create(b, loc, inCopyLayout(map.lookupOrDefault(op.load.getMask())), mask);
+  if (loadMask)
+    mask = arith::AndIOp::create(b, loc, inCopyLayout(loadMask), mask);
   auto copy = tilegpu::AsyncLoadOp::create(b, loc, ring, stage, ptr, mask);
   if (auto w = op.load->getAttr("tilegpu.vector_width"))
     copy->setAttr("tilegpu.vector_width", w);

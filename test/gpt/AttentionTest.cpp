@@ -214,8 +214,9 @@ TEST_P(GptAttentionF32Tiles, Tf32InTheSimulator) {
 }
 // 64-row blocks at 4 warps (one of the tiles gpt2-attention tries): on
 // sm_90a the scores q k^T run on wgmma (tf32, q staged once before the loop,
-// k from its ring) and P v on mma.sync (v runs along N, which tf32's wgmma
-// cannot read).
+// k from its ring) and P v on mma.sync (a chained dot: its tf32 A, P,
+// computed in the loop, has no way into wgmma's registers; mma.sync converts
+// it and pipelines v alone).
 TEST_P(GptAttentionF32Tiles, Tf32WithWarpgroupScoresInTheSimulator) {
   const Shape shape{1, 2, 100, 64, 64, 32, 32, 32};
   forwardAndBackward<float, tl::precision::tf32>(

@@ -116,8 +116,9 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
     }
   // The linear layers: tensor descriptors for bf16 (TMA rings feeding
-  // wgmma on sm_90a); pointer loads for f32 (tf32 dots on mma.sync where
-  // an operand runs along M or N), except the forward through the
+  // wgmma on sm_90a); pointer loads for f32 (tf32 dots on sm_90a's wgmma
+  // through K-major rings 4-byte copies fill where an operand runs along M or
+  // N, mma.sync on sm_80), except the forward through the
   // transposed weights, dx, the LM head and the weight gradients through
   // the transposed activations, whose operands both run along K:
   // descriptors, and on sm_90a wgmma fed by TMA rings that round to tf32

@@ -285,3 +285,56 @@ func.func @tma_store_then_load(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %off: ten
   %again = tile.descriptor_load %d[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
   return %other, %back, %again : tensor<32x32xf32, #a>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>
 }
+
+// -----
+
+#a = #tilegpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b = #tilegpu.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>
+
+// A barrier orders the threads, not the async proxy: after the barrier a
+// read-back in another layout needs, the threads' stores still need their
+// fence before a TMA load of the buffer; and a TMA store still pending
+// then (the barrier does not order its writes) is waited for before its
+// own buffer's load. In a loop the wait comes once per iteration.
+// CHECK-LABEL: func.func @barriers_and_the_async_proxy(
+// CHECK:         tile.descriptor_store %[[DY:[0-9]+]]
+// CHECK:         tile.store
+// CHECK:         tilegpu.barrier{{$}}
+// CHECK-NEXT:    tile.load {{.*}}#blocked1>
+// CHECK-NEXT:    tilegpu.barrier {fenceAsyncProxy}
+// CHECK-NEXT:    tile.descriptor_load %[[DX:[0-9]+]]
+// CHECK-NEXT:    tilegpu.tma_store_wait {writes}
+// CHECK-NEXT:    tilegpu.barrier{{$}}
+// CHECK-NEXT:    tile.descriptor_load %[[DY]]
+// CHECK:         scf.for
+// CHECK:           tile.descriptor_store %[[DY]]
+// CHECK-NEXT:      tilegpu.tma_store_wait {writes}
+// CHECK-NEXT:      tilegpu.barrier{{$}}
+// CHECK-NEXT:      tile.descriptor_load %[[DY]]
+// CHECK-NOT:       tilegpu.tma_store_wait
+// CHECK:           scf.yield
+func.func @barriers_and_the_async_proxy(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %offA: tensor<32x32xi32, #a>,
+                                        %offB: tensor<32x32xi32, #b>, %v: tensor<32x32xf32, #a>, %n: i32)
+    -> (tensor<32x32xf32, #b>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %one = arith.constant 1 : i64
+  %c32 = arith.constant 32 : i64
+  %dx = tile.make_tensor_descriptor %x, [%c32, %c32], [%c32, %one] : !tile.ptr<f32> -> !tile.tensordesc<tensor<32x32xf32>>
+  %dy = tile.make_tensor_descriptor %y, [%c32, %c32], [%c32, %one] : !tile.ptr<f32> -> !tile.tensordesc<tensor<32x32xf32>>
+  tile.descriptor_store %dy[%c0, %c0], %v {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>>, tensor<32x32xf32, #a>
+  %xa0 = tile.splat %x : tensor<32x32x!tile.ptr<f32>, #a>
+  %xa = tile.addptr %xa0, %offA : tensor<32x32x!tile.ptr<f32>, #a>, tensor<32x32xi32, #a>
+  tile.store %xa, %v : tensor<32x32x!tile.ptr<f32>, #a>
+  %xb0 = tile.splat %x : tensor<32x32x!tile.ptr<f32>, #b>
+  %xb = tile.addptr %xb0, %offB : tensor<32x32x!tile.ptr<f32>, #b>, tensor<32x32xi32, #b>
+  %back = tile.load %xb : tensor<32x32x!tile.ptr<f32>, #b>
+  %tx = tile.descriptor_load %dx[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
+  %ty = tile.descriptor_load %dy[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %v) -> (tensor<32x32xf32, #a>) : i32 {
+    tile.descriptor_store %dy[%c0, %c0], %acc {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>>, tensor<32x32xf32, #a>
+    %r = tile.descriptor_load %dy[%c0, %c0] {tilegpu.tma} : !tile.tensordesc<tensor<32x32xf32>> -> tensor<32x32xf32, #a>
+    scf.yield %r : tensor<32x32xf32, #a>
+  }
+  return %back, %tx, %ty, %last : tensor<32x32xf32, #b>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>, tensor<32x32xf32, #a>
+}
