@@ -1,5 +1,5 @@
 // GemmSweepTest.cpp - randomly drawn GEMM configurations, compiled and run in
-// the simulator against the interpreter: kernel (pointer loads in three
+// the simulator against the interpreter: kernel (pointer loads in four
 // storage orders; examples::matmul_descriptors - TMA rings on sm_90a -
 // plain or warp specialised; the persistent kernels, with pointers or
 // descriptors), operand type (bf16, f16, tf32, i8), chip (sm_80 mma.sync,
@@ -37,7 +37,9 @@ const char *nameOf(Operands o) {
   }
   return "?";
 }
-const char *nameOf(Storage s) { return s == Storage::NN ? "NN" : s == Storage::NT ? "NT" : "TT"; }
+const char *nameOf(Storage s) {
+  return s == Storage::NN ? "NN" : s == Storage::NT ? "NT" : s == Storage::TT ? "TT" : "TN";
+}
 
 enum class Kind { Pointers, Descriptors, Persistent, PersistentDescriptors };
 const char *nameOf(Kind k) {
@@ -74,14 +76,14 @@ Draw drawOne(std::mt19937 &rng) {
     return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
   };
   Draw d;
-  d.kind = Kind(pick({0, 0, 1, 2, 3})); // pointer loads twice as often (three storage orders)
+  d.kind = Kind(pick({0, 0, 1, 2, 3})); // pointer loads twice as often (four storage orders)
   d.operands = Operands(pick({0, 1, 2, 3}));
   if (d.kind != Kind::Pointers && d.operands == Operands::I8)
     d.operands = Operands::BF16; // the examples' descriptor / persistent GEMMs are f32-accumulating
   if ((d.kind == Kind::Persistent || d.kind == Kind::PersistentDescriptors) && d.operands == Operands::TF32)
     d.operands = Operands::F16; // they take no precision (f32 would run as FMAs)
   d.warpSpecialize = (d.kind == Kind::Descriptors || d.kind == Kind::PersistentDescriptors) && pick({0, 1});
-  d.storage = Storage(pick({0, 1, 2}));
+  d.storage = Storage(pick({0, 1, 2, 3})); // TN: both operands along M / N (tf32 on sm_90a: scatter rings)
   d.chip = pick({0, 1}) ? "sm_90a" : "sm_80";
   d.bm = pick({16, 32, 64, 128});
   d.bn = pick({16, 32, 64, 128});
@@ -216,7 +218,8 @@ void runDraw(const Draw &d, const std::string &name, const SweepTarget &target) 
   const std::vector<std::string> params = {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"};
   Kernel k = d.storage == Storage::NN   ? kernel(name, gemm<T, Acc, P, Storage::NN>, params)
              : d.storage == Storage::NT ? kernel(name, gemm<T, Acc, P, Storage::NT>, params)
-                                        : kernel(name, gemm<T, Acc, P, Storage::TT>, params);
+             : d.storage == Storage::TT ? kernel(name, gemm<T, Acc, P, Storage::TT>, params)
+                                        : kernel(name, gemm<T, Acc, P, Storage::TN>, params);
   std::vector<T> a, b;
   if constexpr (std::is_same_v<T, int8_t>) {
     std::mt19937 rng(uint32_t(d.M * 131 + d.N * 17 + d.K));
