@@ -209,31 +209,29 @@ int contiguousDimOfLoad(analysis::AxisInfoAnalysis &axis, Value v) {
   return dim < 0 ? -1 : transposed ? 1 - dim : dim;
 }
 
-/// Whether `v` is a tile loaded through pointers (through layout conversions
-/// and transposes): its elements can be copied one by one (4-byte cp.async
-/// for 32-bit ones) into a ring laid out otherwise than the load runs.
-bool isPointerLoaded(Value v) {
+/// What `v` is loaded as: the value behind its layout conversions and
+/// transposes.
+Value throughConversionsAndTransposes(Value v) {
   for (;;) {
     if (auto convert = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
       v = convert.getSrc();
     else if (auto trans = v.getDefiningOp<tile::TransOp>())
       v = trans.getSrc();
     else
-      return v.getDefiningOp<tile::LoadOp>() != nullptr;
+      return v;
   }
 }
+
+/// Whether `v` is a tile loaded through pointers (through layout conversions
+/// and transposes): its elements can be copied one by one (4-byte cp.async
+/// for 32-bit ones) into a ring laid out otherwise than the load runs.
+bool isPointerLoaded(Value v) { return throughConversionsAndTransposes(v).getDefiningOp<tile::LoadOp>() != nullptr; }
 
 /// Whether `v` is a loaded tile (through layout conversions and transposes),
 /// which pipeline-dot-operands may bring through a ring as it is.
 bool isLoaded(Value v) {
-  for (;;) {
-    if (auto convert = v.getDefiningOp<tilegpu::ConvertLayoutOp>())
-      v = convert.getSrc();
-    else if (auto trans = v.getDefiningOp<tile::TransOp>())
-      v = trans.getSrc();
-    else
-      return v.getDefiningOp<tile::LoadOp>() || v.getDefiningOp<tile::DescriptorLoadOp>();
-  }
+  v = throughConversionsAndTransposes(v);
+  return v.getDefiningOp<tile::LoadOp>() || v.getDefiningOp<tile::DescriptorLoadOp>();
 }
 
 struct AccelerateDotPass : tegula::impl::AccelerateDotBase<AccelerateDotPass> {

@@ -13,10 +13,12 @@
 #include "mlir/Parser/Parser.h"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 using namespace tegula;
 using namespace tegula::testing;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -104,7 +106,8 @@ TEST(ReadBackSim, DebugBarrierOrdersAccessesThroughAliasingArguments) {
 /// issued iterations ahead through a ring (pipeline-dot-operands), they
 /// could read the block before this iteration stored it. (The simulator
 /// copies a cp.async's bytes when the copy is waited for, so its results
-/// would not show that; the PTX shows the loads stayed plain.)
+/// would not show that; the PTX shows the loads stayed plain, and the test
+/// below that the simulator reports such a loop pipelined anyway.)
 void gemm_rewriting_its_operand(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c, tl::constant<int> K) {
   constexpr int B = 16;
   tl::tensor r = tl::arange(0, B);
@@ -133,6 +136,31 @@ TEST(ReadBackSim, AKLoopThatStoresItsNextOperandIsNotPipelined) {
     EXPECT_EQ(rel_error(got, to_double(want)), 0.0);
     const std::string ptx = k.compile({a, b, got, K}, {.chip = chip, .num_stages = 3, .assemble = false}).ptx;
     EXPECT_EQ(ptx.find("cp.async"), std::string::npos) << "the loop's operands were pipelined past its store";
+  }
+}
+
+/// The same loop pipelined anyway (a test hook): the ring's copies of a
+/// later iteration are in flight when this iteration stores into their
+/// source. The simulator, which copies at the wait, reports that
+/// (simulator/AsyncGlobal.h) instead of reading the new values.
+TEST(ReadBackSim, AStoreIntoTheSourceOfACopyInFlightIsReported) {
+  constexpr int B = 16, K = 64;
+  const std::vector<std::string> names = {"a", "b", "c", "K"};
+  Kernel k = kernel("gemm_rewriting_its_operand", gemm_rewriting_its_operand, names);
+  auto a = random_vector<bfloat16>(size_t(B * (K + B))), b = random_vector<bfloat16>(size_t(K * B));
+  auto c = poisoned<float>(size_t(B * B));
+  LoadedContext ctx;
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(k.ir({a, b, c, K}, "tile", true), &ctx);
+  ASSERT_TRUE(module);
+  (*module)->setAttr("tegula.test.pipeline_past_stores", mlir::UnitAttr::get(&ctx));
+  ASSERT_TRUE(mlir::succeeded(runGpuPipeline(*module, {.numWarps = 4, .numStages = 3})));
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), "gemm_rewriting_its_operand");
+  try {
+    simulated->run({1}, k.params(), names, {a, b, c, K});
+    ADD_FAILURE() << "expected the store into a copy's source to be reported";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("that the cp.async at"));
+    EXPECT_THAT(e.what(), HasSubstr("may still be reading"));
   }
 }
 
