@@ -111,7 +111,8 @@ bool ordered(const Cta &c, uint16_t them, uint16_t me, uint32_t when) {
 }
 
 /// A shared byte's previous access that conflicts with this one, if any.
-void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
+void raceCheck(Cta &c, size_t offset, size_t bytes, AccessKind kind, uint32_t site) {
+  const bool write = kind != AccessKind::Read, atomic = kind == AccessKind::Atomic;
   auto tid = uint16_t(c.current);
   for (size_t i = offset; i < offset + bytes; ++i) {
     Shadow &s = c.shadow[i];
@@ -119,7 +120,7 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
       fail(site, fmt::format(
                      "shared-memory race on byte {}: {} {} it here, {} {} it at {}, and no barrier "
                      "both passed since orders the two",
-                     i, describeThread(tid), write ? "writes" : "reads", describeThread(them),
+                     i, describeThread(tid), atomic ? "atomically updates" : write ? "writes" : "reads", describeThread(them),
                      theirKind, siteText(c, theirSite)));
     };
     // Accesses over a bulk copy's bytes are ordered by its mbarrier, once
@@ -127,18 +128,18 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, bool write, uint32_t site) {
     const bool unorderedWrite =
         s.writer != tid && s.writer != kAsyncProxyWriter && !ordered(c, s.writer, tid, s.writeEpoch);
     if (write) {
-      if (unorderedWrite)
-        report("wrote", s.writer, s.writeSite);
+      if (unorderedWrite && !(atomic && s.atomicWrite)) // atomics of one location do not race
+        report(s.atomicWrite ? "atomically updated" : "wrote", s.writer, s.writeSite);
       if (s.reader != tid && !ordered(c, s.reader, tid, s.readEpoch))
         report("read", s.reader, s.readSite);
       if (s.otherReader != 0xffff && s.otherReader != tid && !ordered(c, s.otherReader, tid, s.readEpoch))
         report("read", s.otherReader, s.readSite);
-      s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site;
+      s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site, s.atomicWrite = atomic;
     } else {
       if (s.writeEpoch < c.firstEpoch && c.uninitialisedReads.size() < 4096)
         c.uninitialisedReads.push_back({i, int(tid), site});
       if (unorderedWrite)
-        report("wrote", s.writer, s.writeSite);
+        report(s.atomicWrite ? "atomically updated" : "wrote", s.writer, s.writeSite);
       // The previous reader is forgotten once it is ordered before this one
       // (a later writer is ordered after both then); otherwise both are kept.
       if (s.reader == tid || ordered(c, s.reader, tid, s.readEpoch))
@@ -560,7 +561,7 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
                            "of shared memory",
                            describeThread(c.current), bytes, int64_t(addr - base), c.shared.size()));
   if (c.config->detectRaces)
-    raceCheck(c, addr - base, bytes, kind != AccessKind::Read, site);
+    raceCheck(c, addr - base, bytes, kind, site);
   if (kind == AccessKind::Read)
     checkTmaRead(addr - base, bytes, site);
   else

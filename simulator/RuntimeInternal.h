@@ -43,6 +43,7 @@ struct Shadow {
   uint32_t writeSite = 0, readSite = 0;
   uint16_t writer = 0, reader = 0;
   uint16_t otherReader = 0xffff; // a second reader in readEpoch, if any
+  bool atomicWrite = false;       // the last write was an atomic (atomics do not race with each other)
 };
 
 /// One warp's collective in progress.

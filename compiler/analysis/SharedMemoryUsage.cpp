@@ -181,6 +181,8 @@ int64_t sharedScratchBytes(Operation *op) {
     return reduceBytes(scan);
   if (isa<tilegpu::ConvertLayoutOp, tile::TransOp, tile::ReshapeOp>(op))
     return exchangeBytes(op);
+  if (auto histogram = dyn_cast<tile::HistogramOp>(op)) // the counts
+    return histogram.getType().getNumElements() * 4;
   if (auto gather = dyn_cast<tile::GatherOp>(op)) // the whole source, row-major
     return gather.getSrc().getType().getNumElements() * exchangeSlotBytes(gather.getSrc().getType().getElementType());
   if (auto dot = dyn_cast<tile::DotOp>(op))

@@ -577,6 +577,22 @@ static tensor scanSimple(const tensor &x, int axis, bool product, bool reverse, 
 tensor cumsum(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, false, reverse, loc); }
 tensor cumprod(const tensor &x, int axis, bool reverse, Loc loc) { return scanSimple(x, axis, true, reverse, loc); }
 
+tensor histogram(const tensor &x, int bins, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = unwrap(x, loc);
+  const auto shape = shapeOf(v);
+  Type elem = elementOf(v);
+  if (shape.size() != 1 || !isa<IntegerType>(elem) || elem.isInteger(1))
+    fail(loc, fmt::format("tl::histogram counts a 1-D integer tile, got {} of {}", shapeString(shape),
+                          describeType(elem)));
+  if (bins < 1 || (bins & (bins - 1)) != 0)
+    fail(loc, fmt::format("tl::histogram's bins are a power of two (a tile extent), not {}", bins));
+  if (!elem.isInteger(32))
+    v = castTo(ts, v, ts.builder.getI32Type(), toLoc(ts.ctx, loc));
+  return wrap(tile::HistogramOp::create(ts.builder, toLoc(ts.ctx, loc),
+                                        RankedTensorType::get({bins}, ts.builder.getI32Type()), v));
+}
+
 tensor gather(const tensor &src, const tensor &index, int axis, Loc loc) {
   TraceState &ts = current(loc);
   Value v = unwrap(src, loc), idx = unwrap(index, loc);

@@ -271,6 +271,13 @@ private:
         })
         .Case([&](tile::TransOp t) { env_[t] = transpose(*in[0], t.getOrder(), t.getType().getShape()); })
         .Case([&](tile::GatherOp g) { env_[g] = gatherAlong(g, *in[0], *in[1]); })
+        .Case([&](tile::HistogramOp h) {
+          auto counts = makeTile(h.getType().getElementType(), {h.getType().getDimSize(0)});
+          for (int64_t v : in[0]->i)
+            if (v >= 0 && v < int64_t(counts->i.size()))
+              ++counts->i[size_t(v)];
+          env_[h] = counts;
+        })
         .Case([&](tile::AddPtrOp a) {
           auto t = std::make_shared<Tile>(*in[0]);
           size_t esz = storageSize(cast<tile::PtrType>(tile::getElementTypeOrSelf(a.getType()))

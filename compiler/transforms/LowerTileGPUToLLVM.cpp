@@ -478,6 +478,7 @@ struct LowerTileGPUToLLVMPass
     populateReducePatterns(types, patterns);
     populateScanPatterns(types, patterns);
     populateExchangePatterns(types, patterns);
+    populateHistogramPatterns(types, patterns);
     populateDotOperandPatterns(types, patterns);
     populateDotPatterns(types, patterns);
     populateWgmmaPatterns(types, patterns);

@@ -159,6 +159,7 @@ void populateDotPatterns(const TileTypeConverter &types, mlir::RewritePatternSet
 void populateWgmmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateAtomicPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateExchangePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateHistogramPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populatePrintPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateFp8Patterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateTmaPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);

@@ -217,6 +217,16 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
+LogicalResult HistogramOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (src.getRank() != 1 || !src.getElementType().isInteger(32))
+    return emitOpError() << "source must be a 1-D tile of i32, got " << src;
+  if (result.getRank() != 1 || !result.getElementType().isInteger(32) || result.getDimSize(0) < 1)
+    return emitOpError() << "result must be a 1-D tile of i32 counts, got " << result;
+  return success();
+}
+
 OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   if (llvm::equal(getOrder(), llvm::seq<int32_t>(0, getOrder().size())))
     return getSrc();

@@ -123,6 +123,19 @@ def Tile_GatherOp : Tile_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_HistogramOp : Tile_Op<"histogram", [Pure]> {
+  let summary = "Count the values of a 1-D integer tile into bins of width 1 from 0";
+  let description = [{
+    result[b] = the number of elements of `src` equal to b, for b in
+    [0, bins) (Triton's tl.histogram); values outside that range are not
+    counted. On the GPU the counts are made by shared-memory atomics.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Pointers and memory
 //===----------------------------------------------------------------------===//

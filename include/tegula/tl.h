@@ -292,6 +292,11 @@ tensor cumprod(const tensor &x, int axis = 0, bool reverse = false, Loc loc = Lo
 /// shared memory once.
 ///   tl::tensor permuted_rows = tl::gather(x, perm.expand_dims(1).broadcast_to({N, D}), 0);
 tensor gather(const tensor &src, const tensor &index, int axis, Loc loc = Loc::current());
+/// How often each of 0 .. bins-1 occurs in the 1-D integer tile `x` (Triton's
+/// tl.histogram: bins of width 1 from 0), as an i32 tile of `bins` (a power
+/// of two); values outside [0, bins) are not counted. On the GPU: atomic
+/// adds into shared memory.
+tensor histogram(const tensor &x, int bins, Loc loc = Loc::current());
 /// A scan with a combine function of your own (tl.associative_scan):
 /// `combine(a, b)` gets the combination of the earlier elements `a` and the
 /// next element `b` (scalars of x's type) and returns theirs. It must be

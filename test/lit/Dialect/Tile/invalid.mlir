@@ -1007,3 +1007,11 @@ func.func @gather_index_type(%src: tensor<32xf32>, %index: tensor<8xi64>) {
   %r = tile.gather %src[%index] {axis = 0 : i32} : tensor<32xf32>, tensor<8xi64> -> tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @histogram_of_floats(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'tile.histogram' op source must be a 1-D tile of i32, got 'tensor<8xf32>'}}
+  %r = tile.histogram %x : tensor<8xf32> -> tensor<4xi32>
+  return
+}

@@ -396,3 +396,11 @@ func.func @gather(%src: tensor<32x16xf32>, %index: tensor<8x16xi32>) -> tensor<8
   %r = tile.gather %src[%index] {axis = 0 : i32} : tensor<32x16xf32>, tensor<8x16xi32> -> tensor<8x16xf32>
   return %r : tensor<8x16xf32>
 }
+
+// tl::histogram: counts of 0 .. bins-1.
+// CHECK-LABEL: func.func @histogram
+// CHECK:         tile.histogram %{{.*}} : tensor<128xi32> -> tensor<16xi32>
+func.func @histogram(%x: tensor<128xi32>) -> tensor<16xi32> {
+  %r = tile.histogram %x : tensor<128xi32> -> tensor<16xi32>
+  return %r : tensor<16xi32>
+}
