@@ -127,6 +127,10 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, AccessKind kind, uint32_t si
     // this thread has waited for it (checkTmaWrite, Tma.h).
     const bool unorderedWrite =
         s.writer != tid && s.writer != kAsyncProxyWriter && !ordered(c, s.writer, tid, s.writeEpoch);
+    // An atomic earlier than the recorded one, unordered with it, races with
+    // any plain access.
+    if (!atomic && s.otherAtomic != 0xffff && s.otherAtomic != tid && !ordered(c, s.otherAtomic, tid, s.writeEpoch))
+      report("atomically updated", s.otherAtomic, s.writeSite);
     if (write) {
       if (unorderedWrite && !(atomic && s.atomicWrite)) // atomics of one location do not race
         report(s.atomicWrite ? "atomically updated" : "wrote", s.writer, s.writeSite);
@@ -134,6 +138,12 @@ void raceCheck(Cta &c, size_t offset, size_t bytes, AccessKind kind, uint32_t si
         report("read", s.reader, s.readSite);
       if (s.otherReader != 0xffff && s.otherReader != tid && !ordered(c, s.otherReader, tid, s.readEpoch))
         report("read", s.otherReader, s.readSite);
+      // A thread's atomic after its own plain write of this interval keeps
+      // the plain write on record (another thread's atomic races with it);
+      // an atomic after another's unordered atomic keeps that one too.
+      if (atomic && !s.atomicWrite && s.writer == tid && s.writeEpoch == c.epoch)
+        continue;
+      s.otherAtomic = atomic && s.atomicWrite && unorderedWrite ? s.writer : uint16_t(0xffff);
       s.writer = tid, s.writeEpoch = c.epoch, s.writeSite = site, s.atomicWrite = atomic;
     } else {
       if (s.writeEpoch < c.firstEpoch && c.uninitialisedReads.size() < 4096)

@@ -44,6 +44,7 @@ struct Shadow {
   uint16_t writer = 0, reader = 0;
   uint16_t otherReader = 0xffff; // a second reader in readEpoch, if any
   bool atomicWrite = false;       // the last write was an atomic (atomics do not race with each other)
+  uint16_t otherAtomic = 0xffff;  // an earlier atomic writer unordered with `writer`'s, if any
 };
 
 /// One warp's collective in progress.

@@ -585,6 +585,10 @@ tensor histogram(const tensor &x, int bins, Loc loc) {
   if (shape.size() != 1 || !isa<IntegerType>(elem) || elem.isInteger(1))
     fail(loc, fmt::format("tl::histogram counts a 1-D integer tile, got {} of {}", shapeString(shape),
                           describeType(elem)));
+  if (elem.getIntOrFloatBitWidth() > 32) // truncated, a value past 2^32 would land in a bin
+    fail(loc, fmt::format("tl::histogram counts values of at most 32 bits, got {} (narrow them with .to(tl::i32) "
+                          "once they are known to fit)",
+                          describeType(elem)));
   if (bins < 1 || (bins & (bins - 1)) != 0)
     fail(loc, fmt::format("tl::histogram's bins are a power of two (a tile extent), not {}", bins));
   if (!elem.isInteger(32))
@@ -601,6 +605,10 @@ tensor gather(const tensor &src, const tensor &index, int axis, Loc loc) {
   Type indexElem = elementOf(idx);
   if (!isa<IntegerType>(indexElem) || indexElem.isInteger(1))
     fail(loc, fmt::format("tl::gather needs an integer index tile, got {}", describeType(indexElem)));
+  if (indexElem.getIntOrFloatBitWidth() > 32) // truncated, an index past 2^32 would pick another element
+    fail(loc, fmt::format("tl::gather takes indices of at most 32 bits, got {} (narrow them with .to(tl::i32) "
+                          "once they are known to fit)",
+                          describeType(indexElem)));
   bool matches = indexShape.size() == shape.size();
   for (size_t d = 0; matches && d < shape.size(); ++d)
     matches = int(d) == axis || indexShape[d] == shape[d];

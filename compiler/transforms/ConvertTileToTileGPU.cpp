@@ -165,6 +165,10 @@ struct ConvertTileToTileGPUPass
         auto srcType = cast<RankedTensorType>(bcast.getSrc().getType());
         Type want = withEncoding(srcType, resType.getEncoding());
         bcast.getSrcMutable().assign(convertTo(b, bcast.getSrc(), want, op));
+      } else if (auto gather = dyn_cast<tile::GatherOp>(op)) {
+        // Each result register reads by the index register it pairs with.
+        Type want = withEncoding(gather.getIndex().getType(), cast<RankedTensorType>(gather.getType()).getEncoding());
+        gather.getIndexMutable().assign(convertTo(b, gather.getIndex(), want, op));
       }
     });
     // tl::debug_barrier: the GPU's barrier of the program's threads.

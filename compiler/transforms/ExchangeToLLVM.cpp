@@ -255,8 +255,8 @@ struct GatherThroughShared : OpConversionPattern<tile::GatherOp> {
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto indexT = cast<RankedTensorType>(op.getIndex().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
-    if (layoutOf(indexT) != layoutOf(dstT))
-      return rw.notifyMatchFailure(op, "tile.gather: the index and the result must share a layout");
+    if (layoutOf(indexT) != layoutOf(dstT)) // convert-tile-to-tilegpu makes them one
+      return op.emitOpError("the index and the result must share a layout (convert-tile-to-tilegpu's)");
     Location loc = op.getLoc();
     const size_t axis = size_t(op.getAxis());
     ValueRange index = adaptor.getIndex();

@@ -123,6 +123,12 @@ void gatherMismatch(tl::ptr<float> o) {
   tl::store(o + r.expand_dims(1) * 4 + r.expand_dims(0), tl::gather(v, idx, 0));
 }
 
+void gatherWideIndex(tl::ptr<float> o, tl::ptr<int64_t> i) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::gather(v, tl::load(i + tl::arange(0, 4)), 0));
+}
+
 TEST(Gather, MistakesAreNamedAtTheUsersLine) {
   std::vector<float> f(16);
   tegula::testing::expectAtMarkedLine(errorOf(kernel("gather_float_index", gatherFloatIndex), {f}), "GatherTest.cpp",
@@ -130,6 +136,9 @@ TEST(Gather, MistakesAreNamedAtTheUsersLine) {
   tegula::testing::expectAtMarkedLine(errorOf(kernel("gather_mismatch", gatherMismatch), {f}), "GatherTest.cpp",
                                       "tl::gather along axis 0: the index [2, 2] must have the rank of the source "
                                       "[4, 4] and match it in every other dimension");
+  std::vector<int64_t> wide(4);
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("gather_wide_index", gatherWideIndex), {f, wide}),
+                                      "GatherTest.cpp", "tl::gather takes indices of at most 32 bits, got i64");
 }
 
 } // namespace
