@@ -27,6 +27,10 @@ using namespace mlir;
 
 namespace tegula::sim {
 
+/// The most dynamic shared memory any GPU Tegula targets gives one CTA
+/// (cudaDevAttrMaxSharedMemoryPerBlockOptin on an H100: 227 KiB).
+constexpr size_t kMaxSharedBytesPerCta = 232448;
+
 struct SimKernel::Impl {
   std::string kernel;
   OwningOpRef<ModuleOp> module;
@@ -139,6 +143,12 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
         AsmProgram::parse(cast<StringAttr>(pair[0]).str(), cast<StringAttr>(pair[1]).str()));
   }
   impl->sharedBytes = size_t(cast<IntegerAttr>(module->getAttr("tegula.sim.shared_bytes")).getInt());
+  // What no GPU would launch is refused here too, as the runtime refuses it
+  // there: a simulated run must not pass a kernel the hardware cannot hold.
+  if (impl->sharedBytes > kMaxSharedBytesPerCta)
+    throw Error(fmt::format("simulator: kernel '{}' needs {} bytes of shared memory per CTA; no GPU allows more "
+                            "than {} (an H100's 227 KiB; an A100's is 163 KiB) (smaller tiles, fewer stages)",
+                            kernel, impl->sharedBytes, kMaxSharedBytesPerCta));
   if (auto maps = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps"))
     impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");

@@ -71,6 +71,15 @@ struct Draw {
   }
 };
 
+/// Roughly what a draw's kernel keeps in shared memory: the operand rings
+/// and, for the descriptor GEMMs, the staged C block (both programs' with
+/// ping-pong).
+int sharedBytesOf(const Draw &d) {
+  const int elementBytes = d.operands == Operands::TF32 ? 4 : d.operands == Operands::I8 ? 1 : 2;
+  const int cBlock = d.kind == Kind::Pointers ? 0 : d.bm * d.bn * 4;
+  return (d.pingPong ? 2 : 1) * (d.stages * (d.bm + d.bn) * d.bk * elementBytes + cBlock);
+}
+
 Draw drawOne(std::mt19937 &rng) {
   auto pick = [&](std::initializer_list<int> values) {
     return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
@@ -101,13 +110,11 @@ Draw drawOne(std::mt19937 &rng) {
     d.bm = std::max(d.bm, 16 * d.warps); // wgmma: 16 rows a warp
     d.stages = pick({2, 3, 4});
     d.pingPong = d.warps == 4 && pick({0, 1});
-    // Ping-pong: both programs' stages and C blocks in an H100's shared
-    // memory (a GPU draw must launch).
-    const int elementBytes = 2; // bf16 or f16 here
-    while (d.pingPong && d.stages > 2 &&
-           2 * (d.stages * (d.bm + d.bn) * d.bk * elementBytes + d.bm * d.bn * 4) > 200 * 1024)
-      --d.stages;
   }
+  // Every draw's rings (and C block) fit an H100's shared memory: a GPU draw
+  // must launch (the runtime refuses more than the device's 227 KiB).
+  while (d.stages > 1 && sharedBytesOf(d) > 200 * 1024)
+    --d.stages;
   d.M = std::uniform_int_distribution<int>(1, 2 * d.bm + 3)(rng);
   d.N = std::uniform_int_distribution<int>(1, 2 * d.bn + 3)(rng);
   d.K = std::uniform_int_distribution<int>(1, 3 * d.bk + 5)(rng);

@@ -389,6 +389,26 @@ TEST_P(Tf32Int8Rings, Tf32AlongMOrNScattersIntoKMajorRings) {
       }
 }
 
+/// Rings larger than any GPU's shared memory (tf32 128x128x64 at 4 stages:
+/// 256 KiB, an H100 gives a CTA 227 KiB) are refused with what to change -
+/// by the runtime on a GPU and, alike, by the simulator, where such a
+/// kernel used to pass (the GPU GEMM sweep drew one on 2026-11-27).
+TEST_P(Tf32Int8Rings, RingsLargerThanAnyGpusSharedMemoryAreRefused) {
+  const int M = 130, N = 130, K = 130;
+  auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(K * N));
+  auto c = poisoned<float>(size_t(M * N));
+  Grid g{2, 2};
+  LaunchOptions t = target(g, 4);
+  t.num_stages = 4;
+  try {
+    tf32Gemm<false>()(t, a, b, c, M, N, K, 128, 128, 64);
+    FAIL() << "a kernel needing 256 KiB of shared memory ran";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("bytes of shared memory per CTA"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("(smaller tiles, fewer stages)"));
+  }
+}
+
 /// The 128 x 128 tiles the gemm benchmark runs: rings filled 16 bytes a
 /// copy, ldmatrix without .trans for the K-major operands, no spills at 4
 /// warps (before: tf32 operands were exchanged through shared memory each
