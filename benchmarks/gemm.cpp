@@ -73,6 +73,17 @@ bool selected(const Config &c) {
                      [&](const std::string &s) { return name.find(s) != std::string::npos; });
 }
 
+/// A clustered persistent GEMM's grid: whole clusters, no more programs than
+/// fit on the GPU at once (`resident`, Kernel::max_resident_programs) - a
+/// cluster past those would run after the others, a second wave for its
+/// tiles - and no more than `programs` (the SMs, or the tiles if fewer).
+uint32_t clusterGrid(const Config &cfg, uint32_t programs, int resident) {
+  const uint32_t size = uint32_t(cfg.cluster);
+  const uint32_t grid = std::max<uint32_t>(std::min(programs, uint32_t(resident)) / size, 1) * size;
+  fmt::print("      {}: {} programs resident at once in clusters of {}, grid {}\n", cfg.name(), resident, size, grid);
+  return grid;
+}
+
 struct Shape {
   std::string name; // e.g. "4096^3", "gpt2 qkv"
   int M, N, K;
@@ -309,8 +320,10 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         unsetenv("TEGULA_WGMMA");
       if (cfg.persistent) // ping-pong: two programs per SM
         opts.grid = {std::min<uint32_t>(sms * (cfg.pp ? 2 : 1), uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) // whole clusters
-        opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
+      if (cfg.cluster > 1) // whole clusters, as many as fit at once
+        opts.grid.x = clusterGrid(cfg, opts.grid.x,
+                                  persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
+                                                                          cfg.bk, 8));
       c.fill_bytes(0xff); // what the kernel does not write shows
       // Stream-K's workspace: two partial blocks a program, a zeroed counter a tile.
       std::optional<DeviceBuffer> partials, arrivals;
@@ -408,8 +421,10 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                          .cluster_size = cfg.cluster};
       if (cfg.persistent)
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) // whole clusters
-        opts.grid.x = std::max<uint32_t>(opts.grid.x / uint32_t(cfg.cluster), 1) * uint32_t(cfg.cluster);
+      if (cfg.cluster > 1) // whole clusters, as many as fit at once
+        opts.grid.x = clusterGrid(cfg, opts.grid.x,
+                                  persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
+                                                                          cfg.bk, 8));
       if (cfg.streamK && !streamK)
         continue;
       std::optional<DeviceBuffer> partials, arrivals; // stream-K's workspace

@@ -615,6 +615,51 @@ std::string Kernel::launch_target(const LaunchOptions &opts) const {
   return target;
 }
 
+std::shared_ptr<runtime::LoadedKernel> Kernel::loadOnGpu(detail::Specialization &spec, const LaunchOptions &opts,
+                                                          const std::vector<Arg> &args, const Switches &env,
+                                                          int clusterSize) const {
+  const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
+  CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
+                       .num_warps = opts.num_warps,
+                       .num_stages = opts.num_stages,
+                       .warp_specialize = opts.warp_specialize || env.warpSpecialize,
+                       .ping_pong = opts.ping_pong || env.pingPong,
+                       .cluster_size = clusterSize,
+                       .max_registers = opts.max_registers};
+  copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
+  const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, env.paths().key(),
+                              copts.warp_specialize, copts.ping_pong, copts.cluster_size, copts.max_registers};
+  {
+    std::lock_guard<std::mutex> lock(spec.compileMutex);
+    // (A load that threw left its slot empty.)
+    if (auto it = spec.loaded.find(key); it != spec.loaded.end() && it->second)
+      return it->second; // the fast path: no copy of the compiled binary
+  }
+  CompiledKernel compiled = compile(args, copts, env.paths());
+  std::lock_guard<std::mutex> lock(spec.compileMutex);
+  auto &slot = spec.loaded[key];
+  if (!slot)
+    slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name, compiled.dynamic_shared_bytes,
+                                       runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps,
+                                       compiled.programs_per_cta, compiled.cluster_size);
+  return slot;
+}
+
+int Kernel::max_resident_programs(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+  detail::Specialization &spec = impl_->specialize(args);
+  const Switches env = Switches::read();
+  if (backendOf(opts, env) != Backend::GPU)
+    throw Error(fmt::format("kernel '{}': max_resident_programs asks the CUDA driver how many programs fit on the "
+                            "GPU at once; this launch runs on the {} (launch on the GPU backend, or size the grid "
+                            "yourself there)",
+                            impl_->name, backendOf(opts, env) == Backend::Sim ? "CTA simulator" : "CPU interpreter"));
+  checkMaxRegisters(opts.max_registers, impl_->name);
+  const int clusterSize =
+      env.clusterSizeFor(opts.cluster_size, spec.usesClusters, opts.ping_pong || env.pingPong, impl_->name);
+  std::shared_ptr<runtime::LoadedKernel> kernel = loadOnGpu(spec, opts, args, env, clusterSize);
+  return runtime::maxResidentCtas(*kernel, opts.num_warps) * kernel->programsPerCta();
+}
+
 void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
   detail::Specialization &spec = impl_->specialize(args);
   const Switches env = Switches::read();
@@ -661,34 +706,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     return;
   }
   case Backend::GPU: {
-    const runtime::GpuDevice &device = runtime::currentDevice(); // "no CUDA driver" here
-    CompileOptions copts{.chip = opts.chip.empty() ? device.chip() : opts.chip,
-                         .num_warps = opts.num_warps,
-                         .num_stages = opts.num_stages,
-                         .warp_specialize = opts.warp_specialize || env.warpSpecialize,
-                         .ping_pong = opts.ping_pong || env.pingPong,
-                         .cluster_size = clusterSize,
-                         .max_registers = opts.max_registers};
-    copts.warp_specialize = copts.warp_specialize || copts.ping_pong;
-    const detail::LoadedKey key{copts.chip, copts.num_warps, copts.num_stages, env.paths().key(),
-                                copts.warp_specialize, copts.ping_pong, copts.cluster_size, copts.max_registers};
-    std::shared_ptr<runtime::LoadedKernel> kernel;
-    {
-      std::lock_guard<std::mutex> lock(spec.compileMutex);
-      if (auto it = spec.loaded.find(key); it != spec.loaded.end())
-        kernel = it->second; // the fast path: no copy of the compiled binary
-    }
-    if (!kernel) {
-      CompiledKernel compiled = compile(args, copts, env.paths());
-      std::lock_guard<std::mutex> lock(spec.compileMutex);
-      auto &slot = spec.loaded[key];
-      if (!slot)
-        slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name,
-                                           compiled.dynamic_shared_bytes,
-                                           runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps,
-                                           compiled.programs_per_cta, compiled.cluster_size);
-      kernel = slot;
-    }
+    std::shared_ptr<runtime::LoadedKernel> kernel = loadOnGpu(spec, opts, args, env, clusterSize);
     runtime::launchKernel(*kernel, opts.grid, opts.num_warps, impl_->params, args, opts.stream,
                           impl_->paramNames);
     return;

@@ -44,6 +44,8 @@ namespace tegula::runtime {
   X(cuFuncGetAttribute)                                                                    \
   X(cuFuncSetAttribute)                                                                    \
   X(cuLaunchKernel)                                                                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                           \
+  X(cuOccupancyMaxActiveClusters)                                                          \
   X(cuTensorMapEncodeTiled)                                                                \
   X(cuStreamCreate)                                                                        \
   X(cuStreamDestroy)                                                                       \

@@ -157,6 +157,42 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   return k;
 }
 
+int maxResidentCtas(const LoadedKernel &kernel, int numWarps) {
+  const Driver &d = Driver::get();
+  const unsigned threads = unsigned(32 * (numWarps * kernel.programsPerCta() + kernel.producerWarps()));
+  auto fn = static_cast<CUfunction>(kernel.function());
+  if (kernel.clusterSize() > 1) {
+    // The cluster shape is the kernel's own (.reqnctapercluster); the grid
+    // only has to be whole clusters.
+    CUlaunchConfig config{};
+    config.gridDimX = unsigned(kernel.clusterSize());
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = threads;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = unsigned(kernel.dynamicSharedBytes());
+    int clusters = 0;
+    d.check(d.cuOccupancyMaxActiveClusters(&clusters, fn, &config), "cuOccupancyMaxActiveClusters", kernel.name());
+    if (clusters < 1)
+      throw Error(fmt::format("kernel '{}': no cluster of {} CTAs of {} threads and {} bytes of shared memory fits "
+                              "on {} at once",
+                              kernel.name(), kernel.clusterSize(), threads, kernel.dynamicSharedBytes(),
+                              currentDevice().name));
+    return clusters * kernel.clusterSize();
+  }
+  int perSm = 0;
+  d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, int(threads), size_t(kernel.dynamicSharedBytes())),
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor", kernel.name());
+  if (perSm < 1)
+    throw Error(fmt::format("kernel '{}': no CTA of {} threads and {} bytes of shared memory fits on an SM of {}",
+                            kernel.name(), threads, kernel.dynamicSharedBytes(), currentDevice().name));
+  CUdevice device;
+  int sms = 0;
+  d.check(d.cuDeviceGet(&device, currentDevice().ordinal), "cuDeviceGet", kernel.name());
+  d.check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "cuDeviceGetAttribute",
+          kernel.name());
+  return perSm * sms;
+}
+
 LoadedKernel::~LoadedKernel() {
   if (module_ && Driver::available())
     Driver::get().cuModuleUnload(static_cast<CUmodule>(module_)); // best effort at exit

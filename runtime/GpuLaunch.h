@@ -71,6 +71,12 @@ private:
   void *module_ = nullptr, *function_ = nullptr;
 };
 
+/// How many CTAs of `kernel` (numWarps warps a program, its producers and
+/// dynamic shared memory) the current device runs at once: whole clusters
+/// only, for a kernel in clusters (cuOccupancyMaxActiveClusters), else the
+/// CTAs an SM holds times the SMs.
+int maxResidentCtas(const LoadedKernel &kernel, int numWarps);
+
 /// Launch with 32 * numWarps threads per program. Device buffers are passed
 /// as they are; host buffers are staged: copied in, and after the wait the
 /// ones that are not read-only are copied back. A launch with no host

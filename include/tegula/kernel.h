@@ -180,9 +180,14 @@ struct ParamInfo {
   bool any_dtype = false;
 };
 
+namespace runtime {
+class LoadedKernel;
+}
 namespace detail {
 struct KernelImpl;
 struct CodePaths;
+struct Specialization;
+struct Switches;
 template <class P> struct param_traits;
 template <class T> struct param_traits<tl::ptr<T>> {
   static constexpr ParamInfo info{ParamInfo::Kind::Pointer, dtype_of_v<T>};
@@ -279,6 +284,21 @@ public:
     launch(opts, std::vector<Arg>{Arg(args)...});
   }
 
+  /// How many programs of this kernel run on the GPU at once when launched
+  /// with `opts` and these arguments (compiled and loaded as that launch
+  /// would be): the grid of a persistent kernel that walks its tiles over
+  /// tl::num_programs. Counts what the driver says fits - registers, shared
+  /// memory, warps - and, for a kernel in thread-block clusters, only whole
+  /// clusters that fit together (cuOccupancyMaxActiveClusters: an H100's
+  /// GPCs can leave SMs no cluster can use, so this may be fewer than the
+  /// SMs); two programs a CTA with ping-pong. GPU backend only (an error
+  /// elsewhere).
+  int max_resident_programs(const LaunchOptions &opts, const std::vector<Arg> &args) const;
+  template <class... A> int max_resident_programs(const LaunchOptions &opts, A &&...args) const {
+    const std::vector<Arg> all{Arg(args)...};
+    return max_resident_programs(opts, all);
+  }
+
   /// The `tile` IR of the specialisation these arguments select, as text.
   /// `stage` is "traced" (as built) or "tile" (after canonicalisation);
   /// `debug_info` prints each op's source location.
@@ -297,6 +317,10 @@ private:
   /// compile alike).
   CompiledKernel compile(const std::vector<Arg> &args, const CompileOptions &opts,
                          const detail::CodePaths &paths) const;
+  /// The launch's loaded GPU kernel (compiled and loaded on first use).
+  std::shared_ptr<runtime::LoadedKernel> loadOnGpu(detail::Specialization &spec, const LaunchOptions &opts,
+                                                   const std::vector<Arg> &args, const detail::Switches &env,
+                                                   int clusterSize) const;
 
   std::shared_ptr<detail::KernelImpl> impl_;
 };

@@ -651,6 +651,38 @@ CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
   return CUDA_SUCCESS;
 }
 
+/// Occupancy as an H100 has it: 132 SMs of 2048 threads, 64K registers and
+/// 228 KiB of shared memory (1 KiB of it reserved per CTA), 32 CTAs each.
+static int fakeCtasPerSm(const Function &f, int threads, size_t shared) {
+  if (threads <= 0 || threads > 1024 || shared > size_t(kOptinShared))
+    return 0;
+  const int byThreads = 2048 / threads;
+  const int byRegisters = 65536 / (threads * f.registers);
+  const int byShared = int((233472) / (shared + 1024));
+  return std::min({32, byThreads, byRegisters, byShared});
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction function, int threads, size_t shared) {
+  FAKE_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (!blocks || !function)
+    return CUDA_ERROR_INVALID_VALUE;
+  *blocks = fakeCtasPerSm(*reinterpret_cast<Function *>(function), threads, shared);
+  return CUDA_SUCCESS;
+}
+
+/// Clusters stay within a GPC: this fake's 132 SMs form seven GPCs of 18
+/// and one of 6, so clusters of 4 leave SMs idle as a real H100's do.
+CUresult cuOccupancyMaxActiveClusters(int *clusters, CUfunction function, const CUlaunchConfig *config) {
+  FAKE_ENTER("cuOccupancyMaxActiveClusters");
+  if (!clusters || !function || !config || config->gridDimX == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const int perSm = fakeCtasPerSm(*reinterpret_cast<Function *>(function), int(config->blockDimX),
+                                  size_t(config->sharedMemBytes));
+  const int size = int(config->gridDimX); // the kernel's own cluster shape: a grid of one cluster
+  *clusters = 7 * (18 * perSm / size) + 6 * perSm / size;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, CUstream stream,
                         void **kernelParams, void **extra) {

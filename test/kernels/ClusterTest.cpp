@@ -231,6 +231,35 @@ TEST_P(ClusterGemm, MatchesTheInterpreter) {
   }
 }
 
+/// The grid a persistent clustered GEMM should take on this GPU: the driver
+/// counts whole clusters that fit at once (printed: the benchmarks' grid).
+/// At most one program an SM at over 200 KiB of shared memory each; whole
+/// clusters; a clustered launch of exactly that many runs.
+TEST_P(ClusterGemm, MaxResidentProgramsAreWholeClustersThatFitAtOnce) {
+  if (GetParam().backend != Backend::GPU)
+    GTEST_SKIP() << "asks the CUDA driver: the GPU instantiation's";
+  auto k = kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<bfloat16>, kGemmParams);
+  const int M = 1024, N = 1024, K = 256, sms = device_info().multiprocessors;
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  auto want = poisoned<bfloat16>(size_t(M * N)), got = want;
+  for (int cluster : {1, 2, 4}) {
+    LaunchOptions o = target({1}, 8);
+    o.num_stages = 4;
+    o.warp_specialize = true;
+    o.cluster_size = cluster;
+    const int resident = k.max_resident_programs(o, a, b, got, M, N, K, 128, 256, 64, 8);
+    std::printf("[clusters] %s, clusters of %d: %d programs resident at once (%d SMs)\n",
+                device_info().name.c_str(), cluster, resident, sms);
+    EXPECT_GT(resident, 0);
+    EXPECT_LE(resident, sms);
+    EXPECT_EQ(resident % cluster, 0);
+    o.grid = {uint32_t(resident)};
+    k({.grid = o.grid, .backend = Backend::Interp, .cluster_size = cluster}, a, b, want, M, N, K, 128, 256, 64, 8);
+    k(o, a, b, got, M, N, K, 128, 256, 64, 8);
+    EXPECT_LT(rel_error(got, to_double(want)), tolerance<bfloat16>()) << "clusters of " << cluster;
+  }
+}
+
 // Clusters and multicast are sm_90a code.
 INSTANTIATE_TEST_SUITE_P(Sim, ClusterGemm, ::testing::Values(ChipTarget{Backend::Sim, "sm_90a"}), chipTargetName);
 INSTANTIATE_TEST_SUITE_P(Gpu, ClusterGemm, ::testing::Values(ChipTarget{Backend::GPU, "sm_90a"}), chipTargetName);

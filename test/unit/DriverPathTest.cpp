@@ -23,6 +23,7 @@ using namespace tegula;
 using namespace tegula::testing;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 namespace fake = tegula::fakecuda;
 using fake::paramAs;
 
@@ -359,6 +360,39 @@ TEST_F(DriverPath, PingPongLaunchesHalfTheCtasAndPassesTheProgramCount) {
       EXPECT_TRUE(fake::tegula_fake_cuda_decode_tensor_map(l.params[i].data(), &map)) << i;
     }
   }
+}
+
+/// max_resident_programs asks the driver what fits at once, as the launch
+/// would compile and load the kernel: CTAs per SM times SMs, whole clusters
+/// only in clusters (the fake's GPCs of 18 SMs leave 2 SMs of each idle for
+/// clusters of 4), two programs a CTA with ping-pong; other backends refuse.
+TEST_F(DriverPath, MaxResidentProgramsCountsWhatTheDriverFitsAtOnce) {
+  ASSERT_EQ(device_info().chip, "sm_90a") << "TEGULA_FAKE_CUDA_ARCH changed the fake's device";
+  auto add = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  DeviceBuffer x(1024, DType::f32), y(1024, DType::f32), out(1024, DType::f32);
+  // 4 warps, 32 registers, no shared memory: 16 CTAs an SM (threads, registers).
+  EXPECT_EQ(add.max_resident_programs({.num_warps = 4, .backend = Backend::GPU}, x, y, out, 1024, 1024), 16 * 132);
+  EXPECT_THAT([&] { add.max_resident_programs({.backend = Backend::Interp}, x, y, out, 1024, 1024); },
+              ThrowsMessage<Error>(HasSubstr("max_resident_programs asks the CUDA driver")));
+
+  auto cluster = kernel("matmul_persistent_cluster", examples::matmul_persistent_cluster<bfloat16>,
+                        {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  const int M = 512, N = 256, K = 128;
+  DeviceBuffer a(size_t(M) * K, DType::bf16), b(size_t(K) * N, DType::bf16), c(size_t(M) * N, DType::bf16);
+  const LaunchOptions ws{.num_warps = 8, .num_stages = 4, .backend = Backend::GPU, .warp_specialize = true};
+  // One CTA an SM (over 200 KiB of shared memory each).
+  EXPECT_EQ(cluster.max_resident_programs(ws, a, b, c, M, N, K, 128, 256, 64, 8), 132);
+  LaunchOptions pairs = ws, fours = ws;
+  pairs.cluster_size = 2;
+  fours.cluster_size = 4;
+  EXPECT_EQ(cluster.max_resident_programs(pairs, a, b, c, M, N, K, 128, 256, 64, 8), 132);
+  EXPECT_EQ(cluster.max_resident_programs(fours, a, b, c, M, N, K, 128, 256, 64, 8), 4 * (7 * 4 + 1));
+
+  auto pingPong = kernel("matmul_persistent_descriptors", examples::matmul_persistent_descriptors<bfloat16>,
+                         {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"});
+  EXPECT_EQ(pingPong.max_resident_programs({.num_warps = 4, .num_stages = 2, .backend = Backend::GPU, .ping_pong = true},
+                                           a, b, c, M, N, K, 128, 128, 64, 8),
+            2 * 132);
 }
 
 /// A warp-specialised kernel at 8 + 4 warps moves registers between its
