@@ -64,9 +64,11 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
 }
 
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.
-void addLoweringPasses(mlir::OpPassManager &pm) {
+void addLoweringPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addPass(createAllocateSharedMemory());
-  pm.addPass(createLowerTileGPUToLLVM());
+  LowerTileGPUToLLVMOptions lowering;
+  lowering.chip = o.chip; // not layoutChip(): mma.sync code rounds by the chip too
+  pm.addPass(createLowerTileGPUToLLVM(lowering));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createCarryPackedPairs());
@@ -76,7 +78,7 @@ void addLoweringPasses(mlir::OpPassManager &pm) {
 
 void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options) {
   addLayoutPasses(pm, options);
-  addLoweringPasses(pm);
+  addLoweringPasses(pm, options);
 }
 
 namespace {
@@ -108,7 +110,7 @@ mlir::LogicalResult runGpuPipeline(mlir::ModuleOp module, const GpuPipelineOptio
     module->setAttr("tilegpu.max_registers", mlir::IntegerAttr::get(i32, options.maxRegisters));
   }
   mlir::PassManager lower(module.getContext());
-  addLoweringPasses(lower);
+  addLoweringPasses(lower, options);
   enableTimingFromEnv(lower);
   if (mlir::failed(lower.run(module)))
     return mlir::failure();

@@ -4,6 +4,7 @@
 #include "simulator/Runtime.h"
 #include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
+#include "tegula/dtype.h"
 #include "tegula/error.h"
 
 #include <bit>
@@ -23,6 +24,7 @@ namespace tegula::sim {
 namespace {
 enum class Op {
   Mov, Load, Store, Atom, Max, Min, Setp, Bra,
+  CvtRnTf32, // cvt.rn.tf32.f32: f32 bits rounded to tf32, nearest, ties to even (sm_90)
   // sm_90a: warpgroup MMA and the async-proxy fence (Wgmma.h).
   WgmmaFence, WgmmaMma, WgmmaCommit, WgmmaWait, FenceProxyAsync,
   // sm_90a: mbarriers and TMA bulk tensor copies (Tma.h).
@@ -409,6 +411,15 @@ struct Parser {
     size_t sp = rest.find_first_of(" \t");
     std::string opcode = rest.substr(0, sp);
     std::string operands = sp == std::string::npos ? "" : rest.substr(sp);
+    if (opcode == "cvt.rn.tf32.f32") {
+      in.op = Op::CvtRnTf32;
+      in.bits = 32;
+      for (const std::string &o : split(operands, ','))
+        in.operands.push_back(operand(o));
+      if (in.operands.size() != 2 || in.operands[0].form != Operand::Register)
+        unsupported(fmt::format("'{}' needs a destination register and a source", stmt));
+      return in;
+    }
     std::vector<std::string> parts = split(opcode, '.');
     const std::string &name = parts[0];
     static const std::map<std::string, Op> ops = {
@@ -650,6 +661,10 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     switch (in.op) {
     case Op::Mov:
       r[ops[0].reg] = maskBits(value(ops[1]), in.bits);
+      break;
+    case Op::CvtRnTf32: // the low 13 bits zero, which the hardware does not promise (the tensor cores ignore them)
+      r[ops[0].reg] =
+          std::bit_cast<uint32_t>(round_to_tf32(std::bit_cast<float>(uint32_t(maskBits(value(ops[1]), 32)))));
       break;
     case Op::Load:
     case Op::Store: {

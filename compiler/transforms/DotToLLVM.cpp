@@ -83,13 +83,19 @@ std::array<int64_t, 3> instructionTiles(tilegpu::MmaEncodingAttr mma, int64_t M,
           std::max<int64_t>(1, N / (8 * wn))};
 }
 
+/// Whether the target rounds to tf32 with cvt.rn.tf32.f32 (the pattern's
+/// type converter says).
+template <class Pattern> bool tf32Cvt(const Pattern &p) {
+  return static_cast<const TileTypeConverter *>(p.getTypeConverter())->tf32Cvt;
+}
+
 /// The mma.sync instructions of one warp's share of `a * b + c` (registers
 /// of the accumulator layout in, out), k-slice by k-slice: a staged
 /// operand's ldmatrix runs just before the first mma that needs it, so one
 /// slice of each operand is live at a time.
 SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type elem,
                                tile::DotPrecision precision, int64_t kTiles, int64_t mTiles,
-                               int64_t nTiles, MmaOperand *a, MmaOperand *b, ValueRange c) {
+                               int64_t nTiles, MmaOperand *a, MmaOperand *b, ValueRange c, bool tf32Cvt) {
   const bool tf32 = elem.isF32(), s8 = elem.isInteger(8);
   const int64_t e = 32 / elem.getIntOrFloatBitWidth(); // operand elements per register
   const int64_t instrK = layout::mmaInstructionShape(int(elem.getIntOrFloatBitWidth())).k;
@@ -105,7 +111,8 @@ SmallVector<Value> emitMmaSync(ConversionPatternRewriter &rw, Location loc, Type
   };
   // f32 -> tf32 bits, rounded to nearest even like TMA and the interpreter:
   // mma.sync itself would truncate. Inf/NaN pass.
-  auto toTf32 = [&](Value f) -> Value { return tf32Bits(rw, loc, f); };
+  // (cvt for tf32's operands; tf32x3's parts need exact low bits.)
+  auto toTf32 = [&](Value f) -> Value { return tf32Bits(rw, loc, f, tf32Cvt && precision == tile::DotPrecision::TF32); };
   Type f32 = rw.getF32Type();
   // tf32x3: x = hi + lo with hi = tf32(x), lo = tf32(x - hi); the product
   // is lo*hi + hi*lo + hi*hi (the lo*lo term is below f32 precision).
@@ -252,7 +259,7 @@ struct DotMmaPattern : OpConversionPattern<tile::DotOp> {
     }
 
     SmallVector<Value> results =
-        emitMmaSync(rw, loc, elem, precision, kTiles, mTiles, nTiles, &*a, &*b, c);
+        emitMmaSync(rw, loc, elem, precision, kTiles, mTiles, nTiles, &*a, &*b, c, tf32Cvt(*this));
     rw.replaceOpWithMultiple(op, {results});
     return success();
   }
@@ -287,7 +294,7 @@ struct DotSharedPattern : OpConversionPattern<tilegpu::DotSharedOp> {
     MmaOperand a = operand(0, aT, aTile, adaptor.getA()[0], adaptor.getAStage()[0]);
     MmaOperand b = operand(1, bT, bTile, adaptor.getB()[0], adaptor.getBStage()[0]);
     rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, op.getPrecision().value_or(tile::DotPrecision::IEEE),
-                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc())});
+                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc(), tf32Cvt(*this))});
     return success();
   }
 };
@@ -316,7 +323,7 @@ struct DotSharedBPattern : OpConversionPattern<tilegpu::DotSharedBOp> {
     if (a.registers() != 4 * int64_t(32 / bits) * kTiles * mTiles)
       return rw.notifyMatchFailure(op, "mma.sync: A's registers do not match its fragments");
     rw.replaceOpWithMultiple(op, {emitMmaSync(rw, loc, elem, op.getPrecision().value_or(tile::DotPrecision::IEEE),
-                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc())});
+                                              kTiles, mTiles, nTiles, &a, &b, adaptor.getAcc(), tf32Cvt(*this))});
     return success();
   }
 };

@@ -473,7 +473,9 @@ struct LowerTileGPUToLLVMPass
     module->setAttr(analysis::kSharedBytesAttr,
                     IntegerAttr::get(IntegerType::get(ctx, 32), sharedBytes));
 
-    TileTypeConverter types(ctx);
+    // cvt.rn.tf32.f32 from sm_90 on (PTX ISA 7.8).
+    const bool tf32Cvt = StringRef(chip).starts_with("sm_9") || StringRef(chip).starts_with("sm_1");
+    TileTypeConverter types(ctx, tf32Cvt);
     RewritePatternSet patterns(ctx);
     populateReducePatterns(types, patterns);
     populateScanPatterns(types, patterns);

@@ -289,8 +289,13 @@ Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::Sh
       ValueRange{LLVM::MulOp::create(b, loc, stage, i32Const(b, loc, type.tileBytes()))});
 }
 
-Value tf32Bits(OpBuilder &b, Location loc, Value f) {
+Value tf32Bits(OpBuilder &b, Location loc, Value f, bool cvt) {
   Type i32 = b.getI32Type();
+  if (cvt) // one instruction; see the header for its low 13 bits
+    return LLVM::InlineAsmOp::create(b, loc, i32, ValueRange{f}, "cvt.rn.tf32.f32 $0, $1;", "=r,f",
+                                     /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+        .getResult(0);
   Value u = LLVM::BitcastOp::create(b, loc, i32, f);
   Value exp = LLVM::AndOp::create(b, loc, u, i32Const(b, loc, 0x7f800000));
   Value special =
@@ -340,7 +345,7 @@ Type memoryType(Type pointee) {
   return pointee;
 }
 
-TileTypeConverter::TileTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
+TileTypeConverter::TileTypeConverter(MLIRContext *ctx, bool tf32Cvt) : LLVMTypeConverter(ctx), tf32Cvt(tf32Cvt) {
   addConversion([ctx](tile::PtrType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
   // A tensor descriptor on TMA is its tensor map's address (a kernel
   // parameter).

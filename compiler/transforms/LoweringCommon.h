@@ -77,8 +77,13 @@ mlir::Value fromAsmInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, ml
 std::string ptxType(mlir::Type elem);
 /// The bits (i32) of f32 `f` rounded to tf32 - nearest, ties to even, like
 /// TMA's TFLOAT32 tensor maps and the interpreter (round_to_tf32 in
-/// tegula/dtype.h); Inf and NaN pass unchanged.
-mlir::Value tf32Bits(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f);
+/// tegula/dtype.h); Inf and NaN stay Inf and NaN. `cvt` (sm_90 code, for
+/// mma and wgmma operands only): one cvt.rn.tf32.f32 where integer
+/// arithmetic takes seven instructions - per element of every tf32 operand,
+/// they bounded the tf32 GEMMs. The PTX ISA does not promise what cvt leaves
+/// in the low 13 bits, which the tensor cores do not read; tf32x3's
+/// x - tf32(x) needs them zero and rounds without cvt.
+mlir::Value tf32Bits(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f, bool cvt = false);
 /// Elements narrower than 32 bits packed into 32-bit words, the first in
 /// the low bits (values.size() * width a multiple of 32), and back.
 llvm::SmallVector<mlir::Value> packWords(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values);
@@ -134,7 +139,10 @@ mlir::Value inlinePtx(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
 /// Tiles with a tilegpu encoding become one value per register; pointers
 /// become `!llvm.ptr<1>`.
 struct TileTypeConverter : mlir::LLVMTypeConverter {
-  explicit TileTypeConverter(mlir::MLIRContext *ctx);
+  explicit TileTypeConverter(mlir::MLIRContext *ctx, bool tf32Cvt = false);
+  /// The target rounds f32 to tf32 in one instruction, cvt.rn.tf32.f32
+  /// (sm_90 on; lower-tilegpu-to-llvm's chip): see tf32Bits.
+  bool tf32Cvt = false;
 };
 
 /// The start (`!llvm.ptr<3>`) of the shared-memory buffer that

@@ -334,8 +334,14 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     dot becomes FMAs, atomics predicated `atom`, print `vprintf`, assert
     `vprintf` + trap. f32 atomic max/min are
     compare-and-swap loops. Not lowered yet (the op is named in the failure):
-    f64 atomic max/min, 16-bit compare-and-swap.
+    f64 atomic max/min, 16-bit compare-and-swap. `chip`: the target; from
+    sm_90 on, f32 values round to tf32 with one `cvt.rn.tf32.f32` instead of
+    integer arithmetic (both nearest, ties to even).
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_80\"",
+           "target: sm_80, or sm_90a (cvt.rn.tf32.f32 rounds to tf32)">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::scf::SCFDialect"];
 }

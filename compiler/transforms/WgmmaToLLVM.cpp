@@ -57,7 +57,7 @@ void storeTile(OpBuilder &b, Location loc, ValueRange original, RankedTensorType
   SmallVector<Value> values(original.begin(), original.end());
   if (t.getElementType().isF32())
     for (Value &v : values)
-      v = LLVM::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, v));
+      v = LLVM::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, v, /*cvt=*/true));
   storeSharedTile(b, loc, values, t, tile, base, /*stmatrix=*/true); // wgmma: sm_90 code
 }
 
@@ -240,7 +240,7 @@ SmallVector<Value> emitWgmmaDot(OpBuilder &b, Location loc, Type elem, int64_t w
         const size_t slice = size_t(k0 / instrK + kTiles * mi);
         if (tf32)
           for (Value v : aValues.slice(4 * slice, 4))
-            aRegs.push_back(tf32Bits(b, loc, v));
+            aRegs.push_back(tf32Bits(b, loc, v, /*cvt=*/true));
         else
           aRegs.append(packWords(b, loc, aValues.slice(8 * slice, 8)));
       }
@@ -394,7 +394,7 @@ void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int
       for (int64_t i = 0; i < 4; ++i) {
         Value index = i32Const(b, loc, int32_t(i));
         out = LLVM::InsertElementOp::create(
-            b, loc, out, tf32Bits(b, loc, LLVM::ExtractElementOp::create(b, loc, in, index)), index);
+            b, loc, out, tf32Bits(b, loc, LLVM::ExtractElementOp::create(b, loc, in, index), /*cvt=*/true), index);
       }
       LLVM::StoreOp::create(b, loc, out, at, /*alignment=*/16);
     }

@@ -294,7 +294,9 @@ public:
   /// SMs); two programs a CTA with ping-pong. GPU backend only (an error
   /// elsewhere).
   int max_resident_programs(const LaunchOptions &opts, const std::vector<Arg> &args) const;
-  template <class... A> int max_resident_programs(const LaunchOptions &opts, A &&...args) const {
+  template <class... A>
+    requires(!(sizeof...(A) == 1 && (std::is_same_v<std::remove_cvref_t<A>, std::vector<Arg>> && ...)))
+  int max_resident_programs(const LaunchOptions &opts, A &&...args) const {
     const std::vector<Arg> all{Arg(args)...};
     return max_resident_programs(opts, all);
   }

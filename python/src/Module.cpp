@@ -50,6 +50,18 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
   return r.kernel->ir(r.args, stage, debug);
 }
 
+int max_resident_programs(const KernelSet &k, py::args args, py::kwargs kwargs) {
+  std::vector<py::object> bound =
+      bindParameters(k.name, k.param_names, args, kwargs,
+                     {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong",
+                      "cluster_size", "max_registers"});
+  python::ArgumentLifetimes keep;
+  Resolved r = resolve(k, bound, keep);
+  LaunchOptions opts = launchOptions(kwargs, bound);
+  py::gil_scoped_release unlocked; // may compile
+  return r.kernel->max_resident_programs(opts, r.args);
+}
+
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
       bindParameters(k.name, k.param_names, args, kwargs,
@@ -166,6 +178,11 @@ registers a thread (the kernel's .maxnreg, Triton's maxnreg).)doc")
            "max_registers=0; "
            "returns a "
            "CompiledKernel")
+      .def("max_resident_programs", &max_resident_programs,
+           "How many programs of this kernel the GPU runs at once, launched with these arguments and "
+           "options (num_warps, num_stages, warp_specialize, ping_pong, cluster_size, ...): the grid of a "
+           "persistent kernel. Whole thread-block clusters only (cuOccupancyMaxActiveClusters: may be "
+           "fewer than the SMs); backend='gpu' only")
       .def("__repr__", [](const KernelSet &k) {
         return fmt::format("<tegula.Kernel {}({}), {} instantiation{}>", k.name,
                            fmt::join(k.param_names, ", "), k.overloads.size(),

@@ -41,6 +41,10 @@ class Kernel:
     def compile(self, *args: Any, chip: str = "sm_80", num_warps: int = 4, num_stages: int = 3,
                 assemble: bool = True, warp_specialize: bool = False, ping_pong: bool = False, cluster_size: int = 0,
                 max_registers: int = 0, **constants: Any) -> CompiledKernel: ...
+    def max_resident_programs(self, *args: Any, num_warps: int = 4, num_stages: int = 3,
+                              backend: str | None = None, chip: str | None = None, warp_specialize: bool = False,
+                              ping_pong: bool = False, cluster_size: int = 0, max_registers: int = 0,
+                              **constants: Any) -> int: ...
 
 class Config:
     constants: dict[str, int]

@@ -106,3 +106,29 @@ def test_launch_errors(case, tmp_path):
             "\nexcept Exception as e:\n    print(type(e).__name__, e)\n", tmp_path)
     assert r.returncode == 0, r.stderr
     assert expected in r.stdout, r.stdout
+
+
+def test_max_resident_programs_asks_the_driver(tmp_path):
+    # The fake driver models an H100: 132 SMs, GPCs of 18 (and one of 6);
+    # vector_add at 4 warps fits 16 CTAs an SM, the clustered GEMM one, and
+    # clusters of 4 leave two SMs of each GPC idle (4 x 29 programs).
+    r = run("""
+        x = np.zeros(1024, np.float32)
+        print(examples.vector_add.max_resident_programs(x, x, x, 1024, BLOCK=1024, backend="gpu"))
+        import ml_dtypes
+        a = np.zeros((512, 128), ml_dtypes.bfloat16)
+        b = np.zeros((128, 256), ml_dtypes.bfloat16)
+        c = np.zeros((512, 256), ml_dtypes.bfloat16)
+        for size in (1, 2, 4):
+            print(examples.matmul_persistent_cluster.max_resident_programs(
+                a, b, c, 512, 256, 128, BM=128, BN=256, BK=64, GROUP_M=8, num_warps=8, num_stages=4,
+                warp_specialize=True, cluster_size=size, backend="gpu"))
+        try:
+            examples.vector_add.max_resident_programs(x, x, x, 1024, BLOCK=1024, backend="interp")
+        except tegula.Error as e:
+            print("refused:", e)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:4] == ["2112", "132", "132", "116"]
+    assert "max_resident_programs asks the CUDA driver" in lines[4]

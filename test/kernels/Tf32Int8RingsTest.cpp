@@ -460,9 +460,11 @@ TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
                                 : "wgmma\\.mma_async\\.sync\\.aligned\\.m64n128k32\\.s32\\.s8\\.s8"),
                 0);
       EXPECT_EQ(count(ptx, "ldmatrix"), 0);
-      // tf32: each stage rounded in place (16-byte pieces, the low 13 bits
-      // masked off after the rounding add), fenced for the tensor cores.
-      EXPECT_EQ(count(ptx, "and\\.b32[^;]*-8192;") > 0, tf32);
+      // tf32: each stage rounded in place (16-byte pieces, one
+      // cvt.rn.tf32.f32 an element on sm_90: no integer rounding), fenced
+      // for the tensor cores.
+      EXPECT_EQ(count(ptx, "cvt\\.rn\\.tf32\\.f32") > 0, tf32);
+      EXPECT_EQ(count(ptx, "and\\.b32[^;]*-8192;"), 0);
       if (tf32)
         EXPECT_GT(count(ptx, "st\\.shared\\.v4\\.b32"), 0);
       continue;

@@ -8,6 +8,7 @@
 #include "simulator/Runtime.h"
 #include "simulator/TensorCore.h"
 #include "simulator/Tma.h"
+#include "tegula/dtype.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -277,6 +278,27 @@ TEST(SimRuntime, InlinePtxCompareAndSwapLoopIsNaNPropagatingMax) {
   EXPECT_EQ(seen[0], 1.5f);
   EXPECT_EQ(seen[1], 1.5f);
   EXPECT_EQ(seen[2], 2.5f);
+}
+
+/// cvt.rn.tf32.f32 (sm_90's one-instruction tf32 rounding): nearest, ties
+/// to even, as round_to_tf32 and the integer rounding of sm_80 code; Inf
+/// and NaN stay what they are.
+TEST(SimRuntime, InlinePtxCvtRnTf32RoundsToNearestEven) {
+  auto cvt = AsmProgram::parse("cvt.rn.tf32.f32 $0, $1;", "=r,f");
+  auto rounded = [&](uint32_t bits) {
+    uint64_t in[1] = {bits}, out[1] = {0};
+    cvt->run(in, out, 0);
+    return uint32_t(out[0]);
+  };
+  EXPECT_EQ(rounded(0x3f800fffu), 0x3f800000u); // below half: down
+  EXPECT_EQ(rounded(0x3f801001u), 0x3f802000u); // above half: up
+  EXPECT_EQ(rounded(0x3f801000u), 0x3f800000u); // a tie, even below: down
+  EXPECT_EQ(rounded(0x3f803000u), 0x3f804000u); // a tie, odd below: up to even
+  EXPECT_EQ(rounded(0xbf803000u), 0xbf804000u); // the sign kept
+  EXPECT_EQ(rounded(0x7f800000u), 0x7f800000u); // Inf
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(rounded(0x7fc00001u))));
+  for (float f : {1.0f / 3.0f, -2.7182817f, 1e-40f, 3.0e38f})
+    EXPECT_EQ(rounded(std::bit_cast<uint32_t>(f)), std::bit_cast<uint32_t>(round_to_tf32(f))) << f;
 }
 
 TEST(SimRuntime, UnsupportedInlinePtxIsRejectedByName) {

@@ -20,14 +20,13 @@
 // CHECK:       tilegpu.async_load %[[RB]]
 
 // Lowered, each (cp.async) stage is rounded to tf32 in place before wgmma
-// reads it - 16-byte pieces, rounded (+0xfff plus the lowest kept bit: ties
-// to even) and masked (0xffffe000) - then the async proxy is fenced and the
-// warps meet. (TMA rings are rounded by their tensor maps instead:
+// reads it - 16-byte pieces, each element by one cvt.rn.tf32.f32 (nearest,
+// ties to even; sm_90 code) - then the async proxy is fenced and the warps
+// meet. (TMA rings are rounded by their tensor maps instead:
 // pipeline-dot-operands-tf32-tma.mlir.)
 // LLVM-LABEL: llvm.func @gemm_tf32_nt
 // LLVM:         llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
-// LLVM:         llvm.add %{{.*}}, %{{.*}}  : i32
-// LLVM:         llvm.and %{{.*}}, %{{.*}}  : i32
+// LLVM-COUNT-4: llvm.inline_asm "cvt.rn.tf32.f32 $0, $1;", "=r,f"
 // LLVM:         llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // LLVM:         fence.proxy.async.shared::cta
 // LLVM-NEXT:    nvvm.barrier0
