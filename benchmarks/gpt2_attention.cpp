@@ -112,7 +112,9 @@ bool f32Attention(const DeviceInfo &info, int B, int iters) {
   struct Tile {
     int rows, cols, warps;
   };
-  const Tile modelFwd{tiles.attention_fwd_block, tiles.attention_fwd_block, tiles.attention_fwd_warps};
+  const Tile modelFwd{tiles.attention_fwd_block,
+                      tiles.attention_fwd_step ? tiles.attention_fwd_step : tiles.attention_fwd_block,
+                      tiles.attention_fwd_warps};
   const Tile modelBwd{tiles.attention_bwd_block, tiles.attention_bwd_step, tiles.attention_warps};
   o.fill_bytes(0xff);
   forward(modelFwd.rows, modelFwd.cols, modelFwd.warps, o, lse);
@@ -213,13 +215,13 @@ int main(int argc, char **argv) {
 
     const uint32_t bh = uint32_t(B * H);
     const int fb = tiles.attention_fwd_block, own = tiles.attention_bwd_block, step = tiles.attention_bwd_step,
-              warps = tiles.attention_warps;
+              warps = tiles.attention_warps, fs = tiles.attention_fwd_step ? tiles.attention_fwd_step : fb;
     // ws: on sm_90a, warp specialised (a producer warpgroup fills the TMA
     // rings; in the forward the two consumer warpgroups take turns issuing
     // their dots unless TEGULA_WARPGROUP_TURNS=0).
     auto forwardWith = [&](bool ws, DeviceBuffer &out, DeviceBuffer &lseOut) {
       fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps, ws), qkv, out, lseOut, 0, C, 2 * C, 3 * C, H,
-          T, scale, 0, D, fb, fb, BT, tiles.attention_fwd_diagonal_mask_only);
+          T, scale, 0, D, fb, fs, BT, tiles.attention_fwd_diagonal_mask_only);
     };
     auto forward = [&] { forwardWith(false, o, lse); };
     // The backward's ws: each ring filled by the producer is read by two dots.

@@ -452,6 +452,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   kernels_->embedding(launch({uint32_t(BT)}), tokArg, P("wte.weight"), P("wpe.weight"), A(a.encoded, btc), T, C,
                       lnBlock);
   const int attBlock = tiles_.attention_fwd_block;
+  const int attStep = tiles_.attention_fwd_step ? tiles_.attention_fwd_step : attBlock;
   // The residual connections run in the LayerNorm after them
   // (residual_layernorm_fwd: res = x + a, y = layernorm(res)); the first
   // block's ln_1 reads the embeddings alone.
@@ -472,7 +473,7 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
     kernels_->attention(attentionForwardLaunch({uint32_t(cdiv(T, attBlock)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
                         A(L.atty, btc),
                         S(L.lse, int64_t(B) * H * T), 0, C, 2 * C, 3 * C, H, T, 1.0f / std::sqrt(float(D)), 0,
-                        D, attBlock, attBlock, BT, tiles_.attention_fwd_diagonal_mask_only);
+                        D, attBlock, attStep, BT, tiles_.attention_fwd_diagonal_mask_only);
     linear(A(L.atty, btc), h + "attn.c_proj", A(L.attproj, btc), A(L.attproj, btc), C, C, false);
     residualLayernorm(residual, L.attproj, L.residual2, h + "ln_2", L.ln2, L.ln2Mean, L.ln2Rstd);
     linear(A(L.ln2, btc), h + "mlp.c_fc", A(L.fch, 4 * btc), A(L.fchPre, 4 * btc), 4 * C, C, true);

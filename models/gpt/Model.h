@@ -108,13 +108,16 @@ public:
     // flash attention's backward: the block of rows a program owns (keys in
     // dkdv, queries in dq) and the block its loop steps through
     int attention_bwd_block, attention_bwd_step, attention_warps;
-    int attention_fwd_block, attention_fwd_warps; // its forward (and decoding)
+    int attention_fwd_block, attention_fwd_warps; // its forward (and decoding): the block of queries a program owns
     int vocab_block;                              // cross-entropy's chunks of the vocabulary
     int linear_stages = 3;                        // the linear layers' pipeline depth
     // attention's forward compares and selects only on the key blocks past
     // the diagonal or T (false: on every block - sm_80's 64 x 64 forward
     // then takes 200 registers instead of 248, two CTAs an SM)
     bool attention_fwd_diagonal_mask_only = true;
+    // the block of keys the forward's loop steps through (0: attention_fwd_block;
+    // decoding uses attention_fwd_block for both)
+    int attention_fwd_step = 0;
     // Column sums (bias and LayerNorm parameter gradients) in two passes.
     // The model's first passes ride on the kernels that write their inputs
     // (attention's backward, the fused GELU backward, LayerNorm's); the
@@ -260,7 +263,12 @@ public:
     if (storage != DType::bf16 && (chip != "sm_90a" || matmul != tl::precision::tf32)) {
       t = Tiles{64, 64, 32, 4, 32, 32, 8, 32, 8, 1024};
     } else if (storage != DType::bf16) {
-      t = Tiles{64, 128, 16, 4, 32, 32, 8, 32, 8, 1024, 4};
+      // Attention: the forward at 64 queries x 32 keys on 4 warps (0.289 ms
+      // for GPT-2 124M's at B 8 on the H100 of 2026-11-27, where 32 x 32 on
+      // 8 warps took 0.545), the backward owning 64 rows (1.239 ms, 1.322 at
+      // 32): gpt2-attention's candidates, 0 spills on sm_90a.
+      t = Tiles{64, 128, 16, 4, 64, 32, 8, 64, 4, 1024, 4};
+      t.attention_fwd_step = 32;
       t.kmajor_bm = 128, t.kmajor_bn = 256, t.kmajor_bk = 32, t.kmajor_warps = 8, t.kmajor_stages = 4;
       t.kmajor_dw_bn = 128; // 166 registers, 0 spills
       t.dw_stream_k = false;

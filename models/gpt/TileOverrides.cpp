@@ -46,6 +46,7 @@ const Field kFields[] = {
     TEGULA_POW2(attention_warps, 1),
     TEGULA_POW2(attention_fwd_block, 1),
     TEGULA_POW2(attention_fwd_warps, 1),
+    TEGULA_POW2(attention_fwd_step, 0),
     TEGULA_BOOL(attention_fwd_diagonal_mask_only),
     TEGULA_BOOL(attention_fwd_ws),
     TEGULA_POW2(vocab_block, 1),

@@ -65,9 +65,10 @@ template <class T> void checkAll(const char *chip) {
   const int own = tiles.attention_bwd_block, step = tiles.attention_bwd_step;
   const int BM = tiles.bm, BN = tiles.bn, BK = tiles.bk, LW = tiles.linear_warps, LS = tiles.linear_stages;
   const int FB = tiles.attention_fwd_block, FW = tiles.attention_fwd_warps;
+  const int FS = tiles.attention_fwd_step ? tiles.attention_fwd_step : FB; // keys a step
   const std::vector<std::string> fwdParams = {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H",
                                               "T", "scale", "first_block", "D", "BM", "BN"};
-  const std::vector<Arg> fwdArgs = {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, D, FB, FB};
+  const std::vector<Arg> fwdArgs = {t, t, f, 0, C, 2 * C, 3 * C, 12, 1024, 0.125f, 0, D, FB, FS};
   const bool diagonalOnly = tiles.attention_fwd_diagonal_mask_only; // else every block masked
   if constexpr (std::is_same_v<T, float>) {
     std::vector<std::string> params = fwdParams;
