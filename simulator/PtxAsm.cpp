@@ -281,7 +281,8 @@ struct Parser {
       if (ops[0].form != Operand::Label) // `_`: the state is not kept
         unsupported(fmt::format("'{}': the arrival state goes to the sink `_`", stmt));
       requireAddress(ops[1], stmt);
-    } else if (opcode == "mbarrier.arrive.release.cluster.shared::cluster.b64") {
+    } else if (opcode == "mbarrier.arrive.release.cluster.shared::cluster.b64" ||
+               opcode == "mbarrier.arrive.shared::cluster.b64") { // .release.cta by default
       in.op = Op::MbarrierArriveCluster;
       expect(2);
       if (ops[0].form != Operand::Label) // `_`: the state is not kept

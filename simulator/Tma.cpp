@@ -362,7 +362,7 @@ void bulkTensorLoadMulticast(void *dst, const void *mapPtr, const int32_t *coord
 }
 
 void mbarrierArriveCluster(void *bar, uint32_t site) {
-  const char *what = "mbarrier.arrive.release.cluster.shared::cluster";
+  const char *what = "mbarrier.arrive.shared::cluster";
   const ClusterAddress at = locateInCluster(bar, 8, what, site);
   inClusterCta(at.rank, what, site, [&] { mbarrierArrive(sharedBase() + at.offset, site); });
 }

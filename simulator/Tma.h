@@ -57,7 +57,7 @@ void bulkTensorLoad(void *dst, const void *map, const int32_t *coords, int rank,
 /// each destination's own checks and state, as if it had issued the copy.
 void bulkTensorLoadMulticast(void *dst, const void *map, const int32_t *coords, int rank, void *bar,
                              uint16_t ctaMask, uint32_t site);
-/// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]: one
+/// mbarrier.arrive{.release.cluster}.shared::cluster.b64 _, [bar]: one
 /// arrival on the mbarrier at a shared::cluster address, in whichever CTA
 /// of the cluster it lives.
 void mbarrierArriveCluster(void *bar, uint32_t site);

@@ -60,17 +60,17 @@ namespace {
 
 /// Every thread spins until the mbarrier at `bar` completes the phase of
 /// parity `phase` (i32). `label` names the loop (tegula_wait: copies landed;
-/// tegula_wait_release: a warp-specialised producer waits for a stage).
-/// `clusterScope`: the arrivals come from other CTAs of the cluster too (a
-/// multicast ring's release), whose reads must be ordered before the copies
-/// this thread issues next.
-void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase, const char *label = "tegula_wait",
-                  bool clusterScope = false) {
+/// tegula_wait_release: a warp-specialised producer waits for a stage). A
+/// multicast ring's release comes from other CTAs of the cluster too; the
+/// wait stays at the default (.acquire.cta) scope, as CUTLASS's cluster
+/// pipelines wait: what it orders - the consumers' wgmma reads of the stage
+/// - completed (wgmma.wait_group) before they arrived.
+void waitForPhase(OpBuilder &b, Location loc, Value bar, Value phase, const char *label = "tegula_wait") {
   inlinePtx(b, loc, Type(), {bar, phase},
             fmt::format("{{\n.reg .pred %tegula_done;\n{0}:\n"
-                        "mbarrier.try_wait.parity{1}.shared::cta.b64 %tegula_done, [$0], $1;\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 %tegula_done, [$0], $1;\n"
                         "@!%tegula_done bra {0};\n}}",
-                        label, clusterScope ? ".acquire.cluster" : ""),
+                        label),
             "l,r");
 }
 
@@ -441,7 +441,12 @@ struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
         continue;
       }
       // A cluster's producers each write the stage in every CTA: the warp
-      // releases it in all of them (its own included, by the same path).
+      // releases it in all of them (its own included, by the same path). At
+      // the default .release.cta semantics, as CUTLASS's cluster barriers
+      // arrive: the stage's reads completed before (wgmma.wait_group), so no
+      // cluster-scope release is needed to order them - and one a warp a
+      // stage was the suspected cause of the clustered GEMMs running 2.4-4x
+      // slower than unclustered on the H100 of 2026-11-27 (not yet re-timed).
       inlinePtx(rw, loc, Type(), {}, "bar.warp.sync -1;", "");
       for (int64_t r = 0; r < ctas; ++r) {
         Type i64 = rw.getI64Type();
@@ -449,7 +454,7 @@ struct TmaArrivePattern : OpConversionPattern<tilegpu::TmaArriveOp> {
         Value remote = inlinePtx(rw, loc, i64, {local, i32Const(rw, loc, r)}, "mapa.shared::cluster.u64 $0, $1, $2;",
                                  "=l,l,r");
         inlinePtx(rw, loc, Type(), {lane0, remote},
-                  "@$0 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$1];", "b,l");
+                  "@$0 mbarrier.arrive.shared::cluster.b64 _, [$1];", "b,l");
       }
     }
     rw.eraseOp(op);
@@ -527,8 +532,7 @@ struct TmaWaitPattern : OpConversionPattern<tilegpu::TmaWaitOp> {
       waitForPhase(rw, loc,
                    stageBarrier(rw, loc, lowered, adaptor.getStage(),
                                 cast<tilegpu::SharedTilesType>(ring.getType()), op.getReleased()),
-                   adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait",
-                   op.getReleased() && clusterSize(op) > 1);
+                   adaptor.getPhase(), op.getReleased() ? "tegula_wait_release" : "tegula_wait");
     if (!op.getReleased() && !op.getNoBarrier()) // warp specialised: each thread for itself
       ctaBarrier(rw, loc);
     rw.eraseOp(op);
