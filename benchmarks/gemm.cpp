@@ -320,10 +320,16 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         unsetenv("TEGULA_WGMMA");
       if (cfg.persistent) // ping-pong: two programs per SM
         opts.grid = {std::min<uint32_t>(sms * (cfg.pp ? 2 : 1), uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) // whole clusters, as many as fit at once
-        opts.grid.x = clusterGrid(cfg, opts.grid.x,
-                                  persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
-                                                                          cfg.bk, 8));
+      if (cfg.cluster > 1) { // whole clusters, as many as fit at once
+        try {
+          opts.grid.x = clusterGrid(cfg, opts.grid.x,
+                                    persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
+                                                                            cfg.bk, 8));
+        } catch (const Error &e) {
+          fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(), e.what());
+          continue;
+        }
+      }
       c.fill_bytes(0xff); // what the kernel does not write shows
       // Stream-K's workspace: two partial blocks a program, a zeroed counter a tile.
       std::optional<DeviceBuffer> partials, arrivals;
@@ -421,10 +427,16 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                          .cluster_size = cfg.cluster};
       if (cfg.persistent)
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) // whole clusters, as many as fit at once
-        opts.grid.x = clusterGrid(cfg, opts.grid.x,
-                                  persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
-                                                                          cfg.bk, 8));
+      if (cfg.cluster > 1) { // whole clusters, as many as fit at once
+        try {
+          opts.grid.x = clusterGrid(cfg, opts.grid.x,
+                                    persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
+                                                                            cfg.bk, 8));
+        } catch (const Error &e) {
+          fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(), e.what());
+          continue;
+        }
+      }
       if (cfg.streamK && !streamK)
         continue;
       std::optional<DeviceBuffer> partials, arrivals; // stream-K's workspace

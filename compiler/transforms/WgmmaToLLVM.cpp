@@ -369,7 +369,9 @@ std::optional<WgmmaOperandTile> ringOperand(int idx, tilegpu::SharedTilesType ri
 /// only drop the low bits of what the ring's copies wrote): the warps of
 /// the dot share the 16-byte pieces, then fence the async proxy (wgmma reads
 /// next) and meet. Rounding is idempotent, so a stage read again rounds
-/// nothing new.
+/// nothing new - the low 13 bits are masked after cvt.rn.tf32.f32, which the
+/// PTX ISA does not promise to zero (a loop-invariant stage is rounded again
+/// every iteration, while an earlier wgmma group may still read it).
 void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int64_t>> tiles,
                        int64_t warps) {
   const int64_t threads = 32 * warps;
@@ -393,8 +395,10 @@ void roundStagesToTf32(OpBuilder &b, Location loc, ArrayRef<std::pair<Value, int
       Value out = LLVM::UndefOp::create(b, loc, i32x4);
       for (int64_t i = 0; i < 4; ++i) {
         Value index = i32Const(b, loc, int32_t(i));
-        out = LLVM::InsertElementOp::create(
-            b, loc, out, tf32Bits(b, loc, LLVM::ExtractElementOp::create(b, loc, in, index), /*cvt=*/true), index);
+        Value rounded = LLVM::AndOp::create(
+            b, loc, tf32Bits(b, loc, LLVM::ExtractElementOp::create(b, loc, in, index), /*cvt=*/true),
+            i32Const(b, loc, int32_t(0xffffe000u)));
+        out = LLVM::InsertElementOp::create(b, loc, out, rounded, index);
       }
       LLVM::StoreOp::create(b, loc, out, at, /*alignment=*/16);
     }

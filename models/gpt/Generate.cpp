@@ -23,7 +23,8 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H;
   const int lnBlock = pow2AtLeast(C);
-  const int attBlock = tiles_.attention_fwd_block;
+  const int attBlock = tiles_.attention_fwd_block; // queries; keys a step of attStep
+  const int attStep = tiles_.attention_fwd_step ? tiles_.attention_fwd_step : attBlock;
   auto P = [&](const std::string &name) { return weights(name); };
   auto V = [&](int64_t offset, int64_t count) { return d.arena.view(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return d.stats.view(offset, count); };
@@ -52,7 +53,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
     kernels_->attention(attentionForwardLaunch({1, uint32_t(H)}), V(d.cache[size_t(l)], cacheSize),
                         V(d.att, int64_t(c.n_ctx) * C),
                         S(d.lse, int64_t(H) * c.n_ctx), 0, C, 2 * C, 3 * C, H, pos + 1,
-                        1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attBlock, pos + 1,
+                        1.0f / std::sqrt(float(D)), pos / attBlock, D, attBlock, attStep, pos + 1,
                         tiles_.attention_fwd_diagonal_mask_only);
     linear(V(d.att + int64_t(pos) * C, C), h + "attn.c_proj", V(d.proj, C), V(d.proj, C), C, C, false);
     add(V(d.x, C), V(d.proj, C), V(d.res, C));

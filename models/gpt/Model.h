@@ -115,8 +115,8 @@ public:
     // the diagonal or T (false: on every block - sm_80's 64 x 64 forward
     // then takes 200 registers instead of 248, two CTAs an SM)
     bool attention_fwd_diagonal_mask_only = true;
-    // the block of keys the forward's loop steps through (0: attention_fwd_block;
-    // decoding uses attention_fwd_block for both)
+    // the block of keys the forward's loop (and decoding's) steps through
+    // (0: attention_fwd_block)
     int attention_fwd_step = 0;
     // Column sums (bias and LayerNorm parameter gradients) in two passes.
     // The model's first passes ride on the kernels that write their inputs

@@ -653,11 +653,11 @@ CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
 
 /// Occupancy as an H100 has it: 132 SMs of 2048 threads, 64K registers and
 /// 228 KiB of shared memory (1 KiB of it reserved per CTA), 32 CTAs each.
-static int fakeCtasPerSm(const Function &f, int threads, size_t shared) {
+static int fakeCtasPerSm(int registers, int threads, size_t shared) {
   if (threads <= 0 || threads > 1024 || shared > size_t(kOptinShared))
     return 0;
   const int byThreads = 2048 / threads;
-  const int byRegisters = 65536 / (threads * f.registers);
+  const int byRegisters = 65536 / (threads * std::max(1, registers));
   const int byShared = int((233472) / (shared + 1024));
   return std::min({32, byThreads, byRegisters, byShared});
 }
@@ -666,7 +666,9 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fun
   FAKE_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   if (!blocks || !function)
     return CUDA_ERROR_INVALID_VALUE;
-  *blocks = fakeCtasPerSm(*reinterpret_cast<Function *>(function), threads, shared);
+  // The registers a thread as cuFuncGetAttribute reports them.
+  const int registers = s.registers ? s.registers : reinterpret_cast<Function *>(function)->registers;
+  *blocks = fakeCtasPerSm(registers, threads, shared);
   return CUDA_SUCCESS;
 }
 
@@ -676,8 +678,8 @@ CUresult cuOccupancyMaxActiveClusters(int *clusters, CUfunction function, const 
   FAKE_ENTER("cuOccupancyMaxActiveClusters");
   if (!clusters || !function || !config || config->gridDimX == 0)
     return CUDA_ERROR_INVALID_VALUE;
-  const int perSm = fakeCtasPerSm(*reinterpret_cast<Function *>(function), int(config->blockDimX),
-                                  size_t(config->sharedMemBytes));
+  const int registers = s.registers ? s.registers : reinterpret_cast<Function *>(function)->registers;
+  const int perSm = fakeCtasPerSm(registers, int(config->blockDimX), size_t(config->sharedMemBytes));
   const int size = int(config->gridDimX); // the kernel's own cluster shape: a grid of one cluster
   *clusters = 7 * (18 * perSm / size) + 6 * perSm / size;
   return CUDA_SUCCESS;

@@ -56,8 +56,9 @@ template <class T> void checkAll(const char *chip) {
   std::vector<float> f(16); // f32: statistics, gradients of weights, AdamW state
   std::vector<int32_t> i(16);
   // The tiles GptModel launches on the GPU with this storage type and chip
-  // (f32's attention: 32-row blocks at 8 warps - 64-row blocks at 4 warps
-  // spill kilobytes; bf16: the forward at 128-row blocks and 8 warps on
+  // (f32's attention: 32-row blocks at 8 warps, and on sm_90a at tf32 the
+  // forward at 64 queries x 32 keys on 4 warps and the backward owning 64
+  // rows - 64 x 64 at 4 warps spills kilobytes; bf16: the forward at 128-row blocks and 8 warps on
   // sm_90a, 64-row blocks and 4 warps on sm_80; the backward at 128-row
   // blocks stepping 64 on sm_90a and 64 by 64 on sm_80, at 8 warps).
   const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(dtype_of_v<T>, chip);

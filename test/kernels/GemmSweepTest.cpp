@@ -72,12 +72,12 @@ struct Draw {
 };
 
 /// Roughly what a draw's kernel keeps in shared memory: the operand rings
-/// and, for the descriptor GEMMs, the staged C block (both programs' with
-/// ping-pong).
+/// (one set for both programs of a ping-pong CTA, which take turns on it)
+/// and, for the descriptor GEMMs, the staged C block (each program's own).
 int sharedBytesOf(const Draw &d) {
   const int elementBytes = d.operands == Operands::TF32 ? 4 : d.operands == Operands::I8 ? 1 : 2;
   const int cBlock = d.kind == Kind::Pointers ? 0 : d.bm * d.bn * 4;
-  return (d.pingPong ? 2 : 1) * (d.stages * (d.bm + d.bn) * d.bk * elementBytes + cBlock);
+  return d.stages * (d.bm + d.bn) * d.bk * elementBytes + (d.pingPong ? 2 : 1) * cBlock;
 }
 
 Draw drawOne(std::mt19937 &rng) {
@@ -113,7 +113,8 @@ Draw drawOne(std::mt19937 &rng) {
   }
   // Every draw's rings (and C block) fit an H100's shared memory: a GPU draw
   // must launch (the runtime refuses more than the device's 227 KiB).
-  while (d.stages > 1 && sharedBytesOf(d) > 200 * 1024)
+  // (Warp specialisation needs a ring of 2 stages at least.)
+  while (d.stages > (d.warpSpecialize ? 2 : 1) && sharedBytesOf(d) > 200 * 1024)
     --d.stages;
   d.M = std::uniform_int_distribution<int>(1, 2 * d.bm + 3)(rng);
   d.N = std::uniform_int_distribution<int>(1, 2 * d.bn + 3)(rng);

@@ -461,10 +461,11 @@ TEST_P(Tf32Int8Rings, BenchmarkTilesArePipelinedWithoutSpills) {
                 0);
       EXPECT_EQ(count(ptx, "ldmatrix"), 0);
       // tf32: each stage rounded in place (16-byte pieces, one
-      // cvt.rn.tf32.f32 an element on sm_90: no integer rounding), fenced
-      // for the tensor cores.
+      // cvt.rn.tf32.f32 an element on sm_90 and a mask of the low bits,
+      // not the seven-instruction integer rounding), fenced for the tensor
+      // cores.
       EXPECT_EQ(count(ptx, "cvt\\.rn\\.tf32\\.f32") > 0, tf32);
-      EXPECT_EQ(count(ptx, "and\\.b32[^;]*-8192;"), 0);
+      EXPECT_EQ(count(ptx, "add\\.s32[^;]*4095;"), 0);
       if (tf32)
         EXPECT_GT(count(ptx, "st\\.shared\\.v4\\.b32"), 0);
       continue;
