@@ -73,17 +73,6 @@ bool selected(const Config &c) {
                      [&](const std::string &s) { return name.find(s) != std::string::npos; });
 }
 
-/// A clustered persistent GEMM's grid: whole clusters, no more programs than
-/// fit on the GPU at once (`resident`, Kernel::max_resident_programs) - a
-/// cluster past those would run after the others, a second wave for its
-/// tiles - and no more than `programs` (the SMs, or the tiles if fewer).
-uint32_t clusterGrid(const Config &cfg, uint32_t programs, int resident) {
-  const uint32_t size = uint32_t(cfg.cluster);
-  const uint32_t grid = std::max<uint32_t>(std::min(programs, uint32_t(resident)) / size, 1) * size;
-  fmt::print("      {}: {} programs resident at once in clusters of {}, grid {}\n", cfg.name(), resident, size, grid);
-  return grid;
-}
-
 struct Shape {
   std::string name; // e.g. "4096^3", "gpt2 qkv"
   int M, N, K;
@@ -113,6 +102,27 @@ template <class T> double relError(const std::vector<T> &x, const std::vector<T>
     num += d * d, den += double(float(ref[i])) * double(float(ref[i]));
   }
   return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+/// A clustered persistent GEMM's grid, into `opts.grid.x` (the SMs, or
+/// the tiles if fewer): whole clusters, no more programs than fit on the GPU
+/// at once (`resident()`, Kernel::max_resident_programs) - a cluster past
+/// those would run after the others, a second wave for its tiles. False,
+/// with a "not run" row, when the driver refuses the configuration.
+template <class Resident>
+bool fitClusterGrid(const Config &cfg, LaunchOptions &opts, const char *dtype, const Shape &shape,
+                    Resident resident) {
+  try {
+    const int fits = resident();
+    const uint32_t size = uint32_t(cfg.cluster);
+    opts.grid.x = std::max<uint32_t>(std::min(opts.grid.x, uint32_t(fits)) / size, 1) * size;
+    fmt::print("      {}: {} programs resident at once in clusters of {}, grid {}\n", cfg.name(), fits, size,
+               opts.grid.x);
+    return true;
+  } catch (const Error &e) {
+    fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(), e.what());
+    return false;
+  }
 }
 
 /// One configuration of one shape: run `launch` once and check the output
@@ -320,16 +330,10 @@ int runDtype(const char *dtype, cudaDataType cublasType, bool fastTf32, const Cu
         unsetenv("TEGULA_WGMMA");
       if (cfg.persistent) // ping-pong: two programs per SM
         opts.grid = {std::min<uint32_t>(sms * (cfg.pp ? 2 : 1), uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) { // whole clusters, as many as fit at once
-        try {
-          opts.grid.x = clusterGrid(cfg, opts.grid.x,
-                                    persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
-                                                                            cfg.bk, 8));
-        } catch (const Error &e) {
-          fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(), e.what());
-          continue;
-        }
-      }
+      if (cfg.cluster > 1 && !fitClusterGrid(cfg, opts, dtype, shape, [&] {
+            return persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+          }))
+        continue;
       c.fill_bytes(0xff); // what the kernel does not write shows
       // Stream-K's workspace: two partial blocks a program, a zeroed counter a tile.
       std::optional<DeviceBuffer> partials, arrivals;
@@ -427,16 +431,10 @@ int runTn(const char *dtype, const char *referenceName, const std::string &refer
                          .cluster_size = cfg.cluster};
       if (cfg.persistent)
         opts.grid = {std::min<uint32_t>(sms, uint32_t(cdiv(M, cfg.bm) * cdiv(N, cfg.bn)))};
-      if (cfg.cluster > 1) { // whole clusters, as many as fit at once
-        try {
-          opts.grid.x = clusterGrid(cfg, opts.grid.x,
-                                    persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn,
-                                                                            cfg.bk, 8));
-        } catch (const Error &e) {
-          fmt::print("{:<5} {:<14} {:<18} not run: {}\n", dtype, shape.name, cfg.name(), e.what());
-          continue;
-        }
-      }
+      if (cfg.cluster > 1 && !fitClusterGrid(cfg, opts, dtype, shape, [&] {
+            return persistentCluster.max_resident_programs(opts, a, b, c, M, N, K, cfg.bm, cfg.bn, cfg.bk, 8);
+          }))
+        continue;
       if (cfg.streamK && !streamK)
         continue;
       std::optional<DeviceBuffer> partials, arrivals; // stream-K's workspace

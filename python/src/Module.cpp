@@ -22,6 +22,12 @@ using namespace tegula::python;
 
 namespace {
 
+/// The keyword arguments a launch takes besides the kernel's own (launchOptions reads them).
+/// (A namespace-scope initializer_list: its array lives as long as the program.)
+const std::initializer_list<std::string_view> kLaunchKeywords = {
+    "num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong", "cluster_size",
+    "max_registers"};
+
 /// `k[grid]`: launches over `grid` when called.
 struct Launcher {
   KernelSet kernel;
@@ -29,9 +35,7 @@ struct Launcher {
 
   void operator()(py::args args, py::kwargs kwargs) const {
     std::vector<py::object> bound =
-        bindParameters(kernel.name, kernel.param_names, args, kwargs,
-                       {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong",
-                        "cluster_size", "max_registers"});
+        bindParameters(kernel.name, kernel.param_names, args, kwargs, kLaunchKeywords);
     python::ArgumentLifetimes keep;
     Resolved r = resolve(kernel, bound, keep);
     LaunchOptions opts = launchOptions(kwargs, bound);
@@ -52,9 +56,7 @@ std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
 
 int max_resident_programs(const KernelSet &k, py::args args, py::kwargs kwargs) {
   std::vector<py::object> bound =
-      bindParameters(k.name, k.param_names, args, kwargs,
-                     {"num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong",
-                      "cluster_size", "max_registers"});
+      bindParameters(k.name, k.param_names, args, kwargs, kLaunchKeywords);
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   LaunchOptions opts = launchOptions(kwargs, bound);
