@@ -110,9 +110,9 @@ void matmul(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c, tl::scalar<int32_t> M,
 /// Tile t's (row, column) of tiles in the persistent GEMMs' grouped order:
 /// GROUP_M rows of tiles at a time, column by column, so that the tiles
 /// running together share A's row blocks and B's column blocks in L2
-/// (`per_group`: tiles_n * GROUP_M).
+/// (`per_group`: tiles_n * GROUP_M; GROUP_M a constant or a scalar).
 inline std::pair<tl::tensor, tl::tensor> groupedTile(const tl::tensor &t, const tl::tensor &tiles_m,
-                                                     const tl::tensor &per_group, int group_m) {
+                                                     const tl::tensor &per_group, tl::operand group_m) {
   tl::tensor first_m = t / per_group * group_m;
   tl::tensor group_rows = tl::minimum(tiles_m - first_m, group_m);
   tl::tensor in_group = t % per_group;

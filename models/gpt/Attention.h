@@ -17,6 +17,7 @@
 // cores); 16-bit T runs on tensor cores anyway.
 #pragma once
 
+#include "examples/kernels.h"
 #include "tegula/tegula.h"
 
 #include <cmath>
@@ -37,11 +38,40 @@ inline tl::tensor headRows(const tl::tensor &rows, const tl::tensor &bh, const t
   return ((b * T + rows) * stride + col0 + h * D).expand_dims(1);
 }
 
-/// This program's query block counted from the last: causal blocks late in
-/// the sequence see the most keys, and CTAs start in program order, so
-/// the longest run first and the launch ends on short ones (FlashAttention's
-/// schedulers do the same).
-inline tl::tensor longestFirst() { return tl::num_programs(0) - 1 - tl::program_id(0); }
+/// The keys and values of a group of heads whose blocks run together: kept
+/// within L2 (50 MB on an H100), which their programs read them from.
+constexpr int kKeysAndValuesInL2 = 24 << 20;
+
+/// This program's head (bh, grid y) and its rank among the head's blocks
+/// (grid x), rank 0 the longest: causal blocks see more keys the later
+/// they lie (dkdv: the earlier). CTAs start in launch order, x fastest, so
+/// the programs take every head's rank 0, then every head's rank 1, ... -
+/// over a group of heads whose keys and values (`kvBytesPerHead`) fit
+/// kKeysAndValuesInL2. Head by head (rank = x), each wave mixed blocks of
+/// every length and the last ran long blocks beside idle SMs; longest first
+/// across heads, the launch ends on short ones (FlashAttention-3's
+/// scheduler does the same). GPT-2's 96 heads of 1024 keys: one group.
+struct HeadAndRank {
+  tl::tensor bh, rank;
+};
+inline HeadAndRank longestFirst(const tl::tensor &kvBytesPerHead) {
+  tl::tensor blocks = tl::num_programs(0), heads = tl::num_programs(1);
+  tl::tensor group = tl::maximum(kKeysAndValuesInL2 / kvBytesPerHead, 1);
+  auto [bh, rank] = examples::groupedTile(tl::program_id(1) * blocks + tl::program_id(0), heads, blocks * group,
+                                          group);
+  return HeadAndRank{bh, rank};
+}
+/// A query block's program (forward, dq): the last block sees the most keys.
+template <class T_>
+HeadAndRank queryBlockLongestFirst(const tl::tensor &T, int D) {
+  HeadAndRank p = longestFirst(T * (2 * D * int(sizeof(T_))));
+  return {p.bh, tl::num_programs(0) - 1 - p.rank};
+}
+/// A key block's program (dkdv): the first block is seen by the most queries.
+template <class T_>
+HeadAndRank keyBlockLongestFirst(const tl::tensor &T, int D) {
+  return longestFirst(T * (2 * D * int(sizeof(T_))));
+}
 
 /// The column sums of a gradient block `value` [R, D] of head bh - rows
 /// [r0, r0 + R) of its sequence, those where `mask` - as stored in T_, into
@@ -129,8 +159,8 @@ void attention_fwd(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::scala
                    tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
                    tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
                    tl::constant<int> BN, tl::constant<bool> diagonal_mask_only) {
-  tl::tensor bh = tl::program_id(1);
-  tl::tensor block = detail::longestFirst() + first_block;
+  auto [bh, query_block] = detail::queryBlockLongestFirst<T_>(T, D);
+  tl::tensor block = query_block + first_block;
   tl::tensor rm = block * BM + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = tl::load(qkv + detail::headRows(rm, bh, H, T, stride, q_off, D) + rd,
@@ -177,11 +207,11 @@ void attention_fwd_tma(tl::ptr<T_> qkv, tl::ptr<T_> o, tl::ptr<float> lse, tl::s
                        tl::scalar<int32_t> H, tl::scalar<int32_t> T, tl::scalar<float> scale,
                        tl::scalar<int32_t> first_block, tl::constant<int> D, tl::constant<int> BM,
                        tl::constant<int> BN, tl::scalar<int32_t> rows, tl::constant<bool> diagonal_mask_only) {
-  tl::tensor bh = tl::program_id(1);
+  auto [bh, query_block] = detail::queryBlockLongestFirst<T_>(T, D);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto q_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
   auto kv_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
-  tl::tensor block = detail::longestFirst() + first_block;
+  tl::tensor block = query_block + first_block;
   tl::tensor rm = block * BM + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = q_rows.load({row0 + block * BM, q_off + col});
@@ -237,8 +267,8 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
                         tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
                         tl::constant<int> BM, tl::constant<int> BN, tl::ptr<float> partial,
                         tl::constant<bool> bias_sums) {
-  tl::tensor bh = tl::program_id(1);
-  tl::tensor n0 = tl::program_id(0) * BN;
+  auto [bh, key_block] = detail::keyBlockLongestFirst<T_>(T, D);
+  tl::tensor n0 = key_block * BN;
   tl::tensor rn = n0 + tl::arange(0, BN);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor kmask = rn.expand_dims(1) < T;
@@ -246,7 +276,7 @@ void attention_bwd_dkdv(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, t
   tl::tensor v = tl::load(qkv + detail::headRows(rn, bh, H, T, stride, v_off, D) + rd, kmask, 0.0f);
   tl::tensor dk = tl::zeros({BN, D}, tl::f32);
   tl::tensor dv = tl::zeros({BN, D}, tl::f32);
-  tl::tensor first = (tl::program_id(0) * BN / BM) * BM; // the first query block that sees these keys
+  tl::tensor first = (n0 / BM) * BM; // the first query block that sees these keys
   for (auto start : tl::range(first, T, BM.value, dk, dv)) {
     tl::tensor rm = start + tl::arange(0, BM);
     tl::tensor qmask = rm.expand_dims(1) < T;
@@ -274,8 +304,8 @@ void attention_bwd_dq(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse, tl:
                       tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
                       tl::constant<int> BM, tl::constant<int> BN, tl::ptr<float> partial,
                       tl::constant<bool> bias_sums) {
-  tl::tensor bh = tl::program_id(1);
-  tl::tensor m0 = detail::longestFirst() * BM;
+  auto [bh, query_block] = detail::queryBlockLongestFirst<T_>(T, D);
+  tl::tensor m0 = query_block * BM;
   tl::tensor rm = m0 + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor qmask = rm.expand_dims(1) < T;
@@ -311,12 +341,12 @@ void attention_bwd_dkdv_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> ls
                             tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
                             tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows,
                             tl::ptr<float> partial, tl::constant<bool> bias_sums) {
-  tl::tensor bh = tl::program_id(1);
+  auto [bh, key_block] = detail::keyBlockLongestFirst<T_>(T, D);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
   auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
   auto dout_rows = tl::make_tensor_descriptor(dout, {rows, H * D}, {H * D, 1}, {BM, D});
-  tl::tensor n0 = tl::program_id(0) * BN;
+  tl::tensor n0 = key_block * BN;
   tl::tensor rn = n0 + tl::arange(0, BN);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor k = key_rows.load({row0 + n0, k_off + col});
@@ -350,12 +380,12 @@ void attention_bwd_dq_tma(tl::ptr<T_> qkv, tl::ptr<T_> dout, tl::ptr<float> lse,
                           tl::scalar<int32_t> T, tl::scalar<float> scale, tl::constant<int> D,
                           tl::constant<int> BM, tl::constant<int> BN, tl::scalar<int32_t> rows,
                           tl::ptr<float> partial, tl::constant<bool> bias_sums) {
-  tl::tensor bh = tl::program_id(1);
+  auto [bh, query_block] = detail::queryBlockLongestFirst<T_>(T, D);
   tl::tensor row0 = bh / H * T, col = bh % H * D;
   auto query_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BM, D});
   auto key_rows = tl::make_tensor_descriptor(qkv, {rows, stride}, {stride, 1}, {BN, D});
   auto dout_rows = tl::make_tensor_descriptor(dout, {rows, H * D}, {H * D, 1}, {BM, D});
-  tl::tensor m0 = detail::longestFirst() * BM;
+  tl::tensor m0 = query_block * BM;
   tl::tensor rm = m0 + tl::arange(0, BM);
   tl::tensor rd = tl::arange(0, D).expand_dims(0);
   tl::tensor q = query_rows.load({row0 + m0, q_off + col});

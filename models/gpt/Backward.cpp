@@ -36,6 +36,15 @@ void GptModel::backward() {
   auto dA = [&](int64_t offset, int64_t count) { return a.gradient(offset, count); };
   auto S = [&](int64_t offset, int64_t count) { return a.stats.view(offset, count); };
   auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
+  // After zero_grad(), each gradient's first writer stores instead of adding
+  // (the arena was not cleared). wpe's covers T of n_ctx positions: zeroed
+  // first where T is shorter, and added to.
+  const bool accumulate = !gradientsPendingZero_;
+  if (!accumulate && T < c.n_ctx) {
+    const int64_t n = parameter("wpe.weight").numel();
+    kernels_->fill(launch({uint32_t(cdiv(n, 1024))}), G("wpe.weight"), 0.0f, n, 1024);
+  }
+  gradientsPendingZero_ = false;
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
   [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
   // The backward's blocks: a dkdv program owns `own` keys and steps through
@@ -58,7 +67,7 @@ void GptModel::backward() {
     columnScratch_ = Arena(need, backend_); // once per B x T
   auto columnSums = [&](int64_t partialOffset, int rows, int N, Arg out) {
     kernels_->columnSums(launch({uint32_t(cdiv(N, tiles_.column_sum_block))}),
-                         columnScratch_.view(partialOffset, int64_t(rows) * N), out, rows, N, true,
+                         columnScratch_.view(partialOffset, int64_t(rows) * N), out, rows, N, accumulate,
                          tiles_.column_sum_rows, tiles_.column_sum_block);
   };
   const Arg tgtArg = a.targets(), tokArg = a.tokens();
@@ -154,8 +163,8 @@ void GptModel::backward() {
       transposeInto(x, xT, BT, K);
       transposeInto(dy, dyT, BT, N);
       const int dwBN = dwBlockN(K, N, KM, tiles_.kmajor_dw_bn ? tiles_.kmajor_dw_bn : KN);
-      kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(K, KM)), uint32_t(cdiv(N, dwBN))}), xT, dyT,
-                           G(w + ".weight"), BT, N, K, true, KM, dwBN, KK);
+      kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(N, dwBN)), uint32_t(cdiv(K, KM))}), xT, dyT,
+                           G(w + ".weight"), BT, N, K, accumulate, KM, dwBN, KK);
     } else if (streamKDw) {
       const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
       const int programs = int(std::min<int64_t>(persistentPrograms_, units));
@@ -166,7 +175,7 @@ void GptModel::backward() {
       try {
         kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
                                   streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
-                                  streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, true, BM, BN, BK);
+                                  streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, accumulate, BM, BN, BK);
       } catch (...) {
         // A launch that stopped part way (the CPU backends run it within the
         // call) may leave arrivals counted, which a finished one resets: the
@@ -176,8 +185,8 @@ void GptModel::backward() {
       }
     } else {
       const int dwBN = dwBlockN(K, N, BM, BN);
-      kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(K, BM)), uint32_t(cdiv(N, dwBN))}), x, dy,
-                         G(w + ".weight"), BT, N, K, true, BM, dwBN, BK);
+      kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(N, dwBN)), uint32_t(cdiv(K, BM))}), x, dy,
+                         G(w + ".weight"), BT, N, K, accumulate, BM, dwBN, BK);
     }
     if (bias)
       columnSums(bias->first, bias->second, N, G(w + ".bias"));
@@ -197,7 +206,7 @@ void GptModel::backward() {
     const Arg bias = projection ? G(*projection + ".bias") : G(ln + ".bias"); // out_2: unused without one
     kernels_->columnSumsOfBlocks(launch({uint32_t(cdiv(C, tiles_.column_sum_block)), projection ? 3u : 2u}),
                                  columnScratch_.view(lnW, 3 * int64_t(lnParts) * C), G(ln + ".weight"),
-                                 G(ln + ".bias"), bias, lnParts, C, true, tiles_.column_sum_rows,
+                                 G(ln + ".bias"), bias, lnParts, C, accumulate, tiles_.column_sum_rows,
                                  tiles_.column_sum_block);
   };
 
@@ -217,8 +226,8 @@ void GptModel::backward() {
     kernels_->matmul(launchLinear(gemmGrid(BT, C, BM, BN)), dA(a.logits, logitsSize), P("wte.weight"),
                      dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK, groupM());
   const int wteBN = dwBlockN(Vp, C, BM, BN);
-  kernels_->matmulDw(launchDw({uint32_t(cdiv(Vp, BM)), uint32_t(cdiv(C, wteBN))}), dA(a.logits, logitsSize),
-                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, true, BM, wteBN, BK);
+  kernels_->matmulDw(launchDw({uint32_t(cdiv(C, wteBN)), uint32_t(cdiv(Vp, BM))}), dA(a.logits, logitsSize),
+                     A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, accumulate, BM, wteBN, BK);
   headLabel.reset();
   const int64_t last = a.layers.back().residual3;
   // ln_f's input is the last block's output: the gradient of its c_proj.
@@ -272,7 +281,7 @@ void GptModel::backward() {
   // Embeddings: wte (also the LM head's, accumulated above) and wpe.
   kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);
   kernels_->embeddingPositions(launch({uint32_t(T), uint32_t(cdiv(C, colBlock))}), dA(a.encoded, btc),
-                               G("wpe.weight"), B, T, C, true, colBlock);
+                               G("wpe.weight"), B, T, C, accumulate || T < c.n_ctx, colBlock);
 }
 
 } // namespace tegula::gpt

@@ -508,12 +508,18 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   return float(sum / BT);
 }
 
-void GptModel::zero_grad() {
+void GptModel::zero_grad() { gradientsPendingZero_ = true; }
+
+void GptModel::zeroPendingGradients() const {
+  if (!gradientsPendingZero_)
+    return;
   kernels_->fill(launch({uint32_t(cdiv(gradArena_.size(), 1024))}), gradArena_.view(0, gradArena_.size()), 0.0f,
                  gradArena_.size(), 1024);
+  gradientsPendingZero_ = false;
 }
 
 std::vector<float> GptModel::read_gradient(const std::string &name) const {
+  zeroPendingGradients();
   const ParamSpec &p = parameter(name);
   return gradArena_.download(p.offset, p.numel());
 }

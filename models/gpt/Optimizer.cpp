@@ -17,6 +17,7 @@ void GptModel::init_optimizer() {
 
 void GptModel::step(const AdamW &opt) {
   init_optimizer();
+  zeroPendingGradients();
   ++steps_;
   const float bias1 = 1.0f - std::pow(opt.beta1, float(steps_));
   const float bias2 = 1.0f - std::pow(opt.beta2, float(steps_));
@@ -42,6 +43,7 @@ void GptModel::step(const AdamW &opt) {
 }
 
 float GptModel::clip_grad_norm(float max_norm) {
+  zeroPendingGradients();
   const int64_t n = gradArena_.size();
   constexpr int kBlock = 4096;
   const int64_t blocks = cdiv(n, kBlock);

@@ -442,7 +442,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   auto dxPersistent = poisoned<T>(M * K);
   o.grid = {4}; // 6 tiles: two programs walk two, two walk one
   bwdX(o, dy, w, dxPersistent, M, N, K, 32, 32, 16, 2);
-  o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
+  o.grid = {uint32_t(cdiv(N, 32)), uint32_t(cdiv(K, 32))};
   bwdW(o, x, dy, dw, M, N, K, false, 32, 32, 16);
   bwdB(false);
   std::vector<double> wantDx(M * K, 0.0), wantDw(K * N, 0.0), wantDb(N, 0.0);
@@ -499,7 +499,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3)); // f32 out
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
   // Accumulating (micro-batches): the same gradients again, added.
-  o.grid = {uint32_t(cdiv(K, 32)), uint32_t(cdiv(N, 32))};
+  o.grid = {uint32_t(cdiv(N, 32)), uint32_t(cdiv(K, 32))};
   bwdW(o, x, dy, dw, M, N, K, true, 32, 32, 16);
   bwdB(true);
   for (double &v : wantDw) v *= 2;

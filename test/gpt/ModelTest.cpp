@@ -276,6 +276,59 @@ TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
   }
 }
 
+// zero_grad() clears nothing: the next backward's first writers store. After
+// two accumulated backwards at T 32 (= n_ctx) leave every gradient nonzero,
+// zero_grad and one backward at T 20 give what a fresh model's one backward
+// gives - wpe's rows 20..31 zero again; and zero_grad then a read gives zeros.
+// f32 and bf16 (stream-K weight gradients, the column sums, wte's through the
+// LM head with the token scatter after it).
+TEST_P(GptModelTest, ZeroGradStoresInsteadOfClearing) {
+  std::mt19937 rng(12);
+  auto batch = [&](int B, int T) {
+    std::pair<std::vector<int32_t>, std::vector<int32_t>> b;
+    for (int i = 0; i < B * T; ++i)
+      b.first.push_back(int32_t(rng() % 100)), b.second.push_back(int32_t(rng() % 100));
+    return b;
+  };
+  const auto [longTok, longTgt] = batch(2, 32);
+  const auto [tok, tgt] = batch(3, 20);
+  for (DType storage : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(storage));
+    GptModel used(tiny(), GetParam(), tl::precision::ieee, storage), fresh(tiny(), GetParam(), tl::precision::ieee, storage);
+    used.init_random(4);
+    for (const ParamSpec &p : used.parameters())
+      fresh.write_parameter(p.name, used.read_parameter(p.name));
+    for (int i = 0; i < 2; ++i) {
+      used.forward(longTok, longTgt, 2, 32);
+      used.backward();
+    }
+    used.zero_grad();
+    for (const ParamSpec &p : used.parameters())
+      for (float g : used.read_gradient(p.name))
+        ASSERT_EQ(g, 0.0f) << p.name << " after zero_grad";
+    used.forward(longTok, longTgt, 2, 32);
+    used.backward();
+    used.zero_grad();
+    used.forward(tok, tgt, 3, 20), fresh.forward(tok, tgt, 3, 20);
+    used.backward(), fresh.backward();
+    for (const ParamSpec &p : used.parameters()) {
+      const std::vector<float> want = fresh.read_gradient(p.name), got = used.read_gradient(p.name);
+      if (p.name != "wte.weight") { // wte: the token scatter's atomics add in any order on the GPU
+        EXPECT_EQ(want, got) << p.name;
+        continue;
+      }
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(want[i], got[i], 1e-6f * (1.0f + std::fabs(want[i]))) << "wte.weight[" << i << "]";
+    }
+    const std::vector<float> wpe = used.read_gradient("wpe.weight");
+    const int C = tiny().n_embd;
+    EXPECT_TRUE(std::all_of(wpe.begin() + 20 * C, wpe.end(), [](float g) { return g == 0.0f; }))
+        << "wpe's rows past T keep the earlier backwards' gradients";
+    EXPECT_TRUE(std::any_of(wpe.begin(), wpe.begin() + 20 * C, [](float g) { return g != 0.0f; }));
+  }
+}
+
 // Three blocks: block 0's activation gradients reuse block 2's buffer (two
 // alternate), so a block reading what another left there shows here. The
 // gradients of sampled parameters of every block, the embeddings and ln_f
