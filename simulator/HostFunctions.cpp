@@ -197,6 +197,14 @@ static void nv_sincos(double x, double *s, double *c) { *s = std::sin(x), *c = s
 static int nv_abs(int x) { return x < 0 ? -x : x; }
 // div.full.f32 (within 2 ulp on the GPU) as the interpreter divides: exactly.
 static float tegula_sim_div_full(float a, float b) { return a / b; }
+// rcp.approx.ftz.f32 (within 1 ulp on the GPU) as the interpreter computes
+// it: 1 / x rounded to f32, subnormal inputs and results flushed to zero.
+static float tegula_sim_rcp_approx_ftz_f32(float x) {
+  const auto flush = [](float v) {
+    return std::fabs(v) < std::numeric_limits<float>::min() ? std::copysign(0.0f, v) : v;
+  };
+  return flush(1.0f / flush(x));
+}
 // ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
 // subnormal results flushed to +0 (subnormal inputs give 1 either way).
 static float tegula_sim_ex2_approx_ftz_f32(float x) {
@@ -260,6 +268,7 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"vprintf", reinterpret_cast<void *>(simVprintf)},
       {"__tegula_sim_ex2_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_ex2_approx_ftz_f32)},
       {"__tegula_sim_div_full", reinterpret_cast<void *>(tegula_sim_div_full)},
+      {"__tegula_sim_rcp_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_rcp_approx_ftz_f32)},
       {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
       {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},
       {"__nv_isnanf", reinterpret_cast<void *>(nv_isnanf)},

@@ -552,6 +552,21 @@ tensor fdiv(operand a, operand b) {
   return wrap(arith::DivFOp::create(ts.builder, toLoc(ts.ctx, loc), o.a, o.b, approximate));
 }
 
+tensor rcp(const tensor &x, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = floatOperand(ts, x, loc, "rcp");
+  Location l = toLoc(ts.ctx, loc);
+  TypedAttr one = ts.builder.getFloatAttr(elementOf(v), 1.0);
+  Value ones = isa<RankedTensorType>(v.getType())
+                   ? Value(arith::ConstantOp::create(ts.builder, l, v.getType(),
+                                                     SplatElementsAttr::get(cast<ShapedType>(v.getType()), one)))
+                   : Value(arith::ConstantOp::create(ts.builder, l, v.getType(), one));
+  // afn + arcp: the lowering's mark for the approximate reciprocal.
+  auto approximate =
+      arith::FastMathFlagsAttr::get(ts.ctx, arith::FastMathFlags::afn | arith::FastMathFlags::arcp);
+  return wrap(arith::DivFOp::create(ts.builder, l, ones, v, approximate));
+}
+
 tensor where(const tensor &cond, operand a, operand b) {
   const Loc &loc = a.loc;
   TraceState &ts = current(loc);

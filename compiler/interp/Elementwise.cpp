@@ -164,6 +164,11 @@ double intToFloat(int64_t v, bool isUnsigned, Type t) {
   return f.convertToDouble();
 }
 
+float rcpApproxFtz(float x) {
+  const auto flush = [](float v) { return std::fabs(v) < std::numeric_limits<float>::min() ? std::copysign(0.0f, v) : v; };
+  return flush(1.0f / flush(x));
+}
+
 std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in) {
   Type resElem = op->getNumResults() ? tile::getElementTypeOrSelf(op->getResult(0).getType())
                                      : Type();
@@ -185,7 +190,13 @@ std::optional<TileRef> evalElementwise(Operation *op, llvm::ArrayRef<TileRef> in
       .Case([&](arith::AddFOp) { return zipFloat(a(), b(), std::plus<>()); })
       .Case([&](arith::SubFOp) { return zipFloat(a(), b(), std::minus<>()); })
       .Case([&](arith::MulFOp) { return zipFloat(a(), b(), std::multiplies<>()); })
-      .Case([&](arith::DivFOp) { return zipFloat(a(), b(), std::divides<>()); })
+      .Case([&](arith::DivFOp d) {
+        // tl::rcp (afn + arcp, f32): a times the GPU's rcp.approx.ftz of b,
+        // computed exactly - subnormal inputs and results flushed to zero.
+        if (resElem.isF32() && bitEnumContainsAll(d.getFastmath(), arith::FastMathFlags::afn | arith::FastMathFlags::arcp))
+          return zipFloat(a(), b(), [](double x, double y) { return x * double(rcpApproxFtz(float(y))); });
+        return zipFloat(a(), b(), std::divides<>());
+      })
       .Case([&](arith::RemFOp) { return zipFloat(a(), b(), [](double x, double y) { return std::fmod(x, y); }); })
       .Case([&](arith::MaximumFOp) { return zipFloat(a(), b(), fmaximum); })
       .Case([&](arith::MinimumFOp) { return zipFloat(a(), b(), fminimum); })

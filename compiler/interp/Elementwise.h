@@ -14,6 +14,10 @@ namespace tegula::interp {
 /// when `op` is not one of them.
 std::optional<TileRef> evalElementwise(mlir::Operation *op, llvm::ArrayRef<TileRef> operands);
 
+/// 1 / x as tl::rcp defines it (the GPU's rcp.approx.ftz.f32, computed
+/// exactly): subnormal inputs and results flush to zero of their sign.
+float rcpApproxFtz(float x);
+
 /// IEEE maximum/minimum: NaN-propagating, and +0 > -0.
 double fmaximum(double x, double y);
 double fminimum(double x, double y);

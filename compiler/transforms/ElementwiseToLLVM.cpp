@@ -6,7 +6,8 @@
 //   - f32 -> bf16/f16 truncations whose result leaves its block convert two
 //     registers at a time (carry-packed-pairs then carries the pair whole);
 //   - f32 exp2 is ex2.approx.ftz (one MUFU.EX2);
-//   - tl::fdiv's f32 quotient is div.full.f32.
+//   - tl::fdiv's f32 quotient is div.full.f32;
+//   - tl::rcp's f32 reciprocal is rcp.approx.ftz.f32 (one MUFU.RCP).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
@@ -158,10 +159,40 @@ struct FastDivPattern : OpConversionPattern<arith::DivFOp> {
   }
 };
 
+/// tl::rcp (an `afn arcp` divf, f32) - a times rcp.approx.ftz.f32 of b,
+/// within 1 ulp: one MUFU.RCP (and a multiply that folds away for a = 1),
+/// where div.full.f32 wraps it in range checks that scale huge and tiny
+/// divisors - nine instructions, and predicates ptxas runs short of in a
+/// tile's worth of GELUs. Subnormal inputs and results flush to zero; the
+/// interpreter and the simulator flush alike.
+struct FastRcpPattern : OpConversionPattern<arith::DivFOp> {
+  static constexpr const char *kRcpApproxFtz = "llvm.nvvm.rcp.approx.ftz.f";
+  FastRcpPattern(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/21) {} // above FastDivPattern
+  LogicalResult matchAndRewrite(arith::DivFOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32() ||
+        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn | arith::FastMathFlags::arcp))
+      return failure();
+    ValueRange lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    const size_t n = std::max(lhs.size(), rhs.size());
+    SmallVector<Value> results;
+    for (size_t k = 0; k < n; ++k) {
+      Value r = LLVM::CallIntrinsicOp::create(rw, op.getLoc(), rw.getF32Type(), rw.getStringAttr(kRcpApproxFtz),
+                                              ValueRange{rhs.size() == 1 ? rhs[0] : rhs[k]})
+                    ->getResult(0);
+      results.push_back(LLVM::FMulOp::create(rw, op.getLoc(), lhs.size() == 1 ? lhs[0] : lhs[k], r));
+    }
+    rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwisePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern, FastDivPattern>(types, patterns.getContext());
+  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern, FastDivPattern, FastRcpPattern>(
+      types, patterns.getContext());
 }
 
 } // namespace tegula::lowering

@@ -238,6 +238,13 @@ tensor fma(operand a, operand b, operand c);
 /// types divide exactly. The interpreter and the simulator divide exactly.
 /// Floating-point operands, broadcast like `/`, at least one a tile.
 tensor fdiv(operand a, operand b);
+/// 1 / x, approximate: on the GPU an f32 reciprocal is one rcp.approx.ftz.f32
+/// (within 1 ulp; subnormal inputs and results flush to zero, as exp2's),
+/// where tl::fdiv(1, x) checks the divisor's range around it - nine
+/// instructions. The interpreter and the simulator compute 1 / x exactly
+/// and flush alike; other float types divide exactly. a * rcp(b) is the
+/// fast quotient where b is known to be neither huge nor tiny.
+tensor rcp(const tensor &x, Loc loc = Loc::current());
 /// cond ? a : b elementwise, broadcasting all three.
 tensor where(const tensor &cond, operand a, operand b);
 /// Convert the element type (same as x.to(t)).

@@ -144,6 +144,12 @@ template <bool Fast> void reciprocal(tl::ptr<float> x, tl::ptr<float> out, tl::c
   tl::store(out + offs, Fast ? tl::fdiv(1.0f, v) : 1.0f / v);
 }
 
+void approximate_reciprocal(tl::ptr<float> x, tl::ptr<float> out, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::arange(0, BLOCK);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, v * tl::rcp(v + 1.0f));
+}
+
 /// tl::exp2 is ex2.approx.ftz: ptxas emits MUFU.EX2 alone - libdevice's
 /// non-ftz form gets a compare and two predicated multiplies around it to
 /// keep subnormal results.
@@ -176,6 +182,24 @@ TEST(Sass, FdivIsAReciprocalWithoutTheSlowPath) {
     EXPECT_EQ(count(code, "MUFU.RCP"), 1024 / 128) << *fast;
     EXPECT_EQ(count(code, "CALL"), 0) << "a slow-path call:\n" << *fast;
     EXPECT_GT(count(instructions(*ieee), "CALL"), 0) << "div.rn.f32's slow path (the contrast):\n" << *ieee;
+  }
+}
+
+/// tl::rcp is rcp.approx.ftz.f32: MUFU.RCP alone, none of div.full's range
+/// checks around it (x * rcp(x + 1): an add, the MUFU, a multiply).
+TEST(Sass, RcpIsOneMufuWithoutRangeChecks) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(1024);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    CompiledKernel c = kernel("approximate_reciprocal", approximate_reciprocal).compile({x, x, 1024}, {.chip = chip});
+    EXPECT_THAT(c.ptx, HasSubstr("rcp.approx.ftz.f32"));
+    EXPECT_THAT(c.ptx, ::testing::Not(HasSubstr("div.")));
+    auto sass = sassOf(c);
+    ASSERT_TRUE(sass);
+    auto code = instructions(*sass);
+    EXPECT_EQ(count(code, "MUFU.RCP"), 1024 / 128) << *sass;
+    EXPECT_EQ(count(code, "FSETP") + count(code, "CALL"), 0) << "a range check around MUFU.RCP:\n" << *sass;
   }
 }
 

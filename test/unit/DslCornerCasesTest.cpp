@@ -253,6 +253,57 @@ TEST(DslCornerCases, FdivIsTheQuotientWithin2Ulp) {
   EXPECT_THAT(ptx, HasSubstr("div.rn.f64"));
 }
 
+void reciprocals(tl::ptr<float> a, tl::ptr<float> out, tl::ptr<double> d) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor x = tl::load(a + offs);
+  tl::store(out + offs, tl::rcp(x));
+  tl::store(d + offs, tl::rcp(x.to(tl::f64)));
+}
+
+/// tl::rcp: the GPU's rcp.approx.ftz.f32 for f32 (within 1 ulp), flushing
+/// subnormal inputs (to a signed infinity) and results (to a signed zero) on
+/// every backend; exact division for f64.
+TEST(DslCornerCases, RcpIsTheReciprocalWithin1UlpFlushingSubnormals) {
+  const std::vector<float> a = {3.0f, -7.0f, 0.1f, 1e-8f, 1e38f, -3e37f, 1e-39f, -1e-40f,
+                                0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.5f, 123.456f, 2e-38f};
+  auto want = [](float x) -> float {
+    const float in = std::fabs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
+    const float r = 1.0f / in;
+    return std::fabs(r) < std::numeric_limits<float>::min() ? std::copysign(0.0f, r) : r;
+  };
+  EXPECT_EQ(want(1e38f), 0.0f);
+  EXPECT_TRUE(std::signbit(want(-3e37f)));
+  EXPECT_EQ(want(-1e-40f), -INFINITY);
+  for (Backend backend : backendsWithTheGpu("rcp")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> out(16, 42.0f);
+    std::vector<double> d(16, 42.0);
+    kernel("reciprocals", reciprocals)({.grid = {1}, .backend = backend}, a, out, d);
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(fmt::format("1 / {}", a[i]));
+      const float w = want(a[i]);
+      if (std::isnan(w))
+        EXPECT_TRUE(std::isnan(out[i])) << out[i];
+      else if (backend == Backend::GPU && std::isfinite(w) && w != 0.0f)
+        EXPECT_NEAR(out[i], w, std::fabs(w) * std::numeric_limits<float>::epsilon());
+      else {
+        EXPECT_EQ(out[i], w);
+        EXPECT_EQ(std::signbit(out[i]), std::signbit(w));
+      }
+      const double exact = 1.0 / double(a[i]);
+      if (std::isnan(exact))
+        EXPECT_TRUE(std::isnan(d[i]));
+      else
+        EXPECT_EQ(d[i], exact);
+    }
+  }
+  const std::string ptx =
+      kernel("reciprocals", reciprocals).compile({a, a, std::vector<double>(16)}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(ptx, HasSubstr("rcp.approx.ftz.f32"));
+  EXPECT_THAT(ptx, ::testing::Not(HasSubstr("div.full.f32")));
+  EXPECT_THAT(ptx, HasSubstr("rcp.rn.f64")); // IEEE, rounded
+}
+
 void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {
   tl::tensor r = tl::arange(0, 4).expand_dims(1), c = tl::arange(0, 8).expand_dims(0);
   tl::tensor m = r < rows; // [4, 1] against [4, 8] pointers

@@ -157,6 +157,38 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // -----
 
+// tl::fdiv (afn) is div.full.f32; tl::rcp (afn arcp) is rcp.approx.ftz.f32
+// times the numerator, register by register; a plain f32 divf and f64 stay
+// IEEE division.
+#q = #tilegpu.blocked<{sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @quotients(
+  // CHECK-COUNT-2: llvm.call_intrinsic "llvm.nvvm.div.full"(%{{.*}}, %{{.*}}) : (f32, f32) -> f32
+  // CHECK:         %[[R0:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%{{.*}}) : (f32) -> f32
+  // CHECK:         llvm.fmul %{{.*}}, %[[R0]]
+  // CHECK:         %[[R1:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%{{.*}}) : (f32) -> f32
+  // CHECK:         llvm.fmul %{{.*}}, %[[R1]]
+  // CHECK-COUNT-2: llvm.fdiv %{{.*}}, %{{.*}} : f32
+  // CHECK:         llvm.fdiv %{{.*}}, %{{.*}} : f64
+  // CHECK-NOT:     rcp.approx
+  func.func @quotients(%x: !tile.ptr<f32>, %d: f64, %y: !tile.ptr<f64>) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32, #q>
+    %f = arith.sitofp %r : tensor<256xi32, #q> to tensor<256xf32, #q>
+    %one = arith.constant dense<1.0> : tensor<256xf32, #q>
+    %a = arith.divf %f, %f fastmath<afn> : tensor<256xf32, #q>
+    %b = arith.divf %one, %a fastmath<afn,arcp> : tensor<256xf32, #q>
+    %c = arith.divf %b, %f : tensor<256xf32, #q>
+    %xs = tile.splat %x : tensor<256x!tile.ptr<f32>, #q>
+    %p = tile.addptr %xs, %r : tensor<256x!tile.ptr<f32>, #q>, tensor<256xi32, #q>
+    tile.store %p, %c : tensor<256x!tile.ptr<f32>, #q>
+    %dd = arith.divf %d, %d fastmath<afn,arcp> : f64
+    tile.store %y, %dd : !tile.ptr<f64>
+    return
+  }
+}
+
+// -----
+
 // A scan along 512 elements a row over 4 warps (ordered: 4 a thread, 32
 // lanes, 4 warps): each thread scans its 4 registers, the lanes 5 rounds of
 // indexed shuffles and one more for the lane before, the warps' totals go
