@@ -12,7 +12,8 @@
 //        [--configs 'sk,pers s4']
 //
 // --configs (or TEGULA_GEMM_CONFIGS): only the configurations whose names
-// contain one of the comma-separated strings (a short GPU call).
+// contain one of the comma-separated strings, or all of its words ("pers ws"
+// takes "... pers tma ws"): a short GPU call.
 //
 // fp8 (e4m3, Hopper only): examples::matmul_tn (A [M,K], B [N,K], f32 out)
 // against cuBLASLt's fp8 matmul (the TN layout, f32 out). i8: the same TN
@@ -23,7 +24,6 @@
 #include "examples/stream_k.h"
 #include "tegula/device.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -31,6 +31,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -62,15 +63,30 @@ struct Config {
   }
 };
 
-/// --configs / TEGULA_GEMM_CONFIGS: the substrings a configuration's name
-/// must contain one of (none: every configuration runs).
+/// --configs / TEGULA_GEMM_CONFIGS: the selectors a configuration's name
+/// must match one of (none: every configuration runs). A selector matches a
+/// name that contains it, or that has each of its words among its own: "pers
+/// ws" takes "128x256x64 w8 s4 pers tma ws" too.
 std::vector<std::string> selectedConfigs;
+std::vector<std::string> wordsOf(const std::string &s) {
+  std::vector<std::string> words;
+  std::istringstream in(s);
+  for (std::string w; in >> w;)
+    words.push_back(w);
+  return words;
+}
 bool selected(const Config &c) {
   if (selectedConfigs.empty())
     return true;
   const std::string name = c.name();
-  return std::any_of(selectedConfigs.begin(), selectedConfigs.end(),
-                     [&](const std::string &s) { return name.find(s) != std::string::npos; });
+  const std::vector<std::string> nameWords = wordsOf(name);
+  return std::any_of(selectedConfigs.begin(), selectedConfigs.end(), [&](const std::string &s) {
+    const std::vector<std::string> words = wordsOf(s);
+    return name.find(s) != std::string::npos ||
+           (!words.empty() && std::all_of(words.begin(), words.end(), [&](const std::string &w) {
+             return std::find(nameWords.begin(), nameWords.end(), w) != nameWords.end();
+           }));
+  });
 }
 
 struct Shape {

@@ -569,7 +569,7 @@ namespace {
 std::shared_ptr<sim::SimKernel> simulate(const std::string &name, ModuleOp tile,
                                          const GpuPipelineOptions &options) {
   OwningOpRef<ModuleOp> module = lowerForGpu(name, tile, options);
-  auto simulated = sim::SimKernel::prepare(module->getOperation(), name);
+  auto simulated = sim::SimKernel::prepare(module->getOperation(), name, options.chip);
   if (dumpEnabled("sim"))
     dumpStage(name, "sim", simulated->instrumentedIR());
   return simulated;

@@ -37,9 +37,7 @@ DeviceInfo device_info() {
   d.check(d.cuDeviceGetAttribute(&info.memory_bus_bits,
                                  CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, handle),
           "cuDeviceGetAttribute");
-  d.check(d.cuDeviceGetAttribute(&info.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                 handle),
-          "cuDeviceGetAttribute");
+  info.multiprocessors = dev.multiprocessors;
   return info;
 }
 

@@ -37,6 +37,8 @@ const GpuDevice &currentDevice() {
     d.check(d.cuDeviceGetAttribute(&dev.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                    handle),
             "cuDeviceGetAttribute");
+    d.check(d.cuDeviceGetAttribute(&dev.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, handle),
+            "cuDeviceGetAttribute");
     if (dev.major < 8)
       throw Error(fmt::format("{} (sm_{}{}) is older than sm_80, the oldest GPU Tegula targets",
                               dev.name, dev.major, dev.minor));
@@ -185,12 +187,7 @@ int maxResidentCtas(const LoadedKernel &kernel, int numWarps) {
   if (perSm < 1)
     throw Error(fmt::format("kernel '{}': no CTA of {} threads and {} bytes of shared memory fits on an SM of {}",
                             kernel.name(), threads, kernel.dynamicSharedBytes(), currentDevice().name));
-  CUdevice device;
-  int sms = 0;
-  d.check(d.cuDeviceGet(&device, currentDevice().ordinal), "cuDeviceGet", kernel.name());
-  d.check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "cuDeviceGetAttribute",
-          kernel.name());
-  return perSm * sms;
+  return perSm * currentDevice().multiprocessors;
 }
 
 LoadedKernel::~LoadedKernel() {

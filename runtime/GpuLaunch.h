@@ -23,6 +23,7 @@ struct GpuDevice {
   int ordinal = 0;
   std::string name;
   int major = 0, minor = 0;
+  int multiprocessors = 0; // SMs
   /// The compile target for this device: sm_80, sm_86, sm_90a, ...
   const std::string &chip() const { return chip_; }
 

@@ -27,9 +27,17 @@ using namespace mlir;
 
 namespace tegula::sim {
 
-/// The most dynamic shared memory any GPU Tegula targets gives one CTA
-/// (cudaDevAttrMaxSharedMemoryPerBlockOptin on an H100: 227 KiB).
-constexpr size_t kMaxSharedBytesPerCta = 232448;
+/// The most dynamic shared memory a CTA of `chip` may opt in to
+/// (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on Hopper, 163 KiB on
+/// the A100 (and Orin), 99 KiB on the consumer Amperes and Adas; without a
+/// chip, the most of any.
+size_t maxSharedBytesPerCta(const std::string &chip) {
+  if (chip == "sm_80" || chip == "sm_87")
+    return 166912;
+  if (chip == "sm_86" || chip == "sm_89")
+    return 101376;
+  return 232448;
+}
 
 struct SimKernel::Impl {
   std::string kernel;
@@ -111,7 +119,8 @@ void marshal(const Arg &a, Type t, uint64_t &slot) {
 
 } // namespace
 
-std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::string &kernel) {
+std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::string &kernel,
+                                              const std::string &chip) {
   MLIRContext *ctx = lowered->getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
@@ -145,10 +154,10 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   impl->sharedBytes = size_t(cast<IntegerAttr>(module->getAttr("tegula.sim.shared_bytes")).getInt());
   // What no GPU would launch is refused here too, as the runtime refuses it
   // there: a simulated run must not pass a kernel the hardware cannot hold.
-  if (impl->sharedBytes > kMaxSharedBytesPerCta)
-    throw Error(fmt::format("simulator: kernel '{}' needs {} bytes of shared memory per CTA; no GPU allows more "
-                            "than {} (an H100's 227 KiB; an A100's is 163 KiB) (smaller tiles, fewer stages)",
-                            kernel, impl->sharedBytes, kMaxSharedBytesPerCta));
+  if (const size_t limit = maxSharedBytesPerCta(chip); impl->sharedBytes > limit)
+    throw Error(fmt::format("simulator: kernel '{}' needs {} bytes of shared memory per CTA; {} allows at most {} "
+                            "(smaller tiles, fewer stages)",
+                            kernel, impl->sharedBytes, chip.empty() ? std::string("no GPU") : chip, limit));
   if (auto maps = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps"))
     impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");

@@ -37,9 +37,12 @@ struct SimOptions {
 
 class SimKernel {
 public:
-  /// Instrument a copy of `lowered` (a module after the GPU pipeline) and
-  /// JIT-compile it. Throws tegula::Error if part of it cannot be simulated.
-  static std::shared_ptr<SimKernel> prepare(mlir::Operation *lowered, const std::string &kernel);
+  /// Instrument a copy of `lowered` (a module after the GPU pipeline for
+  /// `chip`) and JIT-compile it. Throws tegula::Error if part of it cannot be
+  /// simulated, or if it needs more shared memory than a CTA of `chip` (no
+  /// chip: of any GPU) gets.
+  static std::shared_ptr<SimKernel> prepare(mlir::Operation *lowered, const std::string &kernel,
+                                            const std::string &chip = "");
   ~SimKernel();
 
   /// Run the grid. Arguments follow the kernel's parameters (tl::constant

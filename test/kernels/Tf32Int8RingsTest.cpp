@@ -409,6 +409,27 @@ TEST_P(Tf32Int8Rings, RingsLargerThanAnyGpusSharedMemoryAreRefused) {
   }
 }
 
+/// The simulator holds a kernel to its own chip's limit: 6 stages of 128 x
+/// 128 x 32 tf32 tiles (192 KiB) fit an H100's 227 KiB, not an A100's 163.
+TEST_P(Tf32Int8Rings, SharedMemoryIsCheckedAgainstTheChipsOwnLimit) {
+  if (GetParam().backend == Backend::GPU)
+    GTEST_SKIP() << "the simulator's check (the GPU's driver checks against the device itself)";
+  const int M = 130, N = 130, K = 200;
+  auto a = random_vector<float>(size_t(M * K)), b = random_vector<float>(size_t(K * N));
+  auto want = poisoned<float>(size_t(M * N)), got = poisoned<float>(size_t(M * N));
+  Grid g{2, 2};
+  tf32Gemm<false>()({.grid = g, .backend = Backend::Interp}, a, b, want, M, N, K, 128, 128, 32);
+  LaunchOptions t = target(g, 4);
+  t.num_stages = 6;
+  if (GetParam().chip == "sm_80") {
+    EXPECT_THAT([&] { tf32Gemm<false>()(t, a, b, got, M, N, K, 128, 128, 32); },
+                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("sm_80 allows at most 166912")));
+    return;
+  }
+  tf32Gemm<false>()(t, a, b, got, M, N, K, 128, 128, 32);
+  EXPECT_LT(rel_error(got, to_double(want)), 1e-5);
+}
+
 /// The 128 x 128 tiles the gemm benchmark runs: rings filled 16 bytes a
 /// copy, ldmatrix without .trans for the K-major operands, no spills at 4
 /// warps (before: tf32 operands were exchanged through shared memory each
