@@ -318,9 +318,12 @@ TEST_P(TensorDescriptor, WarpSpecializedAttentionMatchesThePointerKernel) {
   struct Tile {
     int BM, BN, D, warps;
   };
-  // The last: FlashAttention-3's tile at d = 128 (benchmarks/attention).
+  // The last: FlashAttention-3's tile at d = 128 (benchmarks/attention), a
+  // Hopper tile - its rings take 224 KiB, more than an A100's 163.
   for (Tile t : {Tile{64, 64, 64, 4}, Tile{128, 64, 64, 8}, Tile{128, 128, 128, 8}})
     for (bool causal : {false, true}) {
+      if (t.D == 128 && GetParam().chip != "sm_90a")
+        continue;
       SCOPED_TRACE(fmt::format("T={} causal={} {}x{} d {} at {} warps", seq, causal, t.BM, t.BN, t.D, t.warps));
       const size_t n = size_t(heads * seq * t.D);
       auto q = random_vector<bfloat16>(n), kk = random_vector<bfloat16>(n), v = random_vector<bfloat16>(n);
