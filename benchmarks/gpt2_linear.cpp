@@ -13,7 +13,10 @@
 // checked by the GPT tests. Without a driver it prints "skipped: ..." and
 // exits 0.
 //
-//   gpt2-linear [--iters 20] [--tiles name=value,...]
+//   gpt2-linear [--iters 20] [--tiles name=value,...] [--no-cublas]
+//
+// --no-cublas: Tegula's rows only (the fake driver's test: a real cuBLAS
+// cannot run on its host-memory buffers).
 #include "CublasLibrary.h"
 #include "examples/stream_k.h"
 #include "models/gpt/Linear.h"
@@ -24,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,7 +78,7 @@ void cublasGemm(const Cublas &cublas, bool aT, bool bT, cudaDataType out, const 
 
 struct Bench {
   int iters;
-  const Cublas &cublas;
+  const Cublas *cublas; // null: Tegula's rows only
   /// One GEMM: Tegula's `launch` (its output `got`, checked against
   /// cuBLAS's `want` where `checked`) and cuBLAS's `reference`, timed in
   /// the same run; one row with both rates and their ratio.
@@ -85,7 +89,7 @@ struct Bench {
       const double ms = time_ms(launch, iters).median;
       std::string check = error ? "unchecked (no cuBLAS)" : "fused, checked by the GPT tests";
       double refMs = NAN;
-      if (cublas.handle) {
+      if (cublas) {
         reference();
         refMs = time_ms(reference, iters).median;
         if (error) {
@@ -104,12 +108,12 @@ struct Bench {
   }
 };
 
-void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas &cublas) {
+void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cublas) {
   using T = bfloat16;
   const int BT = 8192, C = 768, Vp = 50304;
   const int sms = device_info().multiprocessors;
   std::mt19937 rng(3);
-  Bench bench{iters, cublas};
+  Bench bench{iters, cublas}; // the references below run only where there is one
   auto options = [&](Grid grid, int warps, int stages) {
     return LaunchOptions{.grid = grid, .num_warps = warps, .num_stages = stages, .backend = Backend::GPU,
                          .warp_specialize = true};
@@ -166,29 +170,29 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas &cubla
                 fwd(options(gemmGrid(BT, N, BM, BN), tiles.linear_warps, tiles.linear_stages), x, w, b, y, yPre,
                     BT, N, K, l.gelu, BM, BN, BK, G);
               },
-              [&] { cublasGemm(cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); }, nullptr);
+              [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); }, nullptr);
     // The same GEMM without the epilogue, checked.
     bench.run(n + " fwd plain", flops,
               [&] { plain(options(gemmGrid(BT, N, BM, BN), tiles.linear_warps, tiles.linear_stages), x, w, y, BT, N, K, BM, BN, BK, G); },
-              [&] { cublasGemm(cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); },
+              [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); },
               [&] { return relDiff<T>(y, ref); });
     // Input gradient dx = dy w^T (c_proj: GELU's backward fused, pre's gradient).
     if (n == "mlp.c_proj") {
       DeviceBuffer partial(size_t(cdiv(BT, GM)) * K, DType::f32);
       bench.run(n + " dx +gelu bwd", flops,
                 [&] { dxGelu(options(gemmGrid(BT, K, GM, GN), GW, GS), dy, w, pre, dxOut, partial, BT, N, K, GM, GN, GK, G); },
-                [&] { cublasGemm(cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); }, nullptr);
+                [&] { cublasGemm(*cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); }, nullptr);
     }
     bench.run(n + " dx", flops,
               [&] { dx(options(gemmGrid(BT, K, KM, KN), KW, KS), dy, w, dxOut, BT, N, K, KM, KN, KK, G); },
-              [&] { cublasGemm(cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); },
+              [&] { cublasGemm(*cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); },
               [&] { return relDiff<T>(dxOut, dxRef); });
     // Weight gradient dw = x^T dy (f32), stream-K and one program a tile.
     const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
     const int programs = int(std::min<int64_t>(sms, units));
     DeviceBuffer arrivals(size_t(cdiv(K, BM) * cdiv(N, BN)), DType::i32);
     arrivals.fill_bytes(0);
-    auto reference = [&] { cublasGemm(cublas, true, false, CUDA_R_32F, x, dy, dwRef, K, N, BT); };
+    auto reference = [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, x, dy, dwRef, K, N, BT); };
     bench.run(n + " dW stream-K", flops,
               [&] {
                 dwStreamK(options({uint32_t(programs)}, dwWarps, tiles.linear_stages), x, dy, dw, streamKPartials,
@@ -210,20 +214,21 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas &cubla
     DeviceBuffer logits(size_t(BT) * Vp, DType::bf16), logitsRef(size_t(BT) * Vp, DType::bf16);
     bench.run("lm_head fwd", flops,
               [&] { dx(options(gemmGrid(BT, Vp, HM, HN), HW, HS), lnf, wte, logits, BT, C, Vp, HM, HN, HK, G); },
-              [&] { cublasGemm(cublas, false, true, CUDA_R_16BF, lnf, wte, logitsRef, BT, Vp, C); },
+              [&] { cublasGemm(*cublas, false, true, CUDA_R_16BF, lnf, wte, logitsRef, BT, Vp, C); },
               [&] { return relDiff<T>(logits, logitsRef); });
     DeviceBuffer dlnf(size_t(BT) * C, DType::bf16), dlnfRef(size_t(BT) * C, DType::bf16);
     bench.run("lm_head dx", flops,
               [&] { plain(options(gemmGrid(BT, C, BM, BN), tiles.linear_warps, tiles.linear_stages), logits, wte, dlnf, BT, C, Vp, BM, BN, BK, G); },
-              [&] { cublasGemm(cublas, false, false, CUDA_R_16BF, logits, wte, dlnfRef, BT, C, Vp); },
+              [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, logits, wte, dlnfRef, BT, C, Vp); },
               [&] { return relDiff<T>(dlnf, dlnfRef); });
+    // Full width: GptModel::dwBlockN's choice for 2358 tiles on 108-132 SMs.
     DeviceBuffer dwte(size_t(Vp) * C, DType::f32), dwteRef(size_t(Vp) * C, DType::f32);
     bench.run(fmt::format("wte dW tiles {}x{}", BM, BN), flops,
               [&] {
                 dwTiles(options({uint32_t(cdiv(C, BN)), uint32_t(cdiv(Vp, BM))}, dwWarps, tiles.linear_stages),
                         logits, lnf, dwte, BT, C, Vp, false, BM, BN, BK);
               },
-              [&] { cublasGemm(cublas, true, false, CUDA_R_32F, logits, lnf, dwteRef, Vp, C, BT); },
+              [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, logits, lnf, dwteRef, Vp, C, BT); },
               [&] { return relDiff<float>(dwte, dwteRef); });
   }
 }
@@ -233,11 +238,14 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas &cubla
 int main(int argc, char **argv) {
   int iters = 20;
   std::string overrides;
-  for (int i = 1; i + 1 < argc; i += 2)
-    if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--tiles"))
-      overrides = argv[i + 1];
+  bool withCublas = true;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--no-cublas"))
+      withCublas = false;
+    else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
+      iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tiles") && i + 1 < argc)
+      overrides = argv[++i];
   fmt::print("# gpt2-linear: GPT-2 124M's bf16 GEMMs (B T 8192) as GptModel launches them, vs cuBLAS\n");
   std::string why;
   if (!gpu_available(&why)) {
@@ -251,10 +259,12 @@ int main(int argc, char **argv) {
     gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(DType::bf16, info.chip);
     if (!overrides.empty())
       tiles = tiles.with(overrides);
-    const Cublas cublas;
-    if (!cublas.handle)
-      fmt::print("cuBLAS: not found ({}): Tegula's rows only\n", cublas.why);
-    runLinear(tiles, iters, cublas);
+    std::optional<Cublas> cublas;
+    if (withCublas)
+      cublas.emplace();
+    if (!cublas || !cublas->handle)
+      fmt::print("cuBLAS: {}: Tegula's rows only\n", cublas ? "not found (" + cublas->why + ")" : std::string("off"));
+    runLinear(tiles, iters, cublas && cublas->handle ? &*cublas : nullptr);
   } catch (const Error &e) {
     fmt::print("error: {}\n", e.what());
     return 1;

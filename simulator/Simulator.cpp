@@ -31,7 +31,7 @@ namespace tegula::sim {
 /// (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on Hopper, 163 KiB on
 /// the A100 (and Orin), 99 KiB on the consumer Amperes and Adas; without a
 /// chip, the most of any.
-size_t maxSharedBytesPerCta(const std::string &chip) {
+static size_t maxSharedBytesPerCta(const std::string &chip) {
   if (chip == "sm_80" || chip == "sm_87")
     return 166912;
   if (chip == "sm_86" || chip == "sm_89")

@@ -547,8 +547,10 @@ tensor fdiv(operand a, operand b) {
   Operands o = prepare(ts, a, b, "tl::fdiv");
   if (!isa<FloatType>(o.elem))
     fail(loc, fmt::format("tl::fdiv needs floating-point operands, got {}", describeType(o.elem)));
-  // afn: the lowering's mark for the approximate quotient.
-  auto approximate = arith::FastMathFlagsAttr::get(ts.ctx, arith::FastMathFlags::afn);
+  // afn: the lowering's mark for the approximate quotient - f32 only (NVPTX
+  // would widen an afn f16/bf16 division to an approximate f32 one).
+  auto approximate = arith::FastMathFlagsAttr::get(
+      ts.ctx, o.elem.isF32() ? arith::FastMathFlags::afn : arith::FastMathFlags::none);
   return wrap(arith::DivFOp::create(ts.builder, toLoc(ts.ctx, loc), o.a, o.b, approximate));
 }
 
@@ -561,9 +563,11 @@ tensor rcp(const tensor &x, Loc loc) {
                    ? Value(arith::ConstantOp::create(ts.builder, l, v.getType(),
                                                      SplatElementsAttr::get(cast<ShapedType>(v.getType()), one)))
                    : Value(arith::ConstantOp::create(ts.builder, l, v.getType(), one));
-  // afn + arcp: the lowering's mark for the approximate reciprocal.
-  auto approximate =
-      arith::FastMathFlagsAttr::get(ts.ctx, arith::FastMathFlags::afn | arith::FastMathFlags::arcp);
+  // afn + arcp: the lowering's mark for the approximate reciprocal - f32
+  // only; other types divide exactly.
+  auto approximate = arith::FastMathFlagsAttr::get(ts.ctx, elementOf(v).isF32()
+                                                               ? arith::FastMathFlags::afn | arith::FastMathFlags::arcp
+                                                               : arith::FastMathFlags::none);
   return wrap(arith::DivFOp::create(ts.builder, l, ones, v, approximate));
 }
 

@@ -152,7 +152,8 @@ struct FastDivPattern : OpConversionPattern<arith::DivFOp> {
   LogicalResult matchAndRewrite(arith::DivFOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
     if (!getElementTypeOrSelf(op.getType()).isF32() ||
-        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn) ||
+        bitEnumContainsAny(op.getFastmath(), arith::FastMathFlags::arcp)) // tl::rcp's (FastRcpPattern)
       return failure();
     replaceWithIntrinsicPerRegister(op, kDivFull, {adaptor.getLhs(), adaptor.getRhs()}, rw);
     return success();

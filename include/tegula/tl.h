@@ -242,7 +242,8 @@ tensor fdiv(operand a, operand b);
 /// (within 1 ulp; subnormal inputs and results flush to zero, as exp2's),
 /// where tl::fdiv(1, x) checks the divisor's range around it - nine
 /// instructions. The interpreter and the simulator compute 1 / x exactly
-/// and flush alike; other float types divide exactly. a * rcp(b) is the
+/// and flush alike (an rcp of a constant is folded while compiling, exactly,
+/// on every backend); other float types divide exactly. a * rcp(b) is the
 /// fast quotient where b is known to be neither huge nor tiny.
 tensor rcp(const tensor &x, Loc loc = Loc::current());
 /// cond ? a : b elementwise, broadcasting all three.

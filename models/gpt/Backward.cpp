@@ -38,13 +38,14 @@ void GptModel::backward() {
   auto dS = [&](int64_t offset, int64_t count) { return a.statGrads.view(offset, count); };
   // After zero_grad(), each gradient's first writer stores instead of adding
   // (the arena was not cleared). wpe's covers T of n_ctx positions: zeroed
-  // first where T is shorter, and added to.
+  // first where T is shorter, and added to. The zeros stay pending until the
+  // last launch: a backward that throws part way leaves them to a read or a
+  // retry, which stores again.
   const bool accumulate = !gradientsPendingZero_;
   if (!accumulate && T < c.n_ctx) {
     const int64_t n = parameter("wpe.weight").numel();
     kernels_->fill(launch({uint32_t(cdiv(n, 1024))}), G("wpe.weight"), 0.0f, n, 1024);
   }
-  gradientsPendingZero_ = false;
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk, lnBlock = pow2AtLeast(C);
   [[maybe_unused]] const auto [KM, KN, KK, kmajorWarps, kmajorStages] = tiles_.kmajor();
   // The backward's blocks: a dkdv program owns `own` keys and steps through
@@ -282,6 +283,7 @@ void GptModel::backward() {
   kernels_->embeddingTokens(launch({uint32_t(BT)}), tokArg, dA(a.encoded, btc), G("wte.weight"), C, lnBlock);
   kernels_->embeddingPositions(launch({uint32_t(T), uint32_t(cdiv(C, colBlock))}), dA(a.encoded, btc),
                                G("wpe.weight"), B, T, C, accumulate || T < c.n_ctx, colBlock);
+  gradientsPendingZero_ = false;
 }
 
 } // namespace tegula::gpt

@@ -387,7 +387,9 @@ TEST_P(GptKernels, ResidualLayerNormIsTheAddThenTheLayerNormBf16) { residualLaye
 /// x @ w + b (+ GELU) and its three gradients, on ragged shapes; bf16 runs
 /// the dots on tensor cores in the simulator.
 template <class T> void linearLayer(const LaunchOptions &opts) {
-  const int M = 70, K = 48, N = 40;
+  // N and K take different numbers of 32-wide blocks (3 and 2): the weight
+  // gradient's grid (N blocks, K blocks) read the other way round fails.
+  const int M = 70, K = 48, N = 72;
   auto x = random_vector<T>(M * K), w = random_vector<T>(K * N), b = random_vector<T>(N);
   auto fwd = kernel("matmul_bias_fwd", k::matmul_bias_fwd<T>,
                     {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"});
@@ -427,7 +429,7 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
                             {"dy", "partial", "M", "N", "ROWS", "BR", "BC"});
   auto sums = kernel("column_sums", k::column_sums, {"partial", "out", "P", "N", "accumulate", "BR", "BC"});
   // db: partial sums of 18 rows (the last ragged), 4 at a time (the fifth
-  // step stops at the slice's end), 32 columns a program (the second
+  // step stops at the slice's end), 32 columns a program (the third
   // ragged); then 2 partial rows at a time.
   const int partials = int(cdiv(M, 18));
   auto partial = poisoned<float>(size_t(partials * N));
@@ -506,8 +508,8 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
   for (double &v : wantDb) v *= 2;
   EXPECT_LT(rel_error(dw, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
   EXPECT_LT(rel_error(db, wantDb), 1e-5);
-  // The weight gradient as a stream-K GEMM (GptModel's default): 3 and 7
-  // programs over the 2 x 2 tiles' 5 row steps - runs that start and end
+  // The weight gradient as a stream-K GEMM (GptModel's default): 3 and 11
+  // programs over the 2 x 3 tiles' 5 row steps - runs that start and end
   // inside tiles, tiles finished by two and by three programs - through
   // pointers and descriptors; accumulating adds; the counters end at zero.
   {
@@ -518,17 +520,18 @@ template <class T> void linearLayer(const LaunchOptions &opts) {
     std::vector<double> once = wantDw;
     for (double &v : once) v /= 2;
     for (const Kernel *kern : {&pointers, &descriptors})
-      for (int programs : {3, 7}) {
+      for (int programs : {3, 11}) {
         SCOPED_TRACE(fmt::format("{}, {} programs", kern->name(), programs));
         std::vector<float> partials(size_t(examples::streamKPartialFloats(programs, 32, 32)), NAN);
-        std::vector<int32_t> arrivals(4, 0);
+        const size_t tiles = size_t(cdiv(K, 32) * cdiv(N, 32));
+        std::vector<int32_t> arrivals(tiles, 0);
         std::vector<float> g(size_t(K * N), NAN);
         o.grid = {uint32_t(programs)};
         (*kern)(o, x, dy, g, partials, arrivals, M, N, K, false, 32, 32, 16);
         EXPECT_LT(rel_error(g, once), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
         (*kern)(o, x, dy, g, partials, arrivals, M, N, K, true, 32, 32, 16);
         EXPECT_LT(rel_error(g, wantDw), (std::is_same_v<T, float> ? 1e-5 : 1e-3));
-        EXPECT_EQ(arrivals, std::vector<int32_t>(4, 0));
+        EXPECT_EQ(arrivals, std::vector<int32_t>(tiles, 0));
       }
   }
 }
