@@ -66,6 +66,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
 /// Second half: shared-memory offsets, then per-thread LLVM + NVVM.
 void addLoweringPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addPass(createAllocateSharedMemory());
+  pm.addPass(createElideScratchBarriers());
   LowerTileGPUToLLVMOptions lowering;
   lowering.chip = o.chip; // not layoutChip(): mma.sync code rounds by the chip too
   pm.addPass(createLowerTileGPUToLLVM(lowering));

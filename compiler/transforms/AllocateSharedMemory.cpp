@@ -2,7 +2,9 @@
 //
 // One buffer per op that needs shared memory (SharedMemoryUsage), live over
 // an interval of the module's program order (SharedMemoryLiveness), packed
-// so that buffers live at the same time never share bytes. The lowering
+// so that buffers live at the same time never share bytes. A small scratch
+// exchange's buffer lives until the next one (ScratchBarriers), which can
+// then skip its leading barrier. The lowering
 // reads each op's offset and the module's total.
 //
 // A ping-pong kernel (two programs per CTA) runs its consumer code once per
@@ -13,6 +15,7 @@
 // the split, hold both programs' stages and live to the kernel's end.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/analysis/ScratchBarriers.h"
 #include "compiler/analysis/SharedMemoryLiveness.h"
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/transforms/LoweringCommon.h"
@@ -52,6 +55,10 @@ struct AllocateSharedMemoryPass
       SmallVector<Operation *> users;
       if (isa<tilegpu::AllocSharedOp>(op))
         users = llvm::to_vector(op->getUsers());
+      // A small exchange's reads stay pending until the next one's second
+      // barrier: apart from its buffer, that one needs no leading barrier.
+      if (programs == 1 && bytes <= kSmallScratchBytes && isScratchExchange(op))
+        users = nextScratchExchanges(op);
       const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
       // Read by either program until the end; the order's mbarriers, which
       // order_wait / order_arrive / order_retire use without naming them,

@@ -41,7 +41,7 @@ struct ConvertToDotOperandViaShared : OpConversionPattern<tilegpu::ConvertLayout
     Location loc = op.getLoc();
     SharedOperand operand(rw, loc, adaptor.getSrc(), srcT, layoutOf(dstT),
                           operandEnc.getOpIdx() == 0, sharedBuffer(rw, loc, op));
-    ctaBarrier(rw, loc); // earlier users of the scratch are done
+    leadingBarrier(rw, loc, op); // earlier users of the scratch are done
     operand.store();
     ctaBarrier(rw, loc);
     SmallVector<Value> out;

@@ -61,7 +61,7 @@ exchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values, Type e
   int32_t dupRegs = owners.duplicateRegisters;
   Value owner = owners.threadOwns;
 
-  ctaBarrier(rw, loc); // earlier users of the scratch are done
+  leadingBarrier(rw, loc, op); // earlier users of the scratch are done
   auto srcCoords = coordinates(rw, loc, src);
   for (int32_t r = 0; r < src.inDimSize("register"); ++r) {
     if (r & dupRegs)
@@ -152,7 +152,7 @@ struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLa
     auto at = [&](Value offset) {
       return LLVM::GEPOp::create(rw, loc, ptr3, elem, scratch, ValueRange{offset});
     };
-    ctaBarrier(rw, loc); // earlier users of the scratch are done
+    leadingBarrier(rw, loc, op); // earlier users of the scratch are done
     Owners owners = ownersOf(rw, loc, src);
     auto storeOffsets = coordinates(rw, loc, src.compose(tile.offsetLayout()));
     SmallVector<Value> values(adaptor.getSrc());

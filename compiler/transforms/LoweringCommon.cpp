@@ -1,6 +1,7 @@
 //===- LoweringCommon.cpp - shared pieces of the tilegpu -> LLVM lowering -===//
 #include "compiler/transforms/LoweringCommon.h"
 
+#include "compiler/analysis/ScratchBarriers.h"
 #include "compiler/analysis/SharedMemoryUsage.h"
 #include "compiler/layout/OperandStaging.h"
 #include "compiler/layout/WgmmaOperands.h"
@@ -281,6 +282,11 @@ void ctaBarrier(OpBuilder &b, Location loc) {
   // Each program's warpgroup has a barrier of its own: 1 + its slot.
   Value id = LLVM::AddOp::create(b, loc, programSlot(b, loc), i32Const(b, loc, 1));
   inlinePtx(b, loc, Type(), {id}, fmt::format("bar.sync $0, {};", consumerThreads), "r,~{memory}");
+}
+
+void leadingBarrier(OpBuilder &b, Location loc, Operation *op) {
+  if (!op->hasAttr(analysis::kSkipLeadingBarrierAttr))
+    ctaBarrier(b, loc);
 }
 
 Value ringStage(OpBuilder &b, Location loc, Value ring, Value stage, tilegpu::SharedTilesType type) {

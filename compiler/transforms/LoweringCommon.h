@@ -131,6 +131,10 @@ bool isWgmmaDot(mlir::Operation *op);
 /// ping-pong kernel bar.sync 1 + slot over the program's warpgroup.
 void ctaBarrier(mlir::OpBuilder &b, mlir::Location loc);
 
+/// The barrier before a scratch exchange writes its buffer (earlier users
+/// of the bytes are done), unless elide-scratch-barriers found none needed.
+void leadingBarrier(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op);
+
 /// Inline PTX with side effects; returns its result (null for none).
 mlir::Value inlinePtx(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
                       mlir::ValueRange args, const std::string &body,

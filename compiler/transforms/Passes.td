@@ -309,14 +309,32 @@ def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
     Each op whose lowering needs shared memory (cross-warp reductions,
     convert_layout / trans / reshape that move elements between threads,
     the FMA dot's operands, the old value of a scalar atomic) owns a buffer
-    live over an interval of the program order: today only while the op
-    runs; a buffer that outlives its op (made before a loop and used in it,
-    or carried across iterations) lives for the whole loop. Buffers whose
+    live over an interval of the program order: while the op runs; a small
+    one (up to 1 KiB: a reduction's partials) until the next such op on
+    every path, so that `elide-scratch-barriers` finds the two apart; a
+    buffer that outlives its op (made before a loop and used in it, or
+    carried across iterations) lives for the whole loop. Buffers whose
     intervals overlap get disjoint bytes; the rest reuse them. Offsets are
     multiples of 16 (largest buffer first, lowest offset that fits) and are
     recorded as `tilegpu.shared_offset` on each op; the module records the
     total as `tilegpu.shared_bytes`. `lower-tilegpu-to-llvm` addresses each
     buffer at its offset and keeps the barriers around every use.
+  }];
+}
+
+def ElideScratchBarriers : Pass<"elide-scratch-barriers", "mlir::ModuleOp"> {
+  let summary = "Drop the leading barrier of scratch users whose bytes are free";
+  let description = [{
+    A cross-warp reduction, a scan's warp totals and a convert_layout
+    through shared memory lower to: barrier (earlier users of the bytes are
+    done), writes to the op's buffer, barrier, reads. After
+    `allocate-shared-memory`, an op whose buffer no access since the last
+    barrier on any path to it may touch (in practice: the previous such
+    op's reads, in other bytes) gets `tilegpu.skip_leading_barrier`, and the
+    lowering leaves its first barrier out. Ops the analysis does not model
+    (rings, TMA, dots, atomics, warp-specialised branches, ping-pong
+    programs) keep their barrier. Two reductions a row in a loop then take
+    two barriers an iteration instead of four.
   }];
 }
 

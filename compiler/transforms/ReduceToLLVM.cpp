@@ -146,7 +146,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
                                     i32Const(rw, loc, strides[d])));
         slotIndex.push_back(LLVM::MulOp::create(rw, loc, idx, i32Const(rw, loc, numWarpSlots)));
       }
-      ctaBarrier(rw, loc); // earlier users of the scratch are done
+      leadingBarrier(rw, loc, op); // earlier users of the scratch are done
       std::vector<int64_t> bases;
       for (size_t o = 0; o < nOps; ++o) {
         Type t = acc[0][o].getType();

@@ -231,7 +231,7 @@ struct ScanPattern : OpConversionPattern<tile::ScanOp> {
         return LLVM::GEPOp::create(rw, loc, ptr3, totals[k][o].getType(), region,
                                    ValueRange{LLVM::AddOp::create(rw, loc, rowBase[k], slot)});
       };
-      ctaBarrier(rw, loc); // earlier users of the scratch are done
+      leadingBarrier(rw, loc, op); // earlier users of the scratch are done
       for (size_t k = 0; k < totals.size(); ++k)
         for (size_t o = 0; o < nOps; ++o)
           predicatedStore(rw, loc, slotOf(o, k, warpOrder), totals[k][o], writer, "shared");

@@ -2,12 +2,14 @@
 // RUN: tegula-opt %s -split-input-file --allocate-shared-memory --lower-tilegpu-to-llvm | FileCheck %s --check-prefix=LLVM
 
 // Every op that needs shared memory gets `tilegpu.shared_offset` (a multiple
-// of 16); the module records the total as `tilegpu.shared_bytes`. Today's
-// users need their buffer only while they run, so buffers of different ops
-// never live at the same time: they all start at 0 and the total is the
-// largest. The lowering makes one global of that size; each user begins with
-// a barrier (earlier users of the bytes are done) and has one between its
-// writes and reads: two per reduction here, none after.
+// of 16); the module records the total as `tilegpu.shared_bytes`. Most
+// users need their buffer only while they run, so their buffers may share
+// bytes; a small exchange's buffer (up to 1 KiB) lives until the next
+// exchange, so consecutive ones are apart (elide-scratch-barriers then drops
+// the later one's leading barrier; not run here). The lowering makes one
+// global of the total's size; each user begins with a barrier (earlier users
+// of the bytes are done) and has one between its writes and reads: two per
+// reduction here, none after.
 
 // No shared memory: register-only code and a convert_layout between two
 // layouts that place every element in the same thread (a register move).
@@ -33,16 +35,16 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // Two reductions in a row, warps along the reduced axis: partials go
 // through shared memory, one per result row and warp (4 x 4), at least 32
-// bits each: f32 64 bytes, f64 128 bytes. The second reuses the first's
-// bytes; the total is the larger.
+// bits each: f32 64 bytes, f64 128 bytes. The first lives until the
+// second: f64 (larger first) at 0, f32 after it.
 // A reduction within warps (axis 0 of #w, lanes and registers only) needs
 // none.
-// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 128 : i32}
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 192 : i32}
 // CHECK-LABEL: func.func @two_reductions(
-// CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf32
+// CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 128 : i32} : (tensor<4x512xf32
 // CHECK:         tile.reduce(%{{.*}}) {axis = 1 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<4x512xf64
 // CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32} : (tensor<32x4xf32
-// LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 1024 : i64{{.*}}} : !llvm.array<128 x i8>
+// LLVM: llvm.mlir.global internal @tegula_scratch() {addr_space = 3 : i32, alignment = 1024 : i64{{.*}}} : !llvm.array<192 x i8>
 // LLVM-LABEL: llvm.func @two_reductions(
 // LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
 // LLVM-COUNT-4: nvvm.barrier0
@@ -77,18 +79,23 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // -----
 
 // A convert_layout that moves elements between threads, inside a loop, with
-// a reduction before the loop and one after it. The loop does not make the
-// conversion's buffer outlive the conversion (it is rewritten every
-// iteration), so all three share offset 0; the total is the largest
-// (128 f32 = 512 bytes).
-// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 512 : i32}
+// a reduction before the loop and one after it. Each buffer (the
+// conversions' 128 f32 = 512 bytes, the reductions' 4 x 4) lives until the
+// next exchange on every path: the first reduction through the loop's first
+// conversion, the first conversion to the second, and the second around the
+// back edge to the first and past the exit to the last reduction. So the
+// two conversions are apart, the first reduction apart from the first
+// conversion, and the last reduction takes the first conversion's bytes,
+// free by then.
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 1040 : i32}
 // CHECK-LABEL: func.func @loop(
-// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 0 : i32}
+// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 1024 : i32}
 // CHECK:         scf.for
+// CHECK:           tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 512 : i32} : tensor<128xf32, #{{.*}}> -> tensor<128xf32, #{{.*}}>
 // CHECK:           tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xf32, #{{.*}}> -> tensor<128xf32, #{{.*}}>
 // CHECK:           scf.yield
-// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 0 : i32}
-// LLVM: llvm.mlir.global internal @tegula_scratch() {{.*}} : !llvm.array<512 x i8>
+// CHECK:         tile.reduce(%{{.*}}) {axis = 0 : i32, tilegpu.shared_offset = 512 : i32}
+// LLVM: llvm.mlir.global internal @tegula_scratch() {{.*}} : !llvm.array<1040 x i8>
 // LLVM-LABEL: llvm.func @loop(
 // LLVM:         llvm.mlir.addressof @tegula_scratch : !llvm.ptr<3>
 // LLVM:         llvm.cond_br
@@ -125,11 +132,13 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 // Sizes by element type and op: exchanges take the result tile (f16 2 bytes,
 // i1 1 byte, pointers 8 bytes per element), the FMA dot both operands
 // (bf16: (16x16 + 16x16) x 2), a scalar atomic whose old value is used one
-// element (i64: 8); an atomic whose old value is unused needs nothing.
+// element (i64: 8); an atomic whose old value is unused needs nothing. The
+// f16 conversion (256 bytes) lives until the i1 one, which lives until the
+// pointers' (1 KiB): the i1 one's bytes lie past the pointers' at 0.
 // CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 2048 : i32}
 // CHECK-LABEL: func.func @sizes(
 // CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xf16
-// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128xi1
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 1024 : i32} : tensor<128xi1
 // CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<128x!tile.ptr<f32>
 // CHECK:         tile.trans %{{.*}} {order = array<i32: 1, 0>, tilegpu.shared_offset = 0 : i32} : tensor<16x16xf64
 // CHECK:         tile.dot {{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<16x16xbf16
