@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
@@ -280,8 +282,8 @@ TEST_P(GptModelTest, PersistentGemmsComputeWhatOneProgramATileDoes) {
 // two accumulated backwards at T 32 (= n_ctx) leave every gradient nonzero,
 // zero_grad and one backward at T 20 give what a fresh model's one backward
 // gives - wpe's rows 20..31 zero again; and zero_grad then a read gives zeros.
-// f32 and bf16 (stream-K weight gradients, the column sums, wte's through the
-// LM head with the token scatter after it).
+// f32, bf16 and f32 at tf32 (stream-K and transposed weight gradients, the
+// column sums, wte's through the LM head with the token scatter after it).
 TEST_P(GptModelTest, ZeroGradStoresInsteadOfClearing) {
   std::mt19937 rng(12);
   auto batch = [&](int B, int T) {
@@ -292,9 +294,12 @@ TEST_P(GptModelTest, ZeroGradStoresInsteadOfClearing) {
   };
   const auto [longTok, longTgt] = batch(2, 32);
   const auto [tok, tgt] = batch(3, 20);
-  for (DType storage : {DType::f32, DType::bf16}) {
-    SCOPED_TRACE(dtype_name(storage));
-    GptModel used(tiny(), GetParam(), tl::precision::ieee, storage), fresh(tiny(), GetParam(), tl::precision::ieee, storage);
+  // f32 at tf32 takes the weight gradients from transposed copies
+  // (matmulDwTn), whose first writer stores too.
+  for (auto [storage, precision] : {std::pair{DType::f32, tl::precision::ieee}, std::pair{DType::bf16, tl::precision::ieee},
+                                    std::pair{DType::f32, tl::precision::tf32}}) {
+    SCOPED_TRACE(fmt::format("{} {}", dtype_name(storage), precision == tl::precision::tf32 ? "tf32" : "ieee"));
+    GptModel used(tiny(), GetParam(), precision, storage), fresh(tiny(), GetParam(), precision, storage);
     used.init_random(4);
     for (const ParamSpec &p : used.parameters())
       fresh.write_parameter(p.name, used.read_parameter(p.name));
