@@ -3,9 +3,11 @@
 // A reduction along `axis` of a tile with layout L runs in up to three
 // steps, each read off L's basis vectors:
 //   1. registers of one thread that differ only along `axis` combine;
-//   2. lane bits that move along `axis` combine with butterfly shuffles;
+//   2. lane bits that move along `axis` combine with butterfly shuffles -
+//      or, where step 3 follows, split the thread's partials between them
+//      (reduce-scatter: each lane ends with the totals of some keys);
 //   3. warp bits that move along `axis` exchange partials through shared
-//      memory (write, barrier, every thread reads and combines, barrier).
+//      memory (barrier, write, barrier, every thread reads and combines).
 // Every thread then holds the result for its slice of the tile, which is
 // what the result's slice layout says.
 //
@@ -85,25 +87,39 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         acc[k] = combine(rw, op, acc[k], vals);
       }
     }
-    // 2. Across lanes: butterfly over the lane bits that move along axis.
-    for (int bit : bitsAlong(ll, "lane", axis))
+    std::vector<int> laneBits = bitsAlong(ll, "lane", axis);
+    std::vector<int> warpBits = bitsAlong(ll, "warp", axis);
+    // With partials going through shared memory anyway, the lanes along the
+    // axis split a thread's keys between them (reduce-scatter): at each lane
+    // bit a thread keeps half its partials and sends the other half, so k
+    // keys over 3 lane bits take k/2 + k/4 + k/8 shuffles, not 3k (an
+    // accumulator's column sums: 28 instead of 96), and each lane writes the
+    // totals of the keys it ends with. Halving needs the key count to stay
+    // even; the bits left over use the butterfly.
+    size_t scatterBits = 0;
+    if (!warpBits.empty())
+      while (scatterBits < laneBits.size() && keys.size() % (size_t(2) << scatterBits) == 0)
+        ++scatterBits;
+
+    // 2. Across lanes: butterfly over the lane bits that move along axis
+    // (those the scatter leaves).
+    for (size_t i = scatterBits; i < laneBits.size(); ++i)
       for (auto &vals : acc) {
         SmallVector<Value> other;
         for (Value v : vals)
-          other.push_back(shuffleXor(rw, loc, v, 1 << bit));
+          other.push_back(shuffleXor(rw, loc, v, 1 << laneBits[i]));
         vals = combine(rw, op, vals, other);
       }
 
     // 3. Across warps: partials through shared memory.
-    std::vector<int> warpBits = bitsAlong(ll, "warp", axis);
     if (!warpBits.empty()) {
       int64_t numWarpSlots = int64_t(1) << warpBits.size();
       auto [lane, warp] = laneAndWarp(rw, loc);
-      // One writer per partial: lanes along the axis hold the same value
-      // after step 2, and free lane/warp bits hold copies.
+      // One writer per partial: lanes along the axis not scattered hold the
+      // same value after step 2, and free lane/warp bits hold copies.
       int32_t laneMask = 0, warpMask = 0;
-      for (int b : bitsAlong(ll, "lane", axis))
-        laneMask |= 1 << b;
+      for (size_t i = scatterBits; i < laneBits.size(); ++i)
+        laneMask |= 1 << laneBits[i];
       for (int b : ll.freeBits("lane"))
         laneMask |= 1 << b;
       for (int b : ll.freeBits("warp"))
@@ -134,7 +150,6 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
       }
       Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
       Value scratch = sharedBuffer(rw, loc, op);
-      int64_t base = 0;
       SmallVector<Value> slotIndex;
       for (size_t k = 0; k < keys.size(); ++k) {
         Value idx = i32Const(rw, loc, 0);
@@ -146,17 +161,43 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
                                     i32Const(rw, loc, strides[d])));
         slotIndex.push_back(LLVM::MulOp::create(rw, loc, idx, i32Const(rw, loc, numWarpSlots)));
       }
+      // The reduce-scatter: partials held (with their keys' slots); at each
+      // bit the lane with it set keeps the upper half.
+      std::vector<SmallVector<Value>> held = acc;
+      SmallVector<Value> heldSlot = slotIndex;
+      for (size_t i = 0; i < scatterBits; ++i) {
+        Value upper = LLVM::ICmpOp::create(
+            rw, loc, LLVM::ICmpPredicate::ne,
+            LLVM::AndOp::create(rw, loc, lane, i32Const(rw, loc, 1 << laneBits[i])), i32Const(rw, loc, 0));
+        const size_t half = held.size() / 2;
+        std::vector<SmallVector<Value>> kept;
+        SmallVector<Value> keptSlot;
+        for (size_t j = 0; j < half; ++j) {
+          SmallVector<Value> mine, theirs;
+          for (size_t o = 0; o < nOps; ++o) {
+            Value lo = held[j][o], hi = held[j + half][o];
+            mine.push_back(LLVM::SelectOp::create(rw, loc, upper, hi, lo));
+            theirs.push_back(
+                shuffleXor(rw, loc, LLVM::SelectOp::create(rw, loc, upper, lo, hi), 1 << laneBits[i]));
+          }
+          kept.push_back(combine(rw, op, mine, theirs));
+          keptSlot.push_back(LLVM::SelectOp::create(rw, loc, upper, heldSlot[j + half], heldSlot[j]));
+        }
+        held = std::move(kept);
+        heldSlot = std::move(keptSlot);
+      }
       leadingBarrier(rw, loc, op); // earlier users of the scratch are done
+      int64_t base = 0;
       std::vector<int64_t> bases;
       for (size_t o = 0; o < nOps; ++o) {
         Type t = acc[0][o].getType();
         bases.push_back(base);
         Value region = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
                                            ValueRange{i32Const(rw, loc, base)});
-        for (size_t k = 0; k < keys.size(); ++k) {
-          Value slot = LLVM::AddOp::create(rw, loc, slotIndex[k], warpSlot);
+        for (size_t k = 0; k < held.size(); ++k) {
+          Value slot = LLVM::AddOp::create(rw, loc, heldSlot[k], warpSlot);
           Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
-          predicatedStore(rw, loc, p, acc[k][o], writer, "shared");
+          predicatedStore(rw, loc, p, held[k][o], writer, "shared");
         }
         base += resultElements(op) * numWarpSlots * analysis::reducePartialBytes(t);
       }

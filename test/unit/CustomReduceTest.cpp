@@ -100,6 +100,39 @@ TEST(CustomReduce, CombineFunctionsOfTheUsers) {
   }
 }
 
+/// Each column's largest value and its smallest row among equals, over a
+/// [64, 8] tile: at 4 warps its rows run over 16 lanes and the warps, so
+/// the lanes split each thread's columns between them before the warps'
+/// shared-memory step (the reduce-scatter), then a butterfly finishes.
+void column_argmax(tl::ptr<float> x, tl::ptr<float> colMax, tl::ptr<int32_t> colArg) {
+  tl::tensor r = tl::arange(0, 64), c = tl::arange(0, 8);
+  tl::tensor v = tl::load(x + r.expand_dims(1) * 8 + c.expand_dims(0));
+  auto largerFirst = [](const std::vector<tl::tensor> &acc, const std::vector<tl::tensor> &next) {
+    tl::tensor takeNext = (next[0] > acc[0]) | ((next[0] == acc[0]) & (next[1] < acc[1]));
+    return std::vector<tl::tensor>{tl::where(takeNext, next[0], acc[0]), tl::where(takeNext, next[1], acc[1])};
+  };
+  std::vector<tl::tensor> best = tl::reduce({v, r.expand_dims(1) + tl::zeros({64, 8}, tl::i32)}, 0, largerFirst);
+  tl::store(colMax + c, best[0]);
+  tl::store(colArg + c, best[1]);
+}
+
+TEST(CustomReduce, ColumnArgmaxAcrossLanesAndWarps) {
+  std::vector<float> x = random_vector<float>(64 * 8, -1.0f, 1.0f);
+  for (int j = 0; j < 8; ++j) // column j's largest, twice: rows 9 j and 63 - 2 j
+    x[size_t((9 * j % 64) * 8 + j)] = x[size_t((63 - 2 * j) * 8 + j)] = 2.0f + float(j);
+  auto k = kernel("column_argmax", column_argmax);
+  for (Backend backend : backendsWithTheGpu("a column argmax")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> colMax(8);
+    std::vector<int32_t> colArg(8, -1);
+    k({.grid = {1}, .num_warps = 4, .backend = backend}, x, colMax, colArg);
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(colMax[size_t(j)], 2.0f + float(j)) << "column " << j;
+      EXPECT_EQ(colArg[size_t(j)], std::min(9 * j % 64, 63 - 2 * j)) << "column " << j;
+    }
+  }
+}
+
 void returnsATile(tl::ptr<float> o) {
   tl::tensor v = tl::load(o + tl::arange(0, 4));
   FAILS_ON_NEXT_LINE();

@@ -89,6 +89,36 @@ module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 80 : i32}
 
 // -----
 
+// Column sums of a tile whose rows run over lanes and warps (8 columns a
+// thread, 8 lanes and 4 warps along the rows - an accumulator's column sums):
+// the partials go through shared memory anyway, so the 8 lanes along the
+// axis split each thread's 8 columns between them instead of each summing
+// all 8 (reduce-scatter): 4 + 2 + 1 shuffles, not 8 x 3, and each lane
+// writes the one column it ends with.
+#c = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+#cs = #tilegpu.slice<{dim = 0, parent = #c}>
+module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 512 : i32} {
+  // CHECK-LABEL: llvm.func @column_sums(
+  // CHECK-COUNT-7: nvvm.shfl.sync bfly
+  // CHECK-NOT:     nvvm.shfl.sync
+  // CHECK:         nvvm.barrier0
+  // CHECK:         st.shared.b32
+  // CHECK-NOT:     st.shared
+  // CHECK:         nvvm.barrier0
+  // CHECK-COUNT-32: llvm.load
+  // CHECK:         llvm.return
+  func.func @column_sums(%a: tensor<32x32xf32, #c>) -> tensor<32xf32, #cs> {
+    %s = tile.reduce(%a) {axis = 0 : i32, tilegpu.shared_offset = 0 : i32} : (tensor<32x32xf32, #c>) -> tensor<32xf32, #cs> {
+    ^bb0(%x: f32, %y: f32):
+      %sum = arith.addf %x, %y : f32
+      tile.reduce.return %sum : f32
+    }
+    return %s : tensor<32xf32, #cs>
+  }
+}
+
+// -----
+
 // f32 -> bf16 two registers at a time where the result leaves its block (into
 // the loop, round it): one vector fptrunc a pair, which carry-packed-pairs
 // then carries whole. The conversion before the store stays in its block and
