@@ -4,7 +4,8 @@
 // an interval of the module's program order (SharedMemoryLiveness), packed
 // so that buffers live at the same time never share bytes. A small scratch
 // exchange's buffer lives until the next one (ScratchBarriers), which can
-// then skip its leading barrier. The lowering
+// then skip its leading barrier; a larger one too where that needs no more
+// bytes in all. The lowering
 // reads each op's offset and the module's total.
 //
 // A ping-pong kernel (two programs per CTA) runs its consumer code once per
@@ -45,6 +46,9 @@ struct AllocateSharedMemoryPass
     const int64_t programs = lowering::programsPerCta(module);
     std::vector<Operation *> owners, programOwners; // the latter: per-program (ping-pong consumers)
     std::vector<SharedBuffer> buffers, programBuffers;
+    // Larger exchanges that could live until the next one too: (index in
+    // `buffers`, that live range) - taken only where it costs no bytes.
+    std::vector<std::pair<size_t, LiveInterval>> freeIfApart;
     module.walk([&](Operation *op) {
       int64_t bytes = sharedScratchBytes(op);
       if (!bytes)
@@ -55,10 +59,14 @@ struct AllocateSharedMemoryPass
       SmallVector<Operation *> users;
       if (isa<tilegpu::AllocSharedOp>(op))
         users = llvm::to_vector(op->getUsers());
-      // A small exchange's reads stay pending until the next one's second
+      // An exchange's reads stay pending until the next one's second
       // barrier: apart from its buffer, that one needs no leading barrier.
-      if (programs == 1 && bytes <= kSmallScratchBytes && isScratchExchange(op))
+      // Small buffers always live that long; larger ones where it is free.
+      const bool exchange = programs == 1 && isScratchExchange(op);
+      if (exchange && bytes <= kSmallScratchBytes)
         users = nextScratchExchanges(op);
+      else if (exchange)
+        freeIfApart.push_back({buffers.size(), order.liveRange(op, nextScratchExchanges(op))});
       const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
       // Read by either program until the end; the order's mbarriers, which
       // order_wait / order_arrive / order_retire use without naming them,
@@ -80,6 +88,12 @@ struct AllocateSharedMemoryPass
       buffers.push_back({live, arenaBytes * programs, -1, kWgmmaTileAlignment});
     }
     int64_t total = packSharedBuffers(buffers, kSharedAlignment);
+    for (auto [i, live] : freeIfApart) { // one at a time, in program order
+      std::vector<SharedBuffer> apart = buffers;
+      apart[i].live = live;
+      if (int64_t bytes = packSharedBuffers(apart, kSharedAlignment); bytes <= total)
+        buffers = std::move(apart), total = bytes;
+    }
 
     Builder b(&getContext());
     for (auto [op, buffer] : llvm::zip(owners, buffers))

@@ -311,7 +311,8 @@ def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
     the FMA dot's operands, the old value of a scalar atomic) owns a buffer
     live over an interval of the program order: while the op runs; a small
     one (up to 1 KiB: a reduction's partials) until the next such op on
-    every path, so that `elide-scratch-barriers` finds the two apart; a
+    every path, so that `elide-scratch-barriers` finds the two apart (a
+    larger one too where that adds no bytes to the total); a
     buffer that outlives its op (made before a loop and used in it, or
     carried across iterations) lives for the whole loop. Buffers whose
     intervals overlap get disjoint bytes; the rest reuse them. Offsets are

@@ -129,6 +129,30 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // -----
 
+// Larger exchanges (over 1 KiB) live until the next one only where that
+// costs no bytes in all. Here the 4 KiB conversion sets the total; the two
+// 2 KiB ones after it fit apart within it, so the first lives until the
+// second (and the second's leading barrier can go); the 4 KiB one living
+// until the first 2 KiB one would need 6 KiB, so it does not.
+// CHECK: module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 4096 : i32}
+// CHECK-LABEL: func.func @apart_where_free(
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<1024xf32
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 0 : i32} : tensor<512xf32
+// CHECK:         tilegpu.convert_layout %{{.*}} {tilegpu.shared_offset = 2048 : i32} : tensor<512xf32
+#a = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#v = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  func.func @apart_where_free(%x: tensor<1024xf32, #a>, %y: tensor<512xf32, #a>, %z: tensor<512xf32, #a>)
+      -> (tensor<1024xf32, #v>, tensor<512xf32, #v>, tensor<512xf32, #v>) {
+    %x2 = tilegpu.convert_layout %x : tensor<1024xf32, #a> -> tensor<1024xf32, #v>
+    %y2 = tilegpu.convert_layout %y : tensor<512xf32, #a> -> tensor<512xf32, #v>
+    %z2 = tilegpu.convert_layout %z : tensor<512xf32, #a> -> tensor<512xf32, #v>
+    return %x2, %y2, %z2 : tensor<1024xf32, #v>, tensor<512xf32, #v>, tensor<512xf32, #v>
+  }
+}
+
+// -----
+
 // Sizes by element type and op: exchanges take the result tile (f16 2 bytes,
 // i1 1 byte, pointers 8 bytes per element), the FMA dot both operands
 // (bf16: (16x16 + 16x16) x 2), a scalar atomic whose old value is used one
