@@ -31,8 +31,15 @@ CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const cha
                      int scalarLoads = -1, int stages = 3) {
   CompiledKernel c =
       kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .warp_specialize = true});
-  std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled%s\n", chip, kern.name().c_str(),
-              c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes,
+  int barriers = -1; // CTA barriers in the machine code, where ptxas made one
+  if (!c.cubin.empty()) {
+    const std::string sass = c.sass();
+    barriers = 0;
+    for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+      ++barriers;
+  }
+  std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled, %d barriers%s\n", chip,
+              kern.name().c_str(), c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes, barriers,
               c.producer_warps ? ", warp specialised" : "");
   EXPECT_NE(c.ptx.find(".entry"), std::string::npos);
   EXPECT_EQ(c.spill_bytes, 0) << kern.name();
