@@ -15,6 +15,7 @@
 // Without a driver it prints "skipped: ..." and exits 0.
 //
 //   gpt2-attention [--iters 20] [--batch 8]
+#include "GpuMain.h"
 #include "ScopedSwitch.h"
 #include "models/gpt/Attention.h"
 #include "models/gpt/Model.h"
@@ -170,13 +171,7 @@ int main(int argc, char **argv) {
   const int H = 12, T = 1024, D = 64, C = H * D, BT = B * T;
   fmt::print("# gpt2-attention: GPT-2 124M's causal attention, bf16 then f32 (tf32 dots), B={} H={} T={} D={}\n",
              B, H, T, D);
-  std::string why;
-  if (!gpu_available(&why)) {
-    fmt::print("skipped: {}\n", why);
-    return 0;
-  }
-  try {
-    const DeviceInfo info = device_info();
+  return bench::runOnGpu([&](const DeviceInfo &info) {
     const gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(DType::bf16, info.chip);
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events); tiles: forward {} rows, backward {} "
                "stepping {}, {} warps\n",
@@ -308,8 +303,5 @@ int main(int argc, char **argv) {
     }
     ok = f32Attention(info, B, iters) && ok;
     return ok ? 0 : 1;
-  } catch (const Error &e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -9,6 +9,7 @@
 // and exits 0.
 //
 //   gpt2-layers [--iters 20]
+#include "GpuMain.h"
 #include "examples/kernels.h"
 #include "models/gpt/Kernels.h"
 #include "models/gpt/Model.h"
@@ -201,13 +202,7 @@ int main(int argc, char **argv) {
     if (!std::strcmp(argv[i], "--iters"))
       iters = std::atoi(argv[i + 1]);
   fmt::print("# gpt2-layers: GPT-2 124M's memory-bound kernels (f32, then bf16) vs a device-to-device copy\n");
-  std::string why;
-  if (!gpu_available(&why)) {
-    fmt::print("skipped: {}\n", why);
-    return 0;
-  }
-  try {
-    DeviceInfo info = device_info();
+  return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events)\n", info.name, info.chip, info.driver_version,
                iters);
     const int64_t params = 124475904;
@@ -221,9 +216,5 @@ int main(int argc, char **argv) {
     }
     runLayers<float>(iters, copyGBs);
     runLayers<bfloat16>(iters, copyGBs);
-  } catch (const Error &e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

@@ -17,6 +17,7 @@
 //
 // --no-cublas: Tegula's rows only (the fake driver's test: a real cuBLAS
 // cannot run on its host-memory buffers).
+#include "GpuMain.h"
 #include "CublasLibrary.h"
 #include "examples/stream_k.h"
 #include "models/gpt/Linear.h"
@@ -247,13 +248,7 @@ int main(int argc, char **argv) {
     else if (!std::strcmp(argv[i], "--tiles") && i + 1 < argc)
       overrides = argv[++i];
   fmt::print("# gpt2-linear: GPT-2 124M's bf16 GEMMs (B T 8192) as GptModel launches them, vs cuBLAS\n");
-  std::string why;
-  if (!gpu_available(&why)) {
-    fmt::print("skipped: {}\n", why);
-    return 0;
-  }
-  try {
-    const DeviceInfo info = device_info();
+  return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events); TFLOP/s = 2 M N K / time\n", info.name,
                info.chip, info.driver_version, iters);
     gpt::GptModel::Tiles tiles = gpt::GptModel::gpu_tiles(DType::bf16, info.chip);
@@ -265,9 +260,5 @@ int main(int argc, char **argv) {
     if (!cublas || !cublas->handle)
       fmt::print("cuBLAS: {}: Tegula's rows only\n", cublas ? "not found (" + cublas->why + ")" : std::string("off"));
     runLinear(tiles, iters, cublas && cublas->handle ? &*cublas : nullptr);
-  } catch (const Error &e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

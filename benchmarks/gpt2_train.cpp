@@ -25,6 +25,7 @@
 // of stream-K ("bf16_ws_dw_tiles"); f32 once more with its weight gradients
 // read as stored, without transposes ("f32_ws_dw_direct": wgmma through
 // K-major rings 4-byte copies fill).
+#include "GpuMain.h"
 #include "models/gpt/Model.h"
 
 #include "tegula/device.h"
@@ -154,43 +155,39 @@ int main(int argc, char **argv) {
   }
   fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}{}{}\n", B, T, steps, dtype,
              tiles.empty() ? "" : ", tiles " + tiles, variants == "all" ? "" : ", variants " + variants);
-  std::string why;
-  if (!gpu_available(&why)) {
-    fmt::print("skipped: {}\n", why);
-    return 0;
-  }
-  int status = 0;
-  DeviceInfo info = device_info();
-  fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
-  for (DType storage : {DType::f32, DType::bf16}) {
-    if (dtype != "all" && dtype != dtype_name(storage))
-      continue;
-    // bf16 on Hopper also without the weight gradients' own stream (what
-    // overlapping them with the backward gains) and with them one program a
-    // tile (what stream-K gains).
-    // f32 on Hopper also with the weight gradients read as stored (wgmma
-    // through 4-byte scatter rings) instead of through transposes.
-    for (Variant v : {Variant{false, true, true}, Variant{true, true, true}, Variant{true, false, true},
-                      Variant{true, true, false}, Variant{true, true, true, false}}) {
-      if (v.warpSpecialize && info.chip != "sm_90a")
+  return bench::runOnGpu([&](const DeviceInfo &info) {
+    int status = 0;
+    fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
+    for (DType storage : {DType::f32, DType::bf16}) {
+      if (dtype != "all" && dtype != dtype_name(storage))
         continue;
-      if ((!v.overlap || !v.streamK) && storage != DType::bf16)
-        continue;
-      if (!v.dwTransposed && storage != DType::f32)
-        continue;
-      // the model's default switches, warp specialised or not
-      const bool isDefault = v.overlap && v.streamK && v.dwTransposed;
-      if ((variants == "ws" && !(isDefault && v.warpSpecialize == (info.chip == "sm_90a"))) ||
-          (variants == "plain" && (v.warpSpecialize || !isDefault)))
-        continue;
-      try {
-        run(storage, v, B, T, steps, info, tiles);
-      } catch (const Error &e) { // report, and go on to the other precision
-        fmt::print("error ({}{}{}{}): {}\n", dtype_name(storage), v.warpSpecialize ? ", warp specialised" : "",
-                   v.overlap ? "" : ", serial", v.streamK ? "" : ", weight gradients one program a tile", e.what());
-        status = 1;
+      // bf16 on Hopper also without the weight gradients' own stream (what
+      // overlapping them with the backward gains) and with them one program a
+      // tile (what stream-K gains).
+      // f32 on Hopper also with the weight gradients read as stored (wgmma
+      // through 4-byte scatter rings) instead of through transposes.
+      for (Variant v : {Variant{false, true, true}, Variant{true, true, true}, Variant{true, false, true},
+                        Variant{true, true, false}, Variant{true, true, true, false}}) {
+        if (v.warpSpecialize && info.chip != "sm_90a")
+          continue;
+        if ((!v.overlap || !v.streamK) && storage != DType::bf16)
+          continue;
+        if (!v.dwTransposed && storage != DType::f32)
+          continue;
+        // the model's default switches, warp specialised or not
+        const bool isDefault = v.overlap && v.streamK && v.dwTransposed;
+        if ((variants == "ws" && !(isDefault && v.warpSpecialize == (info.chip == "sm_90a"))) ||
+            (variants == "plain" && (v.warpSpecialize || !isDefault)))
+          continue;
+        try {
+          run(storage, v, B, T, steps, info, tiles);
+        } catch (const Error &e) { // report, and go on to the other precision
+          fmt::print("error ({}{}{}{}): {}\n", dtype_name(storage), v.warpSpecialize ? ", warp specialised" : "",
+                     v.overlap ? "" : ", serial", v.streamK ? "" : ", weight gradients one program a tile", e.what());
+          status = 1;
+        }
       }
     }
-  }
-  return status;
+    return status;
+  });
 }

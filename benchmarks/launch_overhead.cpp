@@ -8,6 +8,7 @@
 // prints "skipped: ..." and exits 0.
 //
 //   launch-overhead [--launches 2000]
+#include "GpuMain.h"
 #include "examples/kernels.h"
 #include "tegula/autotune.h"
 #include "tegula/device.h"
@@ -28,13 +29,7 @@ int main(int argc, char **argv) {
       launches = std::atoi(argv[i + 1]);
   fmt::print("# launch overhead: examples::vector_add, 1 program of 1024, device buffers, "
              "host loop of {} launches\n", launches);
-  std::string why;
-  if (!gpu_available(&why)) {
-    fmt::print("skipped: {}\n", why);
-    return 0;
-  }
-  try {
-    DeviceInfo info = device_info();
+  return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
     // Three rounds of `launches` launches after 20 untimed ones (compile,
     // load, warm the caches; tuning for the autotuned one).
@@ -68,9 +63,5 @@ int main(int argc, char **argv) {
       DeviceBuffer a(256 * 256, DType::bf16), b(256 * 256, DType::bf16), c(256 * 256, DType::bf16);
       rounds("launch_overhead_cpp_tma_gemm", [&] { gemm(opts, a, b, c, 256, 256, 256, 256, 256, 256, 128, 128, 64); });
     }
-  } catch (const Error &e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }
