@@ -205,6 +205,9 @@ static float tegula_sim_rcp_approx_ftz_f32(float x) {
   };
   return flush(1.0f / flush(x));
 }
+// tanh.approx.f32 (tl::tanh_approx: about 2^-11 relative on the GPU) as the
+// interpreter computes it: tanh rounded to f32.
+static float tegula_sim_tanh_approx_f32(float x) { return float(std::tanh(double(x))); }
 // ex2.approx.ftz.f32 as the interpreter computes it: 2^x rounded to f32,
 // subnormal results flushed to +0 (subnormal inputs give 1 either way).
 static float tegula_sim_ex2_approx_ftz_f32(float x) {
@@ -269,6 +272,7 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_ex2_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_ex2_approx_ftz_f32)},
       {"__tegula_sim_div_full", reinterpret_cast<void *>(tegula_sim_div_full)},
       {"__tegula_sim_rcp_approx_ftz_f32", reinterpret_cast<void *>(tegula_sim_rcp_approx_ftz_f32)},
+      {"__tegula_sim_tanh_approx_f32", reinterpret_cast<void *>(tegula_sim_tanh_approx_f32)},
       {"__nv_rsqrtf", reinterpret_cast<void *>(nv_rsqrtf)},
       {"__nv_rsqrt", reinterpret_cast<void *>(nv_rsqrt)},
       {"__nv_isnanf", reinterpret_cast<void *>(nv_isnanf)},

@@ -353,7 +353,8 @@ struct InstrumentForSimulatorPass
     static const std::map<std::string, std::string> hostFunctions = {
         {"llvm.nvvm.ex2.approx.ftz.f32", "__tegula_sim_ex2_approx_ftz_f32"},
         {"llvm.nvvm.div.full", "__tegula_sim_div_full"},
-        {"llvm.nvvm.rcp.approx.ftz.f", "__tegula_sim_rcp_approx_ftz_f32"}};
+        {"llvm.nvvm.rcp.approx.ftz.f", "__tegula_sim_rcp_approx_ftz_f32"},
+        {"llvm.tanh.f32", "__tegula_sim_tanh_approx_f32"}};
     auto it = hostFunctions.find(op.getIntrin().str());
     if (it == hostFunctions.end())
       return op->emitOpError() << "'" << op.getIntrin() << "' is not supported by the simulator";

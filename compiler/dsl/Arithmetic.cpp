@@ -571,6 +571,16 @@ tensor rcp(const tensor &x, Loc loc) {
   return wrap(arith::DivFOp::create(ts.builder, l, ones, v, approximate));
 }
 
+tensor tanh_approx(const tensor &x, Loc loc) {
+  TraceState &ts = current(loc);
+  Value v = floatOperand(ts, x, loc, "tanh_approx");
+  // afn: the lowering's mark for tanh.approx.f32 - f32 only; other types
+  // take tanh's exact lowering.
+  auto approximate = arith::FastMathFlagsAttr::get(
+      ts.ctx, elementOf(v).isF32() ? arith::FastMathFlags::afn : arith::FastMathFlags::none);
+  return wrap(math::TanhOp::create(ts.builder, toLoc(ts.ctx, loc), v, approximate));
+}
+
 tensor where(const tensor &cond, operand a, operand b) {
   const Loc &loc = a.loc;
   TraceState &ts = current(loc);

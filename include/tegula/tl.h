@@ -246,6 +246,12 @@ tensor fdiv(operand a, operand b);
 /// on every backend); other float types divide exactly. a * rcp(b) is the
 /// fast quotient where b is known to be neither huge nor tiny.
 tensor rcp(const tensor &x, Loc loc = Loc::current());
+/// tanh, approximate: on the GPU an f32 tanh is one tanh.approx.f32 (a
+/// single MUFU.TANH, sm_75 on; relative error about 2^-11 - below a bf16
+/// result's rounding, where tl::tanh is libdevice's ~20 instructions). The
+/// interpreter and the simulator compute tanh exactly (rounded to f32);
+/// other float types take tl::tanh.
+tensor tanh_approx(const tensor &x, Loc loc = Loc::current());
 /// cond ? a : b elementwise, broadcasting all three.
 tensor where(const tensor &cond, operand a, operand b);
 /// Convert the element type (same as x.to(t)).

@@ -114,7 +114,7 @@ tl::tensor dwProduct(tl::ptr<T> x, tl::ptr<T> dy, const tl::scalar<int32_t> &M, 
 template <class T>
 tl::tensor geluBwdBlock(const tl::tensor &acc, const tl::tensor &pre, tl::ptr<float> partial,
                         const tl::scalar<int32_t> &K, const tl::tensor &m0, const tl::tensor &k0, int BM, int BK) {
-  tl::tensor g = (acc * gelu_grad(pre)).to(dtype_of_v<T>);
+  tl::tensor g = (acc * gelu_grad(pre, kApproxTanh<T>)).to(dtype_of_v<T>);
   tl::tensor rk = k0 + tl::arange(0, BK);
   tl::store(partial + m0 / BM * K + rk, tl::sum(g.to(tl::f32), 0), rk < K);
   return g;
@@ -160,7 +160,7 @@ void matmul_bias_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl:
     tl::tensor offs = rm.expand_dims(1) * N + rn.expand_dims(0);
     if (gelu.value) {
       tl::store(pre + offs, acc, mask);
-      acc = detail::gelu(acc);
+      acc = detail::gelu(acc, detail::kApproxTanh<T>);
     }
     tl::store(y + offs, acc, mask);
   });
@@ -234,7 +234,7 @@ void biasGeluStore(tl::tensor acc, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<T> pre, t
   acc = acc + tl::load(b + rn, rn < N, 0.0f).to(tl::f32).expand_dims(0);
   if (withGelu) {
     tl::make_tensor_descriptor(pre, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
-    acc = gelu(acc);
+    acc = gelu(acc, kApproxTanh<T>);
   }
   tl::make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN}).store({m0, n0}, acc);
 }

@@ -203,6 +203,29 @@ TEST(Sass, RcpIsOneMufuWithoutRangeChecks) {
   }
 }
 
+void approximate_gelu(tl::ptr<float> x, tl::ptr<float> out, tl::constant<int> BLOCK) {
+  tl::tensor offs = tl::arange(0, BLOCK);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, v * tl::fma(0.5f, tl::tanh_approx(0.8f * v), 0.5f));
+}
+
+/// tl::tanh_approx is one MUFU.TANH an element and nothing around it
+/// (libdevice's tanhf: ~20 instructions with an exp and a division).
+TEST(Sass, TanhApproxIsOneMufu) {
+  SKIP_WITHOUT_PTXAS();
+  std::vector<float> x(1024);
+  for (std::string chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    CompiledKernel c = kernel("approximate_gelu", approximate_gelu).compile({x, x, 1024}, {.chip = chip});
+    EXPECT_THAT(c.ptx, HasSubstr("tanh.approx.f32"));
+    auto sass = sassOf(c);
+    ASSERT_TRUE(sass);
+    auto code = instructions(*sass);
+    EXPECT_EQ(count(code, "MUFU.TANH"), 1024 / 128) << *sass;
+    EXPECT_EQ(count(code, "MUFU"), 1024 / 128) << "other MUFUs around the tanh:\n" << *sass;
+  }
+}
+
 template <bool Relaxed> void scatter_add(tl::ptr<int32_t> index, tl::ptr<float> x, tl::ptr<float> out) {
   tl::tensor offs = tl::arange(0, 256);
   tl::tensor at = out + tl::load(index + tl::program_id(0)) * 256 + offs;

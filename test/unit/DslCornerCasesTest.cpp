@@ -304,6 +304,46 @@ TEST(DslCornerCases, RcpIsTheReciprocalWithin1UlpFlushingSubnormals) {
   EXPECT_THAT(ptx, HasSubstr("rcp.rn.f64")); // IEEE, rounded
 }
 
+void hyperbolic_tangents(tl::ptr<float> a, tl::ptr<float> out, tl::ptr<double> d) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor x = tl::load(a + offs);
+  tl::store(out + offs, tl::tanh_approx(x));
+  tl::store(d + offs, tl::tanh_approx(x.to(tl::f64)));
+}
+
+/// tl::tanh_approx: the GPU's tanh.approx.f32 for f32 (relative error about
+/// 2^-11; the interpreter and the simulator compute tanh exactly, rounded),
+/// saturating to +-1, NaN through; f64 takes the exact tanh.
+TEST(DslCornerCases, TanhApproxIsTanhWithin2ToTheMinus10) {
+  const std::vector<float> a = {0.0f, -0.0f, 1e-6f, -3e-4f, 0.25f, -0.5f, 0.9f, 1.0f,
+                                -2.0f, 3.5f, 9.0f, -20.0f, 1e30f, INFINITY, -INFINITY, NAN};
+  for (Backend backend : backendsWithTheGpu("tanh_approx")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> out(16, 42.0f);
+    std::vector<double> d(16, 42.0);
+    kernel("hyperbolic_tangents", hyperbolic_tangents)({.grid = {1}, .backend = backend}, a, out, d);
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(fmt::format("tanh({})", a[i]));
+      const double exact = std::tanh(double(a[i]));
+      if (std::isnan(exact)) {
+        EXPECT_TRUE(std::isnan(out[i])) << out[i];
+        EXPECT_TRUE(std::isnan(d[i])) << d[i];
+        continue;
+      }
+      if (backend == Backend::GPU)
+        EXPECT_NEAR(out[i], exact, std::ldexp(std::fabs(exact), -10));
+      else
+        EXPECT_EQ(out[i], float(exact));
+      EXPECT_EQ(std::signbit(out[i]), std::signbit(exact));
+      EXPECT_NEAR(d[i], exact, 1e-15 * std::fabs(exact));
+    }
+  }
+  const std::string ptx = kernel("hyperbolic_tangents", hyperbolic_tangents)
+                              .compile({a, a, std::vector<double>(16)}, {.chip = "sm_80", .assemble = false})
+                              .ptx;
+  EXPECT_THAT(ptx, HasSubstr("tanh.approx.f32"));
+}
+
 void row_mask(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> rows) {
   tl::tensor r = tl::arange(0, 4).expand_dims(1), c = tl::arange(0, 8).expand_dims(0);
   tl::tensor m = r < rows; // [4, 1] against [4, 8] pointers

@@ -187,6 +187,32 @@ module attributes {tilegpu.num_warps = 4 : i32} {
 
 // -----
 
+// tl::tanh_approx (an afn math.tanh, f32) is llvm.tanh.f32 marked afn, which
+// NVPTX selects as tanh.approx.f32, register by register; a plain tanh and
+// f64 stay libdevice's.
+#t = #tilegpu.blocked<{sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @tangents(
+  // CHECK-COUNT-2: llvm.call_intrinsic "llvm.tanh.f32"(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+  // CHECK:         llvm.call @__nv_tanhf(%{{.*}}) : (f32) -> f32
+  // CHECK:         llvm.call @__nv_tanh(%{{.*}}) : (f64) -> f64
+  func.func @tangents(%x: !tile.ptr<f32>, %s: f32, %d: f64, %y: !tile.ptr<f64>) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32, #t>
+    %f = arith.sitofp %r : tensor<256xi32, #t> to tensor<256xf32, #t>
+    %e = math.tanh %f fastmath<afn> : tensor<256xf32, #t>
+    %xs = tile.splat %x : tensor<256x!tile.ptr<f32>, #t>
+    %p = tile.addptr %xs, %r : tensor<256x!tile.ptr<f32>, #t>, tensor<256xi32, #t>
+    tile.store %p, %e : tensor<256x!tile.ptr<f32>, #t>
+    %es = math.tanh %s : f32
+    tile.store %x, %es : !tile.ptr<f32>
+    %ed = math.tanh %d fastmath<afn> : f64
+    tile.store %y, %ed : !tile.ptr<f64>
+    return
+  }
+}
+
+// -----
+
 // tl::fdiv (afn) is div.full.f32; tl::rcp (afn arcp) is rcp.approx.ftz.f32
 // times the numerator, register by register; a plain f32 divf and f64 stay
 // IEEE division.
