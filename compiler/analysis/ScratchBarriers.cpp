@@ -155,7 +155,8 @@ void collectNext(Operation *from, Operation *origin, SmallVector<Operation *> &o
   for (Operation *next = from->getNextNode(); next; next = next->getNextNode())
     if (holdsScratchExchange(next)) {
       out.push_back(next);
-      return;
+      if (!isa<scf::IfOp, scf::ForOp>(next)) // a branch or loop may pass its exchange by
+        return;
     }
   Block *block = from->getBlock();
   Operation *parent = block->getParentOp();

@@ -10,9 +10,9 @@
 // reductions a row in a loop (LayerNorm's backward) keep two barriers a
 // row instead of four once their buffers are apart.
 //
-// `allocate-shared-memory` keeps a small buffer live until the next such
-// op (so the two get different bytes); `elide-scratch-barriers` asks
-// leadingBarrierIsRedundant once offsets are known.
+// `allocate-shared-memory` keeps a buffer live until the next such op where
+// that is cheap (so the two get different bytes); `elide-scratch-barriers`
+// asks leadingBarrierIsRedundant once offsets are known.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -29,8 +29,9 @@ namespace tegula::analysis {
 /// leading barrier.
 inline constexpr llvm::StringLiteral kSkipLeadingBarrierAttr = "tilegpu.skip_leading_barrier";
 
-/// Buffers up to this size live until the next scratch exchange, so that
-/// consecutive ones do not share bytes (a row's statistics, not a tile).
+/// Buffers up to this size (a row's statistics, not a tile) live until the
+/// next scratch exchange even where that adds bytes, in kernels within
+/// static shared memory.
 inline constexpr int64_t kSmallScratchBytes = 1024;
 
 /// Whether `op` lowers to barrier, writes of its scratch, barrier, reads of
@@ -39,7 +40,8 @@ inline constexpr int64_t kSmallScratchBytes = 1024;
 bool isScratchExchange(mlir::Operation *op);
 
 /// The ops holding the next scratch exchange on each way forward from `op`
-/// (the exchange itself, or a loop or branch around one): later in its
+/// (the exchange itself, or a loop or branch around one - and then the next
+/// one after it too, which a skipped branch or loop reaches): later in its
 /// block, past an enclosing loop's back edge (not `op` itself) and past
 /// its exit. Empty when none comes before the kernel's end.
 llvm::SmallVector<mlir::Operation *> nextScratchExchanges(mlir::Operation *op);
@@ -47,8 +49,9 @@ llvm::SmallVector<mlir::Operation *> nextScratchExchanges(mlir::Operation *op);
 /// Whether the scratch exchange `op` (with its offset assigned) can do
 /// without its leading barrier: on every path to it, every shared byte
 /// touched since the last barrier lies outside its buffer. Conservative: an
-/// op it does not know (rings, TMA, dots, atomics, warp-specialised
-/// branches) makes the answer no.
+/// op it does not know (rings, TMA, dots, atomics) or reaching a
+/// warp-specialised split makes the answer no (inside a consumer branch,
+/// after another exchange, the consumers' own barriers count).
 bool leadingBarrierIsRedundant(mlir::Operation *op);
 
 } // namespace tegula::analysis

@@ -2,10 +2,10 @@
 //
 // One buffer per op that needs shared memory (SharedMemoryUsage), live over
 // an interval of the module's program order (SharedMemoryLiveness), packed
-// so that buffers live at the same time never share bytes. A small scratch
+// so that buffers live at the same time never share bytes. A scratch
 // exchange's buffer lives until the next one (ScratchBarriers), which can
-// then skip its leading barrier; a larger one too where that needs no more
-// bytes in all. The lowering
+// then skip its leading barrier, where that adds no bytes in all - or, for
+// a small one, while the kernel stays within static shared memory. The lowering
 // reads each op's offset and the module's total.
 //
 // A ping-pong kernel (two programs per CTA) runs its consumer code once per
@@ -46,10 +46,12 @@ struct AllocateSharedMemoryPass
     const int64_t programs = lowering::programsPerCta(module);
     std::vector<Operation *> owners, programOwners; // the latter: per-program (ping-pong consumers)
     std::vector<SharedBuffer> buffers, programBuffers;
-    // Larger exchanges that could live until the next one too: (index in
-    // `buffers`, that live range) - taken only where it costs no bytes.
-    std::vector<std::pair<size_t, LiveInterval>> freeIfApart;
+    // Exchanges that could live until the next one: (index in `buffers`,
+    // that live range), taken where they cost no bytes (or, for small ones,
+    // a few in a kernel that needs little).
+    std::vector<std::pair<size_t, LiveInterval>> apartIfCheap;
     module.walk([&](Operation *op) {
+      op->removeAttr(kSkipLeadingBarrierAttr); // placed anew: elide-scratch-barriers decides again
       int64_t bytes = sharedScratchBytes(op);
       if (!bytes)
         return;
@@ -61,12 +63,8 @@ struct AllocateSharedMemoryPass
         users = llvm::to_vector(op->getUsers());
       // An exchange's reads stay pending until the next one's second
       // barrier: apart from its buffer, that one needs no leading barrier.
-      // Small buffers always live that long; larger ones where it is free.
-      const bool exchange = programs == 1 && isScratchExchange(op);
-      if (exchange && bytes <= kSmallScratchBytes)
-        users = nextScratchExchanges(op);
-      else if (exchange)
-        freeIfApart.push_back({buffers.size(), order.liveRange(op, nextScratchExchanges(op))});
+      if (programs == 1 && isScratchExchange(op))
+        apartIfCheap.push_back({buffers.size(), order.liveRange(op, nextScratchExchanges(op))});
       const bool perProgram = programs > 1 && lowering::warpRoleAt(op->getBlock()) == lowering::WarpRole::Consumer;
       // Read by either program until the end; the order's mbarriers, which
       // order_wait / order_arrive / order_retire use without naming them,
@@ -88,10 +86,14 @@ struct AllocateSharedMemoryPass
       buffers.push_back({live, arenaBytes * programs, -1, kWgmmaTileAlignment});
     }
     int64_t total = packSharedBuffers(buffers, kSharedAlignment);
-    for (auto [i, live] : freeIfApart) { // one at a time, in program order
+    // One at a time, in program order: kept where the total stays, or for a
+    // small buffer (a reduction's partials) while the kernel stays within
+    // static shared memory - there bytes do not limit how many CTAs fit.
+    for (auto [i, live] : apartIfCheap) {
       std::vector<SharedBuffer> apart = buffers;
       apart[i].live = live;
-      if (int64_t bytes = packSharedBuffers(apart, kSharedAlignment); bytes <= total)
+      const int64_t bytes = packSharedBuffers(apart, kSharedAlignment);
+      if (bytes <= total || (apart[i].bytes <= kSmallScratchBytes && bytes <= kMaxStaticSharedBytes))
         buffers = std::move(apart), total = bytes;
     }
 

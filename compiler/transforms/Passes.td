@@ -309,10 +309,11 @@ def AllocateSharedMemory : Pass<"allocate-shared-memory", "mlir::ModuleOp"> {
     Each op whose lowering needs shared memory (cross-warp reductions,
     convert_layout / trans / reshape that move elements between threads,
     the FMA dot's operands, the old value of a scalar atomic) owns a buffer
-    live over an interval of the program order: while the op runs; a small
-    one (up to 1 KiB: a reduction's partials) until the next such op on
-    every path, so that `elide-scratch-barriers` finds the two apart (a
-    larger one too where that adds no bytes to the total); a
+    live over an interval of the program order: while the op runs; a
+    reduction's or conversion's until the next such op on every path,
+    where that adds no bytes to the total or, for a small one (up to 1 KiB:
+    a reduction's partials), while the kernel stays within 48 KiB - so that
+    `elide-scratch-barriers` finds the two apart; a
     buffer that outlives its op (made before a loop and used in it, or
     carried across iterations) lives for the whole loop. Buffers whose
     intervals overlap get disjoint bytes; the rest reuse them. Offsets are

@@ -102,14 +102,19 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         ++scatterBits;
 
     // 2. Across lanes: butterfly over the lane bits that move along axis
-    // (those the scatter leaves).
-    for (size_t i = scatterBits; i < laneBits.size(); ++i)
-      for (auto &vals : acc) {
-        SmallVector<Value> other;
-        for (Value v : vals)
-          other.push_back(shuffleXor(rw, loc, v, 1 << laneBits[i]));
-        vals = combine(rw, op, vals, other);
-      }
+    // (with step 3 to follow, those the scatter leaves, after it: on fewer
+    // partials).
+    auto butterfly = [&](std::vector<SmallVector<Value>> &partials, size_t fromBit) {
+      for (size_t i = fromBit; i < laneBits.size(); ++i)
+        for (auto &vals : partials) {
+          SmallVector<Value> other;
+          for (Value v : vals)
+            other.push_back(shuffleXor(rw, loc, v, 1 << laneBits[i]));
+          vals = combine(rw, op, vals, other);
+        }
+    };
+    if (warpBits.empty())
+      butterfly(acc, 0);
 
     // 3. Across warps: partials through shared memory.
     if (!warpBits.empty()) {
@@ -186,6 +191,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         held = std::move(kept);
         heldSlot = std::move(keptSlot);
       }
+      butterfly(held, scatterBits); // lanes that differ there hold the same keys
       leadingBarrier(rw, loc, op); // earlier users of the scratch are done
       int64_t base = 0;
       std::vector<int64_t> bases;
