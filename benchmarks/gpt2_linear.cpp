@@ -4,7 +4,8 @@
 // stages, warp specialisation, persistent grids, stream-K weight gradients),
 // each against cuBLAS at the same shape and layout on the same buffers:
 // the forward with its bias (and GELU: the epilogue's cost shows against
-// the plain GEMM), the input gradients (c_proj's with GELU's backward fused),
+// the plain GEMM; the GELU GEMMs also with Tiles::gelu_ping_pong flipped,
+// rows " pp" / " no pp"), the input gradients (c_proj's with GELU's backward fused),
 // the weight gradients (x^T dy, f32 out) stream-K and one program a tile,
 // the tied LM head both ways and wte's gradient. gpt2-train's profile gives
 // the same kernels' times inside a step; this gives the ratio to cuBLAS per
@@ -115,15 +116,26 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
   const int sms = device_info().multiprocessors;
   std::mt19937 rng(3);
   Bench bench{iters, cublas}; // the references below run only where there is one
-  auto options = [&](Grid grid, int warps, int stages) {
+  auto options = [&](Grid grid, int warps, int stages, bool pingPong = false) {
     return LaunchOptions{.grid = grid, .num_warps = warps, .num_stages = stages, .backend = Backend::GPU,
-                         .warp_specialize = true};
+                         .warp_specialize = true, .ping_pong = pingPong};
   };
   // Persistent (group_m) or one program a tile, as GptModel::gemmGrid.
-  auto gemmGrid = [&](int rows, int cols, int bm, int bn) {
+  auto gemmGrid = [&](int rows, int cols, int bm, int bn, int programsPerSm = 1) {
     const int64_t tiles_ = cdiv(rows, bm) * cdiv(cols, bn);
-    return tiles.group_m ? Grid{uint32_t(std::min<int64_t>(tiles_, sms))}
+    return tiles.group_m ? Grid{uint32_t(std::min<int64_t>(tiles_, int64_t(sms) * programsPerSm))}
                          : Grid{uint32_t(cdiv(rows, bm)), uint32_t(cdiv(cols, bn))};
+  };
+  // The GELU GEMMs also run with Tiles::gelu_ping_pong the other way round
+  // (rows " pp" / " no pp"), GptModel::launchGelu's launch either way.
+  const std::array<gpt::GptModel::Tiles, 2> geluTiles = {
+      tiles, tiles.with(tiles.gelu_ping_pong ? "gelu_ping_pong=0" : "gelu_ping_pong=1")};
+  auto geluLaunch = [&](const gpt::GptModel::Tiles &t, int rows, int cols, const std::array<int, 5> &tile) {
+    return options(gemmGrid(rows, cols, tile[0], tile[1], t.gelu_ping_pong ? 2 : 1), tile[3], tile[4],
+                   t.gelu_ping_pong);
+  };
+  auto geluSuffix = [&](const gpt::GptModel::Tiles &t) {
+    return &t == &geluTiles[0] ? std::string() : t.gelu_ping_pong ? " pp" : " no pp";
   };
   const int G = tiles.group_m, BM = tiles.bm, BN = tiles.bn, BK = tiles.bk;
   const auto [KM, KN, KK, KW, KS] = tiles.kmajor();
@@ -131,9 +143,9 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
   const auto [HM, HN, HK, HW, HS] = tiles.head();
   const int dwWarps = tiles.dw_warps ? tiles.dw_warps : tiles.linear_warps;
   fmt::print("tiles: linear {}x{}x{} w{} s{}, k-major {}x{}x{} w{} s{}, GELU dx {}x{}x{} w{} s{}, head {}x{}x{} "
-             "w{} s{}, dW w{}{}, group_m {}\n",
+             "w{} s{}, dW w{}{}, group_m {}, GELU ping-pong {}\n",
              BM, BN, BK, tiles.linear_warps, tiles.linear_stages, KM, KN, KK, KW, KS, GM, GN, GK, GW, GS, HM, HN,
-             HK, HW, HS, dwWarps, tiles.dw_stream_k ? " (stream-K)" : "", G);
+             HK, HW, HS, dwWarps, tiles.dw_stream_k ? " (stream-K)" : "", G, tiles.gelu_ping_pong ? "on" : "off");
 
   auto fwd = kernel("matmul_bias_fwd", k::matmul_bias_fwd_tma<T>,
                     {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"});
@@ -166,22 +178,37 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
     DeviceBuffer dw(size_t(K) * N, DType::f32), dwRef(size_t(K) * N, DType::f32);
     const std::string n = l.name;
     // Forward: y = x w + b (GELU'd, the sum kept in pre), against cuBLAS's x w.
-    bench.run(n + " fwd" + (l.gelu ? " +bias+gelu" : " +bias"), flops,
-              [&] {
-                fwd(options(gemmGrid(BT, N, BM, BN), tiles.linear_warps, tiles.linear_stages), x, w, b, y, yPre,
-                    BT, N, K, l.gelu, BM, BN, BK, G);
-              },
-              [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); }, nullptr);
+    if (!l.gelu)
+      bench.run(n + " fwd +bias", flops,
+                [&] {
+                  fwd(options(gemmGrid(BT, N, BM, BN), tiles.linear_warps, tiles.linear_stages), x, w, b, y, yPre,
+                      BT, N, K, false, BM, BN, BK, G);
+                },
+                [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); }, nullptr);
+    for (const gpt::GptModel::Tiles &t : geluTiles) {
+      if (!l.gelu)
+        break;
+      const std::array<int, 5> tile = t.geluForward();
+      bench.run(n + " fwd +bias+gelu" + geluSuffix(t), flops,
+                [&] { fwd(geluLaunch(t, BT, N, tile), x, w, b, y, yPre, BT, N, K, true, BM, BN, BK, G); },
+                [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); }, nullptr);
+    }
     // The same GEMM without the epilogue, checked.
     bench.run(n + " fwd plain", flops,
               [&] { plain(options(gemmGrid(BT, N, BM, BN), tiles.linear_warps, tiles.linear_stages), x, w, y, BT, N, K, BM, BN, BK, G); },
               [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, x, w, ref, BT, N, K); },
               [&] { return relDiff<T>(y, ref); });
     // Input gradient dx = dy w^T (c_proj: GELU's backward fused, pre's gradient).
-    if (n == "mlp.c_proj") {
-      DeviceBuffer partial(size_t(cdiv(BT, GM)) * K, DType::f32);
-      bench.run(n + " dx +gelu bwd", flops,
-                [&] { dxGelu(options(gemmGrid(BT, K, GM, GN), GW, GS), dy, w, pre, dxOut, partial, BT, N, K, GM, GN, GK, G); },
+    for (const gpt::GptModel::Tiles &t : geluTiles) {
+      if (n != "mlp.c_proj")
+        break;
+      const std::array<int, 5> tile = t.geluDx();
+      DeviceBuffer partial(size_t(cdiv(BT, tile[0])) * K, DType::f32);
+      bench.run(n + " dx +gelu bwd" + geluSuffix(t), flops,
+                [&] {
+                  dxGelu(geluLaunch(t, BT, K, tile), dy, w, pre, dxOut, partial, BT, N, K, tile[0], tile[1], tile[2],
+                         G);
+                },
                 [&] { cublasGemm(*cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); }, nullptr);
     }
     bench.run(n + " dx", flops,

@@ -151,10 +151,10 @@ void GptModel::backward() {
                        std::optional<Partials> bias) {
     const ProfileLabel label(profileRole(w));
     if (pre) {
-      const auto [GM, GN, GK, geluWarps, geluStages] = tiles_.geluDx();
-      kernels_->matmulDxGelu(launch(gemmGrid(BT, K, GM, GN), geluWarps, geluStages), dy, P(w + ".weight"), *pre, dx,
-                             columnScratch_.view(geluPartials, int64_t(dxBlocks) * K), BT, N, K, GM, GN, GK,
-                             groupM());
+      const std::array<int, 5> tile = tiles_.geluDx(); // (bm, bn, bk, warps, stages)
+      kernels_->matmulDxGelu(launchGelu(BT, K, tile), dy, P(w + ".weight"), *pre, dx,
+                             columnScratch_.view(geluPartials, int64_t(dxBlocks) * K), BT, N, K, tile[0], tile[1],
+                             tile[2], groupM());
     } else
       kernels_->matmulDx(launchKMajor(gemmGrid(BT, K, KM, KN)), dy, P(w + ".weight"), dx, BT, N, K, KM, KN, KK,
                          groupM());

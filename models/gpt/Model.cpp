@@ -230,8 +230,8 @@ void GptModel::linearForward(Arg x, const std::string &layer, Arg y, Arg pre, in
     return;
   }
   const int BM = tiles_.bm, BN = tiles_.bn, BK = tiles_.bk;
-  kernels_->linear(launchLinear(gemmGrid(rows, N, BM, BN)), x, weights(w), weights(b), y, pre, rows, N, K, gelu, BM,
-                   BN, BK, groupM());
+  kernels_->linear(gelu ? launchGelu(rows, N, tiles_.geluForward()) : launchLinear(gemmGrid(rows, N, BM, BN)), x,
+                   weights(w), weights(b), y, pre, rows, N, K, gelu, BM, BN, BK, groupM());
 }
 
 // A weight gradient's few tiles each run all of B T, one wave or two: at 132
@@ -247,11 +247,18 @@ int GptModel::dwBlockN(int K, int N, int bm, int bn) const {
   return bn >= 32 && cost(bn / 2, 1.1) < cost(bn, 1.0) ? bn / 2 : bn;
 }
 
-Grid GptModel::gemmGrid(int rows, int cols, int bm, int bn) const {
+Grid GptModel::gemmGrid(int rows, int cols, int bm, int bn, int programsPerSm) const {
   const int64_t tilesM = cdiv(rows, bm), tilesN = cdiv(cols, bn);
   if (groupM() == 0)
     return {uint32_t(tilesM), uint32_t(tilesN)};
-  return {uint32_t(std::min<int64_t>(tilesM * tilesN, persistentPrograms_))};
+  return {uint32_t(std::min<int64_t>(tilesM * tilesN, int64_t(persistentPrograms_) * programsPerSm))};
+}
+
+LaunchOptions GptModel::launchGelu(int rows, int cols, const std::array<int, 5> &tile) const {
+  const bool pingPong = tiles_.gelu_ping_pong && warpSpecialize_;
+  LaunchOptions o = launch(gemmGrid(rows, cols, tile[0], tile[1], pingPong ? 2 : 1), tile[3], tile[4]);
+  o.ping_pong = pingPong;
+  return o;
 }
 
 GptModel::~GptModel() {

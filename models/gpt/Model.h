@@ -189,6 +189,25 @@ public:
     // was converted into the layout through 64 KiB of shared memory; one
     // program a tile, the H100 of 2026-11-27 ran it at 240 TFLOP/s).
     int gelu_dx_bn = 0, gelu_dx_warps = 0;
+    // The MLP's two GELU GEMMs - c_fc's forward (GELU in its epilogue) and
+    // c_proj's dx (GELU's backward in its epilogue) - as ping-pong kernels
+    // where the model's GEMMs are warp specialised (sm_90a, TMA rings): two
+    // 4-warp programs a CTA, each on its own consumer warpgroup, taking
+    // turns on the tensor cores, so one program's epilogue runs while the
+    // other's K loop computes (CUTLASS's ping-pong schedule); persistent
+    // grids launch two programs an SM. In a warp-specialised step the
+    // tensor cores otherwise wait through those epilogues - the GELU and
+    // its gate on 64-128 elements a thread, and c_fc's two stores: on the
+    // H100 of 2026-11-27 c_fc's forward took 1.49 ms a step against 0.86
+    // for c_proj's same-FLOP forward, c_proj's fused dx 1.77 against 0.80.
+    // The ping-pong tiles (geluForward(), geluDx()): the forward at the
+    // linear layers' tile, 4 warps, gelu_pp_fwd_stages (3 stages of 128 x
+    // 128 x 64 bf16: 225 KiB with both programs' C blocks; 4 do not fit);
+    // dx at N block gelu_pp_dx_bn, 4 warps, gelu_pp_dx_stages (128 wide,
+    // the 4-warp accumulator beside pre's block spills 184 B). Off by
+    // default until a GPU has timed it.
+    bool gelu_ping_pong = false;
+    int gelu_pp_fwd_stages = 3, gelu_pp_dx_bn = 64, gelu_pp_dx_stages = 4;
     // Attention's forward with a producer warpgroup where the model's TMA
     // loops have one (set_warp_specialize); false: the program's own warps
     // issue its TMA copies (the attention benchmark's flash attention ran
@@ -211,9 +230,20 @@ public:
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
                        : std::array<int, 5>{bm, bn, bk, linear_warps, linear_stages};
     }
+    /// Ping-pong programs are one warpgroup each (the compiler applies it
+    /// to 4-warp programs only).
+    static constexpr int kPingPongWarps = 4;
+    /// c_fc's forward with GELU, through the linear layers' kernel (not the
+    /// transposed-weight one f32 at tf32 takes): (bm, bn, bk, warps, stages).
+    std::array<int, 5> geluForward() const {
+      return gelu_ping_pong ? std::array<int, 5>{bm, bn, bk, kPingPongWarps, gelu_pp_fwd_stages}
+                            : std::array<int, 5>{bm, bn, bk, linear_warps, linear_stages};
+    }
     /// The fused GELU backward's tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> geluDx() const {
       std::array<int, 5> t = kmajor();
+      if (gelu_ping_pong)
+        return {t[0], gelu_pp_dx_bn, t[2], kPingPongWarps, gelu_pp_dx_stages};
       t[1] = gelu_dx_bn ? gelu_dx_bn : t[1];
       t[3] = gelu_dx_warps ? gelu_dx_warps : t[3];
       return t;
@@ -455,8 +485,13 @@ private:
     return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
   }
   /// The grid of a GEMM with a [rows, cols] output in [bm, bn] tiles: every
-  /// tile, or with Tiles::group_m the persistent programs (at most one a tile).
-  Grid gemmGrid(int rows, int cols, int bm, int bn) const;
+  /// tile, or with Tiles::group_m the persistent programs (at most one a
+  /// tile; `programsPerSm` an SM - 2 for ping-pong kernels).
+  Grid gemmGrid(int rows, int cols, int bm, int bn, int programsPerSm = 1) const;
+  /// A GELU GEMM's launch (c_fc's forward, c_proj's fused dx) over a [rows,
+  /// cols] output at `tile` (Tiles::geluForward / geluDx): ping-pong with
+  /// Tiles::gelu_ping_pong where the GEMMs are warp specialised.
+  LaunchOptions launchGelu(int rows, int cols, const std::array<int, 5> &tile) const;
   /// A weight gradient's N block for its [K, N] output at (bm, bn): bn, or
   /// bn / 2 where waves of the narrower tiles finish first (see Model.cpp).
   int dwBlockN(int K, int N, int bm, int bn) const;

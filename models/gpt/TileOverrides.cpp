@@ -74,6 +74,10 @@ const Field kFields[] = {
     TEGULA_BOOL(dw_stream_k),
     TEGULA_POW2(gelu_dx_bn, 0),
     TEGULA_POW2(gelu_dx_warps, 0),
+    TEGULA_BOOL(gelu_ping_pong),
+    TEGULA_INT(gelu_pp_fwd_stages, 1),
+    TEGULA_POW2(gelu_pp_dx_bn, 1),
+    TEGULA_INT(gelu_pp_dx_stages, 1),
 };
 #undef TEGULA_INT
 #undef TEGULA_POW2

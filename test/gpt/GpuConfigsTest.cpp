@@ -183,6 +183,28 @@ template <class T> void checkAll(const char *chip) {
          {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"},
          {t, t, t, t, f, 8192, 768, 3072, tiles.geluDx()[0], tiles.geluDx()[1], tiles.geluDx()[2], G}, true,
          {tiles.geluDx()[3], tiles.geluDx()[4]});
+  // Tiles::gelu_ping_pong (off by default until a GPU has timed it): the
+  // GELU GEMMs as ping-pong kernels at their tiles - two programs a CTA, 0
+  // spills, both programs' buffers and the ring within an H100's 227 KiB.
+  if (bf16 && std::string(chip) == "sm_90a") {
+    const gpt::GptModel::Tiles pp = tiles.with("gelu_ping_pong=1");
+    auto checkPingPong = [&](const Kernel &kern, const std::vector<Arg> &args, const std::array<int, 5> &tile) {
+      const CompiledKernel c =
+          kern.compile(args, {.chip = chip, .num_warps = tile[3], .num_stages = tile[4], .ping_pong = true});
+      std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled, ping-pong\n", chip,
+                  kern.name().c_str(), c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
+      EXPECT_EQ(c.programs_per_cta, 2) << kern.name();
+      EXPECT_EQ(c.spill_bytes, 0) << kern.name();
+      EXPECT_LE(c.shared_bytes + c.dynamic_shared_bytes, 227 * 1024) << kern.name();
+    };
+    const std::array<int, 5> fwdTile = pp.geluForward(), dxTile = pp.geluDx();
+    checkPingPong(kernel("matmul_bias_fwd_pp", k::matmul_bias_fwd_tma<T, P>,
+                         {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"}),
+                  {t, t, t, t, t, 8192, 3072, 768, true, fwdTile[0], fwdTile[1], fwdTile[2], G}, fwdTile);
+    checkPingPong(kernel("matmul_bwd_dx_gelu_pp", k::matmul_bwd_dx_gelu_tma<T, P>,
+                         {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"}),
+                  {t, t, t, t, f, 8192, 768, 3072, dxTile[0], dxTile[1], dxTile[2], G}, dxTile);
+  }
   const auto [HM, HN, HK, HW, HS] = tiles.head();
   linear("lm_head", k::matmul_bwd_dx<T, P>, k::matmul_bwd_dx_tma<T, P>,
          {"x", "wte", "logits", "M", "C", "V", "BM", "BV", "BC", "GROUP_M"},

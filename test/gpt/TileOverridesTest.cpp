@@ -1,8 +1,10 @@
 // TileOverridesTest.cpp - GptModel::Tiles set by name (tegula-gpt train
 // --tiles, gpt2-train --tiles, Python's override_tiles): values land in their
 // fields, bad names and values are clear errors, and a model run at other
-// attention tiles computes what it computes at its own.
+// attention tiles, or with its GELU GEMMs ping-pong, computes what it
+// computes at its own.
 #include "TestUtil.h"
+#include "models/gpt/Linear.h"
 #include "models/gpt/Model.h"
 
 #include <gmock/gmock.h>
@@ -82,6 +84,79 @@ TEST(GptTiles, AModelRunsAtOverriddenAttentionTiles) {
   for (const ParamSpec &p : base.parameters()) {
     const std::vector<float> want = base.read_gradient(p.name);
     EXPECT_LT(tegula::testing::rel_error(other.read_gradient(p.name), std::vector<double>(want.begin(), want.end())),
+              1e-5)
+        << p.name;
+  }
+}
+
+// gelu_ping_pong: the GELU GEMMs' tiles become 4-warp programs at the
+// ping-pong fields' stages and N block; off, they are what they were.
+TEST(GptTiles, GeluPingPongTiles) {
+  const GptModel::Tiles base = GptModel::gpu_tiles(DType::bf16, "sm_90a");
+  EXPECT_FALSE(base.gelu_ping_pong);
+  using Tile = std::array<int, 5>;
+  EXPECT_EQ(base.geluForward(), (Tile{base.bm, base.bn, base.bk, base.linear_warps, base.linear_stages}));
+  EXPECT_EQ(base.geluDx(), (Tile{base.kmajor()[0], base.gelu_dx_bn, base.kmajor()[2], base.gelu_dx_warps,
+                                 base.kmajor()[4]}));
+  const GptModel::Tiles pp = base.with("gelu_ping_pong=1,gelu_pp_fwd_stages=2,gelu_pp_dx_bn=32,gelu_pp_dx_stages=5");
+  EXPECT_EQ(pp.geluForward(), (Tile{base.bm, base.bn, base.bk, 4, 2}));
+  EXPECT_EQ(pp.geluDx(), (Tile{base.kmajor()[0], 32, base.kmajor()[2], 4, 5}));
+  EXPECT_EQ(base.with("gelu_ping_pong=1").geluForward()[4], 3); // 128 x 128 x 64 bf16: 4 stages do not fit
+  EXPECT_THROW((void)base.with("gelu_pp_dx_bn=48"), Error);      // a tile extent: a power of two
+  EXPECT_THROW((void)base.with("gelu_pp_fwd_stages=0"), Error);
+}
+
+// The GELU GEMMs ping-pong (Hopper code in the simulator: two 4-warp
+// programs a CTA on TMA rings, the persistent grid two programs an SM)
+// compute what they compute one program a CTA: the same logits bit for bit
+// (the forward's tile is the same), the same gradients to the order of the
+// bias gradient's column sums (c_proj's dx runs at another N block). bf16
+// storage, 80 rows: two 64-row blocks, the last ragged.
+TEST(GptTiles, GeluPingPongComputesWhatTheWarpSpecialisedGemmsDo) {
+  setenv("TEGULA_SIM_CHIP", "sm_90a", 1);
+  struct Unset {
+    ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
+  } unset;
+  GptConfig c;
+  c.n_layer = 1, c.n_head = 2, c.n_embd = 64, c.vocab = 50, c.vocab_padded = 64, c.n_ctx = 64;
+  const int B = 2, T = 40;
+  std::mt19937 rng(5);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tok[size_t(i)] = int32_t(rng() % 50), tgt[size_t(i)] = int32_t(rng() % 50);
+  // wgmma-sized linear tiles (64 rows a warpgroup), persistent in groups of
+  // 2 row blocks; the ping-pong dx at half the N block.
+  const std::string tiles = "bm=64,bn=32,bk=16,linear_stages=2,group_m=2";
+  GptModel plain(c, Backend::Sim, tl::precision::ieee, DType::bf16);
+  GptModel pingPong(c, Backend::Sim, tl::precision::ieee, DType::bf16);
+  plain.set_tiles(GptModel::cpu_tiles().with(tiles));
+  pingPong.set_tiles(
+      GptModel::cpu_tiles().with(tiles + ",gelu_ping_pong=1,gelu_pp_fwd_stages=2,gelu_pp_dx_bn=16,gelu_pp_dx_stages=3"));
+  // Those kernels do compile as ping-pong ones at these tiles.
+  namespace k = tegula::gpt::kernels;
+  std::vector<bfloat16> t(16);
+  std::vector<float> f(16);
+  const CompileOptions pp{.chip = "sm_90a", .num_warps = 4, .num_stages = 2, .ping_pong = true, .assemble = false};
+  EXPECT_EQ(kernel("fwd", k::matmul_bias_fwd_tma<bfloat16>,
+                   {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"})
+                .compile({t, t, t, t, t, 80, 256, 64, true, 64, 32, 16, 2}, pp)
+                .programs_per_cta,
+            2);
+  EXPECT_EQ(kernel("dx_gelu", k::matmul_bwd_dx_gelu_tma<bfloat16>,
+                   {"dy", "w", "pre", "dpre", "partial", "M", "N", "K", "BM", "BK", "BN", "GROUP_M"})
+                .compile({t, t, t, t, f, 80, 64, 256, 64, 16, 16, 2}, pp)
+                .programs_per_cta,
+            2);
+  plain.init_random(6);
+  for (const ParamSpec &p : plain.parameters())
+    pingPong.write_parameter(p.name, plain.read_parameter(p.name));
+  EXPECT_EQ(plain.forward(tok, tgt, B, T), pingPong.forward(tok, tgt, B, T));
+  EXPECT_EQ(plain.logits(), pingPong.logits());
+  plain.zero_grad(), pingPong.zero_grad();
+  plain.backward(), pingPong.backward();
+  for (const ParamSpec &p : plain.parameters()) {
+    const std::vector<float> want = plain.read_gradient(p.name);
+    EXPECT_LT(tegula::testing::rel_error(pingPong.read_gradient(p.name), std::vector<double>(want.begin(), want.end())),
               1e-5)
         << p.name;
   }
