@@ -4,6 +4,7 @@
 #include "compiler/transforms/LayoutRewriting.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -166,6 +167,49 @@ bool reloadsIntoAccumulator(tile::LoadOp load) {
   return cvt && isa<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(cvt.getType()).getEncoding()) &&
          accessesWellFromAccumulator(cast<RankedTensorType>(load.getType())) &&
          llvm::all_of(load->getOperands(), isCheapTile);
+}
+
+/// A row - a 1-D load of at most kReloadRowElements (a weight or bias
+/// vector) with cheap pointers, mask and fill - whose only use converts it
+/// into a slice layout, where it meets a 2-D tile (expand_dims, broadcast):
+/// loaded in that slice instead (ReloadInTargetLayout). The threads that
+/// share an element (a LayerNorm's weight in a warp-a-row layout: every
+/// warp) read it from L1, where the conversion would move the row through
+/// shared memory between two CTA barriers.
+/// Only where each thread reads its elements in vectors as wide as the
+/// load's (coalesce's width), at most kReloadRowAccesses of them: a row
+/// statistic in an mma layout's slice (a thread's rows strided) stays
+/// converted.
+constexpr int64_t kReloadRowElements = 4096, kReloadRowAccesses = 16;
+bool reloadsAsRow(tile::LoadOp load) {
+  auto type = cast<RankedTensorType>(load.getType());
+  auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
+  if (!load->hasOneUse() || type.getRank() != 1 || type.getNumElements() > kReloadRowElements || !width ||
+      width.getInt() < 2 || !llvm::all_of(load->getOperands(), isCheapTile))
+    return false;
+  auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());
+  auto target = cvt ? cast<RankedTensorType>(cvt.getType()) : RankedTensorType();
+  if (!target || !isa<tilegpu::SliceEncodingAttr>(target.getEncoding()))
+    return false;
+  layout::LinearLayout ll = tilegpu::toLinearLayout(target.getEncoding(), target.getShape());
+  const int64_t registers = ll.inDimSize("register");
+  return ll.contiguousRegisters(layout::dimName(0)) >= width.getInt() &&
+         registers / width.getInt() <= kReloadRowAccesses;
+}
+
+/// The vector width a load or store chosen by coalesce keeps when it moves
+/// to `type`'s layout: at most its old width (which the addresses allow)
+/// and what the new layout holds contiguously along the same dimension.
+void keepVectorWidth(Operation *from, Operation *to, RankedTensorType type) {
+  auto width = from->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
+  auto dim = from->getAttrOfType<IntegerAttr>("tilegpu.vector_dim");
+  if (!width || !dim || dim.getInt() >= type.getRank())
+    return;
+  const int64_t contiguous = tilegpu::toLinearLayout(type.getEncoding(), type.getShape())
+                                 .contiguousRegisters(layout::dimName(int(dim.getInt())));
+  Builder b(to->getContext());
+  to->setAttr("tilegpu.vector_width", b.getI32IntegerAttr(int32_t(std::min<int64_t>(width.getInt(), contiguous))));
+  to->setAttr("tilegpu.vector_dim", dim);
 }
 
 /// Layouts any op may compute in: blocked, mma and their slices (not a dot
@@ -377,7 +421,7 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
 struct ReloadInTargetLayout : OpRewritePattern<tile::LoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::LoadOp load, PatternRewriter &rewriter) const override {
-    if (!isReloadable(load.getResult()) && !reloadsIntoAccumulator(load))
+    if (!isReloadable(load.getResult()) && !reloadsIntoAccumulator(load) && !reloadsAsRow(load))
       return failure();
     auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());
     if (!cvt || conversionCost(cvt).n[0] == 0) // only shared-memory conversions are worth a reload
@@ -394,11 +438,12 @@ struct ReloadInTargetLayout : OpRewritePattern<tile::LoadOp> {
     rewriter.setInsertionPoint(load);
     auto reloaded = tile::LoadOp::create(rewriter, load.getLoc(), target, in(load.getPtr()), in(load.getMask()),
                                          in(load.getOther()));
-    // Vector widths were chosen for the old layout (coalesce); one element
-    // an access in the new one.
+    // Vector widths were chosen for the old layout (coalesce): kept where
+    // the new one holds as many elements contiguously.
     for (NamedAttribute a : load->getAttrs())
       if (!a.getName().strref().starts_with("tilegpu.vector_"))
         reloaded->setAttr(a.getName(), a.getValue());
+    keepVectorWidth(load, reloaded, target);
     rewriter.replaceOp(cvt, reloaded.getResult());
     rewriter.eraseOp(load);
     return success();
@@ -415,6 +460,140 @@ struct StoreThroughTmaInAnyLayout : OpRewritePattern<tile::DescriptorStoreOp> {
     if (!op->hasAttr("tilegpu.tma") || !convert)
       return failure();
     rw.modifyOpInPlace(op, [&] { op.getValueMutable().assign(convert.getSrc()); });
+    return success();
+  }
+};
+
+/// The elementwise ops `v` is computed from, down to cheap tiles, values in
+/// one layout `source` and conversions from it (the first conversion found
+/// sets `source` when it is null): added to `tree` in program order, all in
+/// `block`. `throughShared`: one of those conversions is a shared-memory
+/// trip. False when anything else feeds `v`.
+bool collectConvertedTree(Value v, Block *block, Attribute &source, llvm::SetVector<Operation *> &tree,
+                          bool &throughShared) {
+  llvm::SetVector<Operation *> reached;
+  SmallVector<Value> work = {v}, others;
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    if (isCheapTile(w))
+      continue;
+    Operation *def = w.getDefiningOp();
+    if (auto cvt = dyn_cast_or_null<tilegpu::ConvertLayoutOp>(def)) {
+      Attribute from = cvt.getSrc().getType().getEncoding();
+      if (source && source != from)
+        return false;
+      source = from;
+      throughShared |= conversionCost(cvt).n[0] > 0;
+      continue;
+    }
+    if (!def || !isElementwise(def) || isa<tile::AddPtrOp>(def) || def->getBlock() != block || reached.size() > 16) {
+      others.push_back(w); // acceptable only if already in `source`
+      continue;
+    }
+    if (reached.insert(def))
+      for (Value o : def->getOperands())
+        if (isa<RankedTensorType>(o.getType()))
+          work.push_back(o);
+  }
+  if (!source || !computesIn(source) ||
+      llvm::any_of(others, [&](Value o) { return cast<RankedTensorType>(o.getType()).getEncoding() != source; }))
+    return false;
+  SmallVector<Operation *> ordered(reached.begin(), reached.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  tree.insert(ordered.begin(), ordered.end());
+  return true;
+}
+
+/// `v` (a cheap tile, a conversion from `encoding`, a value in it) in
+/// `encoding`: the conversion's source, or a conversion (which
+/// rematerialisation then removes).
+Value bringInto(PatternRewriter &rw, Value v, Attribute encoding) {
+  auto t = dyn_cast_or_null<RankedTensorType>(v ? v.getType() : Type());
+  if (!t || t.getEncoding() == encoding)
+    return v;
+  if (auto cvt = v.getDefiningOp<tilegpu::ConvertLayoutOp>(); cvt && cvt.getSrc().getType().getEncoding() == encoding)
+    return cvt.getSrc();
+  return tilegpu::ConvertLayoutOp::create(rw, v.getLoc(), withEncoding(t, encoding), v);
+}
+
+/// The ops of `tree` (collectConvertedTree) built again in `encoding`, each
+/// after its original: what each original result maps to.
+IRMapping recomputeIn(PatternRewriter &rw, const llvm::SetVector<Operation *> &tree, Attribute encoding) {
+  IRMapping computed;
+  for (Operation *op : tree) {
+    rw.setInsertionPointAfter(op);
+    SmallVector<Value> operands;
+    for (Value o : op->getOperands())
+      operands.push_back(computed.contains(o) ? computed.lookup(o) : bringInto(rw, o, encoding));
+    OperationState state(op->getLoc(), op->getName().getStringRef(), operands,
+                         {withEncoding(op->getResult(0).getType(), encoding)}, op->getAttrs());
+    computed.map(op->getResult(0), rw.create(state)->getResult(0));
+  }
+  return computed;
+}
+
+/// convert_L(f(g(convert(x)), ...)) with x in L, through elementwise ops on
+/// cheap tiles: f and g computed again in L, so no conversion remains - the
+/// chain's conversion from L cancels. Moves the ops (their only users are
+/// the chain and this conversion) or, for a small tile (at most
+/// kReloadElements: a row statistic, its rstd from the mean of squares),
+/// duplicates them where other users still need them in their layout.
+/// HoistConversionAboveElementwise moves one op at a time, and a step that
+/// only moves the conversion up is no cheaper, so it stops at a chain.
+struct RecomputeChainInTargetLayout : OpRewritePattern<tilegpu::ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp cvt, PatternRewriter &rw) const override {
+    auto target = cast<RankedTensorType>(cvt.getType());
+    Attribute encoding = target.getEncoding();
+    if (!computesIn(encoding) || conversionCost(cvt).n[0] == 0 || !isElementwise(cvt.getSrc().getDefiningOp()) ||
+        isCheapTile(cvt.getSrc()))
+      return failure();
+    llvm::SetVector<Operation *> tree;
+    bool throughShared = false;
+    if (!collectConvertedTree(cvt.getSrc(), cvt->getBlock(), encoding, tree, throughShared) || tree.empty())
+      return failure();
+    const bool moves = llvm::all_of(tree, [&](Operation *op) {
+      return llvm::all_of(op->getUsers(), [&](Operation *u) { return u == cvt.getOperation() || tree.contains(u); });
+    });
+    if (!moves && target.getNumElements() > kReloadElements)
+      return failure();
+    IRMapping computed = recomputeIn(rw, tree, encoding);
+    rw.replaceOp(cvt, computed.lookup(cvt.getSrc()));
+    return success();
+  }
+};
+
+/// store(p, f(convert(x), ...), mask) of a small tile (a row statistic: at
+/// most kReloadElements) with cheap pointers and mask, where a conversion on
+/// the way moves data through shared memory: f computed in x's layout and
+/// stored from there, the pointers and mask recomputed in it. A warp-a-row
+/// LayerNorm's mean and rstd, reduced into a slice layout, are stored from
+/// it instead of travelling to the pointers' default layout between CTA
+/// barriers. (Wide stores keep the layout coalesce gave them, for its
+/// vectors.)
+struct StoreInSourceLayout : OpRewritePattern<tile::StoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::StoreOp store, PatternRewriter &rw) const override {
+    auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
+    if (!type || type.getNumElements() > kReloadElements || !isCheapTile(store.getPtr()) ||
+        (store.getMask() && !isCheapTile(store.getMask())))
+      return failure();
+    Attribute source;
+    llvm::SetVector<Operation *> tree;
+    bool throughShared = false;
+    if (!collectConvertedTree(store.getValue(), store->getBlock(), source, tree, throughShared) || !throughShared)
+      return failure();
+    IRMapping computed = recomputeIn(rw, tree, source);
+    rw.setInsertionPoint(store);
+    Value value = computed.contains(store.getValue()) ? computed.lookup(store.getValue())
+                                                      : bringInto(rw, store.getValue(), source);
+    auto moved = tile::StoreOp::create(rw, store.getLoc(), bringInto(rw, store.getPtr(), source), value,
+                                       bringInto(rw, store.getMask(), source));
+    for (NamedAttribute a : store->getAttrs())
+      if (!a.getName().strref().starts_with("tilegpu.vector_"))
+        moved->setAttr(a.getName(), a.getValue());
+    keepVectorWidth(store, moved, cast<RankedTensorType>(value.getType()));
+    rw.eraseOp(store);
     return success();
   }
 };
@@ -519,10 +698,11 @@ struct RemoveLayoutConversionsPass
         return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<RematerialiseCheapSource, ReloadInTargetLayout, LoadThroughTmaInTargetLayout>(&getContext(),
+    patterns.add<RematerialiseCheapSource, ReloadInTargetLayout, LoadThroughTmaInTargetLayout,
+                 RecomputeChainInTargetLayout>(&getContext(),
                                                                                              /*benefit=*/2);
     patterns.add<HoistConversionAboveElementwise, SinkConversionBelowElementwise,
-                 ConvertBeforeBroadcast, CarryInYieldedLayout, StoreThroughTmaInAnyLayout>(
+                 ConvertBeforeBroadcast, CarryInYieldedLayout, StoreThroughTmaInAnyLayout, StoreInSourceLayout>(
         &getContext());
     tilegpu::ConvertLayoutOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -411,3 +411,69 @@ func.func @not_tma(%d: !tile.tensordesc<tensor<64x64xbf16>>, %i: i32,
   %r = arith.mulf %acc, %c : tensor<64x64xf32, #mma>
   return %r : tensor<64x64xf32, #mma>
 }
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b8 = #tilegpu.blocked<{sizePerThread = [8], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b1 = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A warp a row (LayerNorm at several rows a program): the weight row,
+// loaded in 16-byte vectors across the warps, is loaded again in the slice
+// every warp needs - its vectors kept (each lane 8 contiguous elements) -
+// instead of moving through shared memory.
+// CHECK-DAG: #[[ROW:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1]
+// CHECK-DAG: #[[COLS:slice[0-9]*]] = #tilegpu.slice<{dim = 0, parent = #[[ROW]]}>
+// CHECK-LABEL: func.func @row_reloaded_in_its_slice(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.load {{.*}} {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 8 : i32} : tensor<1024x!tile.ptr<bf16>, #[[COLS]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @row_reloaded_in_its_slice(%w: !tile.ptr<bf16>, %x: tensor<4x1024xbf16, #row>) -> tensor<4x1024xbf16, #row> {
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32, #b8>
+  %base = tile.splat %w : tensor<1024x!tile.ptr<bf16>, #b8>
+  %p = tile.addptr %base, %r : tensor<1024x!tile.ptr<bf16>, #b8>, tensor<1024xi32, #b8>
+  %v = tile.load %p {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 8 : i32} : tensor<1024x!tile.ptr<bf16>, #b8>
+  %c = tilegpu.convert_layout %v : tensor<1024xbf16, #b8> -> tensor<1024xbf16, #tilegpu.slice<{dim = 0, parent = #row}>>
+  %e = tile.expand_dims %c {axis = 0 : i32} : tensor<1024xbf16, #tilegpu.slice<{dim = 0, parent = #row}>> -> tensor<1x1024xbf16, #row>
+  %bc = tile.broadcast %e : tensor<1x1024xbf16, #row> -> tensor<4x1024xbf16, #row>
+  %y = arith.mulf %x, %bc : tensor<4x1024xbf16, #row>
+  return %y : tensor<4x1024xbf16, #row>
+}
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b1 = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A row statistic reduced into a slice (a warp a row), scaled, and both
+// stored (through pointers made in another layout) and used in that slice:
+// the chain runs in the slice, the store takes its pointers there, and no
+// conversion remains - where each went through shared memory before.
+// CHECK-DAG: #[[ROW:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 8]
+// CHECK-DAG: #[[S:slice[0-9]*]] = #tilegpu.slice<{dim = 1, parent = #[[ROW]]}>
+// CHECK-LABEL: func.func @row_statistic_stays_in_its_slice(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         math.rsqrt {{.*}} : tensor<4xf32, #[[S]]>
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.store {{.*}} : tensor<4x!tile.ptr<f32>, #[[S]]>
+// CHECK-NOT:     tilegpu.convert_layout
+func.func @row_statistic_stays_in_its_slice(%out: !tile.ptr<f32>, %x: tensor<4x1024xf32, #row>, %n: f32) -> tensor<4x1024xf32, #row> {
+  %sum = tile.reduce(%x) {axis = 1 : i32} : (tensor<4x1024xf32, #row>) -> tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  %c = tilegpu.convert_layout %sum : tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> -> tensor<4xf32, #b1>
+  %ns = tile.splat %n : tensor<4xf32, #b1>
+  %mean = arith.divf %c, %ns : tensor<4xf32, #b1>
+  %rstd = math.rsqrt %mean : tensor<4xf32, #b1>
+  %r = tile.make_range {start = 0 : i32, end = 4 : i32} : tensor<4xi32, #b1>
+  %base = tile.splat %out : tensor<4x!tile.ptr<f32>, #b1>
+  %p = tile.addptr %base, %r : tensor<4x!tile.ptr<f32>, #b1>, tensor<4xi32, #b1>
+  tile.store %p, %rstd {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 1 : i32} : tensor<4x!tile.ptr<f32>, #b1>
+  %back = tilegpu.convert_layout %rstd : tensor<4xf32, #b1> -> tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>>
+  %e = tile.expand_dims %back {axis = 1 : i32} : tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> -> tensor<4x1xf32, #row>
+  %bc = tile.broadcast %e : tensor<4x1xf32, #row> -> tensor<4x1024xf32, #row>
+  %y = arith.mulf %x, %bc : tensor<4x1024xf32, #row>
+  return %y : tensor<4x1024xf32, #row>
+}
