@@ -378,6 +378,9 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(scf::ForOp loop, PatternRewriter &rewriter) const override {
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs()))
+      if (succeeded(carryPrefetchedInUsersLayout(loop, unsigned(i), rewriter)))
+        return success();
     for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
       auto cvt = yield.getOperand(unsigned(i)).getDefiningOp<tilegpu::ConvertLayoutOp>();
       if (!cvt || !cvt->hasOneUse() || cvt->getParentOp() != loop.getOperation())
@@ -411,6 +414,51 @@ struct CarryInYieldedLayout : OpRewritePattern<scf::ForOp> {
       return success();
     }
     return failure();
+  }
+
+  /// A small tile loaded for the next iteration (a row statistic fetched a
+  /// block ahead: reloadable, its one use the yield) that the body only
+  /// converts, every use into one layout L through shared memory: carried
+  /// in L - the yield converts the load, which is then reloaded in L, and
+  /// the uses' conversions fold; the initial value is converted once before
+  /// the loop, the result back after it.
+  static LogicalResult carryPrefetchedInUsersLayout(scf::ForOp loop, unsigned i, PatternRewriter &rewriter) {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    BlockArgument arg = loop.getRegionIterArgs()[i];
+    auto load = yield.getOperand(i).getDefiningOp<tile::LoadOp>();
+    auto original = dyn_cast<RankedTensorType>(arg.getType());
+    if (!load || !original || load->getParentOp() != loop.getOperation() || !isReloadable(load.getResult()) ||
+        arg.use_empty())
+      return failure();
+    Attribute target;
+    for (Operation *u : arg.getUsers()) {
+      auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(u);
+      if (!cvt)
+        return failure();
+      Attribute to = cast<RankedTensorType>(cvt.getType()).getEncoding();
+      if (target && target != to)
+        return failure();
+      target = to;
+    }
+    if (!computesIn(target) || conversionCost(original, target).n[0] == 0)
+      return failure();
+    const RankedTensorType carried = withEncoding(original, target);
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    Value init = tilegpu::ConvertLayoutOp::create(rewriter, loc, carried, loop.getInitArgs()[i]);
+    rewriter.setInsertionPoint(yield);
+    Value next = tilegpu::ConvertLayoutOp::create(rewriter, loc, carried, load.getResult());
+    Value result = loop.getResult(i);
+    rewriter.modifyOpInPlace(loop, [&] {
+      loop.getInitArgsMutable()[i].set(init);
+      arg.setType(carried);
+      result.setType(carried);
+    });
+    rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(i, next); });
+    rewriter.setInsertionPointAfter(loop);
+    auto back = tilegpu::ConvertLayoutOp::create(rewriter, loc, original, result);
+    rewriter.replaceAllUsesExcept(result, back, back);
+    return success();
   }
 };
 
@@ -563,25 +611,40 @@ struct RecomputeChainInTargetLayout : OpRewritePattern<tilegpu::ConvertLayoutOp>
   }
 };
 
+/// A 1-D row stored straight from a conversion (column sums reduced into a
+/// slice layout) as well from the conversion's source `from`: as
+/// reloadsAsRow, each thread writes its elements in vectors as wide as the
+/// store's, at most kReloadRowAccesses of them (duplicates store once).
+bool storesAsRow(tile::StoreOp store, RankedTensorType from) {
+  auto width = store->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
+  if (from.getRank() != 1 || from.getNumElements() > kReloadRowElements || !width)
+    return false;
+  layout::LinearLayout ll = tilegpu::toLinearLayout(from.getEncoding(), from.getShape());
+  return ll.contiguousRegisters(layout::dimName(0)) >= width.getInt() &&
+         ll.inDimSize("register") / width.getInt() <= kReloadRowAccesses;
+}
+
 /// store(p, f(convert(x), ...), mask) of a small tile (a row statistic: at
 /// most kReloadElements) with cheap pointers and mask, where a conversion on
 /// the way moves data through shared memory: f computed in x's layout and
 /// stored from there, the pointers and mask recomputed in it. A warp-a-row
 /// LayerNorm's mean and rstd, reduced into a slice layout, are stored from
 /// it instead of travelling to the pointers' default layout between CTA
-/// barriers. (Wide stores keep the layout coalesce gave them, for its
-/// vectors.)
+/// barriers. A wider value only when stored straight from a conversion, as
+/// a row whose vectors the source layout keeps (storesAsRow: column sums
+/// reduced into a slice); other wide stores keep coalesce's layout.
 struct StoreInSourceLayout : OpRewritePattern<tile::StoreOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::StoreOp store, PatternRewriter &rw) const override {
     auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
-    if (!type || type.getNumElements() > kReloadElements || !isCheapTile(store.getPtr()) ||
-        (store.getMask() && !isCheapTile(store.getMask())))
+    if (!type || !isCheapTile(store.getPtr()) || (store.getMask() && !isCheapTile(store.getMask())))
       return failure();
     Attribute source;
     llvm::SetVector<Operation *> tree;
     bool throughShared = false;
     if (!collectConvertedTree(store.getValue(), store->getBlock(), source, tree, throughShared) || !throughShared)
+      return failure();
+    if (type.getNumElements() > kReloadElements && !(tree.empty() && storesAsRow(store, withEncoding(type, source))))
       return failure();
     IRMapping computed = recomputeIn(rw, tree, source);
     rw.setInsertionPoint(store);

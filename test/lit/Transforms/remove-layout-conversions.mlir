@@ -477,3 +477,66 @@ func.func @row_statistic_stays_in_its_slice(%out: !tile.ptr<f32>, %x: tensor<4x1
   %y = arith.mulf %x, %bc : tensor<4x1024xf32, #row>
   return %y : tensor<4x1024xf32, #row>
 }
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b1 = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A row statistic loaded a step ahead (LayerNorm's backward prefetching the
+// next rows' rstd) and only converted in the loop: carried in the layout
+// the body needs, the load reloaded there - no conversion an iteration.
+// CHECK-DAG: #[[ROW:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 8]
+// CHECK-DAG: #[[S:slice[0-9]*]] = #tilegpu.slice<{dim = 1, parent = #[[ROW]]}>
+// CHECK-LABEL: func.func @prefetched_row_statistic(
+// CHECK:         scf.for {{.*}} -> (tensor<4x1024xf32, #[[ROW]]>, tensor<4xf32, #[[S]]>)
+// CHECK-NOT:       tilegpu.convert_layout
+// CHECK:           tile.load {{.*}} : tensor<4x!tile.ptr<f32>, #[[S]]>
+// CHECK-NOT:       tilegpu.convert_layout
+// CHECK:           scf.yield
+func.func @prefetched_row_statistic(%p: !tile.ptr<f32>, %x: tensor<4x1024xf32, #row>, %n: i32) -> tensor<4x1024xf32, #row> {
+  %r = tile.make_range {start = 0 : i32, end = 4 : i32} : tensor<4xi32, #b1>
+  %base = tile.splat %p : tensor<4x!tile.ptr<f32>, #b1>
+  %ptrs = tile.addptr %base, %r : tensor<4x!tile.ptr<f32>, #b1>, tensor<4xi32, #b1>
+  %first = tile.load %ptrs : tensor<4x!tile.ptr<f32>, #b1>
+  %c0 = arith.constant 0 : i32
+  %c4 = arith.constant 4 : i32
+  %res:2 = scf.for %i = %c0 to %n step %c4 iter_args(%acc = %x, %s = %first) -> (tensor<4x1024xf32, #row>, tensor<4xf32, #b1>) : i32 {
+    %sc = tilegpu.convert_layout %s : tensor<4xf32, #b1> -> tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>>
+    %e = tile.expand_dims %sc {axis = 1 : i32} : tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> -> tensor<4x1xf32, #row>
+    %bc = tile.broadcast %e : tensor<4x1xf32, #row> -> tensor<4x1024xf32, #row>
+    %y = arith.mulf %acc, %bc : tensor<4x1024xf32, #row>
+    %off = tile.splat %i : tensor<4xi32, #b1>
+    %pn = tile.addptr %ptrs, %off : tensor<4x!tile.ptr<f32>, #b1>, tensor<4xi32, #b1>
+    %next = tile.load %pn : tensor<4x!tile.ptr<f32>, #b1>
+    scf.yield %y, %next : tensor<4x1024xf32, #row>, tensor<4xf32, #b1>
+  }
+  return %res#0 : tensor<4x1024xf32, #row>
+}
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b4 = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Column sums reduced across a warp-a-row tile's rows (into the slice every
+// warp holds) are stored from there in vectors as wide as coalesce chose,
+// rather than moved through shared memory to the pointers' layout.
+// CHECK-DAG: #[[ROW:blocked[0-9]*]] = #tilegpu.blocked<{sizePerThread = [1, 8]
+// CHECK-DAG: #[[COLS:slice[0-9]*]] = #tilegpu.slice<{dim = 0, parent = #[[ROW]]}>
+// CHECK-LABEL: func.func @column_sums_stored_from_their_slice(
+// CHECK-NOT:     tilegpu.convert_layout
+// CHECK:         tile.store {{.*}} {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<1024x!tile.ptr<f32>, #[[COLS]]>
+func.func @column_sums_stored_from_their_slice(%out: !tile.ptr<f32>, %x: tensor<4x1024xf32, #row>) {
+  %s = tile.reduce(%x) {axis = 0 : i32} : (tensor<4x1024xf32, #row>) -> tensor<1024xf32, #tilegpu.slice<{dim = 0, parent = #row}>> {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.addf %a, %b : f32
+    tile.reduce.return %t : f32
+  }
+  %c = tilegpu.convert_layout %s : tensor<1024xf32, #tilegpu.slice<{dim = 0, parent = #row}>> -> tensor<1024xf32, #b4>
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32, #b4>
+  %base = tile.splat %out : tensor<1024x!tile.ptr<f32>, #b4>
+  %p = tile.addptr %base, %r : tensor<1024x!tile.ptr<f32>, #b4>, tensor<1024xi32, #b4>
+  tile.store %p, %c {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<1024x!tile.ptr<f32>, #b4>
+  return
+}
