@@ -76,20 +76,34 @@ template <class T> void runLayers(int iters, double copyGBs) {
   };
   auto on = [](Grid grid, int warps) { return LaunchOptions{.grid = grid, .num_warps = warps, .backend = Backend::GPU}; };
 
-  auto lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  report("layernorm_fwd", 2.0 * act * e, [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+  auto lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>,
+                      {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+  report("layernorm_fwd", 2.0 * act * e,
+         [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024); });
   // The model runs its row kernels at Tiles::row_warps (1: one warp a row,
   // reduced by shuffles alone; the H100 of 2026-11-26 measured 4 warps
   // ahead of 8): 1, 2, 4 and 8, so one run says which is fastest.
   for (int warps : {1, 2, 4})
     report(fmt::format("layernorm_fwd_w{}", warps), 2.0 * act * e,
-           [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+           [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024); });
+  // Several rows a program, a warp a row (Tiles::ln_fwd_rows): a one-warp
+  // CTA holds an SM to 32 warps (its CTA limit), 4 or 8 rows to 64.
+  for (int rowsAProgram : {4, 8})
+    report(fmt::format("layernorm_fwd_w1_r{}", rowsAProgram), 2.0 * act * e, [&] {
+      lnFwd(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, w, b, y, mean, rstd, rows, C, 1e-5f,
+            rowsAProgram, 1024);
+    });
   // The model's forward: each residual connection in the LayerNorm after it
   // (reads x and the branch, writes the sum and the normalised row).
   auto resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  report("residual_layernorm_fwd", 4.0 * act * e,
-         [&] { resLn(on({rows}, 1), x, dy, dx, w, b, y, mean, rstd, C, 1e-5f, 1024); });
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+  for (int rowsAProgram : {1, 4, 8})
+    report(rowsAProgram == 1 ? std::string("residual_layernorm_fwd")
+                             : fmt::format("residual_layernorm_fwd_r{}", rowsAProgram),
+           4.0 * act * e, [&] {
+             resLn(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, dy, dx, w, b, y, mean, rstd, rows, C,
+                   1e-5f, rowsAProgram, 1024);
+           });
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
   for (int warps : {1, 2, 4})
@@ -128,17 +142,27 @@ template <class T> void runLayers(int iters, double copyGBs) {
                        "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
   auto sumsOfBlocks = kernel("column_sums_of_blocks", k::column_sums_of_blocks,
                              {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"});
-  for (auto [lnRows, oneLaunch] : {std::pair{tiles.ln_bwd_rows, true}, std::pair{8, true}, std::pair{32, true},
-                                   std::pair{tiles.ln_bwd_rows, false}}) {
-    const int lnParts = int(cdiv(rows, lnRows));
+  // Also 2 and 4 rows a step at 8 warps (Tiles::ln_bwd_tile_rows,
+  // ln_bwd_warps: half as many barriers a row, or none at a warp a row) and
+  // one row at 8 warps (half the elements a thread).
+  struct LnBwd {
+    int rows, tileRows, warps;
+    bool oneLaunch;
+    const char *suffix;
+  };
+  const int TR = tiles.ln_bwd_tile_rows, LW = tiles.ln_bwd_warps, LR = tiles.ln_bwd_rows;
+  for (const LnBwd &v : {LnBwd{LR, TR, LW, true, ""}, LnBwd{8, TR, LW, true, "_r8"}, LnBwd{32, TR, LW, true, "_r32"},
+                         LnBwd{LR, TR, LW, false, "_3sums"}, LnBwd{LR, 1, 8, true, "_w8"},
+                         LnBwd{LR, 2, 8, true, "_br2_w8"}, LnBwd{LR, 4, 8, true, "_br4_w8"}}) {
+    const int lnParts = int(cdiv(rows, v.rows));
+    const bool oneLaunch = v.oneLaunch;
     auto part = [&](int j) {
       return Arg::device(lnPartials.device_ptr() + uint64_t(j) * uint64_t(lnParts) * C * sizeof(float),
                          size_t(lnParts) * C, DType::f32);
     };
-    std::string name = lnRows == tiles.ln_bwd_rows ? "layernorm_bwd_fused" : fmt::format("layernorm_bwd_fused_r{}", lnRows);
-    report(oneLaunch ? name : name + "_3sums", 4.0 * act * e, [&] {
-      lnBwd(on({uint32_t(lnParts)}, tiles.ln_bwd_warps), dy, x, w, mean, rstd, y, dx, part(0), part(1), part(2), rows,
-            C, true, true, lnRows, tiles.ln_bwd_tile_rows, 1024);
+    report(std::string("layernorm_bwd_fused") + v.suffix, 4.0 * act * e, [&] {
+      lnBwd(on({uint32_t(lnParts)}, v.warps), dy, x, w, mean, rstd, y, dx, part(0), part(1), part(2), rows, C, true,
+            true, v.rows, v.tileRows, 1024);
       if (oneLaunch)
         sumsOfBlocks(on({uint32_t(cdiv(C, sumBlock)), 3}, 4), lnPartials, dw, db, dbo, lnParts, C, false, sumRows,
                      sumBlock);

@@ -110,50 +110,70 @@ void embedding_bwd_positions(tl::ptr<T> dout, tl::ptr<float> dwpe, tl::scalar<in
 }
 
 namespace detail {
-/// LayerNorm of one row `v` (f32, BLOCK wide, zero past C) into y's row,
-/// saving its mean and rstd.
+/// LayerNorm of the rows `rs` of `v` ([R, BLOCK] f32, zero past C; those
+/// past the tensor's rows masked by `inRows`) into y's rows, saving each
+/// row's mean and rstd. Both sums run along the rows: on the GPU a warp a
+/// row reduces by shuffles alone.
 template <class T>
-void layernormRow(const tl::tensor &v, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
-                  tl::ptr<float> rstd_out, const tl::scalar<int32_t> &C, const tl::scalar<float> &eps,
-                  const tl::tensor &row, const tl::tensor &cols, const tl::tensor &mask) {
-  tl::tensor mean = tl::sum(v, 0) / C.to(tl::f32);
-  tl::tensor d = tl::where(mask, v - mean, 0.0f);
-  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 0) / C.to(tl::f32) + eps);
-  tl::tensor out = d * rstd * tl::load(w + cols, mask).to(tl::f32) + tl::load(b + cols, mask).to(tl::f32);
-  tl::store(y + row * C + cols, out, mask);
-  tl::store(mean_out + row, mean);
-  tl::store(rstd_out + row, rstd);
+void layernormRows(const tl::tensor &v, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
+                   tl::ptr<float> rstd_out, const tl::scalar<int32_t> &C, const tl::scalar<float> &eps,
+                   const tl::tensor &rs, const tl::tensor &inRows, const tl::tensor &cols, const tl::tensor &mask) {
+  tl::tensor n = C.to(tl::f32);
+  tl::tensor mean = tl::sum(v, 1) / n;
+  tl::tensor d = tl::where(mask, v - mean.expand_dims(1), 0.0f);
+  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 1) / n + eps);
+  tl::tensor colMask = cols < C;
+  tl::tensor out = d * rstd.expand_dims(1) * tl::load(w + cols, colMask).to(tl::f32).expand_dims(0) +
+                   tl::load(b + cols, colMask).to(tl::f32).expand_dims(0);
+  tl::store(y + rs.expand_dims(1) * C + cols.expand_dims(0), out, mask);
+  tl::store(mean_out + rs, mean, inRows);
+  tl::store(rstd_out + rs, rstd, inRows);
+}
+
+/// A row kernel's rows: program_id(0)'s ROWS rows of [rows, C] at BLOCK
+/// columns - which exist, their elements' mask and offsets.
+struct RowBlock {
+  tl::tensor rs, inRows, cols, mask, at;
+};
+inline RowBlock rowBlock(const tl::scalar<int32_t> &rows, const tl::scalar<int32_t> &C, int ROWS, int BLOCK) {
+  RowBlock r;
+  r.rs = tl::program_id(0) * ROWS + tl::arange(0, ROWS);
+  r.inRows = r.rs < rows;
+  r.cols = tl::arange(0, BLOCK);
+  r.mask = r.inRows.expand_dims(1) & (r.cols < C).expand_dims(0);
+  r.at = r.rs.expand_dims(1) * C + r.cols.expand_dims(0);
+  return r;
 }
 } // namespace detail
 
-/// LayerNorm forward with the row in registers: y = (x - mean) * rstd * w + b;
-/// saves mean and rstd per row for the backward pass.
+/// LayerNorm forward with the rows in registers: y = (x - mean) * rstd * w +
+/// b; saves mean and rstd per row for the backward pass. Each program takes
+/// ROWS rows of [rows, C] (BLOCK >= C): launched at ROWS warps, a warp a row
+/// (GptModel: Tiles::ln_fwd_rows) - a CTA of one warp holds an SM's
+/// 32-CTA limit to half its warps.
 template <class T>
 void layernorm_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
-                   tl::ptr<float> rstd_out, tl::scalar<int32_t> C, tl::scalar<float> eps,
-                   tl::constant<int> BLOCK) {
-  tl::tensor row = tl::program_id(0);
-  tl::tensor cols = tl::arange(0, BLOCK);
-  tl::tensor mask = cols < C;
-  detail::layernormRow(tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32), w, b, y, mean_out, rstd_out, C, eps,
-                       row, cols, mask);
+                   tl::ptr<float> rstd_out, tl::scalar<int32_t> rows, tl::scalar<int32_t> C, tl::scalar<float> eps,
+                   tl::constant<int> ROWS, tl::constant<int> BLOCK) {
+  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value);
+  detail::layernormRows(tl::load(x + r.at, r.mask, 0.0f).to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, r.rs,
+                        r.inRows, r.cols, r.mask);
 }
 
 /// The residual connection and the next LayerNorm in one pass: res = x + a
 /// (stored as T), then layernorm_fwd of the stored res into y - so the sum
-/// is not read back (residual_add then layernorm_fwd read it again).
+/// is not read back (residual_add then layernorm_fwd read it again). ROWS
+/// rows a program, as layernorm_fwd.
 template <class T>
 void residual_layernorm_fwd(tl::ptr<T> x, tl::ptr<T> a, tl::ptr<T> res, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
-                            tl::ptr<float> mean_out, tl::ptr<float> rstd_out, tl::scalar<int32_t> C,
-                            tl::scalar<float> eps, tl::constant<int> BLOCK) {
-  tl::tensor row = tl::program_id(0);
-  tl::tensor cols = tl::arange(0, BLOCK);
-  tl::tensor mask = cols < C;
-  tl::tensor sum = tl::load(x + row * C + cols, mask, 0.0f).to(tl::f32) +
-                   tl::load(a + row * C + cols, mask, 0.0f).to(tl::f32);
+                            tl::ptr<float> mean_out, tl::ptr<float> rstd_out, tl::scalar<int32_t> rows,
+                            tl::scalar<int32_t> C, tl::scalar<float> eps, tl::constant<int> ROWS,
+                            tl::constant<int> BLOCK) {
+  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value);
+  tl::tensor sum = tl::load(x + r.at, r.mask, 0.0f).to(tl::f32) + tl::load(a + r.at, r.mask, 0.0f).to(tl::f32);
   tl::tensor stored = sum.to(dtype_of_v<T>); // the LayerNorm reads what the residual stream holds
-  tl::store(res + row * C + cols, stored, mask);
-  detail::layernormRow(stored.to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, row, cols, mask);
+  tl::store(res + r.at, stored, r.mask);
+  detail::layernormRows(stored.to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, r.rs, r.inRows, r.cols, r.mask);
 }
 
 /// LayerNorm backward, the input gradient per row:

@@ -465,13 +465,13 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
   // block's ln_1 reads the embeddings alone.
   auto residualLayernorm = [&](int64_t x, int64_t add, int64_t res, const std::string &ln, int64_t y, int64_t mean,
                                int64_t rstd) {
-    kernels_->residualLayernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(x, btc), A(add, btc), A(res, btc),
-                                P(ln + ".weight"), P(ln + ".bias"), A(y, btc), S(mean, BT), S(rstd, BT), C, eps,
-                                lnBlock);
+    kernels_->residualLayernorm(launchLayernormFwd(BT, lnBlock), A(x, btc), A(add, btc), A(res, btc),
+                                P(ln + ".weight"), P(ln + ".bias"), A(y, btc), S(mean, BT), S(rstd, BT), BT, C, eps,
+                                tiles_.ln_fwd_rows, lnBlock);
   };
-  kernels_->layernorm(launch({uint32_t(BT)}, rowWarps(lnBlock)), A(a.encoded, btc), P("h.0.ln_1.weight"),
-                      P("h.0.ln_1.bias"), A(a.layers[0].ln1, btc), S(a.layers[0].ln1Mean, BT),
-                      S(a.layers[0].ln1Rstd, BT), C, eps, lnBlock);
+  kernels_->layernorm(launchLayernormFwd(BT, lnBlock), A(a.encoded, btc), P("h.0.ln_1.weight"), P("h.0.ln_1.bias"),
+                      A(a.layers[0].ln1, btc), S(a.layers[0].ln1Mean, BT), S(a.layers[0].ln1Rstd, BT), BT, C, eps,
+                      tiles_.ln_fwd_rows, lnBlock);
   int64_t residual = a.encoded;
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];

@@ -151,6 +151,12 @@ public:
     // reductions (the H100 of 2026-11-26: 4 warps beat 8 in every row kernel,
     // bf16 forward 0.55 of copy against 0.37).
     int row_warps = 4;
+    // LayerNorm's forward (and the residual add before it): rows a program,
+    // row_warps warps each. A CTA of one warp a row holds an SM to 32 warps
+    // (its 32-CTA limit, half the 64 it can run), so several rows a program
+    // keep more loads in flight; 1 until a GPU has timed it (gpt2-layers'
+    // `_r4` / `_r8` rows).
+    int ln_fwd_rows = 1;
     // LayerNorm's backward in one pass (kernels::layernorm_bwd: dx, the
     // residual add, and the partial column sums of dw, db and of dx for the
     // projection below): each program takes ln_bwd_rows rows, ln_bwd_tile_rows
@@ -481,6 +487,11 @@ private:
   /// The row kernels' warps for rows of `block` elements: Tiles::row_warps,
   /// or more where a warp would hold over 32 elements a lane (n_embd > 1024).
   int rowWarps(int block) const { return std::max(tiles_.row_warps, block / 1024); }
+  /// A LayerNorm forward's launch over `rows` rows of `block` elements:
+  /// Tiles::ln_fwd_rows a program, rowWarps(block) warps each.
+  LaunchOptions launchLayernormFwd(int rows, int block) const {
+    return launch({uint32_t(cdiv(rows, tiles_.ln_fwd_rows))}, tiles_.ln_fwd_rows * rowWarps(block));
+  }
   LaunchOptions launchKMajor(Grid grid) const {
     return launch(grid, tiles_.kmajor()[3], tiles_.kmajor()[4]);
   }

@@ -236,18 +236,33 @@ template <class T> void checkAll(const char *chip) {
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
-  const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>,
+                              {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
   const Kernel resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                              {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
-  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, C, 1e-5f, 1024},
-                         resLnArgs = {t, t, t, t, t, t, f, f, C, 1e-5f, 1024};
-  check(lnFwd, lnFwdArgs, chip, tiles.row_warps, 0);
-  check(resLn, resLnArgs, chip, tiles.row_warps, 0);
+                              {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+  const int lnRows = tiles.ln_fwd_rows;
+  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024},
+                         resLnArgs = {t, t, t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024};
+  check(lnFwd, lnFwdArgs, chip, lnRows * tiles.row_warps, 0);
+  check(resLn, resLnArgs, chip, lnRows * tiles.row_warps, 0);
   // One warp a row: both reductions are shuffles - no shared memory, no CTA
-  // barrier in the machine code.
+  // barrier in the machine code; also 4 and 8 rows a program (a warp each).
   EXPECT_EQ(tiles.row_warps, 1);
-  for (auto [kern, args] : {std::pair{&lnFwd, &lnFwdArgs}, std::pair{&resLn, &resLnArgs}}) {
-    const CompiledKernel c = kern->compile(*args, {.chip = chip, .num_warps = tiles.row_warps});
+  struct RowKernel {
+    const Kernel *kern;
+    std::vector<Arg> args;
+    int warps;
+  };
+  std::vector<RowKernel> rowKernels;
+  for (int rowsAProgram : {lnRows, 4, 8}) {
+    std::vector<Arg> a = lnFwdArgs, b = resLnArgs;
+    a[9] = rowsAProgram, b[11] = rowsAProgram;
+    rowKernels.push_back({&lnFwd, a, rowsAProgram * tiles.row_warps});
+    rowKernels.push_back({&resLn, b, rowsAProgram * tiles.row_warps});
+  }
+  for (const auto &[kern, args, warps] : rowKernels) {
+    const CompiledKernel c = kern->compile(args, {.chip = chip, .num_warps = warps});
+    EXPECT_EQ(c.spill_bytes, 0) << kern->name() << " at " << warps << " warps";
     EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0) << kern->name();
     if (c.cubin.empty())
       continue; // no ptxas: no machine code
@@ -274,6 +289,24 @@ template <class T> void checkAll(const char *chip) {
     for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
       ++barriers;
     EXPECT_EQ(barriers, 2) << "layernorm_bwd's barriers";
+  }
+  // gpt2-layers' other tiles for it (rows a step at 8 warps): no spill, and
+  // at a warp a row (4 rows, 8 warps: 2 a row) its rows' statistics and
+  // column sums stay out of shared memory but for the final sums across rows
+  // (remove-layout-conversions): at most 7 barriers in the whole kernel.
+  for (int tileRows : {2, 4}) {
+    const CompiledKernel c =
+        check(kernel("layernorm_bwd", k::layernorm_bwd<T>,
+                     {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows", "C",
+                      "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
+              {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tileRows, 1024}, chip, 8);
+    if (c.cubin.empty())
+      continue;
+    const std::string sass = c.sass();
+    int barriers = 0;
+    for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+      ++barriers;
+    EXPECT_LE(barriers, 7) << "layernorm_bwd at " << tileRows << " rows a step";
   }
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
                {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"}),

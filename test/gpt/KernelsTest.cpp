@@ -74,9 +74,20 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   const int rows = 6, C = 100, BLOCK = 128;
   const float eps = 1e-5f;
   auto x = random_vector<float>(rows * C, -2, 2), w = random_vector<float>(C), b = random_vector<float>(C);
-  auto fwd = kernel("layernorm_fwd", k::layernorm_fwd<float>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  auto fwd = kernel("layernorm_fwd", k::layernorm_fwd<float>,
+                    {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
   auto y = poisoned<float>(rows * C), mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
-  fwd(on({rows}), x, w, b, y, mean, rstd, C, eps, BLOCK);
+  LaunchOptions oneWarp = on({rows});
+  oneWarp.num_warps = 1; // a warp a row, as GptModel launches it
+  fwd(oneWarp, x, w, b, y, mean, rstd, rows, C, eps, 1, BLOCK);
+  // 4 rows a program at 4 warps (the second ragged: rows 4 and 5 of 6): a
+  // warp a row again, so the same rows bit for bit, nothing past the last.
+  auto y4 = poisoned<float>(rows * C + 1), mean4 = poisoned<float>(rows + 1), rstd4 = poisoned<float>(rows + 1);
+  fwd(on({2}), x, w, b, y4, mean4, rstd4, rows, C, eps, 4, BLOCK);
+  EXPECT_EQ(std::vector<float>(y4.begin(), y4.end() - 1), y);
+  EXPECT_EQ(std::vector<float>(mean4.begin(), mean4.end() - 1), mean);
+  EXPECT_EQ(std::vector<float>(rstd4.begin(), rstd4.end() - 1), rstd);
+  EXPECT_TRUE(std::isnan(y4.back()) && std::isnan(mean4.back()) && std::isnan(rstd4.back())); // untouched
   std::vector<double> wantY(rows * C);
   for (int r = 0; r < rows; ++r) {
     double mu = 0, var = 0;
@@ -109,7 +120,7 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   sums(on({uint32_t(cdiv(C, 32))}), pb, db, partials, C, false, 4, 32);
   auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
     auto yy = poisoned<float>(rows * C), mm = poisoned<float>(rows), rr = poisoned<float>(rows);
-    fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, C, eps, BLOCK);
+    fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, rows, C, eps, 1, BLOCK);
     double l = 0;
     for (size_t i = 0; i < yy.size(); ++i) l += double(yy[i]) * dy[i];
     return l;
@@ -363,19 +374,24 @@ template <class T> void residualLayerNorm(const LaunchOptions &opts) {
   auto x = random_vector<T>(rows * C, -2, 2), a = random_vector<T>(rows * C, -2, 2);
   auto w = random_vector<T>(C), b = random_vector<T>(C);
   auto add = kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"});
-  auto ln = kernel("layernorm_fwd", k::layernorm_fwd<T>, {"x", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+  auto ln = kernel("layernorm_fwd", k::layernorm_fwd<T>,
+                   {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
   auto fused = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "C", "eps", "BLOCK"});
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
   LaunchOptions o = opts;
   auto res = poisoned<T>(rows * C), y = poisoned<T>(rows * C);
   auto mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
   o.grid = {uint32_t(cdiv(rows * C, 128))};
   add(o, x, a, res, int64_t(rows * C), 128);
   o.grid = {uint32_t(rows)};
-  ln(o, res, w, b, y, mean, rstd, C, 1e-5f, BLOCK);
+  o.num_warps = 1; // a warp a row, as below
+  ln(o, res, w, b, y, mean, rstd, rows, C, 1e-5f, 1, BLOCK);
   auto res2 = poisoned<T>(rows * C), y2 = poisoned<T>(rows * C);
   auto mean2 = poisoned<float>(rows), rstd2 = poisoned<float>(rows);
-  fused(o, x, a, res2, w, b, y2, mean2, rstd2, C, 1e-5f, BLOCK);
+  // 2 rows a program at 2 warps (the third program's second row past the end).
+  o.grid = {uint32_t(cdiv(rows, 2))};
+  o.num_warps = 2;
+  fused(o, x, a, res2, w, b, y2, mean2, rstd2, rows, C, 1e-5f, 2, BLOCK);
   EXPECT_EQ(std::memcmp(res.data(), res2.data(), res.size() * sizeof(T)), 0);
   EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(T)), 0);
   EXPECT_EQ(mean, mean2);

@@ -18,6 +18,22 @@ using ::testing::HasSubstr;
 
 namespace {
 
+/// One block of 64 wide, 2 heads, a 50-token vocabulary.
+GptConfig oneBlock() {
+  GptConfig c;
+  c.n_layer = 1, c.n_head = 2, c.n_embd = 64, c.vocab = 50, c.vocab_padded = 64, c.n_ctx = 64;
+  return c;
+}
+
+/// `n` random tokens and targets below `vocab`.
+std::pair<std::vector<int32_t>, std::vector<int32_t>> randomBatch(int n, int vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tok(static_cast<size_t>(n)), tgt(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    tok[size_t(i)] = int32_t(rng() % unsigned(vocab)), tgt[size_t(i)] = int32_t(rng() % unsigned(vocab));
+  return {tok, tgt};
+}
+
 TEST(GptTiles, OverridesSetTheirFieldsAndNothingElse) {
   const GptModel::Tiles base = GptModel::gpu_tiles(DType::bf16, "sm_90a");
   const GptModel::Tiles t =
@@ -89,6 +105,29 @@ TEST(GptTiles, AModelRunsAtOverriddenAttentionTiles) {
   }
 }
 
+// ln_fwd_rows: LayerNorm's forward (and the residual add before it) at 2
+// and 4 rows a program, each row on the warps it had alone (row_warps), in
+// the simulator: the same logits bit for bit (80 rows; 4 and 2 divide them,
+// the ragged last program is KernelsTest's).
+TEST(GptTiles, LayerNormAtSeveralRowsAProgramComputesWhatOneRowDoes) {
+  const GptConfig c = oneBlock();
+  const int B = 2, T = 40;
+  const auto [tok, tgt] = randomBatch(B * T, c.vocab, 7);
+  GptModel one(c, Backend::Sim);
+  one.set_tiles(GptModel::cpu_tiles().with("row_warps=2"));
+  one.init_random(8);
+  one.forward(tok, tgt, B, T);
+  const std::vector<float> want = one.logits();
+  for (const char *rows : {"ln_fwd_rows=4", "ln_fwd_rows=2"}) {
+    GptModel several(c, Backend::Sim);
+    several.set_tiles(GptModel::cpu_tiles().with(std::string("row_warps=2,") + rows));
+    for (const ParamSpec &p : one.parameters())
+      several.write_parameter(p.name, one.read_parameter(p.name));
+    several.forward(tok, tgt, B, T);
+    EXPECT_EQ(several.logits(), want) << rows;
+  }
+}
+
 // gelu_ping_pong: the GELU GEMMs' tiles become 4-warp programs at the
 // ping-pong fields' stages and N block; off, they are what they were.
 TEST(GptTiles, GeluPingPongTiles) {
@@ -117,13 +156,9 @@ TEST(GptTiles, GeluPingPongComputesWhatTheWarpSpecialisedGemmsDo) {
   struct Unset {
     ~Unset() { unsetenv("TEGULA_SIM_CHIP"); }
   } unset;
-  GptConfig c;
-  c.n_layer = 1, c.n_head = 2, c.n_embd = 64, c.vocab = 50, c.vocab_padded = 64, c.n_ctx = 64;
+  const GptConfig c = oneBlock();
   const int B = 2, T = 40;
-  std::mt19937 rng(5);
-  std::vector<int32_t> tok(B * T), tgt(B * T);
-  for (int i = 0; i < B * T; ++i)
-    tok[size_t(i)] = int32_t(rng() % 50), tgt[size_t(i)] = int32_t(rng() % 50);
+  const auto [tok, tgt] = randomBatch(B * T, c.vocab, 5);
   // wgmma-sized linear tiles (64 rows a warpgroup), persistent in groups of
   // 2 row blocks; the ping-pong dx at half the N block.
   const std::string tiles = "bm=64,bn=32,bk=16,linear_stages=2,group_m=2";
