@@ -182,9 +182,9 @@ bool reloadsIntoAccumulator(tile::LoadOp load) {
 /// converted.
 constexpr int64_t kReloadRowElements = 4096, kReloadRowAccesses = 16;
 bool reloadsAsRow(tile::LoadOp load) {
-  auto type = cast<RankedTensorType>(load.getType());
+  auto type = dyn_cast<RankedTensorType>(load.getType()); // a scalar load is no row
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");
-  if (!load->hasOneUse() || type.getRank() != 1 || type.getNumElements() > kReloadRowElements || !width ||
+  if (!type || !load->hasOneUse() || type.getRank() != 1 || type.getNumElements() > kReloadRowElements || !width ||
       width.getInt() < 2 || !llvm::all_of(load->getOperands(), isCheapTile))
     return false;
   auto cvt = dyn_cast<tilegpu::ConvertLayoutOp>(*load->user_begin());

@@ -540,3 +540,17 @@ func.func @column_sums_stored_from_their_slice(%out: !tile.ptr<f32>, %x: tensor<
   tile.store %p, %c {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<1024x!tile.ptr<f32>, #b4>
   return
 }
+
+// -----
+
+#b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A scalar load (one use, a splat) is left alone by the tile rewrites.
+// CHECK-LABEL: func.func @scalar_load_is_no_row(
+// CHECK:         %[[V:.*]] = tile.load %{{.*}} : !tile.ptr<f32>
+// CHECK:         tile.splat %[[V]] : tensor<64xf32, #{{.*}}>
+func.func @scalar_load_is_no_row(%p: !tile.ptr<f32>) -> tensor<64xf32, #b> {
+  %v = tile.load %p : !tile.ptr<f32>
+  %s = tile.splat %v : tensor<64xf32, #b>
+  return %s : tensor<64xf32, #b>
+}
