@@ -7,10 +7,14 @@
 // "skipped: ..." and exits 0.
 //
 //   gpt2-train [--batch 8] [--seq 1024] [--steps 10] [--dtype f32|bf16|all]
-//              [--tiles name=value,...] [--variants all|plain|ws]
+//              [--tiles name=value,...|@FILE] [--variants all|plain|ws] [--tune]
 //
 // --tiles changes GptModel's tiles for every run (GptModel::Tiles::with:
-// e.g. attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0);
+// e.g. attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0;
+// @FILE reads them from a file, as tegula-gpt tune writes it);
+// --tune first tunes each precision's default variant's tiles
+// (tune_tiles: every trial's step time, the chosen overrides), then times
+// the tuned tiles ("_tuned" in the result lines);
 // --variants ws runs only the default (warp specialised on Hopper) variant
 // of each precision, plain only the one-program-a-tile one.
 //
@@ -27,11 +31,14 @@
 // K-major rings 4-byte copies fill).
 #include "GpuMain.h"
 #include "models/gpt/Model.h"
+#include "models/gpt/TileTuner.h"
 
 #include "tegula/device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <random>
 
@@ -54,12 +61,34 @@ struct Variant {
   bool warpSpecialize, overlap, streamK, dwTransposed = true;
 };
 
+/// Tunes the model's tiles (tune_tiles, 5 timed steps a trial, 3 rounds)
+/// and leaves the chosen ones set.
+void tuneTiles(GptModel &model, const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T,
+               const DeviceInfo &info, const std::string &tag) {
+  const std::vector<TileChoice> choices =
+      tile_choices(model.storage(), info.chip, tl::precision::tf32, model.warp_specialize());
+  StepTimer timer(model, tokens, targets, B, T, 5);
+  const GptModel::Tiles start = model.tiles();
+  TileTuning tuned = tune_tiles(start, choices, std::ref(timer), {.progress = [](const TileTrial &t) {
+    if (t.error.empty())
+      fmt::print("  tune {:<16} {:<72} {:8.3f} ms a step\n", t.choice, t.overrides.empty() ? "(as is)" : t.overrides,
+                 t.ms);
+    else
+      fmt::print("  tune {:<16} {:<72} error: {}\n", t.choice, t.overrides, t.error);
+  }});
+  model.set_tiles(tuned.tiles);
+  fmt::print("tuned tiles: {} ({:.3f} ms a step at lr 0, {:.3f} as they were)\n",
+             tuned.overrides.empty() ? "as they were" : tuned.overrides, tuned.tuned_ms, tuned.start_ms);
+  fmt::print("gpt2_124m_train_tegula_{}_tuning_speedup {:.4f}\n", tag, tuned.start_ms / tuned.tuned_ms);
+}
+
 /// Times `steps` training steps of GPT-2 124M with `storage` and prints its
 /// figures; "f32" or "bf16" in the names of the result lines.
-void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info, const std::string &tiles) {
+void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &info, const std::string &tiles,
+         bool tune) {
   const std::string tag = std::string(dtype_name(storage)) + (v.warpSpecialize ? "_ws" : "") +
                           (v.overlap ? "" : "_serial") + (v.streamK ? "" : "_dw_tiles") +
-                          (v.dwTransposed ? "" : "_dw_direct");
+                          (v.dwTransposed ? "" : "_dw_direct") + (tune ? "_tuned" : "");
   fmt::print("== {} ({})\n", tag, storage == DType::bf16 ? "bf16 weights and activations, f32 master weights"
                                                           : "f32 storage, tf32 dots");
   GptModel model(GptConfig::gpt2_124m(), Backend::GPU, tl::precision::tf32, storage);
@@ -87,6 +116,8 @@ void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &in
   };
   for (int i = 0; i < 2; ++i) // compile, load, allocate
     fmt::print("warm-up step {}: loss {:.4f}\n", i + 1, step());
+  if (tune)
+    tuneTiles(model, tokens, targets, B, T, info, tag);
   synchronize();
   auto start = std::chrono::steady_clock::now();
   float loss = 0;
@@ -131,6 +162,10 @@ void run(DType storage, Variant v, int B, int T, int steps, const DeviceInfo &in
 int main(int argc, char **argv) {
   int B = 8, T = 1024, steps = 10;
   std::string dtype = "all", tiles, variants = "all";
+  bool tune = false;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--tune"))
+      tune = true, std::rotate(argv + i, argv + i + 1, argv + argc), --argc, --i;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--batch")) B = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--seq")) T = std::atoi(argv[i + 1]);
@@ -144,6 +179,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   try { // a misspelt field fails here, not after the first run
+    tiles = tile_overrides_from(tiles);
     (void)gpt::GptModel::gpu_tiles().with(tiles);
   } catch (const Error &e) {
     fmt::print(stderr, "gpt2-train: --tiles: {}\n", e.what());
@@ -153,8 +189,9 @@ int main(int argc, char **argv) {
     fmt::print(stderr, "gpt2-train: --dtype is f32, bf16 or all, not '{}'\n", dtype);
     return 2;
   }
-  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}{}{}\n", B, T, steps, dtype,
-             tiles.empty() ? "" : ", tiles " + tiles, variants == "all" ? "" : ", variants " + variants);
+  fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}{}{}{}\n", B, T, steps, dtype,
+             tiles.empty() ? "" : ", tiles " + tiles, variants == "all" ? "" : ", variants " + variants,
+             tune ? ", tuning the default variants' tiles" : "");
   return bench::runOnGpu([&](const DeviceInfo &info) {
     int status = 0;
     fmt::print("device: {} ({}), driver {}\n", info.name, info.chip, info.driver_version);
@@ -180,7 +217,7 @@ int main(int argc, char **argv) {
             (variants == "plain" && (v.warpSpecialize || !isDefault)))
           continue;
         try {
-          run(storage, v, B, T, steps, info, tiles);
+          run(storage, v, B, T, steps, info, tiles, tune && isDefault && v.warpSpecialize == (info.chip == "sm_90a"));
         } catch (const Error &e) { // report, and go on to the other precision
           fmt::print("error ({}{}{}{}): {}\n", dtype_name(storage), v.warpSpecialize ? ", warp specialised" : "",
                      v.overlap ? "" : ", serial", v.streamK ? "" : ", weight gradients one program a tile", e.what());

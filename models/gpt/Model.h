@@ -231,6 +231,9 @@ public:
     Tiles with(std::string_view overrides) const;
     /// "name=value" for every field, comma-separated (what a run used).
     std::string str() const;
+    /// "name=value" for the fields that differ from `base`, comma-separated:
+    /// base.with(diff(base)) gives these tiles ("" where they are base).
+    std::string diff(const Tiles &base) const;
     /// The K-major GEMMs' tile: (bm, bn, bk, warps, stages).
     std::array<int, 5> kmajor() const {
       return kmajor_bm ? std::array<int, 5>{kmajor_bm, kmajor_bn, kmajor_bk, kmajor_warps, kmajor_stages}
@@ -360,6 +363,7 @@ public:
   const GptConfig &config() const { return config_; }
   /// f32, or bf16 (mixed precision, see the constructor).
   DType storage() const { return storage_; }
+  Backend backend() const { return backend_; }
   const std::vector<ParamSpec> &parameters() const { return params_; }
   const ParamSpec &parameter(const std::string &name) const;
   int64_t num_parameters() const { return paramArena_.size(); }

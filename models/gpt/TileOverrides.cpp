@@ -99,6 +99,20 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+int valueOf(const Tiles &t, const Field &f) {
+  return std::visit([&](auto member) { return int(t.*member); }, f.member);
+}
+
+/// "name=value" for t's fields, comma-separated; only those that differ
+/// from *base where there is one.
+std::string fieldsOf(const Tiles &t, const Tiles *base) {
+  std::string out;
+  for (const Field &f : kFields)
+    if (!base || valueOf(t, f) != valueOf(*base, f))
+      out += fmt::format("{}{}={}", out.empty() ? "" : ",", f.name, valueOf(t, f));
+  return out;
+}
+
 } // namespace
 
 void Tiles::set(std::string_view name, int value) {
@@ -152,13 +166,8 @@ Tiles Tiles::with(std::string_view overrides) const {
   return t;
 }
 
-std::string Tiles::str() const {
-  std::string out;
-  for (const Field &f : kFields) {
-    const int value = std::visit([&](auto member) { return int(this->*member); }, f.member);
-    out += fmt::format("{}{}={}", out.empty() ? "" : ",", f.name, value);
-  }
-  return out;
-}
+std::string Tiles::str() const { return fieldsOf(*this, nullptr); }
+
+std::string Tiles::diff(const Tiles &base) const { return fieldsOf(*this, &base); }
 
 } // namespace tegula::gpt

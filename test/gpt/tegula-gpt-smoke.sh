@@ -45,6 +45,14 @@ grep -q 'attention_fwd_block=32,' "$work/train-override.log"
 grep -q '^step     2/2  loss' "$work/train-override.log"
 if "$tool" train --data "$work/input.txt" --tiles attention_block=32 2>"$work/err.log"; then exit 1; fi
 grep -q "GPT tiles: no field 'attention_block'" "$work/err.log"
+# ... or from a file (tegula-gpt tune writes them): comments, lines.
+printf '# tuned\nattention_fwd_block=32  # the queries\ncolumn_rows=32\n' >"$work/tiles.txt"
+"$tool" train --data "$work/input.txt" --steps 1 --batch 2 --val-every 0 --tiles "@$work/tiles.txt" \
+  "${small[@]}" | tee "$work/train-file.log"
+grep -q 'attention_fwd_block=32,' "$work/train-file.log"
+grep -q 'column_rows=32,' "$work/train-file.log"
+if "$tool" train --data "$work/input.txt" --tiles "@$work/none.txt" 2>"$work/err.log"; then exit 1; fi
+grep -q "cannot read the tiles file $work/none.txt" "$work/err.log"
 "$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
   --merges "$bpe/merges.txt" | tee "$work/tok.log"
 grep -q 'vocabulary 420' "$work/tok.log"

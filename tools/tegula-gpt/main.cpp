@@ -5,7 +5,10 @@
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
-//                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...]
+//                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE]
+//   tegula-gpt tune  [--layers 12 --heads 12 --embd 768 --vocab 50257] [--batch 8] [--seq 1024]
+//                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.01] [--choices name,...]
+//                    [--tiles name=value,...|@FILE] [--out tiles.txt] [--warp-specialize on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -20,10 +23,16 @@
 // is deterministic for a seed (but for the order of the token-embedding
 // gradient's atomic sums).
 //
+// tune times training steps on the GPU with each alternative of the tiles
+// no single measurement has settled (tile_choices: LayerNorm's rows a
+// program, attention's forward tile, ping-pong GELU GEMMs...) and writes
+// the fastest as a --tiles file (models/gpt/TileTuner.h, docs/gpt.md).
+//
 //===----------------------------------------------------------------------===//
 #include "models/gpt/Checkpoint.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
+#include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
 
 #include "tegula/device.h"
@@ -229,8 +238,8 @@ int train(const Options &o) {
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
-  if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md)
-    model.set_tiles(model.tiles().with(o.str("tiles")));
+  if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md); @FILE: tegula-gpt tune's
+    model.set_tiles(model.tiles().with(tile_overrides_from(o.str("tiles"))));
     fmt::print("tiles: {}\n", model.tiles().str());
   }
   model.init_random(uint64_t(o.integer("seed")));
@@ -293,6 +302,87 @@ int train(const Options &o) {
   return 0;
 }
 
+/// The choices `names` (comma-separated) picks from `all`, in its order;
+/// all of them for "".
+std::vector<TileChoice> pickChoices(const std::vector<TileChoice> &all, const std::string &names) {
+  if (names.empty())
+    return all;
+  std::vector<TileChoice> picked;
+  std::string known;
+  for (const TileChoice &c : all)
+    known += (known.empty() ? "" : ", ") + c.name;
+  size_t from = 0;
+  while (from <= names.size()) {
+    const size_t comma = std::min(names.find(',', from), names.size());
+    const std::string name = names.substr(from, comma - from);
+    auto it = std::find_if(all.begin(), all.end(), [&](const TileChoice &c) { return c.name == name; });
+    if (it == all.end())
+      throw Error(fmt::format("tune: no choice '{}' for this model and GPU (its choices: {})", name, known));
+    picked.push_back(*it);
+    from = comma + 1;
+  }
+  return picked;
+}
+
+int tune(const Options &o) {
+  if (backendFrom(o) != Backend::GPU)
+    throw Error("tune times training steps on a GPU (--backend gpu): the interpreter's and the simulator's speed "
+                "say nothing about a GPU's");
+  const int vocab = o.integer("vocab");
+  if (vocab < 2)
+    throw Error(fmt::format("tune: --vocab is at least 2, not {}", vocab));
+  GptConfig config = configFrom(o, vocab);
+  config.n_ctx = std::max(config.n_ctx, 1024);
+  const int B = o.integer("batch"), T = o.integer("seq");
+  GptModel model(config, Backend::GPU, precisionFrom(o), storageFrom(o));
+  model.set_warp_specialize(onOff(o, "warp-specialize"));
+  const std::string start = tile_overrides_from(o.str("tiles"));
+  model.set_tiles(model.tiles().with(start));
+  const DeviceInfo info = device_info();
+  const std::vector<TileChoice> choices = pickChoices(
+      tile_choices(model.storage(), info.chip, precisionFrom(o), model.warp_specialize()), o.str("choices"));
+  model.init_random(uint64_t(o.integer("seed")));
+  model.init_optimizer();
+  std::mt19937_64 rng(uint64_t(o.integer("seed")));
+  std::vector<int32_t> tokens(size_t(B) * size_t(T)), targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t(rng() % uint64_t(vocab)), targets[i] = int32_t(rng() % uint64_t(vocab));
+  const std::string what = fmt::format("{} layers, {} heads, {} dims, vocabulary {}; B={} T={}; {}{}", config.n_layer,
+                                       config.n_head, config.n_embd, vocab, B, T,
+                                       model.storage() == DType::bf16 ? "bf16" : "f32",
+                                       model.warp_specialize() ? ", warp specialised" : "");
+  fmt::print("tune: {} on {} ({}); {} choices, {} rounds of {} steps each\n", what, info.name, info.chip,
+             choices.size(), o.integer("rounds"), o.integer("steps"));
+  StepTimer timer(model, tokens, targets, B, T, o.integer("steps"));
+  TileTunerOptions options;
+  options.rounds = o.integer("rounds");
+  options.min_gain = o.real("min-gain");
+  options.progress = [](const TileTrial &t) {
+    if (t.error.empty())
+      fmt::print("  {:<16} {:<72} {:9.3f} ms a step\n", t.choice, t.overrides.empty() ? "(as is)" : t.overrides, t.ms);
+    else
+      fmt::print("  {:<16} {:<72} error: {}\n", t.choice, t.overrides, t.error);
+    std::fflush(stdout);
+  };
+  const TileTuning tuned = tune_tiles(model.tiles(), choices, std::ref(timer), options);
+  // What differs from the defaults: --tiles' start and the tuning's wins.
+  const std::string overrides =
+      tuned.tiles.diff(GptModel::gpu_tiles(model.storage(), info.chip, precisionFrom(o)));
+  fmt::print("tuned: {} ({:.3f} ms a step, {:.3f} at the start: {:.3f}x)\n",
+             overrides.empty() ? "the defaults" : overrides, tuned.tuned_ms, tuned.start_ms,
+             tuned.start_ms / tuned.tuned_ms);
+  if (!o.str("out").empty()) {
+    std::FILE *f = std::fopen(o.str("out").c_str(), "w");
+    if (!f || std::fprintf(f, "# tegula-gpt tune on %s (%s), driver %d\n# %s\n# %.3f ms a step tuned, %.3f at the start\n%s\n",
+                           info.name.c_str(), info.chip.c_str(), info.driver_version, what.c_str(), tuned.tuned_ms,
+                           tuned.start_ms, overrides.c_str()) < 0 ||
+        std::fclose(f) != 0)
+      throw Error(fmt::format("cannot write {}", o.str("out")));
+    fmt::print("wrote {} (tegula-gpt train --tiles @{})\n", o.str("out"), o.str("out"));
+  }
+  return 0;
+}
+
 int generate(const Options &o) {
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
@@ -345,6 +435,17 @@ int main(int argc, char **argv) {
         throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
       return train(o);
     }
+    if (argc >= 2 && !std::strcmp(argv[1], "tune")) {
+      // GPT-2 124M on a GPU unless told otherwise.
+      auto d = common;
+      for (auto [k, v] : {std::pair{"layers", "12"}, {"heads", "12"}, {"embd", "768"}, {"seq", "1024"},
+                          {"backend", "gpu"}, {"dtype", "bf16"}})
+        d[k] = v;
+      d.insert({{"vocab", "50257"}, {"batch", "8"}, {"steps", "5"}, {"rounds", "3"}, {"min-gain", "0.01"},
+                {"choices", ""}, {"tiles", ""}, {"out", ""}});
+      Options o(argc, argv, 2, d);
+      return tune(o);
+    }
     if (argc >= 2 && !std::strcmp(argv[1], "generate")) {
       // No --layers / --embd / --seq: the checkpoint has them; --heads 0: its
       // metadata or config.json beside it does.
@@ -358,7 +459,7 @@ int main(int argc, char **argv) {
       return generate(o);
     }
     fmt::print(stderr, "usage: tegula-gpt tokenize --data FILE --out FILE [--vocab F --merges F] | train (--data "
-                       "FILE | --tokens FILE) [options] | generate --model FILE --prompt TEXT [options]\n"
+                       "FILE | --tokens FILE) [options] | tune [options] | generate --model FILE --prompt TEXT [options]\n"
                        "(docs/gpt.md and tools/tegula-gpt/main.cpp list the options)\n");
     return 64;
   } catch (const Error &e) {

@@ -1,0 +1,204 @@
+//===- TileTuner.cpp - the model's tiles chosen by timing training steps --===//
+#include "models/gpt/TileTuner.h"
+
+#include "tegula/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace tegula::gpt {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string joined(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const std::string &p : parts)
+    if (!p.empty())
+      out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+} // namespace
+
+std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl::precision matmul,
+                                     bool warpSpecialize) {
+  const GptModel::Tiles defaults = GptModel::gpu_tiles(storage, chip, matmul);
+  const bool hopper = chip == "sm_90a";
+  // Warp specialisation applies to the TMA-fed loops: bf16's, on sm_90a.
+  const bool producer = hopper && warpSpecialize && storage == DType::bf16;
+  std::vector<TileChoice> choices;
+  // The largest expected effects first: coordinate descent judges the later
+  // choices on top of them.
+  if (producer)
+    // c_fc's forward and c_proj's fused dx: their GELU epilogues under the
+    // other program's K loop (about 1.4 ms of a 21.4 ms step at stake on
+    // the H100 of 2026-11-27; ping-pong lost 15-30% on plain GEMMs there).
+    choices.push_back({"gelu_ping_pong", {"", "gelu_ping_pong=1"}});
+  if (storage == DType::bf16 && hopper) {
+    // gpt2-attention ran GPT-2's forward at 64 x 64 on 4 warps without a
+    // producer in 0.055 ms against 0.066 for the model's tiles (2026-11-27).
+    std::vector<std::string> fwd = {"", "attention_fwd_block=64,attention_fwd_warps=4"};
+    if (producer)
+      fwd.insert(fwd.end(), {"attention_fwd_ws=0", "attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0"});
+    choices.push_back({"attention_fwd", fwd});
+  }
+  if (!(storage == DType::f32 && hopper && matmul == tl::precision::tf32)) // its weight gradients: transposes
+    choices.push_back({"dw_stream_k", {"", fmt::format("dw_stream_k={}", int(!defaults.dw_stream_k))}});
+  // LayerNorm's backward: one row a step on 4 or 8 warps, or a warp a row
+  // at 2 or 4 rows a step (gpt2-layers' _w8, _br2_w8, _br4_w8).
+  choices.push_back({"ln_bwd",
+                     {"", "ln_bwd_tile_rows=1,ln_bwd_warps=8", "ln_bwd_tile_rows=2,ln_bwd_warps=8",
+                      "ln_bwd_tile_rows=4,ln_bwd_warps=8"}});
+  // LayerNorm's forward: rows a program at a warp a row (_r4, _r8).
+  choices.push_back({"ln_fwd_rows", {"", "ln_fwd_rows=4", "ln_fwd_rows=8"}});
+  return choices;
+}
+
+TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice> &choices,
+                      const std::function<double(const GptModel::Tiles &)> &measure, const TileTunerOptions &options) {
+  if (options.rounds < 1)
+    throw Error(fmt::format("tile tuning: rounds is at least 1, not {}", options.rounds));
+  TileTuning result;
+  result.tiles = start;
+  double currentMs = std::numeric_limits<double>::quiet_NaN();
+  for (const TileChoice &choice : choices) {
+    if (choice.alternatives.empty())
+      throw Error(fmt::format("tile tuning: the choice '{}' has no alternatives", choice.name));
+    // Each alternative on top of the tiles so far; one that comes to the
+    // same tiles as an earlier one is timed once (under its first name).
+    // The current tiles always run, first in each round.
+    struct Candidate {
+      std::string overrides;
+      GptModel::Tiles tiles;
+      std::vector<double> ms;
+      std::string error;
+    };
+    std::vector<Candidate> candidates = {{"", result.tiles, {}, {}}};
+    for (const std::string &alt : choice.alternatives) {
+      GptModel::Tiles t;
+      try {
+        t = result.tiles.with(alt);
+      } catch (const Error &e) {
+        throw Error(fmt::format("tile tuning: choice '{}': {}", choice.name, e.what()));
+      }
+      const bool seen = std::any_of(candidates.begin(), candidates.end(),
+                                    [&](const Candidate &c) { return c.tiles.str() == t.str(); });
+      if (!seen)
+        candidates.push_back({alt, t, {}, {}});
+    }
+    for (int round = 0; round < options.rounds; ++round)
+      for (Candidate &c : candidates) {
+        if (!c.error.empty())
+          continue;
+        try {
+          c.ms.push_back(measure(c.tiles));
+        } catch (const Error &e) {
+          c.error = e.what();
+          c.ms.clear();
+        }
+      }
+    if (!candidates[0].error.empty())
+      throw Error(fmt::format("tile tuning: the tiles {} do not run: {}",
+                              std::isnan(currentMs) ? std::string("to start from")
+                                                    : "chosen so far (" + result.tiles.diff(start) + ")",
+                              candidates[0].error));
+    size_t best = 0;
+    std::vector<double> medians(candidates.size(), std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].error.empty())
+        medians[i] = median(candidates[i].ms);
+      if (medians[i] < medians[best])
+        best = i;
+    }
+    if (std::isnan(currentMs))
+      result.start_ms = medians[0];
+    // Only a clear win replaces the current tiles: a step's time wanders by
+    // a few tenths of a percent between runs.
+    if (best != 0 && !(medians[best] < medians[0] * (1.0 - options.min_gain)))
+      best = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      TileTrial trial{choice.name, candidates[i].overrides, candidates[i].error.empty() ? medians[i] : 0,
+                      candidates[i].error};
+      if (options.progress)
+        options.progress(trial);
+      result.trials.push_back(std::move(trial));
+    }
+    if (best != 0)
+      result.tiles = candidates[best].tiles;
+    currentMs = medians[best];
+  }
+  result.overrides = result.tiles.diff(start);
+  result.tuned_ms = currentMs;
+  return result;
+}
+
+StepTimer::StepTimer(GptModel &model, std::vector<int32_t> tokens, std::vector<int32_t> targets, int B, int T,
+                     int steps, double loss_tolerance)
+    : model_(model), tokens_(std::move(tokens)), targets_(std::move(targets)), B_(B), T_(T), steps_(steps),
+      tolerance_(loss_tolerance), referenceLoss_(std::numeric_limits<double>::quiet_NaN()) {
+  if (steps < 1)
+    throw Error(fmt::format("tile tuning: steps is at least 1, not {}", steps));
+  if (tokens_.size() != size_t(B) * size_t(T) || targets_.size() != tokens_.size())
+    throw Error(fmt::format("tile tuning: {} tokens and {} targets for B={} T={}", tokens_.size(), targets_.size(), B,
+                            T));
+}
+
+float StepTimer::step() {
+  const float loss = model_.forward(tokens_, targets_, B_, T_);
+  model_.zero_grad();
+  model_.backward();
+  model_.clip_grad_norm(1.0f);
+  model_.step({.lr = 0.0f}); // the AdamW step's cost, the weights unchanged
+  return loss;
+}
+
+double StepTimer::operator()(const GptModel::Tiles &tiles) {
+  model_.set_tiles(tiles);
+  const double warm = step(); // compile and load what these tiles launch
+  if (!std::isfinite(warm))
+    throw Error(fmt::format("the loss is {} at these tiles", warm));
+  if (std::isnan(referenceLoss_))
+    referenceLoss_ = warm;
+  else if (std::abs(warm - referenceLoss_) > tolerance_ * std::abs(referenceLoss_))
+    throw Error(fmt::format("the loss is {:.6f} at these tiles, {:.6f} at the first ones measured", warm,
+                            referenceLoss_));
+  const bool gpu = model_.backend() == Backend::GPU;
+  if (gpu)
+    synchronize();
+  const auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps_; ++i)
+    step();
+  if (gpu)
+    synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count() / steps_;
+}
+
+std::string tile_overrides_from(const std::string &text) {
+  if (text.empty() || text[0] != '@')
+    return text;
+  const std::string path = text.substr(1);
+  std::ifstream in(path);
+  if (!in)
+    throw Error(fmt::format("cannot read the tiles file {}", path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r,") + 1);
+    lines.push_back(line);
+  }
+  return joined(lines);
+}
+
+} // namespace tegula::gpt

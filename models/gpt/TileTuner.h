@@ -1,0 +1,103 @@
+//===- TileTuner.h - the model's tiles chosen by timing training steps -*- C++ -*-===//
+//
+// GptModel::gpu_tiles() are the defaults one H100 measured; which LayerNorm
+// rows, attention tiles or GEMM schedule win depends on the GPU, the batch
+// and the kernels of the day. tune_tiles() settles them on the machine that
+// trains: it times whole training steps (the truth, overlap between streams
+// included) with each alternative of each choice, one choice at a time on
+// top of the best so far (coordinate descent), and keeps an alternative only
+// where it beats the current tiles by a margin - the rounds interleave the
+// alternatives, so a clock that drifts during tuning moves them all alike.
+// `tegula-gpt tune` and `gpt2-train --tune` run it; the result is a
+// Tiles::with() string, which `--tiles @FILE` reads back (docs/gpt.md).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "models/gpt/Model.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tegula::gpt {
+
+/// One decision: its name and its alternatives as Tiles::with() overrides,
+/// applied on top of the tiles so far ("" keeps them as they are).
+struct TileChoice {
+  std::string name;
+  std::vector<std::string> alternatives;
+};
+
+/// The choices worth timing for a model with `storage` on `chip`, its f32
+/// dots at `matmul`, warp specialised or not (GptModel::set_warp_specialize):
+/// the switches no single measurement has settled (ping-pong for the GELU
+/// GEMMs, LayerNorm's rows a program, attention's forward tile, stream-K
+/// weight gradients...). Every alternative parses against gpu_tiles() for
+/// that chip; each starts with "" (the tiles as they are).
+std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl::precision matmul,
+                                     bool warpSpecialize);
+
+/// One alternative's timing: the median of its rounds, or the error that
+/// ruled it out (it did not compile or launch, or its loss was off).
+struct TileTrial {
+  std::string choice, overrides;
+  double ms = 0;     // a training step, the median of the rounds
+  std::string error; // empty where it ran
+};
+
+struct TileTuning {
+  GptModel::Tiles tiles;  // the start with the chosen overrides applied
+  std::string overrides;  // tiles.diff(start): the fields the tuning changed ("" if none)
+  double start_ms = 0;    // the start's step (its first choice's "" alternative)
+  double tuned_ms = 0;    // the chosen tiles' step, as last measured
+  std::vector<TileTrial> trials;
+};
+
+struct TileTunerOptions {
+  int rounds = 3;          // timings of each alternative, interleaved; the median counts
+  double min_gain = 0.01;  // an alternative must be this much faster (1%) to replace the current
+  /// Called after each trial (progress; may be empty).
+  std::function<void(const TileTrial &)> progress;
+};
+
+/// Coordinate descent over `choices` from `start`: `measure(tiles)` returns
+/// the time of a training step at those tiles (ms) or throws tegula::Error
+/// where they cannot run - that alternative is then left out, its error kept.
+/// Throws tegula::Error when the start itself cannot run, or for a choice
+/// without alternatives or an alternative that Tiles::with() rejects.
+TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice> &choices,
+                      const std::function<double(const GptModel::Tiles &)> &measure,
+                      const TileTunerOptions &options = {});
+
+/// The measure for a real model: sets the model's tiles, runs one training
+/// step (its kernels compile and load) and then times `steps` steps - forward,
+/// backward, clipping and an AdamW step at learning rate 0, so the weights,
+/// and with them the loss, stay where they are. Each step's loss must be
+/// finite and, after the first measurement, within `loss_tolerance`
+/// (relative) of the first one's: tiles that change what the model computes
+/// throw tegula::Error instead of winning. The model keeps the last tiles
+/// measured (set them again from the tuning's result).
+class StepTimer {
+public:
+  StepTimer(GptModel &model, std::vector<int32_t> tokens, std::vector<int32_t> targets, int B, int T, int steps,
+            double loss_tolerance = 1e-2);
+  double operator()(const GptModel::Tiles &tiles);
+  /// The loss the first measurement saw (NaN before it).
+  double reference_loss() const { return referenceLoss_; }
+
+private:
+  float step();
+  GptModel &model_;
+  std::vector<int32_t> tokens_, targets_;
+  int B_, T_, steps_;
+  double tolerance_, referenceLoss_;
+};
+
+/// The overrides in `text`, or read from the file it names after an '@'
+/// (tegula-gpt train --tiles @tiles.txt): a Tiles::with() string over one
+/// or more lines, '#' starting a comment. Throws tegula::Error for a file
+/// that cannot be read.
+std::string tile_overrides_from(const std::string &text);
+
+} // namespace tegula::gpt
