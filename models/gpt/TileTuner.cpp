@@ -60,8 +60,18 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   choices.push_back({"ln_bwd",
                      {"", "ln_bwd_tile_rows=1,ln_bwd_warps=8", "ln_bwd_tile_rows=2,ln_bwd_warps=8",
                       "ln_bwd_tile_rows=4,ln_bwd_warps=8"}});
+  // ... and its rows a program: 512 programs of 16 rows for GPT-2's 8192
+  // fill an H100's SMs to a quarter of their warps; 8 rows write twice the
+  // partial column sums.
+  choices.push_back({"ln_bwd_rows", {"", "ln_bwd_rows=8", "ln_bwd_rows=32"}});
   // LayerNorm's forward: rows a program at a warp a row (_r4, _r8).
   choices.push_back({"ln_fwd_rows", {"", "ln_fwd_rows=4", "ln_fwd_rows=8"}});
+  // The column sums' second pass (bias and LayerNorm parameter gradients,
+  // 25 launches a step of 48-144 programs): narrower column blocks, more
+  // programs.
+  choices.push_back({"column_sums",
+                     {"", "column_sum_block=8", "column_sum_rows=256,column_sum_block=8",
+                      "column_sum_rows=64,column_sum_block=32"}});
   return choices;
 }
 

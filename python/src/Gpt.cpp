@@ -11,6 +11,7 @@
 #include "models/gpt/Checkpoint.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
+#include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
 
 #include <fmt/format.h>
@@ -370,7 +371,7 @@ PYBIND11_MODULE(_gpt, m) {
       .def("override_tiles",
            [](PyGpt &g, const std::string &overrides) {
              return locked(g, [&](GptModel &m) {
-               m.set_tiles(m.tiles().with(overrides));
+               m.set_tiles(m.tiles().with(tile_overrides_from(overrides))); // "@FILE": tegula-gpt tune's
                return m.tiles().str();
              });
            },

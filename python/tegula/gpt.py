@@ -239,7 +239,8 @@ class GPT:
         """Sets tile sizes, warps and switches by name - "name=value,..."
         (e.g. ``"attention_fwd_block=64,attention_fwd_warps=4"``; the fields of
         GptModel::Tiles, docs/gpt.md) - and returns every field's value.
-        Raises tegula.Error naming the fields for an unknown one."""
+        ``"@tiles.txt"`` reads them from the file ``tegula-gpt tune --out``
+        writes. Raises tegula.Error naming the fields for an unknown one."""
         return self._m.override_tiles(overrides)
 
     def tiles(self) -> str:

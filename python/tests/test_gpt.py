@@ -249,6 +249,13 @@ def test_each_error_names_the_problem(tmp_path, io):
         gpt.GPT(fixture_config(), backend="tpu")
     with pytest.raises(tegula.Error, match="n_embd"):
         gpt.Config(n_layer=2, n_head=3, n_embd=128, vocab=512)
+    # Tiles from a file, as tegula-gpt tune writes it.
+    tiles = tmp_path / "tiles.txt"
+    tiles.write_text("# tuned\nln_fwd_rows=2  # rows\nrow_warps=1\n")
+    assert "row_warps=1," in model.override_tiles(f"@{tiles}")
+    assert "ln_fwd_rows=2," in model.tiles()
+    with pytest.raises(tegula.Error, match="cannot read the tiles file"):
+        model.override_tiles(f"@{tmp_path / 'none.txt'}")
     with pytest.raises(tegula.Error, match="number of heads is not in the weights"):
         gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"))
     with pytest.raises(FileNotFoundError):

@@ -70,7 +70,7 @@ TEST(GptTileTuner, KeepsTheFastestAlternativeOfEachChoiceOnTopOfTheBestSoFar) {
 
 TEST(GptTileTuner, OnlyAClearWinReplacesTheCurrentTiles) {
   const Tiles start = GptModel::gpu_tiles(DType::bf16, "sm_90a");
-  auto measure = [](const Tiles &t) { return t.ln_fwd_rows == 4 ? 9.95 : 10.0; }; // 0.5% faster
+  auto measure = [](const Tiles &t) { return t.ln_fwd_rows == 4 ? 9.97 : 10.0; }; // 0.3% faster
   EXPECT_EQ(tune_tiles(start, kChoices, measure).overrides, "");
   EXPECT_EQ(tune_tiles(start, kChoices, measure, {.min_gain = 0.001}).overrides, "ln_fwd_rows=4");
 }

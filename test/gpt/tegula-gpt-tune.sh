@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 gpt2=(--layers 1 --vocab 1000 --batch 2 --seq 200 --rounds 1 --steps 1) # GPT-2's widths, one block, ragged T
 "$tool" tune "${gpt2[@]}" --out "$work/tiles.txt" | tee "$work/tune.log"
 if grep -q "error:" "$work/tune.log"; then exit 1; fi
-for choice in gelu_ping_pong attention_fwd dw_stream_k ln_bwd ln_fwd_rows; do
+for choice in gelu_ping_pong attention_fwd dw_stream_k ln_bwd ln_bwd_rows ln_fwd_rows column_sums; do
   grep -q "^  $choice " "$work/tune.log"
 done
 grep -q "^  ln_bwd  *ln_bwd_tile_rows=4,ln_bwd_warps=8 " "$work/tune.log"
@@ -24,6 +24,7 @@ grep -q '^# tegula-gpt tune on Tegula fake CUDA driver' "$work/tiles.txt"
 "$tool" tune "${gpt2[@]}" --dtype f32 | tee "$work/tune-f32.log"
 if grep -q "error:" "$work/tune-f32.log"; then exit 1; fi
 grep -q "^  ln_fwd_rows  *ln_fwd_rows=8 " "$work/tune-f32.log"
+grep -q "^  column_sums  *column_sum_rows=64,column_sum_block=32 " "$work/tune-f32.log"
 if grep -q "^  gelu_ping_pong" "$work/tune-f32.log"; then exit 1; fi
 # Starting from a tiles file, one choice: the file's tiles are the start
 # and stay in what tune reports.

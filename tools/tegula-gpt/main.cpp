@@ -7,7 +7,7 @@
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
 //                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE]
 //   tegula-gpt tune  [--layers 12 --heads 12 --embd 768 --vocab 50257] [--batch 8] [--seq 1024]
-//                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.01] [--choices name,...]
+//                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.005] [--choices name,...]
 //                    [--tiles name=value,...|@FILE] [--out tiles.txt] [--warp-specialize on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
@@ -441,7 +441,7 @@ int main(int argc, char **argv) {
       for (auto [k, v] : {std::pair{"layers", "12"}, {"heads", "12"}, {"embd", "768"}, {"seq", "1024"},
                           {"backend", "gpu"}, {"dtype", "bf16"}})
         d[k] = v;
-      d.insert({{"vocab", "50257"}, {"batch", "8"}, {"steps", "5"}, {"rounds", "3"}, {"min-gain", "0.01"},
+      d.insert({{"vocab", "50257"}, {"batch", "8"}, {"steps", "5"}, {"rounds", "3"}, {"min-gain", "0.005"},
                 {"choices", ""}, {"tiles", ""}, {"out", ""}});
       Options o(argc, argv, 2, d);
       return tune(o);
