@@ -554,3 +554,88 @@ func.func @scalar_load_is_no_row(%p: !tile.ptr<f32>) -> tensor<64xf32, #b> {
   %s = tile.splat %v : tensor<64xf32, #b>
   return %s : tensor<64xf32, #b>
 }
+
+// -----
+
+#mma = #tilegpu.mma<{warpsPerCTA = [4, 1]}>
+#b4 = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A bias row met in an mma accumulator's column slice: each thread holds 2
+// contiguous columns of every 8 there (128 of the 512), fewer than the load's
+// 4-wide vectors and more accesses than kReloadRowAccesses - it stays loaded
+// in vectors and converted (reloadsAsRow declines).
+// CHECK-LABEL: func.func @row_in_an_mma_slice_stays_converted(
+// CHECK:         %[[V:.*]] = tile.load {{.*}} {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<512x!tile.ptr<f32>, #blocked>
+// CHECK:         tilegpu.convert_layout %[[V]] : tensor<512xf32, #blocked> -> tensor<512xf32, #slice>
+func.func @row_in_an_mma_slice_stays_converted(%w: !tile.ptr<f32>, %acc: tensor<64x512xf32, #mma>) -> tensor<64x512xf32, #mma> {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32, #b4>
+  %base = tile.splat %w : tensor<512x!tile.ptr<f32>, #b4>
+  %p = tile.addptr %base, %r : tensor<512x!tile.ptr<f32>, #b4>, tensor<512xi32, #b4>
+  %v = tile.load %p {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<512x!tile.ptr<f32>, #b4>
+  %c = tilegpu.convert_layout %v : tensor<512xf32, #b4> -> tensor<512xf32, #tilegpu.slice<{dim = 0, parent = #mma}>>
+  %e = tile.expand_dims %c {axis = 0 : i32} : tensor<512xf32, #tilegpu.slice<{dim = 0, parent = #mma}>> -> tensor<1x512xf32, #mma>
+  %bc = tile.broadcast %e : tensor<1x512xf32, #mma> -> tensor<64x512xf32, #mma>
+  %y = arith.addf %acc, %bc : tensor<64x512xf32, #mma>
+  return %y : tensor<64x512xf32, #mma>
+}
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b1 = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// A row statistic stored under a mask computed from loaded values (not
+// cheap to recompute in the statistic's layout): StoreInSourceLayout leaves
+// the store, and the statistic's conversion, where they are.
+// CHECK-LABEL: func.func @statistic_stored_under_a_loaded_mask(
+// CHECK:         %[[C:.*]] = tilegpu.convert_layout %{{.*}} : tensor<4xf32, #slice> -> tensor<4xf32, #blocked1>
+// CHECK:         tile.store %{{.*}}, %[[C]], %{{.*}} : tensor<4x!tile.ptr<f32>, #blocked1>
+func.func @statistic_stored_under_a_loaded_mask(%out: !tile.ptr<f32>, %flags: !tile.ptr<i32>, %x: tensor<4x1024xf32, #row>) {
+  %sum = tile.reduce(%x) {axis = 1 : i32} : (tensor<4x1024xf32, #row>) -> tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.addf %a, %b : f32
+    tile.reduce.return %t : f32
+  }
+  %c = tilegpu.convert_layout %sum : tensor<4xf32, #tilegpu.slice<{dim = 1, parent = #row}>> -> tensor<4xf32, #b1>
+  %r = tile.make_range {start = 0 : i32, end = 4 : i32} : tensor<4xi32, #b1>
+  %base = tile.splat %out : tensor<4x!tile.ptr<f32>, #b1>
+  %p = tile.addptr %base, %r : tensor<4x!tile.ptr<f32>, #b1>, tensor<4xi32, #b1>
+  %fb = tile.splat %flags : tensor<4x!tile.ptr<i32>, #b1>
+  %fp = tile.addptr %fb, %r : tensor<4x!tile.ptr<i32>, #b1>, tensor<4xi32, #b1>
+  %f = tile.load %fp : tensor<4x!tile.ptr<i32>, #b1>
+  %g = arith.muli %f, %f : tensor<4xi32, #b1>
+  %fp2 = tile.addptr %fb, %g : tensor<4x!tile.ptr<i32>, #b1>, tensor<4xi32, #b1>
+  %h = tile.load %fp2 : tensor<4x!tile.ptr<i32>, #b1>
+  %zero = arith.constant dense<0> : tensor<4xi32, #b1>
+  %m = arith.cmpi ne, %h, %zero : tensor<4xi32, #b1>
+  tile.store %p, %c, %m : tensor<4x!tile.ptr<f32>, #b1>
+  return
+}
+
+// -----
+
+#row = #tilegpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b4 = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+
+// Column sums scaled after their conversion: wider than a statistic
+// (kReloadElements) and not stored straight from the conversion, so the
+// store keeps coalesce's layout and vectors (storesAsRow covers only the
+// straight store).
+// CHECK-LABEL: func.func @wide_row_scaled_after_its_conversion(
+// CHECK:         tilegpu.convert_layout %{{.*}} : tensor<1024xf32, #slice> -> tensor<1024xf32, #blocked1>
+// CHECK:         tile.store {{.*}} {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<1024x!tile.ptr<f32>, #blocked1>
+func.func @wide_row_scaled_after_its_conversion(%out: !tile.ptr<f32>, %x: tensor<4x1024xf32, #row>, %k: f32) {
+  %s = tile.reduce(%x) {axis = 0 : i32} : (tensor<4x1024xf32, #row>) -> tensor<1024xf32, #tilegpu.slice<{dim = 0, parent = #row}>> {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.addf %a, %b : f32
+    tile.reduce.return %t : f32
+  }
+  %c = tilegpu.convert_layout %s : tensor<1024xf32, #tilegpu.slice<{dim = 0, parent = #row}>> -> tensor<1024xf32, #b4>
+  %ks = tile.splat %k : tensor<1024xf32, #b4>
+  %y = arith.mulf %c, %ks : tensor<1024xf32, #b4>
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32, #b4>
+  %base = tile.splat %out : tensor<1024x!tile.ptr<f32>, #b4>
+  %p = tile.addptr %base, %r : tensor<1024x!tile.ptr<f32>, #b4>, tensor<1024xi32, #b4>
+  tile.store %p, %y {tilegpu.vector_dim = 0 : i32, tilegpu.vector_width = 4 : i32} : tensor<1024x!tile.ptr<f32>, #b4>
+  return
+}
