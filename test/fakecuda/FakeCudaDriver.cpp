@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FakeCuda.h"
+#include "FakeModuleImage.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,20 +22,7 @@ namespace tegula::fakecuda {
 namespace {
 
 constexpr uint32_t kTensorMapMagic = 0x54474d50; // "TGMP"
-constexpr int kDefaultDynamicShared = 48 * 1024, kOptinShared = 232448;
-
-struct Parameter {
-  size_t bytes = 0;
-  bool pointer = false, tensorMap = false;
-};
-
-struct Function {
-  std::string name;
-  std::vector<Parameter> params;
-  unsigned maxThreads[3] = {0, 0, 0}; // .maxntid / .reqntid; 0: not declared
-  int maxDynamicShared = kDefaultDynamicShared;
-  int registers = 32; // per thread: a cubin's count, PTX's .maxnreg (else 32, as a JIT might pick)
-};
+constexpr int kOptinShared = 232448;
 
 struct Module {
   std::map<std::string, std::unique_ptr<Function>> functions;
@@ -111,187 +99,6 @@ bool inAllocation(const State &s, uint64_t address, size_t bytes) {
     return false;
   --it;
   return address >= it->first && address + bytes <= it->first + it->second;
-}
-
-size_t ptxTypeBytes(std::string_view type) {
-  if (type == ".u8" || type == ".s8" || type == ".b8")
-    return 1;
-  if (type == ".u16" || type == ".s16" || type == ".b16" || type == ".f16")
-    return 2;
-  if (type == ".u32" || type == ".s32" || type == ".b32" || type == ".f32")
-    return 4;
-  if (type == ".u64" || type == ".s64" || type == ".b64" || type == ".f64")
-    return 8;
-  return 0;
-}
-
-/// One `.param ...` declaration of an entry's parameter list.
-Parameter parseParameter(std::string_view decl) {
-  Parameter p;
-  size_t count = 1;
-  size_t pos = 0;
-  while (pos < decl.size()) {
-    while (pos < decl.size() && std::isspace(static_cast<unsigned char>(decl[pos])))
-      ++pos;
-    size_t end = pos;
-    while (end < decl.size() && !std::isspace(static_cast<unsigned char>(decl[end])))
-      ++end;
-    std::string_view word = decl.substr(pos, end - pos);
-    if (size_t bytes = ptxTypeBytes(word))
-      p.bytes = bytes;
-    else if (word == ".ptr")
-      p.pointer = true;
-    else if (size_t open = word.find('['); open != std::string_view::npos)
-      count = std::strtoull(std::string(word.substr(open + 1)).c_str(), nullptr, 10);
-    pos = end;
-  }
-  p.bytes *= count;
-  p.tensorMap = count == 128 && p.bytes == 128;
-  return p;
-}
-
-/// The entries of a PTX module: parameter lists and thread limits.
-std::map<std::string, std::unique_ptr<Function>> parsePtx(std::string_view ptx) {
-  std::map<std::string, std::unique_ptr<Function>> out;
-  for (size_t at = ptx.find(".entry "); at != std::string_view::npos;
-       at = ptx.find(".entry ", at + 1)) {
-    size_t open = ptx.find('(', at), close = ptx.find(')', open);
-    size_t body = ptx.find('{', close);
-    if (open == std::string_view::npos || close == std::string_view::npos ||
-        body == std::string_view::npos)
-      break;
-    auto fn = std::make_unique<Function>();
-    std::string_view name = ptx.substr(at + 7, open - at - 7);
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
-      name.remove_suffix(1);
-    fn->name = std::string(name);
-    std::string_view list = ptx.substr(open + 1, close - open - 1);
-    for (size_t p = list.find(".param"); p != std::string_view::npos; p = list.find(".param", p + 1)) {
-      size_t end = std::min(list.find(',', p), list.size());
-      fn->params.push_back(parseParameter(list.substr(p + 6, end - p - 6)));
-    }
-    std::string_view directives = ptx.substr(close + 1, body - close - 1);
-    if (size_t at2 = directives.find(".maxnreg"); at2 != std::string_view::npos)
-      fn->registers = std::atoi(std::string(directives.substr(at2 + 8)).c_str());
-    for (const char *d : {".maxntid", ".reqntid"})
-      if (size_t at2 = directives.find(d); at2 != std::string_view::npos) {
-        // ".maxntid 384, 1, 1" or ".maxntid 384": missing dimensions are 1.
-        std::string rest(directives.substr(at2 + std::strlen(d)));
-        const char *c = rest.c_str();
-        for (int i = 0; i < 3; ++i) {
-          char *next = nullptr;
-          unsigned long v = std::strtoul(c, &next, 10);
-          fn->maxThreads[i] = next == c ? 1 : unsigned(v);
-          c = next;
-          while (*c == ' ' || *c == '\t')
-            ++c;
-          if (*c != ',')
-            c = "";
-          else
-            ++c;
-        }
-      }
-    out[fn->name] = std::move(fn);
-  }
-  return out;
-}
-
-/// The kernels of a cubin (ELF): one `.text.NAME` section each; parameter
-/// sizes, offsets and thread limits from `.nv.info.NAME`, whose entries are
-/// {format, attribute, u16 value or payload size}: KPARAM_INFO (0x17) holds
-/// {u32 index, u16 ordinal, u16 offset, u32 flags} with the size in
-/// flags >> 18 and 0x400 set for a parameter the PTX declared `.ptr` (as
-/// ptxas 13 writes them); MAX_THREADS (0x05) holds .maxntid's three values.
-/// The register counts are in the module's `.nv.info`: REGCOUNT (0x2f)
-/// holds {u32 symbol, u32 registers}, the symbol a `.text.NAME` section's
-/// sh_info names.
-std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
-  auto read = [&](uint64_t at, auto &value) { std::memcpy(&value, elf + at, sizeof value); };
-  uint64_t shoff = 0;
-  uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
-  read(0x28, shoff);
-  read(0x3A, shentsize);
-  read(0x3C, shnum);
-  read(0x3E, shstrndx);
-  auto section = [&](uint16_t i, uint32_t &name, uint64_t &offset, uint64_t &size) {
-    const uint64_t sh = shoff + uint64_t(i) * shentsize;
-    read(sh, name);
-    read(sh + 0x18, offset);
-    read(sh + 0x20, size);
-  };
-  uint32_t unused;
-  uint64_t namesAt, namesSize;
-  section(shstrndx, unused, namesAt, namesSize);
-  std::map<std::string, std::unique_ptr<Function>> out;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> infos;
-  std::map<uint32_t, Function *> bySymbol;
-  std::map<uint32_t, int> registers; // by symbol
-  for (uint16_t i = 0; i < shnum; ++i) {
-    uint32_t name;
-    uint64_t offset, size;
-    section(i, name, offset, size);
-    std::string_view sectionName(elf + namesAt + name);
-    if (sectionName.starts_with(".text.")) {
-      auto fn = std::make_unique<Function>();
-      fn->name = std::string(sectionName.substr(6));
-      uint32_t symbol;
-      read(shoff + uint64_t(i) * shentsize + 0x2C, symbol); // sh_info: the symbol (older
-      bySymbol[symbol & 0xffffff] = fn.get();                // toolchains: registers in bits 24-31)
-      out[fn->name] = std::move(fn);
-    } else if (sectionName.starts_with(".nv.info.")) {
-      infos[std::string(sectionName.substr(9))] = {offset, size};
-    } else if (sectionName == ".nv.info") {
-      for (uint64_t at = offset, end = offset + size; at + 4 <= end;) {
-        uint8_t format, attribute;
-        uint16_t value;
-        read(at, format);
-        read(at + 1, attribute);
-        read(at + 2, value);
-        if (format == 0x04 && attribute == 0x2f && value >= 8) {
-          uint32_t symbol, count;
-          read(at + 4, symbol);
-          read(at + 8, count);
-          registers[symbol] = int(count);
-        }
-        at += 4 + (format == 0x04 ? value : 0);
-      }
-    }
-  }
-  for (auto [symbol, count] : registers)
-    if (auto fn = bySymbol.find(symbol); fn != bySymbol.end())
-      fn->second->registers = count;
-  for (auto &[name, fn] : out) {
-    auto info = infos.find(name);
-    if (info == infos.end())
-      continue;
-    std::map<uint16_t, Parameter> byOrdinal;
-    for (uint64_t at = info->second.first, end = at + info->second.second; at + 4 <= end;) {
-      uint8_t format, attribute;
-      uint16_t value;
-      read(at, format);
-      read(at + 1, attribute);
-      read(at + 2, value);
-      const uint64_t payload = at + 4;
-      at = payload + (format == 0x04 ? value : 0);
-      if (format == 0x04 && attribute == 0x17 && value >= 12) {
-        uint16_t ordinal;
-        uint32_t flags;
-        read(payload + 4, ordinal);
-        read(payload + 8, flags);
-        Parameter p;
-        p.bytes = flags >> 18;
-        p.pointer = (flags & 0x400) != 0;
-        p.tensorMap = p.bytes == 128;
-        byOrdinal[ordinal] = p;
-      } else if (format == 0x04 && attribute == 0x05 && value >= 12) {
-        for (int d = 0; d < 3; ++d)
-          read(payload + 4 * uint64_t(d), fn->maxThreads[d]);
-      }
-    }
-    for (auto &[ordinal, p] : byOrdinal)
-      fn->params.push_back(p);
-  }
-  return out;
 }
 
 /// The bytes a tensor map parameter must hold (FakeCuda.h's TensorMap, tagged).
