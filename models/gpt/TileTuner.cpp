@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -72,16 +73,27 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   choices.push_back({"column_sums",
                      {"", "column_sum_block=8", "column_sum_rows=256,column_sum_block=8",
                       "column_sum_rows=64,column_sum_block=32"}});
+  // Each choice can also go back to the device's defaults for the fields it
+  // sets (a start from --tiles may have moved them): the same tiles as
+  // another alternative where it has not, and then timed once.
+  for (TileChoice &c : choices) {
+    std::vector<std::string> back;
+    for (const std::string &alt : c.alternatives)
+      back.push_back(defaults.diff(defaults.with(alt)));
+    c.alternatives.insert(c.alternatives.begin() + 1, joined(back));
+  }
   return choices;
 }
 
-TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice> &choices,
+TileTuning tune_tiles(const GptModel::Tiles &startTiles, const std::vector<TileChoice> &choices,
                       const std::function<double(const GptModel::Tiles &)> &measure, const TileTunerOptions &options) {
+  // A copy: the caller's may be the tiles of the model that `measure` sets.
+  const GptModel::Tiles start = startTiles;
   if (options.rounds < 1)
     throw Error(fmt::format("tile tuning: rounds is at least 1, not {}", options.rounds));
   TileTuning result;
   result.tiles = start;
-  double currentMs = std::numeric_limits<double>::quiet_NaN();
+  double currentMs = std::numeric_limits<double>::quiet_NaN(); // the current tiles' step (NaN: not yet timed)
   for (const TileChoice &choice : choices) {
     if (choice.alternatives.empty())
       throw Error(fmt::format("tile tuning: the choice '{}' has no alternatives", choice.name));
@@ -107,6 +119,8 @@ TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice
       if (!seen)
         candidates.push_back({alt, t, {}, {}});
     }
+    if (candidates.size() == 1 && !std::isnan(currentMs))
+      continue; // every alternative is the current tiles
     for (int round = 0; round < options.rounds; ++round)
       for (Candidate &c : candidates) {
         if (!c.error.empty())
@@ -131,8 +145,6 @@ TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice
       if (medians[i] < medians[best])
         best = i;
     }
-    if (std::isnan(currentMs))
-      result.start_ms = medians[0];
     // Only a clear win replaces the current tiles: a step's time wanders by
     // a few tenths of a percent between runs.
     if (best != 0 && !(medians[best] < medians[0] * (1.0 - options.min_gain)))
@@ -149,14 +161,32 @@ TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice
     currentMs = medians[best];
   }
   result.overrides = result.tiles.diff(start);
-  result.tuned_ms = currentMs;
+  // The start against the tuned tiles, interleaved once more: the start's
+  // first timing is minutes old by now, and the last choice's winner is the
+  // least of several noisy medians - either would overstate the gain.
+  std::vector<double> startMs, tunedMs;
+  const bool changed = !result.overrides.empty();
+  for (int round = 0; round < options.rounds; ++round) {
+    startMs.push_back(measure(start));
+    if (changed)
+      tunedMs.push_back(measure(result.tiles));
+  }
+  result.start_ms = median(startMs);
+  result.tuned_ms = changed ? median(tunedMs) : result.start_ms;
+  for (int i = 0; i < (changed ? 2 : 1); ++i) {
+    TileTrial trial{"(start, tuned)", i ? result.overrides : std::string(), i ? result.tuned_ms : result.start_ms, {}};
+    if (options.progress)
+      options.progress(trial);
+    result.trials.push_back(std::move(trial));
+  }
   return result;
 }
 
 StepTimer::StepTimer(GptModel &model, std::vector<int32_t> tokens, std::vector<int32_t> targets, int B, int T,
                      int steps, double loss_tolerance)
     : model_(model), tokens_(std::move(tokens)), targets_(std::move(targets)), B_(B), T_(T), steps_(steps),
-      tolerance_(loss_tolerance), referenceLoss_(std::numeric_limits<double>::quiet_NaN()) {
+      tolerance_(loss_tolerance), referenceLoss_(std::numeric_limits<double>::quiet_NaN()),
+      referenceNorm_(std::numeric_limits<double>::quiet_NaN()) {
   if (steps < 1)
     throw Error(fmt::format("tile tuning: steps is at least 1, not {}", steps));
   if (tokens_.size() != size_t(B) * size_t(T) || targets_.size() != tokens_.size())
@@ -164,25 +194,32 @@ StepTimer::StepTimer(GptModel &model, std::vector<int32_t> tokens, std::vector<i
                             T));
 }
 
-float StepTimer::step() {
-  const float loss = model_.forward(tokens_, targets_, B_, T_);
+void StepTimer::step() {
+  const double loss = model_.forward(tokens_, targets_, B_, T_);
   model_.zero_grad();
   model_.backward();
-  model_.clip_grad_norm(1.0f);
+  const double norm = model_.clip_grad_norm(1.0f);
+  // Checked before the AdamW step: a NaN gradient would leave NaN in its
+  // state (and, at learning rate 0, 0 x NaN in the weights) for every
+  // later trial. The gradient norm covers the backward's kernels, which
+  // the loss does not see.
+  auto check = [&](const char *what, double value, double &reference) {
+    if (!std::isfinite(value))
+      throw Error(fmt::format("the {} is {} at these tiles", what, value));
+    if (std::isnan(reference))
+      reference = value;
+    else if (std::abs(value - reference) > tolerance_ * std::abs(reference))
+      throw Error(fmt::format("the {} is {:.6f} at these tiles, {:.6f} at the first ones measured", what, value,
+                              reference));
+  };
+  check("loss", loss, referenceLoss_);
+  check("gradient norm", norm, referenceNorm_);
   model_.step({.lr = 0.0f}); // the AdamW step's cost, the weights unchanged
-  return loss;
 }
 
 double StepTimer::operator()(const GptModel::Tiles &tiles) {
   model_.set_tiles(tiles);
-  const double warm = step(); // compile and load what these tiles launch
-  if (!std::isfinite(warm))
-    throw Error(fmt::format("the loss is {} at these tiles", warm));
-  if (std::isnan(referenceLoss_))
-    referenceLoss_ = warm;
-  else if (std::abs(warm - referenceLoss_) > tolerance_ * std::abs(referenceLoss_))
-    throw Error(fmt::format("the loss is {:.6f} at these tiles, {:.6f} at the first ones measured", warm,
-                            referenceLoss_));
+  step(); // compile and load what these tiles launch
   const bool gpu = model_.backend() == Backend::GPU;
   if (gpu)
     synchronize();
@@ -199,7 +236,7 @@ std::string tile_overrides_from(const std::string &text) {
     return text;
   const std::string path = text.substr(1);
   std::ifstream in(path);
-  if (!in)
+  if (!in || !std::filesystem::is_regular_file(path))
     throw Error(fmt::format("cannot read the tiles file {}", path));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {

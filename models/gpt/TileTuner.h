@@ -49,9 +49,10 @@ struct TileTrial {
 struct TileTuning {
   GptModel::Tiles tiles;  // the start with the chosen overrides applied
   std::string overrides;  // tiles.diff(start): the fields the tuning changed ("" if none)
-  double start_ms = 0;    // the start's step (its first choice's "" alternative)
-  double tuned_ms = 0;    // the chosen tiles' step, as last measured
-  std::vector<TileTrial> trials;
+  // The start's step and the tuned tiles', timed against each other in a
+  // last set of interleaved rounds (equal where nothing changed).
+  double start_ms = 0, tuned_ms = 0;
+  std::vector<TileTrial> trials; // each alternative, then the last comparison ("(start, tuned)")
 };
 
 struct TileTunerOptions {
@@ -66,8 +67,10 @@ struct TileTunerOptions {
 /// Coordinate descent over `choices` from `start`: `measure(tiles)` returns
 /// the time of a training step at those tiles (ms) or throws tegula::Error
 /// where they cannot run - that alternative is then left out, its error kept.
-/// Throws tegula::Error when the start itself cannot run, or for a choice
-/// without alternatives or an alternative that Tiles::with() rejects.
+/// After the choices, the start and the tuned tiles are timed against each
+/// other once more (start_ms, tuned_ms). Throws tegula::Error when the start
+/// itself cannot run, or for a choice without alternatives or an
+/// alternative that Tiles::with() rejects.
 TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice> &choices,
                       const std::function<double(const GptModel::Tiles &)> &measure,
                       const TileTunerOptions &options = {});
@@ -75,11 +78,14 @@ TileTuning tune_tiles(const GptModel::Tiles &start, const std::vector<TileChoice
 /// The measure for a real model: sets the model's tiles, runs one training
 /// step (its kernels compile and load) and then times `steps` steps - forward,
 /// backward, clipping and an AdamW step at learning rate 0, so the weights,
-/// and with them the loss, stay where they are. Each step's loss must be
-/// finite and, after the first measurement, within `loss_tolerance`
-/// (relative) of the first one's: tiles that change what the model computes
-/// throw tegula::Error instead of winning. The model keeps the last tiles
-/// measured (set them again from the tuning's result).
+/// and with them the loss and the gradients, stay where they are. Each
+/// step's loss and gradient norm must be finite and within `loss_tolerance`
+/// (relative) of the first step's (checked before its AdamW step): tiles
+/// that change what the forward or the backward computes throw
+/// tegula::Error instead of winning, and leave the weights and AdamW's
+/// state as they were. AdamW's moments and step count do move: tune a model
+/// of its own, not the one that trains. The model keeps the last tiles
+/// measured.
 class StepTimer {
 public:
   StepTimer(GptModel &model, std::vector<int32_t> tokens, std::vector<int32_t> targets, int B, int T, int steps,
@@ -89,11 +95,11 @@ public:
   double reference_loss() const { return referenceLoss_; }
 
 private:
-  float step();
+  void step();
   GptModel &model_;
   std::vector<int32_t> tokens_, targets_;
   int B_, T_, steps_;
-  double tolerance_, referenceLoss_;
+  double tolerance_, referenceLoss_, referenceNorm_;
 };
 
 /// The overrides in `text`, or read from the file it names after an '@'

@@ -54,18 +54,63 @@ TEST(GptTileTuner, KeepsTheFastestAlternativeOfEachChoiceOnTopOfTheBestSoFar) {
   EXPECT_EQ(r.tiles.str(), start.with("gelu_ping_pong=1,ln_fwd_rows=4").str());
   EXPECT_DOUBLE_EQ(r.start_ms, 10.0);
   EXPECT_DOUBLE_EQ(r.tuned_ms, 8.5);
-  // Each alternative once a round, 3 rounds: (2 + 2 + 3) x 3 timings; a
-  // trial an alternative, in order, the tiles so far first.
-  EXPECT_EQ(seen.size(), 21u);
-  ASSERT_EQ(r.trials.size(), 7u);
+  // Each alternative once a round, 3 rounds: (2 + 2 + 3) x 3 timings, then
+  // the start against the tuned tiles, 2 x 3; a trial an alternative, in
+  // order, the tiles so far first, then the last comparison.
+  EXPECT_EQ(seen.size(), 27u);
+  EXPECT_EQ(seen[21], start.str());
+  EXPECT_EQ(seen[22], r.tiles.str());
+  ASSERT_EQ(r.trials.size(), 9u);
   EXPECT_EQ(r.trials[0].choice, "gelu_ping_pong");
   EXPECT_EQ(r.trials[0].overrides, "");
   EXPECT_DOUBLE_EQ(r.trials[1].ms, 9.5);
   EXPECT_EQ(r.trials[3].overrides, "ln_bwd_tile_rows=2,ln_bwd_warps=8");
   EXPECT_DOUBLE_EQ(r.trials[3].ms, 9.8);
   EXPECT_DOUBLE_EQ(r.trials[5].ms, 8.5); // ln_fwd_rows=4 with ping-pong on
+  EXPECT_EQ(r.trials[7].choice, "(start, tuned)");
+  EXPECT_EQ(r.trials[7].overrides, "");
+  EXPECT_DOUBLE_EQ(r.trials[7].ms, 10.0);
+  EXPECT_EQ(r.trials[8].overrides, r.overrides);
+  EXPECT_DOUBLE_EQ(r.trials[8].ms, 8.5);
   for (const TileTrial &t : r.trials)
     EXPECT_EQ(t.error, "");
+}
+
+TEST(GptTileTuner, StartsFromACopyOfTheTilesItIsGiven) {
+  // tegula-gpt tune passes model.tiles(), which the measure sets: the start
+  // must not follow it.
+  Tiles live = GptModel::gpu_tiles(DType::bf16, "sm_90a");
+  const std::string before = live.str();
+  const TileTuning r = tune_tiles(live, kChoices, [&](const Tiles &t) {
+    live = t;
+    return madeUpStep(t);
+  });
+  EXPECT_EQ(r.overrides, "ln_fwd_rows=4,gelu_ping_pong=1");
+  EXPECT_EQ(r.tiles.diff(GptModel::gpu_tiles(DType::bf16, "sm_90a")), r.overrides);
+  EXPECT_DOUBLE_EQ(r.start_ms, 10.0);
+  EXPECT_NE(live.str(), before);
+}
+
+TEST(GptTileTuner, TheLastComparisonGivesTheSpeedup) {
+  // The clock slows as the tuning goes on (a GPU warming up): the start's
+  // first timing would flatter the tuned tiles; timed against them at the
+  // end, the start shows what the tuning gained - here nothing.
+  const Tiles start = GptModel::gpu_tiles(DType::bf16, "sm_90a");
+  int calls = 0;
+  const TileTuning r = tune_tiles(start, {{"ln_fwd_rows", {"", "ln_fwd_rows=4"}}}, [&](const Tiles &t) {
+    const double slower = 1.0 + 0.1 * calls++;
+    return (t.ln_fwd_rows == 4 ? 0.9 : 1.0) * slower;
+  }, {.rounds = 1});
+  EXPECT_EQ(r.overrides, "ln_fwd_rows=4"); // 1.0 against 0.99
+  EXPECT_DOUBLE_EQ(r.start_ms, 1.2);       // the last round: start, then tuned
+  EXPECT_DOUBLE_EQ(r.tuned_ms, 0.9 * 1.3);
+  // No choices: the start alone, `rounds` times.
+  calls = 0;
+  const TileTuning none = tune_tiles(start, {}, [&](const Tiles &) { return double(++calls); });
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(none.overrides, "");
+  EXPECT_DOUBLE_EQ(none.start_ms, 2.0);
+  EXPECT_DOUBLE_EQ(none.tuned_ms, 2.0);
 }
 
 TEST(GptTileTuner, OnlyAClearWinReplacesTheCurrentTiles) {
@@ -87,7 +132,7 @@ TEST(GptTileTuner, TheMedianOfInterleavedRoundsCounts) {
       return 6.0;
     return ++alternativeRuns == 2 ? 100.0 : 5.0;
   });
-  EXPECT_EQ(order, (std::vector<int>{1, 4, 1, 4, 1, 4}));
+  EXPECT_EQ(order, (std::vector<int>{1, 4, 1, 4, 1, 4, /* the start against the tuned */ 1, 4, 1, 4, 1, 4}));
   EXPECT_EQ(r.overrides, "ln_fwd_rows=4");
   EXPECT_DOUBLE_EQ(r.trials[1].ms, 5.0);
   // One round: one timing each.
@@ -96,7 +141,7 @@ TEST(GptTileTuner, TheMedianOfInterleavedRoundsCounts) {
     order.push_back(t.ln_fwd_rows);
     return 1.0;
   }, {.rounds = 1});
-  EXPECT_EQ(order.size(), 2u);
+  EXPECT_EQ(order.size(), 3u); // the start, the alternative (no win), the start
   EXPECT_THROW(tune_tiles(start, kChoices, madeUpStep, {.rounds = 0}), Error);
 }
 
@@ -112,7 +157,7 @@ TEST(GptTileTuner, AnAlternativeThatCannotRunIsLeftOutWithItsError) {
   });
   EXPECT_EQ(eightRuns, 1) << "a failed alternative is not tried again in later rounds";
   EXPECT_EQ(r.overrides, "ln_fwd_rows=4");
-  ASSERT_EQ(r.trials.size(), 3u);
+  ASSERT_EQ(r.trials.size(), 5u);
   EXPECT_EQ(r.trials[1].overrides, "ln_fwd_rows=8");
   EXPECT_THAT(r.trials[1].error, HasSubstr("300 KiB"));
   EXPECT_EQ(r.trials[1].ms, 0.0);
@@ -155,8 +200,8 @@ TEST(GptTileTuner, AlternativesThatComeToTheSameTilesRunOnce) {
   int runs = 0;
   const TileTuning r = tune_tiles(start, {{"ln_fwd_rows", {"", "ln_fwd_rows=1", "ln_fwd_rows=4"}}},
                                   [&](const Tiles &) { return ++runs, 1.0; }, {.rounds = 1});
-  EXPECT_EQ(runs, 2);
-  ASSERT_EQ(r.trials.size(), 2u);
+  EXPECT_EQ(runs, 3); // as is, ln_fwd_rows=4, and the start once more at the end
+  ASSERT_EQ(r.trials.size(), 3u);
   EXPECT_EQ(r.trials[1].overrides, "ln_fwd_rows=4");
 }
 
@@ -172,9 +217,13 @@ TEST(GptTileTuner, EveryChipsChoicesApplyToItsTiles) {
           std::set<std::string> names;
           for (const TileChoice &c : choices) {
             EXPECT_TRUE(names.insert(c.name).second) << where << ": " << c.name << " twice";
-            ASSERT_GE(c.alternatives.size(), 2u) << where << ": " << c.name;
+            ASSERT_GE(c.alternatives.size(), 3u) << where << ": " << c.name;
             EXPECT_EQ(c.alternatives[0], "") << where << ": " << c.name;
-            for (size_t i = 1; i < c.alternatives.size(); ++i)
+            // The second: the defaults of every field the others set (a start
+            // from --tiles can go back to them).
+            EXPECT_NE(c.alternatives[1], "") << where << ": " << c.name;
+            EXPECT_EQ(base.with(c.alternatives[1]).str(), base.str()) << where << ": " << c.alternatives[1];
+            for (size_t i = 2; i < c.alternatives.size(); ++i)
               EXPECT_NE(base.with(c.alternatives[i]).str(), base.str())
                   << where << ": " << c.alternatives[i] << " changes nothing";
           }

@@ -9,6 +9,7 @@
 //   tegula-gpt tune  [--layers 12 --heads 12 --embd 768 --vocab 50257] [--batch 8] [--seq 1024]
 //                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.005] [--choices name,...]
 //                    [--tiles name=value,...|@FILE] [--out tiles.txt] [--warp-specialize on|off]
+//                    [--stream-k on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
 //                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
@@ -315,11 +316,15 @@ std::vector<TileChoice> pickChoices(const std::vector<TileChoice> &all, const st
   while (from <= names.size()) {
     const size_t comma = std::min(names.find(',', from), names.size());
     const std::string name = names.substr(from, comma - from);
+    from = comma + 1;
+    if (name.empty())
+      continue;
     auto it = std::find_if(all.begin(), all.end(), [&](const TileChoice &c) { return c.name == name; });
     if (it == all.end())
       throw Error(fmt::format("tune: no choice '{}' for this model and GPU (its choices: {})", name, known));
+    if (std::any_of(picked.begin(), picked.end(), [&](const TileChoice &c) { return c.name == name; }))
+      throw Error(fmt::format("tune: the choice '{}' is named twice in --choices", name));
     picked.push_back(*it);
-    from = comma + 1;
   }
   return picked;
 }
@@ -336,6 +341,7 @@ int tune(const Options &o) {
   const int B = o.integer("batch"), T = o.integer("seq");
   GptModel model(config, Backend::GPU, precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
+  model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
   const std::string start = tile_overrides_from(o.str("tiles"));
   model.set_tiles(model.tiles().with(start));
   const DeviceInfo info = device_info();
@@ -372,11 +378,14 @@ int tune(const Options &o) {
              overrides.empty() ? "the defaults" : overrides, tuned.tuned_ms, tuned.start_ms,
              tuned.start_ms / tuned.tuned_ms);
   if (!o.str("out").empty()) {
+    // Tuned for one model, dtype and GPU (the comments say which): give
+    // train the same --dtype.
+    const std::string text =
+        fmt::format("# tegula-gpt tune on {} ({}), driver {}\n# {}\n# {:.3f} ms a step tuned, {:.3f} at the start\n{}\n",
+                    info.name, info.chip, info.driver_version, what, tuned.tuned_ms, tuned.start_ms, overrides);
     std::FILE *f = std::fopen(o.str("out").c_str(), "w");
-    if (!f || std::fprintf(f, "# tegula-gpt tune on %s (%s), driver %d\n# %s\n# %.3f ms a step tuned, %.3f at the start\n%s\n",
-                           info.name.c_str(), info.chip.c_str(), info.driver_version, what.c_str(), tuned.tuned_ms,
-                           tuned.start_ms, overrides.c_str()) < 0 ||
-        std::fclose(f) != 0)
+    const bool written = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if ((f && std::fclose(f) != 0) || !written)
       throw Error(fmt::format("cannot write {}", o.str("out")));
     fmt::print("wrote {} (tegula-gpt train --tiles @{})\n", o.str("out"), o.str("out"));
   }
@@ -442,7 +451,7 @@ int main(int argc, char **argv) {
                           {"backend", "gpu"}, {"dtype", "bf16"}})
         d[k] = v;
       d.insert({{"vocab", "50257"}, {"batch", "8"}, {"steps", "5"}, {"rounds", "3"}, {"min-gain", "0.005"},
-                {"choices", ""}, {"tiles", ""}, {"out", ""}});
+                {"choices", ""}, {"tiles", ""}, {"out", ""}, {"stream-k", "on"}});
       Options o(argc, argv, 2, d);
       return tune(o);
     }
