@@ -54,6 +54,15 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
       fwd.insert(fwd.end(), {"attention_fwd_ws=0", "attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0"});
     choices.push_back({"attention_fwd", fwd});
   }
+  if (storage == DType::bf16 && hopper) {
+    // Attention's backward (dkdv alone 1.64 ms of the 2026-11-27 step):
+    // half the step, or a warpgroup owning 64 rows.
+    choices.push_back({"attention_bwd", {"", "attention_bwd_step=32", "attention_bwd_block=64,attention_warps=4"}});
+  }
+  if (producer)
+    // The persistent GEMMs' tile order: row blocks a group (L2 reuse of
+    // the weights' column blocks against the activations' row blocks).
+    choices.push_back({"group_m", {"", "group_m=4", "group_m=16"}});
   if (!(storage == DType::f32 && hopper && matmul == tl::precision::tf32)) // its weight gradients: transposes
     choices.push_back({"dw_stream_k", {"", fmt::format("dw_stream_k={}", int(!defaults.dw_stream_k))}});
   // LayerNorm's backward: one row a step on 4 or 8 warps, or a warp a row

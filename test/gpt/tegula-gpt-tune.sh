@@ -14,10 +14,13 @@ trap 'rm -rf "$work"' EXIT
 gpt2=(--layers 1 --vocab 1000 --batch 2 --seq 200 --rounds 1 --steps 1) # GPT-2's widths, one block, ragged T
 "$tool" tune "${gpt2[@]}" --out "$work/tiles.txt" | tee "$work/tune.log"
 if grep -q "error:" "$work/tune.log"; then exit 1; fi
-for choice in gelu_ping_pong attention_fwd dw_stream_k ln_bwd ln_bwd_rows ln_fwd_rows column_sums; do
+for choice in gelu_ping_pong attention_fwd attention_bwd group_m dw_stream_k ln_bwd ln_bwd_rows ln_fwd_rows \
+  column_sums; do
   grep -q "^  $choice " "$work/tune.log"
 done
 grep -q "^  ln_bwd  *ln_bwd_tile_rows=4,ln_bwd_warps=8 " "$work/tune.log"
+grep -q "^  attention_bwd  *attention_bwd_block=64,attention_warps=4 " "$work/tune.log"
+grep -q "^  (start, tuned)  *(as is) " "$work/tune.log"
 grep -q '^tuned: ' "$work/tune.log"
 grep -q '^# tegula-gpt tune on Tegula fake CUDA driver' "$work/tiles.txt"
 [[ $(grep -vc '^#' "$work/tiles.txt") == 1 ]]
