@@ -210,11 +210,14 @@ template <class T> void runLayers(int iters, double copyGBs) {
   } else { // the f32 step, plus the bf16 copy it writes
     std::vector<std::string> names = adamNames;
     names.insert(names.begin() + 1, "params_lp");
+    names.insert(names.end() - 1, "seed");
+    names.push_back("STOCHASTIC");
     auto adamw = kernel("adamw_mixed", k::adamw_mixed<T>, names);
-    report("adamw_mixed", 7.0 * double(params) * 4 + double(params) * e, [&] {
-      adamw(on({uint32_t(cdiv(params, 1024))}, 4), p, copy16, g, m, v, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f,
-            1.0f, params, 1024);
-    });
+    for (bool stochastic : {false, true}) // the copy rounded to nearest even, or stochastically
+      report(stochastic ? "adamw_mixed_stochastic" : "adamw_mixed", 7.0 * double(params) * 4 + double(params) * e, [&] {
+        adamw(on({uint32_t(cdiv(params, 1024))}, 4), p, copy16, g, m, v, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f,
+              1.0f, params, int64_t(1), 1024, stochastic);
+      });
   }
 }
 

@@ -415,23 +415,60 @@ inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_
             mask);
 }
 
+namespace detail {
+/// 16 random bits an element from its index and a seed: Thomas Mueller's
+/// 32-bit integer hash, computed in i64 so that no product overflows (each
+/// factor below 2^32 and 2^28; the low 32 bits kept after each step).
+inline tl::tensor randomBits16(const tl::tensor &index, const tl::scalar<int64_t> &seed) {
+  constexpr int64_t kLow32 = 0xFFFFFFFF, kMix = 0x45D9F3B;
+  tl::tensor x = (index * int64_t(0x9E3779B) + seed) & kLow32;
+  x = (((x >> 16) ^ x) * kMix) & kLow32;
+  x = (((x >> 16) ^ x) * kMix) & kLow32;
+  x = (x >> 16) ^ x;
+  return (x & int64_t(0xFFFF)).to(tl::i32);
+}
+
+/// f32 `p` rounded to bf16 stochastically: its magnitude rounds up with
+/// probability (the 16 bits bf16 drops) / 2^16, down otherwise - unbiased,
+/// so updates smaller than half a bf16 step still move the copy on average.
+/// Adding `random16` to the bit pattern and clearing the low half does it
+/// (the pattern grows with the magnitude; a carry steps the exponent). NaN
+/// stays NaN; the largest finite values may round up to infinity.
+inline tl::tensor roundToBf16Stochastically(const tl::tensor &p, const tl::tensor &random16) {
+  tl::tensor nan = p != p;
+  tl::tensor bits = tl::where(nan, 0.0f, p).bitcast(tl::i32); // no NaN pattern near the i32 overflow
+  tl::tensor rounded = ((bits + random16) & int32_t(0xFFFF0000)).bitcast(tl::f32);
+  return tl::where(nan, p, rounded);
+}
+} // namespace detail
+
 /// AdamW for mixed precision: the same step on the f32 master weights
 /// `params`, which also writes their copy in the storage type T (bf16) that
 /// the forward and backward passes read - rounded to nearest even from the
 /// master, so small updates accumulate in f32 and are never lost to bf16's
-/// 8-bit mantissa.
+/// 8-bit mantissa; or, with STOCHASTIC, rounded stochastically (up or down
+/// with the odds of the distance, from 16 bits of a hash of the element's
+/// index and `seed`: deterministic for a seed, a new seed each step), as
+/// llm.c does, so the copy is the master in expectation.
 template <class T>
 void adamw_mixed(tl::ptr<float> params, tl::ptr<T> params_lp, tl::ptr<float> grads, tl::ptr<float> m_state,
                  tl::ptr<float> v_state, tl::scalar<float> lr, tl::scalar<float> beta1, tl::scalar<float> beta2,
                  tl::scalar<float> eps, tl::scalar<float> weight_decay, tl::scalar<float> bias1,
                  tl::scalar<float> bias2, tl::scalar<float> grad_scale, tl::scalar<int64_t> n,
-                 tl::constant<int> BLOCK) {
+                 tl::scalar<int64_t> seed, tl::constant<int> BLOCK, tl::constant<bool> STOCHASTIC) {
   tl::tensor offs = tl::program_id(0).to(tl::i64) * BLOCK + tl::arange(0, BLOCK);
   tl::tensor mask = offs < n;
   tl::tensor p = detail::adamwUpdate(params, grads, m_state, v_state, lr, beta1, beta2, eps, weight_decay, bias1,
                                      bias2, grad_scale, offs, mask);
   tl::store(params + offs, p, mask);
-  tl::store(params_lp + offs, p, mask);
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    tl::store(params_lp + offs,
+              STOCHASTIC.value ? detail::roundToBf16Stochastically(p, detail::randomBits16(offs, seed)) : p, mask);
+  } else {
+    if (STOCHASTIC.value) // it clears the 16 bits bf16 drops
+      throw Error("adamw_mixed: stochastic rounding makes a bf16 copy, not " + std::string(dtype_name(dtype_of_v<T>)));
+    tl::store(params_lp + offs, p, mask);
+  }
 }
 
 /// out = x + y (the residual connections): f32 math, stored as T.

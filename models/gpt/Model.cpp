@@ -333,6 +333,7 @@ void GptModel::save(const std::string &path, const std::map<std::string, std::st
 }
 
 void GptModel::init_random(uint64_t seed) {
+  seed_ = seed;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.02f);
   const float residualScale = 1.0f / std::sqrt(2.0f * float(config_.n_layer));

@@ -401,6 +401,12 @@ public:
   /// AdamW's settings; weight decay applies to matrices (2-D) only.
   struct AdamW {
     float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+    // bf16 storage: round the master weights into their bf16 copy
+    // stochastically (unbiased: updates below half a bf16 step still move
+    // the copy on average; llm.c's choice) instead of to nearest even.
+    // Deterministic: the random bits hash each element's index with the
+    // step number and init_random's seed. No effect with f32 storage.
+    bool stochastic_rounding = false;
   };
   /// One AdamW step over every parameter with the accumulated gradients
   /// (bias correction from the number of steps taken so far), scaled by the
@@ -536,6 +542,7 @@ private:
   // program) and one arrival counter a tile (i32, zero between launches).
   Arena streamKPartials_, streamKArrivals_;
   int steps_ = 0;
+  uint64_t seed_ = 0; // init_random's: stochastic rounding's random bits
   float gradScale_ = 1.0f;
   // zero_grad() was called and nothing has written the gradients since:
   // they read as zero (see zero_grad()); zeroPendingGradients() writes them.

@@ -185,7 +185,7 @@ private:
                          "grad_scale", "n", "BLOCK"}),
         .adamwMixed = kernel(name("adamw_mixed"), adamw_mixed<T>,
                              {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay",
-                              "bias1", "bias2", "grad_scale", "n", "BLOCK"}),
+                              "bias1", "bias2", "grad_scale", "n", "seed", "BLOCK", "STOCHASTIC"}),
         .sumOfSquares = kernel("gpt_sum_of_squares", sum_of_squares, {"x", "partial", "n", "BLOCK"}),
         .sumAll = kernel("gpt_sum_all", sum_all, {"x", "out", "n", "BLOCK"}),
         .fill = kernel("gpt_fill", fillKernel, {"out", "value", "n", "BLOCK"}),

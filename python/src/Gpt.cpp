@@ -336,12 +336,14 @@ PYBIND11_MODULE(_gpt, m) {
            [](PyGpt &g, float maxNorm) { return locked(g, [&](GptModel &m) { return m.clip_grad_norm(maxNorm); }); },
            py::arg("max_norm"))
       .def("step",
-           [](PyGpt &g, float lr, float beta1, float beta2, float eps, float weightDecay) {
+           [](PyGpt &g, float lr, float beta1, float beta2, float eps, float weightDecay, bool stochastic) {
              locked(g, [&](GptModel &m) {
-               m.step({.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weightDecay});
+               m.step({.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weightDecay,
+                       .stochastic_rounding = stochastic});
              });
            },
-           py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"))
+           py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"),
+           py::arg("stochastic_rounding") = false)
       .def("generate",
            [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed) {
              Tokens p = tokensFrom(prompt, "prompt");

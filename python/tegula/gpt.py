@@ -198,10 +198,13 @@ class GPT:
         return self._m.clip_grad_norm(max_norm)
 
     def step(self, lr: float = 3e-4, betas: Sequence[float] = (0.9, 0.95), eps: float = 1e-8,
-             weight_decay: float = 0.1) -> None:
-        """One fused AdamW step (weight decay on matrices only, bias-corrected)."""
+             weight_decay: float = 0.1, *, stochastic_rounding: bool = False) -> None:
+        """One fused AdamW step (weight decay on matrices only, bias-corrected).
+        ``stochastic_rounding``: with bf16 storage, round the f32 master weights
+        into their bf16 copy stochastically (unbiased; deterministic for the
+        model's seed and step) instead of to nearest even."""
         beta1, beta2 = betas
-        self._m.step(lr, beta1, beta2, eps, weight_decay)
+        self._m.step(lr, beta1, beta2, eps, weight_decay, stochastic_rounding)
 
     # Generation.
     def generate(self, prompt, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,

@@ -97,6 +97,17 @@ def test_bf16_forward_stays_close_to_hugging_face(io):
     loss = model.forward(io["tokens"], io["targets"])
     assert rel_error(model.logits(), io["logits"]) < 1.5e-2
     assert loss == pytest.approx(float(io["loss"][0]), rel=2e-3)
+    # A step with the bf16 copy rounded stochastically learns this batch as
+    # well as one rounded to nearest (within a percent of its loss).
+    model.backward()
+    model.step(lr=1e-4, stochastic_rounding=True)
+    stochastic = model.forward(io["tokens"], io["targets"])
+    nearest = gpt.GPT.from_pretrained(os.path.join(FIXTURE, "model.safetensors"), n_head=4, dtype="bfloat16")
+    nearest.forward(io["tokens"], io["targets"])
+    nearest.backward()
+    nearest.step(lr=1e-4)
+    assert stochastic < loss
+    assert stochastic == pytest.approx(nearest.forward(io["tokens"], io["targets"]), rel=1e-2)
 
 
 def test_greedy_generation_matches_hugging_face(io):

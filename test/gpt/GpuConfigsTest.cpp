@@ -332,8 +332,10 @@ template <class T> void checkAll(const char *chip) {
           {f, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), 1024}, chip, 4, 0);
   else
     check(kernel("adamw_mixed", k::adamw_mixed<T>, {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
-                                                    "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"}),
-          {f, t, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), 1024}, chip);
+                                                    "weight_decay", "bias1", "bias2", "grad_scale", "n", "seed", "BLOCK",
+                                                    "STOCHASTIC"}),
+          {f, t, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), int64_t(7), 1024, true},
+          chip);
 }
 
 TEST_P(GptGpuConfigs, EveryKernelCompilesAtTheModelsTileSizes) { checkAll<float>(GetParam()); }

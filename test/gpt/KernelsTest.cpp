@@ -308,6 +308,13 @@ TEST_P(GptKernels, GlobalSumOfSquaresInTwoPasses) {
   EXPECT_NEAR(total[0], want, 1e-5 * want);
 }
 
+/// adamw_mixed's parameters (the master weights, their copy, AdamW's state
+/// and settings, the seed of stochastic rounding).
+std::vector<std::string> mixedAdamWNames() {
+  return {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "bias1", "bias2",
+          "grad_scale", "n", "seed", "BLOCK", "STOCHASTIC"};
+}
+
 TEST_P(GptKernels, AdamWStepMatchesTheReference) {
   const int64_t n = 1000;
   auto p = random_vector<float>(size_t(n)), g = random_vector<float>(size_t(n));
@@ -338,22 +345,77 @@ TEST_P(GptKernels, AdamWMixedUpdatesTheMasterAndItsBf16Copy) {
   auto m = random_vector<float>(size_t(n), -0.1f, 0.1f), v = random_vector<float>(size_t(n), 0.0f, 0.01f);
   const std::vector<std::string> names = {"params", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
                                           "weight_decay", "bias1", "bias2", "grad_scale", "n", "BLOCK"};
-  std::vector<std::string> mixedNames = names;
-  mixedNames.insert(mixedNames.begin() + 1, "params_lp");
   auto plain = kernel("adamw", k::adamw, names);
-  auto mixed = kernel("adamw_mixed", k::adamw_mixed<bfloat16>, mixedNames);
+  auto mixed = kernel("adamw_mixed", k::adamw_mixed<bfloat16>, mixedAdamWNames());
   auto p1 = p, m1 = m, v1 = v, p2 = p, m2 = m, v2 = v;
   auto copy = poisoned<bfloat16>(size_t(n) + 1); // one past the end stays untouched
   const LaunchOptions o = on({uint32_t(cdiv(n, 256))});
   plain(o, p1, g, m1, v1, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.27f, 0.14f, 0.5f, n, 256);
   mixed(o, p2, std::span<bfloat16>(copy.data(), size_t(n)), g, m2, v2, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.27f,
-        0.14f, 0.5f, n, 256);
+        0.14f, 0.5f, n, int64_t(5), 256, false);
   EXPECT_EQ(p1, p2);
   EXPECT_EQ(m1, m2);
   EXPECT_EQ(v1, v2);
   for (size_t i = 0; i < size_t(n); ++i)
     ASSERT_EQ(copy[i].bits, bfloat16(p2[i]).bits) << i;
   EXPECT_EQ(copy[size_t(n)].bits, poisoned<bfloat16>(1)[0].bits);
+}
+
+// Stochastic rounding of the bf16 copy: each element one of the two bf16
+// values around its master, up with the odds of the distance (the mean is
+// the master), exact values and NaN / infinities kept, the master itself as
+// with rounding to nearest; deterministic for a seed, another seed other bits.
+TEST_P(GptKernels, AdamWMixedRoundsItsBf16CopyStochastically) {
+  const int64_t n = 6007;
+  const float ulp = 1.0f / 128, x = 1.0f + 0.3f * ulp; // bf16's step at 1, 30% of the way up
+  std::vector<float> p(static_cast<size_t>(n)), g(static_cast<size_t>(n), 0.0f), m = g, v = g;
+  for (int64_t i = 0; i < n; ++i)
+    p[size_t(i)] = i % 2 ? -x : x;
+  // Exact bf16 values, NaN, a large f32 (AdamW's own math turns an infinite
+  // master into NaN: 0 x inf).
+  const std::vector<float> special = {1.5f, -2.0f, 0.0f, NAN, 3.0e38f};
+  std::copy(special.begin(), special.end(), p.begin());
+  auto mixed = kernel("adamw_mixed", k::adamw_mixed<bfloat16>, mixedAdamWNames());
+  auto run = [&](int64_t seed, bool stochastic, std::vector<float> &master) {
+    master = p;
+    auto mm = m, vv = v;
+    std::vector<bfloat16> copy = poisoned<bfloat16>(size_t(n));
+    // Learning rate 0: the master stays p, the copy is p rounded.
+    mixed(on({uint32_t(cdiv(n, 256))}), master, copy, g, mm, vv, 0.0f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, n,
+          seed, 256, stochastic);
+    return copy;
+  };
+  std::vector<float> nearestMaster, master;
+  const std::vector<bfloat16> nearest = run(11, false, nearestMaster), a = run(11, true, master);
+  EXPECT_EQ(std::memcmp(master.data(), nearestMaster.data(), master.size() * sizeof(float)), 0)
+      << "the f32 step does not depend on the copy's rounding";
+  int up = 0, count = 0;
+  double sum = 0;
+  for (int64_t i = int64_t(special.size()); i < n; ++i) {
+    const float got = float(a[size_t(i)]), mag = std::abs(got);
+    ASSERT_TRUE(mag == 1.0f || mag == 1.0f + ulp) << i << ": " << got;
+    ASSERT_EQ(std::signbit(got), i % 2 == 1) << i;
+    up += mag > 1.0f, ++count, sum += mag;
+    EXPECT_EQ(float(nearest[size_t(i)]), i % 2 ? -1.0f : 1.0f) << "to nearest: down";
+  }
+  const double fraction = double(up) / count, sigma = std::sqrt(0.3 * 0.7 / count);
+  std::printf("[stochastic rounding] %d of %d rounded up: %.4f (expected 0.3 +- %.4f); mean %.7f, master %.7f\n", up,
+              count, fraction, sigma, sum / count, double(x));
+  EXPECT_NEAR(fraction, 0.3, 5 * sigma);
+  EXPECT_NEAR(sum / count, double(x), 5 * sigma * ulp);
+  for (size_t i = 0; i < 3; ++i) // bf16 values stay
+    EXPECT_EQ(float(a[i]), special[i]) << i;
+  EXPECT_TRUE(std::isnan(float(a[3])));
+  EXPECT_LT(std::abs(double(float(a[4])) - 3.0e38), 3.0e38 / 128) << "one of its bf16 neighbours";
+  // Deterministic for a seed; another seed rounds other elements up.
+  std::vector<float> again;
+  const std::vector<bfloat16> b = run(11, true, again), c = run(12, true, again);
+  int differ = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(a[size_t(i)].bits, b[size_t(i)].bits) << i;
+    differ += a[size_t(i)].bits != c[size_t(i)].bits;
+  }
+  EXPECT_GT(differ, n / 5) << "seed 12 rounded the same elements up as seed 11";
 }
 
 // The residual connection in bf16: f32 sum, one rounding.

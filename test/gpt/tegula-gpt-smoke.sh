@@ -28,6 +28,12 @@ grep -q "unknown option '--layers'" "$work/err.log"
   "${small[@]}" | tee "$work/train-bf16.log"
 grep -q 'bf16 (f32 master weights)' "$work/train-bf16.log"
 grep -q '^step     3/3  loss' "$work/train-bf16.log"
+# ... with the bf16 copy rounded stochastically (and only bf16 has one).
+"$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --dtype bf16 --stochastic-rounding on \
+  "${small[@]}" | tee "$work/train-sr.log"
+grep -q '^step     2/2  loss' "$work/train-sr.log"
+if "$tool" train --data "$work/input.txt" --stochastic-rounding on 2>"$work/err.log"; then exit 1; fi
+grep -q -- "--stochastic-rounding rounds the bf16 copy of the master weights: give --dtype bf16" "$work/err.log"
 if "$tool" train --data "$work/input.txt" --dtype f16 2>"$work/err.log"; then exit 1; fi
 grep -q -- "--dtype is f32 or bf16, not 'f16'" "$work/err.log"
 if "$tool" train --data "$work/input.txt" --warp-specialize yes 2>"$work/err.log"; then exit 1; fi

@@ -6,6 +6,7 @@
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
 //                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE]
+//                    [--stochastic-rounding on|off (bf16: the copy of the master weights)]
 //   tegula-gpt tune  [--layers 12 --heads 12 --embd 768 --vocab 50257] [--batch 8] [--seq 1024]
 //                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.005] [--choices name,...]
 //                    [--tiles name=value,...|@FILE] [--out tiles.txt] [--warp-specialize on|off]
@@ -239,6 +240,9 @@ int train(const Options &o) {
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
+  const bool stochastic = onOff(o, "stochastic-rounding");
+  if (stochastic && model.storage() != DType::bf16)
+    throw Error("--stochastic-rounding rounds the bf16 copy of the master weights: give --dtype bf16 (f32 has none)");
   if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md); @FILE: tegula-gpt tune's
     model.set_tiles(model.tiles().with(tile_overrides_from(o.str("tiles"))));
     fmt::print("tiles: {}\n", model.tiles().str());
@@ -277,7 +281,7 @@ int train(const Options &o) {
     if (step == 0)
       printMemory("after backward", model);
     const float lr = GptModel::learning_rate(step, o.integer("warmup"), steps, maxLr, maxLr / 10);
-    model.step({.lr = lr});
+    model.step({.lr = lr, .stochastic_rounding = stochastic});
     if (step == 0)
       printMemory("after step", model);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -438,7 +442,8 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !std::strcmp(argv[1], "train")) {
       auto d = common;
       d.insert({{"data", ""}, {"tokens", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
-                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}, {"tiles", ""}});
+                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}, {"tiles", ""},
+                {"stochastic-rounding", "off"}});
       Options o(argc, argv, 2, d);
       if (o.str("data").empty() == o.str("tokens").empty())
         throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
