@@ -77,33 +77,44 @@ template <class T> void runLayers(int iters, double copyGBs) {
   auto on = [](Grid grid, int warps) { return LaunchOptions{.grid = grid, .num_warps = warps, .backend = Backend::GPU}; };
 
   auto lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>,
-                      {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                      {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   report("layernorm_fwd", 2.0 * act * e,
-         [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024); });
+         [&] { lnFwd(on({rows}, 8), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024, 1); });
   // The model runs its row kernels at Tiles::row_warps (1: one warp a row,
   // reduced by shuffles alone; the H100 of 2026-11-26 measured 4 warps
   // ahead of 8): 1, 2, 4 and 8, so one run says which is fastest.
   for (int warps : {1, 2, 4})
     report(fmt::format("layernorm_fwd_w{}", warps), 2.0 * act * e,
-           [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024); });
+           [&] { lnFwd(on({rows}, warps), x, w, b, y, mean, rstd, rows, C, 1e-5f, 1, 1024, 1); });
   // Several rows a program, a warp a row (Tiles::ln_fwd_rows): a one-warp
   // CTA holds an SM to 32 warps (its CTA limit), 4 or 8 rows to 64.
   for (int rowsAProgram : {4, 8})
     report(fmt::format("layernorm_fwd_w1_r{}", rowsAProgram), 2.0 * act * e, [&] {
       lnFwd(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, w, b, y, mean, rstd, rows, C, 1e-5f,
-            rowsAProgram, 1024);
+            rowsAProgram, 1024, 1);
+    });
+  // The row in three chunks of 256 (Tiles::ln_fwd_block): no padding.
+  for (int rowsAProgram : {1, 4})
+    report(fmt::format("layernorm_fwd_w1_r{}_c3", rowsAProgram), 2.0 * act * e, [&] {
+      lnFwd(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, w, b, y, mean, rstd, rows, C, 1e-5f,
+            rowsAProgram, 256, 3);
     });
   // The model's forward: each residual connection in the LayerNorm after it
   // (reads x and the branch, writes the sum and the normalised row).
   auto resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   for (int rowsAProgram : {1, 4, 8})
     report(rowsAProgram == 1 ? std::string("residual_layernorm_fwd")
                              : fmt::format("residual_layernorm_fwd_r{}", rowsAProgram),
            4.0 * act * e, [&] {
              resLn(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, dy, dx, w, b, y, mean, rstd, rows, C,
-                   1e-5f, rowsAProgram, 1024);
+                   1e-5f, rowsAProgram, 1024, 1);
            });
+  for (int rowsAProgram : {1, 4})
+    report(fmt::format("residual_layernorm_fwd_r{}_c3", rowsAProgram), 4.0 * act * e, [&] {
+      resLn(on({uint32_t(cdiv(rows, rowsAProgram))}, rowsAProgram), x, dy, dx, w, b, y, mean, rstd, rows, C, 1e-5f,
+            rowsAProgram, 256, 3);
+    });
   auto lnDx = kernel("layernorm_bwd_dx", k::layernorm_bwd_dx<T>, {"dy", "x", "w", "mean", "rstd", "dx", "C", "BLOCK"});
   report("layernorm_bwd_dx", 3.0 * act * e, [&] { lnDx(on({rows}, 8), dy, x, w, mean, rstd, dx, C, 1024); });
   for (int warps : {1, 2, 4})

@@ -34,7 +34,7 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
   auto add = [&](Arg x, Arg y, Arg out) { kernels_->residual(launch({1}), x, y, out, int64_t(C), lnBlock); };
   auto layernorm = [&](Arg x, const std::string &ln, Arg y) {
     kernels_->layernorm(launch({1}, rowWarps(lnBlock)), x, P(ln + ".weight"), P(ln + ".bias"), y, S(d.mean, 1),
-                        S(d.rstd, 1), 1, C, 1e-5f, 1, lnBlock);
+                        S(d.rstd, 1), 1, C, 1e-5f, 1, lnBlock, 1);
   };
   // The position's embedding: wpe's row `pos` as a one-row table.
   const ParamSpec &wpe = parameter("wpe.weight");

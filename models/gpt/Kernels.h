@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace tegula::gpt::kernels {
 
@@ -110,70 +111,97 @@ void embedding_bwd_positions(tl::ptr<T> dout, tl::ptr<float> dwpe, tl::scalar<in
 }
 
 namespace detail {
-/// LayerNorm of the rows `rs` of `v` ([R, BLOCK] f32, zero past C; those
-/// past the tensor's rows masked by `inRows`) into y's rows, saving each
-/// row's mean and rstd. Both sums run along the rows: on the GPU a warp a
-/// row reduces by shuffles alone.
-template <class T>
-void layernormRows(const tl::tensor &v, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
-                   tl::ptr<float> rstd_out, const tl::scalar<int32_t> &C, const tl::scalar<float> &eps,
-                   const tl::tensor &rs, const tl::tensor &inRows, const tl::tensor &cols, const tl::tensor &mask) {
-  tl::tensor n = C.to(tl::f32);
-  tl::tensor mean = tl::sum(v, 1) / n;
-  tl::tensor d = tl::where(mask, v - mean.expand_dims(1), 0.0f);
-  tl::tensor rstd = tl::rsqrt(tl::sum(d * d, 1) / n + eps);
-  tl::tensor colMask = cols < C;
-  tl::tensor out = d * rstd.expand_dims(1) * tl::load(w + cols, colMask).to(tl::f32).expand_dims(0) +
-                   tl::load(b + cols, colMask).to(tl::f32).expand_dims(0);
-  tl::store(y + rs.expand_dims(1) * C + cols.expand_dims(0), out, mask);
-  tl::store(mean_out + rs, mean, inRows);
-  tl::store(rstd_out + rs, rstd, inRows);
-}
-
-/// A row kernel's rows: program_id(0)'s ROWS rows of [rows, C] at BLOCK
-/// columns - which exist, their elements' mask and offsets.
+/// A row kernel's rows: program_id(0)'s ROWS rows of [rows, C] - which
+/// exist - as CHUNKS blocks of BLOCK columns (CHUNKS * BLOCK >= C), each
+/// with its columns, mask and offsets. GPT-2's 768 columns as 3 x 256 carry
+/// no padding; one block of 1024 carries a quarter (registers, masked lanes).
 struct RowBlock {
-  tl::tensor rs, inRows, cols, mask, at;
+  tl::tensor rs, inRows;
+  std::vector<tl::tensor> cols, mask, at;
 };
-inline RowBlock rowBlock(const tl::scalar<int32_t> &rows, const tl::scalar<int32_t> &C, int ROWS, int BLOCK) {
+inline RowBlock rowBlock(const tl::scalar<int32_t> &rows, const tl::scalar<int32_t> &C, int ROWS, int BLOCK,
+                         int CHUNKS) {
   RowBlock r;
   r.rs = tl::program_id(0) * ROWS + tl::arange(0, ROWS);
   r.inRows = r.rs < rows;
-  r.cols = tl::arange(0, BLOCK);
-  r.mask = r.inRows.expand_dims(1) & (r.cols < C).expand_dims(0);
-  r.at = r.rs.expand_dims(1) * C + r.cols.expand_dims(0);
+  for (int k = 0; k < CHUNKS; ++k) {
+    r.cols.push_back(k * BLOCK + tl::arange(0, BLOCK));
+    r.mask.push_back(r.inRows.expand_dims(1) & (r.cols.back() < C).expand_dims(0));
+    r.at.push_back(r.rs.expand_dims(1) * C + r.cols.back().expand_dims(0));
+  }
   return r;
+}
+
+/// The row sums of [R, BLOCK] chunks, chunk by chunk.
+inline tl::tensor rowSum(const std::vector<tl::tensor> &chunks) {
+  tl::tensor total = tl::sum(chunks[0], 1);
+  for (size_t k = 1; k < chunks.size(); ++k)
+    total = total + tl::sum(chunks[k], 1);
+  return total;
+}
+
+/// LayerNorm of r's rows of `v` (its chunks: [R, BLOCK] f32, zero past C)
+/// into y's rows, saving each row's mean and rstd. Both sums run along the
+/// rows: on the GPU a warp a row reduces by shuffles alone.
+template <class T>
+void layernormRows(const std::vector<tl::tensor> &v, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
+                   tl::ptr<float> mean_out, tl::ptr<float> rstd_out, const tl::scalar<int32_t> &C,
+                   const tl::scalar<float> &eps, const RowBlock &r) {
+  tl::tensor n = C.to(tl::f32);
+  tl::tensor mean = rowSum(v) / n;
+  std::vector<tl::tensor> d, squares;
+  for (size_t k = 0; k < v.size(); ++k) {
+    d.push_back(tl::where(r.mask[k], v[k] - mean.expand_dims(1), 0.0f));
+    squares.push_back(d.back() * d.back());
+  }
+  tl::tensor rstd = tl::rsqrt(rowSum(squares) / n + eps);
+  for (size_t k = 0; k < v.size(); ++k) {
+    tl::tensor colMask = r.cols[k] < C;
+    tl::tensor out = d[k] * rstd.expand_dims(1) * tl::load(w + r.cols[k], colMask).to(tl::f32).expand_dims(0) +
+                     tl::load(b + r.cols[k], colMask).to(tl::f32).expand_dims(0);
+    tl::store(y + r.at[k], out, r.mask[k]);
+  }
+  tl::store(mean_out + r.rs, mean, r.inRows);
+  tl::store(rstd_out + r.rs, rstd, r.inRows);
 }
 } // namespace detail
 
 /// LayerNorm forward with the rows in registers: y = (x - mean) * rstd * w +
 /// b; saves mean and rstd per row for the backward pass. Each program takes
-/// ROWS rows of [rows, C] (BLOCK >= C): launched at ROWS warps, a warp a row
-/// (GptModel: Tiles::ln_fwd_rows) - a CTA of one warp holds an SM's
-/// 32-CTA limit to half its warps.
+/// ROWS rows of [rows, C] as CHUNKS blocks of BLOCK columns (CHUNKS * BLOCK
+/// >= C; GptModel: Tiles::ln_fwd_block): launched at ROWS warps, a warp a
+/// row (Tiles::ln_fwd_rows) - a CTA of one warp holds an SM's 32-CTA limit
+/// to half its warps.
 template <class T>
 void layernorm_fwd(tl::ptr<T> x, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y, tl::ptr<float> mean_out,
                    tl::ptr<float> rstd_out, tl::scalar<int32_t> rows, tl::scalar<int32_t> C, tl::scalar<float> eps,
-                   tl::constant<int> ROWS, tl::constant<int> BLOCK) {
-  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value);
-  detail::layernormRows(tl::load(x + r.at, r.mask, 0.0f).to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, r.rs,
-                        r.inRows, r.cols, r.mask);
+                   tl::constant<int> ROWS, tl::constant<int> BLOCK, tl::constant<int> CHUNKS) {
+  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value, CHUNKS.value);
+  std::vector<tl::tensor> v;
+  for (int k = 0; k < CHUNKS.value; ++k)
+    v.push_back(tl::load(x + r.at[size_t(k)], r.mask[size_t(k)], 0.0f).to(tl::f32));
+  detail::layernormRows(v, w, b, y, mean_out, rstd_out, C, eps, r);
 }
 
 /// The residual connection and the next LayerNorm in one pass: res = x + a
 /// (stored as T), then layernorm_fwd of the stored res into y - so the sum
 /// is not read back (residual_add then layernorm_fwd read it again). ROWS
-/// rows a program, as layernorm_fwd.
+/// rows a program in CHUNKS blocks of BLOCK columns, as layernorm_fwd.
 template <class T>
 void residual_layernorm_fwd(tl::ptr<T> x, tl::ptr<T> a, tl::ptr<T> res, tl::ptr<T> w, tl::ptr<T> b, tl::ptr<T> y,
                             tl::ptr<float> mean_out, tl::ptr<float> rstd_out, tl::scalar<int32_t> rows,
                             tl::scalar<int32_t> C, tl::scalar<float> eps, tl::constant<int> ROWS,
-                            tl::constant<int> BLOCK) {
-  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value);
-  tl::tensor sum = tl::load(x + r.at, r.mask, 0.0f).to(tl::f32) + tl::load(a + r.at, r.mask, 0.0f).to(tl::f32);
-  tl::tensor stored = sum.to(dtype_of_v<T>); // the LayerNorm reads what the residual stream holds
-  tl::store(res + r.at, stored, r.mask);
-  detail::layernormRows(stored.to(tl::f32), w, b, y, mean_out, rstd_out, C, eps, r.rs, r.inRows, r.cols, r.mask);
+                            tl::constant<int> BLOCK, tl::constant<int> CHUNKS) {
+  const detail::RowBlock r = detail::rowBlock(rows, C, ROWS.value, BLOCK.value, CHUNKS.value);
+  std::vector<tl::tensor> v;
+  for (size_t k = 0; k < size_t(CHUNKS.value); ++k) {
+    tl::tensor sum =
+        tl::load(x + r.at[k], r.mask[k], 0.0f).to(tl::f32) + tl::load(a + r.at[k], r.mask[k], 0.0f).to(tl::f32);
+    tl::tensor stored = sum.to(dtype_of_v<T>); // the LayerNorm reads what the residual stream holds
+    tl::store(res + r.at[k], stored, r.mask[k]);
+    v.push_back(stored.to(tl::f32));
+  }
+  detail::layernormRows(v, w, b, y, mean_out, rstd_out, C, eps, r);
 }
 
 /// LayerNorm backward, the input gradient per row:
@@ -416,18 +444,6 @@ inline void adamw(tl::ptr<float> params, tl::ptr<float> grads, tl::ptr<float> m_
 }
 
 namespace detail {
-/// 16 random bits an element from its index and a seed: Thomas Mueller's
-/// 32-bit integer hash, computed in i64 so that no product overflows (each
-/// factor below 2^32 and 2^28; the low 32 bits kept after each step).
-inline tl::tensor randomBits16(const tl::tensor &index, const tl::scalar<int64_t> &seed) {
-  constexpr int64_t kLow32 = 0xFFFFFFFF, kMix = 0x45D9F3B;
-  tl::tensor x = (index * int64_t(0x9E3779B) + seed) & kLow32;
-  x = (((x >> 16) ^ x) * kMix) & kLow32;
-  x = (((x >> 16) ^ x) * kMix) & kLow32;
-  x = (x >> 16) ^ x;
-  return (x & int64_t(0xFFFF)).to(tl::i32);
-}
-
 /// f32 `p` rounded to bf16 stochastically: its magnitude rounds up with
 /// probability (the 16 bits bf16 drops) / 2^16, down otherwise - unbiased,
 /// so updates smaller than half a bf16 step still move the copy on average.
@@ -447,9 +463,9 @@ inline tl::tensor roundToBf16Stochastically(const tl::tensor &p, const tl::tenso
 /// the forward and backward passes read - rounded to nearest even from the
 /// master, so small updates accumulate in f32 and are never lost to bf16's
 /// 8-bit mantissa; or, with STOCHASTIC, rounded stochastically (up or down
-/// with the odds of the distance, from 16 bits of a hash of the element's
-/// index and `seed`: deterministic for a seed, a new seed each step), as
-/// llm.c does, so the copy is the master in expectation.
+/// with the odds of the distance, from 16 bits of Philox - tl::randint - of
+/// the element's index under `seed`: deterministic for a seed, a new seed
+/// each step), as llm.c does, so the copy is the master in expectation.
 template <class T>
 void adamw_mixed(tl::ptr<float> params, tl::ptr<T> params_lp, tl::ptr<float> grads, tl::ptr<float> m_state,
                  tl::ptr<float> v_state, tl::scalar<float> lr, tl::scalar<float> beta1, tl::scalar<float> beta2,
@@ -463,7 +479,7 @@ void adamw_mixed(tl::ptr<float> params, tl::ptr<T> params_lp, tl::ptr<float> gra
   tl::store(params + offs, p, mask);
   if constexpr (std::is_same_v<T, bfloat16>) {
     tl::store(params_lp + offs,
-              STOCHASTIC.value ? detail::roundToBf16Stochastically(p, detail::randomBits16(offs, seed)) : p, mask);
+              STOCHASTIC.value ? detail::roundToBf16Stochastically(p, tl::randint(seed, offs) & 0xFFFF) : p, mask);
   } else {
     if (STOCHASTIC.value) // it clears the 16 bits bf16 drops
       throw Error("adamw_mixed: stochastic rounding makes a bf16 copy, not " + std::string(dtype_name(dtype_of_v<T>)));

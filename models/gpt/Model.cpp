@@ -461,6 +461,9 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                       lnBlock);
   const int attBlock = tiles_.attention_fwd_block;
   const int attStep = tiles_.attention_fwd_step ? tiles_.attention_fwd_step : attBlock;
+  // LayerNorm's rows in chunks of Tiles::ln_fwd_block columns (0: one block
+  // of lnBlock, a power of two past C).
+  const int lnChunk = tiles_.ln_fwd_block ? tiles_.ln_fwd_block : lnBlock, lnChunks = int(cdiv(C, lnChunk));
   // The residual connections run in the LayerNorm after them
   // (residual_layernorm_fwd: res = x + a, y = layernorm(res)); the first
   // block's ln_1 reads the embeddings alone.
@@ -468,11 +471,11 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
                                int64_t rstd) {
     kernels_->residualLayernorm(launchLayernormFwd(BT, lnBlock), A(x, btc), A(add, btc), A(res, btc),
                                 P(ln + ".weight"), P(ln + ".bias"), A(y, btc), S(mean, BT), S(rstd, BT), BT, C, eps,
-                                tiles_.ln_fwd_rows, lnBlock);
+                                tiles_.ln_fwd_rows, lnChunk, lnChunks);
   };
   kernels_->layernorm(launchLayernormFwd(BT, lnBlock), A(a.encoded, btc), P("h.0.ln_1.weight"), P("h.0.ln_1.bias"),
                       A(a.layers[0].ln1, btc), S(a.layers[0].ln1Mean, BT), S(a.layers[0].ln1Rstd, BT), BT, C, eps,
-                      tiles_.ln_fwd_rows, lnBlock);
+                      tiles_.ln_fwd_rows, lnChunk, lnChunks);
   int64_t residual = a.encoded;
   for (int l = 0; l < c.n_layer; ++l) {
     const Activations::Layer &L = a.layers[size_t(l)];

@@ -157,6 +157,11 @@ public:
     // keep more loads in flight; 1 until a GPU has timed it (gpt2-layers'
     // `_r4` / `_r8` rows).
     int ln_fwd_rows = 1;
+    // ... and its rows in chunks of ln_fwd_block columns (0: one block, the
+    // power of two past C). GPT-2's 768 as 3 x 256 carry no padding, where
+    // 1024 carry a quarter: 24 elements a lane instead of 32 at a warp a row
+    // (registers: the forward held an H100 SM to 24 warps at 83).
+    int ln_fwd_block = 0;
     // LayerNorm's backward in one pass (kernels::layernorm_bwd: dx, the
     // residual add, and the partial column sums of dw, db and of dx for the
     // projection below): each program takes ln_bwd_rows rows, ln_bwd_tile_rows

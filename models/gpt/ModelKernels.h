@@ -130,10 +130,10 @@ private:
         .embedding =
             kernel(name("embedding_fwd"), embedding_fwd<T>, {"tokens", "wte", "wpe", "out", "T", "C", "BLOCK"}),
         .layernorm = kernel(name("layernorm_fwd"), layernorm_fwd<T>,
-                            {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"}),
+                            {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"}),
         .residualLayernorm = kernel(name("residual_layernorm_fwd"), residual_layernorm_fwd<T>,
                                     {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS",
-                                     "BLOCK"}),
+                                     "BLOCK", "CHUNKS"}),
         .linear = kernel(name("matmul_bias_fwd"), pick(matmul_bias_fwd<T, P>, matmul_bias_fwd_tma<T, P>),
                          {"x", "w", "b", "y", "pre", "M", "N", "K", "gelu", "BM", "BN", "BK", "GROUP_M"}),
         .linearTn = kernel(name("matmul_bias_fwd_tn"), matmul_bias_fwd_tn_tma<T, P>,

@@ -24,12 +24,15 @@ void GptModel::step(const AdamW &opt) {
   // Two launches: the matrices (weight decay) and the vectors after them
   // (none) - parameterLayout places them so.
   const int64_t total = paramArena_.size();
-  // Stochastic rounding's seed: the model's and the step's, mixed (splitmix64's
-  // finalizer), 32 bits of it.
-  uint64_t mixed = (seed_ + 0x9E3779B97F4A7C15ull * uint64_t(steps_)) ^ 0xD1B54A32D192ED03ull;
-  mixed = (mixed ^ (mixed >> 30)) * 0xBF58476D1CE4E5B9ull;
-  mixed = (mixed ^ (mixed >> 27)) * 0x94D049BB133111EBull;
-  const int64_t roundingSeed = int64_t((mixed ^ (mixed >> 31)) & 0xFFFFFFFFull);
+  // Stochastic rounding's Philox key: the model's seed, the step and the
+  // launch's first parameter mixed (splitmix64's finalizer), so no two
+  // steps or launches draw the same bits.
+  auto roundingSeed = [&](int64_t offset) {
+    uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (uint64_t(steps_) + (uint64_t(offset) << 32));
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return int64_t(z ^ (z >> 31));
+  };
   for (auto [offset, n, decay] : {std::tuple{int64_t(0), matricesEnd_, opt.weight_decay},
                                   std::tuple{matricesEnd_, total - matricesEnd_, 0.0f}}) {
     if (n == 0)
@@ -39,9 +42,8 @@ void GptModel::step(const AdamW &opt) {
     Arg m = adamM_.view(offset, n), v = adamV_.view(offset, n);
     if (weightCopy_.size()) // mixed precision: the bf16 copy follows the f32 master
       kernels_->adamwMixed(grid, params, weightCopy_.view(offset, n), grads, m, v, opt.lr, opt.beta1, opt.beta2,
-                           opt.eps, decay, bias1, bias2, gradScale_, n,
-                           (roundingSeed + offset * 0x9E3779B) & 0xFFFFFFFF, // the kernel hashes index x 0x9E3779B + seed
-                           1024, opt.stochastic_rounding);
+                           opt.eps, decay, bias1, bias2, gradScale_, n, roundingSeed(offset), 1024,
+                           opt.stochastic_rounding);
     else
       kernels_->adamw(grid, params, grads, m, v, opt.lr, opt.beta1, opt.beta2, opt.eps, decay, bias1, bias2,
                       gradScale_, n, 1024);

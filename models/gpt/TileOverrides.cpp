@@ -64,6 +64,7 @@ const Field kFields[] = {
     TEGULA_BOOL(dw_transposed),
     TEGULA_POW2(row_warps, 1),
     TEGULA_POW2(ln_fwd_rows, 1),
+    TEGULA_POW2(ln_fwd_block, 0),
     TEGULA_INT(ln_bwd_rows, 1),
     TEGULA_POW2(ln_bwd_tile_rows, 1),
     TEGULA_POW2(ln_bwd_warps, 1),

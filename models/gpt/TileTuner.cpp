@@ -76,6 +76,8 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   choices.push_back({"ln_bwd_rows", {"", "ln_bwd_rows=8", "ln_bwd_rows=32"}});
   // LayerNorm's forward: rows a program at a warp a row (_r4, _r8).
   choices.push_back({"ln_fwd_rows", {"", "ln_fwd_rows=4", "ln_fwd_rows=8"}});
+  // ... and its rows in 256-column chunks: GPT-2's 768 without padding.
+  choices.push_back({"ln_fwd_block", {"", "ln_fwd_block=256"}});
   // The column sums' second pass (bias and LayerNorm parameter gradients,
   // 25 launches a step of 48-144 programs): narrower column blocks, more
   // programs.

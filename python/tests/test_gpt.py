@@ -106,8 +106,10 @@ def test_bf16_forward_stays_close_to_hugging_face(io):
     nearest.forward(io["tokens"], io["targets"])
     nearest.backward()
     nearest.step(lr=1e-4)
+    nearest_loss = nearest.forward(io["tokens"], io["targets"])
     assert stochastic < loss
-    assert stochastic == pytest.approx(nearest.forward(io["tokens"], io["targets"]), rel=1e-2)
+    assert stochastic == pytest.approx(nearest_loss, rel=1e-2)
+    assert stochastic != nearest_loss  # the copies were rounded differently
 
 
 def test_greedy_generation_matches_hugging_face(io):

@@ -237,12 +237,13 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});
   const Kernel lnFwd = kernel("layernorm_fwd", k::layernorm_fwd<T>,
-                              {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                              {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   const Kernel resLn = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                              {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                              {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK",
+                               "CHUNKS"});
   const int lnRows = tiles.ln_fwd_rows;
-  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024},
-                         resLnArgs = {t, t, t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024};
+  const std::vector<Arg> lnFwdArgs = {t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024, 1},
+                         resLnArgs = {t, t, t, t, t, t, f, f, 8192, C, 1e-5f, lnRows, 1024, 1};
   check(lnFwd, lnFwdArgs, chip, lnRows * tiles.row_warps, 0);
   check(resLn, resLnArgs, chip, lnRows * tiles.row_warps, 0);
   // One warp a row: both reductions are shuffles - no shared memory, no CTA
@@ -251,17 +252,22 @@ template <class T> void checkAll(const char *chip) {
   struct RowKernel {
     const Kernel *kern;
     std::vector<Arg> args;
-    int warps;
+    int warps, chunks;
   };
   std::vector<RowKernel> rowKernels;
-  for (int rowsAProgram : {lnRows, 4, 8}) {
-    std::vector<Arg> a = lnFwdArgs, b = resLnArgs;
-    a[9] = rowsAProgram, b[11] = rowsAProgram;
-    rowKernels.push_back({&lnFwd, a, rowsAProgram * tiles.row_warps});
-    rowKernels.push_back({&resLn, b, rowsAProgram * tiles.row_warps});
-  }
-  for (const auto &[kern, args, warps] : rowKernels) {
+  for (int rowsAProgram : {lnRows, 4, 8})
+    for (int chunks : {1, 3}) { // 1024 columns, or 768 as 3 x 256 (Tiles::ln_fwd_block)
+      std::vector<Arg> a = lnFwdArgs, b = resLnArgs;
+      a[9] = rowsAProgram, b[11] = rowsAProgram;
+      a[10] = b[12] = chunks == 1 ? 1024 : 256;
+      a[11] = b[13] = chunks;
+      rowKernels.push_back({&lnFwd, a, rowsAProgram * tiles.row_warps, chunks});
+      rowKernels.push_back({&resLn, b, rowsAProgram * tiles.row_warps, chunks});
+    }
+  for (const auto &[kern, args, warps, chunks] : rowKernels) {
     const CompiledKernel c = kern->compile(args, {.chip = chip, .num_warps = warps});
+    std::printf("[gpt %s] %-24s %d warps, %d x %4d columns: %3d registers\n", chip, kern->name().c_str(), warps,
+                chunks, chunks == 1 ? 1024 : 256, c.registers);
     EXPECT_EQ(c.spill_bytes, 0) << kern->name() << " at " << warps << " warps";
     EXPECT_EQ(c.shared_bytes + c.dynamic_shared_bytes, 0) << kern->name();
     if (c.cubin.empty())
@@ -331,10 +337,12 @@ template <class T> void checkAll(const char *chip) {
                                      "bias2", "grad_scale", "n", "BLOCK"}),
           {f, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), 1024}, chip, 4, 0);
   else
-    check(kernel("adamw_mixed", k::adamw_mixed<T>, {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
+    for (bool stochastic : {false, true})
+      check(kernel("adamw_mixed", k::adamw_mixed<T>, {"params", "params_lp", "grads", "m", "v", "lr", "beta1", "beta2", "eps",
                                                     "weight_decay", "bias1", "bias2", "grad_scale", "n", "seed", "BLOCK",
                                                     "STOCHASTIC"}),
-          {f, t, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), int64_t(7), 1024, true},
+          {f, t, f, f, f, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, int64_t(124000000), int64_t(7), 1024,
+           stochastic},
           chip);
 }
 

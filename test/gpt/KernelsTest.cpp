@@ -75,19 +75,30 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   const float eps = 1e-5f;
   auto x = random_vector<float>(rows * C, -2, 2), w = random_vector<float>(C), b = random_vector<float>(C);
   auto fwd = kernel("layernorm_fwd", k::layernorm_fwd<float>,
-                    {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                    {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   auto y = poisoned<float>(rows * C), mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
   LaunchOptions oneWarp = on({rows});
   oneWarp.num_warps = 1; // a warp a row, as GptModel launches it
-  fwd(oneWarp, x, w, b, y, mean, rstd, rows, C, eps, 1, BLOCK);
+  fwd(oneWarp, x, w, b, y, mean, rstd, rows, C, eps, 1, BLOCK, 1);
   // 4 rows a program at 4 warps (the second ragged: rows 4 and 5 of 6): a
   // warp a row again, so the same rows bit for bit, nothing past the last.
   auto y4 = poisoned<float>(rows * C + 1), mean4 = poisoned<float>(rows + 1), rstd4 = poisoned<float>(rows + 1);
-  fwd(on({2}), x, w, b, y4, mean4, rstd4, rows, C, eps, 4, BLOCK);
+  fwd(on({2}), x, w, b, y4, mean4, rstd4, rows, C, eps, 4, BLOCK, 1);
   EXPECT_EQ(std::vector<float>(y4.begin(), y4.end() - 1), y);
   EXPECT_EQ(std::vector<float>(mean4.begin(), mean4.end() - 1), mean);
   EXPECT_EQ(std::vector<float>(rstd4.begin(), rstd4.end() - 1), rstd);
   EXPECT_TRUE(std::isnan(y4.back()) && std::isnan(mean4.back()) && std::isnan(rstd4.back())); // untouched
+  // The rows in chunks (Tiles::ln_fwd_block): 100 columns as 4 x 32, the
+  // last chunk ragged; the same rows up to the sums' order.
+  auto yc = poisoned<float>(rows * C + 1), meanc = poisoned<float>(rows + 1), rstdc = poisoned<float>(rows + 1);
+  fwd(on({2}), x, w, b, yc, meanc, rstdc, rows, C, eps, 4, 32, 4);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(yc[i], y[i], 1e-5f * (1 + std::abs(y[i]))) << i;
+  for (size_t r = 0; r < size_t(rows); ++r) {
+    EXPECT_NEAR(meanc[r], mean[r], 1e-6f) << r;
+    EXPECT_NEAR(rstdc[r], rstd[r], 1e-5f * rstd[r]) << r;
+  }
+  EXPECT_TRUE(std::isnan(yc.back()) && std::isnan(meanc.back()) && std::isnan(rstdc.back()));
   std::vector<double> wantY(rows * C);
   for (int r = 0; r < rows; ++r) {
     double mu = 0, var = 0;
@@ -120,7 +131,7 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   sums(on({uint32_t(cdiv(C, 32))}), pb, db, partials, C, false, 4, 32);
   auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws, const std::vector<float> &bs) {
     auto yy = poisoned<float>(rows * C), mm = poisoned<float>(rows), rr = poisoned<float>(rows);
-    fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, rows, C, eps, 1, BLOCK);
+    fwd({.grid = {rows}, .backend = Backend::Interp}, xs, ws, bs, yy, mm, rr, rows, C, eps, 1, BLOCK, 1);
     double l = 0;
     for (size_t i = 0; i < yy.size(); ++i) l += double(yy[i]) * dy[i];
     return l;
@@ -389,20 +400,21 @@ TEST_P(GptKernels, AdamWMixedRoundsItsBf16CopyStochastically) {
   const std::vector<bfloat16> nearest = run(11, false, nearestMaster), a = run(11, true, master);
   EXPECT_EQ(std::memcmp(master.data(), nearestMaster.data(), master.size() * sizeof(float)), 0)
       << "the f32 step does not depend on the copy's rounding";
-  int up = 0, count = 0;
-  double sum = 0;
+  int up[2] = {0, 0}, count[2] = {0, 0}; // positive, negative
   for (int64_t i = int64_t(special.size()); i < n; ++i) {
     const float got = float(a[size_t(i)]), mag = std::abs(got);
     ASSERT_TRUE(mag == 1.0f || mag == 1.0f + ulp) << i << ": " << got;
     ASSERT_EQ(std::signbit(got), i % 2 == 1) << i;
-    up += mag > 1.0f, ++count, sum += mag;
+    up[i % 2] += mag > 1.0f, ++count[i % 2];
     EXPECT_EQ(float(nearest[size_t(i)]), i % 2 ? -1.0f : 1.0f) << "to nearest: down";
   }
-  const double fraction = double(up) / count, sigma = std::sqrt(0.3 * 0.7 / count);
-  std::printf("[stochastic rounding] %d of %d rounded up: %.4f (expected 0.3 +- %.4f); mean %.7f, master %.7f\n", up,
-              count, fraction, sigma, sum / count, double(x));
-  EXPECT_NEAR(fraction, 0.3, 5 * sigma);
-  EXPECT_NEAR(sum / count, double(x), 5 * sigma * ulp);
+  for (int sign : {0, 1}) { // each sign unbiased on its own: the magnitude's mean is the master's
+    const double fraction = double(up[sign]) / count[sign], sigma = std::sqrt(0.3 * 0.7 / count[sign]);
+    std::printf("[stochastic rounding] %s: %d of %d rounded up: %.4f (expected 0.3 +- %.4f), mean magnitude %.7f "
+                "(master %.7f)\n",
+                sign ? "negative" : "positive", up[sign], count[sign], fraction, sigma, 1.0 + fraction * ulp, double(x));
+    EXPECT_NEAR(fraction, 0.3, 5 * sigma);
+  }
   for (size_t i = 0; i < 3; ++i) // bf16 values stay
     EXPECT_EQ(float(a[i]), special[i]) << i;
   EXPECT_TRUE(std::isnan(float(a[3])));
@@ -416,6 +428,16 @@ TEST_P(GptKernels, AdamWMixedRoundsItsBf16CopyStochastically) {
     differ += a[size_t(i)].bits != c[size_t(i)].bits;
   }
   EXPECT_GT(differ, n / 5) << "seed 12 rounded the same elements up as seed 11";
+  // The same bits on every backend (Philox is exact integer arithmetic).
+  if (GetParam() != Backend::Interp) {
+    std::vector<float> interpMaster = p;
+    auto mm = m, vv = v;
+    std::vector<bfloat16> interp = poisoned<bfloat16>(size_t(n));
+    mixed({.grid = {uint32_t(cdiv(n, 256))}, .num_warps = 4, .backend = Backend::Interp}, interpMaster, interp, g, mm,
+          vv, 0.0f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f, n, int64_t(11), 256, true);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(a[size_t(i)].bits, interp[size_t(i)].bits) << i;
+  }
 }
 
 // The residual connection in bf16: f32 sum, one rounding.
@@ -437,9 +459,9 @@ template <class T> void residualLayerNorm(const LaunchOptions &opts) {
   auto w = random_vector<T>(C), b = random_vector<T>(C);
   auto add = kernel("residual_add", k::residual_add<T>, {"x", "y", "out", "n", "BLOCK"});
   auto ln = kernel("layernorm_fwd", k::layernorm_fwd<T>,
-                   {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                   {"x", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   auto fused = kernel("residual_layernorm_fwd", k::residual_layernorm_fwd<T>,
-                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK"});
+                      {"x", "a", "res", "w", "b", "y", "mean", "rstd", "rows", "C", "eps", "ROWS", "BLOCK", "CHUNKS"});
   LaunchOptions o = opts;
   auto res = poisoned<T>(rows * C), y = poisoned<T>(rows * C);
   auto mean = poisoned<float>(rows), rstd = poisoned<float>(rows);
@@ -447,17 +469,28 @@ template <class T> void residualLayerNorm(const LaunchOptions &opts) {
   add(o, x, a, res, int64_t(rows * C), 128);
   o.grid = {uint32_t(rows)};
   o.num_warps = 1; // a warp a row, as below
-  ln(o, res, w, b, y, mean, rstd, rows, C, 1e-5f, 1, BLOCK);
+  ln(o, res, w, b, y, mean, rstd, rows, C, 1e-5f, 1, BLOCK, 1);
   auto res2 = poisoned<T>(rows * C), y2 = poisoned<T>(rows * C);
   auto mean2 = poisoned<float>(rows), rstd2 = poisoned<float>(rows);
   // 2 rows a program at 2 warps (the third program's second row past the end).
   o.grid = {uint32_t(cdiv(rows, 2))};
   o.num_warps = 2;
-  fused(o, x, a, res2, w, b, y2, mean2, rstd2, rows, C, 1e-5f, 2, BLOCK);
+  fused(o, x, a, res2, w, b, y2, mean2, rstd2, rows, C, 1e-5f, 2, BLOCK, 1);
   EXPECT_EQ(std::memcmp(res.data(), res2.data(), res.size() * sizeof(T)), 0);
   EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(T)), 0);
   EXPECT_EQ(mean, mean2);
   EXPECT_EQ(rstd, rstd2);
+  // In chunks of 32 columns (4, the last ragged): the same sum bit for bit,
+  // the same LayerNorm up to the order of its sums (and bf16's rounding).
+  auto res3 = poisoned<T>(rows * C), y3 = poisoned<T>(rows * C);
+  auto mean3 = poisoned<float>(rows), rstd3 = poisoned<float>(rows);
+  fused(o, x, a, res3, w, b, y3, mean3, rstd3, rows, C, 1e-5f, 2, 32, 4);
+  EXPECT_EQ(std::memcmp(res.data(), res3.data(), res.size() * sizeof(T)), 0);
+  const float tolerance = std::is_same_v<T, float> ? 1e-5f : 1e-2f;
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(float(y3[i]), float(y[i]), tolerance * (1 + std::abs(float(y[i])))) << i;
+  for (size_t r = 0; r < size_t(rows); ++r)
+    EXPECT_NEAR(mean3[r], mean[r], 1e-5f) << r;
 }
 TEST_P(GptKernels, ResidualLayerNormIsTheAddThenTheLayerNormF32) { residualLayerNorm<float>(on({1})); }
 TEST_P(GptKernels, ResidualLayerNormIsTheAddThenTheLayerNormBf16) { residualLayerNorm<bfloat16>(on({1})); }

@@ -126,6 +126,19 @@ TEST(GptTiles, LayerNormAtSeveralRowsAProgramComputesWhatOneRowDoes) {
     several.forward(tok, tgt, B, T);
     EXPECT_EQ(several.logits(), want) << rows;
   }
+  // The rows in chunks (ln_fwd_block: 64 columns as 4 x 16 or 2 x 32): the
+  // same logits up to the order of the LayerNorms' sums.
+  for (const char *chunks : {"ln_fwd_block=16", "ln_fwd_rows=4,ln_fwd_block=32"}) {
+    GptModel chunked(c, Backend::Sim);
+    chunked.set_tiles(GptModel::cpu_tiles().with(std::string("row_warps=2,") + chunks));
+    for (const ParamSpec &p : one.parameters())
+      chunked.write_parameter(p.name, one.read_parameter(p.name));
+    chunked.forward(tok, tgt, B, T);
+    const std::vector<float> got = chunked.logits();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i]))) << chunks << " at " << i;
+  }
 }
 
 // gelu_ping_pong: the GELU GEMMs' tiles become 4-warp programs at the
