@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace tegula::gpt {
 namespace {
@@ -53,8 +52,6 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
     if (producer)
       fwd.insert(fwd.end(), {"attention_fwd_ws=0", "attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0"});
     choices.push_back({"attention_fwd", fwd});
-  }
-  if (storage == DType::bf16 && hopper) {
     // Attention's backward (dkdv alone 1.64 ms of the 2026-11-27 step):
     // half the step, or a warpgroup owning 64 rows.
     choices.push_back({"attention_bwd", {"", "attention_bwd_step=32", "attention_bwd_block=64,attention_warps=4"}});
