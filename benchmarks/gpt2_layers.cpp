@@ -150,21 +150,25 @@ template <class T> void runLayers(int iters, double copyGBs) {
   DeviceBuffer lnPartials = buffer(3 * int64_t(mostParts) * C, f), dbo = buffer(C, f);
   auto lnBwd = kernel("layernorm_bwd", k::layernorm_bwd<T>,
                       {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
-                       "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
+                       "C", "residual", "out_sums", "ROWS", "BR", "BLOCK", "CHUNKS"});
   auto sumsOfBlocks = kernel("column_sums_of_blocks", k::column_sums_of_blocks,
                              {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"});
   // Also 2 and 4 rows a step at 8 warps (Tiles::ln_bwd_tile_rows,
   // ln_bwd_warps: half as many barriers a row, or none at a warp a row) and
-  // one row at 8 warps (half the elements a thread).
+  // one row at 8 warps (half the elements a thread); and the rows in three
+  // chunks of 256 (Tiles::ln_bwd_block: no padding), at the default tile
+  // and at 2 rows a step on 8 warps.
   struct LnBwd {
     int rows, tileRows, warps;
     bool oneLaunch;
     const char *suffix;
+    int block = 1024;
   };
   const int TR = tiles.ln_bwd_tile_rows, LW = tiles.ln_bwd_warps, LR = tiles.ln_bwd_rows;
   for (const LnBwd &v : {LnBwd{LR, TR, LW, true, ""}, LnBwd{8, TR, LW, true, "_r8"}, LnBwd{32, TR, LW, true, "_r32"},
                          LnBwd{LR, TR, LW, false, "_3sums"}, LnBwd{LR, 1, 8, true, "_w8"},
-                         LnBwd{LR, 2, 8, true, "_br2_w8"}, LnBwd{LR, 4, 8, true, "_br4_w8"}}) {
+                         LnBwd{LR, 2, 8, true, "_br2_w8"}, LnBwd{LR, 4, 8, true, "_br4_w8"},
+                         LnBwd{LR, TR, LW, true, "_c3", 256}, LnBwd{LR, 2, 8, true, "_br2_w8_c3", 256}}) {
     const int lnParts = int(cdiv(rows, v.rows));
     const bool oneLaunch = v.oneLaunch;
     auto part = [&](int j) {
@@ -173,7 +177,7 @@ template <class T> void runLayers(int iters, double copyGBs) {
     };
     report(std::string("layernorm_bwd_fused") + v.suffix, 4.0 * act * e, [&] {
       lnBwd(on({uint32_t(lnParts)}, v.warps), dy, x, w, mean, rstd, y, dx, part(0), part(1), part(2), rows, C, true,
-            true, v.rows, v.tileRows, 1024);
+            true, v.rows, v.tileRows, v.block, int(cdiv(C, v.block)));
       if (oneLaunch)
         sumsOfBlocks(on({uint32_t(cdiv(C, sumBlock)), 3}, 4), lnPartials, dw, db, dbo, lnParts, C, false, sumRows,
                      sumBlock);

@@ -22,6 +22,7 @@ namespace tegula::tl::detail {
 struct LoopState {
   enum class Phase { Created, InBody, Done } phase = Phase::Created;
   std::vector<tensor *> carried;
+  std::vector<CarriedList::Vector> vectors; // checked for resizing at the body's end
   SmallVector<Type> carriedTypes;
   Value lo, hi, step;
   scf::ForOp op;
@@ -48,9 +49,13 @@ Value loopBound(TraceState &ts, const operand &o, const char *what) {
 } // namespace
 
 range::range(operand lo, operand hi, operand step, std::vector<tensor *> carried)
+    : range(lo, hi, step, detail::CarriedList{std::move(carried), {}}) {}
+
+range::range(operand lo, operand hi, operand step, detail::CarriedList carried)
     : state_(new detail::LoopState) {
   state_->loc = lo.loc;
-  state_->carried = std::move(carried);
+  state_->carried = std::move(carried.tensors);
+  state_->vectors = std::move(carried.vectors);
   TraceState &ts = current(lo.loc);
   Location l = toLoc(ts.ctx, lo.loc);
   Value vlo = loopBound(ts, lo, "start"), vhi = loopBound(ts, hi, "end"),
@@ -113,6 +118,12 @@ range::iterator &range::iterator::operator++() {
   detail::LoopState &st = *r->state_;
   TraceState &ts = current(st.loc);
   Location l = toLoc(ts.ctx, st.loc);
+  // A resized vector moved its elements: the carried addresses are stale.
+  for (const detail::CarriedList::Vector &v : st.vectors)
+    if (v.vec->size() != v.size || v.vec->data() != v.data)
+      fail(st.loc, fmt::format("a std::vector of {} tiles carried by tl::range was resized in the loop "
+                               "body (now {}); assign its elements instead",
+                               v.size, v.vec->size()));
   SmallVector<Value> yields;
   for (auto [i, t] : llvm::enumerate(st.carried)) {
     Value v = unwrap(*t, st.loc);

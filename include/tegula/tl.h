@@ -522,7 +522,26 @@ void debug_barrier(Loc loc = Loc::current());
 
 namespace detail {
 struct LoopState;
-}
+
+/// tl::range's carried variables in order, vectors flattened element by
+/// element; each vector's size and storage are kept to check that the body
+/// did not resize it (its elements' addresses are what the loop rebinds).
+struct CarriedList {
+  struct Vector {
+    const std::vector<tensor> *vec;
+    size_t size;
+    const tensor *data;
+  };
+  std::vector<tensor *> tensors;
+  std::vector<Vector> vectors;
+  void add(tensor &t) { tensors.push_back(&t); }
+  void add(std::vector<tensor> &ts) {
+    vectors.push_back({&ts, ts.size(), ts.data()});
+    for (tensor &t : ts)
+      tensors.push_back(&t);
+  }
+};
+} // namespace detail
 
 /// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
 /// scf.for. Tiles the body reassigns must be listed as carried variables:
@@ -531,13 +550,23 @@ struct LoopState;
 ///   for (auto k : tl::range(0, K, BK, acc)) { acc = acc + ...; }
 ///   // acc now holds the value after the last iteration
 ///
+/// A std::vector<tl::tensor> carries each of its elements (a row kept in
+/// several column chunks, one accumulator a chunk); the body assigns its
+/// elements but must not resize it.
 /// `break`, `continue` and `return` inside the body are not supported.
 class range {
 public:
   template <class... Carried>
   range(operand lo, operand hi, operand step, Carried &...carried)
-      : range(lo, hi, step, std::vector<tensor *>{&carried...}) {}
+      : range(lo, hi, step, [&] {
+          static_assert(((std::is_same_v<Carried, tensor> || std::is_same_v<Carried, std::vector<tensor>>) && ...),
+                        "tl::range carries tl::tensor variables and std::vector<tl::tensor>s (not const)");
+          detail::CarriedList list;
+          (list.add(carried), ...);
+          return list;
+        }()) {}
   range(operand lo, operand hi, operand step, std::vector<tensor *> carried);
+  range(operand lo, operand hi, operand step, detail::CarriedList carried);
   ~range() noexcept(false);
   range(const range &) = delete;
   range &operator=(const range &) = delete;

@@ -62,6 +62,9 @@ void GptModel::backward() {
   const int attnBlocks = B * int(cdiv(T, own));
   const int dxBlocks = int(cdiv(BT, tiles_.geluDx()[0]));
   const int lnParts = int(cdiv(BT, tiles_.ln_bwd_rows));
+  // LayerNorm's backward rows in chunks of Tiles::ln_bwd_block columns (0:
+  // one block of lnBlock).
+  const int lnChunk = tiles_.ln_bwd_block ? tiles_.ln_bwd_block : lnBlock, lnChunks = int(cdiv(C, lnChunk));
   const int64_t geluPartials = int64_t(attnBlocks) * 3 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
   const int64_t lnW = lnPartials, lnB = lnW + int64_t(lnParts) * C, lnO = lnB + int64_t(lnParts) * C;
   if (const int64_t need = lnO + int64_t(lnParts) * C; columnScratch_.size() != need)
@@ -203,7 +206,7 @@ void GptModel::backward() {
                            P(ln + ".weight"), S(mean, BT), S(rstd, BT), dres ? *dres : dx, dx,
                            columnScratch_.view(lnW, int64_t(lnParts) * C), columnScratch_.view(lnB, int64_t(lnParts) * C),
                            columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(),
-                           projection.has_value(), tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnBlock);
+                           projection.has_value(), tiles_.ln_bwd_rows, tiles_.ln_bwd_tile_rows, lnChunk, lnChunks);
     const Arg bias = projection ? G(*projection + ".bias") : G(ln + ".bias"); // out_2: unused without one
     kernels_->columnSumsOfBlocks(launch({uint32_t(cdiv(C, tiles_.column_sum_block)), projection ? 3u : 2u}),
                                  columnScratch_.view(lnW, 3 * int64_t(lnParts) * C), G(ln + ".weight"),

@@ -223,9 +223,11 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
   tl::store(dx + row * C + cols, out, mask);
 }
 
-/// LayerNorm backward in one pass over [rows, C] (BLOCK >= C): program j
-/// takes rows [j ROWS, (j + 1) ROWS), BR at a time (the model's GPU tiles:
-/// one row across 4 warps, 8 elements a lane), and
+/// LayerNorm backward in one pass over [rows, C]: program j takes rows
+/// [j ROWS, (j + 1) ROWS), BR at a time, as CHUNKS blocks of BLOCK columns
+/// (CHUNKS * BLOCK >= C; GptModel: Tiles::ln_bwd_block - GPT-2's 768 as
+/// 3 x 256 carry none of 1024's quarter of padding in the three
+/// accumulators and the inputs in flight), and
 /// - writes dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w, plus dres
 ///   with `residual` (the residual stream's gradient, which the LayerNorm's
 ///   input also feeds: no separate add);
@@ -238,65 +240,87 @@ void layernorm_bwd_dx(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> 
 /// loads are issued one block ahead, before the previous block's two
 /// cross-warp reductions: a program walks its rows one after another, and
 /// with the loads waited for in turn it ran at 0.30 of copy bandwidth on the
-/// H100 of 2026-11-27 (bf16, 16 rows a program).
+/// H100 of 2026-11-27 (bf16, 16 rows a program). The chunks are added
+/// element by element before each row sum: two reductions a row whatever
+/// CHUNKS is (each across warps costs a barrier).
 template <class T>
 void layernorm_bwd(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> mean_in, tl::ptr<float> rstd_in,
                    tl::ptr<T> dres, tl::ptr<T> dx, tl::ptr<float> partial_w, tl::ptr<float> partial_b,
                    tl::ptr<float> partial_o, tl::scalar<int32_t> rows, tl::scalar<int32_t> C,
                    tl::constant<bool> residual, tl::constant<bool> out_sums, tl::constant<int> ROWS,
-                   tl::constant<int> BR, tl::constant<int> BLOCK) {
-  tl::tensor cols = tl::arange(0, BLOCK);
-  tl::tensor colMask = cols < C;
-  tl::tensor wv = tl::load(w + cols, colMask, 0.0f).to(tl::f32).expand_dims(0);
+                   tl::constant<int> BR, tl::constant<int> BLOCK, tl::constant<int> CHUNKS) {
+  const size_t chunks = size_t(CHUNKS.value);
+  std::vector<tl::tensor> cols, colMask, wv;
+  for (size_t k = 0; k < chunks; ++k) {
+    cols.push_back(int(k) * BLOCK.value + tl::arange(0, BLOCK));
+    colMask.push_back(cols[k] < C);
+    wv.push_back(tl::load(w + cols[k], colMask[k], 0.0f).to(tl::f32).expand_dims(0));
+  }
   tl::tensor first = tl::program_id(0) * ROWS;
   tl::tensor n = C.to(tl::f32);
   // Row block r of this program (ROWS need not divide by BR): its rows,
-  // which of them exist, and its elements' mask and offsets.
+  // which of them exist, and each chunk's mask and offsets.
   struct Block {
-    tl::tensor rs, inRows, mask, at;
+    tl::tensor rs, inRows;
+    std::vector<tl::tensor> mask, at;
   };
   auto block = [&](const tl::operand &r) {
     tl::tensor slice = r + tl::arange(0, BR);
     Block b{first + slice, {}, {}, {}};
     b.inRows = (b.rs < rows) & (slice < ROWS.value);
-    b.mask = b.inRows.expand_dims(1) & colMask.expand_dims(0);
-    b.at = b.rs.expand_dims(1) * C + cols.expand_dims(0);
+    for (size_t k = 0; k < chunks; ++k) {
+      b.mask.push_back(b.inRows.expand_dims(1) & colMask[k].expand_dims(0));
+      b.at.push_back(b.rs.expand_dims(1) * C + cols[k].expand_dims(0));
+    }
     return b;
   };
   // Block r's inputs as loaded (the next block's, carried into the loop).
-  auto loadInputs = [&](const Block &b, tl::tensor &xs, tl::tensor &ds, tl::tensor &res, tl::tensor &mean,
-                        tl::tensor &rstd) {
-    xs = tl::load(x + b.at, b.mask, 0.0f);
-    ds = tl::load(dy + b.at, b.mask, 0.0f);
-    res = residual.value ? tl::load(dres + b.at, b.mask, 0.0f) : tl::zeros({BR, BLOCK}, tl::f32);
+  std::vector<tl::tensor> xs(chunks), ds(chunks), res(chunks);
+  tl::tensor mean, rstd;
+  auto loadInputs = [&](const Block &b) {
+    for (size_t k = 0; k < chunks; ++k) {
+      xs[k] = tl::load(x + b.at[k], b.mask[k], 0.0f);
+      ds[k] = tl::load(dy + b.at[k], b.mask[k], 0.0f);
+      res[k] = residual.value ? tl::load(dres + b.at[k], b.mask[k], 0.0f) : tl::zeros({BR, BLOCK}, tl::f32);
+    }
     mean = tl::load(mean_in + b.rs, b.inRows, 0.0f);
     rstd = tl::load(rstd_in + b.rs, b.inRows, 0.0f);
   };
-  tl::tensor xs, ds, res, mean, rstd;
-  loadInputs(block(0), xs, ds, res, mean, rstd);
-  tl::tensor acc_w = tl::zeros({BR, BLOCK}, tl::f32), acc_b = tl::zeros({BR, BLOCK}, tl::f32);
-  tl::tensor acc_o = tl::zeros({BR, BLOCK}, tl::f32);
+  loadInputs(block(0));
+  std::vector<tl::tensor> acc_w(chunks, tl::zeros({BR, BLOCK}, tl::f32)), acc_b = acc_w, acc_o = acc_w;
   for (auto r : tl::range(0, ROWS.value, BR.value, acc_w, acc_b, acc_o, xs, ds, res, mean, rstd)) {
     const Block here = block(r);
-    tl::tensor xhat = tl::where(here.mask, (xs.to(tl::f32) - mean.expand_dims(1)) * rstd.expand_dims(1), 0.0f);
-    tl::tensor d = ds.to(tl::f32);
-    tl::tensor dr = res.to(tl::f32), rstdRow = rstd.expand_dims(1);
-    loadInputs(block(r + BR.value), xs, ds, res, mean, rstd); // in flight during the reductions below
-    tl::tensor g = d * wv;
-    tl::tensor out = rstdRow * (g - (tl::sum(g, 1) / n).expand_dims(1) - xhat * (tl::sum(g * xhat, 1) / n).expand_dims(1));
-    if (residual.value)
-      out = out + dr;
-    tl::store(dx + here.at, out, here.mask);
-    acc_w = acc_w + d * xhat;
-    acc_b = acc_b + d;
-    if (out_sums.value) // the stored values, as the projection's own column sums would read them
-      acc_o = acc_o + out.to(dtype_of_v<T>).to(tl::f32);
+    tl::tensor meanRow = mean.expand_dims(1), rstdRow = rstd.expand_dims(1);
+    std::vector<tl::tensor> xhat, d, g, dr;
+    tl::tensor gs, gxs; // the chunks' g and g xhat, added element by element
+    for (size_t k = 0; k < chunks; ++k) {
+      xhat.push_back(tl::where(here.mask[k], (xs[k].to(tl::f32) - meanRow) * rstdRow, 0.0f));
+      d.push_back(ds[k].to(tl::f32));
+      dr.push_back(res[k].to(tl::f32));
+      g.push_back(d[k] * wv[k]);
+      gs = k ? gs + g[k] : g[k];
+      gxs = k ? gxs + g[k] * xhat[k] : g[k] * xhat[k];
+    }
+    loadInputs(block(r + BR.value)); // in flight during the reductions below
+    tl::tensor meanG = (tl::sum(gs, 1) / n).expand_dims(1), meanGx = (tl::sum(gxs, 1) / n).expand_dims(1);
+    for (size_t k = 0; k < chunks; ++k) {
+      tl::tensor out = rstdRow * (g[k] - meanG - xhat[k] * meanGx);
+      if (residual.value)
+        out = out + dr[k];
+      tl::store(dx + here.at[k], out, here.mask[k]);
+      acc_w[k] = acc_w[k] + d[k] * xhat[k];
+      acc_b[k] = acc_b[k] + d[k];
+      if (out_sums.value) // the stored values, as the projection's own column sums would read them
+        acc_o[k] = acc_o[k] + out.to(dtype_of_v<T>).to(tl::f32);
+    }
   }
-  tl::tensor to = tl::program_id(0) * C + cols;
-  tl::store(partial_w + to, tl::sum(acc_w, 0), colMask);
-  tl::store(partial_b + to, tl::sum(acc_b, 0), colMask);
-  if (out_sums.value)
-    tl::store(partial_o + to, tl::sum(acc_o, 0), colMask);
+  for (size_t k = 0; k < chunks; ++k) {
+    tl::tensor to = tl::program_id(0) * C + cols[k];
+    tl::store(partial_w + to, tl::sum(acc_w[k], 0), colMask[k]);
+    tl::store(partial_b + to, tl::sum(acc_b[k], 0), colMask[k]);
+    if (out_sums.value)
+      tl::store(partial_o + to, tl::sum(acc_o[k], 0), colMask[k]);
+  }
 }
 
 /// LayerNorm backward, the parameter gradients, first pass: program (i, j)

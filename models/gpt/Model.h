@@ -170,6 +170,10 @@ public:
     // three accumulators and spilled), 89 registers, 512 programs for 8192
     // rows.
     int ln_bwd_rows = 16, ln_bwd_tile_rows = 1, ln_bwd_warps = 4;
+    // ... and its rows in chunks of ln_bwd_block columns (0: one block, the
+    // power of two past C): 768 as 3 x 256 carry no padding in its three
+    // accumulators and the inputs in flight.
+    int ln_bwd_block = 0;
     // The GEMMs with [B T, N] outputs (the linear layers' forward and input
     // gradients, the LM head and its input gradient; not the weight
     // gradients, whose few tiles each run all of B T): group_m > 0 launches

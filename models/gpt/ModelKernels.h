@@ -169,7 +169,7 @@ private:
                                      {"partial", "out_0", "out_1", "out_2", "P", "N", "accumulate", "BR", "BC"}),
         .layernormBwd = kernel(name("layernorm_bwd"), layernorm_bwd<T>,
                                {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o",
-                                "rows", "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
+                                "rows", "C", "residual", "out_sums", "ROWS", "BR", "BLOCK", "CHUNKS"}),
         .attentionDelta = kernel(name("attention_bwd_delta"), attention_bwd_delta<T>,
                                  {"o", "dout", "delta", "H", "T", "D", "BM"}),
         .attentionDkdv = kernel(name("attention_bwd_dkdv"),

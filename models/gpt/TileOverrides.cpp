@@ -68,6 +68,7 @@ const Field kFields[] = {
     TEGULA_INT(ln_bwd_rows, 1),
     TEGULA_POW2(ln_bwd_tile_rows, 1),
     TEGULA_POW2(ln_bwd_warps, 1),
+    TEGULA_POW2(ln_bwd_block, 0),
     TEGULA_INT(group_m, 0),
     TEGULA_POW2(head_bn, 0),
     TEGULA_POW2(head_warps, 0),

@@ -71,6 +71,9 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   // fill an H100's SMs to a quarter of their warps; 8 rows write twice the
   // partial column sums.
   choices.push_back({"ln_bwd_rows", {"", "ln_bwd_rows=8", "ln_bwd_rows=32"}});
+  // ... and in 256-column chunks: GPT-2's 768 without padding (its three
+  // accumulators and the next rows' inputs: a quarter fewer registers).
+  choices.push_back({"ln_bwd_block", {"", "ln_bwd_block=256"}});
   // LayerNorm's forward: rows a program at a warp a row (_r4, _r8).
   choices.push_back({"ln_fwd_rows", {"", "ln_fwd_rows=4", "ln_fwd_rows=8"}});
   // ... and its rows in 256-column chunks: GPT-2's 768 without padding.

@@ -279,41 +279,54 @@ template <class T> void checkAll(const char *chip) {
   // The backward in one pass: dx (+ the residual's gradient) and the column
   // sums' partials of dw, db and dx, at its tile (its row-tile's scalars:
   // the mean and rstd, loaded for the first block and, a block ahead, in the
-  // loop).
-  const CompiledKernel lnBwd =
-      check(kernel("layernorm_bwd", k::layernorm_bwd<T>,
-                   {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows", "C",
-                    "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
-            {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tiles.ln_bwd_tile_rows, 1024},
-            chip, tiles.ln_bwd_warps, 4);
-  // Its row's two sums across warps keep their partials in bytes of their
-  // own, so neither waits before writing them (elide-scratch-barriers): two
-  // barriers a row, not four.
-  if (!lnBwd.cubin.empty() && tiles.ln_bwd_tile_rows == 1) {
-    const std::string sass = lnBwd.sass();
-    int barriers = 0;
-    for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-      ++barriers;
-    EXPECT_EQ(barriers, 2) << "layernorm_bwd's barriers";
+  // loop) - in one block of 1024 columns, and as 3 x 256 (Tiles::ln_bwd_block:
+  // no padding; fewer registers).
+  const Kernel lnBwdKernel = kernel("layernorm_bwd", k::layernorm_bwd<T>,
+                                    {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b",
+                                     "partial_o", "rows", "C", "residual", "out_sums", "ROWS", "BR", "BLOCK", "CHUNKS"});
+  int lnBwdRegisters[2] = {0, 0};
+  for (int chunks : {1, 3}) {
+    const CompiledKernel lnBwd = check(lnBwdKernel,
+                                       {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows,
+                                        tiles.ln_bwd_tile_rows, chunks == 1 ? 1024 : 256, chunks},
+                                       chip, tiles.ln_bwd_warps, 4);
+    lnBwdRegisters[chunks == 3] = lnBwd.registers;
+    // Its row's two sums across warps keep their partials in bytes of their
+    // own, so neither waits before writing them (elide-scratch-barriers): two
+    // barriers a row, not four - the chunks are added before the sums.
+    if (!lnBwd.cubin.empty() && tiles.ln_bwd_tile_rows == 1) {
+      const std::string sass = lnBwd.sass();
+      int barriers = 0;
+      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+        ++barriers;
+      EXPECT_EQ(barriers, 2) << "layernorm_bwd's barriers in " << chunks << " chunks";
+    }
   }
+  std::printf("[gpt %s] layernorm_bwd: %d registers in one block of 1024, %d in 3 x 256\n", chip, lnBwdRegisters[0],
+              lnBwdRegisters[1]);
+  if (lnBwdRegisters[0] > 0 && lnBwdRegisters[1] > 0)
+    EXPECT_LE(lnBwdRegisters[1], lnBwdRegisters[0]) << "the chunks carry no padding";
   // gpt2-layers' other tiles for it (rows a step at 8 warps): no spill, and
   // at a warp a row (4 rows, 8 warps: 2 a row) its rows' statistics and
   // column sums stay out of shared memory but for the final sums across rows
   // (remove-layout-conversions): at most 7 barriers in the whole kernel.
-  for (int tileRows : {2, 4}) {
-    const CompiledKernel c =
-        check(kernel("layernorm_bwd", k::layernorm_bwd<T>,
-                     {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows", "C",
-                      "residual", "out_sums", "ROWS", "BR", "BLOCK"}),
-              {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tileRows, 1024}, chip, 8);
-    if (c.cubin.empty())
-      continue;
-    const std::string sass = c.sass();
-    int barriers = 0;
-    for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-      ++barriers;
-    EXPECT_LE(barriers, 7) << "layernorm_bwd at " << tileRows << " rows a step";
-  }
+  for (int tileRows : {2, 4})
+    for (int chunks : {1, 3}) {
+      const CompiledKernel c = check(lnBwdKernel,
+                                     {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, tileRows,
+                                      chunks == 1 ? 1024 : 256, chunks},
+                                     chip, 8);
+      if (c.cubin.empty())
+        continue;
+      const std::string sass = c.sass();
+      int barriers = 0;
+      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+        ++barriers;
+      // In chunks each chunk's three column sums across the rows are a
+      // reduction of their own at the end (2 barriers each, once a program).
+      EXPECT_LE(barriers, 7 + (chunks - 1) * 3 * 2)
+          << "layernorm_bwd at " << tileRows << " rows a step in " << chunks << " chunks";
+    }
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
                {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"}),
         {t, i, f, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit

@@ -161,19 +161,27 @@ TEST_P(GptKernels, LayerNormForwardBackwardAndFiniteDifferences) {
   // at a time (the GPU's step; the second program's last two past the end),
   // each step's loads issued during the one before - against the
   // kernels above, alone, then adding a residual gradient and summing its
-  // output's columns.
+  // output's columns; and the rows in chunks (Tiles::ln_bwd_block): 100
+  // columns as 4 x 32 (the last ragged) and as 2 x 64.
   auto fused = kernel("layernorm_bwd", k::layernorm_bwd<float>,
                       {"dy", "x", "w", "mean", "rstd", "dres", "dx", "partial_w", "partial_b", "partial_o", "rows",
-                       "C", "residual", "out_sums", "ROWS", "BR", "BLOCK"});
+                       "C", "residual", "out_sums", "ROWS", "BR", "BLOCK", "CHUNKS"});
   auto dres = random_vector<float>(rows * C);
-  for (auto [perProgram, step, residual] : {std::tuple{5, 2, false}, std::tuple{5, 2, true}, std::tuple{4, 1, true}}) {
-    SCOPED_TRACE(fmt::format("{} rows a program, {} a step, {}", perProgram, step,
+  struct FusedTile {
+    int perProgram, step;
+    bool residual;
+    int block, chunks;
+  };
+  for (auto [perProgram, step, residual, block, chunks] :
+       {FusedTile{5, 2, false, BLOCK, 1}, FusedTile{5, 2, true, BLOCK, 1}, FusedTile{4, 1, true, BLOCK, 1},
+        FusedTile{5, 2, true, 32, 4}, FusedTile{4, 1, false, 64, 2}}) {
+    SCOPED_TRACE(fmt::format("{} rows a program, {} a step, {} x {} columns, {}", perProgram, step, chunks, block,
                              residual ? "with the residual" : "alone"));
     const int programs = int(cdiv(rows, perProgram));
     auto got = poisoned<float>(rows * C), fw = poisoned<float>(size_t(programs * C));
     auto fb = poisoned<float>(size_t(programs * C)), fo = poisoned<float>(size_t(programs * C));
     fused(on({uint32_t(programs)}), dy, x, w, mean, rstd, dres, got, fw, fb, fo, rows, C, residual, residual,
-          perProgram, step, BLOCK);
+          perProgram, step, block, chunks);
     std::vector<double> wantDx(rows * C), wantO(C, 0.0);
     std::vector<float> colW(C, 0.0f), colB(C, 0.0f), colO(C, 0.0f); // the partials added in order, as column_sums does
     for (int i = 0; i < rows * C; ++i)

@@ -34,6 +34,16 @@ std::pair<std::vector<int32_t>, std::vector<int32_t>> randomBatch(int n, int voc
   return {tok, tgt};
 }
 
+/// A model of `like`'s config and backend at cpu_tiles() with `overrides`,
+/// holding `like`'s parameters.
+std::unique_ptr<GptModel> copyAtTiles(const GptModel &like, const std::string &overrides) {
+  auto m = std::make_unique<GptModel>(like.config(), like.backend());
+  m->set_tiles(GptModel::cpu_tiles().with(overrides));
+  for (const ParamSpec &p : like.parameters())
+    m->write_parameter(p.name, like.read_parameter(p.name));
+  return m;
+}
+
 TEST(GptTiles, OverridesSetTheirFieldsAndNothingElse) {
   const GptModel::Tiles base = GptModel::gpu_tiles(DType::bf16, "sm_90a");
   const GptModel::Tiles t =
@@ -119,25 +129,45 @@ TEST(GptTiles, LayerNormAtSeveralRowsAProgramComputesWhatOneRowDoes) {
   one.forward(tok, tgt, B, T);
   const std::vector<float> want = one.logits();
   for (const char *rows : {"ln_fwd_rows=4", "ln_fwd_rows=2"}) {
-    GptModel several(c, Backend::Sim);
-    several.set_tiles(GptModel::cpu_tiles().with(std::string("row_warps=2,") + rows));
-    for (const ParamSpec &p : one.parameters())
-      several.write_parameter(p.name, one.read_parameter(p.name));
-    several.forward(tok, tgt, B, T);
-    EXPECT_EQ(several.logits(), want) << rows;
+    const auto several = copyAtTiles(one, std::string("row_warps=2,") + rows);
+    several->forward(tok, tgt, B, T);
+    EXPECT_EQ(several->logits(), want) << rows;
   }
   // The rows in chunks (ln_fwd_block: 64 columns as 4 x 16 or 2 x 32): the
   // same logits up to the order of the LayerNorms' sums.
   for (const char *chunks : {"ln_fwd_block=16", "ln_fwd_rows=4,ln_fwd_block=32"}) {
-    GptModel chunked(c, Backend::Sim);
-    chunked.set_tiles(GptModel::cpu_tiles().with(std::string("row_warps=2,") + chunks));
-    for (const ParamSpec &p : one.parameters())
-      chunked.write_parameter(p.name, one.read_parameter(p.name));
-    chunked.forward(tok, tgt, B, T);
-    const std::vector<float> got = chunked.logits();
+    const auto chunked = copyAtTiles(one, std::string("row_warps=2,") + chunks);
+    chunked->forward(tok, tgt, B, T);
+    const std::vector<float> got = chunked->logits();
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::abs(want[i]))) << chunks << " at " << i;
+  }
+}
+
+// ln_bwd_block: LayerNorm's backward with its rows in chunks (64 columns as
+// 4 x 16, or 2 x 32 at 2 rows a step) computes the gradients one block does,
+// to the order of its row sums, in the simulator.
+TEST(GptTiles, LayerNormBackwardInChunksComputesWhatOneBlockDoes) {
+  const GptConfig c = oneBlock();
+  const int B = 2, T = 40;
+  const auto [tok, tgt] = randomBatch(B * T, c.vocab, 11);
+  GptModel one(c, Backend::Sim);
+  one.set_tiles(GptModel::cpu_tiles());
+  one.init_random(9);
+  const float loss = one.forward(tok, tgt, B, T);
+  one.zero_grad();
+  one.backward();
+  for (const char *chunks : {"ln_bwd_block=16", "ln_bwd_block=32,ln_bwd_tile_rows=2"}) {
+    SCOPED_TRACE(chunks);
+    const auto chunked = copyAtTiles(one, chunks);
+    EXPECT_EQ(chunked->forward(tok, tgt, B, T), loss); // the forward is the same
+    chunked->zero_grad();
+    chunked->backward();
+    for (const ParamSpec &p : one.parameters()) {
+      const std::vector<float> want = one.read_gradient(p.name), got = chunked->read_gradient(p.name);
+      EXPECT_LT(tegula::testing::rel_error(got, std::vector<double>(want.begin(), want.end())), 1e-5) << p.name;
+    }
   }
 }
 

@@ -93,6 +93,23 @@ TEST(DslErrors, CarriedVariableChangesType) {
                      "tensor<16xf32> to tensor<16xbf16>");
 }
 
+void carried_vector_grows(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> acc(2, tl::zeros({16}, tl::f32));
+  FAILS_ON_NEXT_LINE();
+  for (auto i : tl::range(0, n, 1, acc)) {
+    acc[0] = acc[0] + i;
+    acc.push_back(acc[1]);
+  }
+  tl::store(x + tl::arange(0, 16), acc[0]);
+}
+
+TEST(DslErrors, CarriedVectorResizedInTheBody) {
+  auto x = buf();
+  expectAtMarkedLine(errorOf(kernel("carried_vector", carried_vector_grows), {x, 4}),
+                     "a std::vector of 2 tiles carried by tl::range was resized in the loop body (now 3); "
+                     "assign its elements instead");
+}
+
 void breaks_out(tl::ptr<float> x, tl::scalar<int32_t> n) {
   FAILS_ON_NEXT_LINE();
   for (auto i : tl::range(0, n, 1)) {

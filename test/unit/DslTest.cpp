@@ -109,6 +109,40 @@ TEST(Dsl, DynamicLoopsCarryTiles) {
   EXPECT_THAT(ir, HasSubstr("scf.yield"));
 }
 
+// Column sums of [rows, 3 x 8] kept as three chunks, an accumulator a chunk
+// carried in one std::vector, plus a tensor after it (the order carried).
+void chunked_column_sums(tl::ptr<float> x, tl::ptr<float> out, tl::ptr<int32_t> count, tl::scalar<int32_t> rows) {
+  std::vector<tl::tensor> acc(3, tl::zeros({8}, tl::f32));
+  tl::tensor seen = tl::scalar_const(0, tl::i32);
+  for (auto r : tl::range(0, rows, 1, acc, seen)) {
+    for (size_t k = 0; k < acc.size(); ++k)
+      acc[k] = acc[k] + tl::load(x + r * 24 + int(k) * 8 + tl::arange(0, 8));
+    seen = seen + 1;
+  }
+  for (size_t k = 0; k < acc.size(); ++k)
+    tl::store(out + int(k) * 8 + tl::arange(0, 8), acc[k]);
+  tl::store(count, seen);
+}
+
+TEST(Dsl, DynamicLoopsCarryVectorsOfTiles) {
+  auto k = kernel("chunked_column_sums", chunked_column_sums, {"x", "out", "count", "rows"});
+  const int rows = 5;
+  std::vector<float> x(size_t(rows) * 24), out(24);
+  std::vector<int32_t> count(1);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i % 7) - 2.5f + float(i) / 64.0f;
+  std::string ir = k.ir({x, out, count, rows});
+  EXPECT_THAT(ir, HasSubstr("scf.for"));
+  k({.grid = {1}}, x, out, count, rows);
+  for (int c = 0; c < 24; ++c) {
+    float want = 0;
+    for (int r = 0; r < rows; ++r)
+      want += x[size_t(r * 24 + c)];
+    EXPECT_EQ(out[size_t(c)], want) << "column " << c;
+  }
+  EXPECT_EQ(count[0], rows);
+}
+
 void if_kernel(tl::ptr<float> out, tl::scalar<int32_t> flag) {
   tl::tensor offs = tl::arange(0, 16);
   tl::tensor v = tl::full({16}, 1.0f, tl::f32);
