@@ -11,6 +11,7 @@ set -euo pipefail
 tool=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+export TEGULA_GPT_TILES_DIR=$work/kept # the tunings kept for --tiles auto
 gpt2=(--layers 1 --vocab 1000 --batch 2 --seq 200 --rounds 1 --steps 1) # GPT-2's widths, one block, ragged T
 "$tool" tune "${gpt2[@]}" --out "$work/tiles.txt" | tee "$work/tune.log"
 if grep -q "error:" "$work/tune.log"; then exit 1; fi
@@ -50,4 +51,23 @@ if "$tool" tune "${gpt2[@]}" --choices ln_fwd_rows,nope 2>"$work/err.log"; then 
 grep -q "no choice 'nope' for this model and GPU (its choices: gelu_ping_pong, " "$work/err.log"
 if "$tool" tune "${gpt2[@]}" --tiles "@$work/missing.txt" 2>"$work/err.log"; then exit 1; fi
 grep -q "cannot read the tiles file $work/missing.txt" "$work/err.log"
+# Each tuning is kept for its GPU and setup; train --tiles auto finds it at
+# the same setup, and says so where there is none.
+ls "$work"/kept/sm_90a-*-bf16-*-L1-H12-C768-V1000-B2-T200.txt
+small=(--layers 1 --heads 12 --embd 768 --batch 2 --seq 64 --steps 1)
+"$tool" tune "${small[@]}" --vocab 256 --rounds 1 --choices ln_fwd_rows | tee "$work/small.log"
+kept=$(sed -n 's/^kept \(.*\) (tegula-gpt train --tiles auto at the same setup)$/\1/p' "$work/small.log")
+[[ -f $kept ]]
+printf 'ln_fwd_rows=8\n' >>"$kept" # as if the tuning had chosen it
+head -c 20000 "$(dirname "$0")/../../README.md" >"$work/text.txt"
+"$tool" train --data "$work/text.txt" --backend gpu --dtype bf16 "${small[@]}" --tiles auto | tee "$work/train.log"
+grep -q "^tiles: tuned for this setup ($kept): .*ln_fwd_rows=8" "$work/train.log"
+grep -q "^tiles: .*,ln_fwd_rows=8," "$work/train.log"
+"$tool" train --data "$work/text.txt" --backend gpu --dtype bf16 --layers 1 --heads 12 --embd 768 --batch 3 --seq 64 --steps 1 \
+  --tiles auto | tee "$work/miss.log"
+grep -q "^tiles: no tuning kept for .* B=3 T=64; bf16.* - the defaults; \`tegula-gpt tune --layers 1 --heads 12 --embd 768 --vocab 256 --batch 3 --seq 64 --dtype bf16\` keeps one" "$work/miss.log"
+"$tool" tune "${small[@]}" --vocab 256 --rounds 1 --choices ln_fwd_rows --tiles auto | tee "$work/resume.log"
+grep -q "^tiles: tuned for this setup" "$work/resume.log"
+if "$tool" train --data "$work/text.txt" --tiles auto 2>"$work/err.log"; then exit 1; fi
+grep -q "tiles auto reads the tiles tegula-gpt tune kept for a GPU: give --backend gpu" "$work/err.log"
 echo "tegula-gpt tune test passed"

@@ -5,11 +5,11 @@
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
 //                    [--val-every 50] [--save model.safetensors] [--seed 1]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
-//                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE]
+//                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE|auto]
 //                    [--stochastic-rounding on|off (bf16: the copy of the master weights)]
 //   tegula-gpt tune  [--layers 12 --heads 12 --embd 768 --vocab 50257] [--batch 8] [--seq 1024]
 //                    [--dtype bf16] [--steps 5] [--rounds 3] [--min-gain 0.005] [--choices name,...]
-//                    [--tiles name=value,...|@FILE] [--out tiles.txt] [--warp-specialize on|off]
+//                    [--tiles name=value,...|@FILE|auto] [--out tiles.txt] [--warp-specialize on|off]
 //                    [--stream-k on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
 //                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
@@ -28,7 +28,9 @@
 // tune times training steps on the GPU with each alternative of the tiles
 // no single measurement has settled (tile_choices: LayerNorm's rows a
 // program, attention's forward tile, ping-pong GELU GEMMs...) and writes
-// the fastest as a --tiles file (models/gpt/TileTuner.h, docs/gpt.md).
+// the fastest as a --tiles file (models/gpt/TileTuner.h, docs/gpt.md). It
+// also keeps them for this GPU and setup (models/gpt/TunedTiles.h), where
+// train --tiles auto (and tune --tiles auto, to start from them) finds them.
 //
 //===----------------------------------------------------------------------===//
 #include "models/gpt/Checkpoint.h"
@@ -36,6 +38,7 @@
 #include "models/gpt/Safetensors.h"
 #include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
+#include "models/gpt/TunedTiles.h"
 
 #include "tegula/device.h"
 #include "tegula/error.h"
@@ -99,6 +102,7 @@ GptConfig configFrom(const Options &o, int vocab) {
 
 constexpr char kTokenMagic[4] = {'T', 'G', 'T', 'K'};
 
+
 Backend backendFrom(const Options &o) { return parse_backend(o.str("backend")); }
 
 /// --precision of the f32 dots: tf32 (tensor cores) by default on the GPU.
@@ -130,6 +134,14 @@ bool onOff(const Options &o, const char *name) {
   if (v == "on") return true;
   if (v == "off") return false;
   throw Error(fmt::format("--{} is on or off, not '{}'", name, v));
+}
+
+/// What a tuning of `model` at B x T on this GPU holds for (--tiles auto).
+TuningSetup tuningSetup(const GptModel &model, const Options &o, int B, int T) {
+  const DeviceInfo info = device_info();
+  return {.device = info.name, .chip = info.chip, .config = model.config(), .batch = B, .seq = T,
+          .storage = model.storage(), .matmul = precisionFrom(o), .warp_specialize = model.warp_specialize(),
+          .stream_k = onOff(o, "stream-k")};
 }
 
 /// A read-only memory map of a file: the token stream (bytes).
@@ -243,8 +255,15 @@ int train(const Options &o) {
   const bool stochastic = onOff(o, "stochastic-rounding");
   if (stochastic && model.storage() != DType::bf16)
     throw Error("--stochastic-rounding rounds the bf16 copy of the master weights: give --dtype bf16 (f32 has none)");
-  if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md); @FILE: tegula-gpt tune's
-    model.set_tiles(model.tiles().with(tile_overrides_from(o.str("tiles"))));
+  if (!o.str("tiles").empty()) { // GptModel::Tiles::with (docs/gpt.md); @FILE: tegula-gpt tune's; auto: its kept one
+    std::string overrides = o.str("tiles"), note;
+    if (overrides == "auto") {
+      if (model.backend() != Backend::GPU)
+        throw Error("--tiles auto reads the tiles tegula-gpt tune kept for a GPU: give --backend gpu");
+      overrides = resolve_tiles(overrides, tuningSetup(model, o, B, T), note);
+      fmt::print("{}\n", note);
+    }
+    model.set_tiles(model.tiles().with(tile_overrides_from(overrides)));
     fmt::print("tiles: {}\n", model.tiles().str());
   }
   model.init_random(uint64_t(o.integer("seed")));
@@ -346,7 +365,10 @@ int tune(const Options &o) {
   GptModel model(config, Backend::GPU, precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
-  const std::string start = tile_overrides_from(o.str("tiles"));
+  std::string note; // --tiles auto: start from the tuning kept for this setup
+  const std::string start = resolve_tiles(o.str("tiles"), tuningSetup(model, o, B, T), note);
+  if (!note.empty())
+    fmt::print("{}\n", note);
   model.set_tiles(model.tiles().with(start));
   const DeviceInfo info = device_info();
   const std::vector<TileChoice> choices = pickChoices(
@@ -381,6 +403,13 @@ int tune(const Options &o) {
   fmt::print("tuned: {} ({:.3f} ms a step, {:.3f} at the start: {:.3f}x)\n",
              overrides.empty() ? "the defaults" : overrides, tuned.tuned_ms, tuned.start_ms,
              tuned.start_ms / tuned.tuned_ms);
+  // Kept for --tiles auto on this GPU and setup (the last tuning wins).
+  const std::string kept = save_tuned_tiles(
+      tuningSetup(model, o, B, T), overrides,
+      fmt::format("tegula-gpt tune on {} ({}), driver {}\n{:.3f} ms a step tuned, {:.3f} at the start", info.name,
+                  info.chip, info.driver_version, tuned.tuned_ms, tuned.start_ms));
+  if (!kept.empty())
+    fmt::print("kept {} (tegula-gpt train --tiles auto at the same setup)\n", kept);
   if (!o.str("out").empty()) {
     // Tuned for one model, dtype and GPU (the comments say which): give
     // train the same --dtype.
