@@ -22,7 +22,7 @@ namespace tegula::tl::detail {
 struct LoopState {
   enum class Phase { Created, InBody, Done } phase = Phase::Created;
   std::vector<tensor *> carried;
-  std::vector<CarriedList::Vector> vectors; // checked for resizing at the body's end
+  std::vector<CarriedList::Vector> vectors; // their elements looked up afresh at each rebinding
   SmallVector<Type> carriedTypes;
   Value lo, hi, step;
   scf::ForOp op;
@@ -35,6 +35,19 @@ namespace tegula::tl {
 using namespace tegula::dsl;
 
 namespace {
+/// Points the carried list at each carried vector's elements as they are
+/// now (a body may swap or move-assign a vector); its size must not change.
+void refreshVectors(detail::LoopState &st, const char *where) {
+  for (const detail::CarriedList::Vector &v : st.vectors) {
+    if (v.vec->size() != v.size)
+      fail(st.loc, fmt::format("a std::vector of {} tiles carried by tl::range was resized {} (now {}); assign "
+                               "its elements instead",
+                               v.size, where, v.vec->size()));
+    for (size_t i = 0; i < v.size; ++i)
+      st.carried[v.first + i] = &(*v.vec)[i];
+  }
+}
+
 Value loopBound(TraceState &ts, const operand &o, const char *what) {
   if (o.kind == operand::Kind::Float)
     fail(o.loc, fmt::format("tl::range {} must be an integer, got {}", what, o.f));
@@ -91,6 +104,7 @@ range::iterator range::begin() {
   if (state_->phase != detail::LoopState::Phase::Created)
     fail(state_->loc, "a tl::range can be iterated only once");
   Location l = toLoc(ts.ctx, state_->loc);
+  refreshVectors(*state_, "before the loop");
   SmallVector<Value> inits;
   for (auto [i, t] : llvm::enumerate(state_->carried)) {
     if (!t->impl())
@@ -118,12 +132,7 @@ range::iterator &range::iterator::operator++() {
   detail::LoopState &st = *r->state_;
   TraceState &ts = current(st.loc);
   Location l = toLoc(ts.ctx, st.loc);
-  // A resized vector moved its elements: the carried addresses are stale.
-  for (const detail::CarriedList::Vector &v : st.vectors)
-    if (v.vec->size() != v.size || v.vec->data() != v.data)
-      fail(st.loc, fmt::format("a std::vector of {} tiles carried by tl::range was resized in the loop "
-                               "body (now {}); assign its elements instead",
-                               v.size, v.vec->size()));
+  refreshVectors(st, "in the loop body");
   SmallVector<Value> yields;
   for (auto [i, t] : llvm::enumerate(st.carried)) {
     Value v = unwrap(*t, st.loc);

@@ -524,19 +524,19 @@ namespace detail {
 struct LoopState;
 
 /// tl::range's carried variables in order, vectors flattened element by
-/// element; each vector's size and storage are kept to check that the body
-/// did not resize it (its elements' addresses are what the loop rebinds).
+/// element. A vector's elements are looked up afresh (refresh()) each time
+/// the loop rebinds them - a body may swap or move-assign the vector - and
+/// its size is checked: it must not change.
 struct CarriedList {
   struct Vector {
-    const std::vector<tensor> *vec;
-    size_t size;
-    const tensor *data;
+    std::vector<tensor> *vec;
+    size_t size, first; // its elements are tensors[first, first + size)
   };
   std::vector<tensor *> tensors;
   std::vector<Vector> vectors;
   void add(tensor &t) { tensors.push_back(&t); }
   void add(std::vector<tensor> &ts) {
-    vectors.push_back({&ts, ts.size(), ts.data()});
+    vectors.push_back({&ts, ts.size(), tensors.size()});
     for (tensor &t : ts)
       tensors.push_back(&t);
   }
@@ -552,15 +552,19 @@ struct CarriedList {
 ///
 /// A std::vector<tl::tensor> carries each of its elements (a row kept in
 /// several column chunks, one accumulator a chunk); the body assigns its
-/// elements but must not resize it.
+/// elements (or swaps or assigns whole vectors of the same size) but must
+/// not resize it.
 /// `break`, `continue` and `return` inside the body are not supported.
 class range {
 public:
   template <class... Carried>
   range(operand lo, operand hi, operand step, Carried &...carried)
       : range(lo, hi, step, [&] {
-          static_assert(((std::is_same_v<Carried, tensor> || std::is_same_v<Carried, std::vector<tensor>>) && ...),
-                        "tl::range carries tl::tensor variables and std::vector<tl::tensor>s (not const)");
+          static_assert(((!std::is_const_v<Carried> && (std::is_base_of_v<tensor, Carried> ||
+                                                          std::is_same_v<Carried, std::vector<tensor>>)) &&
+                         ...),
+                        "tl::range carries tl::tensor variables (tl::ptr, tl::scalar too) and "
+                        "std::vector<tl::tensor>s, not const");
           detail::CarriedList list;
           (list.add(carried), ...);
           return list;

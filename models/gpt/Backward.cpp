@@ -65,6 +65,9 @@ void GptModel::backward() {
   // LayerNorm's backward rows in chunks of Tiles::ln_bwd_block columns (0:
   // one block of lnBlock).
   const int lnChunk = tiles_.ln_bwd_block ? tiles_.ln_bwd_block : lnBlock, lnChunks = int(cdiv(C, lnChunk));
+  // At least a warp per 256 columns of a chunk (8 elements a lane), not of
+  // the row: narrow chunks of a wide row do not spread over more warps.
+  const int lnBwdWarps = std::max(tiles_.ln_bwd_warps, std::min(lnBlock, lnChunk) / 256);
   const int64_t geluPartials = int64_t(attnBlocks) * 3 * C, lnPartials = geluPartials + int64_t(dxBlocks) * 4 * C;
   const int64_t lnW = lnPartials, lnB = lnW + int64_t(lnParts) * C, lnO = lnB + int64_t(lnParts) * C;
   if (const int64_t need = lnO + int64_t(lnParts) * C; columnScratch_.size() != need)
@@ -202,7 +205,7 @@ void GptModel::backward() {
   // lnO).
   auto layernormBwd = [&](Arg dy, int64_t x, int64_t mean, int64_t rstd, std::optional<Arg> dres, Arg dx,
                           const std::string &ln, const std::optional<std::string> &projection) {
-    kernels_->layernormBwd(launch({uint32_t(lnParts)}, std::max(tiles_.ln_bwd_warps, lnBlock / 256)), dy, A(x, btc),
+    kernels_->layernormBwd(launch({uint32_t(lnParts)}, lnBwdWarps), dy, A(x, btc),
                            P(ln + ".weight"), S(mean, BT), S(rstd, BT), dres ? *dres : dx, dx,
                            columnScratch_.view(lnW, int64_t(lnParts) * C), columnScratch_.view(lnB, int64_t(lnParts) * C),
                            columnScratch_.view(lnO, int64_t(lnParts) * C), BT, C, dres.has_value(),

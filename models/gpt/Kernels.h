@@ -249,6 +249,8 @@ void layernorm_bwd(tl::ptr<T> dy, tl::ptr<T> x, tl::ptr<T> w, tl::ptr<float> mea
                    tl::ptr<float> partial_o, tl::scalar<int32_t> rows, tl::scalar<int32_t> C,
                    tl::constant<bool> residual, tl::constant<bool> out_sums, tl::constant<int> ROWS,
                    tl::constant<int> BR, tl::constant<int> BLOCK, tl::constant<int> CHUNKS) {
+  if (CHUNKS.value < 1)
+    throw Error("layernorm_bwd: CHUNKS is at least 1, not " + std::to_string(CHUNKS.value));
   const size_t chunks = size_t(CHUNKS.value);
   std::vector<tl::tensor> cols, colMask, wv;
   for (size_t k = 0; k < chunks; ++k) {

@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace tegula::gpt {
 
@@ -36,6 +38,11 @@ std::string fileSafe(const std::string &s) {
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
   return out.empty() ? "_" : out;
 }
+
+/// The precision of f32's dots in a name; bf16's dots are bf16.
+std::string precisionPart(const TuningSetup &s) {
+  return s.storage == DType::f32 ? fmt::format("-{}", precisionName(s.matmul)) : "";
+}
 } // namespace
 
 std::string TuningSetup::str() const {
@@ -46,9 +53,19 @@ std::string TuningSetup::str() const {
 }
 
 std::string TuningSetup::file_name() const {
-  return fmt::format("{}-{}-{}-{}-ws{}-sk{}-L{}-H{}-C{}-V{}-B{}-T{}.txt", fileSafe(chip), fileSafe(device),
-                     storageName(storage), precisionName(matmul), int(warp_specialize), int(stream_k),
+  return fmt::format("{}-{}-{}{}-ws{}-sk{}-L{}-H{}-C{}-V{}-B{}-T{}.txt", fileSafe(chip), fileSafe(device),
+                     storageName(storage), precisionPart(*this), int(warp_specialize), int(stream_k),
                      config.n_layer, config.n_head, config.n_embd, config.vocab, batch, seq);
+}
+
+std::string TuningSetup::tune_command() const {
+  // tune's defaults: --precision tf32, --warp-specialize on, --stream-k on.
+  return fmt::format("tegula-gpt tune --layers {} --heads {} --embd {} --vocab {} --batch {} --seq {} --dtype {}{}{}{}",
+                     config.n_layer, config.n_head, config.n_embd, config.vocab, batch, seq, storageName(storage),
+                     storage == DType::f32 && matmul != tl::precision::tf32
+                         ? fmt::format(" --precision {}", precisionName(matmul))
+                         : "",
+                     warp_specialize ? "" : " --warp-specialize off", stream_k ? "" : " --stream-k off");
 }
 
 std::string tuned_tiles_directory() {
@@ -70,21 +87,28 @@ std::string save_tuned_tiles(const TuningSetup &setup, const std::string &overri
     return "";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw Error(fmt::format("cannot make the tuned tiles' directory {}: {}", dir, ec.message()));
   const std::string path = dir + "/" + setup.file_name();
-  // Written beside and renamed: a reader never sees half a file.
-  const std::string partial = path + ".partial";
+  // Written beside under a name of this process's own and renamed: a reader
+  // never sees half a file, two tunings of one setup never mix.
+  static std::atomic<unsigned> written{0};
+  const std::string partial = fmt::format("{}.{}-{}.partial", path, ::getpid(), written++);
+  bool ok;
   {
     std::ofstream out(partial, std::ios::trunc);
     std::istringstream lines(comment);
     for (std::string line; std::getline(lines, line);)
       out << "# " << line << "\n";
     out << "# for " << setup.str() << "\n" << overrides << "\n";
-    if (!out.flush())
-      throw Error(fmt::format("cannot write the tuned tiles {}", partial));
+    ok = bool(out.flush());
   }
-  std::filesystem::rename(partial, path, ec);
-  if (ec)
-    throw Error(fmt::format("cannot write the tuned tiles {}: {}", path, ec.message()));
+  if (ok)
+    std::filesystem::rename(partial, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(partial, ec);
+    throw Error(fmt::format("cannot write the tuned tiles {}", path));
+  }
   return path;
 }
 
@@ -93,8 +117,10 @@ std::optional<std::string> load_tuned_tiles(const TuningSetup &setup) {
   if (dir.empty())
     return std::nullopt;
   const std::string path = dir + "/" + setup.file_name();
-  if (!std::filesystem::is_regular_file(path))
-    return std::nullopt;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return std::nullopt; // anything else there that cannot be read: tile_overrides_from's error
+
   return tile_overrides_from("@" + path);
 }
 
@@ -102,23 +128,24 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
   note.clear();
   if (text != "auto")
     return tile_overrides_from(text);
-  if (const std::optional<std::string> tuned = load_tuned_tiles(setup)) {
-    try { // kept by an older Tegula, its fields may have gone
+  std::optional<std::string> tuned;
+  try { // unreadable, or kept by an older Tegula whose fields have gone
+    tuned = load_tuned_tiles(setup);
+    if (tuned)
       (void)GptModel::gpu_tiles(setup.storage, setup.chip, setup.matmul).with(*tuned);
-    } catch (const Error &e) {
-      note = fmt::format("tiles: the tuning kept in {}/{} no longer applies ({}) - the defaults; tune again",
-                         tuned_tiles_directory(), setup.file_name(), e.what());
-      return "";
-    }
+  } catch (const Error &e) {
+    note = fmt::format("tiles: the tuning kept in {}/{} cannot be used ({}) - the defaults; `{}` keeps a new one",
+                       tuned_tiles_directory(), setup.file_name(), e.what(), setup.tune_command());
+    return "";
+  }
+  if (tuned) {
     note = fmt::format("tiles: tuned for this setup ({}/{}): {}", tuned_tiles_directory(), setup.file_name(),
                        tuned->empty() ? "the defaults won" : *tuned);
     return *tuned;
   }
-  const GptConfig &c = setup.config;
-  note = fmt::format("tiles: no tuning kept for {} in {} - the defaults; `tegula-gpt tune --layers {} --heads {} "
-                     "--embd {} --vocab {} --batch {} --seq {} --dtype {}` keeps one",
-                     setup.str(), tuned_tiles_directory().empty() ? "(no cache directory)" : tuned_tiles_directory(),
-                     c.n_layer, c.n_head, c.n_embd, c.vocab, setup.batch, setup.seq, storageName(setup.storage));
+  note = fmt::format("tiles: no tuning kept for {} in {} - the defaults; `{}` keeps one", setup.str(),
+                     tuned_tiles_directory().empty() ? "(no cache directory)" : tuned_tiles_directory(),
+                     setup.tune_command());
   return "";
 }
 

@@ -12,7 +12,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
+#include <optional>
 #include <set>
+#include <unistd.h>
 
 using namespace tegula;
 using namespace tegula::gpt;
@@ -25,28 +28,41 @@ TuningSetup h100() {
           .seq = 1024, .storage = DType::bf16};
 }
 
-/// TEGULA_GPT_TILES_DIR set to a fresh directory for one test.
+/// Sets an environment variable for a scope, then puts back what was there.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> was;
+  ScopedEnv(std::string n, const std::string &value) : name(std::move(n)) {
+    if (const char *v = std::getenv(name.c_str()))
+      was = v;
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (was)
+      setenv(name.c_str(), was->c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+/// TEGULA_GPT_TILES_DIR set to a fresh directory of this process's own for
+/// one test.
 struct TilesDir {
   std::string path = (std::filesystem::temp_directory_path() /
-                      ("tegula-gpt-tiles-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                       "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                      fmt::format("tegula-gpt-tiles-{}-{}", ::getpid(),
+                                  ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                          .string();
-  TilesDir() {
-    std::filesystem::remove_all(path);
-    setenv("TEGULA_GPT_TILES_DIR", path.c_str(), 1);
-  }
-  ~TilesDir() {
-    unsetenv("TEGULA_GPT_TILES_DIR");
-    std::filesystem::remove_all(path);
-  }
+  ScopedEnv env{"TEGULA_GPT_TILES_DIR", path};
+  TilesDir() { std::filesystem::remove_all(path); }
+  ~TilesDir() { std::filesystem::remove_all(path); }
 };
 
 TEST(GptTunedTiles, EverySetupFieldNamesItsOwnFile) {
   const TuningSetup base = h100();
-  EXPECT_EQ(base.file_name(), "sm_90a-NVIDIA_H100_80GB_HBM3-bf16-tf32-ws1-sk1-L12-H12-C768-V50257-B8-T1024.txt");
+  EXPECT_EQ(base.file_name(), "sm_90a-NVIDIA_H100_80GB_HBM3-bf16-ws1-sk1-L12-H12-C768-V50257-B8-T1024.txt");
   EXPECT_EQ(base.str(), "NVIDIA H100 80GB HBM3 (sm_90a); 12 layers, 12 heads, 768 dims, vocabulary 50257; B=8 "
                         "T=1024; bf16, warp specialised, stream-K");
-  std::vector<TuningSetup> others(11, base);
+  std::vector<TuningSetup> others(12, base);
   others[0].device = "NVIDIA H100 PCIe";
   others[1].chip = "sm_80";
   others[2].config.n_layer = 24;
@@ -58,9 +74,21 @@ TEST(GptTunedTiles, EverySetupFieldNamesItsOwnFile) {
   others[8].storage = DType::f32;
   others[9].warp_specialize = false;
   others[10].stream_k = false;
+  others[11].storage = DType::f32, others[11].matmul = tl::precision::ieee; // f32's dots: tf32 in others[8]
   std::set<std::string> names = {base.file_name()};
   for (const TuningSetup &s : others)
     EXPECT_TRUE(names.insert(s.file_name()).second) << s.str();
+  EXPECT_THAT(others[8].file_name(), HasSubstr("-f32-tf32-"));
+  // bf16's dots are bf16: its precision names nothing.
+  TuningSetup bf16Ieee = base;
+  bf16Ieee.matmul = tl::precision::ieee;
+  EXPECT_EQ(bf16Ieee.file_name(), base.file_name());
+  // The command that keeps a tuning names what differs from tune's defaults.
+  EXPECT_EQ(base.tune_command(),
+            "tegula-gpt tune --layers 12 --heads 12 --embd 768 --vocab 50257 --batch 8 --seq 1024 --dtype bf16");
+  EXPECT_THAT(others[11].tune_command(), HasSubstr("--dtype f32 --precision ieee"));
+  EXPECT_THAT(others[9].tune_command(), HasSubstr(" --warp-specialize off"));
+  EXPECT_THAT(others[10].tune_command(), HasSubstr(" --stream-k off"));
   TuningSetup odd = base;
   odd.device = "GPU/with spaces:and*marks";
   EXPECT_THAT(odd.file_name(), HasSubstr("-GPU_with_spaces_and_marks-"));
@@ -101,8 +129,14 @@ TEST(GptTunedTiles, AutoResolvesToTheKeptTuningOrTheDefaults) {
   // Kept by an older Tegula: a field that has gone is the defaults, said.
   save_tuned_tiles(setup, "ln_rows=4", "");
   EXPECT_EQ(resolve_tiles("auto", setup, note), "");
-  EXPECT_THAT(note, HasSubstr("no longer applies"));
+  EXPECT_THAT(note, HasSubstr("cannot be used"));
   EXPECT_THAT(note, HasSubstr("no field 'ln_rows'"));
+  EXPECT_THAT(note, HasSubstr("`tegula-gpt tune --layers 12"));
+  // Unreadable (a directory where the file should be): the defaults, said.
+  std::filesystem::remove(dir.path + "/" + setup.file_name());
+  std::filesystem::create_directories(dir.path + "/" + setup.file_name());
+  EXPECT_EQ(resolve_tiles("auto", setup, note), "");
+  EXPECT_THAT(note, HasSubstr("cannot be used"));
   // Anything but "auto" is tile_overrides_from()'s, with no note.
   EXPECT_EQ(resolve_tiles("group_m=4", setup, note), "group_m=4");
   EXPECT_EQ(note, "");
@@ -110,20 +144,24 @@ TEST(GptTunedTiles, AutoResolvesToTheKeptTuningOrTheDefaults) {
 }
 
 TEST(GptTunedTiles, NoDirectoryKeepsNothing) {
-  setenv("TEGULA_GPT_TILES_DIR", "-", 1);
-  EXPECT_EQ(tuned_tiles_directory(), "");
-  EXPECT_EQ(save_tuned_tiles(h100(), "ln_fwd_rows=4", ""), "");
-  EXPECT_EQ(load_tuned_tiles(h100()), std::nullopt);
-  unsetenv("TEGULA_GPT_TILES_DIR");
+  {
+    ScopedEnv none("TEGULA_GPT_TILES_DIR", "-");
+    EXPECT_EQ(tuned_tiles_directory(), "");
+    EXPECT_EQ(save_tuned_tiles(h100(), "ln_fwd_rows=4", ""), "");
+    EXPECT_EQ(load_tuned_tiles(h100()), std::nullopt);
+  }
   // The kernel cache's directory otherwise.
-  const char *cache = std::getenv("TEGULA_CACHE_DIR");
-  const std::string was = cache ? cache : "";
-  setenv("TEGULA_CACHE_DIR", "/some/cache", 1);
+  ScopedEnv unset("TEGULA_GPT_TILES_DIR", "");
+  ScopedEnv cache("TEGULA_CACHE_DIR", "/some/cache");
   EXPECT_EQ(tuned_tiles_directory(), "/some/cache/gpt-tiles");
-  if (cache)
-    setenv("TEGULA_CACHE_DIR", was.c_str(), 1);
-  else
-    unsetenv("TEGULA_CACHE_DIR");
+}
+
+TEST(GptTunedTiles, AFailedWriteLeavesNoPartialFile) {
+  TilesDir dir;
+  std::filesystem::create_directories(dir.path + "/" + h100().file_name()); // a directory in the way
+  EXPECT_THROW(save_tuned_tiles(h100(), "ln_fwd_rows=4", ""), Error);
+  for (const auto &entry : std::filesystem::directory_iterator(dir.path))
+    EXPECT_NE(entry.path().extension(), ".partial") << entry.path();
 }
 
 } // namespace

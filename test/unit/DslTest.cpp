@@ -110,14 +110,19 @@ TEST(Dsl, DynamicLoopsCarryTiles) {
 }
 
 // Column sums of [rows, 3 x 8] kept as three chunks, an accumulator a chunk
-// carried in one std::vector, plus a tensor after it (the order carried).
+// carried in std::vectors swapped each row (double buffering: the sums so
+// far move to `before`), plus a tensor and the row pointer (a tl::ptr)
+// after them - the order carried.
 void chunked_column_sums(tl::ptr<float> x, tl::ptr<float> out, tl::ptr<int32_t> count, tl::scalar<int32_t> rows) {
-  std::vector<tl::tensor> acc(3, tl::zeros({8}, tl::f32));
+  std::vector<tl::tensor> acc(3, tl::zeros({8}, tl::f32)), before = acc;
   tl::tensor seen = tl::scalar_const(0, tl::i32);
-  for (auto r : tl::range(0, rows, 1, acc, seen)) {
+  for (auto r : tl::range(0, rows, 1, acc, seen, before, x)) {
+    (void)r;
+    std::swap(acc, before);
     for (size_t k = 0; k < acc.size(); ++k)
-      acc[k] = acc[k] + tl::load(x + r * 24 + int(k) * 8 + tl::arange(0, 8));
+      acc[k] = before[k] + tl::load(x + int(k) * 8 + tl::arange(0, 8));
     seen = seen + 1;
+    x = tl::ptr<float>(x + 24);
   }
   for (size_t k = 0; k < acc.size(); ++k)
     tl::store(out + int(k) * 8 + tl::arange(0, 8), acc[k]);

@@ -403,13 +403,6 @@ int tune(const Options &o) {
   fmt::print("tuned: {} ({:.3f} ms a step, {:.3f} at the start: {:.3f}x)\n",
              overrides.empty() ? "the defaults" : overrides, tuned.tuned_ms, tuned.start_ms,
              tuned.start_ms / tuned.tuned_ms);
-  // Kept for --tiles auto on this GPU and setup (the last tuning wins).
-  const std::string kept = save_tuned_tiles(
-      tuningSetup(model, o, B, T), overrides,
-      fmt::format("tegula-gpt tune on {} ({}), driver {}\n{:.3f} ms a step tuned, {:.3f} at the start", info.name,
-                  info.chip, info.driver_version, tuned.tuned_ms, tuned.start_ms));
-  if (!kept.empty())
-    fmt::print("kept {} (tegula-gpt train --tiles auto at the same setup)\n", kept);
   if (!o.str("out").empty()) {
     // Tuned for one model, dtype and GPU (the comments say which): give
     // train the same --dtype.
@@ -421,6 +414,18 @@ int tune(const Options &o) {
     if ((f && std::fclose(f) != 0) || !written)
       throw Error(fmt::format("cannot write {}", o.str("out")));
     fmt::print("wrote {} (tegula-gpt train --tiles @{})\n", o.str("out"), o.str("out"));
+  }
+  // Kept for --tiles auto on this GPU and setup (the last tuning wins) -
+  // after --out, and a failure only warns: the tuning is printed above.
+  try {
+    const std::string kept = save_tuned_tiles(
+        tuningSetup(model, o, B, T), overrides,
+        fmt::format("tegula-gpt tune on {} ({}), driver {}\n{:.3f} ms a step tuned, {:.3f} at the start", info.name,
+                    info.chip, info.driver_version, tuned.tuned_ms, tuned.start_ms));
+    if (!kept.empty())
+      fmt::print("kept {} (tegula-gpt train --tiles auto at the same setup)\n", kept);
+  } catch (const Error &e) {
+    fmt::print(stderr, "warning: the tuning is not kept for --tiles auto: {}\n", e.what());
   }
   return 0;
 }
