@@ -524,7 +524,7 @@ namespace detail {
 struct LoopState;
 
 /// tl::range's carried variables in order, vectors flattened element by
-/// element. A vector's elements are looked up afresh (refresh()) each time
+/// element. A vector's elements are looked up afresh each time
 /// the loop rebinds them - a body may swap or move-assign the vector - and
 /// its size is checked: it must not change.
 struct CarriedList {
