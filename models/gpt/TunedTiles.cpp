@@ -2,6 +2,7 @@
 #include "models/gpt/TunedTiles.h"
 
 #include "models/gpt/TileTuner.h"
+#include "runtime/KernelCache.h"
 #include "tegula/error.h"
 
 #include <fmt/format.h>
@@ -71,11 +72,7 @@ std::string TuningSetup::tune_command() const {
 std::string tuned_tiles_directory() {
   if (const char *d = std::getenv("TEGULA_GPT_TILES_DIR"); d && *d)
     return std::string(d) == "-" ? "" : d;
-  std::string base;
-  if (const char *d = std::getenv("TEGULA_CACHE_DIR"); d && *d)
-    base = d;
-  else if (const char *home = std::getenv("HOME"); home && *home)
-    base = std::string(home) + "/.cache/tegula";
+  const std::string base = runtime::KernelCache::defaultDirectory(); // the kernel cache's
   if (base.empty() || base == "-")
     return "";
   return base + "/gpt-tiles";
