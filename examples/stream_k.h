@@ -80,20 +80,32 @@ void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, co
     tl::tensor m0 = tile_m * BM, n0 = tile_n * BN;
     tl::tensor acc = product(m0, n0, first, last);
 
-    // A partial tile: park it in this program's slot (0: the tile its run
-    // starts in, 1: its last) and arrive; the last arrival adds them all.
-    tl::tensor whole = (first == 0) & (last == steps);
-    tl::tensor slot = p * 2 + (sk_tile != first_sk).to(tl::i32);
-    tl::store(partials + slot * (BM * BN) + offs, acc, block & !whole);
-    tl::tensor arrived = tl::atomic_add(arrivals + t, 1, !whole, tl::memory_order::acq_rel);
     // The tile's contributors (none to read for a data-parallel tile).
+    tl::tensor whole = (first == 0) & (last == steps);
     tl::tensor c0 = streamKOwner(tile_begin, total, programs);
     tl::tensor c1 = tl::where(dp, c0 - 1, streamKOwner(tile_begin + (steps - 1), total, programs));
-    tl::tensor finishes = !whole & (arrived == c1 - c0);
-    // A whole tile keeps its sum (a masked-off load adds zeros); only one
-    // [BM, BN] accumulator stays live.
-    tl::tensor sum = tl::where(whole, acc, 0.0f);
-    for (auto c : tl::range(c0, c1 + 1, 1, sum)) {
+    // The tile's first contributor does its share at the end of its run,
+    // the others theirs at the start of theirs: it is nearly always the
+    // last to arrive. It looks first (an acquiring read of the counter):
+    // with every other share in, it neither parks its block nor reads it
+    // back - a BM x BN f32 block less written and read at the kernel's end.
+    tl::tensor leads = !whole & (p == c0);
+    tl::tensor seen = tl::atomic_add(arrivals + t, 0, leads, tl::memory_order::acquire);
+    tl::tensor sure = leads & (seen == c1 - c0);
+    // Otherwise park it in this program's slot (0: the tile its run starts
+    // in, 1: its last) and arrive; the last arrival adds them all.
+    tl::tensor parks = !whole & !sure;
+    tl::tensor slot = p * 2 + (sk_tile != first_sk).to(tl::i32);
+    tl::store(partials + slot * (BM * BN) + offs, acc, block & parks);
+    tl::tensor arrived = tl::atomic_add(arrivals + t, 1, parks, tl::memory_order::acq_rel);
+    tl::tensor finishes = sure | (parks & (arrived == c1 - c0));
+    // In program order, whoever finishes: the first contributor's block
+    // from its registers when it finishes, else from its slot. A whole tile
+    // keeps its sum (a masked-off load adds zeros); only one [BM, BN]
+    // accumulator stays live.
+    tl::tensor own = finishes & (p == c0);
+    tl::tensor sum = tl::where(whole | own, acc, 0.0f);
+    for (auto c : tl::range(c0 + own.to(tl::i32), c1 + 1, 1, sum)) {
       tl::tensor c_slot = c * 2 + (sk_tile != streamKBegin(c, total, programs) / steps).to(tl::i32);
       sum = sum + tl::load(partials + c_slot * (BM * BN) + offs, block & finishes, 0.0f);
     }

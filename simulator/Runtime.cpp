@@ -707,16 +707,19 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
 
   Cta *saved = tCta;
   uint64_t ctas = 0;
-  for (uint32_t z = 0; z < config.grid.z && !firstError(cl); ++z)
-    for (uint32_t y = 0; y < config.grid.y && !firstError(cl); ++y)
-      for (uint32_t x = 0; x < config.grid.x && !firstError(cl); x += unsigned(clusterSize)) {
-        for (int r = 0; r < clusterSize; ++r) {
-          Cta &c = *cl.ctas[size_t(r)];
-          c.id[0] = x + unsigned(r), c.id[1] = y, c.id[2] = z;
-        }
-        runCluster(cl, ctas);
-        ctas += unsigned(clusterSize);
-      }
+  const uint64_t clustersX = config.grid.x / unsigned(clusterSize);
+  const uint64_t clusters = clustersX * config.grid.y * config.grid.z;
+  for (uint64_t i = 0; i < clusters && !firstError(cl); ++i) {
+    const uint64_t k = config.lastCtaFirst ? clusters - 1 - i : i; // x fastest, then y, then z
+    const uint32_t x = uint32_t(k % clustersX) * unsigned(clusterSize);
+    const uint32_t y = uint32_t(k / clustersX % config.grid.y), z = uint32_t(k / clustersX / config.grid.y);
+    for (int r = 0; r < clusterSize; ++r) {
+      Cta &c = *cl.ctas[size_t(r)];
+      c.id[0] = x + unsigned(r), c.id[1] = y, c.id[2] = z;
+    }
+    runCluster(cl, ctas);
+    ctas += unsigned(clusterSize);
+  }
   tCta = saved;
   if (const std::string *error = firstError(cl))
     throw Error(*error);

@@ -74,6 +74,10 @@ struct LaunchConfig {
   int maxRegisters = 0;
   Schedule schedule = Schedule::RoundRobin;
   uint64_t scheduleSeed = 1; // Shuffled's
+  /// Run the CTAs (clusters) from the last to the first: kernels whose
+  /// programs hand work to each other through global memory (stream-K's
+  /// partial tiles) see the other order of arrival.
+  bool lastCtaFirst = false;
   /// Thread-block clusters (sm_90): CTAs x = C*k .. C*k + C-1 of each grid
   /// row form cluster k and run together (grid.x must be a multiple of C).
   int clusterSize = 1;

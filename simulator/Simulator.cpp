@@ -223,6 +223,7 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   config.sharedBytes = impl_->sharedBytes;
   config.sites = &impl_->sites;
   config.detectRaces = options.detectRaces;
+  config.lastCtaFirst = options.lastCtaFirst;
   std::tie(config.schedule, config.scheduleSeed) =
       options.schedule ? std::pair(*options.schedule, options.scheduleSeed) : scheduleFromEnvironment();
 

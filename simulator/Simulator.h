@@ -31,6 +31,8 @@ struct SimOptions {
   std::optional<Schedule> schedule;
   /// Shuffled's seed (with `schedule`; else the environment's, or 1).
   uint64_t scheduleSeed = 1;
+  /// The CTAs from the last to the first (LaunchConfig::lastCtaFirst).
+  bool lastCtaFirst = false;
   /// Capture vprintf output here instead of printing it (tests).
   std::string *printed = nullptr;
 };
