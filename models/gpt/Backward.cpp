@@ -51,7 +51,7 @@ void GptModel::backward() {
   // The backward's blocks: a dkdv program owns `own` keys and steps through
   // the queries `step` at a time; a dq program owns `own` queries.
   const int own = tiles_.attention_bwd_block, step = tiles_.attention_bwd_step;
-  const int attWarps = tiles_.attention_warps, colBlock = 32;
+  const int colBlock = 32;
   // The column sums' partials (the bias and LayerNorm parameter gradients'
   // first passes, each written by the kernel that writes their input
   // anyway), f32, in three regions: attention's backward's [attnBlocks, 3C]
@@ -267,10 +267,10 @@ void GptModel::backward() {
                              dA(L.atty, btc), dS(a.delta, bht), H, T, D, step);
     // dq, dk and dv with their column sums' partials (c_attn's bias).
     const Arg qkvPartials = columnScratch_.view(0, int64_t(attnBlocks) * 3 * C);
-    kernels_->attentionDkdv(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+    kernels_->attentionDkdv(attentionBackwardLaunch({uint32_t(cdiv(T, own)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
                             dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                             3 * C, H, T, scale, D, step, own, BT, qkvPartials, true);
-    kernels_->attentionDq(launch({uint32_t(cdiv(T, own)), uint32_t(B * H)}, attWarps), A(L.qkv, 3 * btc),
+    kernels_->attentionDq(attentionBackwardLaunch({uint32_t(cdiv(T, own)), uint32_t(B * H)}), A(L.qkv, 3 * btc),
                           dA(L.atty, btc), S(L.lse, bht), dS(a.delta, bht), dA(L.qkv, 3 * btc), 0, C, 2 * C,
                           3 * C, H, T, scale, D, own, step, BT, qkvPartials, true);
     linearBwd(dA(L.qkv, 3 * btc), A(L.ln1, btc), dA(L.ln1, btc), h + "attn.c_attn", 3 * C, C, std::nullopt,

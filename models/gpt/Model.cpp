@@ -364,6 +364,12 @@ LaunchOptions GptModel::attentionForwardLaunch(Grid grid) const {
   return o;
 }
 
+LaunchOptions GptModel::attentionBackwardLaunch(Grid grid) const {
+  LaunchOptions o = launch(grid, tiles_.attention_warps);
+  o.warp_specialize = o.warp_specialize && tiles_.attention_bwd_ws;
+  return o;
+}
+
 float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H, BT = B * T;

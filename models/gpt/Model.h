@@ -228,6 +228,12 @@ public:
     // issue its TMA copies (the attention benchmark's flash attention ran
     // GPT-2's shape fastest that way, at 64 x 64 on 4 warps).
     bool attention_fwd_ws = true;
+    // Attention's backward (dkdv and dq) with a producer warpgroup where the
+    // model's TMA loops have one. Off: its TMA rings, each read by two
+    // dots, ran GPT-2's backward faster filled by the program's own warps -
+    // 0.220 ms against 0.233 (H100, 2026-11-27, gpt2-attention, twenty-ninth
+    // session; 0.194 against 0.205 that morning).
+    bool attention_bwd_ws = false;
     /// Sets the field `name` (as spelled here: "attention_fwd_block",
     /// "group_m", ...; a bool takes 0 or 1); throws tegula::Error naming the
     /// fields for an unknown one, or for a value out of its range.
@@ -493,6 +499,9 @@ private:
   /// Attention's forward (training and decoding): its warps, and its own
   /// warp specialisation (Tiles::attention_fwd_ws).
   LaunchOptions attentionForwardLaunch(Grid grid) const;
+  /// Attention's backward (dkdv, dq): its warps, and its own warp
+  /// specialisation (Tiles::attention_bwd_ws).
+  LaunchOptions attentionBackwardLaunch(Grid grid) const;
   /// A linear layer's launch: its tiles' warps and pipeline depth.
   LaunchOptions launchLinear(Grid grid) const { return launch(grid, tiles_.linear_warps, tiles_.linear_stages); }
   /// A weight gradient's launch (dw (+)= x^T dy at the linear layers' tile).

@@ -49,6 +49,7 @@ const Field kFields[] = {
     TEGULA_POW2(attention_fwd_step, 0),
     TEGULA_BOOL(attention_fwd_diagonal_mask_only),
     TEGULA_BOOL(attention_fwd_ws),
+    TEGULA_BOOL(attention_bwd_ws),
     TEGULA_POW2(vocab_block, 1),
     TEGULA_INT(column_rows, 1),
     TEGULA_POW2(column_tile_rows, 1),

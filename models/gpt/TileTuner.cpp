@@ -53,8 +53,12 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
       fwd.insert(fwd.end(), {"attention_fwd_ws=0", "attention_fwd_block=64,attention_fwd_warps=4,attention_fwd_ws=0"});
     choices.push_back({"attention_fwd", fwd});
     // Attention's backward (dkdv alone 1.64 ms of the 2026-11-27 step):
-    // half the step, or a warpgroup owning 64 rows.
-    choices.push_back({"attention_bwd", {"", "attention_bwd_step=32", "attention_bwd_block=64,attention_warps=4"}});
+    // half the step, or a warpgroup owning 64 rows; with a producer (5%
+    // slower in gpt2-attention on the H100 of 2026-11-27, alone).
+    std::vector<std::string> bwd = {"", "attention_bwd_step=32", "attention_bwd_block=64,attention_warps=4"};
+    if (producer)
+      bwd.push_back("attention_bwd_ws=1");
+    choices.push_back({"attention_bwd", bwd});
   }
   if (producer)
     // The persistent GEMMs' tile order: row blocks a group (L2 reuse of

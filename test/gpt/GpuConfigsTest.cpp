@@ -117,9 +117,14 @@ template <class T> void checkAll(const char *chip) {
                          : kernel("attention_bwd_dq", k::attention_bwd_dq<T, P>, bwdParams);
   check(dkdv, dkdvArgs, chip, W);
   check(dq, dqArgs, chip, W);
-  if (bf16 && std::string(chip) == "sm_90a") // all eight dots on wgmma, TMA rings
-    for (auto [kern, args] : {std::pair{&dkdv, &dkdvArgs}, std::pair{&dq, &dqArgs}}) {
-      const std::string ptx = kern->compile(*args, {.chip = chip, .num_warps = W, .assemble = false}).ptx;
+  if (bf16 && std::string(chip) == "sm_90a") // all eight dots on wgmma, TMA rings; no producer, as GptModel
+    for (auto [kern, args] : {std::pair{&dkdv, &dkdvArgs}, std::pair{&dq, &dqArgs}}) { // launches it by default
+      const CompiledKernel c = kern->compile(*args, {.chip = chip, .num_warps = W});
+      std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled, no producer\n", chip,
+                  kern->name().c_str(), c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes);
+      EXPECT_EQ(c.spill_bytes, 0) << kern->name();
+      EXPECT_EQ(c.producer_warps, 0) << kern->name();
+      const std::string &ptx = c.ptx;
       EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << kern->name();
       EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster"), std::string::npos) << kern->name();
       EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << kern->name();
