@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
               warps = tiles.attention_warps, fs = tiles.attention_fwd_step ? tiles.attention_fwd_step : fb;
     // ws: on sm_90a, warp specialised (a producer warpgroup fills the TMA
     // rings; in the forward the two consumer warpgroups take turns issuing
-    // their dots unless TEGULA_WARPGROUP_TURNS=0).
+    // their dots with TEGULA_WARPGROUP_TURNS=1).
     auto forwardWith = [&](bool ws, DeviceBuffer &out, DeviceBuffer &lseOut) {
       fwd(on({uint32_t(cdiv(T, fb)), bh}, tiles.attention_fwd_warps, ws), qkv, out, lseOut, 0, C, 2 * C, 3 * C, H,
           T, scale, 0, D, fb, fs, BT, tiles.attention_fwd_diagonal_mask_only);
@@ -251,14 +251,14 @@ int main(int argc, char **argv) {
     fmt::print("gpt2_attention_bwd_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", B, bwdMs, bwdFlops / bwdMs / 1e9);
     if (info.chip == "sm_90a") {
       DeviceBuffer o2(size_t(BT) * C, DType::bf16), lse2(size_t(B) * H * T, DType::f32);
-      for (bool turns : {true, false}) {
-        bench::ScopedSwitch off("TEGULA_WARPGROUP_TURNS", turns ? nullptr : "0");
+      for (bool turns : {false, true}) {
+        bench::ScopedSwitch on("TEGULA_WARPGROUP_TURNS", turns ? "1" : "0");
         o2.fill_bytes(0xff);
         forwardWith(true, o2, lse2);
         const double fwdErr = relDiff(o2, o);
         const double ms = time_ms([&] { forwardWith(true, o2, lse2); }, iters).median;
-        const char *what = turns ? "ws" : "ws_noturns";
-        fmt::print("warp specialised forward{} vs the plain one: rel {:.2e} {}\n", turns ? "" : " without turns", fwdErr,
+        const char *what = turns ? "ws_turns" : "ws";
+        fmt::print("warp specialised forward{} vs the plain one: rel {:.2e} {}\n", turns ? " with turns" : "", fwdErr,
                    fwdErr < 1e-2 ? "ok" : "FAILED");
         ok = ok && fwdErr < 1e-2;
         fmt::print("gpt2_attention_fwd_{}_bf16_b{} {:.3f} ms TFLOP/s {:.1f}\n", what, B, ms, fwdFlops / ms / 1e9);

@@ -21,9 +21,10 @@
 namespace tegula::detail {
 
 /// The code paths the TEGULA_WGMMA / TEGULA_TMA / TEGULA_OVERLAP_DOTS /
-/// TEGULA_WARPGROUP_TURNS switches allow (all by default).
+/// TEGULA_WARPGROUP_TURNS switches allow (all but warpgroup-turns by
+/// default: it lost 4% on H100s, Pipeline.h).
 struct CodePaths {
-  bool wgmma = true, tma = true, overlapDots = true, warpgroupTurns = true;
+  bool wgmma = true, tma = true, overlapDots = true, warpgroupTurns = false;
   auto key() const { return std::tuple(wgmma, tma, overlapDots, warpgroupTurns); }
 };
 
@@ -41,8 +42,8 @@ struct Switches {
   bool tmaOff = false;
   /// TEGULA_OVERLAP_DOTS=0: no overlap-chained-dots on sm_90a.
   bool overlapDotsOff = false;
-  /// TEGULA_WARPGROUP_TURNS=0: no warpgroup-turns on sm_90a.
-  bool warpgroupTurnsOff = false;
+  /// TEGULA_WARPGROUP_TURNS=1: warpgroup-turns on sm_90a (off otherwise).
+  bool warpgroupTurnsOn = false;
   /// TEGULA_WARP_SPECIALIZE=1: every launch and compile asks for it.
   bool warpSpecialize = false;
   /// TEGULA_PING_PONG=1: likewise for ping-pong (and warp specialisation).
@@ -74,7 +75,7 @@ struct Switches {
       else if (name == "OVERLAP_DOTS")
         s.overlapDotsOff = value == "0";
       else if (name == "WARPGROUP_TURNS")
-        s.warpgroupTurnsOff = value == "0";
+        s.warpgroupTurnsOn = value == "1";
       else if (name == "WARP_SPECIALIZE")
         s.warpSpecialize = value == "1";
       else if (name == "PING_PONG")
@@ -85,7 +86,7 @@ struct Switches {
     return s;
   }
 
-  CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff, !warpgroupTurnsOff}; }
+  CodePaths paths() const { return {!wgmmaOff, !tmaOff, !overlapDotsOff, warpgroupTurnsOn}; }
   /// The cluster size kernel `name` runs at: `requested` (0: unset), else
   /// TEGULA_CLUSTER_SIZE's, else 1 - and 1 for a kernel that does not use
   /// clusters (`uses`: no tl::multicast load, no tl::cluster_size()).

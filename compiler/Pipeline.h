@@ -42,9 +42,12 @@ struct GpuPipelineOptions {
   /// false (TEGULA_OVERLAP_DOTS=0): no overlap-chained-dots on sm_90a -
   /// attention's softmax waits for its first dot and the second waits for it.
   bool overlapDots = true;
-  /// false (TEGULA_WARPGROUP_TURNS=0): no warpgroup-turns on sm_90a - two
-  /// consumer warpgroups issue attention's dots whenever they are ready.
-  bool warpgroupTurns = true;
+  /// true (TEGULA_WARPGROUP_TURNS=1): warpgroup-turns on sm_90a - two
+  /// consumer warpgroups take turns issuing attention's dots. Off by
+  /// default: on H100s (2026-11-26 and 11-27, 36 configurations of
+  /// benchmarks/attention) it ran 4% slower on the geometric mean, up to 10%
+  /// at 128 x 64 on 8 warps, than the warpgroups issuing whenever ready.
+  bool warpgroupTurns = false;
   /// false: no order-global-accesses - a program's load of what it stored
   /// in another layout may read the buffer before other threads wrote it
   /// (only to show that race: ReadBackSim).

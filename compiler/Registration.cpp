@@ -66,7 +66,7 @@ void registerAllPasses() {
     Option<bool> warpgroupTurns{
         *this, "warpgroup-turns",
         llvm::cl::desc("sm_90a, warp specialised: two consumer warpgroups take turns issuing attention's dots"),
-        llvm::cl::init(true)};
+        llvm::cl::init(false)};
     Option<bool> orderGlobalAccesses{
         *this, "order-global-accesses",
         llvm::cl::desc("a barrier before a load of what other threads of the program stored (false: none)"),

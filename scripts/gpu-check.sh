@@ -441,14 +441,14 @@ run_tests() {
 # alone, ended and shards in scope; fills its `verdicts` ("test|verdict").
 # Which Hopper path a failure depends on (the likeliest first-contact
 # failures are new TMA / mbarrier / wgmma code): on a Hopper GPU each test
-# that failed on its own, or was lost, runs again with the warpgroups'
-# turns off and attention's softmax overlap off (the newest code), TMA
-# off, then wgmma off (sm_80's code),
+# that failed on its own, or was lost, runs again with attention's
+# softmax overlap off (the newest code), TMA off, then wgmma off (sm_80's
+# code; the warpgroups' turns are off by default),
 # each within the stall limit, all within a
 # quarter of the time left. A test that checks the generated code fails
 # under a switch for that reason too: the verdict names the first failing
 # line.
-BISECT_SWITCHES="TEGULA_WARPGROUP_TURNS=0 TEGULA_OVERLAP_DOTS=0 TEGULA_TMA=0 TEGULA_WGMMA=0"
+BISECT_SWITCHES="TEGULA_OVERLAP_DOTS=0 TEGULA_TMA=0 TEGULA_WGMMA=0"
 bisect_failures() {
   local suspects=() sw t i
   for t in "${failed[@]}"; do [[ " ${alone[*]} " == *" $t "* ]] || suspects+=("$t"); done

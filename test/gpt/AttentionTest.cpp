@@ -266,8 +266,9 @@ TEST(GptAttentionHopperTiles, Bf16BackwardWarpSpecializedInTheSimulator) {
 
 // The forward through tensor descriptors (attention_fwd_tma, what GptModel
 // runs in bf16) at sm_90a's tiles - 128 x 128, 8 warps, TMA rings feeding
-// wgmma - warp specialised, so its two consumer warpgroups take turns
-// issuing their dots (warpgroup-turns), on a batch of two ragged sequences;
+// wgmma - warp specialised, its two consumer warpgroups taking turns
+// issuing their dots (TEGULA_WARPGROUP_TURNS=1; GptModel's default has no
+// turns, checked at the model's level), on a batch of two ragged sequences;
 // masking only the blocks that need it and every block alike. Query blocks
 // run longest first.
 TEST(GptAttentionHopperTiles, Bf16ForwardWarpSpecializedTakesTurnsInTheSimulator) {
@@ -279,6 +280,7 @@ TEST(GptAttentionHopperTiles, Bf16ForwardWarpSpecializedTakesTurnsInTheSimulator
   auto fwd = kernel("attention_fwd_tma", k::attention_fwd_tma<bfloat16>,
                     {"qkv", "o", "lse", "q_off", "k_off", "v_off", "stride", "H", "T", "scale", "first_block", "D",
                      "BM", "BN", "rows", "diagonal_mask_only"});
+  ScopedEnv turns("TEGULA_WARPGROUP_TURNS", "1");
   for (bool diagonalOnly : {true, false}) {
     SCOPED_TRACE(diagonalOnly ? "diagonal blocks masked" : "every block masked");
     auto o = poisoned<bfloat16>(size_t(B * T * C));

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <optional>
+
 using namespace tegula;
 using namespace tegula::testing;
 using ::testing::HasSubstr;
@@ -94,11 +96,12 @@ TEST_P(PingPong, AttentionMatchesThePointerKernel) {
   // Two dots with the softmax between: the programs take turns burst by
   // burst of wgmma issues (warpgroup-turns: three bursts, each ended by the
   // warpgroup's arrival and named barrier), not loop by loop (a turn would
-  // hold the tensor cores through the softmax); TEGULA_WARPGROUP_TURNS=0
-  // lets them interleave freely.
+  // hold the tensor cores through the softmax) with TEGULA_WARPGROUP_TURNS=1;
+  // by default they interleave freely.
   std::vector<bfloat16> x(2 * 128 * 64);
   const std::vector<Arg> args = {x, x, x, x, 128, 256, 0.125f, 64, 64, 64, true};
   const CompileOptions o{.chip = "sm_90a", .num_warps = 4, .ping_pong = true, .assemble = false};
+  std::optional<ScopedEnv> on(std::in_place, "TEGULA_WARPGROUP_TURNS", "1");
   CompiledKernel c = k.compile(args, o);
   EXPECT_EQ(c.programs_per_cta, 2);
   auto count = [](const std::string &ptx, std::string_view what) {
@@ -109,7 +112,7 @@ TEST_P(PingPong, AttentionMatchesThePointerKernel) {
   };
   EXPECT_EQ(count(c.ptx, "tegula_turn:"), 3u);
   EXPECT_EQ(count(c.ptx, "];\nbar.sync %r"), 3u) << "each turn ends with an arrival and the warpgroup's barrier";
-  ScopedEnv off("TEGULA_WARPGROUP_TURNS", "0");
+  on.reset();
   EXPECT_EQ(count(k.compile(args, o).ptx, "tegula_turn:"), 0u);
 }
 

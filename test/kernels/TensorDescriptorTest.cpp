@@ -385,8 +385,8 @@ TEST_P(TensorDescriptor, OverlappedAttentionComputesTheSameBits) {
 /// reads both operands from there, rotated or not. The rotated result is
 /// the same bits as the unrotated one, and close to attention in double;
 /// plain TMA and warp specialised, causal and not.
-/// Warp specialised, its two warpgroups take turns issuing their dots
-/// (warpgroup-turns): the same bits again as when they do not.
+/// Warp specialised, its two warpgroups taking turns issuing their dots
+/// (warpgroup-turns, TEGULA_WARPGROUP_TURNS=1) compute the same bits again.
 TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
   auto k = kernel("attention_fwd_descriptors", examples::attention_fwd_descriptors<bfloat16>,
                   {"q", "k", "v", "out", "seq_len", "rows", "scale", "D", "BM", "BN", "causal"});
@@ -418,14 +418,14 @@ TEST_P(TensorDescriptor, AttentionWithQInSharedMemoryComputesTheSameBits) {
               << "element " << i << ": " << float(rotated[i]) << " vs " << float(unrotated[i]);
         if (!ws)
           continue;
-        auto noTurns = poisoned<bfloat16>(n);
+        auto turns = poisoned<bfloat16>(n);
         {
-          ScopedEnv off("TEGULA_WARPGROUP_TURNS", "0");
-          k(o, q, kk, v, noTurns, seq, heads * seq, 0.125f, D, B, B, causal);
+          ScopedEnv on("TEGULA_WARPGROUP_TURNS", "1");
+          k(o, q, kk, v, turns, seq, heads * seq, 0.125f, D, B, B, causal);
         }
         for (size_t i = 0; i < n; ++i)
-          ASSERT_EQ(std::bit_cast<uint16_t>(rotated[i]), std::bit_cast<uint16_t>(noTurns[i]))
-              << "element " << i << ": " << float(rotated[i]) << " vs " << float(noTurns[i]) << " without turns";
+          ASSERT_EQ(std::bit_cast<uint16_t>(rotated[i]), std::bit_cast<uint16_t>(turns[i]))
+              << "element " << i << ": " << float(rotated[i]) << " vs " << float(turns[i]) << " with turns";
       }
 }
 

@@ -90,18 +90,18 @@ grep -qx "    failed: A.Sticky (passed alone: an earlier test broke its process'
   fail "the test that passes alone is not told apart"
 grep -qx '    lost: A.Hangs (no output for 2 s: killed)' "$summary" || fail "the hanging test is not named"
 grep -qx '    lost: A.Crashes (exit status 139)' "$summary" || fail "the crashing test is not named"
-# Each test that failed on its own or was lost runs again with the turns off, the softmax
-# overlap off, TMA off and wgmma off: the summary says which switch makes it pass.
-grep -A1 -x '    failed: A.NeedsTmaOff' "$summary" | grep -qx '    \[TEGULA_WARPGROUP_TURNS=0 fails, TEGULA_OVERLAP_DOTS=0 fails, TEGULA_TMA=0 passes, TEGULA_WGMMA=0 fails\]' ||
+# Each test that failed on its own or was lost runs again with the softmax overlap off,
+# TMA off and wgmma off: the summary says which switch makes it pass.
+grep -A1 -x '    failed: A.NeedsTmaOff' "$summary" | grep -qx '    \[TEGULA_OVERLAP_DOTS=0 fails, TEGULA_TMA=0 passes, TEGULA_WGMMA=0 fails\]' ||
   fail "the switch that mends A.NeedsTmaOff is not named"
 grep -A1 -x '    failed: A.Fails' "$summary" |
-  grep -qx '    \[TEGULA_WARPGROUP_TURNS=0 fails at fake_test.cpp:12, TEGULA_OVERLAP_DOTS=0 fails at fake_test.cpp:12, TEGULA_TMA=0 fails at fake_test.cpp:12, TEGULA_WGMMA=0 fails at fake_test.cpp:12\]' ||
+  grep -qx '    \[TEGULA_OVERLAP_DOTS=0 fails at fake_test.cpp:12, TEGULA_TMA=0 fails at fake_test.cpp:12, TEGULA_WGMMA=0 fails at fake_test.cpp:12\]' ||
   fail "A.Fails was not tried with the switches"
 grep -A1 -x '    lost: A.Crashes (exit status 139)' "$summary" |
-  grep -qx '    \[TEGULA_WARPGROUP_TURNS=0 crashes (exit status 139), TEGULA_OVERLAP_DOTS=0 crashes (exit status 139), TEGULA_TMA=0 crashes (exit status 139), TEGULA_WGMMA=0 crashes (exit status 139)\]' ||
+  grep -qx '    \[TEGULA_OVERLAP_DOTS=0 crashes (exit status 139), TEGULA_TMA=0 crashes (exit status 139), TEGULA_WGMMA=0 crashes (exit status 139)\]' ||
   fail "A.Crashes was not tried with the switches"
 grep -A1 -x '    lost: A.Hangs (no output for 2 s: killed)' "$summary" |
-  grep -qx '    \[TEGULA_WARPGROUP_TURNS=0 does not finish, TEGULA_OVERLAP_DOTS=0 does not finish, TEGULA_TMA=0 does not finish, TEGULA_WGMMA=0 does not finish\]' ||
+  grep -qx '    \[TEGULA_OVERLAP_DOTS=0 does not finish, TEGULA_TMA=0 does not finish, TEGULA_WGMMA=0 does not finish\]' ||
   fail "A.Hangs was not tried with the switches"
 grep -qE '^benchmark +fake_bench +rc=0' "$summary" || fail "fake_bench did not run"
 grep -qE '^benchmark +quiet_bench +rc=[0-9]+ +STALLED \(no output for 2 s: killed\)' "$summary" ||

@@ -54,7 +54,8 @@ struct LoweredAttention {
     if (!module || mlir::failed(runGpuPipeline(*module, {.numWarps = warps,
                                                           .chip = "sm_90a",
                                                           .warpSpecialize = true,
-                                                          .pingPong = pingPong})))
+                                                          .pingPong = pingPong,
+                                                          .warpgroupTurns = true})))
       module = {};
   }
 
