@@ -126,10 +126,12 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
   if (text != "auto")
     return tile_overrides_from(text);
   std::optional<std::string> tuned;
+  const GptModel::Tiles defaults = GptModel::gpu_tiles(setup.storage, setup.chip, setup.matmul);
+  std::string differences;
   try { // unreadable, or kept by an older Tegula whose fields have gone
     tuned = load_tuned_tiles(setup);
     if (tuned)
-      (void)GptModel::gpu_tiles(setup.storage, setup.chip, setup.matmul).with(*tuned);
+      differences = defaults.with(*tuned).diff(defaults);
   } catch (const Error &e) {
     note = fmt::format("tiles: the tuning kept in {}/{} cannot be used ({}) - the defaults; `{}` keeps a new one",
                        tuned_tiles_directory(), setup.file_name(), e.what(), setup.tune_command());
@@ -137,7 +139,7 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
   }
   if (tuned) {
     note = fmt::format("tiles: tuned for this setup ({}/{}): {}", tuned_tiles_directory(), setup.file_name(),
-                       tuned->empty() ? "the defaults won" : *tuned);
+                       differences.empty() ? "the defaults" : differences);
     return *tuned;
   }
   note = fmt::format("tiles: no tuning kept for {} in {} - the defaults; `{}` keeps one", setup.str(),

@@ -44,19 +44,21 @@ struct TuningSetup {
 /// there is none (either variable "-", no HOME).
 std::string tuned_tiles_directory();
 
-/// Keeps `overrides` (Tiles::with(), "" for the defaults) for `setup`, with
-/// `comment` lines above them; returns the file's path, or "" where there is
-/// no directory. Throws tegula::Error where the file cannot be written (a
+/// Keeps `overrides` (Tiles::with(); tegula-gpt tune keeps every field,
+/// Tiles::str(), so a later Tegula's changed defaults do not change the
+/// tuning) for `setup`, with `comment` lines above them; returns the file's
+/// path, or "" where there is no directory. Throws tegula::Error where the file cannot be written (a
 /// half-written file is never left under the setup's name).
 std::string save_tuned_tiles(const TuningSetup &setup, const std::string &overrides, const std::string &comment);
 
 /// The overrides kept for `setup`, or nullopt where it was never tuned.
 std::optional<std::string> load_tuned_tiles(const TuningSetup &setup);
 
-/// `--tiles` as a command gives it: "auto" - the tuning kept for `setup`, or
-/// "" (the defaults) where there is none or it cannot be used (unreadable,
-/// a field that has gone), `note` saying which and how to keep one; "@FILE"
-/// and plain overrides as tile_overrides_from() reads them.
+/// `--tiles` as a command gives it: "auto" - the tuning kept for `setup`
+/// (`note` names its file and where it differs from this Tegula's defaults),
+/// or "" (the defaults) where there is none or it cannot be used
+/// (unreadable, a field that has gone), `note` saying which and how to keep
+/// one; "@FILE" and plain overrides as tile_overrides_from() reads them.
 std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std::string &note);
 
 } // namespace tegula::gpt

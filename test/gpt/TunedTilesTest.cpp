@@ -126,6 +126,17 @@ TEST(GptTunedTiles, AutoResolvesToTheKeptTuningOrTheDefaults) {
   EXPECT_EQ(resolve_tiles("auto", setup, note), "ln_fwd_rows=4");
   EXPECT_THAT(note, HasSubstr("tiles: tuned for this setup"));
   EXPECT_THAT(note, HasSubstr(": ln_fwd_rows=4"));
+  // As tegula-gpt tune keeps it, every field: the note names only those
+  // that differ from this Tegula's defaults, and a tuning at the defaults
+  // says so.
+  const GptModel::Tiles defaults = GptModel::gpu_tiles(setup.storage, setup.chip, setup.matmul);
+  save_tuned_tiles(setup, defaults.with("attention_bwd_ws=1,group_m=4").str(), "");
+  EXPECT_EQ(GptModel::cpu_tiles().with(resolve_tiles("auto", setup, note)).str(),
+            defaults.with("attention_bwd_ws=1,group_m=4").str());
+  EXPECT_THAT(note, HasSubstr(".txt): attention_bwd_ws=1,group_m=4"));
+  save_tuned_tiles(setup, defaults.str(), "");
+  EXPECT_EQ(GptModel::cpu_tiles().with(resolve_tiles("auto", setup, note)).str(), defaults.str());
+  EXPECT_THAT(note, HasSubstr(".txt): the defaults"));
   // Kept by an older Tegula: a field that has gone is the defaults, said.
   save_tuned_tiles(setup, "ln_rows=4", "");
   EXPECT_EQ(resolve_tiles("auto", setup, note), "");

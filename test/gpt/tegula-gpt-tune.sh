@@ -58,6 +58,10 @@ small=(--layers 1 --heads 12 --embd 768 --batch 2 --seq 64 --steps 1)
 "$tool" tune "${small[@]}" --vocab 256 --rounds 1 --choices ln_fwd_rows | tee "$work/small.log"
 kept=$(sed -n 's/^kept \(.*\) (tegula-gpt train --tiles auto at the same setup)$/\1/p' "$work/small.log")
 [[ -f $kept ]]
+# Every field kept (a later Tegula's defaults do not change it), the
+# differences in a comment.
+grep -q '^# differs from the defaults in: ' "$kept"
+grep -v '^#' "$kept" | grep -q 'attention_bwd_ws=0,'
 printf 'ln_fwd_rows=8\n' >>"$kept" # as if the tuning had chosen it
 head -c 20000 "$(dirname "$0")/../../README.md" >"$work/text.txt"
 "$tool" train --data "$work/text.txt" --backend gpu --dtype bf16 "${small[@]}" --tiles auto | tee "$work/train.log"

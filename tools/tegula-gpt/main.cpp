@@ -403,12 +403,15 @@ int tune(const Options &o) {
   fmt::print("tuned: {} ({:.3f} ms a step, {:.3f} at the start: {:.3f}x)\n",
              overrides.empty() ? "the defaults" : overrides, tuned.tuned_ms, tuned.start_ms,
              tuned.start_ms / tuned.tuned_ms);
+  // Every field, not only those that differ: a later Tegula's defaults do
+  // not change what was tuned (the comments list the differences).
+  const std::string differs = fmt::format("differs from the defaults in: {}", overrides.empty() ? "none" : overrides);
   if (!o.str("out").empty()) {
     // Tuned for one model, dtype and GPU (the comments say which): give
     // train the same --dtype.
-    const std::string text =
-        fmt::format("# tegula-gpt tune on {} ({}), driver {}\n# {}\n# {:.3f} ms a step tuned, {:.3f} at the start\n{}\n",
-                    info.name, info.chip, info.driver_version, what, tuned.tuned_ms, tuned.start_ms, overrides);
+    const std::string text = fmt::format(
+        "# tegula-gpt tune on {} ({}), driver {}\n# {}\n# {:.3f} ms a step tuned, {:.3f} at the start\n# {}\n{}\n",
+        info.name, info.chip, info.driver_version, what, tuned.tuned_ms, tuned.start_ms, differs, tuned.tiles.str());
     std::FILE *f = std::fopen(o.str("out").c_str(), "w");
     const bool written = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
     if ((f && std::fclose(f) != 0) || !written)
@@ -419,9 +422,9 @@ int tune(const Options &o) {
   // after --out, and a failure only warns: the tuning is printed above.
   try {
     const std::string kept = save_tuned_tiles(
-        tuningSetup(model, o, B, T), overrides,
-        fmt::format("tegula-gpt tune on {} ({}), driver {}\n{:.3f} ms a step tuned, {:.3f} at the start", info.name,
-                    info.chip, info.driver_version, tuned.tuned_ms, tuned.start_ms));
+        tuningSetup(model, o, B, T), tuned.tiles.str(),
+        fmt::format("tegula-gpt tune on {} ({}), driver {}\n{:.3f} ms a step tuned, {:.3f} at the start\n{}", info.name,
+                    info.chip, info.driver_version, tuned.tuned_ms, tuned.start_ms, differs));
     if (!kept.empty())
       fmt::print("kept {} (tegula-gpt train --tiles auto at the same setup)\n", kept);
   } catch (const Error &e) {
