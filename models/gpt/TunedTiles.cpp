@@ -142,8 +142,9 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
                        differences.empty() ? "the defaults" : differences);
     return *tuned;
   }
-  note = fmt::format("tiles: no tuning kept for {} in {} - the defaults; `{}` keeps one", setup.str(),
-                     tuned_tiles_directory().empty() ? "(no cache directory)" : tuned_tiles_directory(),
+  const std::string dir = tuned_tiles_directory();
+  note = fmt::format("tiles: no tuning kept for {} ({}) - the defaults; `{}` keeps one", setup.str(),
+                     dir.empty() ? "no cache directory" : dir + "/" + setup.file_name() + " does not exist",
                      setup.tune_command());
   return "";
 }

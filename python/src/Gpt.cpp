@@ -13,6 +13,8 @@
 #include "models/gpt/Safetensors.h"
 #include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
+#include "models/gpt/TunedTiles.h"
+#include "tegula/device.h"
 
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
@@ -378,6 +380,28 @@ PYBIND11_MODULE(_gpt, m) {
              });
            },
            py::arg("overrides"))
+      .def("use_tuned_tiles",
+           [](PyGpt &g, int batch, int seq) {
+             if (g.backend != "gpu")
+               throw Error("use_tuned_tiles reads the tiles tegula-gpt tune kept for a GPU; this model runs on the "
+                           "'" + g.backend + "' backend");
+             if (batch < 1 || seq < 1)
+               throw py::value_error(fmt::format("use_tuned_tiles: batch and seq are at least 1, not {} and {}",
+                                                 batch, seq));
+             const tl::precision p = precisionNamed(g.matmul);
+             return locked(g, [&](GptModel &m) {
+               const DeviceInfo info = device_info();
+               const TuningSetup setup{.device = info.name, .chip = info.chip, .config = m.config(), .batch = batch,
+                                       .seq = seq, .storage = m.storage(), .matmul = p,
+                                       .warp_specialize = m.warp_specialize(),
+                                       .stream_k = m.stream_k_weight_gradients()};
+               std::string note;
+               const std::string tiles = resolve_tiles("auto", setup, note);
+               m.set_tiles(m.tiles().with(tiles));
+               return note;
+             });
+           },
+           py::arg("batch"), py::arg("seq"))
       .def("tiles", [](PyGpt &g) { return locked(g, [](GptModel &m) { return m.tiles().str(); }); });
 
   m.def("learning_rate", &GptModel::learning_rate, py::kw_only(), py::arg("step"), py::arg("warmup"),

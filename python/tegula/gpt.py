@@ -246,6 +246,16 @@ class GPT:
         writes. Raises tegula.Error naming the fields for an unknown one."""
         return self._m.override_tiles(overrides)
 
+    def use_tuned_tiles(self, batch: int, seq: int) -> str:
+        """GPU only: the tiles ``tegula-gpt tune`` kept for this GPU, model,
+        dtype, precision, warp specialisation and stream-K at ``batch`` x
+        ``seq`` (``tegula-gpt train --tiles auto``; docs/gpt.md), every field;
+        where none were kept, or they cannot be used, the tiles stay as they
+        are. Returns what it found: the kept file and where it differs from
+        the defaults, or the ``tegula-gpt tune`` command that would keep one.
+        Raises tegula.Error on the CPU backends."""
+        return self._m.use_tuned_tiles(batch, seq)
+
     def tiles(self) -> str:
         """Every tile field's value, "name=value,..."."""
         return self._m.tiles()

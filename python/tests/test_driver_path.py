@@ -132,3 +132,48 @@ def test_max_resident_programs_asks_the_driver(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[:4] == ["2112", "132", "132", "116"]
     assert "max_resident_programs asks the CUDA driver" in lines[4]
+
+
+def test_gpt_uses_the_tiles_tegula_gpt_tune_kept(tmp_path):
+    # GPT.use_tuned_tiles is `tegula-gpt train --tiles auto`: the tuning kept
+    # for this GPU (the fake driver's H100), model, dtype and B x T, or the
+    # defaults and the command that would keep one.
+    kept = tmp_path / "kept"
+    r = run(f"""
+        import os, re
+        os.environ["TEGULA_GPT_TILES_DIR"] = {str(kept)!r}
+        from tegula import gpt
+        model = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=64, vocab=300, n_ctx=64), backend="gpu",
+                        dtype="bf16")
+        before = model.tiles()
+        note = model.use_tuned_tiles(2, 32)
+        print(note)
+        assert model.tiles() == before
+        path = re.search(r"\\((/.*\\.txt) does not exist\\)", note).group(1)
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as f:
+            f.write("# as tegula-gpt tune keeps it\\n" + before + "\\ngroup_m=4\\n")
+        print(model.use_tuned_tiles(2, 32))
+        assert "group_m=4," in model.tiles(), model.tiles()
+        print(model.use_tuned_tiles(4, 32))  # another batch: nothing kept for it
+        for bad in ((0, 32), ):
+            try:
+                model.use_tuned_tiles(*bad)
+            except ValueError as e:
+                print("refused:", e)
+        cpu = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=64, vocab=300, n_ctx=64), backend="interp")
+        try:
+            cpu.use_tuned_tiles(2, 32)
+        except tegula.Error as e:
+            print("refused:", e)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("tiles: no tuning kept for "), lines
+    assert "B=2 T=32; bf16" in lines[0] and "`tegula-gpt tune --layers 1 --heads 2 --embd 64 --vocab 300 " \
+        "--batch 2 --seq 32 --dtype bf16` keeps one" in lines[0], lines[0]
+    assert lines[1].startswith("tiles: tuned for this setup (") and lines[1].endswith(": group_m=4"), lines[1]
+    assert "no tuning kept" in lines[2] and "B=4 T=32" in lines[2], lines[2]
+    assert lines[3] == "refused: use_tuned_tiles: batch and seq are at least 1, not 0 and 32", lines[3]
+    assert "use_tuned_tiles reads the tiles tegula-gpt tune kept for a GPU; this model runs on the " \
+        "'interp' backend" in lines[4], lines[4]
