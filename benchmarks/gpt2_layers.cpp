@@ -156,8 +156,8 @@ template <class T> void runLayers(int iters, double copyGBs) {
   // Also 2 and 4 rows a step at 8 warps (Tiles::ln_bwd_tile_rows,
   // ln_bwd_warps: half as many barriers a row, or none at a warp a row) and
   // one row at 8 warps (half the elements a thread); and the rows in three
-  // chunks of 256 (Tiles::ln_bwd_block: no padding), at the default tile
-  // and at 2 rows a step on 8 warps.
+  // chunks of 256 (Tiles::ln_bwd_block: no padding), at the default tile,
+  // at 2 rows a step on 8 warps and at a warp a row (4 rows, 4 warps).
   struct LnBwd {
     int rows, tileRows, warps;
     bool oneLaunch;
@@ -168,7 +168,8 @@ template <class T> void runLayers(int iters, double copyGBs) {
   for (const LnBwd &v : {LnBwd{LR, TR, LW, true, ""}, LnBwd{8, TR, LW, true, "_r8"}, LnBwd{32, TR, LW, true, "_r32"},
                          LnBwd{LR, TR, LW, false, "_3sums"}, LnBwd{LR, 1, 8, true, "_w8"},
                          LnBwd{LR, 2, 8, true, "_br2_w8"}, LnBwd{LR, 4, 8, true, "_br4_w8"},
-                         LnBwd{LR, TR, LW, true, "_c3", 256}, LnBwd{LR, 2, 8, true, "_br2_w8_c3", 256}}) {
+                         LnBwd{LR, TR, LW, true, "_c3", 256}, LnBwd{LR, 2, 8, true, "_br2_w8_c3", 256},
+                         LnBwd{LR, 4, 4, true, "_br4_w4_c3", 256}}) {
     const int lnParts = int(cdiv(rows, v.rows));
     const bool oneLaunch = v.oneLaunch;
     auto part = [&](int j) {

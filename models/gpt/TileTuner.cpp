@@ -66,11 +66,16 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
     choices.push_back({"group_m", {"", "group_m=4", "group_m=16"}});
   if (!(storage == DType::f32 && hopper && matmul == tl::precision::tf32)) // its weight gradients: transposes
     choices.push_back({"dw_stream_k", {"", fmt::format("dw_stream_k={}", int(!defaults.dw_stream_k))}});
-  // LayerNorm's backward: one row a step on 4 or 8 warps, or a warp a row
-  // at 2 or 4 rows a step (gpt2-layers' _w8, _br2_w8, _br4_w8).
-  choices.push_back({"ln_bwd",
-                     {"", "ln_bwd_tile_rows=1,ln_bwd_warps=8", "ln_bwd_tile_rows=2,ln_bwd_warps=8",
-                      "ln_bwd_tile_rows=4,ln_bwd_warps=8"}});
+  // LayerNorm's backward: one row a step on 4 or 8 warps, 2 or 4 rows a
+  // step on 8 warps (gpt2-layers' _w8, _br2_w8, _br4_w8), or in bf16 a warp
+  // a row - no barrier a row, 16-byte loads - in 256-column chunks
+  // (_br4_w4_c3; in one block of 1024, or in f32, a warp's row spills half a
+  // kilobyte or more).
+  std::vector<std::string> lnBwd = {"", "ln_bwd_tile_rows=1,ln_bwd_warps=8", "ln_bwd_tile_rows=2,ln_bwd_warps=8",
+                                    "ln_bwd_tile_rows=4,ln_bwd_warps=8"};
+  if (storage == DType::bf16)
+    lnBwd.push_back("ln_bwd_tile_rows=4,ln_bwd_warps=4,ln_bwd_block=256");
+  choices.push_back({"ln_bwd", lnBwd});
   // ... and its rows a program: 512 programs of 16 rows for GPT-2's 8192
   // fill an H100's SMs to a quarter of their warps; 8 rows write twice the
   // partial column sums.

@@ -26,9 +26,10 @@ class GptGpuConfigs : public ::testing::TestWithParam<const char *> {};
 /// vectors - at least one vector load, and no more element-wise global
 /// loads than its per-row scalars (a mean, a target, ...).
 /// Compiled warp specialised, as GptModel launches by default (it changes
-/// nothing where it does not apply).
+/// nothing where it does not apply). No spill beyond `maxSpill` bytes (0:
+/// the model's own tiles).
 CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const char *chip, int warps = 4,
-                     int scalarLoads = -1, int stages = 3) {
+                     int scalarLoads = -1, int stages = 3, int maxSpill = 0) {
   CompiledKernel c =
       kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .warp_specialize = true});
   int barriers = -1; // CTA barriers in the machine code, where ptxas made one
@@ -42,7 +43,7 @@ CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const cha
               kern.name().c_str(), c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes, barriers,
               c.producer_warps ? ", warp specialised" : "");
   EXPECT_NE(c.ptx.find(".entry"), std::string::npos);
-  EXPECT_EQ(c.spill_bytes, 0) << kern.name();
+  EXPECT_LE(c.spill_bytes, maxSpill) << kern.name();
   EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024) << kern.name() << ": more shared memory than an H100's";
   if (scalarLoads < 0)
     return c;
@@ -332,6 +333,25 @@ template <class T> void checkAll(const char *chip) {
       EXPECT_LE(barriers, 7 + (chunks - 1) * 3 * 2)
           << "layernorm_bwd at " << tileRows << " rows a step in " << chunks << " chunks";
     }
+  // A warp a row (4 rows a step on 4 warps) in chunks of 256 (tegula-gpt
+  // tune's bf16 ln_bwd alternative): 16-byte loads, no barrier a row - each
+  // row's sums are shuffles; only the column sums' final reductions, once a
+  // program, cross warps. At the register limit: ptxas spills a few bytes
+  // (in one block of 1024 a kilobyte - hence the chunks; f32's inputs, twice
+  // the registers, spill half a kilobyte even in chunks).
+  if (bf16) {
+    const CompiledKernel c = check(lnBwdKernel,
+                                   {t, t, t, f, f, t, t, f, f, f, 8192, C, true, true, tiles.ln_bwd_rows, 4, 256, 3},
+                                   chip, 4, -1, 3, /*maxSpill=*/64);
+    EXPECT_NE(c.ptx.find("ld.global.v4.b32"), std::string::npos) << "16-byte loads";
+    if (!c.cubin.empty()) {
+      const std::string sass = c.sass();
+      int barriers = 0;
+      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+        ++barriers;
+      EXPECT_LE(barriers, 3 * 3 * 2) << "layernorm_bwd at a warp a row: the column sums' reductions alone";
+    }
+  }
   check(kernel("cross_entropy_fwd", k::cross_entropy_fwd<T>,
                {"logits", "targets", "losses", "lse", "V", "Vp", "BLOCK"}),
         {t, i, f, f, 50257, 50304, 1024}, chip, 4, 2); // the target and its logit

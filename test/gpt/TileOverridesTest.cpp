@@ -158,7 +158,8 @@ TEST(GptTiles, LayerNormBackwardInChunksComputesWhatOneBlockDoes) {
   const float loss = one.forward(tok, tgt, B, T);
   one.zero_grad();
   one.backward();
-  for (const char *chunks : {"ln_bwd_block=16", "ln_bwd_block=32,ln_bwd_tile_rows=2"}) {
+  for (const char *chunks : {"ln_bwd_block=16", "ln_bwd_block=32,ln_bwd_tile_rows=2",
+                             "ln_bwd_block=32,ln_bwd_tile_rows=4,ln_bwd_warps=4"}) { // the last: a warp a row
     SCOPED_TRACE(chunks);
     const auto chunked = copyAtTiles(one, chunks);
     EXPECT_EQ(chunked->forward(tok, tgt, B, T), loss); // the forward is the same
