@@ -608,7 +608,7 @@ std::string Kernel::launch_target(const LaunchOptions &opts) const {
   }
   const detail::CodePaths paths = env.paths();
   std::string target = fmt::format("{}{}{}{}{}{}{}", where, paths.wgmma ? "" : " no-wgmma", paths.tma ? "" : " no-tma",
-                     paths.overlapDots ? "" : " no-overlap-dots", paths.warpgroupTurns ? "" : " no-warpgroup-turns",
+                     paths.overlapDots ? "" : " no-overlap-dots", paths.warpgroupTurns ? " warpgroup-turns" : "",
                      env.warpSpecialize ? " ws" : "", env.pingPong ? " pp" : "");
   if (env.clusterSize && *env.clusterSize && std::string_view(env.clusterSize) != "1")
     target += fmt::format(" cluster{}", env.clusterSize);

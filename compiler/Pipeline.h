@@ -45,7 +45,7 @@ struct GpuPipelineOptions {
   /// true (TEGULA_WARPGROUP_TURNS=1): warpgroup-turns on sm_90a - two
   /// consumer warpgroups take turns issuing attention's dots. Off by
   /// default: on H100s (2026-11-26 and 11-27, 36 configurations of
-  /// benchmarks/attention) it ran 4% slower on the geometric mean, up to 10%
+  /// benchmarks/attention) it ran 4% slower on the geometric mean, up to 11%
   /// at 128 x 64 on 8 warps, than the warpgroups issuing whenever ready.
   bool warpgroupTurns = false;
   /// false: no order-global-accesses - a program's load of what it stored

@@ -15,8 +15,10 @@
 // to get there: each writes its partial block to a workspace and counts
 // itself in the tile's arrival counter; the one whose arrival completes the
 // count adds every partial block in program order - the same bits whichever
-// program arrives last - and runs the epilogue. No program waits for
-// another, so any grid is correct, co-resident or not.
+// program arrives last - and runs the epilogue. The tile's first contributor,
+// usually the last there, looks at the count first and, with every other
+// share in, finishes from its registers without parking its block. No
+// program waits for another, so any grid is correct, co-resident or not.
 #pragma once
 
 #include "examples/kernels.h"
@@ -100,11 +102,11 @@ void forEachStreamKTile(const tl::tensor &tiles_m, const tl::tensor &tiles_n, co
     tl::tensor arrived = tl::atomic_add(arrivals + t, 1, parks, tl::memory_order::acq_rel);
     tl::tensor finishes = sure | (parks & (arrived == c1 - c0));
     // In program order, whoever finishes: the first contributor's block
-    // from its registers when it finishes, else from its slot. A whole tile
-    // keeps its sum (a masked-off load adds zeros); only one [BM, BN]
-    // accumulator stays live.
+    // from its registers when it finishes, else from its slot - added to 0
+    // either way, so a -0 turns +0 alike. A whole tile keeps its sum (a
+    // masked-off load adds zeros); only one [BM, BN] accumulator stays live.
     tl::tensor own = finishes & (p == c0);
-    tl::tensor sum = tl::where(whole | own, acc, 0.0f);
+    tl::tensor sum = tl::where(whole, acc, tl::where(own, acc, 0.0f) + 0.0f);
     for (auto c : tl::range(c0 + own.to(tl::i32), c1 + 1, 1, sum)) {
       tl::tensor c_slot = c * 2 + (sk_tile != streamKBegin(c, total, programs) / steps).to(tl::i32);
       sum = sum + tl::load(partials + c_slot * (BM * BN) + offs, block & finishes, 0.0f);

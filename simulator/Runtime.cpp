@@ -301,9 +301,9 @@ const std::string *firstError(const Cluster &cl) {
   return nullptr;
 }
 
-/// Run the CTAs of one cluster (`ctasBefore` ran before it) to completion
+/// Run the CTAs of one cluster (`firstCta`: the linear index of its first CTA) to completion
 /// or the first error: all their threads in one scheduling loop.
-void runCluster(Cluster &cl, uint64_t ctasBefore) {
+void runCluster(Cluster &cl, uint64_t firstCta) {
   for (auto &c : cl.ctas)
     resetCta(*c);
   cl.phase = cl.arrivals = 0;
@@ -318,7 +318,7 @@ void runCluster(Cluster &cl, uint64_t ctasBefore) {
   if (schedule == Schedule::HighestFirst)
     std::reverse(order.begin(), order.end());
   if (schedule == Schedule::Shuffled) {
-    std::mt19937_64 rng(config.scheduleSeed * 0x9e3779b97f4a7c15ull + ctasBefore);
+    std::mt19937_64 rng(config.scheduleSeed * 0x9e3779b97f4a7c15ull + firstCta);
     std::shuffle(order.begin(), order.end(), rng);
   }
   struct Slot {
@@ -717,7 +717,7 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
       Cta &c = *cl.ctas[size_t(r)];
       c.id[0] = x + unsigned(r), c.id[1] = y, c.id[2] = z;
     }
-    runCluster(cl, ctas);
+    runCluster(cl, k * unsigned(clusterSize)); // Shuffled's seed: the CTA's place, not its turn
     ctas += unsigned(clusterSize);
   }
   tCta = saved;

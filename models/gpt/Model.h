@@ -232,7 +232,8 @@ public:
     // model's TMA loops have one. Off: its TMA rings, each read by two
     // dots, ran GPT-2's backward faster filled by the program's own warps -
     // 0.220 ms against 0.233 (H100, 2026-11-27, gpt2-attention, twenty-ninth
-    // session; 0.194 against 0.205 that morning).
+    // session; 0.194 against 0.205 that morning; 0.208 against 0.202 the day
+    // before). tegula-gpt tune tries it.
     bool attention_bwd_ws = false;
     /// Sets the field `name` (as spelled here: "attention_fwd_block",
     /// "group_m", ...; a bool takes 0 or 1); throws tegula::Error naming the

@@ -121,7 +121,8 @@ std::optional<std::string> load_tuned_tiles(const TuningSetup &setup) {
   return tile_overrides_from("@" + path);
 }
 
-std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std::string &note) {
+std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std::string &note,
+                          std::string_view fallback) {
   note.clear();
   if (text != "auto")
     return tile_overrides_from(text);
@@ -133,8 +134,8 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
     if (tuned)
       differences = defaults.with(*tuned).diff(defaults);
   } catch (const Error &e) {
-    note = fmt::format("tiles: the tuning kept in {}/{} cannot be used ({}) - the defaults; `{}` keeps a new one",
-                       tuned_tiles_directory(), setup.file_name(), e.what(), setup.tune_command());
+    note = fmt::format("tiles: the tuning kept in {}/{} cannot be used ({}) - {}; `{}` keeps a new one",
+                       tuned_tiles_directory(), setup.file_name(), e.what(), fallback, setup.tune_command());
     return "";
   }
   if (tuned) {
@@ -143,8 +144,8 @@ std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std
     return *tuned;
   }
   const std::string dir = tuned_tiles_directory();
-  note = fmt::format("tiles: no tuning kept for {} ({}) - the defaults; `{}` keeps one", setup.str(),
-                     dir.empty() ? "no cache directory" : dir + "/" + setup.file_name() + " does not exist",
+  note = fmt::format("tiles: no tuning kept for {} ({}) - {}; `{}` keeps one", setup.str(),
+                     dir.empty() ? "no cache directory" : dir + "/" + setup.file_name() + " does not exist", fallback,
                      setup.tune_command());
   return "";
 }

@@ -59,6 +59,8 @@ std::optional<std::string> load_tuned_tiles(const TuningSetup &setup);
 /// or "" (the defaults) where there is none or it cannot be used
 /// (unreadable, a field that has gone), `note` saying which and how to keep
 /// one; "@FILE" and plain overrides as tile_overrides_from() reads them.
-std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std::string &note);
+/// `fallback` names what runs then ("the defaults": a model's fresh tiles).
+std::string resolve_tiles(const std::string &text, const TuningSetup &setup, std::string &note,
+                          std::string_view fallback = "the defaults");
 
 } // namespace tegula::gpt

@@ -396,7 +396,7 @@ PYBIND11_MODULE(_gpt, m) {
                                        .warp_specialize = m.warp_specialize(),
                                        .stream_k = m.stream_k_weight_gradients()};
                std::string note;
-               const std::string tiles = resolve_tiles("auto", setup, note);
+               const std::string tiles = resolve_tiles("auto", setup, note, "the tiles stay as they are");
                m.set_tiles(m.tiles().with(tiles));
                return note;
              });

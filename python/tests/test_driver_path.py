@@ -174,6 +174,7 @@ def test_gpt_uses_the_tiles_tegula_gpt_tune_kept(tmp_path):
         "--batch 2 --seq 32 --dtype bf16` keeps one" in lines[0], lines[0]
     assert lines[1].startswith("tiles: tuned for this setup (") and lines[1].endswith(": group_m=4"), lines[1]
     assert "no tuning kept" in lines[2] and "B=4 T=32" in lines[2], lines[2]
+    assert " - the tiles stay as they are; `tegula-gpt tune" in lines[2], lines[2]
     assert lines[3] == "refused: use_tuned_tiles: batch and seq are at least 1, not 0 and 32", lines[3]
     assert "use_tuned_tiles reads the tiles tegula-gpt tune kept for a GPU; this model runs on the " \
         "'interp' backend" in lines[4], lines[4]
