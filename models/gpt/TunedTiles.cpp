@@ -3,6 +3,7 @@
 
 #include "models/gpt/TileTuner.h"
 #include "runtime/KernelCache.h"
+#include "tegula/device.h"
 #include "tegula/error.h"
 
 #include <fmt/format.h>
@@ -67,6 +68,13 @@ std::string TuningSetup::tune_command() const {
                          ? fmt::format(" --precision {}", precisionName(matmul))
                          : "",
                      warp_specialize ? "" : " --warp-specialize off", stream_k ? "" : " --stream-k off");
+}
+
+TuningSetup TuningSetup::of(const GptModel &model, tl::precision matmul, int batch, int seq) {
+  const DeviceInfo info = device_info();
+  return {.device = info.name, .chip = info.chip, .config = model.config(), .batch = batch, .seq = seq,
+          .storage = model.storage(), .matmul = matmul, .warp_specialize = model.warp_specialize(),
+          .stream_k = model.stream_k_weight_gradients()};
 }
 
 std::string tuned_tiles_directory() {

@@ -37,6 +37,10 @@ struct TuningSetup {
   std::string file_name() const;
   /// The `tegula-gpt tune` command that keeps a tuning for this setup.
   std::string tune_command() const;
+
+  /// `model` training at batch x seq on the current GPU (`matmul`: the
+  /// precision it was made with, which it does not report).
+  static TuningSetup of(const GptModel &model, tl::precision matmul, int batch, int seq);
 };
 
 /// The directory tunings are kept in: $TEGULA_GPT_TILES_DIR, else
@@ -47,8 +51,9 @@ std::string tuned_tiles_directory();
 /// Keeps `overrides` (Tiles::with(); tegula-gpt tune keeps every field,
 /// Tiles::str(), so a later Tegula's changed defaults do not change the
 /// tuning) for `setup`, with `comment` lines above them; returns the file's
-/// path, or "" where there is no directory. Throws tegula::Error where the file cannot be written (a
-/// half-written file is never left under the setup's name).
+/// path, or "" where there is no directory. Throws tegula::Error where the
+/// file cannot be written (a half-written file is never left under the
+/// setup's name).
 std::string save_tuned_tiles(const TuningSetup &setup, const std::string &overrides, const std::string &comment);
 
 /// The overrides kept for `setup`, or nullopt where it was never tuned.

@@ -14,7 +14,6 @@
 #include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
 #include "models/gpt/TunedTiles.h"
-#include "tegula/device.h"
 
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
@@ -390,13 +389,9 @@ PYBIND11_MODULE(_gpt, m) {
                                                  batch, seq));
              const tl::precision p = precisionNamed(g.matmul);
              return locked(g, [&](GptModel &m) {
-               const DeviceInfo info = device_info();
-               const TuningSetup setup{.device = info.name, .chip = info.chip, .config = m.config(), .batch = batch,
-                                       .seq = seq, .storage = m.storage(), .matmul = p,
-                                       .warp_specialize = m.warp_specialize(),
-                                       .stream_k = m.stream_k_weight_gradients()};
                std::string note;
-               const std::string tiles = resolve_tiles("auto", setup, note, "the tiles stay as they are");
+               const std::string tiles =
+                   resolve_tiles("auto", TuningSetup::of(m, p, batch, seq), note, "the tiles stay as they are");
                m.set_tiles(m.tiles().with(tiles));
                return note;
              });

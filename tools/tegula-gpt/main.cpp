@@ -138,10 +138,7 @@ bool onOff(const Options &o, const char *name) {
 
 /// What a tuning of `model` at B x T on this GPU holds for (--tiles auto).
 TuningSetup tuningSetup(const GptModel &model, const Options &o, int B, int T) {
-  const DeviceInfo info = device_info();
-  return {.device = info.name, .chip = info.chip, .config = model.config(), .batch = B, .seq = T,
-          .storage = model.storage(), .matmul = precisionFrom(o), .warp_specialize = model.warp_specialize(),
-          .stream_k = onOff(o, "stream-k")};
+  return TuningSetup::of(model, precisionFrom(o), B, T);
 }
 
 /// A read-only memory map of a file: the token stream (bytes).
