@@ -22,6 +22,15 @@ namespace {
 
 class GptGpuConfigs : public ::testing::TestWithParam<const char *> {};
 
+/// CTA barriers in a compiled kernel's machine code (its cubin's SASS).
+int barriersIn(const CompiledKernel &c) {
+  const std::string sass = c.sass();
+  int barriers = 0;
+  for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
+    ++barriers;
+  return barriers;
+}
+
 /// `scalarLoads` (when >= 0): a memory-bound kernel moves its tiles in
 /// vectors - at least one vector load, and no more element-wise global
 /// loads than its per-row scalars (a mean, a target, ...).
@@ -33,12 +42,8 @@ CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const cha
   CompiledKernel c =
       kern.compile(args, {.chip = chip, .num_warps = warps, .num_stages = stages, .warp_specialize = true});
   int barriers = -1; // CTA barriers in the machine code, where ptxas made one
-  if (!c.cubin.empty()) {
-    const std::string sass = c.sass();
-    barriers = 0;
-    for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-      ++barriers;
-  }
+  if (!c.cubin.empty())
+    barriers = barriersIn(c);
   std::printf("[gpt %s] %-28s %3d registers, %5d B shared, %d B spilled, %d barriers%s\n", chip,
               kern.name().c_str(), c.registers, c.shared_bytes + c.dynamic_shared_bytes, c.spill_bytes, barriers,
               c.producer_warps ? ", warp specialised" : "");
@@ -300,10 +305,7 @@ template <class T> void checkAll(const char *chip) {
     // own, so neither waits before writing them (elide-scratch-barriers): two
     // barriers a row, not four - the chunks are added before the sums.
     if (!lnBwd.cubin.empty() && tiles.ln_bwd_tile_rows == 1) {
-      const std::string sass = lnBwd.sass();
-      int barriers = 0;
-      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-        ++barriers;
+      const int barriers = barriersIn(lnBwd);
       EXPECT_EQ(barriers, 2) << "layernorm_bwd's barriers in " << chunks << " chunks";
     }
   }
@@ -323,10 +325,7 @@ template <class T> void checkAll(const char *chip) {
                                      chip, 8);
       if (c.cubin.empty())
         continue;
-      const std::string sass = c.sass();
-      int barriers = 0;
-      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-        ++barriers;
+      const int barriers = barriersIn(c);
       // In chunks each chunk's three column sums across the rows are a
       // reduction of their own at the end (2 barriers each, once a program).
       EXPECT_LE(barriers, 7 + (chunks - 1) * 3 * 2)
@@ -344,10 +343,7 @@ template <class T> void checkAll(const char *chip) {
                                    chip, 4, -1, 3, /*maxSpill=*/64);
     EXPECT_NE(c.ptx.find("ld.global.v4.b32"), std::string::npos) << "16-byte loads";
     if (!c.cubin.empty()) {
-      const std::string sass = c.sass();
-      int barriers = 0;
-      for (size_t at = sass.find("BAR.SYNC"); at != std::string::npos; at = sass.find("BAR.SYNC", at + 1))
-        ++barriers;
+      const int barriers = barriersIn(c);
       EXPECT_LE(barriers, 3 * 3 * 2) << "layernorm_bwd at a warp a row: the column sums' reductions alone";
     }
   }
