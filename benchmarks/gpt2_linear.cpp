@@ -25,6 +25,7 @@
 #include "models/gpt/Model.h"
 #include "tegula/device.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -249,15 +250,21 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
               [&] { plain(options(gemmGrid(BT, C, BM, BN), tiles.linear_warps, tiles.linear_stages), logits, wte, dlnf, BT, C, Vp, BM, BN, BK, G); },
               [&] { cublasGemm(*cublas, false, false, CUDA_R_16BF, logits, wte, dlnfRef, BT, C, Vp); },
               [&] { return relDiff<T>(dlnf, dlnfRef); });
-    // Full width: GptModel::dwBlockN's choice for 2358 tiles on 108-132 SMs.
+    // Full width (GptModel::dwBlockN's choice for 2358 tiles on 108-132
+    // SMs), twice that (the tuner's head_dw_bn=256: dlogits read half as
+    // often), and Tiles::head_dw_bn where --tiles sets another.
     DeviceBuffer dwte(size_t(Vp) * C, DType::f32), dwteRef(size_t(Vp) * C, DType::f32);
-    bench.run(fmt::format("wte dW tiles {}x{}", BM, BN), flops,
-              [&] {
-                dwTiles(options({uint32_t(cdiv(C, BN)), uint32_t(cdiv(Vp, BM))}, dwWarps, tiles.linear_stages),
-                        logits, lnf, dwte, BT, C, Vp, false, BM, BN, BK);
-              },
-              [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, logits, lnf, dwteRef, Vp, C, BT); },
-              [&] { return relDiff<float>(dwte, dwteRef); });
+    std::vector<int> widths = {BN, 2 * BN};
+    if (tiles.head_dw_bn && std::find(widths.begin(), widths.end(), tiles.head_dw_bn) == widths.end())
+      widths.push_back(tiles.head_dw_bn);
+    for (int width : widths)
+      bench.run(fmt::format("wte dW tiles {}x{}", BM, width), flops,
+                [&] {
+                  dwTiles(options({uint32_t(cdiv(C, width)), uint32_t(cdiv(Vp, BM))}, dwWarps, tiles.linear_stages),
+                          logits, lnf, dwte, BT, C, Vp, false, BM, width, BK);
+                },
+                [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, logits, lnf, dwteRef, Vp, C, BT); },
+                [&] { return relDiff<float>(dwte, dwteRef); });
   }
 }
 

@@ -232,7 +232,7 @@ void GptModel::backward() {
   else
     kernels_->matmul(launchLinear(gemmGrid(BT, C, BM, BN)), dA(a.logits, logitsSize), P("wte.weight"),
                      dA(a.lnfOut, btc), BT, C, Vp, BM, BN, BK, groupM());
-  const int wteBN = dwBlockN(Vp, C, BM, BN);
+  const int wteBN = tiles_.head_dw_bn ? tiles_.head_dw_bn : dwBlockN(Vp, C, BM, BN);
   kernels_->matmulDw(launchDw({uint32_t(cdiv(C, wteBN)), uint32_t(cdiv(Vp, BM))}), dA(a.logits, logitsSize),
                      A(a.lnfOut, btc), G("wte.weight"), BT, C, Vp, accumulate, BM, wteBN, BK);
   headLabel.reset();

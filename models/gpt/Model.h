@@ -186,6 +186,14 @@ public:
     // GPT-2 at B T = 8192): its own N block, warps and stages (0: the
     // K-major GEMMs').
     int head_bn = 0, head_warps = 0, head_stages = 0;
+    // The tied LM head's weight gradient (wte's, [vocab_padded, C] summed
+    // over B T; one program a tile): its N block (0: dwBlockN's choice at
+    // bn). Each N block reads all of dlogits' column block again - 824 MB
+    // for GPT-2 at B T = 8192 - so at 128 it is read 6 times, at 256
+    // (m64n256 wgmmas, 0 spills at 8 warps on sm_90a) 3 times. The H100
+    // of 2026-11-27 ran it at 128 x 128 in 1.81 ms, 349 TFLOP/s, where
+    // c_proj's forward did 541; tegula-gpt tune tries 256.
+    int head_dw_bn = 0;
     // The weight gradients' warps (0: linear_warps): each starts from the f32
     // gradient so far, which beside bf16's 4-warp 128 x 128 accumulator spills.
     int dw_warps = 0;

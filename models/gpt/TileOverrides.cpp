@@ -74,6 +74,7 @@ const Field kFields[] = {
     TEGULA_POW2(head_bn, 0),
     TEGULA_POW2(head_warps, 0),
     TEGULA_INT(head_stages, 0),
+    TEGULA_POW2(head_dw_bn, 0),
     TEGULA_POW2(dw_warps, 0),
     TEGULA_BOOL(dw_stream_k),
     TEGULA_POW2(gelu_dx_bn, 0),

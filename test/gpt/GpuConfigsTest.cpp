@@ -243,6 +243,14 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul_bwd_dw_stream_k", k::matmul_bwd_dw_stream_k<T, P>, k::matmul_bwd_dw_stream_k_tma<T, P>,
            {"x", "dy", "dw", "partials", "arrivals", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, f, i, 8192, 3072, 768, true, BM, BN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
+  // The tuner's wte gradient 256 wide (head_dw_bn=256: m64n256 wgmmas,
+  // dlogits read half as often); 0 spills at 8 warps. (The blocks'
+  // stream-K gradients at 128 x 256 spill 236 B: not offered.)
+  if (bf16 && std::string(chip) == "sm_90a")
+    linear("matmul_bwd_dw_wte_wide", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
+           {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
+           {t, t, f, 8192, 768, 50304, true, BM, tiles.with("head_dw_bn=256").head_dw_bn, BK}, false,
+           {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});

@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <random>
 
 using namespace tegula;
@@ -169,6 +171,32 @@ TEST(GptTiles, LayerNormBackwardInChunksComputesWhatOneBlockDoes) {
       const std::vector<float> want = one.read_gradient(p.name), got = chunked->read_gradient(p.name);
       EXPECT_LT(tegula::testing::rel_error(got, std::vector<double>(want.begin(), want.end())), 1e-5) << p.name;
     }
+  }
+}
+
+// head_dw_bn: wte's gradient (the tied LM head's, dlogits^T lnf) at N
+// blocks of 16 and 64 (the width of the model's 64 columns) instead of
+// the linear layers' 32: each column's sum runs over the same rows in the
+// same order, so every gradient is the same bit for bit, in the interpreter.
+TEST(GptTiles, WteGradientAtAnotherNBlockIsTheSame) {
+  const GptConfig c = oneBlock();
+  const int B = 2, T = 40;
+  const auto [tok, tgt] = randomBatch(B * T, c.vocab, 13);
+  GptModel base(c, Backend::Interp);
+  base.set_tiles(GptModel::cpu_tiles());
+  base.init_random(10);
+  const float loss = base.forward(tok, tgt, B, T);
+  base.zero_grad();
+  base.backward();
+  for (const char *width : {"head_dw_bn=16", "head_dw_bn=64"}) {
+    SCOPED_TRACE(width);
+    const auto other = copyAtTiles(base, width);
+    EXPECT_EQ(other->tiles().head_dw_bn, std::atoi(std::strchr(width, '=') + 1));
+    EXPECT_EQ(other->forward(tok, tgt, B, T), loss);
+    other->zero_grad();
+    other->backward();
+    for (const ParamSpec &p : base.parameters())
+      EXPECT_EQ(other->read_gradient(p.name), base.read_gradient(p.name)) << p.name;
   }
 }
 
