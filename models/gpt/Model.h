@@ -188,11 +188,13 @@ public:
     int head_bn = 0, head_warps = 0, head_stages = 0;
     // The tied LM head's weight gradient (wte's, [vocab_padded, C] summed
     // over B T; one program a tile): its N block (0: dwBlockN's choice at
-    // bn). Each N block reads all of dlogits' column block again - 824 MB
-    // for GPT-2 at B T = 8192 - so at 128 it is read 6 times, at 256
-    // (m64n256 wgmmas, 0 spills at 8 warps on sm_90a) 3 times. The H100
-    // of 2026-11-27 ran it at 128 x 128 in 1.81 ms, 349 TFLOP/s, where
-    // c_proj's forward did 541; tegula-gpt tune tries 256.
+    // bn). Each N block reads dlogits' column stripe again (824 MB in all
+    // for GPT-2 at B T = 8192) - from L2 since the programs of a stripe run
+    // side by side (kernels::detail::gradientBlock), 6 times at 128 wide, 3
+    // at 256 on m64n256 wgmmas. bf16 on sm_90a takes 256 (untimed: the GEMM
+    // benchmark's 128 x 256 beat its 128 x 128 at every shape from 2048^3
+    // up, GPT-2's logits 692 against 614 TFLOP/s, H100 2026-11-27; 168
+    // registers, 0 spills at 8 warps); tegula-gpt tune tries 128.
     int head_dw_bn = 0;
     // The weight gradients' warps (0: linear_warps): each starts from the f32
     // gradient so far, which beside bf16's 4-warp 128 x 128 accumulator spills.
@@ -343,6 +345,7 @@ public:
         t.group_m = 8;
         t.head_bn = 256, t.head_warps = 8, t.head_stages = 4;
         t.dw_warps = 8;
+        t.head_dw_bn = 256;
         t.gelu_dx_bn = 128, t.gelu_dx_warps = 8;
       }
     }

@@ -68,8 +68,9 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
     choices.push_back({"dw_stream_k", {"", fmt::format("dw_stream_k={}", int(!defaults.dw_stream_k))}});
   if (storage == DType::bf16 && hopper)
     // wte's gradient (1.81 ms of the 2026-11-27 step at 128 x 128, 349
-    // TFLOP/s): 256 wide reads dlogits half as often, on m64n256 wgmmas.
-    choices.push_back({"head_dw_bn", {"", "head_dw_bn=256"}});
+    // TFLOP/s, launched in the order that read dlogits from DRAM 6 times):
+    // 256 wide (the default since) on m64n256 wgmmas, or dwBlockN's 128.
+    choices.push_back({"head_dw_bn", {"", defaults.head_dw_bn ? "head_dw_bn=0" : "head_dw_bn=256"}});
   // LayerNorm's backward: one row a step on 4 or 8 warps, 2 or 4 rows a
   // step on 8 warps (gpt2-layers' _w8, _br2_w8, _br4_w8), or in bf16 a warp
   // a row - no barrier a row, 16-byte loads - in 256-column chunks

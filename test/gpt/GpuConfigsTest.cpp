@@ -243,13 +243,13 @@ template <class T> void checkAll(const char *chip) {
     linear("matmul_bwd_dw_stream_k", k::matmul_bwd_dw_stream_k<T, P>, k::matmul_bwd_dw_stream_k_tma<T, P>,
            {"x", "dy", "dw", "partials", "arrivals", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, f, i, 8192, 3072, 768, true, BM, BN, BK}, false, {tiles.dw_warps ? tiles.dw_warps : LW, LS});
-  // The tuner's wte gradient 256 wide (head_dw_bn=256: m64n256 wgmmas,
-  // dlogits read half as often); 0 spills at 8 warps. (The blocks'
-  // stream-K gradients at 128 x 256 spill 236 B: not offered.)
-  if (bf16 && std::string(chip) == "sm_90a")
-    linear("matmul_bwd_dw_wte_wide", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
+  // wte's gradient at Tiles::head_dw_bn (bf16 on sm_90a: 256 wide, m64n256
+  // wgmmas, dlogits read half as often as at 128); 0 spills at 8 warps.
+  // (The blocks' stream-K gradients at 128 x 256 spill 236 B: not offered.)
+  if (tiles.head_dw_bn)
+    linear("matmul_bwd_dw_wte", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
-           {t, t, f, 8192, 768, 50304, true, BM, tiles.with("head_dw_bn=256").head_dw_bn, BK}, false,
+           {t, t, f, 8192, 768, 50304, true, BM, tiles.head_dw_bn, BK}, false,
            {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
