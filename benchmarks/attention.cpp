@@ -14,6 +14,7 @@
 // it prints "skipped: ..." and exits 0.
 //
 //   attention [--iters 10]
+#include "BenchArgs.h"
 #include "CublasLibrary.h"
 #include "ScopedSwitch.h"
 #include "examples/kernels.h"
@@ -179,9 +180,11 @@ Unfused runUnfused(const bench::Cublas &cublas, const DeviceBuffer &q, const Dev
 
 int main(int argc, char **argv) {
   int iters = 10;
-  for (int i = 1; i + 1 < argc; i += 2)
-    if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
+  if (auto status = bench::Args("attention", "flash attention in the DSL (bf16) against an unfused cuBLAS "
+                                             "reference, causal and not, d 64 / 128, T 1k-16k")
+                        .option("iters", iters, "timed runs a configuration (the median counts)")
+                        .parse(argc, argv))
+    return *status;
   fmt::print("# attention: examples::attention_fwd (flash attention in the DSL, bf16, f32 "
              "softmax and accumulation) on device buffers\n");
   std::string why;

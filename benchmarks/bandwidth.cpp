@@ -9,6 +9,7 @@
 // kernel's traffic is compared with a device-to-device copy (cuMemcpyDtoD)
 // moving the same number of bytes. Without a CUDA driver it says "skipped"
 // and exits 0; it never prints a number it did not measure.
+#include "BenchArgs.h"
 #include "examples/kernels.h"
 #include "tegula/device.h"
 
@@ -31,35 +32,12 @@ struct Options {
   std::string compileOnly; // a chip: print what each kernel compiles to, run nothing
 };
 
-Options parse(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> int {
-      if (i + 1 >= argc)
-        throw Error(fmt::format("{} needs a value", a));
-      return std::atoi(argv[++i]);
-    };
-    if (a == "--rows") o.rows = value();
-    else if (a == "--cols") o.cols = value();
-    else if (a == "--iters") o.iters = value();
-    else if (a == "--warmup") o.warmup = value();
-    else if (a == "--sample-rows") o.sample = value();
-    else if (a == "--compile-only") {
-      if (i + 1 >= argc)
-        throw Error("--compile-only needs a chip (sm_80, sm_90a, ...)");
-      o.compileOnly = argv[++i];
-    }
-    else
-      throw Error(fmt::format("unknown option '{}' (options: --rows R --cols C --iters N "
-                              "--warmup W --sample-rows S --compile-only CHIP)",
-                              a));
-  }
+/// The options' ranges (the command line itself: bench::Args).
+void validate(const Options &o) {
   if (o.rows < 1 || o.cols < 1 || o.iters < 1 || o.warmup < 0 || o.sample < 1)
     throw Error("--rows, --cols, --iters and --sample-rows must be positive, --warmup >= 0");
   if (int64_t(o.rows) * o.cols >= (int64_t(1) << 31))
     throw Error("rows x cols must stay below 2^31 (the kernels index with i32)");
-  return o;
 }
 
 /// Uniform floats in [lo, hi) from splitmix64: fast enough for 2^26 elements.
@@ -342,8 +320,20 @@ int main(int argc, char **argv) {
     command += (i ? " " : "") + std::string(argv[i]);
   fmt::print("# bandwidth: memory-bound kernels on device buffers vs D2D copy\n");
   fmt::print("date: {}\ncommand: {}\n", date, command);
+  Options o;
+  if (auto status = bench::Args("bandwidth", "memory-bound example kernels against a device-to-device copy of "
+                                             "the same bytes")
+                        .option("rows", o.rows, "rows of the f32 inputs")
+                        .option("cols", o.cols, "columns")
+                        .option("iters", o.iters, "timed runs a kernel (the median counts)")
+                        .option("warmup", o.warmup, "untimed runs first")
+                        .option("sample-rows", o.sample, "rows checked against the CPU reference")
+                        .option("compile-only", o.compileOnly,
+                                "a chip (sm_80, sm_90a, ...): print what each kernel compiles to, run nothing")
+                        .parse(argc, argv))
+    return *status;
   try {
-    Options o = parse(argc, argv);
+    validate(o);
     if (!o.compileOnly.empty())
       return compileOnly(o, o.compileOnly);
     std::string why;

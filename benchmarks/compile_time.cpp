@@ -5,6 +5,7 @@
 // is one cold compile, trace to cubin, of a kernel object nothing has
 // compiled, "trace->PTX" the same without ptxas (medians of three).
 // A benchmark: it prints, it does not assert.
+#include "BenchArgs.h"
 #include "examples/kernels.h"
 
 #include <fmt/format.h>
@@ -22,7 +23,9 @@ static double ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-int main() {
+int main(int argc, char **argv) {
+  if (auto status = bench::Args("compile-time", "cold and warm compile times of a kernel, trace to cubin (CPU)").parse(argc, argv))
+    return *status;
   // A private, empty disk cache so the first compile really is cold.
   auto dir = std::filesystem::temp_directory_path() / "tegula-compile-time-bench";
   std::filesystem::remove_all(dir);

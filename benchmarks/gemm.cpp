@@ -19,6 +19,7 @@
 // against cuBLASLt's fp8 matmul (the TN layout, f32 out). i8: the same TN
 // kernel with i32 out, exact, against cuBLAS's int8 GEMM; tf32tn: the TN
 // kernel at tf32 (f32 in and out) against cuBLAS's tf32 GEMM.
+#include "BenchArgs.h"
 #include "CublasLibrary.h"
 #include "examples/kernels.h"
 #include "examples/stream_k.h"
@@ -611,16 +612,16 @@ int main(int argc, char **argv) {
   const char *configsEnv = std::getenv("TEGULA_GEMM_CONFIGS");
   std::string configsArg = configsEnv ? configsEnv : "";
   int iters = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--shapes"))
-      shapesArg = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--dtypes"))
-      dtypes = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--configs"))
-      configsArg = argv[i + 1];
-  }
+  if (auto status =
+          bench::Args("gemm", "Tegula's GEMMs against cuBLAS (cuBLASLt for fp8) on the same device buffers")
+              .option("shapes", shapesArg, "squares, gpt2 or all")
+              .option("dtypes", dtypes, "comma-separated: bf16, f16, tf32, tf32tn, fp8, i8")
+              .option("configs", configsArg,
+                      "only the configurations whose names contain one of these comma-separated strings "
+                      "(or all of its words); also TEGULA_GEMM_CONFIGS")
+              .option("iters", iters, "timed runs a configuration (the median counts)")
+              .parse(argc, argv))
+    return *status;
   for (size_t at = 0; at < configsArg.size();) {
     const size_t comma = std::min(configsArg.find(',', at), configsArg.size());
     if (comma > at)

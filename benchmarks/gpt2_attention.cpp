@@ -15,6 +15,7 @@
 // Without a driver it prints "skipped: ..." and exits 0.
 //
 //   gpt2-attention [--iters 20] [--batch 8]
+#include "BenchArgs.h"
 #include "GpuMain.h"
 #include "ScopedSwitch.h"
 #include "models/gpt/Attention.h"
@@ -162,11 +163,15 @@ bool f32Attention(const DeviceInfo &info, int B, int iters) {
 
 int main(int argc, char **argv) {
   int iters = 20, B = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--batch"))
-      B = std::atoi(argv[i + 1]);
+  if (auto status = bench::Args("gpt2-attention", "GPT-2 124M's causal attention forward and backward at the "
+                                                  "model's tiles and the alternatives")
+                        .option("iters", iters, "timed runs a kernel (the median counts)")
+                        .option("batch", B, "sequences of 1024 tokens")
+                        .parse(argc, argv))
+    return *status;
+  if (iters < 1 || B < 1) {
+    fmt::print(stderr, "gpt2-attention: --iters and --batch are at least 1\n");
+    return 2;
   }
   const int H = 12, T = 1024, D = 64, C = H * D, BT = B * T;
   fmt::print("# gpt2-attention: GPT-2 124M's causal attention, bf16 then f32 (tf32 dots), B={} H={} T={} D={}\n",

@@ -9,6 +9,7 @@
 // and exits 0.
 //
 //   gpt2-layers [--iters 20]
+#include "BenchArgs.h"
 #include "GpuMain.h"
 #include "examples/kernels.h"
 #include "models/gpt/Kernels.h"
@@ -241,9 +242,11 @@ template <class T> void runLayers(int iters, double copyGBs) {
 
 int main(int argc, char **argv) {
   int iters = 20;
-  for (int i = 1; i + 1 < argc; i += 2)
-    if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
+  if (auto status = bench::Args("gpt2-layers", "GPT-2 124M's memory-bound kernels against a device-to-device "
+                                               "copy of the same bytes")
+                        .option("iters", iters, "timed runs a kernel (the median counts)")
+                        .parse(argc, argv))
+    return *status;
   fmt::print("# gpt2-layers: GPT-2 124M's memory-bound kernels (f32, then bf16) vs a device-to-device copy\n");
   return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events)\n", info.name, info.chip, info.driver_version,

@@ -18,6 +18,7 @@
 //
 // --no-cublas: Tegula's rows only (the fake driver's test: a real cuBLAS
 // cannot run on its host-memory buffers).
+#include "BenchArgs.h"
 #include "GpuMain.h"
 #include "CublasLibrary.h"
 #include "examples/stream_k.h"
@@ -273,14 +274,15 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
 int main(int argc, char **argv) {
   int iters = 20;
   std::string overrides;
-  bool withCublas = true;
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--no-cublas"))
-      withCublas = false;
-    else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
-      iters = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--tiles") && i + 1 < argc)
-      overrides = argv[++i];
+  bool noCublas = false;
+  if (auto status = bench::Args("gpt2-linear", "GPT-2 124M's bf16 GEMMs as GptModel launches them, each against "
+                                               "cuBLAS at the same shape and layout")
+                        .option("iters", iters, "timed runs a GEMM (the median counts)")
+                        .option("tiles", overrides, "GptModel::Tiles overrides, name=value,...")
+                        .flag("no-cublas", noCublas, "Tegula's rows only")
+                        .parse(argc, argv))
+    return *status;
+  const bool withCublas = !noCublas;
   fmt::print("# gpt2-linear: GPT-2 124M's bf16 GEMMs (B T 8192) as GptModel launches them, vs cuBLAS\n");
   return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events); TFLOP/s = 2 M N K / time\n", info.name,

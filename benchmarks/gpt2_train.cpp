@@ -29,6 +29,7 @@
 // of stream-K ("bf16_ws_dw_tiles"); f32 once more with its weight gradients
 // read as stored, without transposes ("f32_ws_dw_direct": wgmma through
 // K-major rings 4-byte copies fill).
+#include "BenchArgs.h"
 #include "GpuMain.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/TileTuner.h"
@@ -171,16 +172,20 @@ int main(int argc, char **argv) {
   int B = 8, T = 1024, steps = 10;
   std::string dtype = "all", tiles, variants = "all";
   bool tune = false;
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--tune"))
-      tune = true, std::rotate(argv + i, argv + i + 1, argv + argc), --argc, --i;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--batch")) B = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--seq")) T = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--tiles")) tiles = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--variants")) variants = argv[i + 1];
+  if (auto status = bench::Args("gpt2-train", "GPT-2 124M training steps in Tegula: tokens/s, MFU, memory and "
+                                              "each kernel's time")
+                        .option("batch", B, "sequences a step")
+                        .option("seq", T, "tokens a sequence")
+                        .option("steps", steps, "timed steps")
+                        .option("dtype", dtype, "f32, bf16 or all")
+                        .option("variants", variants, "all, plain or ws")
+                        .option("tiles", tiles, "GptModel::Tiles overrides, name=value,... or @FILE")
+                        .flag("tune", tune, "tune the default variants' tiles first (tegula-gpt tune's search)")
+                        .parse(argc, argv))
+    return *status;
+  if (B < 1 || T < 1 || steps < 1) {
+    fmt::print(stderr, "gpt2-train: --batch, --seq and --steps are at least 1\n");
+    return 2;
   }
   if (variants != "all" && variants != "plain" && variants != "ws") {
     fmt::print(stderr, "gpt2-train: --variants is all, plain or ws, not '{}'\n", variants);

@@ -1,5 +1,6 @@
 // interp_throughput.cpp - what the interpreter costs: wall time of example
 // kernels at typical test sizes. A benchmark, not a test: prints, never fails.
+#include "BenchArgs.h"
 #include "examples/kernels.h"
 
 #include <fmt/format.h>
@@ -20,7 +21,9 @@ template <class F> double seconds(F &&f, int reps = 3) {
   return best;
 }
 
-int main() {
+int main(int argc, char **argv) {
+  if (auto status = bench::Args("interp-throughput", "the interpreter's cost on example kernels (CPU)").parse(argc, argv))
+    return *status;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1, 1);
   auto fill = [&](std::vector<float> &v) { for (float &x : v) x = d(rng); };

@@ -8,6 +8,7 @@
 // prints "skipped: ..." and exits 0.
 //
 //   launch-overhead [--launches 2000]
+#include "BenchArgs.h"
 #include "GpuMain.h"
 #include "examples/kernels.h"
 #include "tegula/autotune.h"
@@ -24,9 +25,15 @@ using namespace tegula;
 
 int main(int argc, char **argv) {
   int launches = 2000;
-  for (int i = 1; i + 1 < argc; i += 2)
-    if (!std::strcmp(argv[i], "--launches"))
-      launches = std::atoi(argv[i + 1]);
+  if (auto status = bench::Args("launch-overhead", "the host's cost of a launch, plain, autotuned and with "
+                                                   "tensor maps")
+                        .option("launches", launches, "launches a round")
+                        .parse(argc, argv))
+    return *status;
+  if (launches < 1) {
+    fmt::print(stderr, "launch-overhead: --launches is at least 1\n");
+    return 2;
+  }
   fmt::print("# launch overhead: examples::vector_add, 1 program of 1024, device buffers, "
              "host loop of {} launches\n", launches);
   return bench::runOnGpu([&](const DeviceInfo &info) {

@@ -2,6 +2,7 @@
 // JIT time and run time of example kernels, with simulated threads, fiber
 // switches and checked accesses per second. A benchmark: prints, never fails
 // (except on a wrong result).
+#include "BenchArgs.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "examples/kernels.h"
@@ -79,7 +80,9 @@ void report(const char *name, const Result &r, const std::vector<float> &a,
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (auto status = bench::Args("sim-throughput", "the CTA simulator's cost next to the interpreter's (CPU)").parse(argc, argv))
+    return *status;
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);

@@ -1,7 +1,8 @@
 // autotune.h - choosing a kernel's tile sizes, warps and stages by timing them.
 //
-//   tegula::Autotuner matmul(
-//       tegula::kernel("matmul", examples::matmul<bf16>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
+//   tegula::Autotuner matmul(                      // examples/kernels.h's matmul
+//       tegula::kernel("matmul", tegula::examples::matmul<tegula::bfloat16>,
+//                      {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"}),
 //       {{{{"BM", 128}, {"BN", 128}, {"BK", 64}}, 4, 4}, {{{"BM", 128}, {"BN", 256}, {"BK", 64}}, 8, 3}},
 //       [](const tegula::TuneConfig &c, const tegula::TunedArgs &a) {
 //         return tegula::Grid{uint32_t(tegula::cdiv(a["M"], c["BM"])), uint32_t(tegula::cdiv(a["N"], c["BN"]))};

@@ -1,7 +1,7 @@
 // kernel.h - turning a DSL function into a kernel object and launching it.
 //
 //   auto k = tegula::kernel("vector_add", vector_add, {"x", "y", "out", "n", "BLOCK"});
-//   k({.grid = {tegula::cdiv(n, 1024)}}, x, y, out, n, 1024);
+//   k({.grid = {uint32_t(tegula::cdiv(n, 1024))}}, x, y, out, n, 1024);
 //
 // The kernel is traced once per specialisation (its tl::constant values) and
 // the resulting module is cached in the kernel object.

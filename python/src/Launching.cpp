@@ -158,9 +158,13 @@ Grid toGrid(py::handle g, std::string_view kernel, const std::vector<std::string
   if (dims.empty() || dims.size() > 3)
     throw py::value_error(fmt::format("kernel '{}': the grid has 1 to 3 dimensions, got {}", kernel,
                                       dims.size()));
-  for (int64_t d : dims)
+  for (int64_t d : dims) {
     if (d < 0 || d > int64_t(UINT32_MAX))
       throw py::value_error(fmt::format("kernel '{}': grid dimension {} is out of range", kernel, d));
+    if (d == 0) // the C++ launch refuses it too (tegula.Error); a bad grid is a ValueError here
+      throw py::value_error(fmt::format("kernel '{}': the grid {} has an empty dimension (each is at least 1)",
+                                        kernel, py::repr(value).cast<std::string>()));
+  }
   Grid grid;
   grid.x = uint32_t(dims[0]);
   if (dims.size() > 1)

@@ -1,6 +1,6 @@
 # lit configuration for Tegula's FileCheck tests. CMake runs lit on each
 # source file with --param tegula_bin_dir=<build>/bin; by hand:
-#   lit -v --param tegula_bin_dir=build/bin test/lit
+#   /usr/lib/llvm-22/bin/lit -v --param tegula_bin_dir=build/bin test/lit
 import os
 import lit.formats
 

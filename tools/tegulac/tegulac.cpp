@@ -33,36 +33,39 @@
 
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
-static cl::opt<std::string> outputFile("o", cl::desc("output file (default: stdout for PTX)"),
+static cl::OptionCategory tegulacOptions("tegulac options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::cat(tegulacOptions), cl::desc("<input .mlir>"), cl::Required);
+static cl::opt<std::string> outputFile("o", cl::cat(tegulacOptions), cl::desc("output file (default: stdout for PTX)"),
                                        cl::init("-"));
-static cl::opt<std::string> chip("chip",
+static cl::opt<std::string> chip("chip", cl::cat(tegulacOptions),
                                  cl::desc("target GPU: sm_80 (also sm_86, sm_89, ...), sm_90a, or a "
                                           "Blackwell chip (sm_100, sm_120, ...: sm_80's code path)"),
                                  cl::init("sm_80"));
-static cl::opt<std::string> features("features",
+static cl::opt<std::string> features("features", cl::cat(tegulacOptions),
                                      cl::desc("PTX ISA feature, e.g. +ptx86 (default: the chip's)"),
                                      cl::init(""));
-static cl::opt<int> optLevel("O", cl::desc("LLVM optimisation level"), cl::init(3));
-static cl::opt<bool> cubin("cubin", cl::desc("assemble with ptxas and write a cubin"));
-static cl::opt<bool> sass("sass", cl::desc("assemble with ptxas and write the machine code (SASS, by nvdisasm)"));
-static cl::opt<int> numWarps("num-warps", cl::desc("warps per program (tile-dialect input)"),
+static cl::opt<int> optLevel("O", cl::cat(tegulacOptions), cl::desc("LLVM optimisation level"), cl::init(3));
+static cl::opt<bool> cubin("cubin", cl::cat(tegulacOptions), cl::desc("assemble with ptxas and write a cubin"));
+static cl::opt<bool> sass("sass", cl::cat(tegulacOptions), cl::desc("assemble with ptxas and write the machine code (SASS, by nvdisasm)"));
+static cl::opt<int> numWarps("num-warps", cl::cat(tegulacOptions), cl::desc("warps per program (tile-dialect input)"),
                              cl::init(4));
-static cl::opt<int> numStages("num-stages",
+static cl::opt<int> numStages("num-stages", cl::cat(tegulacOptions),
                               cl::desc("shared-memory stages for dot operands in loops (1: off)"),
                               cl::init(3));
-static cl::opt<bool> warpSpecialize("warp-specialize",
+static cl::opt<bool> warpSpecialize("warp-specialize", cl::cat(tegulacOptions),
                                     cl::desc("sm_90a: TMA-fed loops get a producer warpgroup"));
-static cl::opt<bool> pingPong("ping-pong",
+static cl::opt<bool> pingPong("ping-pong", cl::cat(tegulacOptions),
                               cl::desc("sm_90a, 4 warps: two programs per CTA on their own consumer warpgroups "
                                        "(implies --warp-specialize)"));
-static cl::opt<int> clusterSize("cluster-size",
+static cl::opt<int> clusterSize("cluster-size", cl::cat(tegulacOptions),
                                 cl::desc("sm_90a, warp specialised: CTAs per thread-block cluster; tl::multicast "
                                          "loads of TMA rings are fetched once per cluster"),
                                 cl::init(1));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --help lists tegulac's own options, not the hundreds LLVM's backends register.
+  cl::HideUnrelatedOptions(tegulacOptions);
   cl::ParseCommandLineOptions(argc, argv, "Tegula kernel compiler\n");
   mlir::DialectRegistry registry;
   tegula::registerAllDialects(registry);
