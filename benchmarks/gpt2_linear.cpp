@@ -169,7 +169,9 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
   const std::vector<Layer> layers = {
       {"attn.c_attn", C, 3 * C, false}, {"attn.c_proj", C, C, false}, {"mlp.c_fc", C, 4 * C, true},
       {"mlp.c_proj", 4 * C, C, false}};
-  DeviceBuffer streamKPartials(size_t(examples::streamKPartialFloats(sms, BM, BN)), DType::f32);
+  // Stream-K's workspace for the widest tile timed (Tiles::dw_bn's 256 too).
+  const int dwWidest = std::max({BN, 2 * BN, tiles.dw_bn});
+  DeviceBuffer streamKPartials(size_t(examples::streamKPartialFloats(sms, BM, dwWidest)), DType::f32);
   for (const Layer &l : layers) {
     const int K = l.K, N = l.N;
     const double flops = 2.0 * BT * N * K;
@@ -217,18 +219,25 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
               [&] { dx(options(gemmGrid(BT, K, KM, KN), KW, KS), dy, w, dxOut, BT, N, K, KM, KN, KK, G); },
               [&] { cublasGemm(*cublas, false, true, CUDA_R_16BF, dy, w, dxRef, BT, K, N); },
               [&] { return relDiff<T>(dxOut, dxRef); });
-    // Weight gradient dw = x^T dy (f32), stream-K and one program a tile.
-    const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
-    const int programs = int(std::min<int64_t>(sms, units));
-    DeviceBuffer arrivals(size_t(cdiv(K, BM) * cdiv(N, BN)), DType::i32);
-    arrivals.fill_bytes(0);
+    // Weight gradient dw = x^T dy (f32), stream-K (at the linear layers' N
+    // block, twice it - the tuner's dw_bn=256 - and Tiles::dw_bn) and one
+    // program a tile.
     auto reference = [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, x, dy, dwRef, K, N, BT); };
-    bench.run(n + " dW stream-K", flops,
-              [&] {
-                dwStreamK(options({uint32_t(programs)}, dwWarps, tiles.linear_stages), x, dy, dw, streamKPartials,
-                          arrivals, BT, N, K, false, BM, BN, BK);
-              },
-              reference, [&] { return relDiff<float>(dw, dwRef); });
+    std::vector<int> skWidths = {BN, 2 * BN};
+    if (tiles.dw_bn && std::find(skWidths.begin(), skWidths.end(), tiles.dw_bn) == skWidths.end())
+      skWidths.push_back(tiles.dw_bn);
+    for (int width : skWidths) {
+      const int64_t units = cdiv(K, BM) * cdiv(N, width) * cdiv(BT, BK);
+      const int programs = int(std::min<int64_t>(sms, units));
+      DeviceBuffer arrivals(size_t(cdiv(K, BM) * cdiv(N, width)), DType::i32);
+      arrivals.fill_bytes(0);
+      bench.run(n + (width == BN ? std::string(" dW stream-K") : fmt::format(" dW stream-K {}x{}", BM, width)), flops,
+                [&] {
+                  dwStreamK(options({uint32_t(programs)}, dwWarps, tiles.linear_stages), x, dy, dw, streamKPartials,
+                            arrivals, BT, N, K, false, BM, width, BK);
+                },
+                reference, [&] { return relDiff<float>(dw, dwRef); });
+    }
     for (int width : {BN, BN / 2})
       bench.run(n + fmt::format(" dW tiles {}x{}", BM, width), flops,
                 [&] {

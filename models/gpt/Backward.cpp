@@ -94,9 +94,12 @@ void GptModel::backward() {
   // The stream-K weight gradients' workspace (the linear layers' tile):
   // two partial blocks a program, a counter for each tile of the largest
   // gradient (the MLP's [C, 4C] and [4C, C]).
+  // The blocks' weight gradients' N block: Tiles::dw_bn, else the linear
+  // layers' (which one program a tile halves where that finishes sooner).
+  const int DWN = tiles_.dw_bn ? tiles_.dw_bn : BN;
   const bool streamKDw = streamKWeightGradients_ && tiles_.dw_stream_k && !transposedDw;
-  const int64_t dwPartials = streamKDw ? examples::streamKPartialFloats(persistentPrograms_, BM, BN) : 0;
-  const int64_t dwTiles = streamKDw ? std::max(cdiv(C, BM) * cdiv(4 * C, BN), cdiv(4 * C, BM) * cdiv(C, BN)) : 0;
+  const int64_t dwPartials = streamKDw ? examples::streamKPartialFloats(persistentPrograms_, BM, DWN) : 0;
+  const int64_t dwTiles = streamKDw ? std::max(cdiv(C, BM) * cdiv(4 * C, DWN), cdiv(4 * C, BM) * cdiv(C, DWN)) : 0;
   if (streamKPartials_.size() != dwPartials || streamKArrivals_.size() != dwTiles) {
     streamKPartials_ = Arena(), streamKArrivals_ = Arena(); // freed before their successors are allocated
     streamKPartials_ = Arena(dwPartials, backend_);
@@ -173,7 +176,7 @@ void GptModel::backward() {
       kernels_->matmulDwTn(launchKMajor({uint32_t(cdiv(N, dwBN)), uint32_t(cdiv(K, KM))}), xT, dyT,
                            G(w + ".weight"), BT, N, K, accumulate, KM, dwBN, KK);
     } else if (streamKDw) {
-      const int64_t units = cdiv(K, BM) * cdiv(N, BN) * cdiv(BT, BK);
+      const int64_t units = cdiv(K, BM) * cdiv(N, DWN) * cdiv(BT, BK);
       const int programs = int(std::min<int64_t>(persistentPrograms_, units));
       if (units * programs >= (int64_t(1) << 31)) // the kernel numbers its runs in i32
         throw Error(fmt::format("GPT: the stream-K weight gradient of {} has {} tiles x steps on {} programs, "
@@ -181,8 +184,9 @@ void GptModel::backward() {
                                 w, units, programs));
       try {
         kernels_->matmulDwStreamK(launchWeightGradient({uint32_t(programs)}), x, dy, G(w + ".weight"),
-                                  streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, BN)),
-                                  streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, BN)), BT, N, K, accumulate, BM, BN, BK);
+                                  streamKPartials_.view(0, examples::streamKPartialFloats(programs, BM, DWN)),
+                                  streamKArrivals_.view(0, cdiv(K, BM) * cdiv(N, DWN)), BT, N, K, accumulate, BM, DWN,
+                                  BK);
       } catch (...) {
         // A launch that stopped part way (the CPU backends run it within the
         // call) may leave arrivals counted, which a finished one resets: the
@@ -191,7 +195,7 @@ void GptModel::backward() {
         throw;
       }
     } else {
-      const int dwBN = dwBlockN(K, N, BM, BN);
+      const int dwBN = tiles_.dw_bn ? tiles_.dw_bn : dwBlockN(K, N, BM, BN);
       kernels_->matmulDw(launchWeightGradient({uint32_t(cdiv(N, dwBN)), uint32_t(cdiv(K, BM))}), x, dy,
                          G(w + ".weight"), BT, N, K, accumulate, BM, dwBN, BK);
     }

@@ -186,6 +186,14 @@ public:
     // GPT-2 at B T = 8192): its own N block, warps and stages (0: the
     // K-major GEMMs').
     int head_bn = 0, head_warps = 0, head_stages = 0;
+    // The blocks' weight gradients' N block, stream-K or one program a tile
+    // (0: bn, which one program a tile halves where narrower tiles finish
+    // sooner - dwBlockN). 256 (the tuner's alternative in bf16 on sm_90a)
+    // runs m64n256 wgmmas, as the GEMM benchmark's best large tiles; its
+    // stream-K tiles park and add 128 KB partial blocks, and a micro-batch
+    // that accumulates into the gradient (not the first after zero_grad)
+    // spills 236 B beside its accumulator (0 where it stores).
+    int dw_bn = 0;
     // The tied LM head's weight gradient (wte's, [vocab_padded, C] summed
     // over B T; one program a tile): its N block (0: dwBlockN's choice at
     // bn). Each N block reads dlogits' column stripe again (824 MB in all

@@ -76,6 +76,7 @@ const Field kFields[] = {
     TEGULA_INT(head_stages, 0),
     TEGULA_POW2(head_dw_bn, 0),
     TEGULA_POW2(dw_warps, 0),
+    TEGULA_POW2(dw_bn, 0),
     TEGULA_BOOL(dw_stream_k),
     TEGULA_POW2(gelu_dx_bn, 0),
     TEGULA_POW2(gelu_dx_warps, 0),

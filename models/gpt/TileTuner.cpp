@@ -67,6 +67,10 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   if (!(storage == DType::f32 && hopper && matmul == tl::precision::tf32)) // its weight gradients: transposes
     choices.push_back({"dw_stream_k", {"", fmt::format("dw_stream_k={}", int(!defaults.dw_stream_k))}});
   if (storage == DType::bf16 && hopper)
+    // The blocks' weight gradients (3.75 ms of the 2026-11-27 step, 250-420
+    // TFLOP/s, stream-K at 128 x 128) on m64n256 wgmmas.
+    choices.push_back({"dw_bn", {"", "dw_bn=256"}});
+  if (storage == DType::bf16 && hopper)
     // wte's gradient (1.81 ms of the 2026-11-27 step at 128 x 128, 349
     // TFLOP/s, launched in the order that read dlogits from DRAM 6 times):
     // 256 wide (the default since) on m64n256 wgmmas, or dwBlockN's 128.
@@ -74,8 +78,8 @@ std::vector<TileChoice> tile_choices(DType storage, const std::string &chip, tl:
   // LayerNorm's backward: one row a step on 4 or 8 warps, 2 or 4 rows a
   // step on 8 warps (gpt2-layers' _w8, _br2_w8, _br4_w8), or in bf16 a warp
   // a row - no barrier a row, 16-byte loads - in 256-column chunks
-  // (_br4_w4_c3; in one block of 1024, or in f32, a warp's row spills half a
-  // kilobyte or more).
+  // (_br4_w4_c3: 255 registers, no spill; in one block of 1024, or in f32,
+  // a warp's row spills a quarter of a kilobyte or more).
   std::vector<std::string> lnBwd = {"", "ln_bwd_tile_rows=1,ln_bwd_warps=8", "ln_bwd_tile_rows=2,ln_bwd_warps=8",
                                     "ln_bwd_tile_rows=4,ln_bwd_warps=8"};
   if (storage == DType::bf16)

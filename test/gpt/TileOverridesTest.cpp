@@ -200,6 +200,45 @@ TEST(GptTiles, WteGradientAtAnotherNBlockIsTheSame) {
   }
 }
 
+// dw_bn: the blocks' weight gradients at N blocks of 16 and 64 instead of
+// 32, stream-K (the default; its runs split K elsewhere, so the sums are
+// associated otherwise: 1e-5) and one program a tile (the same bits), over
+// two micro-batches - the second adds into the gradient - in the interpreter.
+TEST(GptTiles, WeightGradientsAtAnotherNBlockAreTheSame) {
+  const GptConfig c = oneBlock();
+  const int B = 2, T = 40;
+  const auto [tok, tgt] = randomBatch(B * T, c.vocab, 17);
+  for (bool streamK : {true, false}) {
+    SCOPED_TRACE(streamK ? "stream-K" : "one program a tile");
+    GptModel base(c, Backend::Interp);
+    base.set_tiles(GptModel::cpu_tiles());
+    base.set_stream_k_weight_gradients(streamK);
+    base.init_random(12);
+    base.zero_grad();
+    for (int micro = 0; micro < 2; ++micro) {
+      base.forward(tok, tgt, B, T);
+      base.backward();
+    }
+    for (const char *width : {"dw_bn=16", "dw_bn=64"}) {
+      SCOPED_TRACE(width);
+      const auto other = copyAtTiles(base, width);
+      other->set_stream_k_weight_gradients(streamK);
+      other->zero_grad();
+      for (int micro = 0; micro < 2; ++micro) {
+        other->forward(tok, tgt, B, T);
+        other->backward();
+      }
+      for (const ParamSpec &p : base.parameters()) {
+        const std::vector<float> want = base.read_gradient(p.name), got = other->read_gradient(p.name);
+        if (streamK)
+          EXPECT_LT(tegula::testing::rel_error(got, std::vector<double>(want.begin(), want.end())), 1e-5) << p.name;
+        else
+          EXPECT_EQ(got, want) << p.name;
+      }
+    }
+  }
+}
+
 // gelu_ping_pong: the GELU GEMMs' tiles become 4-warp programs at the
 // ping-pong fields' stages and N block; off, they are what they were.
 TEST(GptTiles, GeluPingPongTiles) {
