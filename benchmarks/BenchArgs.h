@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -22,14 +23,17 @@ public:
   /// what it measures, one line, for --help.
   Args(std::string program, std::string synopsis) : program_(std::move(program)), synopsis_(std::move(synopsis)) {}
 
-  /// `--name N` sets `value` (an integer; the default is what it holds).
-  Args &option(std::string name, int &value, std::string help) {
-    options_.push_back({std::move(name), &value, std::move(help)});
+  /// `--name N` sets `value` (an integer, at least `least`; the default is
+  /// what it holds).
+  Args &option(std::string name, int &value, std::string help, int least = 1) {
+    options_.push_back({std::move(name), &value, std::move(help), least});
     return *this;
   }
-  /// `--name TEXT` sets `value`.
-  Args &option(std::string name, std::string &value, std::string help) {
-    options_.push_back({std::move(name), &value, std::move(help)});
+  /// `--name TEXT` sets `value`; with `choices`, one of them (or, with
+  /// `list`, a comma-separated list of them).
+  Args &option(std::string name, std::string &value, std::string help, std::vector<std::string> choices = {},
+               bool list = false) {
+    options_.push_back({std::move(name), &value, std::move(help), 0, std::move(choices), list});
     return *this;
   }
   /// `--name` (no value) sets `value` to true.
@@ -63,8 +67,14 @@ public:
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (text.empty() || ec != std::errc() || end != text.data() + text.size())
           return fail(fmt::format("{} takes an integer, not '{}'", arg, text));
+        if (value < o->least)
+          return fail(fmt::format("{} is at least {}, not {}", arg, o->least, value));
         **n = value;
       } else {
+        for (const std::string &item : o->list ? split(text) : std::vector<std::string>{text})
+          if (!o->choices.empty() && std::find(o->choices.begin(), o->choices.end(), item) == o->choices.end())
+            return fail(fmt::format("{} takes {}{}, not '{}'", arg, o->list ? "a comma-separated list of " : "",
+                                    joined(o->choices), item));
         *std::get<std::string *>(o->target) = text;
       }
     }
@@ -90,7 +100,25 @@ private:
     std::string name;
     std::variant<int *, std::string *, bool *> target;
     std::string help;
+    int least = 1;                    // integers
+    std::vector<std::string> choices; // text: empty = anything
+    bool list = false;                // text: comma-separated choices
   };
+  static std::vector<std::string> split(const std::string &text) {
+    std::vector<std::string> items;
+    for (size_t at = 0; at <= text.size();) {
+      const size_t comma = std::min(text.find(',', at), text.size());
+      items.push_back(text.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return items;
+  }
+  static std::string joined(const std::vector<std::string> &choices) {
+    std::string out;
+    for (size_t i = 0; i < choices.size(); ++i)
+      out += (i ? i + 1 == choices.size() ? " or " : ", " : "") + choices[i];
+    return out;
+  }
   const Option *find(const std::string &arg) const {
     if (arg.rfind("--", 0) != 0)
       return nullptr;

@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
                         .option("rows", o.rows, "rows of the f32 inputs")
                         .option("cols", o.cols, "columns")
                         .option("iters", o.iters, "timed runs a kernel (the median counts)")
-                        .option("warmup", o.warmup, "untimed runs first")
+                        .option("warmup", o.warmup, "untimed runs first", 0)
                         .option("sample-rows", o.sample, "rows checked against the CPU reference")
                         .option("compile-only", o.compileOnly,
                                 "a chip (sm_80, sm_90a, ...): print what each kernel compiles to, run nothing")
@@ -334,6 +334,11 @@ int main(int argc, char **argv) {
     return *status;
   try {
     validate(o);
+  } catch (const Error &e) {
+    fmt::print(stderr, "bandwidth: {}\n", e.what());
+    return 2;
+  }
+  try {
     if (!o.compileOnly.empty())
       return compileOnly(o, o.compileOnly);
     std::string why;

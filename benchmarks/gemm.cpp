@@ -614,8 +614,9 @@ int main(int argc, char **argv) {
   int iters = 10;
   if (auto status =
           bench::Args("gemm", "Tegula's GEMMs against cuBLAS (cuBLASLt for fp8) on the same device buffers")
-              .option("shapes", shapesArg, "squares, gpt2 or all")
-              .option("dtypes", dtypes, "comma-separated: bf16, f16, tf32, tf32tn, fp8, i8")
+              .option("shapes", shapesArg, "the shapes", {"squares", "gpt2", "all"})
+              .option("dtypes", dtypes, "the element types, comma-separated",
+                      {"bf16", "f16", "tf32", "tf32tn", "fp8", "i8"}, /*list=*/true)
               .option("configs", configsArg,
                       "only the configurations whose names contain one of these comma-separated strings "
                       "(or all of its words); also TEGULA_GEMM_CONFIGS")

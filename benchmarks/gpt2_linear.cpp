@@ -238,7 +238,10 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
                 },
                 reference, [&] { return relDiff<float>(dw, dwRef); });
     }
-    for (int width : {BN, BN / 2})
+    std::vector<int> tileWidths = {BN, BN / 2};
+    if (tiles.dw_bn && std::find(tileWidths.begin(), tileWidths.end(), tiles.dw_bn) == tileWidths.end())
+      tileWidths.push_back(tiles.dw_bn);
+    for (int width : tileWidths)
       bench.run(n + fmt::format(" dW tiles {}x{}", BM, width), flops,
                 [&] {
                   dwTiles(options({uint32_t(cdiv(N, width)), uint32_t(cdiv(K, BM))}, dwWarps, tiles.linear_stages), x,
@@ -292,6 +295,12 @@ int main(int argc, char **argv) {
                         .parse(argc, argv))
     return *status;
   const bool withCublas = !noCublas;
+  try { // a misspelt field fails here, before the GPU is touched
+    (void)gpt::GptModel::gpu_tiles(DType::bf16).with(overrides);
+  } catch (const Error &e) {
+    fmt::print(stderr, "gpt2-linear: --tiles: {}\n", e.what());
+    return 2;
+  }
   fmt::print("# gpt2-linear: GPT-2 124M's bf16 GEMMs (B T 8192) as GptModel launches them, vs cuBLAS\n");
   return bench::runOnGpu([&](const DeviceInfo &info) {
     fmt::print("device: {} ({}), driver {}; median of {} (CUDA events); TFLOP/s = 2 M N K / time\n", info.name,

@@ -177,29 +177,18 @@ int main(int argc, char **argv) {
                         .option("batch", B, "sequences a step")
                         .option("seq", T, "tokens a sequence")
                         .option("steps", steps, "timed steps")
-                        .option("dtype", dtype, "f32, bf16 or all")
-                        .option("variants", variants, "all, plain or ws")
+                        .option("dtype", dtype, "the storage types timed", {"f32", "bf16", "all"})
+                        .option("variants", variants, "the variants timed (ws: warp specialised)",
+                                {"all", "plain", "ws"})
                         .option("tiles", tiles, "GptModel::Tiles overrides, name=value,... or @FILE")
                         .flag("tune", tune, "tune the default variants' tiles first (tegula-gpt tune's search)")
                         .parse(argc, argv))
     return *status;
-  if (B < 1 || T < 1 || steps < 1) {
-    fmt::print(stderr, "gpt2-train: --batch, --seq and --steps are at least 1\n");
-    return 2;
-  }
-  if (variants != "all" && variants != "plain" && variants != "ws") {
-    fmt::print(stderr, "gpt2-train: --variants is all, plain or ws, not '{}'\n", variants);
-    return 2;
-  }
   try { // a misspelt field fails here, not after the first run
     tiles = tile_overrides_from(tiles);
     (void)gpt::GptModel::gpu_tiles().with(tiles);
   } catch (const Error &e) {
     fmt::print(stderr, "gpt2-train: --tiles: {}\n", e.what());
-    return 2;
-  }
-  if (dtype != "all" && dtype != "f32" && dtype != "bf16") {
-    fmt::print(stderr, "gpt2-train: --dtype is f32, bf16 or all, not '{}'\n", dtype);
     return 2;
   }
   fmt::print("# gpt2-train: GPT-2 124M in Tegula, B={} T={}, {} timed steps, dtype {}{}{}{}\n", B, T, steps, dtype,

@@ -30,10 +30,6 @@ int main(int argc, char **argv) {
                         .option("launches", launches, "launches a round")
                         .parse(argc, argv))
     return *status;
-  if (launches < 1) {
-    fmt::print(stderr, "launch-overhead: --launches is at least 1\n");
-    return 2;
-  }
   fmt::print("# launch overhead: examples::vector_add, 1 program of 1024, device buffers, "
              "host loop of {} launches\n", launches);
   return bench::runOnGpu([&](const DeviceInfo &info) {

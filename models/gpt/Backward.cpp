@@ -91,7 +91,7 @@ void GptModel::backward() {
     transposeScratch_ = Arena(need, backend_);
     memory(); // the peak
   }
-  // The stream-K weight gradients' workspace (the linear layers' tile):
+  // The stream-K weight gradients' workspace (BM x DWN tiles):
   // two partial blocks a program, a counter for each tile of the largest
   // gradient (the MLP's [C, 4C] and [4C, C]).
   // The blocks' weight gradients' N block: Tiles::dw_bn, else the linear

@@ -252,12 +252,25 @@ template <class T> void checkAll(const char *chip) {
            {t, t, f, f, i, 8192, 3072, 768, false, BM, tiles.with("dw_bn=256").dw_bn, BK}, false,
            {tiles.dw_warps ? tiles.dw_warps : LW, LS});
   // wte's gradient at Tiles::head_dw_bn (bf16 on sm_90a: 256 wide, m64n256
-  // wgmmas, dlogits read half as often as at 128); 0 spills at 8 warps.
-  if (tiles.head_dw_bn)
+  // wgmmas, dlogits read half as often as at 128); 0 spills at 8 warps,
+  // warp specialised or not (set_warp_specialize(false), gpt2-train's plain
+  // variant), and so the tuner's dw_bn=256 one program a tile, accumulating.
+  if (tiles.head_dw_bn) {
     linear("matmul_bwd_dw_wte", k::matmul_bwd_dw<T, P>, k::matmul_bwd_dw_tma<T, P>,
            {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"},
            {t, t, f, 8192, 768, 50304, true, BM, tiles.head_dw_bn, BK}, false,
            {tiles.dw_warps ? tiles.dw_warps : LW, LS});
+    const CompiledKernel c = kernel("matmul_bwd_dw_wte", k::matmul_bwd_dw_tma<T, P>,
+                                    {"x", "dy", "dw", "M", "N", "K", "accumulate", "BK", "BN", "BM"})
+                                 .compile({t, t, f, 8192, 768, 50304, true, BM, tiles.head_dw_bn, BK},
+                                          {.chip = chip, .num_warps = tiles.dw_warps ? tiles.dw_warps : LW,
+                                           .num_stages = LS});
+    std::printf("[gpt %s] matmul_bwd_dw_wte, not warp specialised: %d registers, %d B spilled\n", chip,
+                c.registers, c.spill_bytes);
+    EXPECT_EQ(c.spill_bytes, 0);
+    EXPECT_EQ(c.producer_warps, 0);
+    EXPECT_LE(c.dynamic_shared_bytes, 227 * 1024);
+  }
   if constexpr (descriptors) // the tied LM head's input gradient
     linear("matmul", k::matmul_tma<T, P>, k::matmul_tma<T, P>,
            {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK", "GROUP_M"}, {t, t, t, 8192, 768, 50304, BM, BN, BK, G});

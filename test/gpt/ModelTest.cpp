@@ -526,8 +526,9 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     // each of the CPU backends' 3 programs, an i32 counter a tile of the
     // MLP's gradients.
     const GptModel::Tiles &t = m.tiles();
-    const int64_t streamK = 2 * 3 * int64_t(t.bm) * t.bn * 4 +
-                            std::max(cdiv(C, t.bm) * cdiv(4 * C, t.bn), cdiv(4 * C, t.bm) * cdiv(C, t.bn)) * 4;
+    const int dwn = t.dw_bn ? t.dw_bn : t.bn; // the blocks' weight gradients' N block
+    const int64_t streamK = 2 * 3 * int64_t(t.bm) * dwn * 4 +
+                            std::max(cdiv(C, t.bm) * cdiv(4 * C, dwn), cdiv(4 * C, t.bm) * cdiv(C, dwn)) * 4;
     EXPECT_EQ(mem.scratch, (cdiv(n, 4096) + 1) * 4 + columnPartials(m.tiles(), B, T, C) * 4 + streamK);
     EXPECT_EQ(mem.total(), mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.scratch);
     EXPECT_EQ(mem.peak, mem.total());

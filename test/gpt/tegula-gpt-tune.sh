@@ -15,8 +15,8 @@ export TEGULA_GPT_TILES_DIR=$work/kept # the tunings kept for --tiles auto
 gpt2=(--layers 1 --vocab 1000 --batch 2 --seq 200 --rounds 1 --steps 1) # GPT-2's widths, one block, ragged T
 "$tool" tune "${gpt2[@]}" --out "$work/tiles.txt" | tee "$work/tune.log"
 if grep -q "error:" "$work/tune.log"; then exit 1; fi
-for choice in gelu_ping_pong attention_fwd attention_bwd group_m dw_stream_k ln_bwd ln_bwd_rows ln_bwd_block \
-  ln_fwd_rows ln_fwd_block column_sums; do
+for choice in gelu_ping_pong attention_fwd attention_bwd group_m dw_stream_k dw_bn head_dw_bn ln_bwd ln_bwd_rows \
+  ln_bwd_block ln_fwd_rows ln_fwd_block column_sums; do
   grep -q "^  $choice " "$work/tune.log"
 done
 grep -q "^  ln_bwd  *ln_bwd_tile_rows=4,ln_bwd_warps=8 " "$work/tune.log"
