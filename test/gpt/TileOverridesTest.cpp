@@ -36,6 +36,19 @@ std::pair<std::vector<int32_t>, std::vector<int32_t>> randomBatch(int n, int voc
   return {tok, tgt};
 }
 
+/// A oneBlock() model on `backend` at cpu_tiles(), its weights drawn from
+/// `seed`, after one forward (its loss in `loss`) and backward of (tok, tgt).
+std::unique_ptr<GptModel> afterOneBackward(Backend backend, unsigned seed, const std::vector<int32_t> &tok,
+                                           const std::vector<int32_t> &tgt, int B, int T, float &loss) {
+  auto m = std::make_unique<GptModel>(oneBlock(), backend);
+  m->set_tiles(GptModel::cpu_tiles());
+  m->init_random(seed);
+  loss = m->forward(tok, tgt, B, T);
+  m->zero_grad();
+  m->backward();
+  return m;
+}
+
 /// A model of `like`'s config and backend at cpu_tiles() with `overrides`,
 /// holding `like`'s parameters.
 std::unique_ptr<GptModel> copyAtTiles(const GptModel &like, const std::string &overrides) {
@@ -154,12 +167,9 @@ TEST(GptTiles, LayerNormBackwardInChunksComputesWhatOneBlockDoes) {
   const GptConfig c = oneBlock();
   const int B = 2, T = 40;
   const auto [tok, tgt] = randomBatch(B * T, c.vocab, 11);
-  GptModel one(c, Backend::Sim);
-  one.set_tiles(GptModel::cpu_tiles());
-  one.init_random(9);
-  const float loss = one.forward(tok, tgt, B, T);
-  one.zero_grad();
-  one.backward();
+  float loss = 0;
+  const std::unique_ptr<GptModel> oneBlockModel = afterOneBackward(Backend::Sim, 9, tok, tgt, B, T, loss);
+  const GptModel &one = *oneBlockModel;
   for (const char *chunks : {"ln_bwd_block=16", "ln_bwd_block=32,ln_bwd_tile_rows=2",
                              "ln_bwd_block=32,ln_bwd_tile_rows=4,ln_bwd_warps=4"}) { // the last: a warp a row
     SCOPED_TRACE(chunks);
@@ -184,12 +194,9 @@ TEST(GptTiles, WteGradientAtAnotherNBlockIsTheSame) {
   const GptConfig c = oneBlock();
   const int B = 2, T = 40;
   const auto [tok, tgt] = randomBatch(B * T, c.vocab, 13);
-  GptModel base(c, Backend::Interp);
-  base.set_tiles(GptModel::cpu_tiles());
-  base.init_random(10);
-  const float loss = base.forward(tok, tgt, B, T);
-  base.zero_grad();
-  base.backward();
+  float loss = 0;
+  const std::unique_ptr<GptModel> baseModel = afterOneBackward(Backend::Interp, 10, tok, tgt, B, T, loss);
+  const GptModel &base = *baseModel;
   for (const char *width : {"head_dw_bn=32", "head_dw_bn=64"}) {
     SCOPED_TRACE(width);
     const auto other = copyAtTiles(base, width);
