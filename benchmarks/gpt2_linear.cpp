@@ -112,6 +112,13 @@ struct Bench {
   }
 };
 
+/// `widths`, and a Tiles field's width (0: none) where it is not among them.
+std::vector<int> alsoWidth(std::vector<int> widths, int field) {
+  if (field && std::find(widths.begin(), widths.end(), field) == widths.end())
+    widths.push_back(field);
+  return widths;
+}
+
 void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cublas) {
   using T = bfloat16;
   const int BT = 8192, C = 768, Vp = 50304;
@@ -223,10 +230,7 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
     // block, twice it - the tuner's dw_bn=256 - and Tiles::dw_bn) and one
     // program a tile.
     auto reference = [&] { cublasGemm(*cublas, true, false, CUDA_R_32F, x, dy, dwRef, K, N, BT); };
-    std::vector<int> skWidths = {BN, 2 * BN};
-    if (tiles.dw_bn && std::find(skWidths.begin(), skWidths.end(), tiles.dw_bn) == skWidths.end())
-      skWidths.push_back(tiles.dw_bn);
-    for (int width : skWidths) {
+    for (int width : alsoWidth({BN, 2 * BN}, tiles.dw_bn)) {
       const int64_t units = cdiv(K, BM) * cdiv(N, width) * cdiv(BT, BK);
       const int programs = int(std::min<int64_t>(sms, units));
       DeviceBuffer arrivals(size_t(cdiv(K, BM) * cdiv(N, width)), DType::i32);
@@ -238,10 +242,7 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
                 },
                 reference, [&] { return relDiff<float>(dw, dwRef); });
     }
-    std::vector<int> tileWidths = {BN, BN / 2};
-    if (tiles.dw_bn && std::find(tileWidths.begin(), tileWidths.end(), tiles.dw_bn) == tileWidths.end())
-      tileWidths.push_back(tiles.dw_bn);
-    for (int width : tileWidths)
+    for (int width : alsoWidth({BN, BN / 2}, tiles.dw_bn))
       bench.run(n + fmt::format(" dW tiles {}x{}", BM, width), flops,
                 [&] {
                   dwTiles(options({uint32_t(cdiv(N, width)), uint32_t(cdiv(K, BM))}, dwWarps, tiles.linear_stages), x,
@@ -267,10 +268,7 @@ void runLinear(const gpt::GptModel::Tiles &tiles, int iters, const Cublas *cubla
     // SMs), twice that (the tuner's head_dw_bn=256: dlogits read half as
     // often), and Tiles::head_dw_bn where --tiles sets another.
     DeviceBuffer dwte(size_t(Vp) * C, DType::f32), dwteRef(size_t(Vp) * C, DType::f32);
-    std::vector<int> widths = {BN, 2 * BN};
-    if (tiles.head_dw_bn && std::find(widths.begin(), widths.end(), tiles.head_dw_bn) == widths.end())
-      widths.push_back(tiles.head_dw_bn);
-    for (int width : widths)
+    for (int width : alsoWidth({BN, 2 * BN}, tiles.head_dw_bn))
       bench.run(fmt::format("wte dW tiles {}x{}", BM, width), flops,
                 [&] {
                   dwTiles(options({uint32_t(cdiv(C, width)), uint32_t(cdiv(Vp, BM))}, dwWarps, tiles.linear_stages),

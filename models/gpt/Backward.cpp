@@ -91,12 +91,12 @@ void GptModel::backward() {
     transposeScratch_ = Arena(need, backend_);
     memory(); // the peak
   }
-  // The stream-K weight gradients' workspace (BM x DWN tiles):
-  // two partial blocks a program, a counter for each tile of the largest
-  // gradient (the MLP's [C, 4C] and [4C, C]).
   // The blocks' weight gradients' N block: Tiles::dw_bn, else the linear
   // layers' (which one program a tile halves where that finishes sooner).
   const int DWN = tiles_.dw_bn ? tiles_.dw_bn : BN;
+  // The stream-K weight gradients' workspace (BM x DWN tiles): two partial
+  // blocks a program, a counter for each tile of the largest gradient (the
+  // MLP's [C, 4C] and [4C, C]).
   const bool streamKDw = streamKWeightGradients_ && tiles_.dw_stream_k && !transposedDw;
   const int64_t dwPartials = streamKDw ? examples::streamKPartialFloats(persistentPrograms_, BM, DWN) : 0;
   const int64_t dwTiles = streamKDw ? std::max(cdiv(C, BM) * cdiv(4 * C, DWN), cdiv(4 * C, BM) * cdiv(C, DWN)) : 0;
