@@ -120,6 +120,16 @@ tl::tensor geluBwdBlock(const tl::tensor &acc, const tl::tensor &pre, tl::ptr<fl
   return g;
 }
 
+/// dw's [BK, BN] block at (k0, n0): where it goes, and which of it is in range.
+struct GradientTile {
+  tl::tensor out, mask;
+};
+inline GradientTile gradientTile(tl::ptr<float> dw, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                                 const tl::tensor &k0, const tl::tensor &n0, int BK, int BN) {
+  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
+  return {dw + rk.expand_dims(1) * N + rn.expand_dims(0), (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N)};
+}
+
 /// Program (j, i)'s [BK, BN] block of a weight gradient dw [K, N] (f32) -
 /// row block i, column block j: where it goes, and what it starts from - the
 /// gradient so far (`accumulate`: micro-batches add up) or zeros. The grid
@@ -134,9 +144,8 @@ struct GradientBlock {
 inline GradientBlock gradientBlock(tl::ptr<float> dw, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
                                    bool accumulate, int BK, int BN) {
   GradientBlock g{tl::program_id(1) * BK, tl::program_id(0) * BN, {}, {}, {}};
-  tl::tensor rk = g.k0 + tl::arange(0, BK), rn = g.n0 + tl::arange(0, BN);
-  g.out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
-  g.mask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N);
+  GradientTile at = gradientTile(dw, N, K, g.k0, g.n0, BK, BN);
+  g.out = at.out, g.mask = at.mask;
   g.acc = accumulate ? tl::load(g.out, g.mask, 0.0f) : tl::zeros({BK, BN}, tl::f32);
   return g;
 }
@@ -371,18 +380,13 @@ void matmul_bwd_dw_tn_tma(tl::ptr<T> xt, tl::ptr<T> dyt, tl::ptr<float> dw, tl::
 //===----------------------------------------------------------------------===//
 
 namespace detail {
-/// dw[k0.., n0..] (+)= acc where `done` (this program finished the tile).
-inline void addGradientBlock(tl::ptr<float> dw, const tl::tensor &acc, const tl::tensor &done,
-                             tl::scalar<int32_t> N, tl::scalar<int32_t> K, const tl::tensor &k0, const tl::tensor &n0,
-                             bool accumulate, int BK, int BN) {
-  tl::tensor rk = k0 + tl::arange(0, BK), rn = n0 + tl::arange(0, BN);
-  tl::tensor out = dw + rk.expand_dims(1) * N + rn.expand_dims(0);
-  tl::tensor mask = (rk.expand_dims(1) < K) & (rn.expand_dims(0) < N) & done;
-  tl::store(out, accumulate ? acc + tl::load(out, mask, 0.0f) : acc, mask);
-}
-
-/// dw's [BK, BN] tiles in stream-K order: `product(k0, n0, m_begin, m_end)`
-/// is x^T dy's block over rows [m_begin, m_end) (multiples of BM).
+/// dw's [BK, BN] tiles in stream-K order: `product(k0, n0, m_begin, m_end,
+/// start)` is start + x^T dy's block over rows [m_begin, m_end) (multiples
+/// of BM). Accumulating, the run that starts a tile's rows starts from the
+/// gradient so far - read before its loop, where only the accumulator is
+/// live (added at the end, beside the finished sum, a 128 x 256 tile spilled
+/// 236 B) - so a tile adds up as one program a tile's does: the gradient so
+/// far, then its rows in order.
 template <class Product>
 void streamKGradient(tl::ptr<float> dw, tl::ptr<float> partials, tl::ptr<int32_t> arrivals, tl::scalar<int32_t> M,
                      tl::scalar<int32_t> N, tl::scalar<int32_t> K, bool accumulate, int BK, int BN, int BM,
@@ -395,10 +399,16 @@ void streamKGradient(tl::ptr<float> dw, tl::ptr<float> partials, tl::ptr<int32_t
   examples::forEachStreamKTile(
       tiles_k, tiles_n, steps, BK, BN, kEveryRow, partials, arrivals,
       [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &first, const tl::tensor &end) {
-        return product(k0, n0, first * BM, end * BM);
+        tl::tensor start = tl::zeros({BK, BN}, tl::f32);
+        if (accumulate) {
+          GradientTile g = gradientTile(dw, N, K, k0, n0, BK, BN);
+          start = tl::load(g.out, g.mask & (first == 0), 0.0f);
+        }
+        return product(k0, n0, first * BM, end * BM, start);
       },
       [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &acc, const tl::tensor &done) {
-        addGradientBlock(dw, acc, done, N, K, k0, n0, accumulate, BK, BN);
+        GradientTile g = gradientTile(dw, N, K, k0, n0, BK, BN);
+        tl::store(g.out, acc, g.mask & done);
       });
 }
 } // namespace detail
@@ -411,9 +421,9 @@ void matmul_bwd_dw_stream_k(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, tl::
                             tl::constant<int> BN, tl::constant<int> BM) {
   detail::streamKGradient(
       dw, partials, arrivals, M, N, K, accumulate.value, BK.value, BN.value, BM.value,
-      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end) {
-        return detail::dwProduct(x, dy, M, N, K, k0, n0, m_begin, m_end, tl::zeros({BK, BN}, tl::f32), BK.value,
-                                 BN.value, BM.value, P);
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end,
+          const tl::tensor &start) {
+        return detail::dwProduct(x, dy, M, N, K, k0, n0, m_begin, m_end, start, BK.value, BN.value, BM.value, P);
       });
 }
 
@@ -429,8 +439,9 @@ void matmul_bwd_dw_stream_k_tma(tl::ptr<T> x, tl::ptr<T> dy, tl::ptr<float> dw, 
   auto dy_desc = tl::make_tensor_descriptor(dy, {M, N}, {N, 1}, {BM, BN});
   detail::streamKGradient(
       dw, partials, arrivals, M, N, K, accumulate.value, BK.value, BN.value, BM.value,
-      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end) {
-        tl::tensor acc = tl::zeros({BK, BN}, tl::f32);
+      [&](const tl::tensor &k0, const tl::tensor &n0, const tl::tensor &m_begin, const tl::tensor &m_end,
+          const tl::tensor &start) {
+        tl::tensor acc = start;
         for (auto m : tl::range(m_begin, m_end, BM.value, acc))
           acc = tl::dot(x_desc.load({m, k0}).trans(), dy_desc.load({m, n0}), acc, P);
         return acc;

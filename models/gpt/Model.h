@@ -190,10 +190,11 @@ public:
     // (0: bn, which one program a tile halves where narrower tiles finish
     // sooner - dwBlockN). 256 (the tuner's alternative in bf16 on sm_90a)
     // runs m64n256 wgmmas, as the GEMM benchmark's best large tiles; its
-    // stream-K tiles park and add 128 KB partial blocks, and a micro-batch
-    // that accumulates into the gradient (not the first after zero_grad)
-    // spills 236 B beside its accumulator (0 where it stores). Not f32 at
-    // tf32's gradients through transposes (kmajor_dw_bn) nor wte's (head_dw_bn).
+    // stream-K tiles park and add 128 KB partial blocks; warp specialised,
+    // a micro-batch that accumulates into the gradient (not the first after
+    // zero_grad) spills one register (24 B, once a tile, outside the loop;
+    // 0 where it stores). Not f32 at tf32's gradients through transposes
+    // (kmajor_dw_bn) nor wte's (head_dw_bn).
     int dw_bn = 0;
     // The tied LM head's weight gradient (wte's, [vocab_padded, C] summed
     // over B T; one program a tile): its N block (0: dwBlockN's choice at
