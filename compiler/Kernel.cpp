@@ -471,6 +471,18 @@ static void checkMaxRegisters(int maxRegisters, const std::string &kernel) {
     throw Error(fmt::format("kernel '{}': max_registers is 16 to 255 registers a thread (0: ptxas chooses), not {}",
                             kernel, maxRegisters));
 }
+/// LaunchOptions / CompileOptions::num_warps and num_stages: what every
+/// backend can run (a CTA holds at most 1024 threads), checked on each so a
+/// launch the GPU would refuse fails in the interpreter too.
+static void checkWarpsAndStages(int numWarps, int numStages, const std::string &kernel) {
+  if (numWarps < 1 || numWarps > 32 || (numWarps & (numWarps - 1)) != 0)
+    throw Error(fmt::format("kernel '{}': num_warps is 1, 2, 4, 8, 16 or 32 (a CTA holds at most 1024 threads), "
+                            "not {}",
+                            kernel, numWarps));
+  if (numStages < 1)
+    throw Error(fmt::format("kernel '{}': num_stages is 1 (no software pipelining) or more, not {}", kernel,
+                            numStages));
+}
 std::string CompiledKernel::sass() const { return backend::disassemble(cubin); }
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
@@ -490,6 +502,7 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
   checkMaxRegisters(opts.max_registers, impl_->name);
+  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   std::string optionKey = fmt::format(
       "chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={};maxnreg={}",
       opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma, paths.overlapDots,
@@ -518,12 +531,26 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
     CompiledKernel out;
     if (auto dyn = (*module)->getAttrOfType<IntegerAttr>("tilegpu.dynamic_shared_bytes"))
       out.dynamic_shared_bytes = int(dyn.getInt());
+    // What the chip cannot hold fails here, named, as the simulator and the
+    // runtime refuse it - not at a launch, nor as a kernel to inspect.
+    if (const size_t limit = backend::maxSharedBytesPerCta(opts.chip); size_t(out.dynamic_shared_bytes) > limit)
+      throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory per CTA; {} allows at most {} (smaller "
+                              "tiles, fewer stages)",
+                              name, out.dynamic_shared_bytes, opts.chip, limit));
     if (auto producers = (*module)->getAttrOfType<IntegerAttr>("tilegpu.producer_warps"))
       out.producer_warps = int(producers.getInt());
     if (auto programs = (*module)->getAttrOfType<IntegerAttr>("tilegpu.programs_per_cta"))
       out.programs_per_cta = int(programs.getInt());
     if (auto cluster = (*module)->getAttrOfType<IntegerAttr>("tilegpu.cluster_size"))
       out.cluster_size = int(cluster.getInt());
+    // A producer warpgroup and a second program (ping-pong) add warps.
+    const int warps = opts.num_warps * std::max(out.programs_per_cta, 1) + out.producer_warps;
+    if (warps > 32)
+      throw Error(fmt::format("kernel '{}': {} warps a CTA ({} a program{}{}) are more than the 32 (1024 threads) a "
+                              "CTA can hold: launch fewer num_warps",
+                              name, warps, opts.num_warps,
+                              out.programs_per_cta > 1 ? fmt::format(" x {} programs", out.programs_per_cta) : "",
+                              out.producer_warps ? fmt::format(" + {} producer warps", out.producer_warps) : ""));
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
     backend::Target target{opts.chip, /*features: the chip's=*/"", 3};
     out.ptx = backend::translateToPtx(*module, target);
@@ -654,6 +681,7 @@ int Kernel::max_resident_programs(const LaunchOptions &opts, const std::vector<A
                             "yourself there)",
                             impl_->name, backendOf(opts, env) == Backend::Sim ? "CTA simulator" : "CPU interpreter"));
   checkMaxRegisters(opts.max_registers, impl_->name);
+  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   const int clusterSize =
       env.clusterSizeFor(opts.cluster_size, spec.usesClusters, opts.ping_pong || env.pingPong, impl_->name);
   std::shared_ptr<runtime::LoadedKernel> kernel = loadOnGpu(spec, opts, args, env, clusterSize);
@@ -672,6 +700,7 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   // Checked on every backend (the CPU ones ignore the cap), so a launch the
   // GPU would refuse fails in the interpreter and the simulator too.
   checkMaxRegisters(opts.max_registers, impl_->name);
+  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   // Every backend holds a cluster launch to CUDA's rules, so a kernel
   // behaves the same everywhere.
   if (clusterSize > 1 && opts.grid.x % unsigned(clusterSize) != 0)

@@ -1,6 +1,7 @@
 //===- Simulator.cpp - instrument, JIT and run a lowered kernel -----------===//
 #include "simulator/Simulator.h"
 
+#include "compiler/backend/PtxBackend.h"
 #include "simulator/HostFunctions.h"
 #include "simulator/HostJit.h"
 #include "simulator/InstrumentForSimulator.h"
@@ -26,18 +27,6 @@
 using namespace mlir;
 
 namespace tegula::sim {
-
-/// The most dynamic shared memory a CTA of `chip` may opt in to
-/// (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on Hopper, 163 KiB on
-/// the A100 (and Orin), 99 KiB on the consumer Amperes and Adas; without a
-/// chip, the most of any.
-static size_t maxSharedBytesPerCta(const std::string &chip) {
-  if (chip == "sm_80" || chip == "sm_87")
-    return 166912;
-  if (chip == "sm_86" || chip == "sm_89")
-    return 101376;
-  return 232448;
-}
 
 struct SimKernel::Impl {
   std::string kernel;
@@ -154,7 +143,7 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
   impl->sharedBytes = size_t(cast<IntegerAttr>(module->getAttr("tegula.sim.shared_bytes")).getInt());
   // What no GPU would launch is refused here too, as the runtime refuses it
   // there: a simulated run must not pass a kernel the hardware cannot hold.
-  if (const size_t limit = maxSharedBytesPerCta(chip); impl->sharedBytes > limit)
+  if (const size_t limit = backend::maxSharedBytesPerCta(chip); impl->sharedBytes > limit)
     throw Error(fmt::format("simulator: kernel '{}' needs {} bytes of shared memory per CTA; {} allows at most {} "
                             "(smaller tiles, fewer stages)",
                             kernel, impl->sharedBytes, chip.empty() ? std::string("no GPU") : chip, limit));

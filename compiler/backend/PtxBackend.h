@@ -36,6 +36,20 @@ struct Target {
 /// for its chip.
 std::string ptxFeaturesFor(const std::string &chip);
 
+/// The most dynamic shared memory a CTA of `chip` may opt in to
+/// (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on Hopper and the
+/// data-centre Blackwells, 163 KiB on the A100 (and Orin), 99 KiB on the
+/// consumer Amperes, Adas and Blackwells; without a chip, the most of any.
+/// (Inline: the simulator's library holds kernels to it too.)
+inline size_t maxSharedBytesPerCta(const std::string &chip) {
+  if (chip == "sm_80" || chip == "sm_87")
+    return 166912;
+  for (const char *consumer : {"sm_86", "sm_89", "sm_120", "sm_121"})
+    if (chip.starts_with(consumer))
+      return 101376;
+  return 232448;
+}
+
 /// Translate `module` (LLVM dialect + NVVM) to PTX text. Throws
 /// tegula::Error naming the failing step.
 std::string translateToPtx(mlir::ModuleOp module, const Target &target);

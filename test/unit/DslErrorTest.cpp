@@ -3,6 +3,8 @@
 #include "ErrorTestUtil.h"
 #include "tegula/tegula.h"
 
+#include <functional>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -243,6 +245,69 @@ TEST(LaunchErrors, AChipTegulaDoesNotCompileForIsNamed) {
     }
   // Blackwell runs sm_80's code path at its own PTX version.
   EXPECT_THAT(k.compile({x, 16, 16}, {.chip = "sm_120", .assemble = false}).ptx, HasSubstr(".target sm_120"));
+}
+
+/// What `call` throws as a tegula::Error ("" and a failure if nothing).
+std::string errorOfCall(const std::function<void()> &call) {
+  try {
+    call();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return "";
+}
+
+// Warps and stages no GPU can run are refused on every backend (the
+// interpreter ignores both, but the same launch must not pass there and fail
+// on a GPU), and by compile.
+TEST(LaunchErrors, WarpsAndStagesNoGpuRunsAreNamed) {
+  auto k = kernel("simple", simple, {"x", "n", "B"});
+  auto x = buf();
+  const std::vector<Arg> args = {x, 16, 16};
+  for (Backend backend : {Backend::Interp, Backend::Sim}) {
+    for (int warps : {0, -4, 3, 64})
+      try {
+        k.launch({.grid = {1}, .num_warps = warps, .backend = backend}, args);
+        ADD_FAILURE() << warps << " warps launched";
+      } catch (const Error &e) {
+        EXPECT_THAT(e.what(), HasSubstr(fmt::format("kernel 'simple': num_warps is 1, 2, 4, 8, 16 or 32 (a CTA "
+                                                    "holds at most 1024 threads), not {}",
+                                                    warps)));
+      }
+    try {
+      k.launch({.grid = {1}, .num_stages = 0, .backend = backend}, args);
+      ADD_FAILURE() << "0 stages launched";
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr("kernel 'simple': num_stages is 1 (no software pipelining) or more, not 0"));
+    }
+  }
+  EXPECT_THAT(errorOfCall([&] { k.compile(args, {.chip = "sm_90a", .num_warps = 48, .assemble = false}); }),
+              HasSubstr("num_warps is 1, 2, 4, 8, 16 or 32"));
+  EXPECT_THAT(errorOfCall([&] { k.compile(args, {.chip = "sm_80", .num_stages = -1, .assemble = false}); }),
+              HasSubstr("num_stages is 1 (no software pipelining) or more, not -1"));
+  k.launch({.grid = {1}, .num_warps = 32, .num_stages = 1}, args); // the limits themselves run
+}
+
+// A pipeline deeper than the chip's shared memory fails at compile, named.
+void staged_dot(tl::ptr<bfloat16> a, tl::ptr<float> c, tl::scalar<int32_t> K) {
+  tl::tensor rm = tl::arange(0, 128), rk = tl::arange(0, 64);
+  tl::tensor acc = tl::zeros({128, 128}, tl::f32);
+  for (auto k : tl::range(0, K, 64, acc))
+    acc = tl::dot(tl::load(a + rm.expand_dims(1) * K + (k + rk).expand_dims(0)),
+                  tl::load(a + (k + rk).expand_dims(1) * 128 + rm.expand_dims(0)), acc);
+  tl::store(c + rm.expand_dims(1) * 128 + rm.expand_dims(0), acc);
+}
+
+TEST(LaunchErrors, SharedMemoryPastTheChipsIsNamedAtCompile) {
+  auto k = kernel("staged_dot", staged_dot, {"a", "c", "K"});
+  std::vector<bfloat16> a(128 * 1024);
+  auto c = buf(128 * 128);
+  // 32 KiB a stage (a 128 x 64 and a 64 x 128 bf16 block): 8 stages need 256 KiB.
+  EXPECT_THAT(errorOfCall([&] { k.compile({a, c, 1024}, {.chip = "sm_80", .num_stages = 8, .assemble = false}); }),
+              HasSubstr("bytes of shared memory per CTA; sm_80 allows at most 166912 (smaller tiles, fewer stages)"));
+  EXPECT_LE(k.compile({a, c, 1024}, {.chip = "sm_80", .num_stages = 3, .assemble = false}).dynamic_shared_bytes,
+            166912);
 }
 
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
