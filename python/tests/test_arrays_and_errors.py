@@ -84,6 +84,8 @@ def test_each_error_names_the_problem():
         (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
          "has no instantiation for arrays of (int32, float32)"),
         (lambda: add(x, x, out, 64, stream="s"), TypeError, "stream= takes an int"),
+        (lambda: add(x, x, out, 64, num_warps=3), tegula.Error, "num_warps is 1, 2, 4, 8, 16 or 32"),
+        (lambda: add(x, x, out, 64, num_stages=0), tegula.Error, "num_stages is 1 (no software pipelining) or more"),
     ]
     for call, kind, message in cases:
         with pytest.raises(kind) as info:
