@@ -31,17 +31,27 @@ def _as_numpy(x):
     return np.asarray(x)
 
 
+def _index(flat, shape):
+    """The index of flat element `flat` as a tuple of ints (printed as numpy 1 did)."""
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
 def assert_close(actual, expected, rtol: float | None = None, atol: float | None = None):
     """Asserts |actual - expected| <= atol + rtol * |expected| elementwise.
 
     Shapes must match; a NaN in ``actual`` fails unless ``expected`` has a NaN
-    there. The default tolerances follow ``actual``'s dtype. The message names
-    the worst element, its index and both values.
+    there, and an infinity in either must be the same infinity in the other (as
+    torch.testing.assert_close). Complex arrays are refused. The default
+    tolerances follow ``actual``'s dtype. The message names the worst element,
+    its index and both values.
     """
     a = _as_numpy(actual)
     e = _as_numpy(expected)
     if a.shape != e.shape:
         raise AssertionError(f"shapes differ: actual {a.shape}, expected {e.shape}")
+    for name, array in (("actual", a), ("expected", e)):
+        if np.iscomplexobj(array):
+            raise TypeError(f"assert_close compares real arrays; {name} is {array.dtype}")
     d_rtol, d_atol = default_tolerance(a.dtype)
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
@@ -49,16 +59,23 @@ def assert_close(actual, expected, rtol: float | None = None, atol: float | None
     e64 = e.astype(np.float64)
     nan_a, nan_e = np.isnan(a64), np.isnan(e64)
     if np.any(nan_a != nan_e):
-        i = np.unravel_index(np.argmax(nan_a != nan_e), a.shape)
-        raise AssertionError(f"NaN mismatch at {i}: actual {a64[i]}, expected {e64[i]}")
-    err = np.where(nan_a, 0.0, np.abs(a64 - e64))
-    bound = atol + rtol * np.abs(np.where(nan_e, 0.0, e64))
+        i = _index(np.argmax(nan_a != nan_e), a.shape)
+        raise AssertionError(f"NaN mismatch at {i}: actual {float(a64[i])!r}, expected {float(e64[i])!r}")
+    inf_a, inf_e = np.isinf(a64), np.isinf(e64)
+    inf_bad = (inf_a | inf_e) & ~(inf_a & inf_e & (a64 == e64))
+    if np.any(inf_bad):
+        i = _index(np.argmax(inf_bad), a.shape)
+        raise AssertionError(
+            f"{int(inf_bad.sum())} of {a.size} elements differ in their infinities; "
+            f"first at {i}: actual {float(a64[i])!r}, expected {float(e64[i])!r}")
+    err = np.where(nan_a | inf_a, 0.0, np.abs(a64 - e64))
+    bound = atol + rtol * np.abs(np.where(nan_e | inf_e, 0.0, e64))
     bad = err > bound
     if np.any(bad):
-        i = np.unravel_index(np.argmax(np.where(bad, err - bound, -np.inf)), a.shape)
+        i = _index(np.argmax(np.where(bad, err - bound, -np.inf)), a.shape)
         raise AssertionError(
             f"{int(bad.sum())} of {a.size} elements differ beyond rtol={rtol}, atol={atol}; "
-            f"worst at {i}: actual {a64[i]!r}, expected {e64[i]!r} (|diff| {err[i]:.3g})")
+            f"worst at {i}: actual {float(a64[i])!r}, expected {float(e64[i])!r} (|diff| {err[i]:.3g})")
 
 
 def do_bench(fn, warmup: int = 3, rep: int = 20, quantiles=None, flush_l2: bool = False):

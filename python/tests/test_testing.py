@@ -1,0 +1,33 @@
+"""tegula.testing.assert_close: what it lets through and what it refuses."""
+import numpy as np
+import pytest
+
+from tegula.testing import assert_close
+
+
+def test_close_values_pass_and_far_ones_name_the_worst():
+    assert_close(np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0 + 1e-7], np.float32))
+    with pytest.raises(AssertionError, match=r"1 of 2 elements differ .* worst at \(1,\)"):
+        assert_close(np.array([1.0, 2.5], np.float32), np.array([1.0, 2.0], np.float32))
+
+
+def test_nan_passes_only_against_nan():
+    assert_close(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))
+    with pytest.raises(AssertionError, match="NaN mismatch"):
+        assert_close(np.array([np.nan]), np.array([1.0]))
+    with pytest.raises(AssertionError, match="NaN mismatch"):
+        assert_close(np.array([1.0]), np.array([np.nan]))
+
+
+def test_infinities_must_be_the_same_infinity():
+    assert_close(np.array([np.inf, -np.inf, 3.0]), np.array([np.inf, -np.inf, 3.0]))
+    # A relative tolerance of an infinite expected value bounds nothing: each
+    # of these passed before.
+    for actual, expected in [([1.0, 2.0], [np.inf, -np.inf]), ([np.inf], [-np.inf]), ([np.inf], [1e30])]:
+        with pytest.raises(AssertionError, match="differ in their infinities"):
+            assert_close(np.array(actual), np.array(expected))
+
+
+def test_complex_arrays_are_refused():
+    with pytest.raises(TypeError, match="compares real arrays"):
+        assert_close(np.array([1 + 2j]), np.array([1 + 0j]))
