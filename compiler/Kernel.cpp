@@ -617,7 +617,10 @@ Backend backendOf(const LaunchOptions &opts, const Switches &env) {
 /// The simulator's target: `opts.chip`, else $TEGULA_SIM_CHIP (the whole
 /// program's simulated code for another target, e.g. sm_90a), else sm_80.
 std::string simChipOf(const LaunchOptions &opts, const Switches &env) {
-  return !opts.chip.empty() ? opts.chip : env.simChip && *env.simChip ? std::string(env.simChip) : "sm_80";
+  const std::string chip =
+      !opts.chip.empty() ? opts.chip : env.simChip && *env.simChip ? std::string(env.simChip) : "sm_80";
+  backend::ptxFeaturesFor(chip); // a chip Tegula does not compile for is named here, as compile names it
+  return chip;
 }
 } // namespace
 

@@ -102,6 +102,15 @@ std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int 
   for (int32_t t : prompt)
     if (t < 0 || t >= c.vocab)
       throw Error(fmt::format("GPT generate: token {} is outside the vocabulary [0, {})", t, c.vocab));
+  // As Hugging Face refuses them: a nonsense setting must not quietly become
+  // greedy decoding or an unrestricted draw.
+  if (!(sampling.temperature >= 0) || std::isinf(sampling.temperature))
+    throw Error(fmt::format("GPT generate: temperature is 0 (greedy) or a positive number, not {}",
+                            sampling.temperature));
+  if (sampling.top_k < 0)
+    throw Error(fmt::format("GPT generate: top_k is 0 (all tokens) or a positive count, not {}", sampling.top_k));
+  if (!(sampling.top_p > 0 && sampling.top_p <= 1))
+    throw Error(fmt::format("GPT generate: top_p is in (0, 1], not {}", sampling.top_p));
   const int C = c.n_embd;
   Decoder d;
   int64_t size = 0;

@@ -16,6 +16,15 @@ void GptModel::init_optimizer() {
 }
 
 void GptModel::step(const AdamW &opt) {
+  // What would turn every parameter into NaN or step it uphill, refused
+  // before anything moves (as torch.optim.AdamW refuses them).
+  if (!(opt.lr >= 0) || std::isinf(opt.lr))
+    throw Error(fmt::format("GPT step: the learning rate is 0 or more, not {}", opt.lr));
+  if (!(opt.beta1 >= 0 && opt.beta1 < 1) || !(opt.beta2 >= 0 && opt.beta2 < 1))
+    throw Error(fmt::format("GPT step: betas are in [0, 1), not ({}, {})", opt.beta1, opt.beta2));
+  if (!(opt.eps >= 0) || !(opt.weight_decay >= 0))
+    throw Error(fmt::format("GPT step: eps and weight_decay are 0 or more, not {} and {}", opt.eps,
+                            opt.weight_decay));
   init_optimizer();
   zeroPendingGradients();
   ++steps_;
@@ -53,6 +62,8 @@ void GptModel::step(const AdamW &opt) {
 }
 
 float GptModel::clip_grad_norm(float max_norm) {
+  if (!(max_norm > 0)) // a negative one would flip the update's sign
+    throw Error(fmt::format("GPT clip_grad_norm: max_norm is a positive number, not {}", max_norm));
   zeroPendingGradients();
   const int64_t n = gradArena_.size();
   constexpr int kBlock = 4096;
@@ -69,6 +80,9 @@ float GptModel::clip_grad_norm(float max_norm) {
 }
 
 float GptModel::learning_rate(int step, int warmup, int total, float max_lr, float min_lr) {
+  if (step < 0 || warmup < 0 || total < 0)
+    throw Error(fmt::format("GPT learning_rate: step {}, {} warm-up steps and {} in all are each 0 or more", step,
+                            warmup, total));
   if (step < warmup)
     return max_lr * float(step + 1) / float(warmup);
   if (step >= total)

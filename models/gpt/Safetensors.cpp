@@ -51,10 +51,16 @@ DType SafeTensor::tegula_dtype() const {
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("safetensors: {} is a directory, not a .safetensors file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(fmt::format("safetensors: cannot open {}", path));
-  std::vector<std::byte> contents(std::filesystem::file_size(path));
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec)
+    throw Error(fmt::format("safetensors: cannot read the size of {}: {}", path, ec.message()));
+  std::vector<std::byte> contents(size);
   if (!in.read(reinterpret_cast<char *>(contents.data()), std::streamsize(contents.size())))
     throw Error(fmt::format("safetensors: cannot read {}", path));
   return parse(std::move(contents), path);
@@ -107,10 +113,17 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::byte> contents, const st
     t.dtype = entry["dtype"].get<std::string>();
     if (!entry["shape"].is_array())
       throw bad("shape is not an array");
+    // The product of the nonzero extents must fit in an int64 (numel()'s
+    // partial products then do, in any order): a shape whose count wraps
+    // around would pass the byte-count check below.
+    uint64_t extents = 1;
     for (const json &d : entry["shape"]) {
       if (!d.is_number_unsigned())
         throw bad(fmt::format("shape {} has a negative or non-integer extent", entry["shape"].dump()));
-      t.shape.push_back(d.get<int64_t>());
+      const uint64_t e = d.get<uint64_t>();
+      if (e != 0 && (__builtin_mul_overflow(extents, e, &extents) || extents > uint64_t(INT64_MAX)))
+        throw bad(fmt::format("shape {} has more elements than a tensor can hold", entry["shape"].dump()));
+      t.shape.push_back(int64_t(e));
     }
     const json &off = entry["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
@@ -118,7 +131,9 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::byte> contents, const st
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > dataBytes)
       throw bad(fmt::format("data_offsets [{}, {}] are outside the {} data bytes", begin, end, dataBytes));
-    const uint64_t want = uint64_t(t.numel()) * uint64_t(elementBytes(t.dtype));
+    uint64_t want = 0;
+    if (__builtin_mul_overflow(uint64_t(t.numel()), uint64_t(elementBytes(t.dtype)), &want))
+      throw bad(fmt::format("shape {} of {} has more bytes than a file can hold", entry["shape"].dump(), t.dtype));
     if (end - begin != want)
       throw bad(fmt::format("{} bytes for shape {} of {} ({} bytes)", end - begin, entry["shape"].dump(),
                             t.dtype, want));
@@ -218,6 +233,8 @@ std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite> &t
     header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const TensorToWrite *t : order) {
+    if (t->name == "__metadata__")
+      throw Error("safetensors: '__metadata__' is the header's metadata key, not a tensor name");
     const int64_t bytes = elementBytes(t->dtype);
     if (t->dtype != "F32" && t->dtype != "BF16" && t->dtype != "F16")
       throw Error(fmt::format("safetensors: tensor '{}': writing {} is not supported (F32, BF16, F16)",

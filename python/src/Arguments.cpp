@@ -89,6 +89,15 @@ bool rowMajor(const std::vector<int64_t> &shape, const std::vector<int64_t> &str
   return true;
 }
 
+/// Tegula reads elements in the machine's byte order (little-endian on every
+/// GPU host); a byte-swapped array would be read as other numbers.
+[[noreturn]] void notNativeByteOrder(const ArgName &what, const std::string &dtype) {
+  throw py::type_error(fmt::format("{}: the array's elements are in the other byte order ({}); Tegula reads them "
+                                   "in the machine's - pass a converted copy (array.astype(array.dtype.newbyteorder"
+                                   "('=')))",
+                                   what.text(), dtype));
+}
+
 [[noreturn]] void notContiguous(const ArgName &what) {
   throw py::value_error(fmt::format("{}: the array is not contiguous (a strided view); Tegula "
                                     "kernels take row-major contiguous arrays - pass a copy "
@@ -133,6 +142,8 @@ ArrayView fromCudaArrayInterface(py::handle obj, const ArgName &what) {
   const std::vector<int64_t> shape = int64s(item(cai, shapeKey, what));
   v.dtype_name = py::cast<std::string>(item(cai, typeKey, what));
   v.dtype = dtypeOfTypestr(v.dtype_name);
+  if (v.dtype_name.starts_with(">"))
+    notNativeByteOrder(what, v.dtype_name);
   v.count = 1;
   for (int64_t d : shape)
     v.count *= size_t(d);
@@ -253,6 +264,8 @@ ArrayView fromNumpy(py::handle obj, const ArgName &what) {
   py::object dtype = obj.attr("dtype");
   v.dtype_name = dtype.attr("name").cast<std::string>();
   v.dtype = dtypeNamed(v.dtype_name);
+  if (!dtype.attr("isnative").cast<bool>())
+    notNativeByteOrder(what, py::str(dtype.attr("str")).cast<std::string>());
   py::object flags = obj.attr("flags");
   if (!flags.attr("c_contiguous").cast<bool>())
     notContiguous(what);

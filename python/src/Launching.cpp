@@ -142,16 +142,31 @@ Grid toGrid(py::handle g, std::string_view kernel, const std::vector<std::string
     value = py::reinterpret_borrow<py::object>(g)(meta);
   }
   std::vector<int64_t> dims;
-  if (PyLong_Check(value.ptr()))
-    dims.push_back(value.cast<int64_t>());
-  else if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value))
-    for (py::handle d : value) {
-      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
-      if (!index)
-        throw py::error_already_set();
-      dims.push_back(py::cast<int64_t>(index));
+  // One dimension: any integer (`__index__`: numpy's too), not a bool.
+  auto dimension = [&](py::handle d, size_t axis) {
+    py::object index;
+    if (!PyBool_Check(d.ptr()))
+      index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+    if (!index) {
+      PyErr_Clear();
+      throw py::type_error(fmt::format("kernel '{}': grid dimension {} is {} {}, not an int{}", kernel, axis,
+                                       PyFloat_Check(d.ptr()) ? "the float" : "the value", py::repr(d).cast<std::string>(),
+                                       PyFloat_Check(d.ptr()) ? " (divide with tegula.cdiv(n, BLOCK))" : ""));
     }
-  else
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow)
+      throw py::value_error(fmt::format("kernel '{}': grid dimension {} is out of range", kernel,
+                                        py::str(index).cast<std::string>()));
+    dims.push_back(int64_t(n));
+  };
+  if (PyIndex_Check(value.ptr()) && !PyBool_Check(value.ptr()))
+    dimension(value, 0);
+  else if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
+    size_t axis = 0;
+    for (py::handle d : value)
+      dimension(d, axis++);
+  } else
     throw py::type_error(fmt::format("kernel '{}': the grid is a tuple of 1 to 3 ints (or a "
                                      "callable of the arguments returning one), got {}",
                                      kernel, py::repr(value).cast<std::string>()));
@@ -179,12 +194,48 @@ std::optional<Backend> backendOf(py::kwargs kwargs) {
   py::handle v = option(kwargs, name);
   if (!v)
     return std::nullopt; // $TEGULA_BACKEND, else the interpreter
+  if (!PyUnicode_Check(v.ptr()))
+    throw py::type_error(fmt::format("backend= takes a str ('interp', 'sim' or 'gpu'), got {}",
+                                     py::repr(v).cast<std::string>()));
   return parse_backend(std::string(utf8(v)));
 }
 
+namespace {
+std::string optionName(PyObject *name) { return py::reinterpret_borrow<py::str>(name).cast<std::string>(); }
+} // namespace
+
 int intOption(py::kwargs kwargs, PyObject *name, int fallback) {
   py::handle v = option(kwargs, name);
-  return v ? py::cast<int>(v) : fallback;
+  if (!v)
+    return fallback;
+  if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
+    throw py::type_error(fmt::format("{}= takes an int, got {} {}", optionName(name),
+                                     py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>(),
+                                     py::repr(v).cast<std::string>()));
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow || n < INT32_MIN || n > INT32_MAX)
+    throw py::value_error(fmt::format("{}={} is out of range", optionName(name), py::repr(v).cast<std::string>()));
+  return int(n);
+}
+
+bool boolOption(py::kwargs kwargs, PyObject *name, bool fallback) {
+  py::handle v = option(kwargs, name);
+  if (!v)
+    return fallback;
+  if (!PyBool_Check(v.ptr()) && !(PyLong_Check(v.ptr()) && (v.cast<long long>() == 0 || v.cast<long long>() == 1)))
+    throw py::type_error(fmt::format("{}= takes True or False, got {}", optionName(name),
+                                     py::repr(v).cast<std::string>()));
+  return v.cast<bool>();
+}
+
+std::string stringOption(py::kwargs kwargs, PyObject *name) {
+  py::handle v = option(kwargs, name);
+  if (!v)
+    return "";
+  if (!PyUnicode_Check(v.ptr()))
+    throw py::type_error(fmt::format("{}= takes a str, got {}", optionName(name), py::repr(v).cast<std::string>()));
+  return std::string(utf8(v));
 }
 
 /// The CUstream a launch runs on: `stream=` (an int handle, a torch.cuda.Stream
@@ -194,8 +245,15 @@ int intOption(py::kwargs kwargs, PyObject *name, int fallback) {
 uint64_t streamFor(py::kwargs kwargs, const std::vector<py::object> &bound) {
   static PyObject *const name = interned("stream");
   if (py::handle s = option(kwargs, name)) {
-    if (PyLong_Check(s.ptr()))
-      return s.cast<uint64_t>();
+    if (PyLong_Check(s.ptr())) {
+      const unsigned long long handle = PyLong_AsUnsignedLongLong(s.ptr());
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::value_error(fmt::format("stream={} is not a CUstream handle (0 to 2**64 - 1)",
+                                          py::repr(s).cast<std::string>()));
+      }
+      return handle;
+    }
     if (py::hasattr(s, "cuda_stream")) // torch.cuda.Stream
       return s.attr("cuda_stream").cast<uint64_t>();
     if (py::hasattr(s, "ptr")) // cupy.cuda.Stream
@@ -250,12 +308,9 @@ LaunchOptions launchOptions(py::kwargs kwargs, const std::vector<py::object> &bo
   opts.num_stages = intOption(kwargs, numStages, 3);
   opts.backend = backendOf(kwargs);
   opts.stream = streamFor(kwargs, bound);
-  if (py::handle c = option(kwargs, chip))
-    opts.chip = std::string(utf8(c));
-  if (py::handle ws = option(kwargs, warpSpecialize))
-    opts.warp_specialize = ws.cast<bool>();
-  if (py::handle pp = option(kwargs, pingPong))
-    opts.ping_pong = pp.cast<bool>();
+  opts.chip = stringOption(kwargs, chip);
+  opts.warp_specialize = boolOption(kwargs, warpSpecialize, false);
+  opts.ping_pong = boolOption(kwargs, pingPong, false);
   opts.cluster_size = intOption(kwargs, clusterSize, 0);
   opts.max_registers = intOption(kwargs, maxRegisters, 0);
   return opts;

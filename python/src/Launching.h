@@ -51,7 +51,11 @@ Grid toGrid(pybind11::handle grid, std::string_view kernel, const std::vector<st
 
 /// backend=: none means $TEGULA_BACKEND, else the interpreter.
 std::optional<Backend> backendOf(pybind11::kwargs kwargs);
+/// Keyword options by name: an int (TypeError for another type, ValueError
+/// past i32), a bool (True/False, or 0/1), a str ("" when absent).
 int intOption(pybind11::kwargs kwargs, PyObject *name, int fallback);
+bool boolOption(pybind11::kwargs kwargs, PyObject *name, bool fallback);
+std::string stringOption(pybind11::kwargs kwargs, PyObject *name);
 /// The stream a launch runs on (stream=, else torch's current stream when a
 /// torch CUDA tensor is among `bound`, else 0).
 uint64_t streamFor(pybind11::kwargs kwargs, const std::vector<pybind11::object> &bound);

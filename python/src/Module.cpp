@@ -72,22 +72,22 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
-  if (kwargs.contains("chip"))
-    opts.chip = kwargs["chip"].cast<std::string>();
-  static PyObject *const numWarps = python::interned("num_warps"),
-                         *const numStages = python::interned("num_stages");
+  static PyObject *const chip = python::interned("chip"), *const numWarps = python::interned("num_warps"),
+                         *const numStages = python::interned("num_stages"),
+                         *const assemble = python::interned("assemble"),
+                         *const warpSpecialize = python::interned("warp_specialize"),
+                         *const pingPong = python::interned("ping_pong"),
+                         *const clusterSize = python::interned("cluster_size"),
+                         *const maxRegisters = python::interned("max_registers");
+  if (std::string c = stringOption(kwargs, chip); !c.empty()) // None: the default
+    opts.chip = c;
   opts.num_warps = intOption(kwargs, numWarps, 4);
   opts.num_stages = intOption(kwargs, numStages, 3);
-  if (kwargs.contains("assemble"))
-    opts.assemble = kwargs["assemble"].cast<bool>();
-  if (kwargs.contains("warp_specialize"))
-    opts.warp_specialize = kwargs["warp_specialize"].cast<bool>();
-  if (kwargs.contains("ping_pong"))
-    opts.ping_pong = kwargs["ping_pong"].cast<bool>();
-  if (kwargs.contains("cluster_size"))
-    opts.cluster_size = kwargs["cluster_size"].cast<int>();
-  if (kwargs.contains("max_registers"))
-    opts.max_registers = kwargs["max_registers"].cast<int>();
+  opts.assemble = boolOption(kwargs, assemble, true);
+  opts.warp_specialize = boolOption(kwargs, warpSpecialize, false);
+  opts.ping_pong = boolOption(kwargs, pingPong, false);
+  opts.cluster_size = intOption(kwargs, clusterSize, 0);
+  opts.max_registers = intOption(kwargs, maxRegisters, 0);
   py::gil_scoped_release unlocked;
   return r.kernel->compile(r.args, opts);
 }

@@ -46,13 +46,19 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
     The build is cached (``$TEGULA_CACHE_DIR/python``, else ``~/.cache/tegula/python``)
     under a hash of the sources, the headers beside them, Tegula's headers, the
     flags and the Python version, so a second call with nothing changed only
-    imports. A compile error raises :class:`tegula.Error` with the compiler's
+    imports. With ``build_directory`` the module is built there as
+    ``name-<hash>.so`` (a changed source builds a new file; the stale one is
+    removed). CPython imports one extension module a name per process: loading
+    changed sources under a name already loaded raises :class:`tegula.Error`. A compile error raises :class:`tegula.Error` with the compiler's
     messages (file:line of the user's code).
     """
     if not name.isidentifier():
         raise ValueError(f"tegula.load: the module name must be a Python identifier, not {name!r}")
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    for what, value in (("extra_cflags", extra_cflags), ("extra_include_paths", extra_include_paths)):
+        if isinstance(value, (str, bytes)):  # would be split into characters
+            raise TypeError(f"tegula.load: {what} is a list of strings, not the string {value!r}")
     srcs = [Path(s).resolve() for s in sources]
     if not srcs:
         raise ValueError("tegula.load: no sources given")
@@ -75,8 +81,15 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
     lib = Path(c.LIBRARY_DIR, "libtegula.so")
     if lib.exists():
         digest.update(str(lib.stat().st_mtime_ns).encode())
-    out_dir = Path(build_directory) if build_directory else _cache_root() / f"{name}-{digest.hexdigest()[:16]}"
-    target = out_dir / f"{name}{suffix}"
+    key = digest.hexdigest()[:16]
+    if build_directory:
+        # The digest in the file's name: a changed source builds (and, in
+        # this process, loads) a new file instead of importing the old one.
+        out_dir = Path(build_directory)
+        target = out_dir / f"{name}-{key}{suffix}"
+    else:
+        out_dir = _cache_root() / f"{name}-{key}"
+        target = out_dir / f"{name}{suffix}"
     if not target.exists():
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, suffix=suffix, delete=False) as tmp:
@@ -91,7 +104,23 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
             partial.unlink(missing_ok=True)
             raise Error(f"tegula.load: compiling module '{name}' failed:\n{result.stderr.strip()}")
         os.replace(partial, target)  # atomic: concurrent loads see all or nothing
+        if build_directory:  # earlier builds of this module there are stale now
+            for old in out_dir.glob(f"{name}-*{suffix}"):
+                if old != target and len(old.name) == len(target.name):
+                    old.unlink(missing_ok=True)
+    if name in _imported:
+        if _imported[name][0] == key:
+            return _imported[name][1]
+        # CPython keeps one extension module a name for the process: it would
+        # hand back the old one whatever the new file holds.
+        raise Error(f"tegula.load: module '{name}' was imported in this process from other sources (or "
+                    f"flags); Python cannot import a second extension module of that name - load the "
+                    f"changed one under another name, or in a new process")
     spec = importlib.util.spec_from_file_location(name, target)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _imported[name] = (key, module)
     return module
+
+
+_imported: dict = {}  # name -> (the build's hash, the module) imported in this process

@@ -84,9 +84,30 @@ def test_each_error_names_the_problem():
         (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
          "has no instantiation for arrays of (int32, float32)"),
         (lambda: add(x, x, out, 64, stream="s"), TypeError, "stream= takes an int"),
+        (lambda: add(x.astype(">f4"), x, out, 64), TypeError,
+         "argument 'x' (#0) of kernel 'vector_add': the array's elements are in the other byte order (>f4)"),
+        (lambda: add(x, x, out.astype(">f4"), 64), TypeError, "argument 'out' (#2)"),
+        (lambda: add(x, x, out, 64, backend="sim", chip="banana"), tegula.Error,
+         "chip 'banana' is not one Tegula compiles for"),
+        (lambda: add(x, x, out, 64, num_warps="4"), TypeError, "num_warps= takes an int, got str '4'"),
+        (lambda: add(x, x, out, 64, num_warps=4.0), TypeError, "num_warps= takes an int, got float 4.0"),
+        (lambda: add(x, x, out, 64, num_warps=2**40), ValueError, "num_warps=1099511627776 is out of range"),
+        (lambda: add(x, x, out, 64, warp_specialize="yes"), TypeError, "warp_specialize= takes True or False"),
+        (lambda: add(x, x, out, 64, chip=90), TypeError, "chip= takes a str, got 90"),
+        (lambda: add(x, x, out, 64, backend=1), TypeError, "backend= takes a str"),
+        (lambda: add(x, x, out, 64, stream=-1), ValueError, "stream=-1 is not a CUstream handle"),
+        (lambda: examples.vector_add[(64 / 8,)](x, x, out, 64, BLOCK=8), TypeError,
+         "kernel 'vector_add': grid dimension 0 is the float 8.0, not an int (divide with tegula.cdiv(n, BLOCK))"),
+        (lambda: examples.vector_add[(1, None)](x, x, out, 64, BLOCK=8), TypeError,
+         "grid dimension 1 is the value None, not an int"),
+        (lambda: examples.vector_add[(2**70,)](x, x, out, 64, BLOCK=8), ValueError, "is out of range"),
+        (lambda: examples.vector_add.compile(x, x, out, 64, BLOCK=8, chip=80), TypeError, "chip= takes a str"),
+        (lambda: examples.vector_add.compile(x, x, out, 64, BLOCK=8, cluster_size="2"), TypeError,
+         "cluster_size= takes an int"),
         (lambda: add(x, x, out, 64, num_warps=3), tegula.Error, "num_warps is 1, 2, 4, 8, 16 or 32"),
         (lambda: add(x, x, out, 64, num_stages=0), tegula.Error, "num_stages is 1 (no software pipelining) or more"),
     ]
+    examples.vector_add[np.int64(1)](x, x, out, 8, BLOCK=8)  # any integer is a one-dimensional grid
     for call, kind, message in cases:
         with pytest.raises(kind) as info:
             call()

@@ -279,6 +279,29 @@ def test_each_error_names_the_problem(tmp_path, io):
         model.load(bad)
     with pytest.raises(tegula.Error, match="prompt is empty"):
         model.generate([], 3)
+    # Sampling and optimizer settings that used to pass silently: greedy
+    # decoding for a negative or NaN temperature, every parameter NaN after
+    # a step at a NaN learning rate, clipping that flipped the update.
+    for kwargs, message in [(dict(temperature=-1.0), "temperature is 0 .greedy. or a positive number, not -1"),
+                            (dict(temperature=float("nan")), "temperature"),
+                            (dict(temperature=1.0, top_k=-5), "top_k is 0 .all tokens. or a positive count"),
+                            (dict(temperature=1.0, top_p=0.0), r"top_p is in \(0, 1\], not 0"),
+                            (dict(temperature=1.0, top_p=2.0), "top_p is in"),
+                            (dict(temperature=1.0, top_p=float("nan")), "top_p is in")]:
+        with pytest.raises(tegula.Error, match=message):
+            model.generate([1], 3, **kwargs)
+    before = model.parameter("ln_f.weight").copy()
+    for kwargs, message in [(dict(lr=float("nan")), "learning rate is 0 or more, not nan"),
+                            (dict(lr=-1.0), "learning rate is 0 or more"),
+                            (dict(betas=(1.0, 1.0)), r"betas are in \[0, 1\)"),
+                            (dict(weight_decay=-0.1), "eps and weight_decay are 0 or more")]:
+        with pytest.raises(tegula.Error, match=message):
+            model.step(**kwargs)
+    np.testing.assert_array_equal(model.parameter("ln_f.weight"), before)  # refused before anything moved
+    with pytest.raises(tegula.Error, match="max_norm is a positive number, not -1"):
+        model.clip_grad_norm(-1.0)
+    with pytest.raises(tegula.Error, match="each 0 or more"):
+        gpt.learning_rate(step=-5, warmup=10, total=100, max_lr=1.0, min_lr=0.1)
 
 
 @pytest.mark.gpu

@@ -1,5 +1,7 @@
 """tegula.load (a kernel module compiled at run time, cached) and the
 introspection a kernel offers: IR, PTX, cubin and ptxas's report."""
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -59,6 +61,30 @@ def test_load_compiles_imports_and_caches(cache, rng):
     assert again.axpy.param_names == ["x", "y", "out", "alpha", "n", "BLOCK"]
 
 
+def test_a_build_directory_rebuilds_a_changed_source(cache, rng):
+    # It kept the first build whatever the source became: x + y stayed x + y.
+    src, where = cache / "axpy.cpp", cache / "build"
+    run = r"""
+import sys, numpy as np, tegula
+mod = tegula.load("my_axpy_dir", sources=[sys.argv[1]], build_directory=sys.argv[2])
+x = np.arange(4, dtype=np.float32); out = np.zeros(4, np.float32)
+mod.axpy[(1,)](x, np.ones(4, np.float32), out, 2.0, 4, BLOCK=128)
+print(out.tolist())
+"""
+    source = KERNEL_SOURCE.replace("my_axpy, m", "my_axpy_dir, m")
+    for sign, want in [("+", [1.0, 3.0, 5.0, 7.0]), ("-", [-1.0, 1.0, 3.0, 5.0])]:
+        src.write_text(source.replace("alpha * tl::load(x + offs, mask) +", f"alpha * tl::load(x + offs, mask) {sign}"))
+        out = subprocess.run([sys.executable, "-c", run, str(src), str(where)], capture_output=True, text=True,
+                             check=True).stdout
+        assert out.strip() == str(want)
+    assert len(list(where.glob("my_axpy_dir-*.so"))) == 1  # the stale build removed
+    # In one process CPython would hand back the first module: refused, named.
+    tegula.load("my_axpy_dir", sources=[src], build_directory=where)
+    src.write_text(source)
+    with pytest.raises(tegula.Error, match="module 'my_axpy_dir' was imported in this process from other sources"):
+        tegula.load("my_axpy_dir", sources=[src], build_directory=where)
+
+
 def test_load_reports_compile_errors_with_the_users_line(cache):
     src = cache / "broken.cpp"
     src.write_text(KERNEL_SOURCE.replace("alpha * tl::load", "alpha * tl::lod"))
@@ -72,6 +98,8 @@ def test_load_refuses_bad_names_and_missing_files(cache):
         tegula.load("my-axpy", sources=[cache / "x.cpp"])
     with pytest.raises(FileNotFoundError, match="does not exist"):
         tegula.load("my_axpy", sources=[cache / "missing.cpp"])
+    with pytest.raises(TypeError, match="extra_cflags is a list of strings, not the string '-DFOO=1'"):
+        tegula.load("my_axpy", sources=[cache / "x.cpp"], extra_cflags="-DFOO=1")
 
 
 def test_ir_and_compile():

@@ -105,6 +105,19 @@ TEST(Safetensors, EachBadFileIsAClearError) {
               HasSubstr("tensors overlap"));
   EXPECT_THAT(errorOf(fileWithHeader(R"({"__metadata__":{"n":3}})", 0)),
               HasSubstr("metadata value 'n' is not a string"));
+  // Extents whose product wraps around to what the data holds (274177 x
+  // 67280421310721 = 2^64 + 1), and ones past any file.
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[274177,67280421310721],"data_offsets":[0,4]}})",
+                                     4)),
+              HasSubstr("tensor 'w': shape [274177,67280421310721] has more elements than a tensor can hold"));
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})",
+                                     0)),
+              HasSubstr("has more bytes than a file can hold"));
+  EXPECT_THAT(tegula::testing::error_of([] { SafetensorsFile::read(std::filesystem::temp_directory_path().string()); }),
+              HasSubstr("is a directory, not a .safetensors file"));
+  std::vector<float> two = {1, 2};
+  EXPECT_THAT(tegula::testing::error_of([&] { serialize_safetensors({{"__metadata__", {2}, two}}); }),
+              HasSubstr("'__metadata__' is the header's metadata key, not a tensor name"));
 }
 
 TEST(Safetensors, LookupsAndConversionsNameTheProblem) {
