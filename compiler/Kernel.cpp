@@ -55,8 +55,7 @@ Backend parse_backend(const std::string &name) {
     return Backend::GPU;
   if (name == "sim")
     return Backend::Sim;
-  throw Error(
-      fmt::format("unknown backend '{}' (TEGULA_BACKEND); available: interp, gpu, sim", name));
+  throw Error(fmt::format("unknown backend '{}'; available: interp, gpu (or cuda), sim", name));
 }
 
 namespace {
@@ -610,7 +609,11 @@ Backend backendOf(const LaunchOptions &opts, const Switches &env) {
   if (opts.backend)
     return *opts.backend;
   if (env.backend && *env.backend)
-    return parse_backend(env.backend);
+    try {
+      return parse_backend(env.backend);
+    } catch (const Error &e) {
+      throw Error(fmt::format("TEGULA_BACKEND={}: {}", env.backend, e.what()));
+    }
   return Backend::Interp;
 }
 

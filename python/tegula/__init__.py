@@ -18,11 +18,11 @@ Triton kernel::
 ``backend="interp"`` (the default, or ``$TEGULA_BACKEND``) runs the tile IR
 on the CPU, ``"sim"`` the compiled GPU code on the CPU, ``"gpu"`` the GPU.
 """
-from ._tegula import Autotuner, CompiledKernel, Config, Error, Kernel, Launcher, gpu_available
+from ._tegula import AutotunedLauncher, Autotuner, CompiledKernel, Config, Error, Kernel, Launcher, gpu_available
 from ._build import load
 from . import testing
 
-__all__ = ["Autotuner", "CompiledKernel", "Config", "Error", "Kernel", "Launcher", "autotune", "cdiv",
+__all__ = ["AutotunedLauncher", "Autotuner", "CompiledKernel", "Config", "Error", "Kernel", "Launcher", "autotune", "cdiv",
            "gpu_available", "load", "testing"]
 
 
