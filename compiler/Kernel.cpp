@@ -20,6 +20,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -225,6 +227,8 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
       if (!p.any_dtype && a.dtype() != p.dtype)
         throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which(i),
                                 dtype_name(p.dtype), dtype_name(a.dtype())));
+      if (!a.data() && a.bytes() != 0) // the CPU backends would read through it
+        throw Error(fmt::format("{} is a null buffer of {} bytes", which(i), a.bytes()));
       break;
     case ParamInfo::Kind::Scalar:
     case ParamInfo::Kind::Constant:
@@ -384,6 +388,21 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
 Kernel::Kernel(std::string name, std::vector<ParamInfo> params,
                std::vector<std::string> paramNames, detail::Trampoline fn)
     : impl_(std::make_shared<detail::KernelImpl>()) {
+  // The name becomes the PTX entry's: LLVM aborts the process on one it
+  // cannot spell, ptxas fails on another without naming it.
+  const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                          });
+  if (!identifier)
+    throw Error(fmt::format("kernel name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*: it names the GPU "
+                            "entry point)",
+                            name));
+  for (size_t i = 0; i < paramNames.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (paramNames[i] == paramNames[j])
+        throw Error(fmt::format("kernel '{}': parameters #{} and #{} are both named '{}'", name, j, i,
+                                paramNames[i]));
   if (!paramNames.empty() && paramNames.size() != params.size())
     throw Error(fmt::format("kernel '{}' has {} parameters but {} names were given", name,
                             params.size(), paramNames.size()));

@@ -312,6 +312,25 @@ TEST(LaunchErrors, SharedMemoryPastTheChipsIsNamedAtCompile) {
 
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
   EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
+  EXPECT_THAT(errorOfCall([] { kernel("simple", simple, {"x", "n", "x"}); }),
+              HasSubstr("kernel 'simple': parameters #0 and #2 are both named 'x'"));
+}
+
+// The name is the GPU entry point's: LLVM aborted the process on "my kernel",
+// ptxas failed on "a.b" without naming it, "" compiled to PTX with no entry.
+TEST(LaunchErrors, AKernelNameMustBeAnIdentifier) {
+  for (const char *name : {"my kernel", "a.b", "1st", "", "k\xc3\xa9"})
+    EXPECT_THAT(errorOfCall([&] { kernel(name, simple); }),
+                HasSubstr(fmt::format("kernel name '{}' is not an identifier", name)));
+  EXPECT_EQ(kernel("_k2", simple).name(), "_k2");
+}
+
+// A null pointer with a size: the CPU backends read through it (a crash).
+TEST(LaunchErrors, ANullBufferWithASizeIsNamed) {
+  auto k = kernel("simple", simple, {"x", "n", "B"});
+  for (Backend backend : {Backend::Interp, Backend::Sim})
+    EXPECT_THAT(errorOfCall([&] { k.launch({.grid = {1}, .backend = backend}, {Arg::buffer(nullptr, 100, DType::f32), 100, 128}); }),
+                HasSubstr("argument 'x' (#0) of kernel 'simple' is a null buffer of 400 bytes"));
 }
 
 } // namespace
