@@ -227,7 +227,7 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
       if (!p.any_dtype && a.dtype() != p.dtype)
         throw Error(fmt::format("{} expects a buffer of {}, got a buffer of {}", which(i),
                                 dtype_name(p.dtype), dtype_name(a.dtype())));
-      if (!a.data() && a.bytes() != 0) // the CPU backends would read through it
+      if (!a.data() && a.bytes() != 0 && !a.on_device()) // the CPU backends would read through it
         throw Error(fmt::format("{} is a null buffer of {} bytes", which(i), a.bytes()));
       break;
     case ParamInfo::Kind::Scalar:
