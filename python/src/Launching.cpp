@@ -223,10 +223,14 @@ bool boolOption(py::kwargs kwargs, PyObject *name, bool fallback) {
   py::handle v = option(kwargs, name);
   if (!v)
     return fallback;
-  if (!PyBool_Check(v.ptr()) && !(PyLong_Check(v.ptr()) && (v.cast<long long>() == 0 || v.cast<long long>() == 1)))
+  if (PyBool_Check(v.ptr()))
+    return v.ptr() == Py_True;
+  int overflow = 0;
+  const long long n = PyLong_Check(v.ptr()) ? PyLong_AsLongLongAndOverflow(v.ptr(), &overflow) : -1;
+  if (overflow || (n != 0 && n != 1))
     throw py::type_error(fmt::format("{}= takes True or False, got {}", optionName(name),
                                      py::repr(v).cast<std::string>()));
-  return v.cast<bool>();
+  return n == 1;
 }
 
 std::string stringOption(py::kwargs kwargs, PyObject *name) {

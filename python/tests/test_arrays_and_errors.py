@@ -93,6 +93,7 @@ def test_each_error_names_the_problem():
         (lambda: add(x, x, out, 64, num_warps=4.0), TypeError, "num_warps= takes an int, got float 4.0"),
         (lambda: add(x, x, out, 64, num_warps=2**40), ValueError, "num_warps=1099511627776 is out of range"),
         (lambda: add(x, x, out, 64, warp_specialize="yes"), TypeError, "warp_specialize= takes True or False"),
+        (lambda: add(x, x, out, 64, ping_pong=2**70), TypeError, "ping_pong= takes True or False"),
         (lambda: add(x, x, out, 64, chip=90), TypeError, "chip= takes a str, got 90"),
         (lambda: add(x, x, out, 64, backend=1), TypeError, "backend= takes a str"),
         (lambda: add(x, x, out, 64, stream=-1), ValueError, "stream=-1 is not a CUstream handle"),
