@@ -106,7 +106,7 @@ TEST(SimChecks, UnknownBackendListsSim) {
     parse_backend("simulator");
     FAIL();
   } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("available: interp, gpu, sim"));
+    EXPECT_THAT(e.what(), HasSubstr("available: interp, gpu (or cuda), sim"));
   }
   EXPECT_EQ(parse_backend("sim"), Backend::Sim);
 }
