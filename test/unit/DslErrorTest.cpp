@@ -1,9 +1,8 @@
 // DslErrorTest.cpp - DSL mistakes are reported as `file:line: error: ...`
 // naming the user's line; bad launch arguments name the parameter.
 #include "ErrorTestUtil.h"
+#include "TestUtil.h"
 #include "tegula/tegula.h"
-
-#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -247,17 +246,6 @@ TEST(LaunchErrors, AChipTegulaDoesNotCompileForIsNamed) {
   EXPECT_THAT(k.compile({x, 16, 16}, {.chip = "sm_120", .assemble = false}).ptx, HasSubstr(".target sm_120"));
 }
 
-/// What `call` throws as a tegula::Error ("" and a failure if nothing).
-std::string errorOfCall(const std::function<void()> &call) {
-  try {
-    call();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an error";
-  return "";
-}
-
 // Warps and stages no GPU can run are refused on every backend (the
 // interpreter ignores both, but the same launch must not pass there and fail
 // on a GPU), and by compile.
@@ -282,9 +270,9 @@ TEST(LaunchErrors, WarpsAndStagesNoGpuRunsAreNamed) {
       EXPECT_THAT(e.what(), HasSubstr("kernel 'simple': num_stages is 1 (no software pipelining) or more, not 0"));
     }
   }
-  EXPECT_THAT(errorOfCall([&] { k.compile(args, {.chip = "sm_90a", .num_warps = 48, .assemble = false}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { k.compile(args, {.chip = "sm_90a", .num_warps = 48, .assemble = false}); }),
               HasSubstr("num_warps is 1, 2, 4, 8, 16 or 32"));
-  EXPECT_THAT(errorOfCall([&] { k.compile(args, {.chip = "sm_80", .num_stages = -1, .assemble = false}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { k.compile(args, {.chip = "sm_80", .num_stages = -1, .assemble = false}); }),
               HasSubstr("num_stages is 1 (no software pipelining) or more, not -1"));
   k.launch({.grid = {1}, .num_warps = 32, .num_stages = 1}, args); // the limits themselves run
 }
@@ -304,7 +292,7 @@ TEST(LaunchErrors, SharedMemoryPastTheChipsIsNamedAtCompile) {
   std::vector<bfloat16> a(128 * 1024);
   auto c = buf(128 * 128);
   // 32 KiB a stage (a 128 x 64 and a 64 x 128 bf16 block): 8 stages need 256 KiB.
-  EXPECT_THAT(errorOfCall([&] { k.compile({a, c, 1024}, {.chip = "sm_80", .num_stages = 8, .assemble = false}); }),
+  EXPECT_THAT(tegula::testing::error_of([&] { k.compile({a, c, 1024}, {.chip = "sm_80", .num_stages = 8, .assemble = false}); }),
               HasSubstr("bytes of shared memory per CTA; sm_80 allows at most 166912 (smaller tiles, fewer stages)"));
   EXPECT_LE(k.compile({a, c, 1024}, {.chip = "sm_80", .num_stages = 3, .assemble = false}).dynamic_shared_bytes,
             166912);
@@ -312,7 +300,7 @@ TEST(LaunchErrors, SharedMemoryPastTheChipsIsNamedAtCompile) {
 
 TEST(LaunchErrors, ParameterNameCountMustMatch) {
   EXPECT_THROW(kernel("simple", simple, {"x"}), Error);
-  EXPECT_THAT(errorOfCall([] { kernel("simple", simple, {"x", "n", "x"}); }),
+  EXPECT_THAT(tegula::testing::error_of([] { kernel("simple", simple, {"x", "n", "x"}); }),
               HasSubstr("kernel 'simple': parameters #0 and #2 are both named 'x'"));
 }
 
@@ -320,7 +308,7 @@ TEST(LaunchErrors, ParameterNameCountMustMatch) {
 // ptxas failed on "a.b" without naming it, "" compiled to PTX with no entry.
 TEST(LaunchErrors, AKernelNameMustBeAnIdentifier) {
   for (const char *name : {"my kernel", "a.b", "1st", "", "k\xc3\xa9"})
-    EXPECT_THAT(errorOfCall([&] { kernel(name, simple); }),
+    EXPECT_THAT(tegula::testing::error_of([&] { kernel(name, simple); }),
                 HasSubstr(fmt::format("kernel name '{}' is not an identifier", name)));
   EXPECT_EQ(kernel("_k2", simple).name(), "_k2");
 }
@@ -329,7 +317,7 @@ TEST(LaunchErrors, AKernelNameMustBeAnIdentifier) {
 TEST(LaunchErrors, ANullBufferWithASizeIsNamed) {
   auto k = kernel("simple", simple, {"x", "n", "B"});
   for (Backend backend : {Backend::Interp, Backend::Sim})
-    EXPECT_THAT(errorOfCall([&] { k.launch({.grid = {1}, .backend = backend}, {Arg::buffer(nullptr, 100, DType::f32), 100, 128}); }),
+    EXPECT_THAT(tegula::testing::error_of([&] { k.launch({.grid = {1}, .backend = backend}, {Arg::buffer(nullptr, 100, DType::f32), 100, 128}); }),
                 HasSubstr("argument 'x' (#0) of kernel 'simple' is a null buffer of 400 bytes"));
 }
 
