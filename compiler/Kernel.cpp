@@ -1,9 +1,11 @@
 //===- Kernel.cpp - trace, specialise, cache and launch kernels -----------===//
 #include "tegula/kernel.h"
 
+#include "compiler/LaunchChecks.h"
 #include "compiler/LaunchSwitches.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/analysis/AccumulatorRegisters.h"
 #include "compiler/backend/PtxBackend.h"
 #include "compiler/backend/Sass.h"
 #include "compiler/dsl/TraceState.h"
@@ -238,6 +240,13 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
       if (is_int(p.dtype) && a.kind() == Arg::Kind::Float)
         throw Error(fmt::format("{} expects an integer ({}), got a floating-point number",
                                 which(i), dtype_name(p.dtype)));
+      if (is_int(p.dtype) && a.past_int64())
+        throw Error(fmt::format("{} is {}, which does not fit in {}", which(i), uint64_t(a.as_int()),
+                                dtype_name(p.dtype)));
+      if (is_float(p.dtype) && a.kind() == Arg::Kind::Float)
+        if (std::optional<double> largest = detail::pastLargestFinite(a.as_float(), p.dtype))
+          throw Error(fmt::format("{} is {}, which rounds past the largest finite {} ({})", which(i), a.as_float(),
+                                  dtype_name(p.dtype), *largest));
       if (is_int(p.dtype) && p.dtype != DType::i1 && p.dtype != DType::i64) {
         int bits = int(dtype_size(p.dtype)) * 8;
         int64_t v = a.as_int(), lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
@@ -470,6 +479,7 @@ std::vector<runtime::TensorMapSpec> tensorMapsOf(ModuleOp module,
 /// both the PTX back end and the simulator start from.
 OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
                                   const GpuPipelineOptions &options) {
+  analysis::checkAccumulatorRegisters(name, tile, options.numWarps);
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
   auto dump = [&](const char *stage, ModuleOp m) {
@@ -483,24 +493,6 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
 }
 } // namespace
 
-/// LaunchOptions / CompileOptions::max_registers: 0, or what .maxnreg takes.
-static void checkMaxRegisters(int maxRegisters, const std::string &kernel) {
-  if (maxRegisters != 0 && (maxRegisters < 16 || maxRegisters > 255))
-    throw Error(fmt::format("kernel '{}': max_registers is 16 to 255 registers a thread (0: ptxas chooses), not {}",
-                            kernel, maxRegisters));
-}
-/// LaunchOptions / CompileOptions::num_warps and num_stages: what every
-/// backend can run (a CTA holds at most 1024 threads), checked on each so a
-/// launch the GPU would refuse fails in the interpreter too.
-static void checkWarpsAndStages(int numWarps, int numStages, const std::string &kernel) {
-  if (numWarps < 1 || numWarps > 32 || (numWarps & (numWarps - 1)) != 0)
-    throw Error(fmt::format("kernel '{}': num_warps is 1, 2, 4, 8, 16 or 32 (a CTA holds at most 1024 threads), "
-                            "not {}",
-                            kernel, numWarps));
-  if (numStages < 1)
-    throw Error(fmt::format("kernel '{}': num_stages is 1 (no software pipelining) or more, not {}", kernel,
-                            numStages));
-}
 std::string CompiledKernel::sass() const { return backend::disassemble(cubin); }
 
 CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOptions &opts) const {
@@ -519,8 +511,8 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
   static const bool havePtxas = backend::findPtxas().has_value();
   bool assemble = opts.assemble && havePtxas;
   const bool warpSpecialize = opts.warp_specialize || opts.ping_pong;
-  checkMaxRegisters(opts.max_registers, impl_->name);
-  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
+  detail::checkMaxRegisters(opts.max_registers, impl_->name);
+  detail::checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   std::string optionKey = fmt::format(
       "chip={};num_warps={};num_stages={};cubin={};wgmma={};tma={};overlap={};turns={};ws={};pp={};cluster={};maxnreg={}",
       opts.chip, opts.num_warps, opts.num_stages, assemble, paths.wgmma, paths.tma, paths.overlapDots,
@@ -705,8 +697,8 @@ int Kernel::max_resident_programs(const LaunchOptions &opts, const std::vector<A
                             "GPU at once; this launch runs on the {} (launch on the GPU backend, or size the grid "
                             "yourself there)",
                             impl_->name, backendOf(opts, env) == Backend::Sim ? "CTA simulator" : "CPU interpreter"));
-  checkMaxRegisters(opts.max_registers, impl_->name);
-  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
+  detail::checkMaxRegisters(opts.max_registers, impl_->name);
+  detail::checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   const int clusterSize =
       env.clusterSizeFor(opts.cluster_size, spec.usesClusters, opts.ping_pong || env.pingPong, impl_->name);
   std::shared_ptr<runtime::LoadedKernel> kernel = loadOnGpu(spec, opts, args, env, clusterSize);
@@ -724,8 +716,8 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
   // Checked on every backend (the CPU ones ignore the cap), so a launch the
   // GPU would refuse fails in the interpreter and the simulator too.
-  checkMaxRegisters(opts.max_registers, impl_->name);
-  checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
+  detail::checkMaxRegisters(opts.max_registers, impl_->name);
+  detail::checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
   // Every backend holds a cluster launch to CUDA's rules, so a kernel
   // behaves the same everywhere.
   if (clusterSize > 1 && opts.grid.x % unsigned(clusterSize) != 0)

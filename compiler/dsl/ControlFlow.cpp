@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 
 #include <exception>
 
@@ -46,6 +47,23 @@ void refreshVectors(detail::LoopState &st, const char *where) {
     for (size_t i = 0; i < v.size; ++i)
       st.carried[v.first + i] = &(*v.vec)[i];
   }
+}
+
+/// Whether `v` is positive whatever the launch: a positive constant, the
+/// program count, or a widening of those (a persistent loop's
+/// `num_programs(0)` step).
+bool knownPositive(Value v) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return c.isStrictlyPositive();
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<tile::NumProgramsOp>(def))
+    return true;
+  if (isa<arith::ExtSIOp, arith::ExtUIOp>(def))
+    return knownPositive(def->getOperand(0));
+  return false;
 }
 
 Value loopBound(TraceState &ts, const operand &o, const char *what) {
@@ -89,6 +107,14 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried)
   state_->lo = resolve(vlo, lo);
   state_->hi = resolve(vhi, hi);
   state_->step = resolve(vstep, step);
+  // A step only known at run time is checked there: on the GPU a step of 0
+  // would spin forever, a negative one run until the counter wrapped.
+  if (vstep && !knownPositive(state_->step)) {
+    Location sl = toLoc(ts.ctx, step.loc);
+    Value positive = arith::CmpIOp::create(ts.builder, sl, arith::CmpIPredicate::sgt, state_->step,
+                                           arith::ConstantOp::create(ts.builder, sl, ts.builder.getIntegerAttr(type, 0)));
+    tile::AssertOp::create(ts.builder, sl, positive, "tl::range step must be positive");
+  }
 }
 
 range::~range() noexcept(false) {

@@ -4,6 +4,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def DefineArithEdgeCases : Pass<"define-arith-edge-cases", "mlir::ModuleOp"> {
+  let summary = "Give arith's undefined inputs the DSL's answers";
+  let description = [{
+    Integer division and remainder by zero (x / 0 = -1, x % 0 = x), signed
+    INT_MIN / -1 (INT_MIN; remainder 0), shifts by the element's width or
+    more (0, or the sign for a signed right shift) and float-to-integer
+    conversions out of range (saturating; NaN gives 0) are undefined in
+    `arith` and LLVM. The pass rewrites them into selects around a safe
+    operand so that the GPU, the simulator and the interpreter agree.
+    Constant operands that cannot reach a case are left alone. Runs first in
+    the GPU pipeline, on tile IR.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ConvertTileToTileGPU : Pass<"convert-tile-to-tilegpu", "mlir::ModuleOp"> {
   let summary = "Give every tile a layout: tile IR becomes tilegpu IR";
   let description = [{

@@ -115,7 +115,8 @@ public:
   Arg(long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
   Arg(long long v) : kind_(Kind::Int), i_(v), dtype_(DType::i64) {}
   Arg(unsigned v) : kind_(Kind::Int), i_(v), dtype_(DType::i32) {}
-  Arg(unsigned long v) : kind_(Kind::Int), i_(int64_t(v)), dtype_(DType::i64) {}
+  Arg(unsigned long v)
+      : kind_(Kind::Int), i_(int64_t(v)), dtype_(DType::i64), past_int64_(v > uint64_t(INT64_MAX)) {}
   Arg(bool v) : kind_(Kind::Int), i_(v), dtype_(DType::i1) {}
   Arg(float v) : kind_(Kind::Float), f_(v), dtype_(DType::f32) {}
   Arg(double v) : kind_(Kind::Float), f_(v), dtype_(DType::f64) {}
@@ -159,6 +160,9 @@ public:
   bool readonly() const { return readonly_; }
   int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
   double as_float() const { return kind_ == Kind::Float ? f_ : double(i_); }
+  /// An unsigned number past INT64_MAX: as_int() has wrapped it, and no
+  /// integer parameter holds it.
+  bool past_int64() const { return past_int64_; }
 
 private:
   Kind kind_;
@@ -170,6 +174,7 @@ private:
   DType dtype_;
   bool readonly_ = false;
   bool on_device_ = false;
+  bool past_int64_ = false;
 };
 
 /// What a kernel parameter is, as declared in the C++ signature.

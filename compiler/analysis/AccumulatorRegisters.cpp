@@ -1,0 +1,41 @@
+//===- AccumulatorRegisters.cpp - dot accumulators a thread can hold -----===//
+#include "compiler/analysis/AccumulatorRegisters.h"
+
+#include "dialects/tile/TileDialect.h"
+#include "tegula/error.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+
+namespace tegula::analysis {
+
+void checkAccumulatorRegisters(const std::string &kernel, ModuleOp tile, int numWarps) {
+  const int64_t threads = int64_t(numWarps) * 32;
+  tile.walk([&](tile::DotOp dot) {
+    auto type = cast<RankedTensorType>(dot.getResult().getType());
+    const int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    const int64_t registers = (type.getNumElements() * bits / 32 + threads - 1) / threads;
+    if (registers <= kMaxRegistersPerThread)
+      return;
+    std::string where;
+    if (auto f = dyn_cast<FileLineColLoc>(dot.getLoc()))
+      where = fmt::format(" at {}:{}", f.getFilename().str(), f.getLine());
+    std::string elementName;
+    llvm::raw_string_ostream(elementName) << type.getElementType();
+    // The warps that would bring it under the limit, if a CTA has them.
+    int64_t enough = numWarps;
+    while (enough <= 32 && (type.getNumElements() * bits / 32 + enough * 32 - 1) / (enough * 32) >
+                               kMaxRegistersPerThread)
+      enough *= 2;
+    throw Error(fmt::format(
+        "kernel '{}': the dot{} accumulates a {}x{} {} tile: {} registers a thread over {} warps, more than the "
+        "{} a thread has; use smaller blocks{}",
+        kernel, where, type.getDimSize(0), type.getDimSize(1),
+        elementName, registers,
+        numWarps, kMaxRegistersPerThread,
+        enough <= 32 ? fmt::format(" or num_warps={}", enough) : std::string()));
+  });
+}
+
+} // namespace tegula::analysis

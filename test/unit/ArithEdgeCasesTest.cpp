@@ -1,0 +1,217 @@
+// ArithEdgeCasesTest.cpp - what LLVM leaves undefined, the DSL defines, and
+// every backend computes alike: integer division by zero and INT_MIN / -1,
+// shifts by the width or more, float-to-integer conversions out of range
+// (the define-arith-edge-cases pass); a tl::range step known only at run time
+// that is not positive; dot accumulators no thread can hold; launch numbers
+// that do not fit their parameter.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+using namespace tegula;
+using tegula::testing::backendsWithTheGpu;
+using tegula::testing::errorOf;
+using ::testing::HasSubstr;
+
+namespace {
+
+const char *nameOf(Backend b) {
+  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
+}
+
+void divide(tl::ptr<int32_t> x, tl::ptr<int32_t> y, tl::ptr<int32_t> out) {
+  tl::tensor offs = tl::arange(0, 8);
+  tl::tensor a = tl::load(x + offs), b = tl::load(y + offs);
+  tl::store(out + offs, a / b);
+  tl::store(out + 8 + offs, a % b);
+  tl::store(out + 16 + offs, a / 0);  // literal divisors: folded by the compiler
+  tl::store(out + 24 + offs, a % 0);
+  tl::store(out + 32 + offs, a / -1);
+}
+
+/// x / 0 = -1 and x % 0 = x; INT_MIN / -1 wraps to INT_MIN with remainder 0:
+/// the GPU's div/rem, which the simulator's host code used to die on (SIGFPE)
+/// and LLVM folded a literal 0 to anything.
+TEST(ArithEdgeCases, IntegerDivisionByZeroAndMinusOneAreDefined) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  std::vector<int32_t> x = {7, -7, kMin, kMin, 5, 0, kMin, 123}, y = {0, 0, 0, -1, -1, 0, 3, -5};
+  for (Backend backend : backendsWithTheGpu("integer division edge cases")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int32_t> out(40, 42);
+    kernel("divide", divide)({.grid = {1}, .backend = backend}, x, y, out);
+    std::vector<int32_t> quotient(out.begin(), out.begin() + 8), remainder(out.begin() + 8, out.begin() + 16);
+    EXPECT_EQ(quotient, (std::vector<int32_t>{-1, -1, -1, kMin, -5, -1, kMin / 3, -24}));
+    EXPECT_EQ(remainder, (std::vector<int32_t>{7, -7, kMin, 0, 0, 0, kMin % 3, 3}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 16, out.begin() + 24), std::vector<int32_t>(8, -1));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 24, out.begin() + 32), x);
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 32, out.end()),
+              (std::vector<int32_t>{-7, 7, kMin, kMin, -5, 0, kMin, -123}));
+  }
+}
+
+void divide64(tl::ptr<int64_t> x, tl::ptr<int64_t> y, tl::ptr<int64_t> out) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::tensor a = tl::load(x + offs), b = tl::load(y + offs);
+  tl::store(out + offs, a / b);
+  tl::store(out + 4 + offs, a % b);
+}
+
+TEST(ArithEdgeCases, SixtyFourBitDivisionToo) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> x = {kMin, kMin, 9, -9}, y = {-1, 0, 0, 4};
+  for (Backend backend : backendsWithTheGpu("64-bit division edge cases")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int64_t> out(8, 42);
+    kernel("divide64", divide64)({.grid = {1}, .backend = backend}, x, y, out);
+    EXPECT_EQ(out, (std::vector<int64_t>{kMin, -1, -1, -2, 0, kMin, 9, -1}));
+  }
+}
+
+void shift(tl::ptr<int32_t> x, tl::ptr<int32_t> n, tl::ptr<int32_t> out) {
+  tl::tensor offs = tl::arange(0, 8);
+  tl::tensor a = tl::load(x + offs), s = tl::load(n + offs);
+  tl::store(out + offs, a << s);
+  tl::store(out + 8 + offs, a >> s);
+  tl::store(out + 16 + offs, a >> 40); // a literal count past the width
+}
+
+/// Counts of the width or more, or negative: `<<` gives 0 and `>>` (signed)
+/// the sign, as PTX's shl/shr clamp the count. x86 takes the count modulo
+/// 32, so the simulator answered otherwise.
+TEST(ArithEdgeCases, ShiftsByTheWidthOrMoreClamp) {
+  std::vector<int32_t> x = {1, -8, -8, 5, 0x40000000, -1, 3, -3}, n = {32, 33, 100, -1, 1, 31, 0, 2};
+  for (Backend backend : backendsWithTheGpu("shift edge cases")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int32_t> out(24, 42);
+    kernel("shift", shift)({.grid = {1}, .backend = backend}, x, n, out);
+    EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 8),
+              (std::vector<int32_t>{0, 0, 0, 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::min(),
+                                    3, -12}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 8, out.begin() + 16),
+              (std::vector<int32_t>{0, -1, -1, 0, 0x20000000, -1, 3, -1}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 16, out.end()), (std::vector<int32_t>{0, -1, -1, 0, 0, -1, 0, -1}));
+  }
+}
+
+void to_ints(tl::ptr<float> x, tl::ptr<int32_t> i32, tl::ptr<int8_t> i8, tl::ptr<int16_t> i16) {
+  tl::tensor offs = tl::arange(0, 8);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(i32 + offs, v.to(tl::i32));
+  tl::store(i8 + offs, v.to(tl::i8));
+  tl::store(i16 + offs, v.to(tl::f16).to(tl::i16)); // from f16: 65504 saturates an i16
+}
+
+/// Out of range saturates and NaN gives 0, whatever the widths: PTX's
+/// cvt.rzi for i32, where narrower results used to wrap (1000 -> -24 in i8)
+/// and x86's cvttss2si gave INT_MIN for anything out of range.
+TEST(ArithEdgeCases, FloatToIntegerSaturatesAndNanIsZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {1000.0f, -1000.0f, inf, -inf, NAN, 3e9f, -127.9f, 65504.0f};
+  for (Backend backend : backendsWithTheGpu("float-to-integer saturation")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int32_t> i32(8, 42);
+    std::vector<int8_t> i8(8, 42);
+    std::vector<int16_t> i16(8, 42);
+    kernel("to_ints", to_ints)({.grid = {1}, .backend = backend}, x, i32, i8, i16);
+    const int32_t hi = std::numeric_limits<int32_t>::max(), lo = std::numeric_limits<int32_t>::min();
+    EXPECT_EQ(i32, (std::vector<int32_t>{1000, -1000, hi, lo, 0, hi, -127, 65504}));
+    EXPECT_EQ(i8, (std::vector<int8_t>{127, -128, 127, -128, 0, 127, -127, 127}));
+    EXPECT_EQ(i16, (std::vector<int16_t>{1000, -1000, 32767, -32768, 0, 32767, -127, 32767}));
+  }
+}
+
+void stepped(tl::ptr<int32_t> out, tl::scalar<int32_t> n, tl::scalar<int32_t> step) {
+  tl::tensor acc = tl::zeros({1}, tl::i32);
+  for (auto i : tl::range(0, n, step, acc)) // the runtime-step line
+    acc = acc + i;
+  tl::store(out + tl::arange(0, 1), acc);
+}
+
+/// A step known only at launch is checked there: 0 spun forever in the
+/// simulator (and would on the GPU), a negative step ran until the counter
+/// wrapped. The check names the kernel's line.
+TEST(ArithEdgeCases, ARuntimeRangeStepThatIsNotPositiveIsReported) {
+  auto k = kernel("stepped", stepped, {"out", "n", "step"});
+  for (Backend backend : {Backend::Interp, Backend::Sim}) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int32_t> out(1);
+    k({.grid = {1}, .backend = backend}, out, 10, 3);
+    EXPECT_EQ(out[0], 0 + 3 + 6 + 9);
+    for (int32_t bad : {0, -2}) {
+      std::string err = tegula::testing::error_of([&] { k({.grid = {1}, .backend = backend}, out, 10, bad); });
+      EXPECT_THAT(err, HasSubstr("tl::range step must be positive"));
+      EXPECT_THAT(err, HasSubstr("ArithEdgeCasesTest.cpp"));
+    }
+  }
+}
+
+void persistent(tl::ptr<int32_t> out, tl::scalar<int32_t> tiles) {
+  for (auto t : tl::range(tl::program_id(0), tiles, tl::num_programs(0)))
+    tl::store(out + t, t * 2);
+}
+
+/// The persistent loop's step, the program count, is known positive: no
+/// check is traced (the pipelining passes see the loop as the user wrote it).
+TEST(ArithEdgeCases, AProgramCountStepNeedsNoCheck) {
+  auto k = kernel("persistent", persistent, {"out", "tiles"});
+  std::vector<int32_t> out(10, -1);
+  k({.grid = {3}}, out, 10);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(out[size_t(i)], 2 * i);
+  std::string tile = k.ir({out, 10});
+  EXPECT_THAT(tile, ::testing::Not(HasSubstr("tile.assert")));
+}
+
+void huge_dot(tl::ptr<float> a, tl::ptr<float> c) {
+  tl::tensor r = tl::arange(0, 256).expand_dims(1) * 256 + tl::arange(0, 256).expand_dims(0);
+  tl::tensor x = tl::load(a + r);
+  tl::store(c + r, tl::dot(x, x)); // the huge-dot line
+}
+
+/// A 256x256 f32 accumulator on 4 warps needs 512 registers a thread: it
+/// used to lower into 1.7 MB of PTX and minutes of compiling, all spills.
+/// Refused before any pass, naming the line and the warps that would do.
+TEST(ArithEdgeCases, AnAccumulatorNoThreadCanHoldIsRefusedEarly) {
+  auto k = kernel("huge_dot", huge_dot);
+  std::vector<float> a, c;
+  for (int warps : {4, 8}) {
+    std::string err = tegula::testing::error_of(
+        [&] { (void)k.compile({a, c}, {.chip = "sm_80", .num_warps = warps, .assemble = false}); });
+    EXPECT_THAT(err, HasSubstr("kernel 'huge_dot': the dot at "));
+    EXPECT_THAT(err, HasSubstr("ArithEdgeCasesTest.cpp"));
+    EXPECT_THAT(err, HasSubstr(fmt::format("accumulates a 256x256 f32 tile: {} registers a thread over {} warps",
+                                           65536 / (warps * 32), warps)));
+    EXPECT_THAT(err, HasSubstr("or num_warps=16"));
+  }
+  // The simulator lowers the same code: refused there too, before any pass.
+  std::vector<float> a1(65536), c1(65536);
+  EXPECT_THAT(tegula::testing::error_of([&] { k({.grid = {1}, .backend = Backend::Sim}, a1, c1); }),
+              HasSubstr("512 registers a thread over 4 warps"));
+}
+
+TEST(ArithEdgeCases, LaunchNumbersThatDoNotFitAreRefused) {
+  auto k = kernel("numbers", +[](tl::ptr<float> out, tl::scalar<int64_t> n, tl::scalar<float> f) {
+    tl::store(out, n.to(tl::f32) + f);
+  }, {"out", "n", "f"});
+  std::vector<float> out(1);
+  EXPECT_THAT(errorOf(k, {out, ~0UL, 1.0f}),
+              HasSubstr("argument 'n' (#1) of kernel 'numbers' is 18446744073709551615, which does not fit in i64"));
+  EXPECT_THAT(errorOf(k, {out, 1L, 1e300}),
+              HasSubstr("argument 'f' (#2) of kernel 'numbers' is 1e+300, which rounds past the largest finite f32"));
+  // Infinities and NaN are what they say; the largest float is fine.
+  k({.grid = {1}}, out, 2L, double(std::numeric_limits<float>::max()));
+  EXPECT_EQ(out[0], std::numeric_limits<float>::max());
+  k({.grid = {1}}, out, 2L, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isinf(out[0]));
+}
+
+} // namespace
