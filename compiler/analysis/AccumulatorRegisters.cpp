@@ -16,7 +16,8 @@ void checkAccumulatorRegisters(const std::string &kernel, ModuleOp tile, int num
     auto type = cast<RankedTensorType>(dot.getResult().getType());
     const int64_t bits = type.getElementType().getIntOrFloatBitWidth();
     const int64_t registers = (type.getNumElements() * bits / 32 + threads - 1) / threads;
-    if (registers <= kMaxRegistersPerThread)
+    const int64_t limit = 2 * kMaxRegistersPerThread;
+    if (registers <= limit)
       return;
     std::string where;
     if (auto f = dyn_cast<FileLineColLoc>(dot.getLoc()))
@@ -25,12 +26,11 @@ void checkAccumulatorRegisters(const std::string &kernel, ModuleOp tile, int num
     llvm::raw_string_ostream(elementName) << type.getElementType();
     // The warps that would bring it under the limit, if a CTA has them.
     int64_t enough = numWarps;
-    while (enough <= 32 && (type.getNumElements() * bits / 32 + enough * 32 - 1) / (enough * 32) >
-                               kMaxRegistersPerThread)
+    while (enough <= 32 && (type.getNumElements() * bits / 32 + enough * 32 - 1) / (enough * 32) > limit)
       enough *= 2;
     throw Error(fmt::format(
-        "kernel '{}': the dot{} accumulates a {}x{} {} tile: {} registers a thread over {} warps, more than the "
-        "{} a thread has; use smaller blocks{}",
+        "kernel '{}': the dot{} accumulates a {}x{} {} tile: {} registers a thread over {} warps, more than twice "
+        "the {} a thread has (it would live in local memory, and compile for minutes); use smaller blocks{}",
         kernel, where, type.getDimSize(0), type.getDimSize(1),
         elementName, registers,
         numWarps, kMaxRegistersPerThread,

@@ -445,6 +445,7 @@ tensor operator-(tile_operand a) {
   TraceState &ts = current(a.loc);
   Value v = unwrap(a.t, a.loc);
   Location l = toLoc(ts.ctx, a.loc);
+  rejectFp8(elementOf(v), a.loc, "operator-");
   if (isa<FloatType>(elementOf(v)))
     return wrap(arith::NegFOp::create(ts.builder, l, v));
   if (isPtr(elementOf(v)))
@@ -491,6 +492,7 @@ tensor ceil(const tensor &x, Loc loc) { return unaryFloat<math::CeilOp>(x, loc, 
 tensor abs(const tensor &x, Loc loc) {
   TraceState &ts = current(loc);
   Value v = unwrap(x, loc);
+  rejectFp8(elementOf(v), loc, "tl::abs");
   if (isa<FloatType>(elementOf(v)))
     return wrap(math::AbsFOp::create(ts.builder, toLoc(ts.ctx, loc), v));
   if (isPtr(elementOf(v)))

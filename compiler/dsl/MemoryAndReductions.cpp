@@ -178,6 +178,7 @@ tensor reduceArg(const tensor &x, int axis, bool isMax, const std::source_locati
   Type elem = elementOf(v);
   if (isa<tile::PtrType>(elem) || elem.isInteger(1))
     fail(loc, fmt::format("tl::{} needs a numeric tile", fn.str()));
+  rejectFp8(elem, loc, "tl::" + fn.str());
   Location l = toLoc(ts.ctx, loc);
   auto shape = shapeOf(v);
   // Index tile: arange along `axis`, broadcast to the full shape.
@@ -281,15 +282,40 @@ void store(const tensor &ptrs, operand value, const tensor &mask) {
   storeImpl(ptrs, value, &mask);
 }
 
-/// Atomics exist for i32/i64 integers and f16..f64 floats on the GPU.
+/// What the GPU has (PTX `atom`, or a compare-and-swap loop for f32's
+/// NaN-propagating max/min), refused alike on every backend: integers of 32
+/// or 64 bits for every kind; add on f32 and f64; max/min on f32; xchg on
+/// any 32- or 64-bit element. (No 16-bit or fp8 atomic: bf16 `atom.add`
+/// needs sm_90, f16 max/min and f64 NaN-propagating max/min have none.)
 static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &loc) {
-  if (isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
-    fail(loc, fmt::format("atomics on {} memory are not supported; use i32 or i64",
-                          describeType(elem)));
-  if (isa<FloatType>(elem) && (kind == tile::AtomicRMWKind::And ||
-                               kind == tile::AtomicRMWKind::Or ||
-                               kind == tile::AtomicRMWKind::Xor))
-    fail(loc, fmt::format("bitwise atomics need integer memory, got {}", describeType(elem)));
+  const unsigned w = elem.getIntOrFloatBitWidth();
+  const char *name = "";
+  switch (kind) {
+  case tile::AtomicRMWKind::Add: name = "atomic_add"; break;
+  case tile::AtomicRMWKind::Max: name = "atomic_max"; break;
+  case tile::AtomicRMWKind::Min: name = "atomic_min"; break;
+  case tile::AtomicRMWKind::Xchg: name = "atomic_xchg"; break;
+  case tile::AtomicRMWKind::And: name = "atomic_and"; break;
+  case tile::AtomicRMWKind::Or: name = "atomic_or"; break;
+  case tile::AtomicRMWKind::Xor: name = "atomic_xor"; break;
+  }
+  if (isa<IntegerType>(elem)) {
+    if (w < 32)
+      fail(loc, fmt::format("tl::{} on {} memory is not supported; integer atomics need i32 or i64", name,
+                            describeType(elem)));
+    return;
+  }
+  const bool bitwise = kind == tile::AtomicRMWKind::And || kind == tile::AtomicRMWKind::Or ||
+                       kind == tile::AtomicRMWKind::Xor;
+  if (bitwise)
+    fail(loc, fmt::format("tl::{} needs integer memory (i32 or i64), got {}", name, describeType(elem)));
+  const bool supported = kind == tile::AtomicRMWKind::Add    ? (elem.isF32() || elem.isF64())
+                         : kind == tile::AtomicRMWKind::Xchg ? (w == 32 || w == 64)
+                                                             : elem.isF32();
+  if (!supported)
+    fail(loc, fmt::format("tl::{} on {} memory is not supported (the GPU has no such atomic); float atomics: "
+                          "atomic_add on f32 or f64, atomic_max/min on f32, atomic_xchg on 32- or 64-bit elements",
+                          name, describeType(elem)));
 }
 
 static tile::MemoryOrder memoryOrder(memory_order sem) {
@@ -335,9 +361,8 @@ tensor atomic_cas(const tensor &ptrs, operand cmp, operand value, memory_order s
   Access a = prepareAccess(ts, ptrs, nullptr, &value, loc, "tl::atomic_cas");
   Access c = prepareAccess(ts, ptrs, nullptr, &cmp, loc, "tl::atomic_cas");
   unsigned width = elementOf(a.value).getIntOrFloatBitWidth();
-  if (width != 32 && width != 64 && width != 16)
-    fail(loc, fmt::format("tl::atomic_cas needs 16-, 32- or 64-bit elements, got {}",
-                          describeType(elementOf(a.value))));
+  if (width != 32 && width != 64)
+    fail(loc, fmt::format("tl::atomic_cas needs 32- or 64-bit elements, got {}", describeType(elementOf(a.value))));
   return wrap(tile::AtomicCASOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
                                         a.ptr, c.value, a.value, memoryOrder(sem)));
 }
@@ -413,8 +438,16 @@ tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc
   tile::DotPrecision prec = p == precision::ieee   ? tile::DotPrecision::IEEE
                             : p == precision::tf32 ? tile::DotPrecision::TF32
                                                    : tile::DotPrecision::TF32x3;
-  return wrap(tile::DotOp::create(ts.builder, toLoc(ts.ctx, loc), vc.getType(), va, vb, vc,
-                                  prec));
+  Location l = toLoc(ts.ctx, loc);
+  // A 16-bit accumulator sums in f32 and is rounded to its type once, at the
+  // end: as the interpreter defines it, and on the tensor cores (an FMA
+  // chain rounding every product to bf16 answered otherwise).
+  if (ec == ea && (ea.isF16() || ea.isBF16())) {
+    Value wide = castTo(ts, vc, ts.builder.getF32Type(), l);
+    Value sum = tile::DotOp::create(ts.builder, l, wide.getType(), va, vb, wide, prec);
+    return wrap(castTo(ts, sum, ec, l));
+  }
+  return wrap(tile::DotOp::create(ts.builder, l, vc.getType(), va, vb, vc, prec));
 }
 
 //===----------------------------------------------------------------------===//

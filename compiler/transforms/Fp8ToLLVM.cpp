@@ -129,14 +129,18 @@ Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
   return LLVM::FPExtOp::create(b, loc, to, v);
 }
 
-/// arith.extf / arith.truncf with an fp8 side, on tiles (one conversion per
+/// arith.extf / arith.truncf with an fp8 side (and sitofp / uitofp to
+/// fp8: through f32, exact below 2^24 and saturating above), on tiles (one conversion per
 /// register) and scalars. Beats the generic elementwise lowering.
 struct Fp8ConvertPattern : ConversionPattern {
   Fp8ConvertPattern(const TypeConverter &tc, MLIRContext *ctx)
       : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/5, ctx) {}
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
                                 ConversionPatternRewriter &rw) const override {
-    if (!isa<arith::ExtFOp, arith::TruncFOp>(op))
+    // Integer to fp8 too: the DSL's int -> f32 -> fp8, which the
+    // canonicalizer folds into one sitofp / uitofp.
+    const bool fromInt = isa<arith::SIToFPOp, arith::UIToFPOp>(op);
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(op) && !fromInt)
       return failure();
     Type from = getElementTypeOrSelf(op->getOperand(0).getType());
     Type to = getElementTypeOrSelf(op->getResult(0).getType());
@@ -146,7 +150,10 @@ struct Fp8ConvertPattern : ConversionPattern {
     Location loc = op->getLoc();
     SmallVector<Value> results;
     for (Value v : operands[0]) {
-      Value f = src ? decode(rw, loc, v, *src) : toF32(rw, loc, v);
+      Value f = fromInt ? (isa<arith::SIToFPOp>(op) ? Value(LLVM::SIToFPOp::create(rw, loc, rw.getF32Type(), v))
+                                                    : Value(LLVM::UIToFPOp::create(rw, loc, rw.getF32Type(), v)))
+                : src   ? decode(rw, loc, v, *src)
+                        : toF32(rw, loc, v);
       results.push_back(dst ? encode(rw, loc, f, *dst) : fromF32(rw, loc, f, to));
     }
     if (isa<RankedTensorType>(op->getResult(0).getType()))

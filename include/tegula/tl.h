@@ -359,7 +359,8 @@ void store(const tensor &ptrs, operand value, const tensor &mask);
 enum class memory_order { relaxed, acquire, release, acq_rel };
 
 /// Atomic read-modify-write per element; returns the old values. Integer
-/// atomics need i32 or i64 memory; float add/max/min/xchg take f16..f64.
+/// atomics need i32 or i64 memory; on floats: add on f32/f64, max/min on f32
+/// (NaN propagates), xchg on 32- or 64-bit elements - what the GPU has.
 tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, memory_order sem = memory_order::acq_rel);
 tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask,
                   memory_order sem = memory_order::acq_rel);

@@ -382,6 +382,10 @@ TEST_P(Compiled, AttentionForwardBenchmarkConfigs) {
                   {"q", "k", "v", "out", "seq_len", "scale", "D", "BM", "BN", "causal"});
   struct Config { int dim, bm, bn; };
   for (Config c : {Config{64, 128, 64}, Config{128, 128, 32}}) {
+    // O's 128x128 f32 accumulator on one warp is 512 registers a thread:
+    // refused (AccumulatorRegisters.h); the benchmark runs it on 4 and 8.
+    if (c.dim == 128 && GetParam().warps == 1)
+      continue;
     const int seq = 150;
     SCOPED_TRACE(fmt::format("d={} {}x{}", c.dim, c.bm, c.bn));
     const size_t n = size_t(seq * c.dim);

@@ -131,6 +131,30 @@ TEST(Fp8Ptx, ConversionsAssemble) {
   }
 }
 
+/// Integers (and booleans) to fp8: through f32, which the canonicalizer
+/// folds into one sitofp / uitofp that the GPU lowering used to reject.
+template <class F8> void from_ints(tl::ptr<int32_t> x, tl::ptr<F8> out) {
+  tl::tensor offs = tl::arange(0, 16);
+  tl::tensor v = tl::load(x + offs);
+  tl::store(out + offs, v.to(dtype_of_v<F8>));
+  tl::store(out + 16 + offs, (v > 0).to(dtype_of_v<F8>));
+}
+
+template <class F8> void checkIntegerConversions(const LaunchOptions &base) {
+  std::vector<int32_t> x = {0, 1, -1, 7, 17, -33, 100, 300, 448, 460, 500, -1000, 57344, 70000, 1 << 30, INT32_MIN};
+  std::vector<F8> got(32);
+  LaunchOptions o = base;
+  o.grid = {1};
+  kernel("from_ints", from_ints<F8>)(o, x, got);
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(got[i].bits, F8(float(x[i])).bits) << x[i]; // exact in f32 or saturated either way
+    EXPECT_EQ(got[16 + i].bits, F8(x[i] > 0 ? 1.0f : 0.0f).bits) << x[i];
+  }
+}
+
+TEST_P(Fp8, IntegersConvertE4M3) { checkIntegerConversions<float8_e4m3>(target({1})); }
+TEST_P(Fp8, IntegersConvertE5M2) { checkIntegerConversions<float8_e5m2>(target({1})); }
+
 TEST_P(Fp8, ConversionsAreBitExactE4M3) { checkConversions<float8_e4m3>(target({1})); }
 TEST_P(Fp8, ConversionsAreBitExactE5M2) { checkConversions<float8_e5m2>(target({1})); }
 
@@ -222,6 +246,25 @@ void dot_fp8_f16(tl::ptr<float8_e4m3> x, tl::scalar<int32_t> n) {
   (void)n;
 }
 
+void neg_fp8(tl::ptr<float8_e4m3> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 16), -v);
+  (void)n;
+}
+void abs_fp8(tl::ptr<float8_e4m3> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 16), tl::abs(v));
+  (void)n;
+}
+void argmax_fp8(tl::ptr<float8_e4m3> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x, tl::argmax(v, 0).to(tl::f8e4m3));
+  (void)n;
+}
+
 TEST(Fp8Errors, ArithmeticNeedsAConversionFirst) {
   struct Case {
     void (*fn)(tl::ptr<float8_e4m3>, tl::scalar<int32_t>);
@@ -230,7 +273,10 @@ TEST(Fp8Errors, ArithmeticNeedsAConversionFirst) {
   for (Case c : {Case{add_fp8, "fp8 is a storage type; convert with .to(tl::f32)"},
                  Case{exp_fp8, "tl::exp on f8e4m3 tiles"},
                  Case{sum_fp8, "tl::sum on f8e4m3 tiles"},
-                 Case{dot_fp8_f16, "both operands must be fp8, or neither"}}) {
+                 Case{dot_fp8_f16, "both operands must be fp8, or neither"},
+                 // Once the interpreter ran these and the GPU lowering failed with IR.
+                 Case{neg_fp8, "operator- on f8e4m3 tiles"}, Case{abs_fp8, "tl::abs on f8e4m3 tiles"},
+                 Case{argmax_fp8, "tl::argmax on f8e4m3 tiles"}}) {
     std::vector<float8_e4m3> x(256);
     auto k = kernel("bad_fp8", c.fn, {"x", "n"});
     expectAtMarkedLine(errorOf(k, {x, 16}), "Fp8Test.cpp", c.what);

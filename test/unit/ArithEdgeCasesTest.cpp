@@ -1,7 +1,8 @@
 // ArithEdgeCasesTest.cpp - what LLVM leaves undefined, the DSL defines, and
 // every backend computes alike: integer division by zero and INT_MIN / -1,
 // shifts by the width or more, float-to-integer conversions out of range
-// (the define-arith-edge-cases pass); a tl::range step known only at run time
+// (the define-arith-edge-cases pass); a 16-bit dot accumulator rounded once;
+// a tl::range step known only at run time
 // that is not positive; dot accumulators no thread can hold; launch numbers
 // that do not fit their parameter.
 #include "ErrorTestUtil.h"
@@ -177,25 +178,57 @@ void huge_dot(tl::ptr<float> a, tl::ptr<float> c) {
   tl::store(c + r, tl::dot(x, x)); // the huge-dot line
 }
 
-/// A 256x256 f32 accumulator on 4 warps needs 512 registers a thread: it
-/// used to lower into 1.7 MB of PTX and minutes of compiling, all spills.
-/// Refused before any pass, naming the line and the warps that would do.
+/// A 256x256 f32 accumulator on 4 warps needs 512 registers a thread, twice
+/// what a thread has: it used to lower into 1.7 MB of PTX and minutes of
+/// compiling, mostly spills. Refused before any pass, naming the line and
+/// the warps that would do (a little past 255 still compiles).
 TEST(ArithEdgeCases, AnAccumulatorNoThreadCanHoldIsRefusedEarly) {
   auto k = kernel("huge_dot", huge_dot);
   std::vector<float> a, c;
-  for (int warps : {4, 8}) {
+  for (int warps : {2, 4}) {
     std::string err = tegula::testing::error_of(
         [&] { (void)k.compile({a, c}, {.chip = "sm_80", .num_warps = warps, .assemble = false}); });
     EXPECT_THAT(err, HasSubstr("kernel 'huge_dot': the dot at "));
     EXPECT_THAT(err, HasSubstr("ArithEdgeCasesTest.cpp"));
     EXPECT_THAT(err, HasSubstr(fmt::format("accumulates a 256x256 f32 tile: {} registers a thread over {} warps",
                                            65536 / (warps * 32), warps)));
-    EXPECT_THAT(err, HasSubstr("or num_warps=16"));
+    EXPECT_THAT(err, HasSubstr("more than twice the 255 a thread has"));
+    EXPECT_THAT(err, HasSubstr("or num_warps=8"));
   }
   // The simulator lowers the same code: refused there too, before any pass.
   std::vector<float> a1(65536), c1(65536);
   EXPECT_THAT(tegula::testing::error_of([&] { k({.grid = {1}, .backend = Backend::Sim}, a1, c1); }),
               HasSubstr("512 registers a thread over 4 warps"));
+}
+
+void dot16(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<bfloat16> c) {
+  tl::tensor ra = tl::arange(0, 32).expand_dims(1) * 256 + tl::arange(0, 256).expand_dims(0);
+  tl::tensor rb = tl::arange(0, 256).expand_dims(1) * 32 + tl::arange(0, 32).expand_dims(0);
+  tl::tensor rc = tl::arange(0, 32).expand_dims(1) * 32 + tl::arange(0, 32).expand_dims(0);
+  tl::store(c + rc, tl::dot(tl::load(a + ra), tl::load(b + rb), tl::load(c + rc)));
+}
+
+/// A bf16 accumulator sums in f32 and rounds once: the compiled code used to
+/// round after every product (an FMA chain in bf16: at a sum of 64, each
+/// product under 0.25 vanished), where the interpreter rounds once.
+TEST(ArithEdgeCases, ASixteenBitAccumulatorRoundsOnce) {
+  std::vector<float> af = tegula::testing::random_vector<float>(32 * 256, 0.0f, 1.0f),
+                     bf = tegula::testing::random_vector<float>(256 * 32, 0.0f, 1.0f),
+                     cf = tegula::testing::random_vector<float>(32 * 32, 0.0f, 8.0f);
+  std::vector<bfloat16> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+  for (Backend backend : backendsWithTheGpu("a bf16 accumulator")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<bfloat16> c(cf.begin(), cf.end());
+    kernel("dot16", dot16)({.grid = {1}, .backend = backend}, a, b, c);
+    for (int i = 0; i < 32; ++i)
+      for (int j = 0; j < 32; ++j) {
+        double want = double(float(bfloat16(cf[size_t(i * 32 + j)])));
+        for (int k = 0; k < 256; ++k)
+          want += double(float(a[size_t(i * 256 + k)])) * double(float(b[size_t(k * 32 + j)]));
+        // Rounded once to bf16 (8 significant bits), after f32 sums.
+        ASSERT_NEAR(float(c[size_t(i * 32 + j)]), want, want * std::ldexp(1.0, -8) * 1.01) << i << ", " << j;
+      }
+  }
 }
 
 TEST(ArithEdgeCases, LaunchNumbersThatDoNotFitAreRefused) {

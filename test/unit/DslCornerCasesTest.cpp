@@ -548,7 +548,7 @@ TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
   check("the tl::full value must be a number, got a pointer to i32", pointer_fill, {i});
   check("the 'other' value of tl::load must be a number, got a pointer to i32", pointer_other, {i});
   check("tl::dot of i8 operands accumulates in i32, got f32", i8_dot, {b});
-  check("atomics on i8 memory are not supported; use i32 or i64", i8_atomic, {b});
+  check("tl::atomic_xchg on i8 memory is not supported; integer atomics need i32 or i64", i8_atomic, {b});
   check("use of an empty tl::tensor", empty_mask, {f});
   check("broadcast_to: tile extents must be positive powers of two, got [3]", bad_broadcast, {f});
   check("has more than 1048576 elements", huge_tile, {f});
