@@ -129,9 +129,10 @@ Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
   return LLVM::FPExtOp::create(b, loc, to, v);
 }
 
-/// arith.extf / arith.truncf with an fp8 side (and sitofp / uitofp to
-/// fp8: through f32, exact below 2^24 and saturating above), on tiles (one conversion per
-/// register) and scalars. Beats the generic elementwise lowering.
+/// arith.extf / arith.truncf with an fp8 side (and sitofp / uitofp to fp8:
+/// through f32, exact below 2^24 and saturating above), on tiles (one
+/// conversion per register) and scalars. Beats the generic elementwise
+/// lowering.
 struct Fp8ConvertPattern : ConversionPattern {
   Fp8ConvertPattern(const TypeConverter &tc, MLIRContext *ctx)
       : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/5, ctx) {}

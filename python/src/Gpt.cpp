@@ -21,6 +21,7 @@
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <tuple>
 #include <mutex>
 
 namespace py = pybind11;
@@ -197,6 +198,11 @@ void writeSafetensors(const std::string &path, py::dict tensors, const std::map<
   write_safetensors(path, out, metadata);
 }
 
+/// The sizes that make two configs the same model.
+std::tuple<int, int, int, int, int, int> configKey(const GptConfig &c) {
+  return {c.n_layer, c.n_head, c.n_embd, c.vocab, c.vocab_padded, c.n_ctx};
+}
+
 } // namespace
 
 PYBIND11_MODULE(_gpt, m) {
@@ -224,7 +230,16 @@ PYBIND11_MODULE(_gpt, m) {
         return fmt::format("tegula.gpt.Config(n_layer={}, n_head={}, n_embd={}, vocab={}, vocab_padded={}, "
                            "n_ctx={})",
                            c.n_layer, c.n_head, c.n_embd, c.vocab, c.vocab_padded, c.n_ctx);
-      });
+      })
+      // Equal when the sizes are (a value, like a dataclass; read-only, so hashable).
+      .def("__eq__",
+           [](const GptConfig &c, const py::object &other) -> py::object {
+             if (!py::isinstance<GptConfig>(other))
+               return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             const auto &o = other.cast<const GptConfig &>();
+             return py::bool_(configKey(c) == configKey(o));
+           })
+      .def("__hash__", [](const GptConfig &c) { return py::hash(py::cast(configKey(c))); });
 
   py::class_<PyGpt>(m, "Model")
       .def(py::init([](const GptConfig &config, const std::string &backend, const std::string &dtype,

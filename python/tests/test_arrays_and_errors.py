@@ -72,6 +72,8 @@ def test_each_error_names_the_problem():
         (lambda: add(x, x, out, 64.5), TypeError, "argument 'n' (#3) of kernel 'vector_add' expects an int, got the float 64.5"),
         (lambda: examples.vector_add[(1,)](x, x, out, 2**40, BLOCK=8), tegula.Error, "does not fit in i32"),
         (lambda: examples.vector_add[(1,)](x, x, out, "64", BLOCK=8), TypeError, "expects an int, got str"),
+        (lambda: examples.dropout[(1,)](x, out, 64, 1e300, 1, BLOCK=64), tegula.Error,
+         "argument 'p' (#3) of kernel 'dropout' is 1e+300, which rounds past the largest finite f32"),
         (lambda: examples.vector_add[(1,)](x, x, out, 64), TypeError, "missing argument 'BLOCK' (#4)"),
         (lambda: examples.vector_add[(1,)](x, x, out, 64, BLOCK=8, BLOK=8), TypeError, "has no parameter 'BLOK'"),
         (lambda: examples.vector_add[(1,)](x, x, out, 64, 8, BLOCK=8), TypeError, "got two values for 'BLOCK'"),

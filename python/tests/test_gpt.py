@@ -318,3 +318,10 @@ def test_forward_and_gradients_on_the_gpu_match_hugging_face(io):
         print(f"[gpt] gpu {dtype}: logits rel {err:.2e}, d c_attn rel {gerr:.2e}, loss {loss:.5f}")
         assert err < tol and gerr < 3 * tol
         assert loss == pytest.approx(float(io["loss"][0]), rel=tol)
+
+
+def test_configs_are_values():
+    a, b = fixture_config(), fixture_config()
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != gpt.Config(n_layer=3, n_head=4, n_embd=128, vocab=512, n_ctx=64)
+    assert a != "a config" and a != None  # noqa: E711 - other types are not equal, not errors
