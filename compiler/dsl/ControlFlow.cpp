@@ -49,10 +49,22 @@ void refreshVectors(detail::LoopState &st, const char *where) {
   }
 }
 
+/// `v` with widenings looked through.
+Value unwidened(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::ExtSIOp, arith::ExtUIOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 /// Whether `v` is positive whatever the launch: a positive constant, the
-/// program count, or a widening of those (a persistent loop's
-/// `num_programs(0)` step).
+/// program count (a persistent loop's `num_programs(0)` step), or that
+/// count over the cluster size (which divides it: launches are held to
+/// that), widened or not.
 bool knownPositive(Value v) {
+  v = unwidened(v);
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
     return c.isStrictlyPositive();
@@ -61,8 +73,11 @@ bool knownPositive(Value v) {
     return false;
   if (isa<tile::NumProgramsOp>(def))
     return true;
-  if (isa<arith::ExtSIOp, arith::ExtUIOp>(def))
-    return knownPositive(def->getOperand(0));
+  if (isa<arith::DivSIOp, arith::DivUIOp>(def)) { // clusters run along x
+    auto programs = dyn_cast_or_null<tile::NumProgramsOp>(unwidened(def->getOperand(0)).getDefiningOp());
+    return programs && programs.getAxis() == tile::ProgramAxis::X &&
+           isa_and_nonnull<tile::ClusterSizeOp>(unwidened(def->getOperand(1)).getDefiningOp());
+  }
   return false;
 }
 

@@ -160,16 +160,28 @@ void persistent(tl::ptr<int32_t> out, tl::scalar<int32_t> tiles) {
     tl::store(out + t, t * 2);
 }
 
-/// The persistent loop's step, the program count, is known positive: no
-/// check is traced (the pipelining passes see the loop as the user wrote it).
+void persistent_clusters(tl::ptr<int32_t> out, tl::scalar<int32_t> tiles) {
+  tl::tensor first = tl::program_id(0) / tl::cluster_size();
+  for (auto t : tl::range(first, tiles, tl::num_programs(0) / tl::cluster_size()))
+    tl::store(out + t * tl::cluster_size() + tl::program_id(0) % tl::cluster_size(), t);
+}
+
+/// The persistent loop's step, the program count (or the count of clusters),
+/// is known positive: no check is traced (the pipelining passes see the loop
+/// as the user wrote it).
 TEST(ArithEdgeCases, AProgramCountStepNeedsNoCheck) {
   auto k = kernel("persistent", persistent, {"out", "tiles"});
   std::vector<int32_t> out(10, -1);
   k({.grid = {3}}, out, 10);
   for (int i = 0; i < 10; ++i)
     EXPECT_EQ(out[size_t(i)], 2 * i);
-  std::string tile = k.ir({out, 10});
-  EXPECT_THAT(tile, ::testing::Not(HasSubstr("tile.assert")));
+  EXPECT_THAT(k.ir({out, 10}), ::testing::Not(HasSubstr("tile.assert")));
+  auto clustered = kernel("persistent_clusters", persistent_clusters, {"out", "tiles"});
+  std::vector<int32_t> pairs(10, -1);
+  clustered({.grid = {4}, .cluster_size = 2}, pairs, 5);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(pairs[size_t(i)], i / 2);
+  EXPECT_THAT(clustered.ir({pairs, 5}), ::testing::Not(HasSubstr("tile.assert")));
 }
 
 void huge_dot(tl::ptr<float> a, tl::ptr<float> c) {
