@@ -217,7 +217,9 @@ constants and the launch options that go with them, as in Triton:
       .def("__repr__", &configRepr);
 
   py::class_<AutotunedLauncher>(m, "AutotunedLauncher", "An autotuned kernel bound to a grid: call it with the arguments")
-      .def("__call__", &AutotunedLauncher::operator());
+      .def("__call__", &AutotunedLauncher::operator(),
+           "Launch with the fastest config (tuned on the first call for these shapes): the kernel's arguments "
+           "without the tuned constants, and launch options as a Launcher takes them");
 
   py::class_<PyAutotuner, std::shared_ptr<PyAutotuner>>(m, "Autotuner", R"doc(A kernel launched with the fastest of
 several configs (see tegula.autotune).)doc")

@@ -109,17 +109,22 @@ PYBIND11_MODULE(_tegula, m) {
 
   py::class_<CompiledKernel>(m, "CompiledKernel",
                              "A kernel compiled for the GPU: PTX, cubin and ptxas's report")
-      .def_readonly("ptx", &CompiledKernel::ptx)
+      .def_readonly("ptx", &CompiledKernel::ptx, "The PTX text (the kernel's .entry and what it calls)")
       .def_property_readonly("cubin",
                              [](const CompiledKernel &c) { return py::bytes(c.cubin.data(), c.cubin.size()); })
-      .def_readonly("registers", &CompiledKernel::registers)
-      .def_readonly("shared_bytes", &CompiledKernel::shared_bytes)
-      .def_readonly("spill_bytes", &CompiledKernel::spill_bytes)
-      .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes)
-      .def_readonly("producer_warps", &CompiledKernel::producer_warps)
-      .def_readonly("programs_per_cta", &CompiledKernel::programs_per_cta)
-      .def_readonly("cluster_size", &CompiledKernel::cluster_size)
-      .def_readonly("ptxas_log", &CompiledKernel::ptxas_log)
+      .def_readonly("registers", &CompiledKernel::registers, "Registers a thread, from ptxas (0 without a cubin)")
+      .def_readonly("shared_bytes", &CompiledKernel::shared_bytes, "Static shared memory a CTA, from ptxas")
+      .def_readonly("spill_bytes", &CompiledKernel::spill_bytes,
+                    "Bytes spilled to local memory a thread (stores + loads), from ptxas")
+      .def_readonly("dynamic_shared_bytes", &CompiledKernel::dynamic_shared_bytes,
+                    "Shared memory the launch provides dynamically (rings, scratch)")
+      .def_readonly("producer_warps", &CompiledKernel::producer_warps,
+                    "Warps of the TMA producer warpgroup a warp-specialised kernel adds (0 without)")
+      .def_readonly("programs_per_cta", &CompiledKernel::programs_per_cta,
+                    "Programs a CTA runs (2 with ping_pong, else 1)")
+      .def_readonly("cluster_size", &CompiledKernel::cluster_size,
+                    "CTAs a thread-block cluster the kernel was compiled for (1 without)")
+      .def_readonly("ptxas_log", &CompiledKernel::ptxas_log, "What ptxas -v printed")
       .def_property_readonly("sass", &CompiledKernel::sass,
                              "The cubin's machine code (SASS) by nvdisasm, disassembled on each access; "
                              "raises tegula.Error without a cubin or nvdisasm")
@@ -131,7 +136,11 @@ PYBIND11_MODULE(_tegula, m) {
       });
 
   py::class_<Launcher>(m, "Launcher", "A kernel bound to a grid: call it with the arguments")
-      .def("__call__", &Launcher::operator());
+      .def("__call__", &Launcher::operator(),
+           "Launch: the kernel's arguments by position or parameter name (arrays, ints, floats; tl::constant "
+           "parameters usually by keyword), then options num_warps=4, num_stages=3, warp_specialize=False, "
+           "ping_pong=False, cluster_size=0, max_registers=0, backend='interp'|'sim'|'gpu', chip=, stream= "
+           "(docs/python.md)");
 
   py::class_<KernelSet>(m, "Kernel", R"doc(A Tegula kernel written in the C++ DSL.
 

@@ -113,6 +113,11 @@ def test_ir_and_compile():
         assert compiled.registers > 0
     assert "vector_add" in repr(examples.vector_add)
     assert examples.softmax.signatures[1] == ["*bf16", "*bf16", "i32", "constexpr i32"]
+    # help() says what each field and a launch take.
+    assert "from ptxas" in type(compiled).spill_bytes.__doc__
+    assert "producer warpgroup" in type(compiled).producer_warps.__doc__
+    assert "num_warps=4" in type(examples.vector_add[(1,)]).__call__.__doc__
+    assert "fastest config" in tegula.AutotunedLauncher.__call__.__doc__
 
 
 def test_sass_is_the_cubins_machine_code():
