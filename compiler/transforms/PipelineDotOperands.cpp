@@ -563,14 +563,20 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       return;
     SmallVector<tile::DotOp> dots;
     getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
-    if (warpSpecialize && !warpSpecializeFirstLoop(dots))
-      return signalPassFailure();
+    if (warpSpecialize) {
+      if (!warpSpecializeFirstLoop(dots))
+        return signalPassFailure();
+      // The specialised loop's dots are gone (erased: freed, so not asked
+      // whether they still have a block - that read freed memory and crashed
+      // now and then); it made tilegpu ops, no tile.dot, so the rest are these.
+      dots.clear();
+      getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
+    }
     // Loops whose dots share loaded operands, all their dots together.
     llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
     for (tile::DotOp dot : dots)
-      if (dot->getBlock())
-        if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
-          byLoop[loop].push_back(dot);
+      if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
+        byLoop[loop].push_back(dot);
     llvm::DenseSet<Operation *> erased;
     for (auto &[loop, loopDots] : byLoop) {
       auto forOp = cast<scf::ForOp>(loop);
@@ -578,9 +584,17 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
         for (tile::DotOp dot : loopDots)
           erased.insert(dot);
     }
+    // Which dots still exist, asked of the IR (a rewrite erases dots, and
+    // its cleanup may erase others it left dead; no rewrite makes a tile.dot).
+    llvm::DenseSet<Operation *> alive;
+    auto refresh = [&] {
+      alive.clear();
+      getOperation().walk([&](tile::DotOp d) { alive.insert(d); });
+    };
+    refresh();
     for (tile::DotOp dot : dots) {
-      if (erased.contains(dot) || !dot->getBlock())
-        continue; // rewritten already (shared rings, warp specialised)
+      if (erased.contains(dot) || !alive.contains(dot))
+        continue; // rewritten already (shared rings)
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
@@ -603,6 +617,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
             return signalPassFailure();
       }
       pipeline(loop, dot, std::move(a), std::move(*b), numStages);
+      refresh();
     }
     if (failed(rematerialiseScatteredAddresses()))
       return signalPassFailure();
