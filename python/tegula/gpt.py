@@ -22,6 +22,7 @@ small configurations are practical (every GPU thread runs on the CPU).
 """
 from __future__ import annotations
 
+import operator
 import os
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -261,6 +262,14 @@ class GPT:
         return self._m.tiles()
 
 
+def _token_id(i) -> int:
+    """A token id: an int (or numpy integer), never a float cut to one."""
+    try:
+        return operator.index(i)
+    except TypeError:
+        raise TypeError(f"token ids must be integers, got {type(i).__name__} {i!r}") from None
+
+
 class Tokenizer:
     """Text to token ids: GPT-2's byte-level BPE (:meth:`gpt2`) or plain
     bytes (:meth:`bytes`, vocabulary 256)."""
@@ -288,6 +297,6 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ``ids``; bytes that are not UTF-8 (a cut multi-byte
         character) per ``errors``, as bytes.decode takes it."""
-        ids = [int(i) for i in ids]
+        ids = [_token_id(i) for i in ids]
         raw = self._bpe.decode(ids) if self._bpe else _gpt.byte_decode(ids)
         return raw.decode("utf-8", errors=errors)

@@ -221,6 +221,9 @@ def test_tokenizers_round_trip():
     assert t.encode("héllo") == list("héllo".encode())
     assert t.decode(t.encode("héllo")) == "héllo"
     assert t.decode([0xC3]) == "\ufffd"  # half a character
+    assert t.decode(np.array([104, 105])) == "hi"  # numpy integers are ids
+    with pytest.raises(TypeError, match="token ids must be integers, got float 1.7"):
+        t.decode([104, 1.7])  # not cut to 1
     bpe = gpt.Tokenizer.gpt2(os.path.join(TOKENIZER, "vocab.json"), os.path.join(TOKENIZER, "merges.txt"))
     assert bpe.vocab_size == 420
     with open(os.path.join(TOKENIZER, "cases.json")) as f:
