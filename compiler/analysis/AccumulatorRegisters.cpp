@@ -11,13 +11,12 @@ using namespace mlir;
 namespace tegula::analysis {
 
 void checkAccumulatorRegisters(const std::string &kernel, ModuleOp tile, int numWarps) {
-  const int64_t threads = int64_t(numWarps) * 32;
   tile.walk([&](tile::DotOp dot) {
     auto type = cast<RankedTensorType>(dot.getResult().getType());
-    const int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-    const int64_t registers = (type.getNumElements() * bits / 32 + threads - 1) / threads;
+    const int64_t words = type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 32;
+    auto registersOver = [&](int64_t warps) { return (words + warps * 32 - 1) / (warps * 32); };
     const int64_t limit = 2 * kMaxRegistersPerThread;
-    if (registers <= limit)
+    if (registersOver(numWarps) <= limit)
       return;
     std::string where;
     if (auto f = dyn_cast<FileLineColLoc>(dot.getLoc()))
@@ -26,15 +25,14 @@ void checkAccumulatorRegisters(const std::string &kernel, ModuleOp tile, int num
     llvm::raw_string_ostream(elementName) << type.getElementType();
     // The warps that would bring it under the limit, if a CTA has them.
     int64_t enough = numWarps;
-    while (enough <= 32 && (type.getNumElements() * bits / 32 + enough * 32 - 1) / (enough * 32) > limit)
+    while (enough <= 32 && registersOver(enough) > limit)
       enough *= 2;
-    throw Error(fmt::format(
-        "kernel '{}': the dot{} accumulates a {}x{} {} tile: {} registers a thread over {} warps, more than twice "
-        "the {} a thread has (it would live in local memory, and compile for minutes); use smaller blocks{}",
-        kernel, where, type.getDimSize(0), type.getDimSize(1),
-        elementName, registers,
-        numWarps, kMaxRegistersPerThread,
-        enough <= 32 ? fmt::format(" or num_warps={}", enough) : std::string()));
+    throw Error(fmt::format("kernel '{}': the dot{} accumulates a {}x{} {} tile: {} registers a thread over {} warps, "
+                            "more than twice the {} a thread has (it would live in local memory, and compile for "
+                            "minutes); use smaller blocks{}",
+                            kernel, where, type.getDimSize(0), type.getDimSize(1), elementName,
+                            registersOver(numWarps), numWarps, kMaxRegistersPerThread,
+                            enough <= 32 ? fmt::format(" or num_warps={}", enough) : std::string()));
   });
 }
 

@@ -577,15 +577,14 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     for (tile::DotOp dot : dots)
       if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
         byLoop[loop].push_back(dot);
-    llvm::DenseSet<Operation *> erased;
     for (auto &[loop, loopDots] : byLoop) {
       auto forOp = cast<scf::ForOp>(loop);
-      if (pipelinable(forOp) && pipelineSharedLoads(forOp, loopDots, numStages))
-        for (tile::DotOp dot : loopDots)
-          erased.insert(dot);
+      if (pipelinable(forOp))
+        pipelineSharedLoads(forOp, loopDots, numStages);
     }
-    // Which dots still exist, asked of the IR (a rewrite erases dots, and
-    // its cleanup may erase others it left dead; no rewrite makes a tile.dot).
+    // Which dots still exist, asked of the IR (shared rings and each rewrite
+    // below erase dots, whose cleanup may erase others it left dead; no
+    // rewrite makes a tile.dot, so a freed dot's address is never found).
     llvm::DenseSet<Operation *> alive;
     auto refresh = [&] {
       alive.clear();
@@ -593,8 +592,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     };
     refresh();
     for (tile::DotOp dot : dots) {
-      if (erased.contains(dot) || !alive.contains(dot))
-        continue; // rewritten already (shared rings)
+      if (!alive.contains(dot))
+        continue; // rewritten already
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
