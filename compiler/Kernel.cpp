@@ -231,6 +231,12 @@ void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
                                 dtype_name(p.dtype), dtype_name(a.dtype())));
       if (!a.data() && a.bytes() != 0 && !a.on_device()) // the CPU backends would read through it
         throw Error(fmt::format("{} is a null buffer of {} bytes", which(i), a.bytes()));
+      // The GPU faults on an access its element size does not divide (the
+      // simulator says so too); the interpreter would read it happily.
+      if (size_t size = dtype_size(a.dtype()); size > 1 && a.address() % size != 0)
+        throw Error(fmt::format("{} starts at address {:#x}, which is not a multiple of its {}-byte {} "
+                                "elements: the GPU faults on misaligned accesses (a view at a byte offset?)",
+                                which(i), a.address(), size, dtype_name(a.dtype())));
       break;
     case ParamInfo::Kind::Scalar:
     case ParamInfo::Kind::Constant:

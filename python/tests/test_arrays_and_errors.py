@@ -117,6 +117,22 @@ def test_each_error_names_the_problem():
         assert message in str(info.value), (message, str(info.value))
 
 
+@pytest.mark.parametrize("backend", ["interp", "sim"])
+def test_a_view_at_a_byte_offset_is_refused(backend):
+    # float32 at byte 2 of a buffer: the GPU faults on it, so every backend
+    # refuses it at the launch (the interpreter read it before).
+    raw = np.zeros(4 * 64 + 8, dtype=np.uint8)
+    x = np.frombuffer(raw, dtype=np.float32, offset=2, count=64)
+    y, out = np.ones(64, np.float32), np.empty(64, np.float32)
+    with pytest.raises(tegula.Error, match=r"argument 'x' \(#0\) of kernel 'vector_add' starts at address 0x[0-9a-f]+, "
+                                           r"which is not a multiple of its 4-byte f32 elements"):
+        examples.vector_add[(1,)](x, y, out, 64, BLOCK=64, backend=backend)
+    # A view at a whole element (not 16-byte aligned) is fine.
+    z = np.arange(65, dtype=np.float32)[1:]
+    examples.vector_add[(1,)](z, y, out, 64, BLOCK=64, backend=backend)
+    np.testing.assert_array_equal(out, z + 1)
+
+
 def test_a_kernel_writing_to_a_read_only_array_is_refused():
     x = np.zeros(64, dtype=np.float32)
     out = np.zeros(64, dtype=np.float32)

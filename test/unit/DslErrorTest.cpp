@@ -4,6 +4,8 @@
 #include "TestUtil.h"
 #include "tegula/tegula.h"
 
+#include <array>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 using namespace tegula;
 using tegula::testing::errorOf;
 using tegula::testing::g_line;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -319,6 +322,21 @@ TEST(LaunchErrors, ANullBufferWithASizeIsNamed) {
   for (Backend backend : {Backend::Interp, Backend::Sim})
     EXPECT_THAT(tegula::testing::error_of([&] { k.launch({.grid = {1}, .backend = backend}, {Arg::buffer(nullptr, 100, DType::f32), 100, 128}); }),
                 HasSubstr("argument 'x' (#0) of kernel 'simple' is a null buffer of 400 bytes"));
+}
+
+// A float view at a byte offset: the GPU (and the simulator) fault on the
+// misaligned access, the interpreter read it - refused alike, at the launch.
+TEST(LaunchErrors, AMisalignedBufferIsRefusedOnEveryBackend) {
+  auto k = kernel("simple", simple, {"x", "n", "B"});
+  alignas(16) std::array<unsigned char, 4 * 64 + 4> bytes{};
+  const Arg misaligned = Arg::buffer(bytes.data() + 2, 64, DType::f32);
+  for (Backend backend : {Backend::Interp, Backend::Sim})
+    EXPECT_THAT(tegula::testing::error_of([&] { k.launch({.grid = {1}, .backend = backend}, {misaligned, 64, 64}); }),
+                AllOf(HasSubstr("argument 'x' (#0) of kernel 'simple' starts at address 0x"),
+                      HasSubstr("which is not a multiple of its 4-byte f32 elements")));
+  // Element-aligned but not 16-byte aligned is fine (the unvectorised specialisation).
+  EXPECT_NO_THROW(k.launch({.grid = {1}, .backend = Backend::Interp},
+                           {Arg::buffer(bytes.data() + 4, 64, DType::f32), 64, 64}));
 }
 
 } // namespace
