@@ -94,6 +94,7 @@ int pick(const std::vector<float> &logits, const GptModel::Sampling &s, std::mt1
 
 std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int count, const Sampling &sampling) {
   const GptConfig &c = config_;
+  requireParameters("GPT generate");
   if (prompt.empty())
     throw Error("GPT generate: the prompt is empty");
   if (int64_t(prompt.size()) + count > c.n_ctx)

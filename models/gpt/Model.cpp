@@ -11,6 +11,7 @@
 #include "models/gpt/Safetensors.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bit>
@@ -291,6 +292,23 @@ void GptModel::write_parameter(const std::string &name, const std::vector<float>
   if (weightCopy_.size())
     weightCopy_.upload(p.offset, values);
   transposedStale_ = true;
+  parameterWritten_.resize(params_.size(), false);
+  parameterWritten_[size_t(&p - params_.data())] = true;
+}
+
+void GptModel::requireParameters(const char *what) const {
+  std::vector<std::string> unset;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (i >= parameterWritten_.size() || !parameterWritten_[i])
+      unset.push_back(params_[i].name);
+  if (unset.empty())
+    return;
+  const size_t shown = std::min<size_t>(unset.size(), 3);
+  throw Error(fmt::format("{}: {} of the model's {} parameters were never set ({}{}): call init_random(seed), "
+                          "load a checkpoint, or write each one",
+                          what, unset.size(), params_.size(),
+                          fmt::join(unset.begin(), unset.begin() + ptrdiff_t(shown), ", "),
+                          unset.size() > shown ? ", ..." : ""));
 }
 
 Arg GptModel::weights(const std::string &name) const {
@@ -373,6 +391,7 @@ LaunchOptions GptModel::attentionBackwardLaunch(Grid grid) const {
 float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &targets, int B, int T) {
   const GptConfig &c = config_;
   const int C = c.n_embd, H = c.n_head, D = C / H, BT = B * T;
+  requireParameters("GPT forward");
   if (B < 1 || T < 1 || T > c.n_ctx)
     throw Error(fmt::format("GPT forward: B = {} and T = {} (1..n_ctx = {})", B, T, c.n_ctx));
   if (int64_t(tokens.size()) != int64_t(BT) || (!targets.empty() && targets.size() != tokens.size()))

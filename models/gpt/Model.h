@@ -583,6 +583,11 @@ private:
   Arena streamKPartials_, streamKArrivals_;
   int steps_ = 0;
   uint64_t seed_ = 0; // init_random's: stochastic rounding's random bits
+  // Which parameters something wrote (by index in params_): a model whose
+  // arena nobody filled would run on zeros - a plausible loss of ln(vocab).
+  std::vector<bool> parameterWritten_;
+  /// Throws, for `what` ("GPT forward"), naming the parameters never written.
+  void requireParameters(const char *what) const;
   float gradScale_ = 1.0f;
   // zero_grad() was called and nothing has written the gradients since:
   // they read as zero (see zero_grad()); zeroPendingGradients() writes them.

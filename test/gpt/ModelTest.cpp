@@ -17,6 +17,7 @@
 
 using namespace tegula;
 using namespace tegula::gpt;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 namespace {
@@ -577,6 +578,20 @@ TEST(GptModel, BadConfigsAndInputsAreClearErrors) {
   EXPECT_THAT(tegula::testing::error_of([&] { GptModel(tiny(), Backend::Interp, tl::precision::ieee, DType::f16); }),
               HasSubstr("f16 storage is not supported: f32, or bf16 with f32 master weights (f16 would need loss scaling"));
   GptModel m(tiny(), Backend::Interp);
+  // A model nobody filled ran on zeros: a plausible loss of ln(vocab).
+  const std::string neverSet = "parameters were never set (wte.weight, wpe.weight, h.0.ln_1.weight, ...): call "
+                               "init_random(seed), load a checkpoint, or write each one";
+  EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 2, 3, 4}, {2, 3, 4, 5}, 1, 4); }),
+              AllOf(HasSubstr("GPT forward: " + std::to_string(m.parameters().size()) + " of the model's"),
+                    HasSubstr(neverSet)));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1, 2}, 2, {}); }), HasSubstr("GPT generate: "));
+  for (const ParamSpec &p : m.parameters()) // all but one written: that one is named
+    if (p.name != "h.0.mlp.c_fc.bias")
+      m.write_parameter(p.name, std::vector<float>(size_t(p.numel()), 0.01f));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 2, 3, 4}, {}, 1, 4); }),
+              HasSubstr("GPT forward: 1 of the model's " + std::to_string(m.parameters().size()) +
+                        " parameters were never set (h.0.mlp.c_fc.bias)"));
+  m.init_random(1);
   EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 2, 3}, {}, 1, 4); }), HasSubstr("3 tokens and 0 targets for B x T = 4"));
   EXPECT_THAT(tegula::testing::error_of([&] { m.forward({1, 200}, {}, 1, 2); }), HasSubstr("token 200 is outside the vocabulary"));
   EXPECT_THAT(tegula::testing::error_of([&] { m.forward(std::vector<int32_t>(40), {}, 1, 40); }), HasSubstr("n_ctx = 32"));
