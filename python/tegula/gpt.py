@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from . import _tegula  # noqa: F401  (tegula.Error's translation)
 from ._gpt import BpeTokenizer, Config, learning_rate
 from . import _gpt
 
-__all__ = ["GPT", "Config", "Tokenizer", "learning_rate", "read_safetensors", "write_safetensors"]
+__all__ = ["GPT", "Config", "IncompatibleKeys", "Tokenizer", "learning_rate", "read_safetensors", "write_safetensors"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -150,14 +150,51 @@ class GPT:
         """Every parameter by name, as numpy arrays."""
         return {name: self.parameter(name) for name in self.parameter_shapes()}
 
-    def load_state_dict(self, tensors: Mapping[str, np.ndarray]) -> None:
-        """Sets the parameters ``tensors`` names; every parameter must be there."""
-        missing = [n for n in self.parameter_shapes() if n not in tensors]
-        if missing:
-            raise KeyError(f"load_state_dict: missing {', '.join(missing[:5])}"
-                           f"{' ...' if len(missing) > 5 else ''}")
-        for name in self.parameter_shapes():
-            self.set_parameter(name, tensors[name])
+    def load_state_dict(self, tensors: Mapping[str, object], strict: bool = True) -> "IncompatibleKeys":
+        """Sets parameters from ``tensors`` (name -> numpy array, or a torch
+        tensor of any dtype and device). Names are Tegula's (:meth:`state_dict`)
+        or Hugging Face's as ``GPT2LMHeadModel.state_dict()`` gives them: the
+        "transformer." prefix, the causal-mask buffers ``attn.bias`` and
+        ``attn.masked_bias`` (skipped) and ``lm_head.weight``, which must equal
+        ``wte.weight`` (the head is tied to it; an untied one is a ValueError).
+        ``strict``: every parameter given and no other name, else KeyError
+        naming them before anything is set. Returns the ``(missing_keys,
+        unexpected_keys)`` - with ``strict=False`` the given parameters are
+        set and those listed left as they were."""
+        shapes = self.parameter_shapes()
+        given: dict = {}
+        unexpected = []
+        lm_head = None
+        for key, value in tensors.items():
+            name = key[len("transformer."):] if key.startswith("transformer.") else key
+            if name in given:
+                raise ValueError(f"load_state_dict: '{name}' is given twice (with and without 'transformer.')")
+            if name == "lm_head.weight":
+                lm_head = (key, value)
+            elif name in shapes:
+                given[name] = value
+            elif not _is_causal_mask_buffer(name):
+                unexpected.append(key)
+        missing = [n for n in shapes if n not in given]
+        if strict and (missing or unexpected):
+            problems = [f"{what} {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+                        for what, names in (("missing", missing), ("unexpected", unexpected)) if names]
+            raise KeyError(f"load_state_dict: {'; '.join(problems)} (strict=False sets the rest)")
+        arrays = {name: _as_float32(value, name) for name, value in given.items()}
+        for name, array in arrays.items():  # all checked before any is set
+            if array.shape != tuple(shapes[name]):
+                raise ValueError(f"load_state_dict: parameter '{name}' is {list(shapes[name])}, "
+                                 f"got an array of shape {list(array.shape)}")
+        if lm_head is not None:
+            key, value = lm_head
+            wte = arrays["wte.weight"] if "wte.weight" in arrays else self.parameter("wte.weight")
+            head = _as_float32(value, key)
+            if head.shape != wte.shape or not np.array_equal(head, wte):
+                raise ValueError(f"load_state_dict: '{key}' differs from wte.weight; Tegula's GPT ties the LM head "
+                                 "to the token embedding (tie_word_embeddings), so an untied head cannot be loaded")
+        for name, value in arrays.items():
+            self.set_parameter(name, value)
+        return IncompatibleKeys(missing, unexpected)
 
     def gradient(self, name: str) -> np.ndarray:
         """The accumulated gradient of parameter ``name``."""
@@ -260,6 +297,29 @@ class GPT:
     def tiles(self) -> str:
         """Every tile field's value, "name=value,..."."""
         return self._m.tiles()
+
+
+class IncompatibleKeys(NamedTuple):
+    """What :meth:`GPT.load_state_dict` did not set, and the names it did not know."""
+    missing_keys: List[str]
+    unexpected_keys: List[str]
+
+
+def _is_causal_mask_buffer(name: str) -> bool:
+    """Hugging Face's GPT-2 attention buffers (h.N.attn.bias / masked_bias), not parameters."""
+    parts = name.split(".")
+    return len(parts) == 4 and parts[0] == "h" and parts[2] == "attn" and parts[3] in ("bias", "masked_bias")
+
+
+def _as_float32(value, name: str) -> np.ndarray:
+    """A parameter's value as a float32 numpy array; torch tensors (bf16, on a
+    GPU, needing grad) converted as ``tensor.detach().float().cpu()``."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().float().cpu().numpy()
+    try:
+        return np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"parameter '{name}': expected an array of numbers, got {type(value).__name__}") from e
 
 
 def _token_id(i) -> int:

@@ -210,6 +210,86 @@ def test_wte_without_its_padding_rows_and_safetensors_round_trip(tmp_path, rng):
     np.testing.assert_array_equal(gpt.read_safetensors(tmp_path / "t.safetensors")["x"], x)
 
 
+class _TorchLikeBf16:
+    """Enough of a torch tensor (detach / float / cpu / numpy) for load_state_dict:
+    numpy has no bf16, so such a tensor must be converted through torch."""
+
+    def __init__(self, values):
+        self._values = values
+
+    def detach(self):
+        return self
+
+    def float(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self._values
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Got unsupported ScalarType BFloat16")
+
+
+def test_load_state_dict_takes_hugging_face_state_dicts_and_is_strict(rng):
+    config = gpt.Config(n_layer=2, n_head=2, n_embd=32, vocab=64, n_ctx=16)
+    source = gpt.GPT(config)
+    source.init_random(seed=7)
+    ours = source.state_dict()
+    # As GPT2LMHeadModel.state_dict() has it: prefixed, the mask buffers, the tied head.
+    hf = {"transformer." + name: value for name, value in ours.items()}
+    for layer in range(2):
+        hf[f"transformer.h.{layer}.attn.bias"] = np.tril(np.ones((1, 1, 16, 16), np.float32))
+        hf[f"transformer.h.{layer}.attn.masked_bias"] = np.array(-1e4, np.float32)
+    hf["lm_head.weight"] = ours["wte.weight"]
+    hf["transformer.ln_f.weight"] = _TorchLikeBf16(ours["ln_f.weight"])
+    model = gpt.GPT(config)
+    assert model.load_state_dict(hf) == gpt.IncompatibleKeys([], [])
+    for name, value in ours.items():
+        np.testing.assert_array_equal(model.parameter(name), value, err_msg=name)
+    tokens = [[1, 5, 9, 63]]
+    np.testing.assert_array_equal(model(tokens)[0], source(tokens)[0])
+
+    # strict: nothing is set when a name is missing or unknown, and each is named.
+    fresh = gpt.GPT(config)
+    with pytest.raises(KeyError, match=r"missing h\.1\.mlp\.c_proj\.bias; unexpected h\.1\.mlp\.c_proj\.biass"):
+        fresh.load_state_dict({**{k: v for k, v in ours.items() if k != "h.1.mlp.c_proj.bias"},
+                               "h.1.mlp.c_proj.biass": ours["h.1.mlp.c_proj.bias"]})
+    with pytest.raises(tegula.Error, match="were never set"):
+        fresh.forward(tokens)
+    # Not strict: the given ones are set, the rest reported.
+    keys = fresh.load_state_dict({"wte.weight": ours["wte.weight"], "extra": np.zeros(2)}, strict=False)
+    assert keys.unexpected_keys == ["extra"] and "wte.weight" not in keys.missing_keys
+    assert len(keys.missing_keys) == len(ours) - 1
+    np.testing.assert_array_equal(fresh.parameter("wte.weight"), ours["wte.weight"])
+
+    # What cannot be loaded is refused before anything moves.
+    untied = dict(hf, **{"lm_head.weight": ours["wte.weight"] + 1})
+    with pytest.raises(ValueError, match="'lm_head.weight' differs from wte.weight"):
+        gpt.GPT(config).load_state_dict(untied)
+    with pytest.raises(ValueError, match=r"parameter 'wpe\.weight' is \[16, 32\], got an array of shape \[8, 32\]"):
+        gpt.GPT(config).load_state_dict(dict(ours, **{"wpe.weight": ours["wpe.weight"][:8]}))
+    with pytest.raises(ValueError, match="'wte.weight' is given twice"):
+        gpt.GPT(config).load_state_dict(dict(ours, **{"transformer.wte.weight": ours["wte.weight"]}))
+    with pytest.raises(TypeError, match="parameter 'ln_f.bias': expected an array of numbers, got object"):
+        gpt.GPT(config).load_state_dict(dict(ours, **{"ln_f.bias": object()}))
+
+
+def test_a_model_nobody_initialised_refuses_to_run():
+    # It ran on zeros before: a loss of exactly ln(vocab), plausible and wrong.
+    model = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=32, vocab=64, n_ctx=16))
+    with pytest.raises(tegula.Error, match=r"GPT forward: \d+ of the model's \d+ parameters were never set "
+                                           r"\(wte\.weight, wpe\.weight, h\.0\.ln_1\.weight, \.\.\.\): "
+                                           r"call init_random\(seed\), load a checkpoint"):
+        model.forward([[1, 2, 3]], [[2, 3, 4]])
+    with pytest.raises(tegula.Error, match="GPT generate: .* never set"):
+        model.generate([1, 2], 3)
+    model.init_random(seed=1)
+    assert math.isfinite(model.forward([[1, 2, 3]], [[2, 3, 4]]))
+
+
 def test_learning_rate_schedule():
     assert gpt.learning_rate(step=0, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(0.1)
     assert gpt.learning_rate(step=9, warmup=10, total=100, max_lr=1.0, min_lr=0.1) == pytest.approx(1.0)
