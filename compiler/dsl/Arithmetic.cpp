@@ -469,6 +469,10 @@ tensor operator~(tile_operand a) {
   if (!isa<IntegerType>(elementOf(v)))
     fail(a.loc, fmt::format("operator~ needs an integer tile, got {}",
                             describeType(elementOf(v))));
+  // A mask's one bit flipped: logical not, as Triton's `~mask` (C++ would
+  // promote to int, ~true == -2, which is no mask at all).
+  if (elementOf(v).isInteger(1))
+    return operand(a.t, a.loc) ^ operand(true, a.loc);
   return operand(a.t, a.loc) ^ operand(-1, a.loc);
 }
 

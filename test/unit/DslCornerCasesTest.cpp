@@ -129,6 +129,26 @@ TEST(DslCornerCases, BooleansOrderFalseBeforeTrueFoldedOrNot) {
   EXPECT_EQ(out[17], 0);
 }
 
+// `~mask` flips the mask (Triton's spelling); C++ would promote it to int.
+void not_mask(tl::ptr<int32_t> x, tl::ptr<int32_t> out) {
+  tl::tensor offs = tl::arange(0, 4);
+  tl::tensor big = tl::load(x + offs) > 1;
+  tl::tensor small = ~big;
+  tl::store(out + offs, tl::where(small, 10, 20));
+  tl::store(out + 4 + offs, 7, ~(offs < 2)); // a store mask
+  tl::store(out + 8 + offs, (~small).to(tl::i32));
+  tl::store(out + 12 + offs, (~tl::full({4}, true, tl::i1)).to(tl::i32)); // constant-folded
+}
+
+TEST(DslCornerCases, TildeOnABoolTileIsLogicalNot) {
+  for (Backend backend : {Backend::Interp, Backend::Sim}) {
+    SCOPED_TRACE(backend == Backend::Sim ? "sim" : "interp");
+    std::vector<int32_t> x = {0, 1, 2, 3}, out(16, -1);
+    kernel("not_mask", not_mask)({.grid = {1}, .backend = backend}, x, out);
+    EXPECT_EQ(out, (std::vector<int32_t>{10, 10, 20, 20, -1, -1, 7, 7, 0, 0, 1, 1, 0, 0, 0, 0}));
+  }
+}
+
 void signed_zero(tl::ptr<float> x, tl::ptr<float> out) {
   tl::tensor offs = tl::arange(0, 2);
   tl::tensor v = tl::load(x + offs);
