@@ -26,6 +26,10 @@ struct LoopState {
   std::vector<CarriedList::Vector> vectors; // their elements looked up afresh at each rebinding
   SmallVector<Type> carriedTypes;
   Value lo, hi, step;
+  // A negative literal step: the scf.for counts u = -i upwards (scf.for
+  // steps are positive) and the body sees index = -u.
+  bool descending = false;
+  Value index;
   scf::ForOp op;
   std::source_location loc;
 };
@@ -117,10 +121,22 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried)
   auto resolve = [&](Value v, const operand &o) {
     return v ? castTo(ts, v, type, l) : materializeLiteral(ts, o, type, l);
   };
-  if (step.kind == operand::Kind::Int && step.i <= 0)
-    fail(step.loc, fmt::format("tl::range step must be positive, got {}", step.i));
+  if (step.kind == operand::Kind::Int && step.i == 0)
+    fail(step.loc, "tl::range step must not be 0");
+  if (step.kind == operand::Kind::Int && step.i == INT64_MIN)
+    fail(step.loc, fmt::format("tl::range step {} has no negation", step.i));
   state_->lo = resolve(vlo, lo);
   state_->hi = resolve(vhi, hi);
+  // `for (i = lo; i > hi; i += step)` with step < 0 (a literal: a runtime
+  // step must be positive) runs as `for (u = -lo; u < -hi; u += -step)`.
+  state_->descending = step.kind == operand::Kind::Int && step.i < 0;
+  if (state_->descending) {
+    Value zero = arith::ConstantOp::create(ts.builder, l, ts.builder.getIntegerAttr(type, 0));
+    state_->lo = arith::SubIOp::create(ts.builder, l, zero, state_->lo);
+    state_->hi = arith::SubIOp::create(ts.builder, l, zero, state_->hi);
+    state_->step = materializeLiteral(ts, operand(-step.i, step.loc), type, l);
+    return;
+  }
   state_->step = resolve(vstep, step);
   // A step only known at run time is checked there: on the GPU a step of 0
   // would spin forever, a negative one run until the counter wrapped.
@@ -163,11 +179,17 @@ range::iterator range::begin() {
   ts.builder.setInsertionPointToEnd(body);
   for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
     *t = wrap(arg);
+  state_->index = state_->op.getInductionVar();
+  if (state_->descending) {
+    Type type = state_->index.getType();
+    Value zero = arith::ConstantOp::create(ts.builder, l, ts.builder.getIntegerAttr(type, 0));
+    state_->index = arith::SubIOp::create(ts.builder, l, zero, state_->index);
+  }
   state_->phase = detail::LoopState::Phase::InBody;
   return iterator{this};
 }
 
-tensor range::iterator::operator*() const { return wrap(r->state_->op.getInductionVar()); }
+tensor range::iterator::operator*() const { return wrap(r->state_->index); }
 
 range::iterator &range::iterator::operator++() {
   detail::LoopState &st = *r->state_;

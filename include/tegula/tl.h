@@ -545,7 +545,9 @@ struct CarriedList {
 } // namespace detail
 
 /// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
-/// scf.for. Tiles the body reassigns must be listed as carried variables:
+/// scf.for; a literal negative step counts down, `for (i = lo; i > hi;
+/// i += step)` (a step known only at launch must be positive). Tiles the
+/// body reassigns must be listed as carried variables:
 ///
 ///   tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
 ///   for (auto k : tl::range(0, K, BK, acc)) { acc = acc + ...; }

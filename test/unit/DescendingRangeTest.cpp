@@ -1,0 +1,152 @@
+// DescendingRangeTest.cpp - tl::range with a literal negative step counts
+// down as Python's range does (traced as an ascending scf.for over -i): the
+// order of the visits, empty loops, runtime bounds, and a GEMM whose K loop
+// runs backwards through the software pipeliner on sm_80 and sm_90a.
+#include "ErrorTestUtil.h"
+#include "TestUtil.h"
+#include "tegula/tegula.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+using namespace tegula;
+using tegula::testing::backendsWithTheGpu;
+using ::testing::HasSubstr;
+
+namespace {
+
+const char *nameOf(Backend b) {
+  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
+}
+
+/// Each loop writes the indices it visits, in order, into its own 16-slot
+/// row of `out` (the count carried), and the count into `counts`.
+void visits(tl::ptr<int32_t> out, tl::ptr<int32_t> counts, tl::scalar<int32_t> n, tl::scalar<int32_t> lo,
+            tl::scalar<int32_t> hi) {
+  tl::tensor count = tl::full({}, 0, tl::i32);
+  for (auto i : tl::range(n - 1, -1, -1, count)) { // n-1 ... 0
+    tl::store(out + count, i);
+    count = count + 1;
+  }
+  tl::store(counts, count);
+  count = tl::full({}, 0, tl::i32);
+  for (auto i : tl::range(10, 0, -3, count)) { // 10 7 4 1
+    tl::store(out + 16 + count, i);
+    count = count + 1;
+  }
+  tl::store(counts + 1, count);
+  count = tl::full({}, 0, tl::i32);
+  for (auto i : tl::range(lo, hi, -4, count)) { // runtime bounds; none when lo <= hi
+    tl::store(out + 32 + count, i);
+    count = count + 1;
+  }
+  tl::store(counts + 2, count);
+  count = tl::full({}, 0, tl::i64);
+  for (auto i : tl::range(5000000002LL, 4999999999LL, -1, count)) { // i64 bounds
+    tl::store(out + 48 + count, (i - 5000000000LL).to(tl::i32));
+    count = count + 1;
+  }
+  tl::store(counts + 3, count.to(tl::i32));
+}
+
+TEST(DescendingRange, VisitsFromTheStartDownToTheEndExclusive) {
+  auto k = kernel("visits", visits, {"out", "counts", "n", "lo", "hi"});
+  for (Backend backend : backendsWithTheGpu("descending tl::range")) {
+    SCOPED_TRACE(nameOf(backend));
+    std::vector<int32_t> out(64, -99), counts(4, -1);
+    k({.grid = {1}, .backend = backend}, out, counts, 5, 7, -6);
+    EXPECT_EQ(counts, (std::vector<int32_t>{5, 4, 4, 3}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 6), (std::vector<int32_t>{4, 3, 2, 1, 0, -99}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 16, out.begin() + 21), (std::vector<int32_t>{10, 7, 4, 1, -99}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 32, out.begin() + 37), (std::vector<int32_t>{7, 3, -1, -5, -99}));
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + 48, out.begin() + 52), (std::vector<int32_t>{2, 1, 0, -99}));
+    // Nothing to visit: n = 0, and lo <= hi.
+    std::fill(out.begin(), out.end(), -99);
+    k({.grid = {1}, .backend = backend}, out, counts, 0, 3, 3);
+    EXPECT_EQ(counts[0], 0);
+    EXPECT_EQ(counts[2], 0);
+    EXPECT_EQ(out[0], -99);
+    EXPECT_EQ(out[32], -99);
+  }
+}
+
+void zero_step(tl::ptr<int32_t> out) {
+  for (auto i : tl::range(0, 4, 0)) // line checked
+    tl::store(out + i, i);
+}
+
+TEST(DescendingRange, AStepOfZeroIsAnErrorAtTheLine) {
+  const int line = __LINE__ - 5;
+  std::vector<int32_t> out(4);
+  const std::string err = tegula::testing::error_of([&] { kernel("zero_step", zero_step)({.grid = {1}}, out); });
+  EXPECT_THAT(err, HasSubstr(fmt::format("DescendingRangeTest.cpp:{}", line)));
+  EXPECT_THAT(err, HasSubstr("tl::range step must not be 0"));
+}
+
+/// C = A B with the K blocks taken last to first: the pipeliner prefetches
+/// the blocks of the next (lower) k.
+void matmul_backwards(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                      tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN,
+                      tl::constant<int> BK) {
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  tl::tensor last = (K - 1) / BK * BK;
+  for (auto k : tl::range(last, -1, -BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                             (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(at, bt, acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+TEST(DescendingRange, AGemmWhoseKLoopRunsBackwardsIsPipelined) {
+  // Ragged: the first K block visited (64..79 of BK = 32) is partial. K and N
+  // multiples of 16 keep the rows 16-byte aligned: the loads go through cp.async.
+  const int M = 72, N = 48, K = 80;
+  const std::vector<float16> a = tegula::testing::random_vector<float16>(M * K),
+                             b = tegula::testing::random_vector<float16>(K * N);
+  std::vector<double> want(M * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int p = 0; p < K; ++p)
+        want[i * N + j] += double(float(a[i * K + p])) * double(float(b[p * N + j]));
+  auto k = kernel("matmul_backwards", matmul_backwards, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  struct Run {
+    Backend backend;
+    const char *chip;
+  };
+  std::vector<Run> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
+  if (gpu_available())
+    runs.push_back({Backend::GPU, ""});
+  for (const Run &r : runs) {
+    SCOPED_TRACE(fmt::format("{} {}", nameOf(r.backend), r.chip));
+    std::vector<float> c(M * N, NAN);
+    k({.grid = {2, 1}, .num_warps = 4, .num_stages = 3, .backend = r.backend, .chip = r.chip}, a, b, c, M, N, K,
+      64, 64, 32);
+    double worst = 0;
+    for (int i = 0; i < M * N; ++i) {
+      ASSERT_FALSE(std::isnan(c[i])) << i;
+      worst = std::max(worst, std::abs(c[i] - want[i]));
+    }
+    EXPECT_LT(worst, 1e-3);
+  }
+  // On the tensor cores, the next (lower) K block in flight while one is multiplied.
+  std::vector<float> c(M * N);
+  const std::string sm80 = k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_THAT(sm80, HasSubstr("mma.sync"));
+  EXPECT_THAT(sm80, HasSubstr("cp.async.wait_group"));
+  const std::string sm90 = k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_90a", .assemble = false}).ptx;
+  EXPECT_THAT(sm90, HasSubstr("wgmma.mma_async"));
+}
+
+} // namespace
