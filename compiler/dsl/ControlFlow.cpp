@@ -1,4 +1,4 @@
-//===- ControlFlow.cpp - tl::range (scf.for) and tl::if_ (scf.if) ---------===//
+//===- ControlFlow.cpp - tl::range, tl::while_ and tl::if_ (scf) ----------===//
 //
 // tl::range is a C++ range whose single "iteration" traces the loop body
 // into an scf.for: begin() opens the loop and rebinds the carried variables
@@ -42,15 +42,40 @@ using namespace tegula::dsl;
 namespace {
 /// Points the carried list at each carried vector's elements as they are
 /// now (a body may swap or move-assign a vector); its size must not change.
-void refreshVectors(detail::LoopState &st, const char *where) {
-  for (const detail::CarriedList::Vector &v : st.vectors) {
+void refreshVectors(std::vector<tensor *> &carried, const std::vector<detail::CarriedList::Vector> &vectors,
+                    const char *loop, const std::source_location &loc, const char *where) {
+  for (const detail::CarriedList::Vector &v : vectors) {
     if (v.vec->size() != v.size)
-      fail(st.loc, fmt::format("a std::vector of {} tiles carried by tl::range was resized {} (now {}); assign "
-                               "its elements instead",
-                               v.size, where, v.vec->size()));
+      fail(loc, fmt::format("a std::vector of {} tiles carried by {} was resized {} (now {}); assign "
+                            "its elements instead",
+                            v.size, loop, where, v.vec->size()));
     for (size_t i = 0; i < v.size; ++i)
-      st.carried[v.first + i] = &(*v.vec)[i];
+      carried[v.first + i] = &(*v.vec)[i];
   }
+}
+
+void refreshVectors(detail::LoopState &st, const char *where) {
+  refreshVectors(st.carried, st.vectors, "tl::range", st.loc, where);
+}
+
+/// The carried variables' values, each checked against the type it had when
+/// the loop began.
+SmallVector<Value> carriedValues(const std::vector<tensor *> &carried, ArrayRef<Type> types, const char *loop,
+                                 const std::source_location &loc, const char *where) {
+  SmallVector<Value> values;
+  for (auto [i, t] : llvm::enumerate(carried)) {
+    Value v = unwrap(*t, loc);
+    if (v.getType() != types[i]) {
+      std::string was, now;
+      llvm::raw_string_ostream(was) << types[i];
+      llvm::raw_string_ostream(now) << v.getType();
+      fail(loc, fmt::format("carried variable #{} of {} changed type {} from {} to {}; convert it back with .to() "
+                            "or .broadcast_to()",
+                            i, loop, where, was, now));
+    }
+    values.push_back(v);
+  }
+  return values;
 }
 
 /// `v` with widenings looked through.
@@ -196,20 +221,7 @@ range::iterator &range::iterator::operator++() {
   TraceState &ts = current(st.loc);
   Location l = toLoc(ts.ctx, st.loc);
   refreshVectors(st, "in the loop body");
-  SmallVector<Value> yields;
-  for (auto [i, t] : llvm::enumerate(st.carried)) {
-    Value v = unwrap(*t, st.loc);
-    if (v.getType() != st.carriedTypes[i]) {
-      std::string was, now;
-      llvm::raw_string_ostream(was) << st.carriedTypes[i];
-      llvm::raw_string_ostream(now) << v.getType();
-      fail(st.loc, fmt::format("carried variable #{} of tl::range changed type in the loop "
-                               "body from {} to {}; convert it back with .to() or "
-                               ".broadcast_to()",
-                               i, was, now));
-    }
-    yields.push_back(v);
-  }
+  SmallVector<Value> yields = carriedValues(st.carried, st.carriedTypes, "tl::range", st.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, yields);
   ts.builder.setInsertionPointAfter(st.op);
   for (auto [t, res] : llvm::zip(st.carried, st.op.getResults()))
@@ -223,6 +235,48 @@ bool range::iterator::operator!=(const iterator &) const {
 }
 
 namespace detail {
+
+void trace_while(const WhileCondition &cond, const std::function<void()> &body, CarriedList list) {
+  TraceState &ts = current(cond.loc);
+  Location l = toLoc(ts.ctx, cond.loc);
+  std::vector<tensor *> carried = std::move(list.tensors);
+  const std::vector<CarriedList::Vector> vectors = std::move(list.vectors);
+  refreshVectors(carried, vectors, "tl::while_", cond.loc, "before the loop");
+  SmallVector<Value> inits;
+  SmallVector<Type> types;
+  for (auto [i, t] : llvm::enumerate(carried)) {
+    if (!t->impl())
+      fail(cond.loc, fmt::format("carried variable #{} of tl::while_ is empty; assign it an initial tile before "
+                                 "the loop",
+                                 i));
+    inits.push_back(unwrap(*t, cond.loc));
+    types.push_back(inits.back().getType());
+  }
+  auto loop = scf::WhileOp::create(ts.builder, l, types, inits);
+  const SmallVector<Location> locs(types.size(), l);
+  // Before: the condition, on the carried values; it passes them on (as it
+  // may have changed them) to the body, or out of the loop.
+  Block *before = ts.builder.createBlock(&loop.getBefore(), {}, types, locs);
+  for (auto [t, arg] : llvm::zip(carried, before->getArguments()))
+    *t = wrap(arg);
+  Value c = unwrap(cond.fn(), cond.loc);
+  if (!shapeOf(c).empty() || !c.getType().isInteger(1))
+    fail(cond.loc, fmt::format("tl::while_ needs a scalar boolean condition, got {}; reduce a tile first "
+                               "(tl::max(mask, 0) is any, tl::min(mask, 0) all)",
+                               wrap(c).type_str()));
+  refreshVectors(carried, vectors, "tl::while_", cond.loc, "in the condition");
+  scf::ConditionOp::create(ts.builder, l, c, carriedValues(carried, types, "tl::while_", cond.loc, "in the condition"));
+  // After: the body.
+  Block *after = ts.builder.createBlock(&loop.getAfter(), {}, types, locs);
+  for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
+    *t = wrap(arg);
+  body();
+  refreshVectors(carried, vectors, "tl::while_", cond.loc, "in the loop body");
+  scf::YieldOp::create(ts.builder, l, carriedValues(carried, types, "tl::while_", cond.loc, "in the loop body"));
+  ts.builder.setInsertionPointAfter(loop);
+  for (auto [t, result] : llvm::zip(carried, loop.getResults()))
+    *t = wrap(result);
+}
 
 std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
                              BranchFn elseFn, void *elseClosure, Loc loc) {

@@ -75,6 +75,11 @@ void checkInScope(TraceState &ts, Value v, const std::source_location &loc) {
                           "used after it; return it from both branches: "
                           "x = tl::if_(c, [&] {{ return ...; }}, [&] {{ return ...; }})",
                           line));
+  if (isa<scf::WhileOp>(owner))
+    fail(loc, fmt::format("this value was computed inside a tl::while_ loop{} and cannot be used outside "
+                          "its condition or body; list the variable as a carried value: "
+                          "tl::while_(cond, body, var)",
+                          line));
   fail(loc, fmt::format("this value was computed inside a tl::range loop body{} and cannot "
                         "be used after it; list the variable as a carried value: "
                         "tl::range(lo, hi, step, var)",

@@ -194,7 +194,7 @@ private:
     if (isa<tile::MakeTensorDescriptorOp, tile::DescriptorLoadOp, tile::DescriptorStoreOp>(op))
       return execDescriptorOp(op);
     SmallVector<TileRef> in;
-    if (!isa<scf::ForOp, scf::IfOp, tile::ReduceOp, tile::ScanOp>(op))
+    if (!isa<scf::ForOp, scf::WhileOp, scf::IfOp, tile::ReduceOp, tile::ScanOp>(op))
       for (Value v : op->getOperands())
         in.push_back(get(v));
     if (auto r = evalElementwise(op, in)) {
@@ -253,6 +253,7 @@ private:
         .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
         .Case([&](tile::DebugBarrierOp) {}) // the program runs as one thread here
         .Case([&](scf::ForOp f) { forLoop(f); })
+        .Case([&](scf::WhileOp w) { whileLoop(w); })
         .Case([&](scf::IfOp i) { ifOp(i); })
         .Default([&](Operation *o) {
           error(o, fmt::format("the interpreter does not support '{}'",
@@ -739,6 +740,28 @@ private:
       carried = execBlock(*f.getBody());
     }
     for (auto [res, val] : llvm::zip(f.getResults(), carried))
+      env_[res] = val;
+  }
+
+  /// The condition's block, then (while it holds) the body's, each on the
+  /// values the other passed on.
+  void whileLoop(scf::WhileOp w) {
+    SmallVector<TileRef> carried;
+    for (Value v : w.getInits())
+      carried.push_back(get(v));
+    while (true) {
+      for (auto [arg, val] : llvm::zip(w.getBeforeArguments(), carried))
+        env_[arg] = val;
+      SmallVector<TileRef> passed = execBlock(w.getBefore().front()); // condition, then its values
+      const bool again = passed.front()->i[0] != 0;
+      carried.assign(passed.begin() + 1, passed.end());
+      if (!again)
+        break;
+      for (auto [arg, val] : llvm::zip(w.getAfterArguments(), carried))
+        env_[arg] = val;
+      carried = execBlock(w.getAfter().front());
+    }
+    for (auto [res, val] : llvm::zip(w.getResults(), carried))
       env_[res] = val;
   }
 

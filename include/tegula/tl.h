@@ -592,6 +592,46 @@ private:
 };
 
 namespace detail {
+/// tl::while_'s condition, and where the loop is (the caller's line).
+struct WhileCondition {
+  std::function<tensor()> fn;
+  Loc loc;
+  template <class F, std::enable_if_t<std::is_convertible_v<std::invoke_result_t<F &>, tensor>, int> = 0>
+  WhileCondition(F f, Loc l = Loc::current()) : fn(std::move(f)), loc(l) {}
+};
+void trace_while(const WhileCondition &cond, const std::function<void()> &body, CarriedList carried);
+} // namespace detail
+
+/// A dynamic `while (cond()) body();`, traced once into scf.while. `cond`
+/// returns a scalar boolean tensor; as with tl::range, the tiles the body
+/// (or the condition) reassigns are listed as carried variables:
+///
+///   tl::tensor lo = tl::full({}, 0, tl::i32), hi = n;   // binary search
+///   tl::while_([&] { return lo < hi; }, [&] {
+///     tl::tensor mid = (lo + hi) / 2;
+///     tl::tensor below = tl::load(sorted + mid) < key;
+///     lo = tl::where(below, mid + 1, lo);
+///     hi = tl::where(below, hi, mid);
+///   }, lo, hi);
+///
+/// The condition runs before every iteration and once more at the end; what
+/// it computes is seen by neither the body nor the code after the loop
+/// (carry it). `break`, `continue` and `return` in the body are not supported.
+template <class Body, class... Carried>
+void while_(detail::WhileCondition cond, Body &&body, Carried &...carried) {
+  static_assert(std::is_void_v<std::invoke_result_t<Body &>>,
+                "tl::while_: the body returns nothing; its results are the carried variables");
+  static_assert(((!std::is_const_v<Carried> &&
+                  (std::is_base_of_v<tensor, Carried> || std::is_same_v<Carried, std::vector<tensor>>)) &&
+                 ...),
+                "tl::while_ carries tl::tensor variables (tl::ptr, tl::scalar too) and "
+                "std::vector<tl::tensor>s, not const");
+  detail::CarriedList list;
+  (list.add(carried), ...);
+  detail::trace_while(cond, std::function<void()>(std::ref(body)), std::move(list));
+}
+
+namespace detail {
 /// Trace a branch of tl::if_; returns the values it yields.
 using BranchFn = void (*)(void *closure, std::vector<tensor> &yielded);
 std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
