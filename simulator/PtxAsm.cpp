@@ -7,6 +7,8 @@
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 
+#include "llvm/ADT/APFloat.h"
+
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -30,10 +32,33 @@ int64_t signExtend(uint64_t v, unsigned bits) {
   return bits >= 64 ? int64_t(v) : int64_t(v << (64 - bits)) >> (64 - bits);
 }
 
-double asFloat(uint64_t v, unsigned bits) {
+/// A register's float of `bits` (16: IEEE half, or bfloat16 when `bfloat`).
+double asFloat(uint64_t v, unsigned bits, bool bfloat = false) {
+  if (bits == 16) {
+    if (bfloat) {
+      bfloat16 h;
+      h.bits = uint16_t(v);
+      return double(float(h));
+    }
+    llvm::APFloat h(llvm::APFloat::IEEEhalf(), llvm::APInt(16, uint16_t(v)));
+    bool lost;
+    h.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return h.convertToDouble();
+  }
   return bits == 64 ? std::bit_cast<double>(v) : double(std::bit_cast<float>(uint32_t(v)));
 }
-uint64_t fromFloat(double v, unsigned bits) {
+/// `v` rounded to nearest even into a float of `bits`. 16-bit results go
+/// through f32: a sum of two 16-bit floats, exact in double, rounds the same
+/// (24 bits >= 2 p + 2 make the double rounding innocuous).
+uint64_t fromFloat(double v, unsigned bits, bool bfloat = false) {
+  if (bits == 16) {
+    if (bfloat)
+      return bfloat16(float(v)).bits;
+    llvm::APFloat h(static_cast<float>(v));
+    bool lost;
+    h.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return h.bitcastToAPInt().getZExtValue();
+  }
   return bits == 64 ? std::bit_cast<uint64_t>(v) : std::bit_cast<uint32_t>(float(v));
 }
 
@@ -70,11 +95,11 @@ bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint6
 
 /// The new value of an atomic read-modify-write, or nullopt when the
 /// operation/type pair is not one PTX has.
-std::optional<uint64_t> atomicResult(const std::string &op, Kind kind, unsigned bits, uint64_t old,
+std::optional<uint64_t> atomicResult(const std::string &op, Kind kind, unsigned bits, bool bfloat, uint64_t old,
                                      uint64_t v) {
   if (op == "add") {
     if (kind == Kind::Float)
-      return fromFloat(asFloat(old, bits) + asFloat(v, bits), bits);
+      return fromFloat(asFloat(old, bits, bfloat) + asFloat(v, bits, bfloat), bits, bfloat);
     return maskBits(old + v, bits);
   }
   if (op == "max" || op == "min") {
@@ -164,7 +189,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       if (in.atomOp == "cas") {
         next = maskBits(old, in.bits) == maskBits(value(ops[2]), in.bits) ? value(ops[3]) : old;
       } else {
-        std::optional<uint64_t> v = atomicResult(in.atomOp, in.kind, in.bits, old, value(ops[2]));
+        std::optional<uint64_t> v = atomicResult(in.atomOp, in.kind, in.bits, in.bfloat, old, value(ops[2]));
         if (!v)
           fail(site, fmt::format("'{}': no such atomic operation", in.text));
         next = *v;

@@ -57,6 +57,7 @@ struct AsmProgram::Instruction {
   Space space = Space::Global;
   std::string atomOp, compare;
   bool nanPropagating = false;
+  bool bfloat = false; // .bf16: a 16-bit Kind::Float that is bfloat16, not IEEE half
   std::vector<Operand> operands;
   // wgmma.mma_async: operand type, N, transposes; wgmma.wait_group: N.
   MmaKind mmaKind = MmaKind::BF16;

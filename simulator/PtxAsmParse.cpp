@@ -389,6 +389,11 @@ struct Parser {
       const std::string &q = parts[i];
       if (typeSuffix(q, in.kind, in.bits)) {
         typed = true;
+      } else if (q == "bf16") {
+        in.kind = Kind::Float, in.bits = 16, in.bfloat = true;
+        typed = true;
+      } else if (q == "noftz" && name == "atom") {
+        // atom.add.noftz.f16/bf16: subnormals kept, as the simulator always does.
       } else if (q == "global") {
         in.space = Space::Global;
       } else if (q == "shared") {

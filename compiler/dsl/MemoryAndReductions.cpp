@@ -284,9 +284,10 @@ void store(const tensor &ptrs, operand value, const tensor &mask) {
 
 /// What the GPU has (PTX `atom`, or a compare-and-swap loop for f32's
 /// NaN-propagating max/min), refused alike on every backend: integers of 32
-/// or 64 bits for every kind; add on f32 and f64; max/min on f32; xchg on
-/// any 32- or 64-bit element. (No 16-bit or fp8 atomic: bf16 `atom.add`
-/// needs sm_90, f16 max/min and f64 NaN-propagating max/min have none.)
+/// or 64 bits for every kind; add on f16, bf16 (sm_90 on: refused when
+/// compiled for sm_80, analysis/ChipFeatures), f32 and f64; max/min on f32;
+/// xchg on any 32- or 64-bit element. (No fp8 atomic; f16 max/min and f64
+/// NaN-propagating max/min have none.)
 static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &loc) {
   const unsigned w = elem.getIntOrFloatBitWidth();
   const char *name = "";
@@ -309,12 +310,14 @@ static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &l
                        kind == tile::AtomicRMWKind::Xor;
   if (bitwise)
     fail(loc, fmt::format("tl::{} needs integer memory (i32 or i64), got {}", name, describeType(elem)));
-  const bool supported = kind == tile::AtomicRMWKind::Add    ? (elem.isF32() || elem.isF64())
+  const bool supported = kind == tile::AtomicRMWKind::Add    ? (elem.isF16() || elem.isBF16() || elem.isF32() ||
+                                                                 elem.isF64())
                          : kind == tile::AtomicRMWKind::Xchg ? (w == 32 || w == 64)
                                                              : elem.isF32();
   if (!supported)
     fail(loc, fmt::format("tl::{} on {} memory is not supported (the GPU has no such atomic); float atomics: "
-                          "atomic_add on f32 or f64, atomic_max/min on f32, atomic_xchg on 32- or 64-bit elements",
+                          "atomic_add on f16, bf16 (sm_90), f32 or f64, atomic_max/min on f32, atomic_xchg on 32- or 64-bit "
+                          "elements",
                           name, describeType(elem)));
 }
 

@@ -33,8 +33,11 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
   bool isFloat = isa<FloatType>(elem);
   switch (kind) {
   case tile::AtomicRMWKind::Add:
-    if (isFloat)
+    if (isFloat) { // 16-bit: sm_70's f16, sm_90's bf16 (analysis/ChipFeatures refuses it earlier)
+      if (w == 16)
+        return elem.isBF16() ? "add.noftz.bf16" : "add.noftz.f16";
       return (w == 32 || w == 64) ? fmt::format("add.f{}", w) : "";
+    }
     return fmt::format("add.u{}", w);
   case tile::AtomicRMWKind::Max:
   case tile::AtomicRMWKind::Min:

@@ -359,8 +359,9 @@ void store(const tensor &ptrs, operand value, const tensor &mask);
 enum class memory_order { relaxed, acquire, release, acq_rel };
 
 /// Atomic read-modify-write per element; returns the old values. Integer
-/// atomics need i32 or i64 memory; on floats: add on f32/f64, max/min on f32
-/// (NaN propagates), xchg on 32- or 64-bit elements - what the GPU has.
+/// atomics need i32 or i64 memory; on floats: add on f16, bf16 (sm_90 on),
+/// f32 and f64, max/min on f32 (NaN propagates), xchg on 32- or 64-bit
+/// elements - what the GPU has.
 tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, memory_order sem = memory_order::acq_rel);
 tensor atomic_rmw(atomic_op op, const tensor &ptrs, operand value, const tensor &mask,
                   memory_order sem = memory_order::acq_rel);
