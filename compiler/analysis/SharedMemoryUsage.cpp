@@ -89,10 +89,15 @@ int64_t dotBytes(tile::DotOp op) {
 }
 
 /// A scalar atomic runs in thread 0, which shares the old value when it is
-/// used (AtomicsToLLVM).
+/// used; so does the owner of a tile element that other threads hold copies
+/// of, through a slot per element (AtomicsToLLVM).
 int64_t atomicBytes(Operation *op) {
   Value old = op->getResult(0);
-  if (old.use_empty() || isa<RankedTensorType>(old.getType()))
+  if (old.use_empty())
+    return 0;
+  if (RankedTensorType t = encodedTensor(old.getType()))
+    return layoutOf(t).isInjective() ? 0 : t.getNumElements() * bytesOf(t.getElementType());
+  if (isa<RankedTensorType>(old.getType()))
     return 0;
   return bytesOf(old.getType());
 }

@@ -1,7 +1,8 @@
 //===- AtomicsToLLVM.cpp - tile.atomic_rmw / atomic_cas as PTX atom -------===//
 //
 // Each element is updated exactly once: by the thread and register that own
-// it in the pointer tile's layout (copies skip it), or, for a scalar pointer,
+// it in the pointer tile's layout (copies skip it, and read the owner's old
+// value through shared memory when it is used), or, for a scalar pointer,
 // by thread 0, which then shares the old value through shared memory when
 // the result is used; a scalar atomic's release and acquire order the whole
 // program's accesses (a CTA barrier before and after it), as a
@@ -122,6 +123,30 @@ Value broadcastFromThread0(OpBuilder &b, Location loc, Value v, Value isThread0,
   return LLVM::LoadOp::create(b, loc, v.getType(), scratch);
 }
 
+/// Each element's owner (the register and thread that ran its atomic) stores
+/// its value in the element's slot of `scratch` (row-major); after a barrier
+/// every copy reads it there. A barrier first: earlier users of the bytes are
+/// done; the next user's leading barrier orders these reads before its writes.
+void shareOwnersValues(OpBuilder &b, Location loc, SmallVector<Value> &values, ArrayRef<int64_t> shape,
+                       const LinearLayout &ll, const Owners &owners, Value scratch) {
+  Type ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Type elem = values.front().getType();
+  SmallVector<Value> slots;
+  for (const SmallVector<Value> &at : coordinates(b, loc, ll)) {
+    Value index = at[0];
+    for (size_t d = 1; d < at.size(); ++d)
+      index = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, index, i32Const(b, loc, shape[d])), at[d]);
+    slots.push_back(LLVM::GEPOp::create(b, loc, ptr3, elem, scratch, ValueRange{index}));
+  }
+  ctaBarrier(b, loc);
+  for (size_t r = 0; r < values.size(); ++r)
+    if (!(int32_t(r) & owners.duplicateRegisters))
+      predicatedStore(b, loc, slots[r], values[r], owners.threadOwns, "shared");
+  ctaBarrier(b, loc);
+  for (size_t r = 0; r < values.size(); ++r)
+    values[r] = LLVM::LoadOp::create(b, loc, elem, slots[r]);
+}
+
 /// Per element: which register/thread performs it, and the values it needs.
 template <typename OpTy>
 LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operands,
@@ -159,9 +184,9 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
     return success();
   }
   LinearLayout ll = layoutOf(ptrTensor);
-  if (used && !ll.isInjective())
-    return rw.notifyMatchFailure(op, "old values of atomics on a tile with duplicated "
-                                     "elements are not lowered yet");
+  const bool shareOlds = used && !ll.isInjective(); // copies of an element wait for its owner's old value
+  if (shareOlds && !analysis::sharedOffset(op))
+    return rw.notifyMatchFailure(op, kNoSharedOffset);
   Owners owners = ownersOf(rw, loc, ll);
   int32_t dupRegs = owners.duplicateRegisters;
   Value owner = owners.threadOwns;
@@ -178,6 +203,8 @@ LogicalResult lowerAtomic(OpTy op, ValueRange ptrs, ArrayRef<ValueRange> operand
       args.push_back(v[r]);
     results.push_back(predicatedAtom(rw, loc, atom, semantics(op.getSem()), elem, ptrs[r], args, pred));
   }
+  if (shareOlds)
+    shareOwnersValues(rw, loc, results, ptrTensor.getShape(), ll, owners, sharedBuffer(rw, loc, op));
   rw.replaceOpWithMultiple(op, {results});
   return success();
 }

@@ -37,3 +37,30 @@ module attributes {tilegpu.num_warps = 4 : i32} {
     return
   }
 }
+
+// -----
+
+// A used old value of a tile atomic whose elements several threads hold (32
+// elements over 128 threads): the owner runs the atomic, stores its old value
+// in the element's slot, and after a barrier every copy loads it from there.
+#d = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @copies(
+  // CHECK:         atom.acq_rel.gpu.global.add.u32
+  // CHECK:         nvvm.barrier0
+  // CHECK:         st.shared.b32
+  // CHECK:         nvvm.barrier0
+  // CHECK-NEXT:    llvm.load {{.*}} : !llvm.ptr<3> -> i32
+  // CHECK:         llvm.return
+  func.func @copies(%counters: !tile.ptr<i32>, %out: !tile.ptr<i32>) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32, #d>
+    %cs = tile.splat %counters : tensor<32x!tile.ptr<i32>, #d>
+    %p = tile.addptr %cs, %r : tensor<32x!tile.ptr<i32>, #d>, tensor<32xi32, #d>
+    %one = arith.constant dense<1> : tensor<32xi32, #d>
+    %old = tile.atomic_rmw add, %p, %one : tensor<32x!tile.ptr<i32>, #d>
+    %os = tile.splat %out : tensor<32x!tile.ptr<i32>, #d>
+    %q = tile.addptr %os, %r : tensor<32x!tile.ptr<i32>, #d>, tensor<32xi32, #d>
+    tile.store %q, %old : tensor<32x!tile.ptr<i32>, #d>
+    return
+  }
+}
