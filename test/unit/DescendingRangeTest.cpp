@@ -117,12 +117,10 @@ TEST(DescendingRange, AGemmWhoseKLoopRunsBackwardsIsPipelined) {
   auto k = kernel("matmul_backwards", matmul_backwards, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   tegula::testing::expectF16GemmOnEveryBackend(k, M, N, K, /*numStages=*/3);
   // On the tensor cores, the next (lower) K block in flight while one is multiplied.
-  std::vector<float16> a(M * K), b(K * N);
-  std::vector<float> c(M * N);
-  const std::string sm80 = k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_80", .assemble = false}).ptx;
+  const std::string sm80 = tegula::testing::compileF16Gemm(k, M, N, K, "sm_80").ptx;
   EXPECT_THAT(sm80, HasSubstr("mma.sync"));
   EXPECT_THAT(sm80, HasSubstr("cp.async.wait_group"));
-  const std::string sm90 = k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_90a", .assemble = false}).ptx;
+  const std::string sm90 = tegula::testing::compileF16Gemm(k, M, N, K, "sm_90a").ptx;
   EXPECT_THAT(sm90, HasSubstr("wgmma.mma_async"));
 }
 

@@ -49,4 +49,12 @@ inline void expectF16GemmOnEveryBackend(Kernel &k, int M, int N, int K, int numS
   }
 }
 
+/// `k`'s code for `chip` at the blocks expectF16GemmOnEveryBackend runs
+/// (assembled by ptxas when `assemble`), for checks of what it compiles to.
+inline CompiledKernel compileF16Gemm(Kernel &k, int M, int N, int K, const char *chip, bool assemble = false) {
+  std::vector<float16> a(size_t(M) * K), b(size_t(K) * N);
+  std::vector<float> c(size_t(M) * N);
+  return k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = chip, .assemble = assemble});
+}
+
 } // namespace tegula::testing

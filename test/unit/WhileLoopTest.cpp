@@ -177,18 +177,14 @@ TEST(WhileLoop, DotsAccumulateAcrossAWhileLoopOnTheTensorCores) {
   const int M = 72, N = 48, K = 80;
   auto k = kernel("matmul_while", matmul_while, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
   tegula::testing::expectF16GemmOnEveryBackend(k, M, N, K, /*numStages=*/3);
-  std::vector<float16> a(M * K), b(K * N);
-  std::vector<float> c(M * N);
-  EXPECT_THAT(k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_80", .assemble = false}).ptx,
-              HasSubstr("mma.sync"));
-  EXPECT_THAT(k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = "sm_90a", .assemble = false}).ptx,
-              HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(tegula::testing::compileF16Gemm(k, M, N, K, "sm_80").ptx, HasSubstr("mma.sync"));
+  EXPECT_THAT(tegula::testing::compileF16Gemm(k, M, N, K, "sm_90a").ptx, HasSubstr("wgmma.mma_async"));
   if (!tegula::testing::have_ptxas()) {
     std::printf("[tegula test] no ptxas: the PTX above was not assembled\n");
     return;
   }
   for (const char *chip : {"sm_80", "sm_90a"}) {
-    CompiledKernel ck = k.compile({a, b, c, M, N, K, 64, 64, 32}, {.chip = chip});
+    CompiledKernel ck = tegula::testing::compileF16Gemm(k, M, N, K, chip, /*assemble=*/true);
     EXPECT_FALSE(ck.cubin.empty()) << chip;
     EXPECT_EQ(ck.spill_bytes, 0) << chip;
   }
