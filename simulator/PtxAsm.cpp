@@ -1,4 +1,5 @@
 //===- PtxAsm.cpp - run the inline PTX subset -----------------------------===//
+#include "simulator/PtxAsmAlu.h"
 #include "simulator/PtxAsmInstruction.h"
 
 #include "simulator/Runtime.h"
@@ -153,7 +154,23 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     unsigned bytes = in.bits / 8;
     switch (in.op) {
     case Op::Mov:
-      r[ops[0].reg] = maskBits(value(ops[1]), in.bits);
+      if (ops[1].form == Operand::Vector) { // mov.b32 d, {lo, hi}: the halves packed, the first lowest
+        const unsigned part = in.bits / unsigned(ops[1].regs.size());
+        uint64_t packed = 0;
+        for (size_t i = 0; i < ops[1].regs.size(); ++i)
+          packed |= maskBits(r[ops[1].regs[i]], part) << (part * i);
+        r[ops[0].reg] = maskBits(packed, in.bits);
+      } else if (ops[0].form == Operand::Vector) { // mov.b32 {lo, hi}, s: unpacked
+        const unsigned part = in.bits / unsigned(ops[0].regs.size());
+        const uint64_t whole = value(ops[1]);
+        for (size_t i = 0; i < ops[0].regs.size(); ++i)
+          r[ops[0].regs[i]] = maskBits(whole >> (part * i), part);
+      } else {
+        r[ops[0].reg] = maskBits(value(ops[1]), in.bits);
+      }
+      break;
+    case Op::Alu:
+      runAlu(in, r);
       break;
     case Op::CvtRnTf32: // the low 13 bits zero, which the hardware does not promise (the tensor cores ignore them)
       r[ops[0].reg] =

@@ -1,7 +1,8 @@
 //===- PtxAsm.h - executing the inline PTX the lowering emits ----*- C++ -*-===//
 //
 // The lowering emits a little inline PTX where LLVM has no equivalent:
-// predicated (vector) loads and stores, `atom`, compare-and-swap loops. The
+// predicated (vector) loads and stores, `atom`, compare-and-swap loops; and
+// kernels bring their own (tl::inline_asm_elementwise). The
 // simulator runs that exact text: each `llvm.inline_asm` body is parsed once
 // into instructions over 64-bit registers and executed per call, with every
 // memory access checked like any other. Instructions outside the supported
@@ -27,6 +28,10 @@ public:
   ~AsmProgram();
 
   size_t numOutputs() const { return numOutputs_; }
+  /// Whether the program only computes on registers (no memory, barriers,
+  /// asynchronous or cluster instructions): it then runs outside a
+  /// simulated thread too (the interpreter's tl::inline_asm_elementwise).
+  bool registersOnly() const { return registersOnly_; }
   size_t numInputs() const { return numInputs_; }
   /// Run on a simulated thread: `inputs` and `outputs` hold the operands'
   /// bits, zero-extended to 64. `site` names the asm op in errors.
@@ -37,6 +42,7 @@ public:
 private:
   AsmProgram() = default;
   size_t numOutputs_ = 0, numInputs_ = 0, numRegisters_ = 0;
+  bool registersOnly_ = false;
   std::vector<std::pair<size_t, size_t>> tied_; // (input, output) of "0"-style constraints
   std::vector<Instruction> code_;
 };

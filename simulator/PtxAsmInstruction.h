@@ -31,14 +31,24 @@ enum class Op {
   NamedBarrier, WarpSync, SetMaxNReg, Nop,
   // Thread-block clusters: %cluster_ctarank / %cluster_nctarank, mapa,
   // remote mbarrier arrivals, the cluster barrier (Runtime.h).
-  MovClusterRegister, Mapa, MbarrierArriveCluster, ClusterArrive, ClusterWait
+  MovClusterRegister, Mapa, MbarrierArriveCluster, ClusterArrive, ClusterWait,
+  // Register to register: arithmetic, bit operations, selp, cvt, special
+  // functions (PtxAsmAlu.h; `alu` says which).
+  Alu
 };
+enum class Alu {
+  Add, Sub, Mul, Mad, Fma, Div, Rem, Neg, Abs, And, Or, Xor, Not, CNot, Shl, Shr, Shf, Lop3, Bfe, Bfi,
+  Prmt, Selp, Popc, Clz, Brev, Cvt, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh
+};
+enum class Rounding { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi, Approx, Full };
+enum class Part { Lo, Hi, Wide }; // mul/mad: which bits of the product
 enum class Kind { Bits, Signed, Unsigned, Float };
 
 struct Operand {
   enum { Register, Immediate, Vector, Address, Label, Special } form = Immediate;
   int reg = -1;        // Register; the base of an Address
   int64_t value = 0;   // Immediate; an Address's offset; a Label's target; Special: 0 rank, 1 size
+  unsigned floatBits = 0; // an Immediate written as a float: value holds f32 (0f...) or f64 bits
   std::vector<int> regs; // Vector
 };
 } // namespace ptx
@@ -66,6 +76,16 @@ struct AsmProgram::Instruction {
   bool transA = false, transB = false, aFromRegisters = false;
   bool increase = false; // setmaxnreg.inc
   bool multicast = false; // cp.async.bulk.tensor ... .multicast::cluster
+  // Alu: the operation, its qualifiers, and cvt's source type.
+  ptx::Alu alu = ptx::Alu::Add;
+  ptx::Rounding rounding = ptx::Rounding::None;
+  ptx::Part part = ptx::Part::Lo;
+  bool ftz = false, saturate = false;
+  bool pair = false; // .f16x2 / .bf16x2: two 16-bit floats in a 32-bit register
+  bool shiftLeft = false, wrap = false; // shf.{l,r}.{wrap,clamp}
+  Kind srcKind = Kind::Bits;
+  unsigned srcBits = 32;
+  bool srcBfloat = false;
 };
 
 } // namespace tegula::sim

@@ -1,4 +1,5 @@
 //===- PtxAsmParse.cpp - parse the inline PTX subset ---------------------===//
+#include "simulator/PtxAsmAlu.h"
 #include "simulator/PtxAsmInstruction.h"
 
 #include "simulator/Runtime.h"
@@ -101,6 +102,14 @@ struct Parser {
     } else if (t.front() == '$' || t.front() == '%') {
       o.form = Operand::Register;
       o.reg = registerOf(t);
+    } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {
+      // 0f3F800000 (f32 bits), 0d3FF0000000000000 (f64 bits)
+      o.floatBits = (t[1] == 'f' || t[1] == 'F') ? 32 : 64;
+      o.value = int64_t(std::stoull(t.substr(2), nullptr, 16));
+    } else if ((std::isdigit(static_cast<unsigned char>(t.front())) || t.front() == '-') &&
+               t.find_first_of(".eE") != std::string::npos && t.find_first_of("xX") == std::string::npos) {
+      o.floatBits = 64; // a decimal float literal: a double
+      o.value = std::bit_cast<int64_t>(std::stod(t));
     } else if (std::isdigit(static_cast<unsigned char>(t.front())) || t.front() == '-') {
       o.value = std::stoll(t, nullptr, 0);
     } else {
@@ -119,6 +128,8 @@ struct Parser {
     case 'f': kind = Kind::Float; break;
     default: return false;
     }
+    if (!std::all_of(s.begin() + 1, s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      return false; // .f16x2 is a pair, not a half
     bits = unsigned(std::stoul(s.substr(1)));
     return bits == 8 || bits == 16 || bits == 32 || bits == 64;
   }
@@ -377,6 +388,13 @@ struct Parser {
     }
     std::vector<std::string> parts = split(opcode, '.');
     const std::string &name = parts[0];
+    if (isAluName(name)) {
+      std::vector<Operand> aluOperands;
+      for (const std::string &o : split(operands, ','))
+        aluOperands.push_back(operand(o));
+      parseAlu(parts, std::move(aluOperands), in, [&](const std::string &why) { unsupported(why); });
+      return in;
+    }
     static const std::map<std::string, Op> ops = {
         {"mov", Op::Mov}, {"ld", Op::Load}, {"st", Op::Store}, {"atom", Op::Atom},
         {"max", Op::Max}, {"min", Op::Min}, {"setp", Op::Setp}, {"bra", Op::Bra}};
@@ -419,8 +437,20 @@ struct Parser {
       unsupported(fmt::format("'{}' (comparison .{})", opcode, in.compare));
     if (in.op != Op::Bra && !typed)
       unsupported(fmt::format("'{}' has no type", opcode));
-    for (const std::string &o : split(operands, ','))
-      in.operands.push_back(operand(o));
+    for (const std::string &o : split(operands, ',')) {
+      Operand parsed = operand(o);
+      if (parsed.floatBits != 0) { // a float literal: in the instruction's float type
+        if (in.kind != Kind::Float || in.bits == 16)
+          unsupported(fmt::format("'{}': a float literal in a {}-bit {} instruction", stmt, in.bits,
+                                  in.kind == Kind::Float ? "float" : "integer"));
+        if (parsed.floatBits == 64 && in.bits == 32)
+          parsed.value = int64_t(std::bit_cast<uint32_t>(float(std::bit_cast<double>(parsed.value))));
+        else if (parsed.floatBits == 32 && in.bits == 64)
+          parsed.value = std::bit_cast<int64_t>(double(std::bit_cast<float>(uint32_t(parsed.value))));
+        parsed.floatBits = 0;
+      }
+      in.operands.push_back(parsed);
+    }
     if (in.op == Op::Bra) {
       if (in.operands.size() != 1 || in.operands[0].form != Operand::Label)
         unsupported(fmt::format("'{}' needs one label", stmt));
@@ -515,6 +545,10 @@ std::shared_ptr<const AsmProgram> AsmProgram::parse(const std::string &body,
     program->code_[index].operands[0].value = int64_t(it->second);
   }
   program->numRegisters_ = size_t(p.nextRegister);
+  program->registersOnly_ = std::all_of(program->code_.begin(), program->code_.end(), [](const Instruction &in) {
+    return in.op == Op::Mov || in.op == Op::Alu || in.op == Op::Max || in.op == Op::Min || in.op == Op::Setp ||
+           in.op == Op::Bra || in.op == Op::CvtRnTf32;
+  });
   return program;
 }
 
