@@ -99,7 +99,7 @@ struct Parser {
     } else if (t == "%cluster_ctarank" || t == "%cluster_nctarank") {
       o.form = Operand::Special;
       o.value = t == "%cluster_nctarank";
-    } else if (t.front() == '$' || t.front() == '%') {
+    } else if (t.front() == '$' || t.front() == '%' || declared.count(t)) { // `.reg .f32 t;` names need no %
       o.form = Operand::Register;
       o.reg = registerOf(t);
     } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {

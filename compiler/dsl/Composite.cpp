@@ -1,6 +1,6 @@
 //===- Composite.cpp - DSL functions made of other DSL functions -----------===//
 //
-// tl::clamp, sigmoid, softmax, umulhi, cdiv, join, split, interleave, cat:
+// tl::clamp, sigmoid, softmax, umulhi, cdiv, join, split, interleave, cat, flip:
 // what Triton's standard library offers beside its primitives, written with
 // the DSL's own ops (so every backend runs them as it runs those), each op
 // at the caller's line.
@@ -145,6 +145,24 @@ tensor cat(const tensor &a, const tensor &b, Loc loc) {
     order.push_back(d);
   shape.front() *= 2;
   return join(a, b, loc).permute(order, loc).reshape(shape, loc);
+}
+
+tensor flip(const tensor &x, int dim, Loc loc) {
+  const Shape shape = x.shape(loc);
+  const int rank = int(shape.size());
+  if (rank == 0)
+    dsl::fail(loc, "tl::flip takes a tile, got a scalar");
+  if (dim < -rank || dim >= rank)
+    dsl::fail(loc, fmt::format("tl::flip: dim {} is not a dimension of {}", dim, x.type_str(loc)));
+  if (dim < 0)
+    dim += rank;
+  const int n = int(shape[size_t(dim)]);
+  if (n == 1)
+    return x;
+  Shape along(size_t(rank), 1);
+  along[size_t(dim)] = n;
+  tensor reversed = operand(n - 1, loc) - at(arange(0, n, loc), loc);
+  return gather(x, reversed.reshape(along, loc).broadcast_to(shape, loc), dim, loc);
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,6 +2,7 @@
 #include "compiler/interp/Interpreter.h"
 
 #include "compiler/interp/Elementwise.h"
+#include "compiler/interp/InlineAsm.h"
 #include "compiler/interp/Tile.h"
 #include "dialects/tile/TileDialect.h"
 
@@ -252,6 +253,16 @@ private:
         .Case([&](tile::PrintOp p) { print(p, in); })
         .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
         .Case([&](tile::DebugBarrierOp) {}) // the program runs as one thread here
+        .Case([&](tile::ElementwiseInlineAsmOp a) {
+          std::vector<TileRef> results;
+          try {
+            results = evalInlineAsm(a, in);
+          } catch (const Error &e) {
+            error(a, e.what());
+          }
+          for (auto [value, tile] : llvm::zip(a.getResults(), results))
+            env_[value] = tile;
+        })
         .Case([&](scf::ForOp f) { forLoop(f); })
         .Case([&](scf::WhileOp w) { whileLoop(w); })
         .Case([&](scf::IfOp i) { ifOp(i); })

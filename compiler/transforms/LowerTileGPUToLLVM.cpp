@@ -491,6 +491,7 @@ struct LowerTileGPUToLLVMPass
     populateAtomicPatterns(types, patterns);
     populatePrintPatterns(types, patterns);
     populateElementwisePatterns(types, patterns);
+    populateInlineAsmPatterns(types, patterns);
     patterns.add<ConstantPattern, MakeRangePattern, SplatPattern, AddPtrPattern, LoadPattern,
                  StorePattern, GridQueryPattern<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
                                   NVVM::BlockIdZOp>,

@@ -179,5 +179,6 @@ void populateWarpRolePatterns(const TileTypeConverter &types, mlir::RewritePatte
 void populateReducePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateScanPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 void populateElementwisePatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
+void populateInlineAsmPatterns(const TileTypeConverter &types, mlir::RewritePatternSet &patterns);
 
 } // namespace tegula::lowering

@@ -546,3 +546,50 @@ LogicalResult ScanOp::verifyRegions() {
   }
   return verifyCombiner(*this, getCombiner(), getSrcs());
 }
+
+//===----------------------------------------------------------------------===//
+// ElementwiseInlineAsmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ElementwiseInlineAsmOp::verify() {
+  size_t outputs = 0, inputs = 0;
+  for (StringRef c : llvm::split(getConstraints(), ',')) {
+    c = c.trim();
+    if (c.empty() || c.starts_with("~"))
+      continue; // clobbers
+    ++(c.starts_with("=") ? outputs : inputs);
+  }
+  if (getResults().empty())
+    return emitOpError() << "has no results";
+  if (outputs != getResults().size() || inputs != getArgs().size())
+    return emitOpError() << "constraints \"" << getConstraints() << "\" name " << outputs << " outputs and "
+                         << inputs << " inputs; the op has " << getResults().size() << " results and "
+                         << getArgs().size() << " arguments";
+  const int32_t pack = getPack();
+  if (pack < 1 || !llvm::isPowerOf2_32(uint32_t(pack)))
+    return emitOpError() << "pack must be a power of two, got " << pack;
+  // One shape for every argument and result: the Elementwise trait checks it.
+  for (Type t : llvm::concat<const Type>(getArgs().getTypes(), getResults().getTypes())) {
+    Type elem = cast<RankedTensorType>(t).getElementType();
+    if (!elem.isIntOrFloat() || elem.isInteger(1))
+      return emitOpError() << "takes numbers (no pointers or i1), got " << elem;
+    const unsigned bits = elem.getIntOrFloatBitWidth() * unsigned(pack);
+    if (bits != 16 && bits != 32 && bits != 64)
+      return emitOpError() << "passes " << pack << " x " << elem << " in a register of " << bits
+                           << " bits; a register holds 16, 32 or 64 (pack "
+                           << 32 / elem.getIntOrFloatBitWidth() << " fills 32)";
+  }
+  return success();
+}
+
+void ElementwiseInlineAsmOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (getPure())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), GlobalMemory::get());
+  effects.emplace_back(MemoryEffects::Write::get(), GlobalMemory::get());
+}
+
+Speculation::Speculatability ElementwiseInlineAsmOp::getSpeculatability() {
+  return getPure() ? Speculation::Speculatable : Speculation::NotSpeculatable;
+}

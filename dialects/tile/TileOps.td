@@ -333,6 +333,35 @@ def Tile_ReduceReturnOp : Tile_Op<"reduce.return",
 }
 
 //===----------------------------------------------------------------------===//
+// The kernel's own PTX
+//===----------------------------------------------------------------------===//
+
+def Tile_ElementwiseInlineAsmOp : Tile_Op<"elementwise_inline_asm", [Elementwise,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
+  let summary = "Run PTX of the kernel's own on every element (tl::inline_asm_elementwise)";
+  let description = [{
+    Each result element is what `asm_string` computes from the same element
+    of every argument (Triton's inline_asm_elementwise). `constraints` is
+    LLVM's: one `=r`-style output per result, then one input per argument.
+    With `pack` > 1 the asm sees `pack` elements at a time, packed into one
+    register of pack x the element's bits (the first element lowest) - e.g.
+    four i8 in an `r`; which elements share a register is the layout's
+    choice. A `pure` asm has no effects and may be moved, recomputed or
+    dropped; otherwise it is kept in place as if it touched global memory.
+    Every argument and result has the results' shape.
+  }];
+  let arguments = (ins StrAttr:$asm_string, StrAttr:$constraints, BoolAttr:$pure, I32Attr:$pack,
+                       Variadic<Tile_Tensor>:$args);
+  let results = (outs Variadic<Tile_Tensor>:$results);
+  let assemblyFormat = [{
+    $asm_string `,` $constraints `pure` `=` $pure `pack` `=` $pack (`(` $args^ `:` type($args) `)`)?
+    attr-dict `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Debugging
 //===----------------------------------------------------------------------===//
 

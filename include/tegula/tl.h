@@ -468,6 +468,32 @@ tensor interleave(const tensor &a, const tensor &b, Loc loc = Loc::current());
 /// a's rows, then b's: concatenated along the first dimension (twice as
 /// long), in order.
 tensor cat(const tensor &a, const tensor &b, Loc loc = Loc::current());
+/// x with the order of `dim` reversed (Triton's tl.flip): a gather along it
+/// (on the GPU the tile passes through shared memory once).
+tensor flip(const tensor &x, int dim, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
+// PTX of your own (Triton's tl.inline_asm_elementwise). docs/dsl.md.
+//===----------------------------------------------------------------------===//
+
+/// Run `asm_string` (PTX; $0.. name the outputs, then the inputs) on every
+/// element of `args` (tiles and scalars, broadcast together) and return a
+/// tile of `dtype` of their shape. `constraints` are LLVM's: "=r,r,r" for
+/// one 32-bit output and two 32-bit inputs ("h" 16 bits, "l" 64, "f" f32,
+/// "d" f64). With `pack` > 1 the asm sees `pack` elements at a time packed in
+/// one register, the first lowest (four i8 in an "r"). `is_pure`: no side
+/// effects, so the compiler may move or drop it. The simulator and the
+/// interpreter run it with the simulator's PTX subset (arithmetic, bit
+/// operations, cvt, selp, ...; docs/simulator.md), the GPU as it is.
+///   tl::tensor swapped = tl::inline_asm_elementwise("prmt.b32 $0, $1, 0, 0x0123;", "=r,r", {x}, tl::i32, true, 1);
+tensor inline_asm_elementwise(const std::string &asm_string, const std::string &constraints,
+                              const std::vector<tensor> &args, DType dtype, bool is_pure, int pack,
+                              Loc loc = Loc::current());
+/// Several outputs: one tile per type in `dtypes`, in the order of the
+/// "=" constraints.
+std::vector<tensor> inline_asm_elementwise(const std::string &asm_string, const std::string &constraints,
+                                           const std::vector<tensor> &args, const std::vector<DType> &dtypes,
+                                           bool is_pure, int pack, Loc loc = Loc::current());
 /// x sorted along its last dimension (Triton's tl.sort; `dim` -1 or the last),
 /// ascending or `descending`: a bitonic network of log2(n) (log2(n) + 1) / 2
 /// compare-and-swap steps, each moving the tile through layout conversions -

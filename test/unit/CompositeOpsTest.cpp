@@ -1,5 +1,5 @@
 // CompositeOpsTest.cpp - tl::clamp, sigmoid, softmax, umulhi, cdiv, join,
-// split, interleave, cat and sort against host references, in the interpreter, the simulator and on the GPU when
+// split, interleave, cat, sort and flip against host references, in the interpreter, the simulator and on the GPU when
 // there is one; their mistakes at the user's line.
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
@@ -193,6 +193,48 @@ TEST(CompositeOps, SortOrdersEachRow) {
   }
 }
 
+void flips(tl::ptr<float> x, tl::ptr<float> rowsFlipped, tl::ptr<float> colsFlipped, tl::ptr<int32_t> n,
+           tl::ptr<int32_t> nFlipped) {
+  tl::tensor r = tl::arange(0, 8), c = tl::arange(0, 32);
+  tl::tensor at = r.expand_dims(1) * 32 + c.expand_dims(0);
+  tl::tensor v = tl::load(x + at);
+  tl::store(rowsFlipped + at, tl::flip(v, 0));
+  tl::store(colsFlipped + at, tl::flip(v, -1));
+  tl::tensor i = tl::arange(0, 256);
+  tl::store(nFlipped + i, tl::flip(tl::load(n + i), 0));
+}
+
+TEST(CompositeOps, FlipReversesOneDimension) {
+  std::vector<float> x = random_vector<float>(256);
+  std::vector<int32_t> n(256);
+  for (auto &e : n)
+    e = int32_t(rng()());
+  auto k = kernel("flips", flips);
+  for (Backend backend : backendsWithTheGpu("flip")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> rows(256, NAN), cols(256, NAN);
+    std::vector<int32_t> nFlipped(256);
+    k({.grid = {1}, .backend = backend}, x, rows, cols, n, nFlipped);
+    for (int row = 0; row < 8; ++row)
+      for (int col = 0; col < 32; ++col) {
+        ASSERT_EQ(rows[size_t(row * 32 + col)], x[size_t((7 - row) * 32 + col)]) << row << "," << col;
+        ASSERT_EQ(cols[size_t(row * 32 + col)], x[size_t(row * 32 + 31 - col)]) << row << "," << col;
+      }
+    for (int e = 0; e < 256; ++e)
+      ASSERT_EQ(nFlipped[size_t(e)], n[size_t(255 - e)]) << e;
+  }
+}
+
+void flipScalar(tl::ptr<float> o) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(o, tl::flip(tl::load(o), 0));
+}
+void flipBadDim(tl::ptr<float> o) {
+  tl::tensor v = tl::load(o + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(o + tl::arange(0, 4), tl::flip(v, 1));
+}
+
 void joinMismatch(tl::ptr<float> o) {
   tl::tensor v = tl::load(o + tl::arange(0, 4));
   FAILS_ON_NEXT_LINE();
@@ -228,6 +270,10 @@ TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
   std::vector<float> f(4);
   tegula::testing::expectAtMarkedLine(errorOf(kernel("int_sigmoid", intSigmoid), {i}), "CompositeOpsTest.cpp",
                                       "tl::sigmoid needs a floating-point tile, got i32");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("flip_scalar", flipScalar), {f}), "CompositeOpsTest.cpp",
+                                      "tl::flip takes a tile, got a scalar");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("flip_bad_dim", flipBadDim), {f}), "CompositeOpsTest.cpp",
+                                      "tl::flip: dim 1 is not a dimension of tensor<4xf32>");
   tegula::testing::expectAtMarkedLine(errorOf(kernel("float_umulhi", floatUmulhi), {f}), "CompositeOpsTest.cpp",
                                       "tl::umulhi takes i32 tiles (unsigned words' bits), got tensor<4xf32>");
   tegula::testing::expectAtMarkedLine(errorOf(kernel("float_cdiv", floatCdiv), {f}), "CompositeOpsTest.cpp",

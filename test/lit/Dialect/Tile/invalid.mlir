@@ -1015,3 +1015,27 @@ func.func @histogram_of_floats(%x: tensor<8xf32>) {
   %r = tile.histogram %x : tensor<8xf32> -> tensor<4xi32>
   return
 }
+
+// -----
+
+func.func @inline_asm_constraints(%x: tensor<8xi32>) {
+  // expected-error @+1 {{'tile.elementwise_inline_asm' op constraints "=r,r,r" name 1 outputs and 2 inputs; the op has 1 results and 1 arguments}}
+  %r = tile.elementwise_inline_asm "add.s32 $0, $1, $2;", "=r,r,r" pure = true pack = 1 (%x : tensor<8xi32>) -> tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @inline_asm_pack(%x: tensor<8xi8>) {
+  // expected-error @+1 {{'tile.elementwise_inline_asm' op passes 1 x 'i8' in a register of 8 bits; a register holds 16, 32 or 64 (pack 4 fills 32)}}
+  %r = tile.elementwise_inline_asm "mov.b16 $0, $1;", "=h,h" pure = true pack = 1 (%x : tensor<8xi8>) -> tensor<8xi16>
+  return
+}
+
+// -----
+
+func.func @inline_asm_shapes(%x: tensor<8xi32>) {
+  // expected-error @+1 {{'tile.elementwise_inline_asm' op all non-scalar operands/results must have the same shape}}
+  %r = tile.elementwise_inline_asm "mov.b32 $0, $1;", "=r,r" pure = true pack = 1 (%x : tensor<8xi32>) -> tensor<16xi32>
+  return
+}

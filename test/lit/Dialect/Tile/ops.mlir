@@ -397,6 +397,16 @@ func.func @gather(%src: tensor<32x16xf32>, %index: tensor<8x16xi32>) -> tensor<8
   return %r : tensor<8x16xf32>
 }
 
+// tl::inline_asm_elementwise: PTX per element, several results, packed.
+// CHECK-LABEL: func.func @inline_asm
+// CHECK:         tile.elementwise_inline_asm "mov.b32 $0, $2; mov.b32 $1, $2;", "=r,=r,r" pure = true pack = 1(%{{.*}} : tensor<128xi32>) -> tensor<128xi32>, tensor<128xi32>
+// CHECK:         tile.elementwise_inline_asm "and.b32 $0, $1, 255;", "=r,r" pure = false pack = 4(%{{.*}} : tensor<128xi8>) -> tensor<128xi8>
+func.func @inline_asm(%x: tensor<128xi32>, %y: tensor<128xi8>) -> (tensor<128xi32>, tensor<128xi8>) {
+  %a, %b = tile.elementwise_inline_asm "mov.b32 $0, $2; mov.b32 $1, $2;", "=r,=r,r" pure = true pack = 1 (%x : tensor<128xi32>) -> tensor<128xi32>, tensor<128xi32>
+  %c = tile.elementwise_inline_asm "and.b32 $0, $1, 255;", "=r,r" pure = false pack = 4 (%y : tensor<128xi8>) -> tensor<128xi8>
+  return %a, %c : tensor<128xi32>, tensor<128xi8>
+}
+
 // tl::histogram: counts of 0 .. bins-1.
 // CHECK-LABEL: func.func @histogram
 // CHECK:         tile.histogram %{{.*}} : tensor<128xi32> -> tensor<16xi32>
