@@ -161,6 +161,21 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
   // widened to i64 for pointer arithmetic).
   if (isa<tilegpu::ConvertLayoutOp, arith::ExtSIOp, arith::ExtUIOp>(op))
     return get(op->getOperand(0));
+  // The kernel's promise (checked by the interpreter) where it says more:
+  // longer aligned runs start where shorter ones did, so what held for the
+  // runs' starts still does.
+  if (auto assume = dyn_cast<tile::AssumeOp>(op)) {
+    AxisInfo info = get(assume.getSrc());
+    ArrayRef<int64_t> divisibility = assume.getDivisibility(), contiguity = assume.getContiguity();
+    for (size_t d = 0; d < rank; ++d) {
+      info.contiguity[d] = std::max(info.contiguity[d], contiguity[d]);
+      info.divisibility[d] = std::max(info.divisibility[d], divisibility[d]);
+    }
+    // The first element starts a run along every dimension.
+    for (int64_t v : divisibility)
+      info.scalarDivisibility = std::max(info.scalarDivisibility, v);
+    return info;
+  }
   if (auto bcast = dyn_cast<tile::BroadcastOp>(op)) {
     AxisInfo src = get(bcast.getSrc()), info = src;
     auto srcShape = shapeOf(bcast.getSrc());

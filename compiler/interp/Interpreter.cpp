@@ -3,6 +3,7 @@
 
 #include "compiler/interp/Elementwise.h"
 #include "compiler/interp/InlineAsm.h"
+#include "compiler/interp/Promises.h"
 #include "compiler/interp/Tile.h"
 #include "dialects/tile/TileDialect.h"
 
@@ -253,6 +254,11 @@ private:
         .Case([&](tile::PrintOp p) { print(p, in); })
         .Case([&](tile::AssertOp a) { assertOp(a, *in[0]); })
         .Case([&](tile::DebugBarrierOp) {}) // the program runs as one thread here
+        .Case([&](tile::AssumeOp a) {
+          if (auto broken = brokenPromise(a, *in[0]))
+            error(a, *broken);
+          env_[a] = in[0];
+        })
         .Case([&](tile::ElementwiseInlineAsmOp a) {
           std::vector<TileRef> results;
           try {

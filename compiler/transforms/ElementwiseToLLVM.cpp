@@ -8,6 +8,7 @@
 //   - f32 exp2 is ex2.approx.ftz (one MUFU.EX2);
 //   - tl::fdiv's f32 quotient is div.full.f32;
 //   - tl::rcp's f32 reciprocal is rcp.approx.ftz.f32 (one MUFU.RCP).
+// tile.assume (tl::multiple_of, tl::max_contiguous) is its operand.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
@@ -47,6 +48,17 @@ struct ElementwisePattern : ConversionPattern {
       results.push_back(rw.create(state)->getResult(0));
     }
     rw.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+/// tl::multiple_of / tl::max_contiguous: the value itself (the promise was
+/// for the axis analysis, which has run).
+struct AssumePattern : OpConversionPattern<tile::AssumeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::AssumeOp op, OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    rw.replaceOpWithMultiple(op, {adaptor.getSrc()});
     return success();
   }
 };
@@ -216,7 +228,7 @@ struct TanhApproxPattern : OpConversionPattern<math::TanhOp> {
 } // namespace
 
 void populateElementwisePatterns(const TileTypeConverter &types, RewritePatternSet &patterns) {
-  patterns.add<ElementwisePattern, PairedTruncPattern, Exp2ApproxPattern, FastDivPattern, FastRcpPattern,
+  patterns.add<ElementwisePattern, AssumePattern, PairedTruncPattern, Exp2ApproxPattern, FastDivPattern, FastRcpPattern,
                TanhApproxPattern>(
       types, patterns.getContext());
 }

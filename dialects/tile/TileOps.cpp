@@ -593,3 +593,24 @@ void ElementwiseInlineAsmOp::getEffects(
 Speculation::Speculatability ElementwiseInlineAsmOp::getSpeculatability() {
   return getPure() ? Speculation::Speculatable : Speculation::NotSpeculatable;
 }
+
+//===----------------------------------------------------------------------===//
+// AssumeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AssumeOp::verify() {
+  auto tensor = dyn_cast<RankedTensorType>(getSrc().getType());
+  ArrayRef<int64_t> shape = tensor ? tensor.getShape() : ArrayRef<int64_t>{};
+  if (getDivisibility().size() != std::max<size_t>(shape.size(), 1) || getContiguity().size() != shape.size())
+    return emitOpError() << "takes a divisibility per dimension (one for a scalar) and a contiguity per dimension, "
+                            "got "
+                         << getDivisibility().size() << " and " << getContiguity().size() << " for "
+                         << getSrc().getType();
+  for (int64_t v : llvm::concat<const int64_t>(getDivisibility(), getContiguity()))
+    if (v < 1 || !llvm::isPowerOf2_64(uint64_t(v)))
+      return emitOpError() << "promises powers of two, got " << v;
+  for (auto [d, c] : llvm::enumerate(getContiguity()))
+    if (c > shape[d])
+      return emitOpError() << "contiguity " << c << " along dimension " << d << " exceeds the extent " << shape[d];
+  return success();
+}

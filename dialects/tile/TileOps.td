@@ -333,6 +333,27 @@ def Tile_ReduceReturnOp : Tile_Op<"reduce.return",
 }
 
 //===----------------------------------------------------------------------===//
+// Promises the compiler relies on
+//===----------------------------------------------------------------------===//
+
+def Tile_AssumeOp : Tile_Op<"assume", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "The kernel's promise about an integer's runs and divisors (tl::multiple_of, tl::max_contiguous)";
+  let description = [{
+    The value itself, with what the kernel promises about it: along each
+    dimension d, the elements come in aligned groups of `contiguity[d]`
+    consecutive values (+1 each), and the first element of each group is a
+    multiple of `divisibility[d]` (a scalar has one divisibility and no
+    contiguity). The axis analysis takes the promise where it knows less, so
+    loads and stores through offsets built from it may be vectorised. The
+    interpreter checks it; compiled code relies on it.
+  }];
+  let arguments = (ins Tile_IntLike:$src, DenseI64ArrayAttr:$divisibility, DenseI64ArrayAttr:$contiguity);
+  let results = (outs Tile_IntLike:$result);
+  let assemblyFormat = "$src `divisibility` `=` $divisibility `contiguity` `=` $contiguity attr-dict `:` type($src)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // The kernel's own PTX
 //===----------------------------------------------------------------------===//
 

@@ -473,6 +473,26 @@ tensor cat(const tensor &a, const tensor &b, Loc loc = Loc::current());
 tensor flip(const tensor &x, int dim, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
+// Promises about integer offsets the compiler cannot see (Triton's
+// tl.multiple_of / tl.max_contiguous), so that accesses through them may be
+// 16-byte vectors: an offset loaded from memory, a modulo. The interpreter
+// checks every promise at every launch (a false one is an error at its
+// line); compiled code relies on it. docs/dsl.md.
+//===----------------------------------------------------------------------===//
+
+/// x, promised to be a multiple of `value` (a power of two) - for a tile,
+/// the first element of each run of consecutive values (max_contiguous's,
+/// or each element without one): `tl::multiple_of(tl::load(starts + pid), 16)`.
+/// One value for every dimension, or one per dimension.
+tensor multiple_of(const tensor &x, int value, Loc loc = Loc::current());
+tensor multiple_of(const tensor &x, const std::vector<int> &values, Loc loc = Loc::current());
+/// x, promised to hold runs of `value` consecutive integers (+1 each) in
+/// aligned groups along each dimension (one per dimension, or one for all):
+///   offs = tl::max_contiguous(tl::multiple_of(offs % n, BLOCK), BLOCK);
+tensor max_contiguous(const tensor &x, int value, Loc loc = Loc::current());
+tensor max_contiguous(const tensor &x, const std::vector<int> &values, Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
 // PTX of your own (Triton's tl.inline_asm_elementwise). docs/dsl.md.
 //===----------------------------------------------------------------------===//
 

@@ -1039,3 +1039,19 @@ func.func @inline_asm_shapes(%x: tensor<8xi32>) {
   %r = tile.elementwise_inline_asm "mov.b32 $0, $1;", "=r,r" pure = true pack = 1 (%x : tensor<8xi32>) -> tensor<16xi32>
   return
 }
+
+// -----
+
+func.func @assume_not_power_of_two(%x: tensor<8xi32>) {
+  // expected-error @+1 {{'tile.assume' op promises powers of two, got 3}}
+  %r = tile.assume %x divisibility = [3] contiguity = [1] : tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @assume_run_too_long(%x: tensor<8xi32>) {
+  // expected-error @+1 {{'tile.assume' op contiguity 16 along dimension 0 exceeds the extent 8}}
+  %r = tile.assume %x divisibility = [1] contiguity = [16] : tensor<8xi32>
+  return
+}

@@ -397,6 +397,16 @@ func.func @gather(%src: tensor<32x16xf32>, %index: tensor<8x16xi32>) -> tensor<8
   return %r : tensor<8x16xf32>
 }
 
+// tl::multiple_of / tl::max_contiguous: a promise on a scalar and on a tile.
+// CHECK-LABEL: func.func @assume
+// CHECK:         tile.assume %{{.*}} divisibility = [16] contiguity = [] : i32
+// CHECK:         tile.assume %{{.*}} divisibility = [1, 8] contiguity = [1, 8] : tensor<4x8xi32>
+func.func @assume(%s: i32, %t: tensor<4x8xi32>) -> (i32, tensor<4x8xi32>) {
+  %a = tile.assume %s divisibility = [16] contiguity = [] : i32
+  %b = tile.assume %t divisibility = [1, 8] contiguity = [1, 8] : tensor<4x8xi32>
+  return %a, %b : i32, tensor<4x8xi32>
+}
+
 // tl::inline_asm_elementwise: PTX per element, several results, packed.
 // CHECK-LABEL: func.func @inline_asm
 // CHECK:         tile.elementwise_inline_asm "mov.b32 $0, $2; mov.b32 $1, $2;", "=r,=r,r" pure = true pack = 1(%{{.*}} : tensor<128xi32>) -> tensor<128xi32>, tensor<128xi32>
