@@ -6,7 +6,6 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/analysis/AccumulatorRegisters.h"
-#include "compiler/analysis/ChipFeatures.h"
 #include "compiler/backend/PtxBackend.h"
 #include "compiler/backend/Sass.h"
 #include "compiler/dsl/TraceState.h"
@@ -487,7 +486,6 @@ std::vector<runtime::TensorMapSpec> tensorMapsOf(ModuleOp module,
 OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
                                   const GpuPipelineOptions &options) {
   analysis::checkAccumulatorRegisters(name, tile, options.numWarps);
-  analysis::checkChipFeatures(name, tile, options.chip);
   OwningOpRef<ModuleOp> module = tile.clone();
   detail::DiagnosticCollector diags(globalContext());
   auto dump = [&](const char *stage, ModuleOp m) {

@@ -220,7 +220,9 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       bool isMax = in.op == Op::Max;
       uint64_t a = value(ops[1]), b = value(ops[2]), d;
       if (in.kind == Kind::Float)
-        d = fromFloat(floatMaxMin(asFloat(a, in.bits), asFloat(b, in.bits), isMax, in.nanPropagating), in.bits);
+        d = fromFloat(floatMaxMin(asFloat(a, in.bits, in.bfloat), asFloat(b, in.bits, in.bfloat), isMax,
+                                  in.nanPropagating),
+                      in.bits, in.bfloat);
       else if (in.kind == Kind::Signed)
         d = uint64_t(isMax ? std::max(signExtend(a, in.bits), signExtend(b, in.bits))
                            : std::min(signExtend(a, in.bits), signExtend(b, in.bits)));

@@ -282,12 +282,12 @@ void store(const tensor &ptrs, operand value, const tensor &mask) {
   storeImpl(ptrs, value, &mask);
 }
 
-/// What the GPU has (PTX `atom`, or a compare-and-swap loop for f32's
-/// NaN-propagating max/min), refused alike on every backend: integers of 32
-/// or 64 bits for every kind; add on f16, bf16 (sm_90 on: refused when
-/// compiled for sm_80, analysis/ChipFeatures), f32 and f64; max/min on f32;
-/// xchg on any 32- or 64-bit element. (No fp8 atomic; f16 max/min and f64
-/// NaN-propagating max/min have none.)
+/// What the GPU can do atomically (PTX `atom`, or a compare-and-swap loop:
+/// f32's NaN-propagating max/min, and every 16-bit atomic but f16 add and
+/// sm_90's bf16 add), refused alike on every backend: integers of 16, 32 or
+/// 64 bits for every kind; floats of 16, 32 or 64 bits for add and xchg,
+/// of 16 or 32 for max/min (PTX's smallest compare-and-swap is 16 bits: no
+/// 8-bit or fp8 atomics; f64 has no NaN-propagating max/min).
 static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &loc) {
   const unsigned w = elem.getIntOrFloatBitWidth();
   const char *name = "";
@@ -300,25 +300,20 @@ static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &l
   case tile::AtomicRMWKind::Or: name = "atomic_or"; break;
   case tile::AtomicRMWKind::Xor: name = "atomic_xor"; break;
   }
-  if (isa<IntegerType>(elem)) {
-    if (w < 32)
-      fail(loc, fmt::format("tl::{} on {} memory is not supported; integer atomics need i32 or i64", name,
-                            describeType(elem)));
+  if (w < 16)
+    fail(loc, fmt::format("tl::{} on {} memory is not supported: atomics need elements of 16, 32 or 64 bits "
+                          "(PTX's smallest compare-and-swap is 16 bits)",
+                          name, describeType(elem)));
+  if (isa<IntegerType>(elem))
     return;
-  }
   const bool bitwise = kind == tile::AtomicRMWKind::And || kind == tile::AtomicRMWKind::Or ||
                        kind == tile::AtomicRMWKind::Xor;
   if (bitwise)
-    fail(loc, fmt::format("tl::{} needs integer memory (i32 or i64), got {}", name, describeType(elem)));
-  const bool supported = kind == tile::AtomicRMWKind::Add    ? (elem.isF16() || elem.isBF16() || elem.isF32() ||
-                                                                 elem.isF64())
-                         : kind == tile::AtomicRMWKind::Xchg ? (w == 32 || w == 64)
-                                                             : elem.isF32();
-  if (!supported)
-    fail(loc, fmt::format("tl::{} on {} memory is not supported (the GPU has no such atomic); float atomics: "
-                          "atomic_add on f16, bf16 (sm_90), f32 or f64, atomic_max/min on f32, atomic_xchg on 32- or 64-bit "
-                          "elements",
-                          name, describeType(elem)));
+    fail(loc, fmt::format("tl::{} needs integer memory (i16, i32 or i64), got {}", name, describeType(elem)));
+  if ((kind == tile::AtomicRMWKind::Max || kind == tile::AtomicRMWKind::Min) && w == 64)
+    fail(loc, fmt::format("tl::{} on f64 memory is not supported (the GPU has no NaN-propagating f64 max/min); "
+                          "float atomic_max/min take f16, bf16 or f32",
+                          name));
 }
 
 static tile::MemoryOrder memoryOrder(memory_order sem) {
@@ -364,8 +359,8 @@ tensor atomic_cas(const tensor &ptrs, operand cmp, operand value, memory_order s
   Access a = prepareAccess(ts, ptrs, nullptr, &value, loc, "tl::atomic_cas");
   Access c = prepareAccess(ts, ptrs, nullptr, &cmp, loc, "tl::atomic_cas");
   unsigned width = elementOf(a.value).getIntOrFloatBitWidth();
-  if (width != 32 && width != 64)
-    fail(loc, fmt::format("tl::atomic_cas needs 32- or 64-bit elements, got {}", describeType(elementOf(a.value))));
+  if (width != 16 && width != 32 && width != 64)
+    fail(loc, fmt::format("tl::atomic_cas needs 16-, 32- or 64-bit elements, got {}", describeType(elementOf(a.value))));
   return wrap(tile::AtomicCASOp::create(ts.builder, toLoc(ts.ctx, loc), a.value.getType(),
                                         a.ptr, c.value, a.value, memoryOrder(sem)));
 }

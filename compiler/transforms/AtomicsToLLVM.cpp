@@ -28,24 +28,47 @@ namespace tegula::lowering {
 namespace {
 
 /// The PTX `atom` operation and type for a kind on an element type, or ""
-/// when PTX has no such atomic.
-std::string atomSuffix(tile::AtomicRMWKind kind, Type elem) {
+/// when PTX has no such atomic. "casloop:<instructions>" where PTX has no
+/// atom for it: a compare-and-swap loop computing %tegula_new from
+/// %tegula_seen (the value in memory) and $2 (the operand).
+std::string atomSuffix(tile::AtomicRMWKind kind, Type elem, bool bf16AtomicAdd) {
   unsigned w = elem.getIntOrFloatBitWidth();
   bool isFloat = isa<FloatType>(elem);
+  const bool isMax = kind == tile::AtomicRMWKind::Max;
+  auto loop = [](const std::string &compute) { return "casloop:" + compute + " %tegula_new, %tegula_seen, $2;"; };
+  if (w == 16) {
+    // PTX's 16-bit atomics are f16 add (sm_70), bf16 add (sm_90) and
+    // cas.b16 (sm_70); everything else is a cas.b16 loop.
+    const std::string type = !isFloat ? "" : elem.isBF16() ? "bf16" : "f16";
+    switch (kind) {
+    case tile::AtomicRMWKind::Add:
+      if (!isFloat)
+        return loop("add.u16");
+      if (elem.isF16() || bf16AtomicAdd)
+        return "add.noftz." + type;
+      // sm_80 has no add.bf16: a fused multiply-add by one rounds the sum once.
+      return "casloop:.reg .b16 %tegula_one;\n\tmov.b16 %tegula_one, 0x3F80;\n\t"
+             "fma.rn.bf16 %tegula_new, %tegula_seen, %tegula_one, $2;";
+    case tile::AtomicRMWKind::Max:
+    case tile::AtomicRMWKind::Min:
+      return loop(fmt::format("{}.{}", isMax ? "max" : "min", isFloat ? "NaN." + type : "s16"));
+    case tile::AtomicRMWKind::Xchg: return "casloop:mov.b16 %tegula_new, $2;";
+    case tile::AtomicRMWKind::And: return loop("and.b16");
+    case tile::AtomicRMWKind::Or: return loop("or.b16");
+    case tile::AtomicRMWKind::Xor: return loop("xor.b16");
+    }
+    return "";
+  }
   switch (kind) {
   case tile::AtomicRMWKind::Add:
-    if (isFloat) { // 16-bit: sm_70's f16, sm_90's bf16 (analysis/ChipFeatures refuses it earlier)
-      if (w == 16)
-        return elem.isBF16() ? "add.noftz.bf16" : "add.noftz.f16";
+    if (isFloat)
       return (w == 32 || w == 64) ? fmt::format("add.f{}", w) : "";
-    }
     return fmt::format("add.u{}", w);
   case tile::AtomicRMWKind::Max:
   case tile::AtomicRMWKind::Min:
     if (isFloat) // NaN-propagating, like the interpreter: a compare-and-swap loop
-      return w == 32 ? fmt::format("casloop:{}.NaN.f32", kind == tile::AtomicRMWKind::Max ? "max" : "min")
-                     : "";
-    return fmt::format("{}.s{}", kind == tile::AtomicRMWKind::Max ? "max" : "min", w);
+      return w == 32 ? loop(fmt::format("{}.NaN.f32", isMax ? "max" : "min")) : "";
+    return fmt::format("{}.s{}", isMax ? "max" : "min", w);
   case tile::AtomicRMWKind::Xchg:
     return (w == 32 || w == 64) ? fmt::format("exch.b{}", w) : "";
   case tile::AtomicRMWKind::And: return fmt::format("and.b{}", w);
@@ -61,26 +84,28 @@ std::string semantics(tile::MemoryOrder order) {
 }
 
 /// Where PTX has no atomic for the operation (f32 max/min with NaN
-/// propagation): load, compute, compare-and-swap until no one intervened.
+/// propagation, 16-bit ones): load, compute, compare-and-swap until no one
+/// intervened, on words of the element's width (32 or 16 bits).
 Value predicatedCasLoop(OpBuilder &b, Location loc, const std::string &compute, const std::string &sem,
                         Value ptr, Value value, Value pred) {
-  Type i32 = b.getI32Type();
+  auto [asmType, reg] = asmRegister(value.getType());
+  const unsigned w = asmType.getIntOrFloatBitWidth();
   std::string body =
-      "{\n\t.reg .pred %tegula_p;\n\t.reg .b32 %tegula_old, %tegula_seen, %tegula_new;\n\t"
-      "mov.b32 $0, 0;\n\t"
-      "@!$3 bra TEGULA_CAS_DONE_${:uid};\n\t"
-      "ld.global.b32 %tegula_old, [ $1 + 0 ];\n"
-      "TEGULA_CAS_LOOP_${:uid}:\n\t"
-      "mov.b32 %tegula_seen, %tegula_old;\n\t" +
-      fmt::format("{} %tegula_new, %tegula_seen, $2;\n\t", compute) +
-      fmt::format("atom.{}.gpu.global.cas.b32 %tegula_old, [ $1 + 0 ], %tegula_seen, %tegula_new;\n\t", sem) +
-      "setp.ne.b32 %tegula_p, %tegula_old, %tegula_seen;\n\t"
-      "@%tegula_p bra TEGULA_CAS_LOOP_${:uid};\n\t"
-      "mov.b32 $0, %tegula_old;\n"
+      fmt::format("{{\n\t.reg .pred %tegula_p;\n\t.reg .b{0} %tegula_old, %tegula_seen, %tegula_new;\n\t"
+                  "mov.b{0} $0, 0;\n\t"
+                  "@!$3 bra TEGULA_CAS_DONE_${{:uid}};\n\t"
+                  "ld.global.b{0} %tegula_old, [ $1 + 0 ];\n"
+                  "TEGULA_CAS_LOOP_${{:uid}}:\n\t"
+                  "mov.b{0} %tegula_seen, %tegula_old;\n\t",
+                  w) +
+      compute + "\n\t" +
+      fmt::format("atom.{}.gpu.global.cas.b{} %tegula_old, [ $1 + 0 ], %tegula_seen, %tegula_new;\n\t", sem, w) +
+      fmt::format("setp.ne.b{} %tegula_p, %tegula_old, %tegula_seen;\n\t", w) +
+      "@%tegula_p bra TEGULA_CAS_LOOP_${:uid};\n\t" + fmt::format("mov.b{} $0, %tegula_old;\n", w) +
       "TEGULA_CAS_DONE_${:uid}:\n\t}";
   auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, i32, ValueRange{ptr, toAsmInt(b, loc, value, i32), pred}, body, "=r,l,r,b",
-      /*has_side_effects=*/true, false, LLVM::tailcallkind::TailCallKind::None,
+      b, loc, asmType, ValueRange{ptr, toAsmInt(b, loc, value, asmType), pred}, body,
+      fmt::format("={0},l,{0},b", reg), /*has_side_effects=*/true, false, LLVM::tailcallkind::TailCallKind::None,
       LLVM::AsmDialectAttr(), ArrayAttr());
   return fromAsmInt(b, loc, asmOp.getResult(0), value.getType());
 }
@@ -214,7 +239,8 @@ struct AtomicRMWPattern : OpConversionPattern<tile::AtomicRMWOp> {
   LogicalResult matchAndRewrite(tile::AtomicRMWOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
     Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
-    std::string atom = atomSuffix(op.getKind(), elem);
+    const auto &types = static_cast<const TileTypeConverter &>(*getTypeConverter());
+    std::string atom = atomSuffix(op.getKind(), elem, types.bf16AtomicAdd);
     if (atom.empty())
       return rw.notifyMatchFailure(op, "this atomic kind and element type are not lowered yet");
     return lowerAtomic(op, adaptor.getPtr(), {adaptor.getValue()},
@@ -228,8 +254,8 @@ struct AtomicCASPattern : OpConversionPattern<tile::AtomicCASOp> {
                                 ConversionPatternRewriter &rw) const override {
     Type elem = tile::getElementTypeOrSelf(op.getValue().getType());
     unsigned w = elem.getIntOrFloatBitWidth();
-    if (w != 32 && w != 64)
-      return rw.notifyMatchFailure(op, "16-bit compare-and-swap is not lowered yet");
+    if (w != 16 && w != 32 && w != 64)
+      return rw.notifyMatchFailure(op, "compare-and-swap of 16, 32 or 64 bits");
     return lowerAtomic(op, adaptor.getPtr(), {adaptor.getCmp(), adaptor.getValue()}, ValueRange(),
                        fmt::format("cas.b{}", w), rw);
   }

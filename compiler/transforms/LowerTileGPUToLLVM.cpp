@@ -476,6 +476,7 @@ struct LowerTileGPUToLLVMPass
     // cvt.rn.tf32.f32 from sm_90 on (PTX ISA 7.8).
     const bool tf32Cvt = StringRef(chip).starts_with("sm_9") || StringRef(chip).starts_with("sm_1");
     TileTypeConverter types(ctx, tf32Cvt);
+    types.bf16AtomicAdd = tf32Cvt; // the same chips: sm_90 on (PTX ISA 7.8)
     RewritePatternSet patterns(ctx);
     populateReducePatterns(types, patterns);
     populateScanPatterns(types, patterns);

@@ -147,6 +147,9 @@ struct TileTypeConverter : mlir::LLVMTypeConverter {
   /// The target rounds f32 to tf32 in one instruction, cvt.rn.tf32.f32
   /// (sm_90 on; lower-tilegpu-to-llvm's chip): see tf32Bits.
   bool tf32Cvt = false;
+  /// The target has atom.add.noftz.bf16 (sm_90 on); before, a bf16 atomic
+  /// add is a compare-and-swap loop.
+  bool bf16AtomicAdd = false;
 };
 
 /// The start (`!llvm.ptr<3>`) of the shared-memory buffer that

@@ -404,9 +404,10 @@ void StoreOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 LogicalResult AtomicRMWOp::verify() {
   Type elem = getElementTypeOrSelf(getValue().getType());
-  // What GPUs provide: 32/64-bit integer atomics and f16..f64 float ones.
-  if (isa<IntegerType>(elem) && elem.getIntOrFloatBitWidth() < 32)
-    return emitOpError() << "integer atomics need i32 or i64 elements, got " << elem;
+  // What GPUs can do: 16- to 64-bit elements (the smallest compare-and-swap
+  // is 16 bits; the lowering loops on it where PTX has no atom).
+  if (elem.getIntOrFloatBitWidth() < 16)
+    return emitOpError() << "atomics need 16-, 32- or 64-bit elements, got " << elem;
   switch (getKind()) {
   case AtomicRMWKind::And:
   case AtomicRMWKind::Or:

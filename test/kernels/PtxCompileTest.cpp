@@ -262,29 +262,27 @@ void f64_atomic_min(tl::ptr<double> out, tl::ptr<double> x) {
   tl::tensor offs = tl::arange(0, 128);
   tl::atomic_min(out + offs, tl::load(x + offs)); // no NaN-propagating f64 min in PTX
 }
-void f16_atomic_max(tl::ptr<float16> out, tl::ptr<float16> x) {
-  tl::tensor offs = tl::arange(0, 128);
-  tl::atomic_max(out + offs, tl::load(x + offs)); // f16 add is there (HalfAtomicsTest), max is not
-}
-void f16_cas(tl::ptr<float16> out) { tl::atomic_cas(out, 0.0f, 1.0f); }
+void fp8_atomic_xchg(tl::ptr<float8_e4m3> out) { tl::atomic_xchg(out, 1.0f); } // no 8-bit compare-and-swap
+void f16_atomic_or(tl::ptr<float16> out) { tl::atomic_or(out, 1.0f); }
 
 /// Atomics the GPU lacks used to trace, run in the interpreter and fail in
 /// lowering with the IR; they are refused at the user's line on every
 /// backend, naming what there is.
 TEST(PtxCompileLimits, AtomicsTheGpuLacksAreRefusedAtTheLine) {
   std::vector<double> a(128), b(128);
-  std::vector<float16> h(128), g(128);
+  std::vector<float16> h(128);
+  std::vector<float8_e4m3> e(128);
   for (Backend backend : {Backend::Interp, Backend::Sim}) {
     std::string err = tegula::testing::error_of(
         [&] { kernel("f64_atomic_min", f64_atomic_min)({.grid = {1}, .backend = backend}, a, b); });
     EXPECT_THAT(err, HasSubstr("tl::atomic_min on f64 memory is not supported"));
-    EXPECT_THAT(err, HasSubstr("atomic_max/min on f32"));
+    EXPECT_THAT(err, HasSubstr("float atomic_max/min take f16, bf16 or f32"));
     EXPECT_THAT(err, HasSubstr("PtxCompileTest.cpp:"));
   }
-  EXPECT_THAT(tegula::testing::error_of([&] { (void)kernel("f16_atomic_max", f16_atomic_max).compile({h, g}); }),
-              HasSubstr("tl::atomic_max on f16 memory is not supported"));
-  EXPECT_THAT(tegula::testing::error_of([&] { (void)kernel("f16_cas", f16_cas).compile({h}); }),
-              HasSubstr("tl::atomic_cas needs 32- or 64-bit elements, got f16"));
+  EXPECT_THAT(tegula::testing::error_of([&] { (void)kernel("fp8_atomic_xchg", fp8_atomic_xchg).compile({e}); }),
+              HasSubstr("tl::atomic_xchg on f8e4m3 memory is not supported: atomics need elements of 16, 32 or 64 bits"));
+  EXPECT_THAT(tegula::testing::error_of([&] { (void)kernel("f16_atomic_or", f16_atomic_or).compile({h}); }),
+              HasSubstr("tl::atomic_or needs integer memory (i16, i32 or i64), got f16"));
 }
 
 } // namespace

@@ -568,7 +568,9 @@ TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
   check("the tl::full value must be a number, got a pointer to i32", pointer_fill, {i});
   check("the 'other' value of tl::load must be a number, got a pointer to i32", pointer_other, {i});
   check("tl::dot of i8 operands accumulates in i32, got f32", i8_dot, {b});
-  check("tl::atomic_xchg on i8 memory is not supported; integer atomics need i32 or i64", i8_atomic, {b});
+  check("tl::atomic_xchg on i8 memory is not supported: atomics need elements of 16, 32 or 64 bits (PTX's smallest "
+        "compare-and-swap is 16 bits)",
+        i8_atomic, {b});
   check("use of an empty tl::tensor", empty_mask, {f});
   check("broadcast_to: tile extents must be positive powers of two, got [3]", bad_broadcast, {f});
   check("has more than 1048576 elements", huge_tile, {f});

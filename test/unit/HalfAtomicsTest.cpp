@@ -1,7 +1,9 @@
-// HalfAtomicsTest.cpp - tl::atomic_add on f16 memory (PTX atom.add.noftz.f16,
-// every chip Tegula targets) and bf16 memory (atom.add.noftz.bf16, sm_90 on;
-// refused at the line when compiled for sm_80): scatter-adds whose sums are
-// exact in the element type, so every order of arrival gives the same bits.
+// HalfAtomicsTest.cpp - 16-bit atomics: tl::atomic_add on f16 memory (PTX
+// atom.add.noftz.f16, every chip Tegula targets) and bf16 memory
+// (atom.add.noftz.bf16 on sm_90, a cas.b16 loop on sm_80) - scatter-adds
+// whose sums are exact in the element type, so every order of arrival gives
+// the same bits; f16/bf16 max, min (NaN-propagating), xchg and cas, and
+// every kind on i16 (cas.b16 loops).
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
 #include "tegula/tegula.h"
@@ -10,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -18,6 +22,7 @@
 using namespace tegula;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -90,25 +95,152 @@ TEST(HalfAtomics, F16AddOnEveryChip) {
   checkScatterAdd<float16>(runs);
 }
 
-TEST(HalfAtomics, Bf16AddFromSm90) {
-  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_90a"}};
-  if (gpu_available() && device_info().chip.rfind("sm_9", 0) == 0)
+TEST(HalfAtomics, Bf16AddOnEveryChip) {
+  // sm_90's atom.add.noftz.bf16; on sm_80 a cas.b16 loop around fma.rn.bf16.
+  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
+  if (gpu_available())
     runs.push_back({Backend::GPU, ""});
   else
-    std::printf("[tegula test] no sm_90 GPU: bf16 atomics checked in the interpreter and simulator only\n");
+    std::printf("[tegula test] no CUDA driver: bf16 atomics checked in the interpreter and simulator only\n");
   checkScatterAdd<bfloat16>(runs);
 }
 
-TEST(HalfAtomics, Bf16AddIsRefusedForSm80AtTheLine) {
-  std::vector<bfloat16> bins(2 * kBins), values(kValues), olds(kValues), total(1);
+namespace {
+
+/// max, min, xchg and cas of 16-bit floats into a few bins: compare-and-swap
+/// loops on 16-bit words (cas.b16 itself for cas).
+template <class T>
+void sixteenBitFloats(tl::ptr<T> maxes, tl::ptr<T> mins, tl::ptr<T> swaps, tl::ptr<T> swapOlds, tl::ptr<T> claims,
+                      tl::ptr<T> claimOlds, tl::ptr<int32_t> index, tl::ptr<T> values, tl::ptr<T> ids) {
+  tl::tensor offs = tl::program_id(0) * kBlock + tl::arange(0, kBlock);
+  tl::tensor bin = tl::load(index + offs), v = tl::load(values + offs);
+  tl::atomic_max(maxes + bin, v);
+  tl::atomic_min(mins + bin, v, tl::memory_order::relaxed);
+  tl::store(swapOlds + offs, tl::atomic_xchg(swaps + bin, v));
+  tl::store(claimOlds + offs, tl::atomic_cas(claims + bin, 0.0f, tl::load(ids + offs)));
+}
+
+/// i16: every kind through cas.b16 loops.
+void sixteenBitIntegers(tl::ptr<int16_t> sums, tl::ptr<int16_t> maxes, tl::ptr<int16_t> mins, tl::ptr<int16_t> ands,
+                        tl::ptr<int16_t> ors, tl::ptr<int16_t> xors, tl::ptr<int32_t> index, tl::ptr<int16_t> values) {
+  tl::tensor offs = tl::program_id(0) * kBlock + tl::arange(0, kBlock);
+  tl::tensor bin = tl::load(index + offs), v = tl::load(values + offs);
+  tl::atomic_add(sums + bin, v, tl::memory_order::relaxed);
+  tl::atomic_max(maxes + bin, v);
+  tl::atomic_min(mins + bin, v);
+  tl::atomic_and(ands + bin, v);
+  tl::atomic_or(ors + bin, v);
+  tl::atomic_xor(xors + bin, v);
+}
+
+/// The bits of a 16-bit float, every NaN the same.
+template <class T> uint16_t key(T x) { return std::isnan(float(x)) ? uint16_t(0x7e00) : x.bits; }
+
+template <class T> void checkSixteenBitFloats(const std::vector<Target> &runs) {
   std::vector<int32_t> index(kValues);
-  auto k = kernel("scatter_add", scatter_add<bfloat16>, {"bins", "index", "values", "olds", "total"});
-  const std::string err = tegula::testing::error_of(
-      [&] { k({.grid = {1}, .backend = Backend::Sim, .chip = "sm_80"}, bins, index, values, olds, total); });
-  EXPECT_THAT(err, AllOf(HasSubstr("HalfAtomicsTest.cpp:"),
-                         HasSubstr("tl::atomic_add on bf16 memory needs sm_90 (atom.add.bf16), not sm_80")));
-  EXPECT_THAT(tegula::testing::error_of([&] { (void)k.compile({bins, index, values, olds, total}); }),
-              HasSubstr("needs sm_90"));
+  std::vector<T> values(kValues), ids(kValues);
+  std::mt19937 &rng = tegula::testing::rng();
+  for (int i = 0; i < kValues; ++i) {
+    index[size_t(i)] = int32_t(rng() % kBins);
+    values[size_t(i)] = T(0.125f * float(int(rng() % 64) - 32)); // exact in bf16
+    ids[size_t(i)] = T(float(i + 1));                             // 1..256: exact in bf16
+  }
+  values[3] = T(NAN); // max and min propagate it into its bin
+  auto k = kernel("sixteen_bit_floats", sixteenBitFloats<T>);
+  for (const Target &r : runs) {
+    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    std::vector<T> maxes(kBins, T(-INFINITY)), mins(kBins, T(INFINITY)), swaps(kBins, T(0.5f)), claims(kBins, T(0.0f));
+    std::vector<T> swapOlds(kValues), claimOlds(kValues);
+    k({.grid = {kValues / kBlock}, .backend = r.backend, .chip = r.chip}, maxes, mins, swaps, swapOlds, claims,
+      claimOlds, index, values, ids);
+    for (int b = 0; b < kBins; ++b) {
+      std::vector<int> members;
+      for (int i = 0; i < kValues; ++i)
+        if (index[size_t(i)] == b)
+          members.push_back(i);
+      float hi = -INFINITY, lo = INFINITY;
+      bool nan = false;
+      std::vector<uint16_t> in = {key(T(0.5f))}, out = {key(swaps[size_t(b)])};
+      int winners = 0;
+      for (int i : members) {
+        nan |= std::isnan(float(values[size_t(i)]));
+        hi = std::max(hi, float(values[size_t(i)]));
+        lo = std::min(lo, float(values[size_t(i)]));
+        in.push_back(key(values[size_t(i)]));
+        out.push_back(key(swapOlds[size_t(i)]));
+        winners += float(claimOlds[size_t(i)]) == 0.0f;
+      }
+      if (nan) {
+        EXPECT_TRUE(std::isnan(float(maxes[size_t(b)]))) << "bin " << b;
+        EXPECT_TRUE(std::isnan(float(mins[size_t(b)]))) << "bin " << b;
+      } else {
+        EXPECT_EQ(float(maxes[size_t(b)]), hi) << "bin " << b;
+        EXPECT_EQ(float(mins[size_t(b)]), lo) << "bin " << b;
+      }
+      // Each exchange took one value and left one: the same values overall.
+      std::sort(in.begin(), in.end());
+      std::sort(out.begin(), out.end());
+      EXPECT_EQ(in, out) << "bin " << b;
+      // One claim per bin won (saw 0); the others saw the winner's id.
+      if (members.empty())
+        continue;
+      EXPECT_EQ(winners, 1) << "bin " << b;
+      for (int i : members)
+        if (float(claimOlds[size_t(i)]) != 0.0f)
+          EXPECT_EQ(float(claimOlds[size_t(i)]), float(claims[size_t(b)])) << "bin " << b << ", element " << i;
+    }
+  }
+}
+
+std::vector<Target> everyChip(const char *what) {
+  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
+  if (gpu_available())
+    runs.push_back({Backend::GPU, ""});
+  else
+    std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
+  return runs;
+}
+
+} // namespace
+
+TEST(HalfAtomics, MaxMinXchgAndCasOfHalves) {
+  checkSixteenBitFloats<float16>(everyChip("f16 max/min/xchg/cas"));
+  checkSixteenBitFloats<bfloat16>(everyChip("bf16 max/min/xchg/cas"));
+}
+
+TEST(HalfAtomics, EveryKindOnI16) {
+  std::vector<int32_t> index(kValues);
+  std::vector<int16_t> values(kValues);
+  std::mt19937 &rng = tegula::testing::rng();
+  for (int i = 0; i < kValues; ++i) {
+    index[size_t(i)] = int32_t(rng() % kBins);
+    values[size_t(i)] = int16_t(int(rng() % 2000) - 1000); // sums stay within i16
+  }
+  auto k = kernel("sixteen_bit_integers", sixteenBitIntegers);
+  for (const Target &r : everyChip("i16 atomics")) {
+    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    std::vector<int16_t> sums(kBins, 0), maxes(kBins, INT16_MIN), mins(kBins, INT16_MAX), ands(kBins, -1),
+        ors(kBins, 0), xors(kBins, 0);
+    k({.grid = {kValues / kBlock}, .backend = r.backend, .chip = r.chip}, sums, maxes, mins, ands, ors, xors, index,
+      values);
+    for (int b = 0; b < kBins; ++b) {
+      int sum = 0;
+      int16_t hi = INT16_MIN, lo = INT16_MAX, a = -1, o = 0, x = 0;
+      for (int i = 0; i < kValues; ++i)
+        if (index[size_t(i)] == b) {
+          const int16_t v = values[size_t(i)];
+          sum += v, hi = std::max(hi, v), lo = std::min(lo, v);
+          a = int16_t(a & v), o = int16_t(o | v), x = int16_t(x ^ v);
+        }
+      ASSERT_LE(std::abs(sum), 32767) << "an unlucky draw";
+      EXPECT_EQ(sums[size_t(b)], sum) << "bin " << b;
+      EXPECT_EQ(maxes[size_t(b)], hi) << "bin " << b;
+      EXPECT_EQ(mins[size_t(b)], lo) << "bin " << b;
+      EXPECT_EQ(ands[size_t(b)], a) << "bin " << b;
+      EXPECT_EQ(ors[size_t(b)], o) << "bin " << b;
+      EXPECT_EQ(xors[size_t(b)], x) << "bin " << b;
+    }
+  }
 }
 
 TEST(HalfAtomics, PtxasAssemblesThem) {
@@ -123,6 +255,11 @@ TEST(HalfAtomics, PtxasAssemblesThem) {
                                .compile({g, index, g, g, g}, {.chip = "sm_90a", .assemble = false})
                                .ptx;
   EXPECT_THAT(bf16, HasSubstr("atom.acq_rel.gpu.global.add.noftz.bf16"));
+  const std::string bf16Sm80 = kernel("scatter_add", scatter_add<bfloat16>)
+                                   .compile({g, index, g, g, g}, {.chip = "sm_80", .assemble = false})
+                                   .ptx;
+  EXPECT_THAT(bf16Sm80, AllOf(HasSubstr("atom.relaxed.gpu.global.cas.b16"), HasSubstr("fma.rn.bf16"),
+                              Not(HasSubstr("add.noftz.bf16"))));
   if (!tegula::testing::have_ptxas()) {
     std::printf("[tegula test] no ptxas: the PTX above was not assembled\n");
     return;
@@ -130,6 +267,21 @@ TEST(HalfAtomics, PtxasAssemblesThem) {
   EXPECT_FALSE(kernel("scatter_add", scatter_add<float16>).compile({h, index, h, h, h}, {.chip = "sm_80"}).cubin.empty());
   EXPECT_FALSE(
       kernel("scatter_add", scatter_add<bfloat16>).compile({g, index, g, g, g}, {.chip = "sm_90a"}).cubin.empty());
+  EXPECT_FALSE(
+      kernel("scatter_add", scatter_add<bfloat16>).compile({g, index, g, g, g}, {.chip = "sm_80"}).cubin.empty());
+  std::vector<int16_t> s16(2 * kValues);
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    EXPECT_FALSE(kernel("sixteen_bit_floats", sixteenBitFloats<float16>)
+                     .compile({h, h, h, h, h, h, index, h, h}, {.chip = chip})
+                     .cubin.empty());
+    EXPECT_FALSE(kernel("sixteen_bit_floats", sixteenBitFloats<bfloat16>)
+                     .compile({g, g, g, g, g, g, index, g, g}, {.chip = chip})
+                     .cubin.empty());
+    EXPECT_FALSE(kernel("sixteen_bit_integers", sixteenBitIntegers)
+                     .compile({s16, s16, s16, s16, s16, s16, index, s16}, {.chip = chip})
+                     .cubin.empty());
+  }
 }
 
 } // namespace

@@ -495,7 +495,7 @@ func.func @atomic_xor_float(%p: !tile.ptr<bf16>, %v: bf16) {
 
 // Integer atomics need i32 or i64: add on i1.
 func.func @atomic_add_i1(%p: tensor<4x!tile.ptr<i1>>, %v: tensor<4xi1>) {
-  // expected-error @+1 {{'tile.atomic_rmw' op integer atomics need i32 or i64 elements, got 'i1'}}
+  // expected-error @+1 {{'tile.atomic_rmw' op atomics need 16-, 32- or 64-bit elements, got 'i1'}}
   %0 = tile.atomic_rmw add, %p, %v : tensor<4x!tile.ptr<i1>>
   return
 }
@@ -504,7 +504,7 @@ func.func @atomic_add_i1(%p: tensor<4x!tile.ptr<i1>>, %v: tensor<4xi1>) {
 
 // max on i1.
 func.func @atomic_max_i1(%p: !tile.ptr<i1>, %v: i1) {
-  // expected-error @+1 {{'tile.atomic_rmw' op integer atomics need i32 or i64 elements, got 'i1'}}
+  // expected-error @+1 {{'tile.atomic_rmw' op atomics need 16-, 32- or 64-bit elements, got 'i1'}}
   %0 = tile.atomic_rmw max, %p, %v : !tile.ptr<i1>
   return
 }
@@ -513,16 +513,16 @@ func.func @atomic_max_i1(%p: !tile.ptr<i1>, %v: i1) {
 
 // min on i1.
 func.func @atomic_min_i1(%p: tensor<8x!tile.ptr<i1>>, %v: tensor<8xi1>, %m: tensor<8xi1>) {
-  // expected-error @+1 {{'tile.atomic_rmw' op integer atomics need i32 or i64 elements, got 'i1'}}
+  // expected-error @+1 {{'tile.atomic_rmw' op atomics need 16-, 32- or 64-bit elements, got 'i1'}}
   %0 = tile.atomic_rmw min, %p, %v, %m : tensor<8x!tile.ptr<i1>>
   return
 }
 
 // -----
 
-// xchg on i8 (integer atomics need i32 or i64).
+// xchg on i8 (atomics need 16-, 32- or 64-bit elements).
 func.func @atomic_xchg_i8(%p: !tile.ptr<i8>, %v: i8) {
-  // expected-error @+1 {{'tile.atomic_rmw' op integer atomics need i32 or i64 elements, got 'i8'}}
+  // expected-error @+1 {{'tile.atomic_rmw' op atomics need 16-, 32- or 64-bit elements, got 'i8'}}
   %0 = tile.atomic_rmw xchg, %p, %v : !tile.ptr<i8>
   return
 }
