@@ -40,9 +40,8 @@ tensor softmax(const tensor &x, int axis, Loc loc) {
     dsl::fail(loc, "tl::softmax needs a tile, got a scalar");
   // Along `axis`, as a tile of the input's rank (a 1-D tile's reduction is
   // a scalar, which broadcasts as it is).
-  auto keep = [&](const tensor &reduced) { return rank == 1 ? reduced : reduced.expand_dims(axis < 0 ? axis + rank : axis, loc); };
-  tensor e = exp(at(x, loc) - at(keep(max(x, axis, loc)), loc), loc);
-  return at(e, loc) / at(keep(sum(e, axis, loc)), loc);
+  tensor e = exp(at(x, loc) - at(max(x, axis, /*keep_dims=*/rank > 1, loc), loc), loc);
+  return at(e, loc) / at(sum(e, axis, /*keep_dims=*/rank > 1, loc), loc);
 }
 
 tensor umulhi(const tensor &a, const tensor &b, Loc loc) {
@@ -120,7 +119,7 @@ std::pair<tensor, tensor> split(const tensor &x, Loc loc) {
           return std::vector<tensor>{where(mine, at(p[0], loc), at(q[0], loc)),
                                      where(mine, at(p[1], loc), at(q[1], loc))};
         },
-        loc)[0];
+        /*keep_dims=*/false, loc)[0];
   };
   return {half(0), half(1)};
 }

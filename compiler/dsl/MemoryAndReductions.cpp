@@ -452,17 +452,49 @@ tensor dot(const tensor &a, const tensor &b, const tensor &acc, precision p, Loc
 // Reductions
 //===----------------------------------------------------------------------===//
 
-tensor sum(const tensor &x, int axis, Loc loc) {
-  return reduceSimple(x, axis, Reduction::Sum, loc, "sum");
+/// `r` (x reduced along `axis`, which the reduction checked) with that axis
+/// kept as a dimension of 1 when `keepDims` (a 1-D x's scalar becomes [1]).
+static tensor kept(const tensor &r, const tensor &x, int axis, bool keepDims, const Loc &loc) {
+  if (!keepDims)
+    return r;
+  const int rank = x.rank(loc);
+  if (rank == 1)
+    return full({1}, operand(r, loc), r.dtype(loc), loc);
+  return r.expand_dims(axis < 0 ? axis + rank : axis, loc);
 }
-tensor max(const tensor &x, int axis, Loc loc) {
-  return reduceSimple(x, axis, Reduction::Max, loc, "max");
+
+/// x as one dimension of all its elements (row-major), for the reductions
+/// over every element.
+static tensor flattened(const tensor &x, const char *fn, const Loc &loc) {
+  const Shape shape = x.shape(loc);
+  if (shape.empty())
+    fail(loc, fmt::format("tl::{} needs a tile, got a scalar", fn));
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return shape.size() == 1 ? x : x.reshape({n}, loc);
 }
-tensor min(const tensor &x, int axis, Loc loc) {
-  return reduceSimple(x, axis, Reduction::Min, loc, "min");
+
+tensor sum(const tensor &x, int axis, bool keep_dims, Loc loc) {
+  return kept(reduceSimple(x, axis, Reduction::Sum, loc, "sum"), x, axis, keep_dims, loc);
 }
-tensor argmax(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, true, loc, "argmax"); }
-tensor argmin(const tensor &x, int axis, Loc loc) { return reduceArg(x, axis, false, loc, "argmin"); }
+tensor max(const tensor &x, int axis, bool keep_dims, Loc loc) {
+  return kept(reduceSimple(x, axis, Reduction::Max, loc, "max"), x, axis, keep_dims, loc);
+}
+tensor min(const tensor &x, int axis, bool keep_dims, Loc loc) {
+  return kept(reduceSimple(x, axis, Reduction::Min, loc, "min"), x, axis, keep_dims, loc);
+}
+tensor argmax(const tensor &x, int axis, bool keep_dims, Loc loc) {
+  return kept(reduceArg(x, axis, true, loc, "argmax"), x, axis, keep_dims, loc);
+}
+tensor argmin(const tensor &x, int axis, bool keep_dims, Loc loc) {
+  return kept(reduceArg(x, axis, false, loc, "argmin"), x, axis, keep_dims, loc);
+}
+tensor sum(const tensor &x, Loc loc) { return reduceSimple(flattened(x, "sum", loc), 0, Reduction::Sum, loc, "sum"); }
+tensor max(const tensor &x, Loc loc) { return reduceSimple(flattened(x, "max", loc), 0, Reduction::Max, loc, "max"); }
+tensor min(const tensor &x, Loc loc) { return reduceSimple(flattened(x, "min", loc), 0, Reduction::Min, loc, "min"); }
+tensor argmax(const tensor &x, Loc loc) { return reduceArg(flattened(x, "argmax", loc), 0, true, loc, "argmax"); }
+tensor argmin(const tensor &x, Loc loc) { return reduceArg(flattened(x, "argmin", loc), 0, false, loc, "argmin"); }
 
 using TileCombine =
     std::function<std::vector<tensor>(const std::vector<tensor> &, const std::vector<tensor> &)>;
@@ -545,17 +577,22 @@ static std::vector<tensor> combineTiles(const std::vector<tensor> &xs, int axis,
   return out;
 }
 
-std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis, const TileCombine &combine, Loc loc) {
-  return combineTiles(xs, axis, combine, loc, /*scan=*/false, false);
+std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis, const TileCombine &combine, bool keep_dims,
+                           Loc loc) {
+  std::vector<tensor> out = combineTiles(xs, axis, combine, loc, /*scan=*/false, false);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = kept(out[i], xs[i], axis, keep_dims, loc);
+  return out;
 }
 
-tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine, Loc loc) {
+tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine, bool keep_dims,
+              Loc loc) {
   return reduce(
       std::vector<tensor>{x}, axis,
       [&](const std::vector<tensor> &acc, const std::vector<tensor> &next) {
         return std::vector<tensor>{combine(acc[0], next[0])};
       },
-      loc)[0];
+      keep_dims, loc)[0];
 }
 
 //===----------------------------------------------------------------------===//

@@ -47,8 +47,8 @@ inline bool isElementwise(mlir::Operation *op) {
 }
 
 /// Values that cost the same to produce in any layout: splats, ranges, splat
-/// constants, and broadcasts, expand_dims, pointer arithmetic and arith
-/// elementwise ops of those (a pointer tile is converted through shared
+/// constants, and broadcasts, expand_dims, pointer arithmetic, promises
+/// (tile.assume) and arith elementwise ops of those (a pointer tile is converted through shared
 /// memory at 8 bytes an element, recomputed in a few adds).
 inline bool isCheap(mlir::Value v, int depth = 0) {
   mlir::Operation *op = v.getDefiningOp();
@@ -58,7 +58,7 @@ inline bool isCheap(mlir::Value v, int depth = 0) {
     return true;
   if (auto cst = mlir::dyn_cast<mlir::arith::ConstantOp>(op))
     return mlir::isa<mlir::SplatElementsAttr>(cst.getValue());
-  if (mlir::isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp>(op) ||
+  if (mlir::isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp, tile::AssumeOp>(op) ||
       (op->hasTrait<mlir::OpTrait::Elementwise>() && mlir::isa<mlir::arith::ArithDialect>(op->getDialect()) &&
        op->getNumResults() == 1))
     return llvm::all_of(op->getOperands(), [&](mlir::Value o) {

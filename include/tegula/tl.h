@@ -262,16 +262,25 @@ template <class T> tensor cast(const tensor &x, Loc loc = Loc::current()) {
 }
 
 //===----------------------------------------------------------------------===//
-// Reductions along `axis`; a 1-D tile reduces to a scalar.
+// Reductions along `axis` (counted from the end when negative); a 1-D tile
+// reduces to a scalar. `keep_dims` keeps `axis` as a dimension of 1 (Triton's
+// keep_dims: x - tl::max(x, 1, true) broadcasts as it is). Without an axis,
+// over every element (Triton's axis=None): a scalar.
 //===----------------------------------------------------------------------===//
 
 /// Sums of i1/i8/i16 accumulate and return i32; of f16/bf16, f32.
-tensor sum(const tensor &x, int axis, Loc loc = Loc::current());
-tensor max(const tensor &x, int axis, Loc loc = Loc::current());
-tensor min(const tensor &x, int axis, Loc loc = Loc::current());
+tensor sum(const tensor &x, int axis, bool keep_dims = false, Loc loc = Loc::current());
+tensor max(const tensor &x, int axis, bool keep_dims = false, Loc loc = Loc::current());
+tensor min(const tensor &x, int axis, bool keep_dims = false, Loc loc = Loc::current());
 /// Index (i32) of the maximum; ties take the smallest index.
-tensor argmax(const tensor &x, int axis, Loc loc = Loc::current());
-tensor argmin(const tensor &x, int axis, Loc loc = Loc::current());
+tensor argmax(const tensor &x, int axis, bool keep_dims = false, Loc loc = Loc::current());
+tensor argmin(const tensor &x, int axis, bool keep_dims = false, Loc loc = Loc::current());
+/// Over every element of x: a scalar (argmax/argmin: the flat, row-major index).
+tensor sum(const tensor &x, Loc loc = Loc::current());
+tensor max(const tensor &x, Loc loc = Loc::current());
+tensor min(const tensor &x, Loc loc = Loc::current());
+tensor argmax(const tensor &x, Loc loc = Loc::current());
+tensor argmin(const tensor &x, Loc loc = Loc::current());
 /// A reduction with a combine function of your own (Triton's tl.reduce):
 /// `combine(a, b)` gets two scalars of x's element type and returns their
 /// combination, of that type. It must be associative and commutative - the
@@ -280,13 +289,13 @@ tensor argmin(const tensor &x, int axis, Loc loc = Loc::current());
 /// operations on its arguments and literals (no loads, no values from outside).
 ///   tl::tensor product = tl::reduce(x, 1, [](tl::tensor a, tl::tensor b) { return a * b; });
 tensor reduce(const tensor &x, int axis, const std::function<tensor(tensor, tensor)> &combine,
-              Loc loc = Loc::current());
+              bool keep_dims = false, Loc loc = Loc::current());
 /// Tiles of one shape reduced together (a value and its index, say):
 /// combine(acc, next) gets one scalar of each tile twice and returns one of each.
 std::vector<tensor> reduce(const std::vector<tensor> &xs, int axis,
                            const std::function<std::vector<tensor>(const std::vector<tensor> &,
                                                                    const std::vector<tensor> &)> &combine,
-                           Loc loc = Loc::current());
+                           bool keep_dims = false, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Scans along `axis`: element i of the result combines elements 0..i (with

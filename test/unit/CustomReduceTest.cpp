@@ -204,3 +204,70 @@ TEST(CustomReduce, MistakesAreNamedAtTheUsersLine) {
 }
 
 } // namespace
+
+// ---- keep_dims and reductions over every element ---------------------------
+
+namespace {
+
+/// Softmax of each row written with keep_dims (Triton's spelling), a
+/// custom reduction and argmax kept as columns, and reductions over every
+/// element of the tile (Triton's axis=None), including a 1-D tile kept as [1].
+void kept_reductions(tl::ptr<float> x, tl::ptr<float> softmax, tl::ptr<float> rowProducts, tl::ptr<int32_t> colArg,
+                     tl::ptr<float> total, tl::ptr<float> largest, tl::ptr<int32_t> where, tl::ptr<float> rowSum1) {
+  tl::tensor r = tl::arange(0, R), c = tl::arange(0, C);
+  tl::tensor at = r.expand_dims(1) * C + c.expand_dims(0);
+  tl::tensor v = tl::load(x + at);
+  tl::tensor e = tl::exp(v - tl::max(v, 1, true));
+  tl::store(softmax + at, e / tl::sum(e, -1, /*keep_dims=*/true));
+  tl::tensor products = tl::reduce(v, 1, [](tl::tensor a, tl::tensor b) { return a * b; }, true); // [R, 1]
+  tl::store(rowProducts + r.expand_dims(1), products);
+  tl::store(colArg + c.expand_dims(0), tl::argmax(v, 0, true)); // [1, C]
+  tl::store(total, tl::sum(v));
+  tl::store(largest, tl::max(v));
+  tl::store(where, tl::argmax(v));
+  tl::store(rowSum1 + tl::arange(0, 1), tl::sum(tl::load(x + c), 0, true)); // a 1-D tile's sum kept: [1]
+}
+
+} // namespace
+
+TEST(CustomReduce, KeepDimsAndReductionsOverEveryElement) {
+  std::vector<float> x = random_vector<float>(size_t(R) * C, -2, 2);
+  auto k = kernel("kept_reductions", kept_reductions);
+  for (Backend backend : backendsWithTheGpu("keep_dims")) {
+    SCOPED_TRACE(fmt::format("backend {}", int(backend)));
+    std::vector<float> softmax(size_t(R) * C, NAN), products(R, NAN), total(1, NAN), largest(1, NAN), rowSum1(1, NAN);
+    std::vector<int32_t> colArg(C, -1), where(1, -1);
+    k({.grid = {1}, .backend = backend}, x, softmax, products, colArg, total, largest, where, rowSum1);
+    double all = 0, best = -INFINITY;
+    int bestAt = -1;
+    for (int i = 0; i < R; ++i) {
+      double m = -INFINITY, s = 0, p = 1;
+      for (int j = 0; j < C; ++j)
+        m = std::max(m, double(x[size_t(i * C + j)]));
+      for (int j = 0; j < C; ++j)
+        s += std::exp(double(x[size_t(i * C + j)]) - m), p *= x[size_t(i * C + j)];
+      for (int j = 0; j < C; ++j)
+        EXPECT_NEAR(softmax[size_t(i * C + j)], std::exp(double(x[size_t(i * C + j)]) - m) / s, 1e-6) << i << "," << j;
+      EXPECT_NEAR(products[size_t(i)], p, std::abs(p) * 1e-4 + 1e-30) << i;
+    }
+    for (int j = 0; j < C; ++j) {
+      int arg = 0;
+      for (int i = 1; i < R; ++i)
+        if (x[size_t(i * C + j)] > x[size_t(arg * C + j)])
+          arg = i;
+      EXPECT_EQ(colArg[size_t(j)], arg) << j;
+    }
+    for (int i = 0; i < R * C; ++i) {
+      all += x[size_t(i)];
+      if (x[size_t(i)] > best)
+        best = x[size_t(i)], bestAt = i;
+    }
+    EXPECT_NEAR(total[0], all, 1e-3);
+    EXPECT_EQ(largest[0], float(best));
+    EXPECT_EQ(where[0], bestAt);
+    double first = 0;
+    for (int j = 0; j < C; ++j)
+      first += x[size_t(j)];
+    EXPECT_NEAR(rowSum1[0], first, 1e-4);
+  }
+}

@@ -4,6 +4,7 @@
 // right on every backend; a false promise is an error at its line in the
 // interpreter; malformed ones are refused when traced.
 #include "ErrorTestUtil.h"
+#include "F16GemmCheck.h"
 #include "TestUtil.h"
 #include "tegula/tegula.h"
 
@@ -115,6 +116,51 @@ TEST(Hints, AFalsePromiseIsAnErrorAtItsLineInTheInterpreter) {
   EXPECT_THAT(wrapped, AllOf(HasSubstr("tl::max_contiguous promised runs of 1024 consecutive values along dimension "
                                        "0, but element 1000 (index [1000]) is 0 after 999"),
                              HasSubstr(fmt::format("HintsTest.cpp:{}", g_runPromiseLine))));
+}
+
+namespace {
+
+/// Triton's matmul tutorial: rows and columns wrapped by a modulo (so the
+/// last block rereads the first instead of masking), promised to be runs of
+/// BM / BN from multiples of them - true when M and N are multiples.
+template <bool HINTS>
+void tutorial_matmul(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                     tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN,
+                     tl::constant<int> BK) {
+  tl::tensor rm = (tl::program_id(0) * BM + tl::arange(0, BM)) % M;
+  tl::tensor rn = (tl::program_id(1) * BN + tl::arange(0, BN)) % N;
+  if constexpr (HINTS) {
+    rm = tl::max_contiguous(tl::multiple_of(rm, BM.value), BM.value);
+    rn = tl::max_contiguous(tl::multiple_of(rn, BN.value), BN.value);
+  }
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0), ka.expand_dims(0) < K, 0.0f);
+    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0), ka.expand_dims(1) < K, 0.0f);
+    acc = tl::dot(at, bt, acc);
+  }
+  tl::tensor cm = tl::program_id(0) * BM + tl::arange(0, BM), cn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::store(c + cm.expand_dims(1) * N + cn.expand_dims(0), acc, (cm.expand_dims(1) < M) & (cn.expand_dims(0) < N));
+}
+
+} // namespace
+
+TEST(Hints, TheMatmulTutorialsPromisesGiveItsLoads16Bytes) {
+  auto hinted = kernel("tutorial_matmul", tutorial_matmul<true>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  tegula::testing::expectF16GemmOnEveryBackend(hinted, 128, 192, 96, 3);
+  auto plain = kernel("tutorial_matmul", tutorial_matmul<false>, {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"});
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    const std::string with = tegula::testing::compileF16Gemm(hinted, 128, 192, 96, chip).ptx;
+    const std::string without = tegula::testing::compileF16Gemm(plain, 128, 192, 96, chip).ptx;
+    std::printf("[hints] %s: 16-byte cp.async with the promises %d, without %d\n", chip,
+                int(with.find("cp.async.cg.shared.global") != std::string::npos),
+                int(without.find("cp.async.cg.shared.global") != std::string::npos));
+    EXPECT_THAT(with, HasSubstr("cp.async.cg.shared.global"));
+    EXPECT_THAT(without, Not(HasSubstr("cp.async.cg.shared.global")));
+  }
 }
 
 // ---- malformed promises, refused when traced -----------------------------
