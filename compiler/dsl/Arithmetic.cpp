@@ -492,6 +492,42 @@ tensor sin(const tensor &x, Loc loc) { return unaryFloat<math::SinOp>(x, loc, "s
 tensor cos(const tensor &x, Loc loc) { return unaryFloat<math::CosOp>(x, loc, "cos"); }
 tensor floor(const tensor &x, Loc loc) { return unaryFloat<math::FloorOp>(x, loc, "floor"); }
 tensor ceil(const tensor &x, Loc loc) { return unaryFloat<math::CeilOp>(x, loc, "ceil"); }
+tensor tan(const tensor &x, Loc loc) { return unaryFloat<math::TanOp>(x, loc, "tan"); }
+tensor asin(const tensor &x, Loc loc) { return unaryFloat<math::AsinOp>(x, loc, "asin"); }
+tensor acos(const tensor &x, Loc loc) { return unaryFloat<math::AcosOp>(x, loc, "acos"); }
+tensor atan(const tensor &x, Loc loc) { return unaryFloat<math::AtanOp>(x, loc, "atan"); }
+tensor sinh(const tensor &x, Loc loc) { return unaryFloat<math::SinhOp>(x, loc, "sinh"); }
+tensor cosh(const tensor &x, Loc loc) { return unaryFloat<math::CoshOp>(x, loc, "cosh"); }
+tensor asinh(const tensor &x, Loc loc) { return unaryFloat<math::AsinhOp>(x, loc, "asinh"); }
+tensor acosh(const tensor &x, Loc loc) { return unaryFloat<math::AcoshOp>(x, loc, "acosh"); }
+tensor atanh(const tensor &x, Loc loc) { return unaryFloat<math::AtanhOp>(x, loc, "atanh"); }
+tensor expm1(const tensor &x, Loc loc) { return unaryFloat<math::ExpM1Op>(x, loc, "expm1"); }
+tensor log1p(const tensor &x, Loc loc) { return unaryFloat<math::Log1pOp>(x, loc, "log1p"); }
+tensor log10(const tensor &x, Loc loc) { return unaryFloat<math::Log10Op>(x, loc, "log10"); }
+tensor erfc(const tensor &x, Loc loc) { return unaryFloat<math::ErfcOp>(x, loc, "erfc"); }
+tensor cbrt(const tensor &x, Loc loc) { return unaryFloat<math::CbrtOp>(x, loc, "cbrt"); }
+tensor trunc(const tensor &x, Loc loc) { return unaryFloat<math::TruncOp>(x, loc, "trunc"); }
+tensor round(const tensor &x, Loc loc) { return unaryFloat<math::RoundOp>(x, loc, "round"); }
+tensor rint(const tensor &x, Loc loc) { return unaryFloat<math::RoundEvenOp>(x, loc, "rint"); }
+
+namespace {
+/// A two-operand float function: operands broadcast and promoted like `+`.
+template <typename MathOp> tensor binaryFloat(operand a, operand b, const char *fn) {
+  const Loc &loc = a.kind == operand::Kind::Tensor ? a.loc : b.loc;
+  TraceState &ts = current(loc);
+  if (a.kind != operand::Kind::Tensor && b.kind != operand::Kind::Tensor)
+    fail(loc, fmt::format("{} needs at least one tile operand", fn));
+  Operands o = prepare(ts, a, b, fn);
+  if (!isa<FloatType>(o.elem))
+    fail(loc, fmt::format("{} needs floating-point operands, got {}", fn, describeType(o.elem)));
+  rejectFp8(o.elem, loc, fn);
+  return wrap(MathOp::create(ts.builder, toLoc(ts.ctx, loc), o.a, o.b));
+}
+} // namespace
+
+tensor pow(operand x, operand y) { return binaryFloat<math::PowFOp>(x, y, "tl::pow"); }
+tensor atan2(operand y, operand x) { return binaryFloat<math::Atan2Op>(y, x, "tl::atan2"); }
+tensor copysign(operand x, operand y) { return binaryFloat<math::CopySignOp>(x, y, "tl::copysign"); }
 
 tensor abs(const tensor &x, Loc loc) {
   TraceState &ts = current(loc);

@@ -219,6 +219,36 @@ tensor cos(const tensor &x, Loc loc = Loc::current());
 tensor abs(const tensor &x, Loc loc = Loc::current());
 tensor floor(const tensor &x, Loc loc = Loc::current());
 tensor ceil(const tensor &x, Loc loc = Loc::current());
+/// libdevice's other functions (Triton's triton.language.extra.libdevice):
+/// on f32/f64, and f16/bf16 computed in f32 and rounded once. The GPU's are
+/// within libdevice's documented ulp bounds; the interpreter's and the
+/// simulator's are the host's libm.
+tensor tan(const tensor &x, Loc loc = Loc::current());
+tensor asin(const tensor &x, Loc loc = Loc::current());
+tensor acos(const tensor &x, Loc loc = Loc::current());
+tensor atan(const tensor &x, Loc loc = Loc::current());
+tensor sinh(const tensor &x, Loc loc = Loc::current());
+tensor cosh(const tensor &x, Loc loc = Loc::current());
+tensor asinh(const tensor &x, Loc loc = Loc::current());
+tensor acosh(const tensor &x, Loc loc = Loc::current());
+tensor atanh(const tensor &x, Loc loc = Loc::current());
+/// exp(x) - 1 and log(1 + x), exact near 0.
+tensor expm1(const tensor &x, Loc loc = Loc::current());
+tensor log1p(const tensor &x, Loc loc = Loc::current());
+tensor log10(const tensor &x, Loc loc = Loc::current());
+/// 1 - erf(x), exact where erf is near 1.
+tensor erfc(const tensor &x, Loc loc = Loc::current());
+tensor cbrt(const tensor &x, Loc loc = Loc::current());
+/// Roundings to an integer value (a float): toward zero; to nearest with
+/// halves away from zero (C's round); to nearest with halves to even.
+tensor trunc(const tensor &x, Loc loc = Loc::current());
+tensor round(const tensor &x, Loc loc = Loc::current());
+tensor rint(const tensor &x, Loc loc = Loc::current());
+/// x^y, atan(y / x) in the right quadrant, |x| with the sign of y:
+/// floating-point operands, broadcast like the arithmetic operators.
+tensor pow(operand x, operand y);
+tensor atan2(operand y, operand x);
+tensor copysign(operand x, operand y);
 /// Elementwise max/min; NaN in either operand gives NaN.
 tensor maximum(operand a, operand b);
 tensor minimum(operand a, operand b);
