@@ -20,9 +20,11 @@ namespace tegula::tl {
 
 namespace {
 
+enum class Hint { Divisibility, Contiguity };
+
 /// `x` with `values` (one per dimension, or one for all; a scalar takes one)
-/// merged into the hint `which` ("divisibility" or "contiguity").
-tensor hint(const tensor &x, std::vector<int> values, const char *which, const char *fn, const Loc &loc) {
+/// merged into the promise `which`.
+tensor hint(const tensor &x, std::vector<int> values, Hint which, const char *fn, const Loc &loc) {
   dsl::TraceState &ts = dsl::current(loc);
   Value v = dsl::unwrap(x, loc);
   Type elem = dsl::elementOf(v);
@@ -38,7 +40,7 @@ tensor hint(const tensor &x, std::vector<int> values, const char *which, const c
   for (size_t d = 0; d < values.size(); ++d) {
     if (values[d] < 1 || (values[d] & (values[d] - 1)) != 0)
       dsl::fail(loc, fmt::format("{}'s values are powers of two, got {}", fn, values[d]));
-    if (std::string(which) == "contiguity" && (rank == 0 || values[d] > shape[d]))
+    if (which == Hint::Contiguity && (rank == 0 || values[d] > shape[d]))
       dsl::fail(loc, fmt::format("{}: a run of {} along dimension {} does not fit {}", fn, values[d], d,
                                  x.type_str(loc)));
   }
@@ -49,7 +51,7 @@ tensor hint(const tensor &x, std::vector<int> values, const char *which, const c
     contiguity.assign(prior.getContiguity().begin(), prior.getContiguity().end());
     v = prior.getSrc();
   }
-  auto &target = std::string(which) == "divisibility" ? divisibility : contiguity;
+  auto &target = which == Hint::Divisibility ? divisibility : contiguity;
   for (size_t d = 0; d < values.size(); ++d)
     target[d] = std::max<int64_t>(target[d], values[d]);
   return dsl::wrap(tile::AssumeOp::create(ts.builder, dsl::toLoc(ts.ctx, loc), v,
@@ -60,16 +62,16 @@ tensor hint(const tensor &x, std::vector<int> values, const char *which, const c
 } // namespace
 
 tensor multiple_of(const tensor &x, int value, Loc loc) {
-  return hint(x, {value}, "divisibility", "tl::multiple_of", loc);
+  return hint(x, {value}, Hint::Divisibility, "tl::multiple_of", loc);
 }
 tensor multiple_of(const tensor &x, const std::vector<int> &values, Loc loc) {
-  return hint(x, values, "divisibility", "tl::multiple_of", loc);
+  return hint(x, values, Hint::Divisibility, "tl::multiple_of", loc);
 }
 tensor max_contiguous(const tensor &x, int value, Loc loc) {
-  return hint(x, {value}, "contiguity", "tl::max_contiguous", loc);
+  return hint(x, {value}, Hint::Contiguity, "tl::max_contiguous", loc);
 }
 tensor max_contiguous(const tensor &x, const std::vector<int> &values, Loc loc) {
-  return hint(x, values, "contiguity", "tl::max_contiguous", loc);
+  return hint(x, values, Hint::Contiguity, "tl::max_contiguous", loc);
 }
 
 } // namespace tegula::tl

@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -44,10 +46,22 @@ void setElement(Tile &t, size_t k, uint64_t bits) {
     t.i[k] = readInt(bytes, t.elem);
 }
 
+/// The parsed program of an asm body and its constraints, parsed once per
+/// process (every program of a grid runs the op).
+std::shared_ptr<const sim::AsmProgram> programOf(const std::string &body, const std::string &constraints) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const sim::AsmProgram>> parsed;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = parsed[{body, constraints}];
+  if (!slot)
+    slot = sim::AsmProgram::parse(body, constraints); // throws for what the subset lacks (the slot stays empty)
+  return slot;
+}
+
 } // namespace
 
 std::vector<TileRef> evalInlineAsm(tile::ElementwiseInlineAsmOp op, llvm::ArrayRef<TileRef> args) {
-  auto program = sim::AsmProgram::parse(op.getAsmString().str(), op.getConstraints().str());
+  auto program = programOf(op.getAsmString().str(), op.getConstraints().str());
   if (!program->registersOnly())
     throw Error(fmt::format("tl::inline_asm_elementwise's PTX reads or writes memory or meets other threads, "
                             "which the interpreter does not model (it runs register arithmetic): run the kernel "
