@@ -86,9 +86,18 @@ template <class T> bool compareAs(const std::string &cmp, T x, T y) {
   return false;
 }
 
-bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint64_t b) {
-  if (kind == Kind::Float)
-    return compareAs(cmp, asFloat(a, bits), asFloat(b, bits));
+bool compare(const std::string &cmp, Kind kind, unsigned bits, uint64_t a, uint64_t b, bool bfloat = false) {
+  if (kind == Kind::Float) {
+    // Ordered comparisons are false with a NaN operand (ne too); the
+    // unordered ones (equ, ..., nan) true; num: neither is NaN.
+    const double x = asFloat(a, bits, bfloat), y = asFloat(b, bits, bfloat);
+    const bool unordered = std::isnan(x) || std::isnan(y);
+    if (cmp == "nan" || cmp == "num")
+      return unordered == (cmp == "nan");
+    if (cmp.size() == 3 && cmp.back() == 'u')
+      return unordered || compareAs(cmp.substr(0, 2), x, y);
+    return !unordered && compareAs(cmp, x, y);
+  }
   if (kind == Kind::Signed)
     return compareAs(cmp, signExtend(a, bits), signExtend(b, bits));
   return compareAs(cmp, maskBits(a, bits), maskBits(b, bits));
@@ -233,7 +242,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       break;
     }
     case Op::Setp:
-      r[ops[0].reg] = compare(in.compare, in.kind, in.bits, value(ops[1]), value(ops[2]));
+      r[ops[0].reg] = compare(in.compare, in.kind, in.bits, value(ops[1]), value(ops[2]), in.bfloat);
       break;
     case Op::Bra:
       pc = size_t(ops[0].value);

@@ -431,9 +431,10 @@ struct Parser {
         unsupported(fmt::format("'{}' (qualifier .{})", opcode, q));
       }
     }
-    static const std::set<std::string> comparisons = {"eq", "ne", "lt", "le", "gt",
-                                                      "ge", "lo", "ls", "hi", "hs"};
-    if (in.op == Op::Setp && !comparisons.count(in.compare))
+    static const std::set<std::string> comparisons = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"};
+    static const std::set<std::string> floatComparisons = {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+    if (in.op == Op::Setp && !comparisons.count(in.compare) &&
+        !(in.kind == Kind::Float && floatComparisons.count(in.compare)))
       unsupported(fmt::format("'{}' (comparison .{})", opcode, in.compare));
     if (in.op != Op::Bra && !typed)
       unsupported(fmt::format("'{}' has no type", opcode));

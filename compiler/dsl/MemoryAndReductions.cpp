@@ -283,11 +283,10 @@ void store(const tensor &ptrs, operand value, const tensor &mask) {
 }
 
 /// What the GPU can do atomically (PTX `atom`, or a compare-and-swap loop:
-/// f32's NaN-propagating max/min, and every 16-bit atomic but f16 add and
-/// sm_90's bf16 add), refused alike on every backend: integers of 16, 32 or
-/// 64 bits for every kind; floats of 16, 32 or 64 bits for add and xchg,
-/// of 16 or 32 for max/min (PTX's smallest compare-and-swap is 16 bits: no
-/// 8-bit or fp8 atomics; f64 has no NaN-propagating max/min).
+/// float max/min, which propagate NaN, and every 16-bit atomic but f16 add
+/// and sm_90's bf16 add), refused alike on every backend: elements of 16, 32
+/// or 64 bits (PTX's smallest compare-and-swap is 16 bits: no 8-bit or fp8
+/// atomics), every kind on integers, all but the bitwise ones on floats.
 static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &loc) {
   const unsigned w = elem.getIntOrFloatBitWidth();
   const char *name = "";
@@ -310,10 +309,6 @@ static void checkAtomicElement(Type elem, tile::AtomicRMWKind kind, const Loc &l
                        kind == tile::AtomicRMWKind::Xor;
   if (bitwise)
     fail(loc, fmt::format("tl::{} needs integer memory (i16, i32 or i64), got {}", name, describeType(elem)));
-  if ((kind == tile::AtomicRMWKind::Max || kind == tile::AtomicRMWKind::Min) && w == 64)
-    fail(loc, fmt::format("tl::{} on f64 memory is not supported (the GPU has no NaN-propagating f64 max/min); "
-                          "float atomic_max/min take f16, bf16 or f32",
-                          name));
 }
 
 static tile::MemoryOrder memoryOrder(memory_order sem) {

@@ -66,8 +66,14 @@ std::string atomSuffix(tile::AtomicRMWKind kind, Type elem, bool bf16AtomicAdd) 
     return fmt::format("add.u{}", w);
   case tile::AtomicRMWKind::Max:
   case tile::AtomicRMWKind::Min:
-    if (isFloat) // NaN-propagating, like the interpreter: a compare-and-swap loop
-      return w == 32 ? loop(fmt::format("{}.NaN.f32", isMax ? "max" : "min")) : "";
+    if (isFloat && w == 32) // NaN-propagating, like the interpreter: a compare-and-swap loop
+      return loop(fmt::format("{}.NaN.f32", isMax ? "max" : "min"));
+    if (isFloat) // f64 has no max.NaN: a NaN operand makes the sum NaN
+      return fmt::format("casloop:.reg .pred %tegula_unordered;\n\t"
+                         "{}.f64 %tegula_new, %tegula_seen, $2;\n\t"
+                         "setp.nan.f64 %tegula_unordered, %tegula_seen, $2;\n\t"
+                         "@%tegula_unordered add.f64 %tegula_new, %tegula_seen, $2;",
+                         isMax ? "max" : "min");
     return fmt::format("{}.s{}", isMax ? "max" : "min", w);
   case tile::AtomicRMWKind::Xchg:
     return (w == 32 || w == 64) ? fmt::format("exch.b{}", w) : "";

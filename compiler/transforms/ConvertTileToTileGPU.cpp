@@ -165,6 +165,11 @@ struct ConvertTileToTileGPUPass
         auto srcType = cast<RankedTensorType>(bcast.getSrc().getType());
         Type want = withEncoding(srcType, resType.getEncoding());
         bcast.getSrcMutable().assign(convertTo(b, bcast.getSrc(), want, op));
+      } else if (auto asmOp = dyn_cast<tile::ElementwiseInlineAsmOp>(op)) {
+        // Each register of the asm pairs its arguments' registers: one layout.
+        Attribute enc = cast<RankedTensorType>(asmOp.getResults()[0].getType()).getEncoding();
+        for (OpOperand &arg : asmOp->getOpOperands())
+          arg.set(convertTo(b, arg.get(), withEncoding(cast<RankedTensorType>(arg.get().getType()), enc), op));
       } else if (auto gather = dyn_cast<tile::GatherOp>(op)) {
         // Each result register reads by the index register it pairs with.
         Type want = withEncoding(gather.getIndex().getType(), cast<RankedTensorType>(gather.getType()).getEncoding());

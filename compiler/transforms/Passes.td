@@ -367,10 +367,9 @@ def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {
     (each op at the `tilegpu.shared_offset` that allocate-shared-memory
     gave it, in one global of the module's `tilegpu.shared_bytes`),
     dot becomes FMAs, atomics predicated `atom`, print `vprintf`, assert
-    `vprintf` + trap. f32 atomic max/min and the 16-bit atomics PTX lacks
+    `vprintf` + trap. Float atomic max/min and the 16-bit atomics PTX lacks
     (all but f16 add, sm_90's bf16 add and cas.b16) are compare-and-swap
-    loops. Not lowered (the op is named in the failure): f64 atomic
-    max/min. `chip`: the target; from sm_90 on, f32 values round to tf32
+    loops. `chip`: the target; from sm_90 on, f32 values round to tf32
     with one `cvt.rn.tf32.f32` instead of integer arithmetic (both nearest,
     ties to even), and bf16 atomic adds are atom.add.noftz.bf16.
   }];

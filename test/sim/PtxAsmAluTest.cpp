@@ -276,6 +276,25 @@ TEST(PtxAsmAlu, SpecialFunctionsAndFloatLiterals) {
   EXPECT_EQ(run("add.f16 $0, $1, 0f3F800000;", "=h,h", {float16(2.0f).bits})[0], uint64_t(float16(3.0f).bits));
 }
 
+TEST(PtxAsmAlu, FloatComparisonsAreOrderedUnlessTheySayOtherwise) {
+  auto setp = [](const std::string &cmp, float a, float b) {
+    return run("{ .reg .pred %p; setp." + cmp + ".f32 %p, $1, $2; selp.u32 $0, 1, 0, %p; }", "=r,f,f",
+               {bitsOf(a), bitsOf(b)})[0];
+  };
+  EXPECT_EQ(setp("ne", NAN, 1.0f), 0u); // ordered: false with a NaN, ne too
+  EXPECT_EQ(setp("eq", NAN, NAN), 0u);
+  EXPECT_EQ(setp("neu", NAN, 1.0f), 1u);
+  EXPECT_EQ(setp("ltu", NAN, 1.0f), 1u);
+  EXPECT_EQ(setp("ltu", 2.0f, 1.0f), 0u);
+  EXPECT_EQ(setp("nan", 1.0f, NAN), 1u);
+  EXPECT_EQ(setp("nan", 1.0f, 2.0f), 0u);
+  EXPECT_EQ(setp("num", 1.0f, 2.0f), 1u);
+  EXPECT_EQ(setp("num", NAN, 2.0f), 0u);
+  EXPECT_EQ(setp("ne", 1.0f, 2.0f), 1u);
+  EXPECT_EQ(setp("le", -0.0f, 0.0f), 1u);
+  EXPECT_THAT(refusal("setp.nan.s32 %p, $0, $1;", "r,r"), HasSubstr("comparison .nan"));
+}
+
 TEST(PtxAsmAlu, WhatItDoesNotModelIsRefusedByName) {
   EXPECT_THAT(refusal("add.cc.u32 $0, $1, $2;", "=r,r,r"), HasSubstr("qualifier .cc"));
   EXPECT_THAT(refusal("lop3.b64 $0, $1, $2, $3, 0x96;", "=l,l,l,l"), HasSubstr("a .b32 instruction"));

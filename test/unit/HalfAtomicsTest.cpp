@@ -3,7 +3,8 @@
 // (atom.add.noftz.bf16 on sm_90, a cas.b16 loop on sm_80) - scatter-adds
 // whose sums are exact in the element type, so every order of arrival gives
 // the same bits; f16/bf16 max, min (NaN-propagating), xchg and cas, and
-// every kind on i16 (cas.b16 loops).
+// every kind on i16 (cas.b16 loops); f64 max/min (a cas.b64 loop: PTX has no
+// max.NaN.f64).
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
 #include "tegula/tegula.h"
@@ -241,6 +242,58 @@ TEST(HalfAtomics, EveryKindOnI16) {
       EXPECT_EQ(xors[size_t(b)], x) << "bin " << b;
     }
   }
+}
+
+namespace {
+
+/// f64 max and min into 8 bins: PTX has no max.NaN.f64, so the loop makes a
+/// NaN operand's result NaN itself (an add).
+void f64_atomic_max_min(tl::ptr<double> maxes, tl::ptr<double> mins, tl::ptr<int32_t> bins, tl::ptr<double> x) {
+  tl::tensor offs = tl::arange(0, 256);
+  tl::tensor bin = tl::load(bins + offs), v = tl::load(x + offs);
+  tl::atomic_max(maxes + bin, v);
+  tl::atomic_min(mins + bin, v, tl::memory_order::relaxed);
+}
+
+} // namespace
+
+TEST(CasLoopAtomics, F64MaxMinPropagateNaN) {
+  std::vector<int32_t> bins(256);
+  std::vector<double> x(256);
+  std::mt19937 &rng = tegula::testing::rng();
+  for (size_t i = 0; i < x.size(); ++i) {
+    bins[i] = int32_t(rng() % 8);
+    x[i] = std::ldexp(double(int(rng() % 2001) - 1000), -7);
+  }
+  x[5] = -0.0, x[6] = NAN; // bin[6]'s max and min are NaN
+  auto k = kernel("f64_atomic_max_min", f64_atomic_max_min);
+  for (const Target &r : everyChip("f64 max/min")) {
+    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    std::vector<double> maxes(8, -INFINITY), mins(8, INFINITY);
+    k({.grid = {1}, .backend = r.backend, .chip = r.chip}, maxes, mins, bins, x);
+    for (int b = 0; b < 8; ++b) {
+      double hi = -INFINITY, lo = INFINITY;
+      bool nan = false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (bins[i] == b) {
+          nan |= std::isnan(x[i]);
+          hi = std::isnan(x[i]) ? hi : std::max(hi, x[i]);
+          lo = std::isnan(x[i]) ? lo : std::min(lo, x[i]);
+        }
+      if (nan) {
+        EXPECT_TRUE(std::isnan(maxes[size_t(b)]) && std::isnan(mins[size_t(b)])) << "bin " << b;
+      } else {
+        EXPECT_EQ(maxes[size_t(b)], hi) << "bin " << b;
+        EXPECT_EQ(mins[size_t(b)], lo) << "bin " << b;
+      }
+    }
+  }
+  std::vector<double> m(8);
+  CompiledKernel c = k.compile({m, m, bins, x}, {.chip = "sm_80"});
+  EXPECT_THAT(c.ptx, HasSubstr("setp.nan.f64"));
+  EXPECT_THAT(c.ptx, HasSubstr("atom.acq_rel.gpu.global.cas.b64"));
+  if (tegula::testing::have_ptxas())
+    EXPECT_FALSE(c.cubin.empty()) << c.ptxas_log;
 }
 
 TEST(HalfAtomics, PtxasAssemblesThem) {
