@@ -1,12 +1,14 @@
 // RUN: not tegula-opt %s -split-input-file --lower-tilegpu-to-llvm 2>&1 | FileCheck %s --check-prefix=ERR
 
-// Not lowered yet (f64 atomic max: PTX has no NaN-propagating f64 max): the failure names the op.
+// An inline asm whose argument is in another layout than its result (only
+// hand-written IR: convert-tile-to-tilegpu gives them one): named, with why.
 #b = #tilegpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#c = #tilegpu.blocked<{sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 module attributes {tilegpu.num_warps = 4 : i32} {
-  func.func @atomic(%p: tensor<128x!tile.ptr<f64>, #b>, %v: tensor<128xf64, #b>) {
-    // ERR: error: failed to legalize operation 'tile.atomic_rmw'
-    %o = tile.atomic_rmw max, %p, %v : tensor<128x!tile.ptr<f64>, #b>
-    return
+  func.func @asm_layouts(%x: tensor<256xi32, #b>) -> tensor<256xi32, #c> {
+    // ERR: error: 'tile.elementwise_inline_asm' op expects every argument in its results' layout
+    %y = tile.elementwise_inline_asm "mov.b32 $0, $1;", "=r,r" pure = true pack = 1 (%x : tensor<256xi32, #b>) -> tensor<256xi32, #c>
+    return %y : tensor<256xi32, #c>
   }
 }
 
