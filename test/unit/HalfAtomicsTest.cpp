@@ -48,6 +48,21 @@ struct Target {
   const char *chip;
 };
 
+std::string describe(const Target &r) {
+  return fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU",
+                     r.chip);
+}
+
+/// The interpreter, the simulator as sm_80 and sm_90a, and the GPU when there is one.
+std::vector<Target> everyChip(const char *what) {
+  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
+  if (gpu_available())
+    runs.push_back({Backend::GPU, ""});
+  else
+    std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
+  return runs;
+}
+
 template <class T> void checkScatterAdd(const std::vector<Target> &runs) {
   std::vector<int32_t> index(kValues);
   std::vector<T> values(kValues);
@@ -71,7 +86,7 @@ template <class T> void checkScatterAdd(const std::vector<Target> &runs) {
     ASSERT_LE(w, 32.0) << "an unlucky draw: a bin past bf16's exact range";
   auto k = kernel("scatter_add", scatter_add<T>, {"bins", "index", "values", "olds", "total"});
   for (const Target &r : runs) {
-    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    SCOPED_TRACE(describe(r));
     std::vector<T> bins(2 * kBins, T(0.0f)), olds(kValues, T(-1.0f)), total(1, T(0.0f));
     k({.grid = {kValues / kBlock}, .backend = r.backend, .chip = r.chip}, bins, index, values, olds, total);
     for (int b = 0; b < kBins; ++b) {
@@ -87,23 +102,11 @@ template <class T> void checkScatterAdd(const std::vector<Target> &runs) {
   }
 }
 
-TEST(HalfAtomics, F16AddOnEveryChip) {
-  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
-  if (gpu_available())
-    runs.push_back({Backend::GPU, ""});
-  else
-    std::printf("[tegula test] no CUDA driver: f16 atomics checked in the interpreter and simulator only\n");
-  checkScatterAdd<float16>(runs);
-}
+TEST(HalfAtomics, F16AddOnEveryChip) { checkScatterAdd<float16>(everyChip("f16 atomics")); }
 
 TEST(HalfAtomics, Bf16AddOnEveryChip) {
   // sm_90's atom.add.noftz.bf16; on sm_80 a cas.b16 loop around fma.rn.bf16.
-  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
-  if (gpu_available())
-    runs.push_back({Backend::GPU, ""});
-  else
-    std::printf("[tegula test] no CUDA driver: bf16 atomics checked in the interpreter and simulator only\n");
-  checkScatterAdd<bfloat16>(runs);
+  checkScatterAdd<bfloat16>(everyChip("bf16 atomics"));
 }
 
 namespace {
@@ -149,7 +152,7 @@ template <class T> void checkSixteenBitFloats(const std::vector<Target> &runs) {
   values[3] = T(NAN); // max and min propagate it into its bin
   auto k = kernel("sixteen_bit_floats", sixteenBitFloats<T>);
   for (const Target &r : runs) {
-    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    SCOPED_TRACE(describe(r));
     std::vector<T> maxes(kBins, T(-INFINITY)), mins(kBins, T(INFINITY)), swaps(kBins, T(0.5f)), claims(kBins, T(0.0f));
     std::vector<T> swapOlds(kValues), claimOlds(kValues);
     k({.grid = {kValues / kBlock}, .backend = r.backend, .chip = r.chip}, maxes, mins, swaps, swapOlds, claims,
@@ -193,14 +196,6 @@ template <class T> void checkSixteenBitFloats(const std::vector<Target> &runs) {
   }
 }
 
-std::vector<Target> everyChip(const char *what) {
-  std::vector<Target> runs = {{Backend::Interp, ""}, {Backend::Sim, "sm_80"}, {Backend::Sim, "sm_90a"}};
-  if (gpu_available())
-    runs.push_back({Backend::GPU, ""});
-  else
-    std::printf("[tegula test] no CUDA driver: %s checked in the interpreter and simulator only\n", what);
-  return runs;
-}
 
 } // namespace
 
@@ -219,7 +214,7 @@ TEST(HalfAtomics, EveryKindOnI16) {
   }
   auto k = kernel("sixteen_bit_integers", sixteenBitIntegers);
   for (const Target &r : everyChip("i16 atomics")) {
-    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    SCOPED_TRACE(describe(r));
     std::vector<int16_t> sums(kBins, 0), maxes(kBins, INT16_MIN), mins(kBins, INT16_MAX), ands(kBins, -1),
         ors(kBins, 0), xors(kBins, 0);
     k({.grid = {kValues / kBlock}, .backend = r.backend, .chip = r.chip}, sums, maxes, mins, ands, ors, xors, index,
@@ -268,7 +263,7 @@ TEST(CasLoopAtomics, F64MaxMinPropagateNaN) {
   x[5] = -0.0, x[6] = NAN; // bin[6]'s max and min are NaN
   auto k = kernel("f64_atomic_max_min", f64_atomic_max_min);
   for (const Target &r : everyChip("f64 max/min")) {
-    SCOPED_TRACE(fmt::format("{} {}", r.backend == Backend::Interp ? "interpreter" : r.backend == Backend::Sim ? "simulator" : "GPU", r.chip));
+    SCOPED_TRACE(describe(r));
     std::vector<double> maxes(8, -INFINITY), mins(8, INFINITY);
     k({.grid = {1}, .backend = r.backend, .chip = r.chip}, maxes, mins, bins, x);
     for (int b = 0; b < 8; ++b) {
