@@ -14,6 +14,7 @@
 #include "runtime/KernelCache.h"
 #include "simulator/Simulator.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -278,6 +279,14 @@ bool divisibleBy16(const ParamInfo &p, const Arg &a) {
     return a.as_int() % 16 == 0;
   return false;
 }
+
+/// Like Triton, an integer scalar equal to 1 is traced as the constant 1: a
+/// stride passed at run time (Triton's `stride_ak`) that is 1 then makes
+/// runs the axis analysis sees, and the multiplications by it fold.
+bool isOne(const ParamInfo &p, const Arg &a) {
+  return p.kind == ParamInfo::Kind::Scalar && !p.any_dtype && is_int(p.dtype) && p.dtype != DType::i1 &&
+         a.as_int() == 1;
+}
 } // namespace
 
 void KernelImpl::key(const std::vector<Arg> &args, std::string &k) const {
@@ -292,6 +301,8 @@ void KernelImpl::key(const std::vector<Arg> &args, std::string &k) const {
     const uint32_t index = uint32_t(i);
     if (params[i].kind != ParamInfo::Kind::Constant && divisibleBy16(params[i], args[i]))
       put('d', &index, sizeof index);
+    if (isOne(params[i], args[i]))
+      put('1', &index, sizeof index);
     if (params[i].any_dtype) {
       const DType t = args[i].dtype();
       put('t', &t, sizeof t);
@@ -373,9 +384,17 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
       fn.setArgAttr(argNo, "tile.name", ts.builder.getStringAttr(paramNames[i]));
       if (divisibleBy16(params[i], args[i]))
         fn.setArgAttr(argNo, "tile.divisibility", ts.builder.getI32IntegerAttr(16));
+      if (isOne(params[i], args[i]))
+        fn.setArgAttr(argNo, "tile.equal_to_one", ts.builder.getUnitAttr());
       values[i] = dsl::wrap(entry->getArgument(argNo++));
     }
   ts.builder.setInsertionPointToStart(entry);
+  // Arguments equal to 1 (the parameter stays: launches pass the same list).
+  for (size_t i = 0; i < params.size(); ++i)
+    if (values[i].impl() && isOne(params[i], args[i])) {
+      Value arg = dsl::unwrap(values[i], std::source_location::current());
+      values[i] = dsl::wrap(arith::ConstantOp::create(ts.builder, arg.getLoc(), IntegerAttr::get(arg.getType(), 1)));
+    }
   ts.func = fn;
   trampoline(values, args); // DSL errors propagate as tegula::Error
   ts.builder.setInsertionPointToEnd(entry);

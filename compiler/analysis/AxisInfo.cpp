@@ -78,6 +78,19 @@ AxisInfo addPtrInfo(const AxisInfo &p, const AxisInfo &o, int64_t bytes, AxisInf
   return info;
 }
 
+/// A loop-carried value advanced by `by` each iteration: init + by_1 + ...
+/// + by_k. Runs survive only where `by` is constant over them (a run added to
+/// itself is no longer one, as addContig would have it after one step).
+AxisInfo accumulatedInfo(const AxisInfo &init, const AxisInfo &by, int64_t bytes, AxisInfo info) {
+  info.scalarDivisibility = std::min(init.scalarDivisibility, by.scalarDivisibility * bytes);
+  for (size_t d = 0; d < info.contiguity.size(); ++d) {
+    info.contiguity[d] = std::gcd(init.contiguity[d], by.constancy[d]);
+    info.divisibility[d] = std::min(init.divisibility[d], std::min(kMaxDivisibility, by.divisibility[d] * bytes));
+    info.constancy[d] = std::gcd(init.constancy[d], by.constancy[d]);
+  }
+  return info;
+}
+
 std::string AxisInfo::toString() const {
   return fmt::format("contiguity=[{}] divisibility=[{}] constancy=[{}] scalar_divisibility={}",
                      fmt::join(contiguity, ","), fmt::join(divisibility, ","),
@@ -88,17 +101,23 @@ AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
   analyse(root);
   // Loop-carried pointers advanced by the same offset every iteration
   // (Triton's `ptrs += BK`) are init + k * offset: as contiguous as init,
-  // divisible like both. Set them, then analyse again so that their users
-  // see it (the offsets' own info is known after the first pass).
+  // divisible like both; so are integers (a block pointer's offsets,
+  // `k += BK`). Set them, then analyse again so that their users see it
+  // (the offsets' own info is known after the first pass).
   bool changed = false;
   root->walk([&](scf::ForOp loop) {
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
     for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
-      auto next = yield.getOperand(unsigned(i)).getDefiningOp<tile::AddPtrOp>();
-      if (!next || next.getPtr() != arg)
+      Value next = yield.getOperand(unsigned(i));
+      const AxisInfo &init = get(loop.getInitArgs()[i]);
+      if (auto add = next.getDefiningOp<tile::AddPtrOp>(); add && add.getPtr() == arg) {
+        info_[arg] = accumulatedInfo(init, get(add.getOffset()), elementBytes(add.getType()), unknown(arg));
+      } else if (auto add = next.getDefiningOp<arith::AddIOp>(); add && llvm::is_contained(add->getOperands(), arg)) {
+        Value by = add.getLhs() == arg ? add.getRhs() : add.getLhs();
+        info_[arg] = accumulatedInfo(init, get(by), 1, unknown(arg));
+      } else {
         continue;
-      info_[arg] = addPtrInfo(get(loop.getInitArgs()[i]), get(next.getOffset()), elementBytes(next.getType()),
-                              unknown(arg));
+      }
       carried_.insert(arg);
       changed = true;
     }

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
+#include <fmt/ranges.h>
+
 #include <exception>
 
 using namespace mlir;
@@ -24,6 +26,7 @@ struct LoopState {
   enum class Phase { Created, InBody, Done } phase = Phase::Created;
   std::vector<tensor *> carried;
   std::vector<CarriedList::Vector> vectors; // their elements looked up afresh at each rebinding
+  std::vector<CarriedList::BlockPtr> blockPtrs;
   SmallVector<Type> carriedTypes;
   Value lo, hi, step;
   // A negative literal step: the scf.for counts u = -i upwards (scf.for
@@ -41,9 +44,21 @@ using namespace tegula::dsl;
 
 namespace {
 /// Points the carried list at each carried vector's elements as they are
-/// now (a body may swap or move-assign a vector); its size must not change.
+/// now (a body may swap or move-assign a vector); its size must not change,
+/// nor a carried block pointer's block.
 void refreshVectors(std::vector<tensor *> &carried, const std::vector<detail::CarriedList::Vector> &vectors,
-                    const char *loop, const std::source_location &loc, const char *where) {
+                    const std::vector<detail::CarriedList::BlockPtr> &blockPtrs, const char *loop,
+                    const std::source_location &loc, const char *where) {
+  for (const detail::CarriedList::BlockPtr &b : blockPtrs) {
+    if (b.block.empty())
+      fail(loc, fmt::format("a tl::block_ptr carried by {} was never made; assign it tl::make_block_ptr(...) "
+                            "before the loop",
+                            loop));
+    if (b.p->block_shape() != b.block)
+      fail(loc, fmt::format("a tl::block_ptr carried by {} changed its block {} from [{}] to [{}]; a loop may "
+                            "advance it, not reshape it",
+                            loop, where, fmt::join(b.block, ", "), fmt::join(b.p->block_shape(), ", ")));
+  }
   for (const detail::CarriedList::Vector &v : vectors) {
     if (v.vec->size() != v.size)
       fail(loc, fmt::format("a std::vector of {} tiles carried by {} was resized {} (now {}); assign "
@@ -55,7 +70,7 @@ void refreshVectors(std::vector<tensor *> &carried, const std::vector<detail::Ca
 }
 
 void refreshVectors(detail::LoopState &st, const char *where) {
-  refreshVectors(st.carried, st.vectors, "tl::range", st.loc, where);
+  refreshVectors(st.carried, st.vectors, st.blockPtrs, "tl::range", st.loc, where);
 }
 
 /// The carried variables' values, each checked against the type it had when
@@ -131,6 +146,7 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried)
   state_->loc = lo.loc;
   state_->carried = std::move(carried.tensors);
   state_->vectors = std::move(carried.vectors);
+  state_->blockPtrs = std::move(carried.blockPtrs);
   TraceState &ts = current(lo.loc);
   Location l = toLoc(ts.ctx, lo.loc);
   Value vlo = loopBound(ts, lo, "start"), vhi = loopBound(ts, hi, "end"),
@@ -241,7 +257,8 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   Location l = toLoc(ts.ctx, cond.loc);
   std::vector<tensor *> carried = std::move(list.tensors);
   const std::vector<CarriedList::Vector> vectors = std::move(list.vectors);
-  refreshVectors(carried, vectors, "tl::while_", cond.loc, "before the loop");
+  const std::vector<CarriedList::BlockPtr> blockPtrs = std::move(list.blockPtrs);
+  refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "before the loop");
   SmallVector<Value> inits;
   SmallVector<Type> types;
   for (auto [i, t] : llvm::enumerate(carried)) {
@@ -264,14 +281,14 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
     fail(cond.loc, fmt::format("tl::while_ needs a scalar boolean condition, got {}; reduce a tile first "
                                "(tl::max(mask, 0) is any, tl::min(mask, 0) all)",
                                wrap(c).type_str()));
-  refreshVectors(carried, vectors, "tl::while_", cond.loc, "in the condition");
+  refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the condition");
   scf::ConditionOp::create(ts.builder, l, c, carriedValues(carried, types, "tl::while_", cond.loc, "in the condition"));
   // After: the body.
   Block *after = ts.builder.createBlock(&loop.getAfter(), {}, types, locs);
   for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
     *t = wrap(arg);
   body();
-  refreshVectors(carried, vectors, "tl::while_", cond.loc, "in the loop body");
+  refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, carriedValues(carried, types, "tl::while_", cond.loc, "in the loop body"));
   ts.builder.setInsertionPointAfter(loop);
   for (auto [t, result] : llvm::zip(carried, loop.getResults()))

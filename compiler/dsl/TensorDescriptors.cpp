@@ -10,31 +10,11 @@ using tegula::tl::tensor;
 namespace tegula::dsl {
 namespace {
 
-/// One integer coordinate, extent or stride: an integer scalar (any width,
-/// converted to `type`) or an integer literal.
-Value integerScalar(TraceState &ts, const operand &o, Type type, const std::source_location &loc,
-                    const std::string &what) {
-  Location l = toLoc(ts.ctx, o.loc);
-  if (o.kind == operand::Kind::Int)
-    return materializeLiteral(ts, o, type, l);
-  if (o.kind != operand::Kind::Tensor)
-    fail(o.loc, fmt::format("{} must be an integer, got a {}", what,
-                            o.kind == operand::Kind::Bool ? "bool" : "floating-point literal"));
-  Value v = unwrap(o.t, o.loc);
-  checkInScope(ts, v, o.loc);
-  if (!shapeOf(v).empty() || !isa<IntegerType>(elementOf(v)) || elementOf(v).isInteger(1))
-    fail(o.loc, fmt::format("{} must be an integer scalar, got {}{}", what,
-                            shapeOf(v).empty() ? "" : "a " + shapeString(shapeOf(v)) + " tile of ",
-                            describeType(elementOf(v))));
-  (void)loc;
-  return castTo(ts, v, type, l);
-}
-
 SmallVector<Value> integerScalars(TraceState &ts, const std::vector<operand> &values, Type type,
                                   const std::source_location &loc, const char *what) {
   SmallVector<Value> out;
   for (size_t i = 0; i < values.size(); ++i)
-    out.push_back(integerScalar(ts, values[i], type, loc, fmt::format("{} {}", what, i)));
+    out.push_back(integerScalar(ts, values[i], type, fmt::format("{} {}", what, i)));
   return out;
 }
 
@@ -131,17 +111,7 @@ void tensor_descriptor::store(const std::vector<operand> &offsets, operand value
   Location l = toLoc(ts.ctx, loc);
   RankedTensorType block = descType(*this, loc, "store").getBlockType();
   SmallVector<Value> at = blockOffsets(ts, *this, offsets, loc, "store");
-  Value v;
-  if (value.kind == operand::Kind::Tensor) {
-    v = unwrap(value.t, value.loc);
-    checkInScope(ts, v, value.loc);
-    if (isa<tile::PtrType>(elementOf(v)))
-      fail(value.loc, "tl::tensor_descriptor::store cannot write pointers to memory");
-    v = castTo(ts, v, block.getElementType(), l);
-  } else {
-    v = materializeLiteral(ts, value, block.getElementType(), l);
-  }
-  v = broadcastTo(ts, v, block.getShape(), value.loc, "tl::tensor_descriptor::store");
+  Value v = valueToStore(ts, value, block, loc, "tl::tensor_descriptor::store");
   tile::DescriptorStoreOp::create(ts.builder, l, unwrap(handle(), loc), at, v);
 }
 

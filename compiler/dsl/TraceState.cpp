@@ -303,6 +303,38 @@ Value castTo(TraceState &ts, Value v, Type elem, Location loc) {
   return arith::FPToSIOp::create(b, loc, to, v);
 }
 
+Value integerScalar(TraceState &ts, const tl::operand &o, Type type, const std::string &what) {
+  Location l = toLoc(ts.ctx, o.loc);
+  if (o.kind == tl::operand::Kind::Int)
+    return materializeLiteral(ts, o, type, l);
+  if (o.kind != tl::operand::Kind::Tensor)
+    fail(o.loc, fmt::format("{} must be an integer, got a {}", what,
+                            o.kind == tl::operand::Kind::Bool ? "bool" : "floating-point literal"));
+  Value v = unwrap(o.t, o.loc);
+  checkInScope(ts, v, o.loc);
+  if (!shapeOf(v).empty() || !isa<IntegerType>(elementOf(v)) || elementOf(v).isInteger(1))
+    fail(o.loc, fmt::format("{} must be an integer scalar, got {}{}", what,
+                            shapeOf(v).empty() ? "" : "a " + shapeString(shapeOf(v)) + " tile of ",
+                            describeType(elementOf(v))));
+  return castTo(ts, v, type, l);
+}
+
+Value valueToStore(TraceState &ts, const tl::operand &value, RankedTensorType block, const std::source_location &loc,
+                   llvm::StringRef fn) {
+  Location l = toLoc(ts.ctx, loc);
+  Value v;
+  if (value.kind == tl::operand::Kind::Tensor) {
+    v = unwrap(value.t, value.loc);
+    checkInScope(ts, v, value.loc);
+    if (isa<tile::PtrType>(elementOf(v)))
+      fail(value.loc, fmt::format("{} cannot write pointers to memory", fn));
+    v = castTo(ts, v, block.getElementType(), l);
+  } else {
+    v = materializeLiteral(ts, value, block.getElementType(), l);
+  }
+  return broadcastTo(ts, v, block.getShape(), value.loc, fn);
+}
+
 } // namespace tegula::dsl
 
 namespace tegula {

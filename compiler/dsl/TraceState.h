@@ -83,6 +83,14 @@ mlir::Type elementOf(mlir::Value v);
 /// The type with `v`'s shape and the given element type.
 mlir::Type withElement(mlir::Type like, mlir::Type elem);
 
+/// One integer coordinate, extent or stride: an integer scalar (any width,
+/// converted to `type`) or an integer literal; fails naming `what` otherwise.
+mlir::Value integerScalar(TraceState &ts, const tl::operand &o, mlir::Type type, const std::string &what);
+/// What a block store writes: `value` converted to `block`'s element type
+/// and broadcast to its shape; `fn` names the store in errors.
+mlir::Value valueToStore(TraceState &ts, const tl::operand &value, mlir::RankedTensorType block,
+                         const std::source_location &loc, llvm::StringRef fn);
+
 /// Check that every operand is visible at the insertion point: a value made
 /// inside a tl::range body or tl::if_ branch cannot escape it.
 void checkInScope(TraceState &ts, mlir::Value v, const std::source_location &loc);

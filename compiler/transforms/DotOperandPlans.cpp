@@ -50,7 +50,8 @@ std::optional<SmallVector<Operation *>> invariantSlice(scf::ForOp loop, Value v)
 
 /// The address computation `roots` depend on: the loop-body ops in body
 /// order, when they depend only on the induction variable, values from
-/// outside the loop (pure ops without regions) and affine pointers (listed);
+/// outside the loop (pure ops without regions) and affine carried values
+/// (listed);
 /// nothing otherwise.
 std::optional<AddressSlice> addressSlice(scf::ForOp loop, ValueRange roots) {
   llvm::SetVector<Operation *> slice;
@@ -62,15 +63,22 @@ std::optional<AddressSlice> addressSlice(scf::ForOp loop, ValueRange roots) {
     if (!v || v == loop.getInductionVar() || !loop.getBody()->getParent()->isAncestor(v.getParentRegion()))
       continue; // the induction variable, or defined outside the loop
     if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == loop.getBody()) {
-      // An iter_arg: only pointers advanced by a loop-invariant offset.
-      auto next = yield.getOperand(arg.getArgNumber() - 1).getDefiningOp<tile::AddPtrOp>();
-      if (!next || next.getPtr() != arg)
+      // An iter_arg: only pointers and integers advanced by a loop-invariant
+      // amount.
+      Value next = yield.getOperand(arg.getArgNumber() - 1), delta;
+      if (auto add = next.getDefiningOp<tile::AddPtrOp>(); add && add.getPtr() == arg)
+        delta = add.getOffset();
+      else if (auto add = next.getDefiningOp<arith::AddIOp>(); add && add.getLhs() == arg)
+        delta = add.getRhs();
+      else if (add && add.getRhs() == arg)
+        delta = add.getLhs();
+      if (!delta)
         return std::nullopt;
-      auto deltaOps = invariantSlice(loop, next.getOffset());
+      auto deltaOps = invariantSlice(loop, delta);
       if (!deltaOps)
         return std::nullopt;
-      if (llvm::none_of(out.pointers, [&](const AffinePointer &p) { return p.arg == arg; }))
-        out.pointers.push_back({arg, loop.getInitArgs()[arg.getArgNumber() - 1], next.getOffset(), *deltaOps});
+      if (llvm::none_of(out.carried, [&](const AffineCarried &c) { return c.arg == arg; }))
+        out.carried.push_back({arg, loop.getInitArgs()[arg.getArgNumber() - 1], delta, *deltaOps});
       continue;
     }
     Operation *def = v.getDefiningOp();

@@ -25,9 +25,10 @@ using mlir::Operation;
 using mlir::SmallVector;
 using mlir::Value;
 
-/// A loop-carried pointer tile that advances by a loop-invariant offset each
-/// iteration (Triton's `a_ptrs += BK`): at iteration k it is init + k * delta.
-struct AffinePointer {
+/// A loop-carried value that advances by a loop-invariant amount each
+/// iteration - a pointer tile (Triton's `a_ptrs += BK`) or an integer (a
+/// block pointer's offset, `k0 += BK`): at iteration k it is init + k * delta.
+struct AffineCarried {
   BlockArgument arg;
   Value init, delta;
   SmallVector<Operation *> deltaOps; // loop-invariant ops in the body computing delta
@@ -35,10 +36,10 @@ struct AffinePointer {
 
 /// The address computation of a load in the loop body: the ops in body
 /// order (they depend only on the induction variable, values from outside
-/// the loop and affine pointers).
+/// the loop and affine carried values).
 struct AddressSlice {
   SmallVector<Operation *> ops;
-  SmallVector<AffinePointer> pointers;
+  SmallVector<AffineCarried> carried;
 };
 
 /// An operand load that can become cp.async (or, for a TMA descriptor

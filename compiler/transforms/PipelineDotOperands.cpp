@@ -46,6 +46,37 @@ SmallVector<StageSignal> stageSignals(ArrayRef<Value> group) {
   return signals;
 }
 
+namespace {
+/// Maps `loop`'s induction variable to `iv` and each affine carried value
+/// of `slice` to its value at that iteration, init + k * delta with
+/// k = (iv - lb) / step.
+void mapIteration(OpBuilder &b, Location loc, scf::ForOp loop, const AddressSlice &slice, Value iv, IRMapping &map) {
+  map.map(loop.getInductionVar(), iv);
+  for (const AffineCarried &c : slice.carried) {
+    Value k = arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
+                                     loop.getStep());
+    IRMapping invariant;
+    for (Operation *o : c.deltaOps)
+      b.clone(*o, invariant);
+    Value delta = invariant.lookupOrDefault(c.delta);
+    Type deltaType = delta.getType();
+    auto tensor = dyn_cast<RankedTensorType>(deltaType);
+    Type elem = tensor ? tensor.getElementType() : deltaType;
+    if (elem != k.getType())
+      k = elem.getIntOrFloatBitWidth() > k.getType().getIntOrFloatBitWidth()
+              ? Value(arith::ExtSIOp::create(b, loc, elem, k))
+              : Value(arith::TruncIOp::create(b, loc, elem, k));
+    if (tensor)
+      k = tile::SplatOp::create(b, loc, tensor, k);
+    Value offset = arith::MulIOp::create(b, loc, delta, k);
+    Value at = isa<tile::PtrType>(getElementTypeOrSelf(c.init.getType()))
+                   ? Value(tile::AddPtrOp::create(b, loc, c.init.getType(), c.init, offset))
+                   : Value(arith::AddIOp::create(b, loc, c.init, offset));
+    map.map(c.arg, at);
+  }
+}
+} // namespace
+
 void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Value stage, const IRMapping *outer,
            std::optional<StageSignal> signal) {
   Location loc = op.loadOp()->getLoc();
@@ -61,7 +92,7 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
       b.setInsertionPointToStart(only.thenBlock());
     }
     IRMapping map = outer ? *outer : IRMapping();
-    map.map(loop.getInductionVar(), iv);
+    mapIteration(b, loc, loop, op.slice, iv, map);
     for (Operation *o : op.slice.ops)
       b.clone(*o, map);
     SmallVector<Value> coords;
@@ -74,26 +105,7 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
     return;
   }
   IRMapping map;
-  map.map(loop.getInductionVar(), iv);
-  for (const AffinePointer &p : op.slice.pointers) { // init + k * delta, k = (iv - lb) / step
-    Value k = arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
-                                     loop.getStep());
-    IRMapping invariant;
-    for (Operation *o : p.deltaOps)
-      b.clone(*o, invariant);
-    Value delta = invariant.lookupOrDefault(p.delta);
-    Type deltaType = delta.getType();
-    auto tensor = dyn_cast<RankedTensorType>(deltaType);
-    Type elem = tensor ? tensor.getElementType() : deltaType;
-    if (elem != k.getType())
-      k = elem.getIntOrFloatBitWidth() > k.getType().getIntOrFloatBitWidth()
-              ? Value(arith::ExtSIOp::create(b, loc, elem, k))
-              : Value(arith::TruncIOp::create(b, loc, elem, k));
-    if (tensor)
-      k = tile::SplatOp::create(b, loc, tensor, k);
-    Value offset = arith::MulIOp::create(b, loc, delta, k);
-    map.map(p.arg, tile::AddPtrOp::create(b, loc, p.init.getType(), p.init, offset).getResult());
-  }
+  mapIteration(b, loc, loop, op.slice, iv, map);
   for (Operation *o : op.slice.ops)
     b.clone(*o, map);
   Value ptr = map.lookupOrDefault(op.load.getPtr());

@@ -223,6 +223,8 @@ bool WarpSpecializer::plan(llvm::function_ref<bool(Operand &)> addMap) {
     return v != loop.getInductionVar() && !loop->isAncestor(v.getParentRegion()->getParentOp());
   };
   for (Operand *o : operands) {
+    if (!o->slice.carried.empty())
+      return false; // the producer's loop recomputes offsets from its own counter only
     for (Operation *op : o->slice.ops)
       llvm::append_range(roots, llvm::make_filter_range(op->getOperands(), outside));
     llvm::append_range(roots, llvm::make_filter_range(o->block.getOffsets(), outside));

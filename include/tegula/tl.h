@@ -480,6 +480,77 @@ tensor_descriptor make_tensor_descriptor(const tensor &base, const std::vector<o
                                          const Shape &block_shape, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
+// Block pointers (Triton's tl.make_block_ptr / tl.advance): a block of a
+// strided tensor at element offsets, loaded and stored with its bounds
+// checked along the dimensions asked for. They are pointer arithmetic and
+// masks (what Triton rewrites them into), so every backend runs them alike,
+// and tl::range carries them like tiles:
+//
+//   auto a = tl::make_block_ptr(a_ptr, {M, K}, {K, 1}, {pid_m * BM, 0}, {BM, BK});
+//   for (auto k : tl::range(0, K, BK, acc, a)) {
+//     acc = tl::dot(tl::load(a, {0, 1}), ..., acc);   // zeros past M and K
+//     a = tl::advance(a, {0, BK});
+//   }
+//===----------------------------------------------------------------------===//
+
+/// What a block-pointer load reads where it checks bounds and finds none.
+enum class padding { zero, nan };
+
+namespace detail {
+struct CarriedList;
+} // namespace detail
+
+class block_ptr {
+public:
+  block_ptr() = default;
+  /// The block's extents (a load's shape).
+  const Shape &block_shape() const { return block_; }
+  /// Dimensions from the fastest-varying in memory to the slowest (Triton's
+  /// `order`; checked to be a permutation, otherwise descriptive).
+  const std::vector<int> &order() const { return order_; }
+  int rank() const { return int(block_.size()); }
+  /// The traced base pointer (a scalar), and per dimension the tensor's
+  /// extent and stride (i64 scalars, elements) and the block's offset (i32).
+  const tensor &base(Loc loc = Loc::current()) const;
+  const tensor &extent(int dim, Loc loc = Loc::current()) const;
+  const tensor &stride(int dim, Loc loc = Loc::current()) const;
+  const tensor &offset(int dim, Loc loc = Loc::current()) const;
+
+private:
+  friend block_ptr make_block_ptr(const tensor &, const std::vector<operand> &, const std::vector<operand> &,
+                                  const std::vector<operand> &, const Shape &, const std::vector<int> &, Loc);
+  friend block_ptr advance(const block_ptr &, const std::vector<operand> &, Loc);
+  friend struct detail::CarriedList;
+  const tensor &part(size_t i, const char *what, int dim, const Loc &loc) const;
+  // The base, then the extents, the strides and the offsets, one per
+  // dimension each: what a loop carries.
+  std::vector<tensor> values_;
+  Shape block_;
+  std::vector<int> order_;
+};
+
+/// A pointer to the `block_shape` block at `offsets` (i32, may be negative)
+/// of the tensor at `base` with extents `shape` and `strides` (elements,
+/// outermost first). `order` lists the dimensions fastest-varying first; by
+/// default the last is the fastest (row-major).
+block_ptr make_block_ptr(const tensor &base, const std::vector<operand> &shape, const std::vector<operand> &strides,
+                         const std::vector<operand> &offsets, const Shape &block_shape,
+                         const std::vector<int> &order = {}, Loc loc = Loc::current());
+/// The same block pointer moved by `offsets` elements along each dimension.
+block_ptr advance(const block_ptr &p, const std::vector<operand> &offsets, Loc loc = Loc::current());
+/// The block. Elements outside [0, extent) along a dimension in
+/// `boundary_check` read as `pad` (zero, or NaN for floating-point blocks)
+/// and are not accessed; along the other dimensions they must be inside the
+/// tensor.
+tensor load(const block_ptr &p, const std::vector<int> &boundary_check = {}, padding pad = padding::zero,
+            Loc loc = Loc::current());
+/// Writes `value` (converted to the element type, broadcast to the block);
+/// elements outside [0, extent) along a dimension in `boundary_check` are
+/// not written.
+void store(const block_ptr &p, operand value, const std::vector<int> &boundary_check = {},
+           Loc loc = Loc::current());
+
+//===----------------------------------------------------------------------===//
 // Composites (Triton's standard library beside its primitives), made of the
 // ops above.
 //===----------------------------------------------------------------------===//
@@ -627,7 +698,23 @@ struct CarriedList {
     for (tensor &t : ts)
       tensors.push_back(&t);
   }
+  /// A block pointer's traced parts; its block shape must stay as it was.
+  struct BlockPtr {
+    block_ptr *p;
+    Shape block;
+  };
+  std::vector<BlockPtr> blockPtrs;
+  void add(block_ptr &p) {
+    blockPtrs.push_back({&p, p.block_});
+    add(p.values_);
+  }
 };
+
+/// What tl::range and tl::while_ carry.
+template <class T>
+inline constexpr bool is_carriable_v =
+    !std::is_const_v<T> && (std::is_base_of_v<tensor, T> || std::is_same_v<T, std::vector<tensor>> ||
+                            std::is_same_v<T, block_ptr>);
 } // namespace detail
 
 /// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
@@ -642,18 +729,17 @@ struct CarriedList {
 /// A std::vector<tl::tensor> carries each of its elements (a row kept in
 /// several column chunks, one accumulator a chunk); the body assigns its
 /// elements (or swaps or assigns whole vectors of the same size) but must
-/// not resize it.
+/// not resize it. A tl::block_ptr carries its offsets (and base, extents
+/// and strides); the body may advance it but not change its block shape.
 /// `break`, `continue` and `return` inside the body are not supported.
 class range {
 public:
   template <class... Carried>
   range(operand lo, operand hi, operand step, Carried &...carried)
       : range(lo, hi, step, [&] {
-          static_assert(((!std::is_const_v<Carried> && (std::is_base_of_v<tensor, Carried> ||
-                                                          std::is_same_v<Carried, std::vector<tensor>>)) &&
-                         ...),
-                        "tl::range carries tl::tensor variables (tl::ptr, tl::scalar too) and "
-                        "std::vector<tl::tensor>s, not const");
+          static_assert((detail::is_carriable_v<Carried> && ...),
+                        "tl::range carries tl::tensor variables (tl::ptr, tl::scalar too), "
+                        "std::vector<tl::tensor>s and tl::block_ptrs, not const");
           detail::CarriedList list;
           (list.add(carried), ...);
           return list;
@@ -707,11 +793,9 @@ template <class Body, class... Carried>
 void while_(detail::WhileCondition cond, Body &&body, Carried &...carried) {
   static_assert(std::is_void_v<std::invoke_result_t<Body &>>,
                 "tl::while_: the body returns nothing; its results are the carried variables");
-  static_assert(((!std::is_const_v<Carried> &&
-                  (std::is_base_of_v<tensor, Carried> || std::is_same_v<Carried, std::vector<tensor>>)) &&
-                 ...),
-                "tl::while_ carries tl::tensor variables (tl::ptr, tl::scalar too) and "
-                "std::vector<tl::tensor>s, not const");
+  static_assert((detail::is_carriable_v<Carried> && ...),
+                "tl::while_ carries tl::tensor variables (tl::ptr, tl::scalar too), "
+                "std::vector<tl::tensor>s and tl::block_ptrs, not const");
   detail::CarriedList list;
   (list.add(carried), ...);
   detail::trace_while(cond, std::function<void()>(std::ref(body)), std::move(list));

@@ -377,6 +377,36 @@ TEST(DslCornerCases, MasksBroadcastAgainstPointers) {
     EXPECT_EQ(out[size_t(i)], i < 24 ? 2.0f : 0.0f) << i;
 }
 
+/// p = x, x + r, x + 2r, ... (r = 0..511): the pointer tile is a run of
+/// consecutive elements only at the second iteration. The axis analysis
+/// once took "a run plus a run" for a run in every iteration and read 16
+/// bytes from x at the first.
+void spreading_pointers(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> steps) {
+  tl::tensor r = tl::arange(0, 512);
+  tl::tensor p = x + tl::zeros({512}, tl::i32), acc = tl::zeros({512}, tl::f32);
+  for ([[maybe_unused]] auto i : tl::range(0, steps, 1, p, acc)) {
+    acc = acc + tl::load(p);
+    p = p + r;
+  }
+  tl::store(out + r, acc);
+}
+
+TEST(DslCornerCases, APointerTileAdvancedByARunIsNotARunEveryIteration) {
+  const int steps = 3;
+  std::vector<float> x = tegula::testing::random_vector<float>(512 * steps);
+  auto k = kernel("spreading_pointers", spreading_pointers);
+  for (Backend backend : backendsWithTheGpu("pointers advanced by a run")) {
+    std::vector<float> out(512, NAN);
+    k({.grid = {1}, .backend = backend}, x, out, steps);
+    for (int i = 0; i < 512; ++i) {
+      float want = 0;
+      for (int s = 0; s < steps; ++s)
+        want += x[size_t(s * i)];
+      ASSERT_EQ(out[size_t(i)], want) << i;
+    }
+  }
+}
+
 void small_sums(tl::ptr<int8_t> x, tl::ptr<bfloat16> b, tl::ptr<int32_t> si, tl::ptr<float> sf) {
   tl::tensor offs = tl::arange(0, 512);
   tl::store(si, tl::sum(tl::load(x + offs), 0));

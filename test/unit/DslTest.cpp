@@ -1,5 +1,6 @@
 // DslTest.cpp - what tracing a DSL kernel builds: ops, types, broadcasting,
 // promotion, control flow, source locations and specialisation caching.
+#include "TestUtil.h"
 #include "examples/kernels.h"
 
 #include <gmock/gmock.h>
@@ -54,6 +55,36 @@ TEST(Dsl, SpecialisesOncePerConstant) {
   EXPECT_EQ(k.num_specializations(), 1u);
   k.ir({x, 1.0f, 128});
   EXPECT_EQ(k.num_specializations(), 2u);
+}
+
+/// Gathers x[i * stride], Triton style: the stride is a runtime argument.
+void strided_copy(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> stride, tl::scalar<float> scale) {
+  tl::tensor i = tl::arange(0, 512);
+  tl::store(y + i, tl::load(x + i * stride) * scale);
+}
+
+TEST(Dsl, IntegerArgumentsEqualToOneAreSpecialisedAsConstants) {
+  auto k = kernel("strided_copy", strided_copy, {"x", "y", "stride", "scale"});
+  std::vector<float> x = tegula::testing::random_vector<float>(1024), y(512);
+  // Like Triton: stride 1 is traced as the constant, so its accesses are runs
+  // (16-byte vectors); any other stride is a runtime value. Floats equal to
+  // 1 are not specialised.
+  const std::string one = k.ir({x, y, 1, 1.0f}, "traced");
+  EXPECT_THAT(one, HasSubstr("tile.equal_to_one"));
+  EXPECT_THAT(k.ir({x, y, 2, 1.0f}, "traced"), Not(HasSubstr("tile.equal_to_one")));
+  EXPECT_EQ(k.num_specializations(), 2u);
+  k.ir({x, y, 3, 1.0f});
+  k.ir({x, y, 1, 2.0f});
+  EXPECT_EQ(k.num_specializations(), 2u);
+  EXPECT_THAT(k.compile({x, y, 1, 1.0f}, {.chip = "sm_80", .assemble = false}).ptx, HasSubstr("ld.global.v4.b32"));
+  EXPECT_THAT(k.compile({x, y, 2, 1.0f}, {.chip = "sm_80", .assemble = false}).ptx, Not(HasSubstr("ld.global.v4")));
+  for (Backend backend : tegula::testing::backendsWithTheGpu("arguments equal to 1"))
+    for (int stride : {1, 2}) {
+      std::vector<float> out(512, NAN);
+      k({.grid = {1}, .backend = backend}, x, out, stride, 0.5f);
+      for (int i = 0; i < 512; ++i)
+        ASSERT_EQ(out[size_t(i)], x[size_t(i * stride)] * 0.5f) << stride << ", " << i;
+    }
 }
 
 void broadcast_kernel(tl::ptr<float> out, tl::constant<int> M, tl::constant<int> N) {
