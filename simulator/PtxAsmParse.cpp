@@ -347,6 +347,29 @@ struct Parser {
     return in;
   }
 
+  /// createpolicy.fractional.L2::<priority>.b64 d, fraction: an L2 cache
+  /// policy for loads and stores that take one. The simulator has no caches:
+  /// d is given 0, which those accesses ignore.
+  AsmProgram::Instruction cachePolicy(const std::vector<std::string> &parts, const std::string &operands,
+                                      const std::string &stmt) {
+    static const std::set<std::string> qualifiers = {"fractional", "L2::evict_last", "L2::evict_first",
+                                                     "L2::evict_normal", "L2::evict_unchanged", "b64"};
+    for (size_t i = 1; i < parts.size(); ++i)
+      if (!qualifiers.count(parts[i]))
+        unsupported(fmt::format("'{}' (qualifier .{})", stmt, parts[i]));
+    std::vector<std::string> ops = split(operands, ',');
+    if (ops.size() < 1 || ops.size() > 2)
+      unsupported(fmt::format("'{}' needs a destination and a fraction", stmt));
+    AsmProgram::Instruction in;
+    in.text = stmt;
+    in.op = Op::Mov;
+    in.bits = 64;
+    in.operands = {operand(ops[0]), Operand{}};
+    if (in.operands[0].form != Operand::Register)
+      unsupported(fmt::format("'{}': the policy goes to a register", stmt));
+    return in;
+  }
+
   void requireAddress(const Operand &o, const std::string &stmt) {
     if (o.form != Operand::Address)
       unsupported(fmt::format("'{}': expected an [address] operand", stmt));
@@ -395,6 +418,8 @@ struct Parser {
       parseAlu(parts, std::move(aluOperands), in, [&](const std::string &why) { unsupported(why); });
       return in;
     }
+    if (name == "createpolicy")
+      return cachePolicy(parts, operands, stmt);
     static const std::map<std::string, Op> ops = {
         {"mov", Op::Mov}, {"ld", Op::Load}, {"st", Op::Store}, {"atom", Op::Atom},
         {"max", Op::Max}, {"min", Op::Min}, {"setp", Op::Setp}, {"bra", Op::Bra}};
@@ -402,10 +427,19 @@ struct Parser {
     if (it == ops.end())
       unsupported(fmt::format("instruction '{}'", opcode));
     in.op = it->second;
-    bool typed = false;
+    bool typed = false, policyOperand = false;
+    // Cache operators and eviction priorities: hints for caches the
+    // simulator does not have.
+    static const std::set<std::string> cacheHints = {
+        "ca", "cg", "cs", "cv", "lu", "wb", "wt", "volatile", "L1::evict_normal", "L1::evict_unchanged",
+        "L1::evict_first", "L1::evict_last", "L1::no_allocate"};
     for (size_t i = 1; i < parts.size(); ++i) {
       const std::string &q = parts[i];
-      if (typeSuffix(q, in.kind, in.bits)) {
+      if ((name == "ld" || name == "st") && cacheHints.count(q)) {
+        continue;
+      } else if ((name == "ld" || name == "st") && q == "L2::cache_hint") {
+        policyOperand = true; // a createpolicy register, last
+      } else if (typeSuffix(q, in.kind, in.bits)) {
         typed = true;
       } else if (q == "bf16") {
         in.kind = Kind::Float, in.bits = 16, in.bfloat = true;
@@ -459,8 +493,15 @@ struct Parser {
     }
     size_t expected = in.op == Op::Bra ? 1 : in.op == Op::Mov || in.op == Op::Load || in.op == Op::Store ? 2
                     : in.op == Op::Atom ? (in.atomOp == "cas" ? 4 : 3) : 3;
+    if (policyOperand)
+      ++expected;
     if (in.operands.size() != expected)
       unsupported(fmt::format("'{}' has {} operands, expected {}", stmt, in.operands.size(), expected));
+    if (policyOperand) {
+      if (in.operands.back().form != Operand::Register)
+        unsupported(fmt::format("'{}': the cache policy must be a register", stmt));
+      in.operands.pop_back();
+    }
     // mov $0, %cluster_ctarank (special registers nowhere else).
     for (size_t i = 0; i < in.operands.size(); ++i)
       if (in.operands[i].form == Operand::Special) {

@@ -52,6 +52,11 @@ inline bool have_ptxas() {
   return found;
 }
 
+/// "interpreter", "simulator" or "GPU": a backend as failures name it.
+inline const char *backend_name(Backend b) {
+  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
+}
+
 /// The interpreter and the simulator, and the GPU when there is one (said
 /// when not, naming `what`). The caller's SCOPED_TRACE names the backend of
 /// a failure.

@@ -167,26 +167,28 @@ block_ptr advance(const block_ptr &p, const std::vector<operand> &offsets, Loc l
   return moved;
 }
 
-tensor load(const block_ptr &p, const std::vector<int> &boundary_check, padding pad, Loc loc) {
+tensor load(const block_ptr &p, const std::vector<int> &boundary_check, padding pad, const access_hints &hints,
+            Loc loc) {
   BlockAccess access = blockAccess(p, boundary_check, loc, "tl::load");
   const DType type = p.base(loc).dtype(loc);
   if (pad == padding::nan && !is_float(type))
     fail(loc, fmt::format("tl::load: padding::nan needs a floating-point block, got {}", dtype_name(type)));
   if (!access.mask.impl())
-    return load(access.pointers, loc);
-  return pad == padding::nan ? load(access.pointers, access.mask, operand(std::nan(""), loc))
-                             : load(access.pointers, access.mask, operand(0, loc));
+    return load(access.pointers, hints, loc);
+  return load(access.pointers, access.mask, pad == padding::nan ? operand(std::nan(""), loc) : operand(0, loc),
+              hints);
 }
 
-void store(const block_ptr &p, operand value, const std::vector<int> &boundary_check, Loc loc) {
+void store(const block_ptr &p, operand value, const std::vector<int> &boundary_check, const access_hints &hints,
+           Loc loc) {
   BlockAccess access = blockAccess(p, boundary_check, loc, "tl::store");
   TraceState &ts = current(loc);
   auto block = RankedTensorType::get(p.block_shape(), cast<tile::PtrType>(elementOf(unwrap(p.base(loc), loc))).getPointeeType());
   const tensor v = wrap(valueToStore(ts, value, block, loc, "tl::store to a tl::block_ptr"));
   if (access.mask.impl())
-    store(access.pointers, operand(v, loc), access.mask);
+    store(access.pointers, operand(v, loc), access.mask, hints);
   else
-    store(access.pointers, operand(v, loc));
+    store(access.pointers, operand(v, loc), hints);
 }
 
 } // namespace tegula::tl

@@ -1,6 +1,7 @@
 //===- Composite.cpp - DSL functions made of other DSL functions -----------===//
 //
-// tl::clamp, sigmoid, softmax, umulhi, cdiv, join, split, interleave, cat, flip:
+// tl::clamp, sigmoid, softmax, umulhi, cdiv, swizzle2d, zeros_like, full_like,
+// join, split, interleave, cat, flip:
 // what Triton's standard library offers beside its primitives, written with
 // the DSL's own ops (so every backend runs them as it runs those), each op
 // at the caller's line.
@@ -9,6 +10,10 @@
 #include "compiler/dsl/TraceState.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
 
 namespace tegula::tl {
 
@@ -62,6 +67,46 @@ tensor cdiv(operand a, operand b) {
   if (a.kind != operand::Kind::Tensor && b.kind != operand::Kind::Tensor)
     dsl::fail(loc, "tl::cdiv needs at least one tile or scalar operand (for two numbers, use tegula::cdiv)");
   return operand(operand(a + b, loc) - operand(1, loc), loc) / b;
+}
+
+std::pair<tensor, tensor> swizzle2d(operand i, operand j, operand size_i, operand size_j, operand size_g, Loc loc) {
+  const operand *all[] = {&i, &j, &size_i, &size_j, &size_g};
+  for (const operand *o : all)
+    if (o->kind == operand::Kind::Float || o->kind == operand::Kind::Bool ||
+        (o->kind == operand::Kind::Tensor && (o->t.is_pointer(loc) || !is_int(o->t.dtype(loc)))))
+      dsl::fail(loc, "tl::swizzle2d takes integers");
+  if (size_g.kind == operand::Kind::Int && size_g.i <= 0)
+    dsl::fail(loc, fmt::format("tl::swizzle2d: size_g must be positive, got {}", size_g.i));
+  if (std::none_of(std::begin(all), std::end(all), [](const operand *o) { return o->kind == operand::Kind::Tensor; }))
+    dsl::fail(loc, "tl::swizzle2d needs at least one tile or scalar operand (all are numbers)");
+  auto at = [&](tensor v) { return operand(v, loc); };
+  // Literals as i32 scalars (i64 past its range), so that every step below
+  // has a tile or scalar operand.
+  auto value = [&](const operand &o) {
+    if (o.kind == operand::Kind::Tensor)
+      return at(o.t);
+    return at(full({}, operand(o.i, loc), o.i < INT32_MIN || o.i > INT32_MAX ? i64 : i32, loc));
+  };
+  // The linear index, its group (size_g rows of size_j), the group's first
+  // row and height, and the index within the group, walked column-major.
+  tensor ij = at(value(i) * value(size_j)) + value(j);
+  tensor groupSize = value(size_g) * value(size_j);
+  tensor firstRow = at(at(ij) / at(groupSize)) * value(size_g);
+  tensor rows = minimum(at(value(size_i) - at(firstRow)), value(size_g));
+  tensor inGroup = at(ij) % at(groupSize);
+  return {at(firstRow) + at(at(inGroup) % at(rows)), at(inGroup) / at(rows)};
+}
+
+tensor zeros_like(const tensor &x, Loc loc) {
+  if (x.is_pointer(loc))
+    dsl::fail(loc, fmt::format("tl::zeros_like needs a tile of numbers, got {}", x.type_str(loc)));
+  return zeros(x.shape(loc), x.dtype(loc), loc);
+}
+
+tensor full_like(const tensor &x, operand value, Loc loc) {
+  if (x.is_pointer(loc))
+    dsl::fail(loc, fmt::format("tl::full_like needs a tile of numbers, got {}", x.type_str(loc)));
+  return full(x.shape(loc), value, x.dtype(loc), loc);
 }
 
 //===----------------------------------------------------------------------===//

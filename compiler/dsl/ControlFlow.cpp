@@ -35,6 +35,7 @@ struct LoopState {
   Value index;
   scf::ForOp op;
   std::source_location loc;
+  int numStages = 0; // loop_options::num_stages
 };
 
 } // namespace tegula::tl::detail
@@ -141,9 +142,14 @@ Value loopBound(TraceState &ts, const operand &o, const char *what) {
 range::range(operand lo, operand hi, operand step, std::vector<tensor *> carried)
     : range(lo, hi, step, detail::CarriedList{std::move(carried), {}}) {}
 
-range::range(operand lo, operand hi, operand step, detail::CarriedList carried)
+range::range(operand lo, operand hi, operand step, detail::CarriedList carried, const loop_options &options)
     : state_(new detail::LoopState) {
   state_->loc = lo.loc;
+  if (options.num_stages < 0)
+    fail(lo.loc, fmt::format("tl::loop_options: num_stages is {}; 1 or more (1: not pipelined), or 0 for the "
+                             "launch's",
+                             options.num_stages));
+  state_->numStages = options.num_stages;
   state_->carried = std::move(carried.tensors);
   state_->vectors = std::move(carried.vectors);
   state_->blockPtrs = std::move(carried.blockPtrs);
@@ -213,6 +219,8 @@ range::iterator range::begin() {
     state_->carriedTypes.push_back(inits.back().getType());
   }
   state_->op = scf::ForOp::create(ts.builder, l, state_->lo, state_->hi, state_->step, inits);
+  if (state_->numStages > 0)
+    state_->op->setAttr("tile.num_stages", ts.builder.getI32IntegerAttr(state_->numStages));
   Block *body = state_->op.getBody();
   // The default builder adds a terminator only when there are no iter_args.
   if (!body->empty() && isa<scf::YieldOp>(body->back()))

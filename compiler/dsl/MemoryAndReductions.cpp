@@ -239,8 +239,41 @@ using namespace tegula::dsl;
 // Memory
 //===----------------------------------------------------------------------===//
 
-static tensor loadImpl(const tensor &ptrs, const tensor *mask, const operand *other,
-                       const Loc &loc) {
+namespace {
+/// The hints checked (PTX's rules, at the caller's line) and set on `op`.
+void setHints(Operation *op, const access_hints &hints, bool isLoad, const Loc &loc) {
+  const char *fn = isLoad ? "tl::load" : "tl::store";
+  const cache_modifier c = hints.cache;
+  const bool forLoads = c == cache_modifier::ca || c == cache_modifier::cg || c == cache_modifier::cs ||
+                        c == cache_modifier::cv;
+  const bool forStores = c == cache_modifier::wb || c == cache_modifier::cg || c == cache_modifier::cs ||
+                         c == cache_modifier::wt;
+  static constexpr const char *names[] = {"none", "ca", "cg", "cs", "cv", "wb", "wt"};
+  if (c != cache_modifier::none && !(isLoad ? forLoads : forStores))
+    fail(loc, fmt::format("{}: cache_modifier::{} is for {}; {} take {}", fn, names[int(c)],
+                          isLoad ? "stores" : "loads", isLoad ? "loads" : "stores",
+                          isLoad ? "ca, cg, cs or cv" : "wb, cg, cs or wt"));
+  if (c != cache_modifier::none && hints.eviction != eviction_policy::normal)
+    fail(loc, fmt::format("{}: a cache_modifier or an eviction_policy, not both (PTX takes one or the other)", fn));
+  if (hints.is_volatile && (c != cache_modifier::none || hints.eviction != eviction_policy::normal))
+    fail(loc, fmt::format("{}: a volatile access takes no cache_modifier or eviction_policy", fn));
+  MLIRContext *ctx = op->getContext();
+  static constexpr tile::CacheModifier modifiers[] = {
+      tile::CacheModifier::None, tile::CacheModifier::CA, tile::CacheModifier::CG, tile::CacheModifier::CS,
+      tile::CacheModifier::CV,   tile::CacheModifier::WB, tile::CacheModifier::WT};
+  if (c != cache_modifier::none)
+    op->setAttr("cache", tile::CacheModifierAttr::get(ctx, modifiers[int(c)]));
+  if (hints.eviction != eviction_policy::normal)
+    op->setAttr("evict", tile::EvictionPolicyAttr::get(ctx, hints.eviction == eviction_policy::evict_first
+                                                                ? tile::EvictionPolicy::EvictFirst
+                                                                : tile::EvictionPolicy::EvictLast));
+  if (hints.is_volatile)
+    op->setAttr("isVolatile", UnitAttr::get(ctx));
+}
+} // namespace
+
+static tensor loadImpl(const tensor &ptrs, const tensor *mask, const operand *other, const Loc &loc,
+                       const access_hints &hints = {}) {
   TraceState &ts = current(loc);
   Access a = prepareAccess(ts, ptrs, mask, nullptr, loc, "tl::load");
   Location l = toLoc(ts.ctx, loc);
@@ -260,7 +293,9 @@ static tensor loadImpl(const tensor &ptrs, const tensor *mask, const operand *ot
     otherV = broadcastTo(ts, otherV, shape, loc, "tl::load other");
     (void)resultType;
   }
-  return wrap(tile::LoadOp::create(ts.builder, l, a.ptr, a.mask, otherV));
+  auto op = tile::LoadOp::create(ts.builder, l, a.ptr, a.mask, otherV);
+  setHints(op, hints, /*isLoad=*/true, loc);
+  return wrap(op.getResult());
 }
 
 tensor load(const tensor &ptrs, Loc loc) { return loadImpl(ptrs, nullptr, nullptr, loc); }
@@ -270,16 +305,27 @@ tensor load(const tensor &ptrs, const tensor &mask, Loc loc) {
 tensor load(const tensor &ptrs, const tensor &mask, operand other) {
   return loadImpl(ptrs, &mask, &other, other.loc);
 }
+tensor load(const tensor &ptrs, const access_hints &hints, Loc loc) {
+  return loadImpl(ptrs, nullptr, nullptr, loc, hints);
+}
+tensor load(const tensor &ptrs, const tensor &mask, operand other, const access_hints &hints) {
+  return loadImpl(ptrs, &mask, &other, other.loc, hints);
+}
 
-static void storeImpl(const tensor &ptrs, const operand &value, const tensor *mask) {
+static void storeImpl(const tensor &ptrs, const operand &value, const tensor *mask, const access_hints &hints = {}) {
   TraceState &ts = current(value.loc);
   Access a = prepareAccess(ts, ptrs, mask, &value, value.loc, "tl::store");
-  tile::StoreOp::create(ts.builder, toLoc(ts.ctx, value.loc), a.ptr, a.value, a.mask);
+  auto op = tile::StoreOp::create(ts.builder, toLoc(ts.ctx, value.loc), a.ptr, a.value, a.mask);
+  setHints(op, hints, /*isLoad=*/false, value.loc);
 }
 
 void store(const tensor &ptrs, operand value) { storeImpl(ptrs, value, nullptr); }
 void store(const tensor &ptrs, operand value, const tensor &mask) {
   storeImpl(ptrs, value, &mask);
+}
+void store(const tensor &ptrs, operand value, const access_hints &hints) { storeImpl(ptrs, value, nullptr, hints); }
+void store(const tensor &ptrs, operand value, const tensor &mask, const access_hints &hints) {
+  storeImpl(ptrs, value, &mask, hints);
 }
 
 /// What the GPU can do atomically (PTX `atom`, or a compare-and-swap loop:

@@ -191,8 +191,8 @@ std::optional<Operand> planOperand(scf::ForOp loop, tile::DotOp dot, unsigned id
   // The chain from the load to this dot is the dot's alone (a shared load
   // read directly has its other uses).
   if (!load || !(sharedLoad || loaded.hasOneUse()) || !(operand.hasOneUse() || (sharedLoad && operand == loaded)) ||
-      load->getBlock() != loop.getBody() || !zeroOrAbsent(load.getOther()))
-    return std::nullopt;
+      load->getBlock() != loop.getBody() || !zeroOrAbsent(load.getOther()) || load.getIsVolatile())
+    return std::nullopt; // (a volatile load is made where it stands, not ahead)
   auto type = cast<RankedTensorType>(loaded.getType());
   Type elem = type.getElementType();
   auto width = load->getAttrOfType<IntegerAttr>("tilegpu.vector_width");

@@ -232,8 +232,10 @@ struct LoadPattern : OpConversionPattern<tile::LoadOp> {
     size_t w = size_t(vectorWidth(op));
     SmallVector<Value> values;
     ValueRange ptrs = adaptor.getPtr();
+    const CacheQualifiers hints = cacheQualifiers(op.getCache(), op.getEvict(), op.getIsVolatile());
+    const bool hinted = hints.opcode != ".global";
     for (size_t k = 0; k < ptrs.size(); k += w) {
-      if (!op.getMask()) {
+      if (!op.getMask() && !hinted) {
         if (w == 1) {
           Value v = LLVM::LoadOp::create(rw, loc, mem, ptrs[k], mem.getIntOrFloatBitWidth() / 8);
           values.push_back(elem.isInteger(1) ? fromAsmInt(rw, loc, v, elem) : v);
@@ -268,7 +270,10 @@ struct LoadPattern : OpConversionPattern<tile::LoadOp> {
       std::string regKind = words ? "r" : reg, type = words ? "b32" : ptxType(elem);
       const unsigned regBits = words ? 32 : bits;
       std::string body, constraints, outs;
-      SmallVector<Value> args = {ptrs[k], adaptor.getMask()[k]};
+      // (A load with cache hints is an asm statement, masked or not.)
+      Value pred = op.getMask() ? adaptor.getMask()[k]
+                                : LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true)).getResult();
+      SmallVector<Value> args = {ptrs[k], pred};
       for (size_t i = 0; i < n; ++i) {
         args.push_back(toAsmInt(rw, loc, defaults[i], regType));
         body += fmt::format("mov.b{} ${}, ${};\n\t", regBits, i, n + 2 + i);
@@ -278,9 +283,9 @@ struct LoadPattern : OpConversionPattern<tile::LoadOp> {
       constraints += "l,b";
       for (size_t i = 0; i < n; ++i)
         constraints += "," + regKind;
-      body += fmt::format("@${} ld.global{}.{} {}, [ ${} + 0 ];", n + 1,
-                          n > 1 ? fmt::format(".v{}", n) : "", type,
-                          n > 1 ? "{" + outs + "}" : outs, n);
+      body += withCachePolicy(hints, fmt::format("@${} ld{}{}.{} {}, [ ${} + 0 ]", n + 1, hints.opcode,
+                                                 n > 1 ? fmt::format(".v{}", n) : "", type,
+                                                 n > 1 ? "{" + outs + "}" : outs, n));
       Type resultType = n == 1 ? regType
                                : Type(LLVM::LLVMStructType::getLiteral(
                                      rw.getContext(), SmallVector<Type>(n, regType)));
@@ -326,6 +331,8 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
                                    .getResult();
     ValueRange ptrs = adaptor.getPtr(), vals = adaptor.getValue();
     size_t w = size_t(vectorWidth(op));
+    const CacheQualifiers hints = cacheQualifiers(op.getCache(), op.getEvict(), op.getIsVolatile());
+    const bool hinted = hints.opcode != ".global";
     for (size_t k = 0; k < ptrs.size(); k += w) {
       if (owner && !owner->ownsRegister[k])
         continue; // another register of this thread stores the same element(s)
@@ -337,8 +344,10 @@ struct StorePattern : OpConversionPattern<tile::StoreOp> {
         group.push_back(elem.isInteger(1)
                             ? LLVM::ZExtOp::create(rw, loc, rw.getI8Type(), vals[k + i]).getResult()
                             : vals[k + i]);
-      if (pred) {
-        predicatedStore(rw, loc, ptrs[k], group, pred, "global");
+      if (pred || hinted) {
+        if (!pred)
+          pred = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true));
+        predicatedStore(rw, loc, ptrs[k], group, pred, "global", hints);
         continue;
       }
       Type mem = memoryType(elem);

@@ -216,11 +216,33 @@ SmallVector<Value> unpackWords(OpBuilder &b, Location loc, ValueRange words, Typ
   return values;
 }
 
+CacheQualifiers cacheQualifiers(tile::CacheModifier cache, tile::EvictionPolicy evict, bool isVolatile) {
+  CacheQualifiers q;
+  if (isVolatile)
+    q.opcode = ".volatile.global";
+  else if (cache != tile::CacheModifier::None)
+    q.opcode += "." + tile::stringifyCacheModifier(cache).str();
+  else if (evict != tile::EvictionPolicy::Normal) {
+    // L1's priority is a qualifier; L2's needs a policy register (PTX's
+    // .L2::evict_* qualifiers are for 256-bit accesses only), as Triton does.
+    const std::string priority = tile::stringifyEvictionPolicy(evict).str();
+    q.opcode += fmt::format(".L1::{}.L2::cache_hint", priority);
+    q.policy = fmt::format("createpolicy.fractional.L2::{}.b64 %tegula_policy, 1.0;", priority);
+  }
+  return q;
+}
+
+std::string withCachePolicy(const CacheQualifiers &q, const std::string &access) {
+  if (q.policy.empty())
+    return access + ";";
+  return fmt::format("{{\n\t.reg .b64 %tegula_policy;\n\t{}\n\t{}, %tegula_policy;\n\t}}", q.policy, access);
+}
+
 void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, Value pred,
-                     llvm::StringRef space) {
+                     llvm::StringRef space, const CacheQualifiers &hints) {
   if (values.size() > 4) { // e.g. 8 x bf16: st.v4.b32
     SmallVector<Value> words = packWords(b, loc, values);
-    return predicatedStore(b, loc, ptr, words, pred, space);
+    return predicatedStore(b, loc, ptr, words, pred, space, hints);
   }
   Type elem = values[0].getType();
   auto [asmType, reg] = asmRegister(elem);
@@ -235,9 +257,10 @@ void predicatedStore(OpBuilder &b, Location loc, Value ptr, ValueRange values, V
   }
   args.push_back(pred);
   constraints += ",b";
-  std::string body =
-      fmt::format("@${0} st.{1}{2}.{3} [ $0 + 0 ], {4};", w + 1, space.str(),
-                  w > 1 ? fmt::format(".v{}", w) : "", type, w > 1 ? "{" + regs + "}" : regs);
+  const std::string opcode = space == "global" ? hints.opcode : "." + space.str();
+  std::string body = withCachePolicy(
+      hints, fmt::format("@${0} st{1}{2}.{3} [ $0 + 0 ], {4}", w + 1, opcode, w > 1 ? fmt::format(".v{}", w) : "",
+                         type, w > 1 ? "{" + regs + "}" : regs));
   LLVM::InlineAsmOp::create(b, loc, TypeRange{}, args, body, constraints,
                             /*has_side_effects=*/true, false,
                             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),

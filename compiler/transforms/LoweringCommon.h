@@ -89,11 +89,26 @@ mlir::Value tf32Bits(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f, bool
 llvm::SmallVector<mlir::Value> packWords(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values);
 llvm::SmallVector<mlir::Value> unpackWords(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::ValueRange words, mlir::Type elem);
+/// A global load's or store's cache hints in PTX: `ld`/`st` + `opcode`
+/// (".volatile.global", ".global.cg", ".global.L1::evict_last.L2::cache_hint")
+/// and, for an eviction policy, the createpolicy that makes the L2 policy
+/// register %tegula_policy, the access's last operand.
+struct CacheQualifiers {
+  std::string opcode = ".global";
+  std::string policy; // "createpolicy...;" or empty
+};
+CacheQualifiers cacheQualifiers(tile::CacheModifier cache, tile::EvictionPolicy evict, bool isVolatile);
+/// `access` (one PTX statement without its `;`) with the hints' policy
+/// register made in a scope of its own and passed last.
+std::string withCachePolicy(const CacheQualifiers &q, const std::string &access);
+
 /// `@pred st.<space>[.vN].bW [ptr], {values}` (space: "global" or
 /// "shared"); several values make one vector store (more than four narrow
-/// ones go as 32-bit words: PTX vectors have at most four elements).
+/// ones go as 32-bit words: PTX vectors have at most four elements); a
+/// global store takes `hints`' qualifiers.
 void predicatedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
-                     mlir::ValueRange values, mlir::Value pred, llvm::StringRef space);
+                     mlir::ValueRange values, mlir::Value pred, llvm::StringRef space,
+                     const CacheQualifiers &hints = {});
 
 /// The owners of `values` (the registers of `type`) store them into the
 /// shared tile `tile` that starts at `base`, in vectors of up to 16 bytes

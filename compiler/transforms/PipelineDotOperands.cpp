@@ -571,10 +571,13 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       op.replaceAllUsesWith(arith::ConstantOp::create(b, op.getLoc(), b.getI32IntegerAttr(clusterSize)).getResult());
       op.erase();
     });
-    if (numStages < 2)
-      return;
     SmallVector<tile::DotOp> dots;
     getOperation().walk([&](tile::DotOp dot) { dots.push_back(dot); });
+    if (llvm::none_of(dots, [&](tile::DotOp dot) {
+          auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+          return loop && stagesOf(loop) >= 2;
+        }))
+      return;
     if (warpSpecialize) {
       if (!warpSpecializeFirstLoop(dots))
         return signalPassFailure();
@@ -591,8 +594,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
         byLoop[loop].push_back(dot);
     for (auto &[loop, loopDots] : byLoop) {
       auto forOp = cast<scf::ForOp>(loop);
-      if (pipelinable(forOp))
-        pipelineSharedLoads(forOp, loopDots, numStages);
+      if (pipelinable(forOp) && stagesOf(forOp) >= 2)
+        pipelineSharedLoads(forOp, loopDots, stagesOf(forOp));
     }
     // Which dots still exist, asked of the IR (shared rings and each rewrite
     // below erase dots, whose cleanup may erase others it left dead; no
@@ -609,10 +612,11 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
       auto result = cast<RankedTensorType>(dot.getType());
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(result.getEncoding());
-      if (!loop || !mma || !pipelinable(loop))
+      if (!loop || !mma || !pipelinable(loop) || stagesOf(loop) < 2)
         continue;
-      auto a = planOperand(loop, dot, 0, numStages);
-      auto b = planOperand(loop, dot, 1, numStages);
+      const int stages = stagesOf(loop);
+      auto a = planOperand(loop, dot, 0, stages);
+      auto b = planOperand(loop, dot, 1, stages);
       // A already in this mma's fragments (registers): B alone.
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
@@ -627,7 +631,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
           if (o && !(o->map = addSwizzledTensorMap(*o)))
             return signalPassFailure();
       }
-      pipeline(loop, dot, std::move(a), std::move(*b), numStages);
+      pipeline(loop, dot, std::move(a), std::move(*b), stages);
       refresh();
     }
     if (failed(rematerialiseScatteredAddresses()))
@@ -668,8 +672,8 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       auto mma = dyn_cast_if_present<tilegpu::MmaEncodingAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
       if (!mma || !mma.isWgmma())
         return std::nullopt;
-      auto a = planOperand(loop, dot, 0, numStages, /*sharedLoad=*/true);
-      auto b = planOperand(loop, dot, 1, numStages, /*sharedLoad=*/true);
+      auto a = planOperand(loop, dot, 0, stagesOf(loop), /*sharedLoad=*/true);
+      auto b = planOperand(loop, dot, 1, stagesOf(loop), /*sharedLoad=*/true);
       auto fragments = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(
           cast<RankedTensorType>(dot.getA().getType()).getEncoding());
       const bool aInRegisters = fragments && fragments.getParent() == mma &&
@@ -687,6 +691,14 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     return planned;
   }
 
+  /// A loop's pipeline depth: its tl::loop_options (`tile.num_stages`), or
+  /// the pass's.
+  int stagesOf(scf::ForOp loop) const {
+    if (auto stages = loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
+      return int(stages.getInt());
+    return numStages;
+  }
+
   /// Warp specialisation: the first loop (in program order) whose dots all
   /// take their operands from TMA rings gets the kernel's producer. False on
   /// an internal failure (a tensor map that cannot be added).
@@ -694,7 +706,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
     for (tile::DotOp dot : dots) {
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
-      if (loop && pipelinable(loop))
+      if (loop && pipelinable(loop) && stagesOf(loop) >= 2)
         byLoop[loop].push_back(dot);
     }
     for (auto &[op, loopDots] : byLoop) {
@@ -703,7 +715,7 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
       if (!planned)
         continue;
       bool mapsAdded = true;
-      if (pipelineWarpSpecialized(loop, *planned, numStages, pingPong, clusterSize, [&](Operand &o) {
+      if (pipelineWarpSpecialized(loop, *planned, stagesOf(loop), pingPong, clusterSize, [&](Operand &o) {
             return mapsAdded = bool(o.map = addSwizzledTensorMap(o));
           }))
         return true;

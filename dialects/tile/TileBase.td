@@ -130,4 +130,21 @@ def Tile_MemoryOrder : I32EnumAttr<"MemoryOrder", "memory ordering of an atomic"
   let cppNamespace = "::tegula::tile";
 }
 
+// PTX's cache operators (Triton's cache_modifier): loads take ca, cg, cs
+// and cv, stores wb, cg, cs and wt.
+def Tile_CacheModifier : I32EnumAttr<"CacheModifier", "cache operator of a load or store", [
+    I32EnumAttrCase<"None", 0, "none">, I32EnumAttrCase<"CA", 1, "ca">,
+    I32EnumAttrCase<"CG", 2, "cg">, I32EnumAttrCase<"CS", 3, "cs">,
+    I32EnumAttrCase<"CV", 4, "cv">, I32EnumAttrCase<"WB", 5, "wb">,
+    I32EnumAttrCase<"WT", 6, "wt">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
+// Triton's eviction_policy: the priority of the accessed lines in L1 and L2.
+def Tile_EvictionPolicy : I32EnumAttr<"EvictionPolicy", "cache eviction priority", [
+    I32EnumAttrCase<"Normal", 0, "normal">, I32EnumAttrCase<"EvictFirst", 1, "evict_first">,
+    I32EnumAttrCase<"EvictLast", 2, "evict_last">]> {
+  let cppNamespace = "::tegula::tile";
+}
+
 #endif // TEGULA_TILE_BASE

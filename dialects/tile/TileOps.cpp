@@ -327,10 +327,42 @@ LogicalResult DescriptorStoreOp::verify() {
 // load / store
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The cache hints' rules: PTX takes a cache operator or an eviction
+/// priority, and a volatile access neither.
+LogicalResult verifyCacheHints(Operation *op, CacheModifier cache, EvictionPolicy evict, bool isVolatile,
+                               bool isLoad) {
+  const bool loadOperator = cache == CacheModifier::CA || cache == CacheModifier::CG ||
+                            cache == CacheModifier::CS || cache == CacheModifier::CV;
+  const bool storeOperator = cache == CacheModifier::WB || cache == CacheModifier::CG ||
+                             cache == CacheModifier::CS || cache == CacheModifier::WT;
+  if (cache != CacheModifier::None && !(isLoad ? loadOperator : storeOperator))
+    return op->emitOpError() << "cache operator ." << stringifyCacheModifier(cache) << " is not one of a "
+                             << (isLoad ? "load's (ca, cg, cs, cv)" : "store's (wb, cg, cs, wt)");
+  if (cache != CacheModifier::None && evict != EvictionPolicy::Normal)
+    return op->emitOpError() << "takes a cache operator or an eviction policy, not both";
+  if (isVolatile && (cache != CacheModifier::None || evict != EvictionPolicy::Normal))
+    return op->emitOpError() << "volatile takes no cache operator or eviction policy";
+  return success();
+}
+} // namespace
+
 LogicalResult LoadOp::verify() {
   if (getOther() && !getMask())
     return emitOpError() << "'other' needs a mask";
-  return success();
+  return verifyCacheHints(*this, getCache(), getEvict(), getIsVolatile(), /*isLoad=*/true);
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyCacheHints(*this, getCache(), getEvict(), getIsVolatile(), /*isLoad=*/false);
+}
+
+void LoadOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), GlobalMemory::get());
+  // A volatile load happens where it stands: a write keeps it from being
+  // merged with another, moved or dropped.
+  if (getIsVolatile())
+    effects.emplace_back(MemoryEffects::Write::get(), GlobalMemory::get());
 }
 
 namespace {
@@ -346,7 +378,8 @@ struct LoadWithTrueMask : OpRewritePattern<LoadOp> {
   LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
     if (!isConstantMask(op.getMask(), true))
       return failure();
-    rewriter.replaceOpWithNewOp<LoadOp>(op, op.getPtr(), Value(), Value());
+    rewriter.replaceOpWithNewOp<LoadOp>(op, op.getPtr(), Value(), Value(), op.getCache(), op.getEvict(),
+                                        op.getIsVolatile());
     return success();
   }
 };
@@ -382,7 +415,8 @@ struct StoreWithConstantMask : OpRewritePattern<StoreOp> {
     }
     if (!isConstantMask(op.getMask(), true))
       return failure();
-    rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value());
+    rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value(), op.getCache(), op.getEvict(),
+                                         op.getIsVolatile());
     return success();
   }
 };

@@ -150,7 +150,7 @@ def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
 }
 
 def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
-    MemoryEffects<[MemRead<Tile_GlobalMemory>]>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
                    "::tegula::tile::getPointeeLikeType($_self)">,
     OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
@@ -158,11 +158,21 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
     OptionalTypesMatchWith<"other is the pointee of ptr", "ptr", "other",
                    "::tegula::tile::getPointeeLikeType($_self)">]> {
   let summary = "Masked load; masked-off elements take `other`, or zero when absent";
+  let description = [{
+    `cache` (a PTX cache operator) and `evict` (an eviction priority) are
+    hints for the GPU's caches, one or the other; a `volatile` load is made
+    where it stands, every time (it counts as a write: never merged with
+    another, hoisted, dropped or pipelined).
+  }];
   let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
-                       Optional<Tile_Any>:$other);
+                       Optional<Tile_Any>:$other,
+                       DefaultValuedAttr<Tile_CacheModifier, "::tegula::tile::CacheModifier::None">:$cache,
+                       DefaultValuedAttr<Tile_EvictionPolicy, "::tegula::tile::EvictionPolicy::Normal">:$evict,
+                       UnitAttr:$isVolatile);
   let results = (outs Tile_Any:$result);
   let assemblyFormat = [{
-    $ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)
+    $ptr (`,` $mask^)? (`,` $other^)? (`cache` `=` $cache^)? (`evict` `=` $evict^)? (`volatile` $isVolatile^)?
+    attr-dict `:` type($ptr)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
@@ -175,10 +185,19 @@ def Tile_StoreOp : Tile_Op<"store", [
     OptionalTypesMatchWith<"mask is a tile of i1 shaped like ptr", "ptr", "mask",
                    "::tegula::tile::getI1LikeType($_self)">]> {
   let summary = "Masked store; masked-off elements are not written";
-  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask);
-  let assemblyFormat = [{
-    $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
+  let description = [{
+    `cache`, `evict` and `volatile` as on tile.load (stores take the cache
+    operators wb, cg, cs and wt).
   }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask,
+                       DefaultValuedAttr<Tile_CacheModifier, "::tegula::tile::CacheModifier::None">:$cache,
+                       DefaultValuedAttr<Tile_EvictionPolicy, "::tegula::tile::EvictionPolicy::Normal">:$evict,
+                       UnitAttr:$isVolatile);
+  let assemblyFormat = [{
+    $ptr `,` $value (`,` $mask^)? (`cache` `=` $cache^)? (`evict` `=` $evict^)? (`volatile` $isVolatile^)?
+    attr-dict `:` type($ptr)
+  }];
+  let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 

@@ -387,6 +387,32 @@ tensor load(const tensor &ptrs, const tensor &mask, operand other);
 void store(const tensor &ptrs, operand value);
 void store(const tensor &ptrs, operand value, const tensor &mask);
 
+/// PTX's cache operators (Triton's cache_modifier). Loads: ca (cache in L1
+/// and L2, the default), cg (L2 only), cs (streaming: likely read once), cv
+/// (cached nowhere: read afresh). Stores: wb (write back, the default), cg
+/// (L2 only), cs (streaming), wt (write through).
+enum class cache_modifier { none, ca, cg, cs, cv, wb, wt };
+/// Triton's eviction_policy: lines read again soon are kept (evict_last),
+/// lines streamed once go first (evict_first), in L1 and L2.
+enum class eviction_policy { normal, evict_first, evict_last };
+/// Hints for one load or store: a cache operator or an eviction policy (PTX
+/// takes one or the other), or `is_volatile` (made where it stands, every
+/// time: never merged, hoisted, dropped or prefetched). Hints for the
+/// GPU's caches only - every backend computes the same values; a load the
+/// software pipeliner turns into cp.async copies keeps none of them.
+///
+///   tl::tensor w = tl::load(w_ptr + offs, mask, 0.0f, {.eviction = tl::eviction_policy::evict_last});
+///   tl::store(out + offs, y, mask, {.cache = tl::cache_modifier::cs});
+struct access_hints {
+  cache_modifier cache = cache_modifier::none;
+  eviction_policy eviction = eviction_policy::normal;
+  bool is_volatile = false;
+};
+tensor load(const tensor &ptrs, const access_hints &hints, Loc loc = Loc::current());
+tensor load(const tensor &ptrs, const tensor &mask, operand other, const access_hints &hints);
+void store(const tensor &ptrs, operand value, const access_hints &hints);
+void store(const tensor &ptrs, operand value, const tensor &mask, const access_hints &hints);
+
 /// How an atomic orders the memory accesses around it, at GPU scope (PTX's
 /// `.sem`, Triton's `sem`): acq_rel by default - locks and flags built from
 /// atomics need it; relaxed where only the update matters (accumulating
@@ -543,12 +569,12 @@ block_ptr advance(const block_ptr &p, const std::vector<operand> &offsets, Loc l
 /// and are not accessed; along the other dimensions they must be inside the
 /// tensor.
 tensor load(const block_ptr &p, const std::vector<int> &boundary_check = {}, padding pad = padding::zero,
-            Loc loc = Loc::current());
+            const access_hints &hints = {}, Loc loc = Loc::current());
 /// Writes `value` (converted to the element type, broadcast to the block);
 /// elements outside [0, extent) along a dimension in `boundary_check` are
 /// not written.
 void store(const block_ptr &p, operand value, const std::vector<int> &boundary_check = {},
-           Loc loc = Loc::current());
+           const access_hints &hints = {}, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Composites (Triton's standard library beside its primitives), made of the
@@ -581,6 +607,16 @@ tensor cat(const tensor &a, const tensor &b, Loc loc = Loc::current());
 /// x with the order of `dim` reversed (Triton's tl.flip): a gather along it
 /// (on the GPU the tile passes through shared memory once).
 tensor flip(const tensor &x, int dim, Loc loc = Loc::current());
+/// Triton's swizzle2d: (i, j) of a size_i x size_j grid renumbered so that
+/// the grid is walked in groups of size_g rows, column by column within a
+/// group (the last group may be shorter) - a GEMM's tile order for L2 reuse.
+/// Integer scalars or tiles (broadcast), all non-negative, size_g positive;
+/// returns the new (i, j).
+std::pair<tensor, tensor> swizzle2d(operand i, operand j, operand size_i, operand size_j, operand size_g,
+                                    Loc loc = Loc::current());
+/// A tile of x's shape and element type: zeros, or `value` everywhere.
+tensor zeros_like(const tensor &x, Loc loc = Loc::current());
+tensor full_like(const tensor &x, operand value, Loc loc = Loc::current());
 
 //===----------------------------------------------------------------------===//
 // Promises about integer offsets the compiler cannot see (Triton's
@@ -715,7 +751,25 @@ template <class T>
 inline constexpr bool is_carriable_v =
     !std::is_const_v<T> && (std::is_base_of_v<tensor, T> || std::is_same_v<T, std::vector<tensor>> ||
                             std::is_same_v<T, block_ptr>);
+/// The carried variables of a loop, in order.
+template <class... Carried> CarriedList carry(Carried &...carried) {
+  static_assert((is_carriable_v<Carried> && ...),
+                "tl::range and tl::while_ carry tl::tensor variables (tl::ptr, tl::scalar too), "
+                "std::vector<tl::tensor>s and tl::block_ptrs, not const");
+  CarriedList list;
+  (list.add(carried), ...);
+  return list;
+}
 } // namespace detail
+
+/// Settings of one tl::range loop (Triton's tl.range keywords):
+/// `num_stages` is this loop's software-pipeline depth in place of the
+/// launch's num_stages (1: its loads stay where they are; 0: the launch's).
+///
+///   for (auto k : tl::range(0, K, BK, tl::loop_options{.num_stages = 4}, acc)) ...
+struct loop_options {
+  int num_stages = 0;
+};
 
 /// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
 /// scf.for; a literal negative step counts down, `for (i = lo; i > hi;
@@ -736,16 +790,12 @@ class range {
 public:
   template <class... Carried>
   range(operand lo, operand hi, operand step, Carried &...carried)
-      : range(lo, hi, step, [&] {
-          static_assert((detail::is_carriable_v<Carried> && ...),
-                        "tl::range carries tl::tensor variables (tl::ptr, tl::scalar too), "
-                        "std::vector<tl::tensor>s and tl::block_ptrs, not const");
-          detail::CarriedList list;
-          (list.add(carried), ...);
-          return list;
-        }()) {}
+      : range(lo, hi, step, detail::carry(carried...)) {}
+  template <class... Carried>
+  range(operand lo, operand hi, operand step, const loop_options &options, Carried &...carried)
+      : range(lo, hi, step, detail::carry(carried...), options) {}
   range(operand lo, operand hi, operand step, std::vector<tensor *> carried);
-  range(operand lo, operand hi, operand step, detail::CarriedList carried);
+  range(operand lo, operand hi, operand step, detail::CarriedList carried, const loop_options &options = {});
   ~range() noexcept(false);
   range(const range &) = delete;
   range &operator=(const range &) = delete;
@@ -793,12 +843,7 @@ template <class Body, class... Carried>
 void while_(detail::WhileCondition cond, Body &&body, Carried &...carried) {
   static_assert(std::is_void_v<std::invoke_result_t<Body &>>,
                 "tl::while_: the body returns nothing; its results are the carried variables");
-  static_assert((detail::is_carriable_v<Carried> && ...),
-                "tl::while_ carries tl::tensor variables (tl::ptr, tl::scalar too), "
-                "std::vector<tl::tensor>s and tl::block_ptrs, not const");
-  detail::CarriedList list;
-  (list.add(carried), ...);
-  detail::trace_while(cond, std::function<void()>(std::ref(body)), std::move(list));
+  detail::trace_while(cond, std::function<void()>(std::ref(body)), detail::carry(carried...));
 }
 
 namespace detail {

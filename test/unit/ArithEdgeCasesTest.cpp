@@ -25,10 +25,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const char *nameOf(Backend b) {
-  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
-}
-
 void divide(tl::ptr<int32_t> x, tl::ptr<int32_t> y, tl::ptr<int32_t> out) {
   tl::tensor offs = tl::arange(0, 8);
   tl::tensor a = tl::load(x + offs), b = tl::load(y + offs);
@@ -46,7 +42,7 @@ TEST(ArithEdgeCases, IntegerDivisionByZeroAndMinusOneAreDefined) {
   const int32_t kMin = std::numeric_limits<int32_t>::min();
   std::vector<int32_t> x = {7, -7, kMin, kMin, 5, 0, kMin, 123}, y = {0, 0, 0, -1, -1, 0, 3, -5};
   for (Backend backend : backendsWithTheGpu("integer division edge cases")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> out(40, 42);
     kernel("divide", divide)({.grid = {1}, .backend = backend}, x, y, out);
     std::vector<int32_t> quotient(out.begin(), out.begin() + 8), remainder(out.begin() + 8, out.begin() + 16);
@@ -70,7 +66,7 @@ TEST(ArithEdgeCases, SixtyFourBitDivisionToo) {
   const int64_t kMin = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> x = {kMin, kMin, 9, -9}, y = {-1, 0, 0, 4};
   for (Backend backend : backendsWithTheGpu("64-bit division edge cases")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int64_t> out(8, 42);
     kernel("divide64", divide64)({.grid = {1}, .backend = backend}, x, y, out);
     EXPECT_EQ(out, (std::vector<int64_t>{kMin, -1, -1, -2, 0, kMin, 9, -1}));
@@ -91,7 +87,7 @@ void shift(tl::ptr<int32_t> x, tl::ptr<int32_t> n, tl::ptr<int32_t> out) {
 TEST(ArithEdgeCases, ShiftsByTheWidthOrMoreClamp) {
   std::vector<int32_t> x = {1, -8, -8, 5, 0x40000000, -1, 3, -3}, n = {32, 33, 100, -1, 1, 31, 0, 2};
   for (Backend backend : backendsWithTheGpu("shift edge cases")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> out(24, 42);
     kernel("shift", shift)({.grid = {1}, .backend = backend}, x, n, out);
     EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 8),
@@ -118,7 +114,7 @@ TEST(ArithEdgeCases, FloatToIntegerSaturatesAndNanIsZero) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {1000.0f, -1000.0f, inf, -inf, NAN, 3e9f, -127.9f, 65504.0f};
   for (Backend backend : backendsWithTheGpu("float-to-integer saturation")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> i32(8, 42);
     std::vector<int8_t> i8(8, 42);
     std::vector<int16_t> i16(8, 42);
@@ -143,7 +139,7 @@ void stepped(tl::ptr<int32_t> out, tl::scalar<int32_t> n, tl::scalar<int32_t> st
 TEST(ArithEdgeCases, ARuntimeRangeStepThatIsNotPositiveIsReported) {
   auto k = kernel("stepped", stepped, {"out", "n", "step"});
   for (Backend backend : {Backend::Interp, Backend::Sim}) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> out(1);
     k({.grid = {1}, .backend = backend}, out, 10, 3);
     EXPECT_EQ(out[0], 0 + 3 + 6 + 9);
@@ -229,7 +225,7 @@ TEST(ArithEdgeCases, ASixteenBitAccumulatorRoundsOnce) {
                      cf = tegula::testing::random_vector<float>(32 * 32, 0.0f, 8.0f);
   std::vector<bfloat16> a(af.begin(), af.end()), b(bf.begin(), bf.end());
   for (Backend backend : backendsWithTheGpu("a bf16 accumulator")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<bfloat16> c(cf.begin(), cf.end());
     kernel("dot16", dot16)({.grid = {1}, .backend = backend}, a, b, c);
     for (int i = 0; i < 32; ++i)

@@ -26,8 +26,6 @@ using tegula::testing::backendsWithTheGpu;
 
 namespace {
 
-const char *name(Backend b) { return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU"; }
-
 constexpr int kBlockRows = 16, kBlockCols = 8;
 
 /// Reads the 16 x 8 block at (r0, c0) of x (rows x cols, column-major),
@@ -51,7 +49,7 @@ void expectBlockCopies(const char *padName) {
   const std::vector<std::pair<int, int>> offsets = {{0, 0}, {-3, 2}, {10, -5}, {-15, -7}, {20, 0}};
   for (Backend backend : backendsWithTheGpu("block pointer loads and stores")) {
     for (auto [r0, c0] : offsets) {
-      SCOPED_TRACE(fmt::format("{}, padding {}, block at ({}, {})", name(backend), padName, r0, c0));
+      SCOPED_TRACE(fmt::format("{}, padding {}, block at ({}, {})", tegula::testing::backend_name(backend), padName, r0, c0));
       std::vector<float> y = tegula::testing::poisoned<float>(kBlockRows * kBlockCols);
       std::vector<float> z = tegula::testing::poisoned<float>(size_t(rows) * cols);
       const std::vector<float> untouched = z;
@@ -196,7 +194,7 @@ TEST(BlockPointers, LoopsCarryThemAsTheyAdvance) {
   const std::vector<float> x = tegula::testing::random_vector<float>(size_t(rows) * n);
   auto k = kernel("row_sums", rowSums, {"x", "via_range", "via_while", "n"});
   for (Backend backend : backendsWithTheGpu("block pointers carried by loops")) {
-    SCOPED_TRACE(name(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<float> a(rows, NAN), b(rows, NAN);
     k({.grid = {uint32_t(rows)}, .backend = backend}, x, a, b, n);
     for (int r = 0; r < rows; ++r) {
@@ -232,7 +230,7 @@ TEST(BlockPointers, RowsOfWholeVectorsAreCopiedInVectors) {
   const std::string ragged = k.compile({x, y, 40, 45}, {.chip = "sm_80", .assemble = false}).ptx;
   EXPECT_THAT(ragged, Not(HasSubstr("ld.global.v4")));
   for (Backend backend : backendsWithTheGpu("a tiled block-pointer copy")) {
-    SCOPED_TRACE(name(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     for (int cols : {48, 45}) {
       std::vector<float> in = tegula::testing::random_vector<float>(size_t(40) * cols);
       std::vector<float> out = tegula::testing::poisoned<float>(in.size());

@@ -225,6 +225,50 @@ TEST(CompositeOps, FlipReversesOneDimension) {
   }
 }
 
+/// Triton's swizzle2d over a 7 x 5 grid in groups of 3 rows (the last has
+/// one): tiles of i and j, and the program's own (i, j) as scalars.
+void swizzled(tl::ptr<int32_t> tiles, tl::ptr<int32_t> scalars) {
+  tl::tensor k = tl::arange(0, 64), in = k < 35;
+  auto [i, j] = tl::swizzle2d(k / 5, k % 5, 7, 5, 3);
+  tl::store(tiles + 2 * k, i, in);
+  tl::store(tiles + 2 * k + 1, j, in);
+  auto [si, sj] = tl::swizzle2d(tl::program_id(0), tl::program_id(1), tl::num_programs(0), tl::num_programs(1), 3);
+  tl::tensor at = 2 * (tl::program_id(0) * 5 + tl::program_id(1));
+  tl::store(scalars + at, si);
+  tl::store(scalars + at + 1, sj);
+  tl::store(scalars + 70 + at, tl::zeros_like(si) + tl::full_like(sj, 7));
+}
+
+TEST(CompositeOps, Swizzle2dWalksGroupsOfRowsColumnByColumn) {
+  // Triton's definition, on the host.
+  auto reference = [](int i, int j, int rows, int cols, int group) {
+    const int ij = i * cols + j, size = group * cols, first = ij / size * group;
+    const int height = std::min(rows - first, group), in = ij % size;
+    return std::pair{first + in % height, in / height};
+  };
+  auto k = kernel("swizzled", swizzled);
+  for (Backend backend : backendsWithTheGpu("swizzle2d")) {
+    std::vector<int32_t> tiles(70, -1), scalars(140, -1);
+    k({.grid = {7, 5}, .backend = backend}, tiles, scalars);
+    std::vector<bool> seen(35, false);
+    for (int i = 0; i < 7; ++i)
+      for (int j = 0; j < 5; ++j) {
+        const auto [wi, wj] = reference(i, j, 7, 5, 3);
+        const size_t at = size_t(2 * (i * 5 + j));
+        ASSERT_EQ(tiles[at], wi) << i << ", " << j;
+        ASSERT_EQ(tiles[at + 1], wj) << i << ", " << j;
+        ASSERT_EQ(scalars[at], wi) << i << ", " << j;
+        ASSERT_EQ(scalars[at + 1], wj) << i << ", " << j;
+        ASSERT_EQ(scalars[70 + at], 7) << "zeros_like + full_like";
+        seen[size_t(wi * 5 + wj)] = true;
+      }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; })) << "a permutation of the grid";
+    // Column-major within a group: (0,0) (1,0) (2,0) (0,1) ... are visited first.
+    EXPECT_EQ(tiles[2], 1);
+    EXPECT_EQ(tiles[3], 0);
+  }
+}
+
 void flipScalar(tl::ptr<float> o) {
   FAILS_ON_NEXT_LINE();
   tl::store(o, tl::flip(tl::load(o), 0));
@@ -265,6 +309,17 @@ void floatCdiv(tl::ptr<float> o) {
   tl::store(o, tl::cdiv(tl::load(o), 2));
 }
 
+void floatSwizzle(tl::ptr<float> o) {
+  FAILS_ON_NEXT_LINE();
+  auto [i, j] = tl::swizzle2d(tl::load(o), 0, 4, 4, 2);
+  tl::store(o, i.to(tl::f32) + j.to(tl::f32));
+}
+void pointerZeros(tl::ptr<float> o) {
+  tl::tensor p = o + tl::arange(0, 4);
+  FAILS_ON_NEXT_LINE();
+  tl::store(p, tl::zeros_like(p).to(tl::f32));
+}
+
 TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
   std::vector<int32_t> i(4);
   std::vector<float> f(4);
@@ -285,6 +340,10 @@ TEST(CompositeOps, MistakesAreNamedAtTheUsersLine) {
                                       "tl::split takes a tile whose last dimension is 2, got tensor<4xf32>");
   tegula::testing::expectAtMarkedLine(errorOf(kernel("sort_pointers", sortPointers), {f}), "CompositeOpsTest.cpp",
                                       "tl::sort takes numbers or booleans, got");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("float_swizzle", floatSwizzle), {f}), "CompositeOpsTest.cpp",
+                                      "tl::swizzle2d takes integers");
+  tegula::testing::expectAtMarkedLine(errorOf(kernel("pointer_zeros", pointerZeros), {f}), "CompositeOpsTest.cpp",
+                                      "tl::zeros_like needs a tile of numbers, got");
 }
 
 } // namespace

@@ -20,10 +20,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const char *nameOf(Backend b) {
-  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
-}
-
 /// Each loop writes the indices it visits, in order, into its own 16-slot
 /// row of `out` (the count carried), and the count into `counts`.
 void visits(tl::ptr<int32_t> out, tl::ptr<int32_t> counts, tl::scalar<int32_t> n, tl::scalar<int32_t> lo,
@@ -57,7 +53,7 @@ void visits(tl::ptr<int32_t> out, tl::ptr<int32_t> counts, tl::scalar<int32_t> n
 TEST(DescendingRange, VisitsFromTheStartDownToTheEndExclusive) {
   auto k = kernel("visits", visits, {"out", "counts", "n", "lo", "hi"});
   for (Backend backend : backendsWithTheGpu("descending tl::range")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> out(64, -99), counts(4, -1);
     k({.grid = {1}, .backend = backend}, out, counts, 5, 7, -6);
     EXPECT_EQ(counts, (std::vector<int32_t>{5, 4, 4, 3}));
@@ -98,14 +94,8 @@ void matmul_backwards(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, 
   tl::tensor rk = tl::arange(0, BK);
   tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
   tl::tensor last = (K - 1) / BK * BK;
-  for (auto k : tl::range(last, -1, -BK.value, acc)) {
-    tl::tensor ka = k + rk;
-    tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
-                             (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
-    tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
-                             (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
-    acc = tl::dot(at, bt, acc);
-  }
+  for (auto k : tl::range(last, -1, -BK.value, acc))
+    acc = tegula::testing::accumulateKBlock(acc, a, b, rm, rn, k, rk, M, N, K);
   tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
             (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
 }

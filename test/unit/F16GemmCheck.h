@@ -15,6 +15,19 @@
 
 namespace tegula::testing {
 
+/// acc + A[rm, k + rk] B[k + rk, rn] of row-major M x K and K x N operands,
+/// masked at the edges: one K step of the test GEMMs' loops.
+inline tl::tensor accumulateKBlock(const tl::tensor &acc, const tl::ptr<float16> &a, const tl::ptr<float16> &b,
+                                   const tl::tensor &rm, const tl::tensor &rn, const tl::tensor &k,
+                                   const tl::tensor &rk, const tl::tensor &M, const tl::tensor &N, const tl::tensor &K) {
+  tl::tensor ka = k + rk;
+  tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                           (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+  tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                           (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+  return tl::dot(at, bt, acc);
+}
+
 /// Runs `k` on fresh random M x K and K x N inputs at 64 x 64 x 32 blocks and
 /// 4 warps with `numStages` on the interpreter, the simulator as sm_80
 /// (mma.sync) and sm_90a (wgmma), and the GPU when there is one; each C is
@@ -34,7 +47,7 @@ inline void expectF16GemmOnEveryBackend(Kernel &k, int M, int N, int K, int numS
   if (gpu_available())
     targets.push_back({Backend::GPU, ""});
   for (const Target &t : targets) {
-    SCOPED_TRACE(fmt::format("{} {}", t.backend == Backend::Interp ? "interpreter" : t.backend == Backend::Sim ? "simulator" : "GPU",
+    SCOPED_TRACE(fmt::format("{} {}", backend_name(t.backend),
                              t.chip));
     std::vector<float> c(size_t(M) * N, NAN);
     k({.grid = {uint32_t((M + 63) / 64), uint32_t((N + 63) / 64)}, .num_warps = 4, .num_stages = numStages,

@@ -52,8 +52,6 @@ void wrappedScale(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> n) {
   tl::store(y + tl::program_id(0) * 1024 + tl::arange(0, 1024), tl::load(x + offs) + 1.0f);
 }
 
-const char *name(Backend b) { return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU"; }
-
 } // namespace
 
 TEST(Hints, APromisedLoadedStartMakesVectorsAndStaysRight) {
@@ -61,7 +59,7 @@ TEST(Hints, APromisedLoadedStartMakesVectorsAndStaysRight) {
   std::vector<float> x = tegula::testing::random_vector<float>(5200);
   auto promised = kernel("ragged_copy", raggedCopy<true>, {"x", "y", "starts", "lengths"});
   for (Backend backend : backendsWithTheGpu("tl::multiple_of")) {
-    SCOPED_TRACE(name(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<float> y(5200, -1.0f);
     promised({.grid = {4}, .backend = backend}, x, y, starts, lengths);
     for (size_t row = 0; row < starts.size(); ++row)
@@ -91,7 +89,7 @@ TEST(Hints, WrappedOffsetsPromisedContiguousAreVectorsAndStayRight) {
   std::vector<float> x = tegula::testing::random_vector<float>(size_t(n));
   auto k = kernel("wrapped_scale", wrappedScale, {"x", "y", "n"});
   for (Backend backend : backendsWithTheGpu("tl::max_contiguous")) {
-    SCOPED_TRACE(name(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<float> y = tegula::testing::poisoned<float>(3 * 1024);
     k({.grid = {3}, .backend = backend}, x, y, n);
     for (int i = 0; i < 3 * 1024; ++i)

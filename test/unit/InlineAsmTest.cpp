@@ -25,8 +25,6 @@ using tegula::testing::backendsWithTheGpu;
 
 namespace {
 
-const char *name(Backend b) { return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU"; }
-
 /// Byte swap (prmt) and rotate left by a per-element count (shf, both words
 /// the same), masked at the end of a ragged n.
 template <int BLOCK>
@@ -53,7 +51,7 @@ template <int BLOCK> void checkSwapAndRotate(int n, int warps, const std::vector
   }
   auto k = kernel("swap_and_rotate", swapAndRotate<BLOCK>, {"x", "count", "swapped", "rotated", "n"});
   for (Backend backend : backends) {
-    SCOPED_TRACE(fmt::format("{} {} BLOCK {} n {} warps {}", name(backend), chip, BLOCK, n, warps));
+    SCOPED_TRACE(fmt::format("{} {} BLOCK {} n {} warps {}", tegula::testing::backend_name(backend), chip, BLOCK, n, warps));
     std::vector<int32_t> swapped(size_t(n) + 1, -7), rotated(size_t(n) + 1, -7);
     k({.grid = {uint32_t((n + BLOCK - 1) / BLOCK)}, .num_warps = warps, .backend = backend, .chip = chip}, x, count,
       swapped, rotated, n);
@@ -83,7 +81,7 @@ template <int BLOCK> void checkShiftBytes(int n, int warps, const std::vector<Ba
     b = int8_t(tegula::testing::rng()());
   auto k = kernel("shift_bytes", shiftBytes<BLOCK>, {"x", "y", "n"});
   for (Backend backend : backends) {
-    SCOPED_TRACE(fmt::format("{} BLOCK {} n {} warps {}", name(backend), BLOCK, n, warps));
+    SCOPED_TRACE(fmt::format("{} BLOCK {} n {} warps {}", tegula::testing::backend_name(backend), BLOCK, n, warps));
     std::vector<int8_t> y(size_t(n), 0x55);
     k({.grid = {uint32_t((n + BLOCK - 1) / BLOCK)}, .num_warps = warps, .backend = backend}, x, y, n);
     for (int i = 0; i < n; ++i)
@@ -109,7 +107,7 @@ void checkFloats(const std::vector<Backend> &backends, const char *chip) {
   std::vector<float16> a = tegula::testing::random_vector<float16>(256), b = tegula::testing::random_vector<float16>(256);
   auto k = kernel("floats", floats, {"x", "square", "truncated", "a", "b", "sum"});
   for (Backend backend : backends) {
-    SCOPED_TRACE(fmt::format("{} {}", name(backend), chip));
+    SCOPED_TRACE(fmt::format("{} {}", tegula::testing::backend_name(backend), chip));
     std::vector<float> square = tegula::testing::poisoned<float>(256);
     std::vector<int32_t> truncated(256, -1);
     std::vector<float16> sum = tegula::testing::poisoned<float16>(256);
@@ -241,7 +239,7 @@ TEST(InlineAsm, MistakesAreNamedAtTheUsersLine) {
     EXPECT_THAT(err, HasSubstr(fmt::format("{}:{}", file, line)));
   }
   for (Backend backend : {Backend::Interp, Backend::Sim}) {
-    SCOPED_TRACE(name(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::string err = tegula::testing::error_of(
         [&] { kernel("k", unknownInstruction)({.grid = {1}, .backend = backend}, o); });
     EXPECT_THAT(err, AllOf(HasSubstr("inline PTX not supported: instruction 'bfind.u32'"), HasSubstr(file + ":")));

@@ -24,10 +24,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const char *nameOf(Backend b) {
-  return b == Backend::Interp ? "interpreter" : b == Backend::Sim ? "simulator" : "GPU";
-}
-
 /// Program p finds where keys[p] goes in `sorted` (std::lower_bound) and
 /// how many halvings that took.
 void lower_bound(tl::ptr<int32_t> sorted, tl::ptr<int32_t> keys, tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
@@ -53,7 +49,7 @@ TEST(WhileLoop, BinarySearchRunsAsManyIterationsAsTheDataNeeds) {
   std::vector<int32_t> keys = {-5, 1, 3, 4, 12, 41, 42, 100, 20};
   auto k = kernel("lower_bound", lower_bound, {"sorted", "keys", "out", "n"});
   for (Backend backend : backendsWithTheGpu("tl::while_")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> out(2 * keys.size(), -1);
     k({.grid = {uint32_t(keys.size())}, .backend = backend}, sorted, keys, out, n);
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -111,7 +107,7 @@ TEST(WhileLoop, ReductionsInTheConditionAndTheBody) {
   auto k = kernel("halve_until", halve_until, {"x", "out", "count", "limit", "B"});
   for (Backend backend : backendsWithTheGpu("tl::while_ with reductions")) {
     for (int warps : {1, 4}) {
-      SCOPED_TRACE(fmt::format("{} at {} warps", nameOf(backend), warps));
+      SCOPED_TRACE(fmt::format("{} at {} warps", tegula::testing::backend_name(backend), warps));
       std::vector<float> out(B + 1, NAN);
       std::vector<int32_t> count(1, -1);
       k({.grid = {1}, .num_warps = warps, .backend = backend}, x, out, count, 1.0f, B);
@@ -138,7 +134,7 @@ void locked_increment(tl::ptr<int32_t> lock, tl::ptr<int32_t> counter, tl::ptr<i
 TEST(WhileLoop, ASpinLockTakenWithAtomicCas) {
   auto k = kernel("locked_increment", locked_increment, {"lock", "counter", "spins"});
   for (Backend backend : backendsWithTheGpu("a tl::while_ spin lock")) {
-    SCOPED_TRACE(nameOf(backend));
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
     std::vector<int32_t> lock(1, 0), counter(1, 0), spins(1, 0);
     k({.grid = {64}, .backend = backend}, lock, counter, spins);
     EXPECT_EQ(counter[0], 64);
@@ -160,12 +156,7 @@ void matmul_while(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::
   tl::tensor k = tl::full({}, 0, tl::i32);
   tl::while_([&] { return k < K; },
              [&] {
-               tl::tensor ka = k + rk;
-               tl::tensor at = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
-                                        (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
-               tl::tensor bt = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
-                                        (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
-               acc = tl::dot(at, bt, acc);
+               acc = tegula::testing::accumulateKBlock(acc, a, b, rm, rn, k, rk, M, N, K);
                k = k + BK.value;
              },
              acc, k);

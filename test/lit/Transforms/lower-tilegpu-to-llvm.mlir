@@ -267,3 +267,38 @@ module attributes {tilegpu.num_warps = 4 : i32, tilegpu.shared_bytes = 64 : i32}
     return %r : tensor<4x512xf32, #s>
   }
 }
+
+// -----
+
+// Cache hints become PTX qualifiers: a cache operator after the state space,
+// an eviction priority as L1's qualifier and an L2 policy register made by
+// createpolicy (PTX's .L2::evict_* qualifiers are for 256-bit accesses),
+// volatile before it. Unmasked hinted accesses are asm statements too.
+#b = #tilegpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+module attributes {tilegpu.num_warps = 4 : i32} {
+  // CHECK-LABEL: llvm.func @cache_hints(
+  // CHECK: ld.global.cg.v4.b32
+  // CHECK: createpolicy.fractional.L2::evict_last.b64 %tegula_policy, 1.0;
+  // CHECK-SAME: @$5 ld.global.L1::evict_last.L2::cache_hint.v4.b32 {$0, $1, $2, $3}, [ $4 + 0 ], %tegula_policy;
+  // CHECK: ld.volatile.global.b32
+  // CHECK: st.global.cs.v4.b32
+  // CHECK: createpolicy.fractional.L2::evict_first.b64 %tegula_policy, 1.0;
+  // CHECK-SAME: st.global.L1::evict_first.L2::cache_hint.v4.b32
+  // CHECK: st.volatile.global.b32
+  func.func @cache_hints(%x: !tile.ptr<f32>, %flag: !tile.ptr<i32>, %n: i32) attributes {tile.kernel} {
+    %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32, #b>
+    %ns = tile.splat %n : tensor<512xi32, #b>
+    %m = arith.cmpi slt, %r, %ns : tensor<512xi32, #b>
+    %xs = tile.splat %x : tensor<512x!tile.ptr<f32>, #b>
+    %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>, #b>, tensor<512xi32, #b>
+    %zero = arith.constant dense<0.0> : tensor<512xf32, #b>
+    %a = tile.load %p, %m, %zero cache = cg {tilegpu.vector_width = 4 : i32, tilegpu.vector_dim = 0 : i32} : tensor<512x!tile.ptr<f32>, #b>
+    %c = tile.load %p evict = evict_last {tilegpu.vector_width = 4 : i32, tilegpu.vector_dim = 0 : i32} : tensor<512x!tile.ptr<f32>, #b>
+    %f = tile.load %flag volatile : !tile.ptr<i32>
+    %s = arith.addf %a, %c : tensor<512xf32, #b>
+    tile.store %p, %s, %m cache = cs {tilegpu.vector_width = 4 : i32, tilegpu.vector_dim = 0 : i32} : tensor<512x!tile.ptr<f32>, #b>
+    tile.store %p, %s evict = evict_first {tilegpu.vector_width = 4 : i32, tilegpu.vector_dim = 0 : i32} : tensor<512x!tile.ptr<f32>, #b>
+    tile.store %flag, %f volatile : !tile.ptr<i32>
+    return
+  }
+}

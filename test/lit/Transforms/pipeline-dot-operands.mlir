@@ -458,3 +458,136 @@ module {
     return
   }
 }
+
+// -----
+// The same loop with tl::loop_options{.num_stages = 1}: its own depth (1)
+// overrides the pass's, so its loads stay where they are.
+// CHECK-LABEL: func.func @block_ptr_matmul_one_stage
+// CHECK-NOT:   tilegpu.async_load
+// CHECK:       tile.load
+// CHECK-NOT:   tilegpu.async_load
+// CHECK:       return
+module {
+  func.func @block_ptr_matmul_one_stage(%arg0: !tile.ptr<f16> {tile.divisibility = 16 : i32, tile.name = "a"}, %arg1: !tile.ptr<f16> {tile.divisibility = 16 : i32, tile.name = "b"}, %arg2: !tile.ptr<f32> {tile.divisibility = 16 : i32, tile.name = "c"}, %arg3: i32 {tile.divisibility = 16 : i32, tile.name = "M"}, %arg4: i32 {tile.divisibility = 16 : i32, tile.name = "N"}, %arg5: i32 {tile.divisibility = 16 : i32, tile.name = "K"}) attributes {tile.constants = {BK = 32 : i64, BM = 64 : i64, BN = 64 : i64}, tile.kernel} {
+    %cst = arith.constant dense<0.000000e+00> : tensor<64x32xf16>
+    %cst_0 = arith.constant dense<0> : tensor<1x32xi64>
+    %cst_1 = arith.constant dense<0> : tensor<64x1xi64>
+    %cst_2 = arith.constant dense<0.000000e+00> : tensor<32x64xf16>
+    %cst_3 = arith.constant dense<0> : tensor<1x64xi64>
+    %cst_4 = arith.constant dense<0> : tensor<32x1xi64>
+    %c32_i32 = arith.constant 32 : i32
+    %cst_5 = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+    %c0_i32 = arith.constant 0 : i32
+    %c64_i32 = arith.constant 64 : i32
+    %0 = tile.program_id x
+    %1 = arith.muli %0, %c64_i32 : i32
+    %2 = tile.program_id y
+    %3 = arith.muli %2, %c64_i32 : i32
+    %4 = arith.extsi %arg3 : i32 to i64
+    %5 = arith.extsi %arg5 : i32 to i64
+    %6 = arith.extsi %arg4 : i32 to i64
+    %7:3 = scf.for %arg6 = %c0_i32 to %arg5 step %c32_i32 iter_args(%arg7 = %cst_5, %arg8 = %c0_i32, %arg9 = %c0_i32) -> (tensor<64x64xf32>, i32, i32)  : i32 {
+      %39 = arith.extsi %arg9 : i32 to i64
+      %40 = arith.muli %39, %6 : i64
+      %41 = tile.addptr %arg1, %40 : !tile.ptr<f16>, i64
+      %42 = arith.extsi %3 : i32 to i64
+      %43 = tile.addptr %41, %42 : !tile.ptr<f16>, i64
+      %44 = tile.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+      %45 = arith.extsi %44 : tensor<32xi32> to tensor<32xi64>
+      %46 = tile.expand_dims %45 {axis = 1 : i32} : tensor<32xi64> -> tensor<32x1xi64>
+      %47 = tile.splat %6 : tensor<32x1xi64>
+      %48 = arith.muli %46, %47 : tensor<32x1xi64>
+      %49 = tile.splat %43 : tensor<32x1x!tile.ptr<f16>>
+      %50 = tile.addptr %49, %48 : tensor<32x1x!tile.ptr<f16>>, tensor<32x1xi64>
+      %51 = tile.splat %39 : tensor<32x1xi64>
+      %52 = arith.addi %51, %46 : tensor<32x1xi64>
+      %53 = tile.splat %5 : tensor<32x1xi64>
+      %54 = arith.cmpi slt, %52, %53 : tensor<32x1xi64>
+      %55 = arith.cmpi sge, %52, %cst_4 : tensor<32x1xi64>
+      %56 = arith.andi %55, %54 : tensor<32x1xi1>
+      %57 = tile.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+      %58 = arith.extsi %57 : tensor<64xi32> to tensor<64xi64>
+      %59 = tile.expand_dims %58 {axis = 0 : i32} : tensor<64xi64> -> tensor<1x64xi64>
+      %60 = tile.broadcast %50 : tensor<32x1x!tile.ptr<f16>> -> tensor<32x64x!tile.ptr<f16>>
+      %61 = tile.broadcast %59 : tensor<1x64xi64> -> tensor<32x64xi64>
+      %62 = tile.addptr %60, %61 : tensor<32x64x!tile.ptr<f16>>, tensor<32x64xi64>
+      %63 = tile.splat %42 : tensor<1x64xi64>
+      %64 = arith.addi %63, %59 : tensor<1x64xi64>
+      %65 = tile.splat %6 : tensor<1x64xi64>
+      %66 = arith.cmpi slt, %64, %65 : tensor<1x64xi64>
+      %67 = arith.cmpi sge, %64, %cst_3 : tensor<1x64xi64>
+      %68 = arith.andi %67, %66 : tensor<1x64xi1>
+      %69 = tile.broadcast %56 : tensor<32x1xi1> -> tensor<32x64xi1>
+      %70 = tile.broadcast %68 : tensor<1x64xi1> -> tensor<32x64xi1>
+      %71 = arith.andi %69, %70 : tensor<32x64xi1>
+      %72 = tile.load %62, %71, %cst_2 : tensor<32x64x!tile.ptr<f16>>
+      %73 = arith.extsi %1 : i32 to i64
+      %74 = arith.muli %73, %5 : i64
+      %75 = tile.addptr %arg0, %74 : !tile.ptr<f16>, i64
+      %76 = arith.extsi %arg8 : i32 to i64
+      %77 = tile.addptr %75, %76 : !tile.ptr<f16>, i64
+      %78 = tile.expand_dims %58 {axis = 1 : i32} : tensor<64xi64> -> tensor<64x1xi64>
+      %79 = tile.splat %5 : tensor<64x1xi64>
+      %80 = arith.muli %78, %79 : tensor<64x1xi64>
+      %81 = tile.splat %77 : tensor<64x1x!tile.ptr<f16>>
+      %82 = tile.addptr %81, %80 : tensor<64x1x!tile.ptr<f16>>, tensor<64x1xi64>
+      %83 = tile.splat %73 : tensor<64x1xi64>
+      %84 = arith.addi %83, %78 : tensor<64x1xi64>
+      %85 = tile.splat %4 : tensor<64x1xi64>
+      %86 = arith.cmpi slt, %84, %85 : tensor<64x1xi64>
+      %87 = arith.cmpi sge, %84, %cst_1 : tensor<64x1xi64>
+      %88 = arith.andi %87, %86 : tensor<64x1xi1>
+      %89 = tile.expand_dims %45 {axis = 0 : i32} : tensor<32xi64> -> tensor<1x32xi64>
+      %90 = tile.broadcast %82 : tensor<64x1x!tile.ptr<f16>> -> tensor<64x32x!tile.ptr<f16>>
+      %91 = tile.broadcast %89 : tensor<1x32xi64> -> tensor<64x32xi64>
+      %92 = tile.addptr %90, %91 : tensor<64x32x!tile.ptr<f16>>, tensor<64x32xi64>
+      %93 = tile.splat %76 : tensor<1x32xi64>
+      %94 = arith.addi %93, %89 : tensor<1x32xi64>
+      %95 = tile.splat %5 : tensor<1x32xi64>
+      %96 = arith.cmpi slt, %94, %95 : tensor<1x32xi64>
+      %97 = arith.cmpi sge, %94, %cst_0 : tensor<1x32xi64>
+      %98 = arith.andi %97, %96 : tensor<1x32xi1>
+      %99 = tile.broadcast %88 : tensor<64x1xi1> -> tensor<64x32xi1>
+      %100 = tile.broadcast %98 : tensor<1x32xi1> -> tensor<64x32xi1>
+      %101 = arith.andi %99, %100 : tensor<64x32xi1>
+      %102 = tile.load %92, %101, %cst : tensor<64x32x!tile.ptr<f16>>
+      %103 = tile.dot %102, %72, %arg7, ieee : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+      %104 = arith.addi %arg8, %c32_i32 : i32
+      %105 = arith.addi %arg9, %c32_i32 : i32
+      scf.yield %103, %104, %105 : tensor<64x64xf32>, i32, i32
+    } {tile.num_stages = 1 : i32}
+    %8 = arith.extsi %1 : i32 to i64
+    %9 = arith.muli %8, %6 : i64
+    %10 = tile.addptr %arg2, %9 : !tile.ptr<f32>, i64
+    %11 = arith.extsi %3 : i32 to i64
+    %12 = tile.addptr %10, %11 : !tile.ptr<f32>, i64
+    %13 = tile.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %14 = arith.extsi %13 : tensor<64xi32> to tensor<64xi64>
+    %15 = tile.expand_dims %14 {axis = 1 : i32} : tensor<64xi64> -> tensor<64x1xi64>
+    %16 = tile.splat %6 : tensor<64x1xi64>
+    %17 = arith.muli %15, %16 : tensor<64x1xi64>
+    %18 = tile.splat %12 : tensor<64x1x!tile.ptr<f32>>
+    %19 = tile.addptr %18, %17 : tensor<64x1x!tile.ptr<f32>>, tensor<64x1xi64>
+    %20 = tile.splat %8 : tensor<64x1xi64>
+    %21 = arith.addi %20, %15 : tensor<64x1xi64>
+    %22 = tile.splat %4 : tensor<64x1xi64>
+    %23 = arith.cmpi slt, %21, %22 : tensor<64x1xi64>
+    %24 = arith.cmpi sge, %21, %cst_1 : tensor<64x1xi64>
+    %25 = arith.andi %24, %23 : tensor<64x1xi1>
+    %26 = tile.expand_dims %14 {axis = 0 : i32} : tensor<64xi64> -> tensor<1x64xi64>
+    %27 = tile.broadcast %19 : tensor<64x1x!tile.ptr<f32>> -> tensor<64x64x!tile.ptr<f32>>
+    %28 = tile.broadcast %26 : tensor<1x64xi64> -> tensor<64x64xi64>
+    %29 = tile.addptr %27, %28 : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xi64>
+    %30 = tile.splat %11 : tensor<1x64xi64>
+    %31 = arith.addi %30, %26 : tensor<1x64xi64>
+    %32 = tile.splat %6 : tensor<1x64xi64>
+    %33 = arith.cmpi slt, %31, %32 : tensor<1x64xi64>
+    %34 = arith.cmpi sge, %31, %cst_3 : tensor<1x64xi64>
+    %35 = arith.andi %34, %33 : tensor<1x64xi1>
+    %36 = tile.broadcast %25 : tensor<64x1xi1> -> tensor<64x64xi1>
+    %37 = tile.broadcast %35 : tensor<1x64xi1> -> tensor<64x64xi1>
+    %38 = arith.andi %36, %37 : tensor<64x64xi1>
+    tile.store %29, %7#0, %38 : tensor<64x64x!tile.ptr<f32>>
+    return
+  }
+}

@@ -1055,3 +1055,35 @@ func.func @assume_run_too_long(%x: tensor<8xi32>) {
   %r = tile.assume %x divisibility = [1] contiguity = [16] : tensor<8xi32>
   return
 }
+
+// -----
+
+func.func @store_cache_operator_on_a_load(%p: tensor<8x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op cache operator .wt is not one of a load's (ca, cg, cs, cv)}}
+  %r = tile.load %p cache = wt : tensor<8x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @load_cache_operator_on_a_store(%p: tensor<8x!tile.ptr<f32>>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{'tile.store' op cache operator .cv is not one of a store's (wb, cg, cs, wt)}}
+  tile.store %p, %v cache = cv : tensor<8x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @cache_operator_and_eviction(%p: tensor<8x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op takes a cache operator or an eviction policy, not both}}
+  %r = tile.load %p cache = cg evict = evict_last : tensor<8x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @volatile_with_hints(%p: tensor<8x!tile.ptr<f32>>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{'tile.store' op volatile takes no cache operator or eviction policy}}
+  tile.store %p, %v evict = evict_first volatile : tensor<8x!tile.ptr<f32>>
+  return
+}

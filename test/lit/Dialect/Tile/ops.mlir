@@ -138,6 +138,25 @@ func.func @load(%ps: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi1>, %other: ten
   return %0, %1, %2, %3, %4 : tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, i64, i64
 }
 
+// Cache hints: a cache operator, an eviction priority or volatile; the
+// defaults print nothing.
+// CHECK-LABEL: func.func @cache_hints(
+// CHECK:         tile.load %{{.*}}, %{{.*}}, %{{.*}} cache = cg : tensor<128x!tile.ptr<f32>>
+// CHECK:         tile.load %{{.*}} evict = evict_last : tensor<128x!tile.ptr<f32>>
+// CHECK:         tile.load %{{.*}} volatile : !tile.ptr<i32>
+// CHECK:         tile.store %{{.*}}, %{{.*}}, %{{.*}} cache = cs : tensor<128x!tile.ptr<f32>>
+// CHECK:         tile.store %{{.*}}, %{{.*}} evict = evict_first : tensor<128x!tile.ptr<f32>>
+// CHECK:         tile.store %{{.*}}, %{{.*}} volatile : !tile.ptr<i32>
+func.func @cache_hints(%ps: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi1>, %other: tensor<128xf32>, %p: !tile.ptr<i32>) {
+  %0 = tile.load %ps, %m, %other cache = cg : tensor<128x!tile.ptr<f32>>
+  %1 = tile.load %ps evict = evict_last : tensor<128x!tile.ptr<f32>>
+  %2 = tile.load %p volatile : !tile.ptr<i32>
+  tile.store %ps, %0, %m cache = cs : tensor<128x!tile.ptr<f32>>
+  tile.store %ps, %1 evict = evict_first : tensor<128x!tile.ptr<f32>>
+  tile.store %p, %2 volatile : !tile.ptr<i32>
+  return
+}
+
 // store: 2-D tile with and without a mask, and a scalar store.
 // CHECK-LABEL: func.func @store(
 // CHECK-SAME:    %[[PS:[^:]+]]: tensor<16x16x!tile.ptr<bf16>>, %[[V:[^:]+]]: tensor<16x16xbf16>, %[[M:[^:]+]]: tensor<16x16xi1>, %[[P:[^:]+]]: !tile.ptr<i8>, %[[S:[^:]+]]: i8
