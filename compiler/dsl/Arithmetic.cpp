@@ -371,8 +371,7 @@ tensor full(const Shape &shape, operand value, DType dtype, Loc loc) {
                                                      : int64_t(value.i)));
   if (isa<IntegerType>(elem) && value.kind == operand::Kind::Float)
     fail(loc, fmt::format("cannot fill a {} tile with {}", dtype_name(dtype), value.f));
-  if (isa<IntegerType>(elem))
-    checkLiteralFits(value, elem);
+  checkLiteralFits(value, elem);
   return wrap(arith::ConstantOp::create(ts.builder, l, type,
                                         SplatElementsAttr::get(type, attr)));
 }

@@ -35,7 +35,7 @@ struct LoopState {
   Value index;
   scf::ForOp op;
   std::source_location loc;
-  int numStages = 0; // loop_options::num_stages
+  loop_options options;
 };
 
 } // namespace tegula::tl::detail
@@ -149,7 +149,7 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried, 
     fail(lo.loc, fmt::format("tl::loop_options: num_stages is {}; 1 or more (1: not pipelined), or 0 for the "
                              "launch's",
                              options.num_stages));
-  state_->numStages = options.num_stages;
+  state_->options = options;
   state_->carried = std::move(carried.tensors);
   state_->vectors = std::move(carried.vectors);
   state_->blockPtrs = std::move(carried.blockPtrs);
@@ -219,8 +219,10 @@ range::iterator range::begin() {
     state_->carriedTypes.push_back(inits.back().getType());
   }
   state_->op = scf::ForOp::create(ts.builder, l, state_->lo, state_->hi, state_->step, inits);
-  if (state_->numStages > 0)
-    state_->op->setAttr("tile.num_stages", ts.builder.getI32IntegerAttr(state_->numStages));
+  if (state_->options.num_stages > 0)
+    state_->op->setAttr("tile.num_stages", ts.builder.getI32IntegerAttr(state_->options.num_stages));
+  if (state_->options.warp_specialize)
+    state_->op->setAttr("tile.warp_specialize", ts.builder.getBoolAttr(*state_->options.warp_specialize));
   Block *body = state_->op.getBody();
   // The default builder adds a terminator only when there are no iter_args.
   if (!body->empty() && isa<scf::YieldOp>(body->back()))
@@ -303,8 +305,8 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
     *t = wrap(result);
 }
 
-std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
-                             BranchFn elseFn, void *elseClosure, Loc loc) {
+Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchFn elseFn, void *elseClosure,
+                 Loc loc) {
   TraceState &ts = current(loc);
   Location l = toLoc(ts.ctx, loc);
   Value c = unwrap(cond, loc);
@@ -316,21 +318,30 @@ std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClos
                               /*addElseBlock=*/elseFn != nullptr);
   OpBuilder::InsertPoint after = ts.builder.saveInsertionPoint();
 
-  auto traceBranch = [&](Block *block, BranchFn fn, void *closure) {
+  auto traceBranch = [&](Block *block, BranchFn fn, void *closure, Yielded &out) {
     ts.builder.setInsertionPointToEnd(block);
-    std::vector<tensor> out;
     fn(closure, out);
     SmallVector<Value> vals;
-    for (const tensor &t : out)
+    for (const tensor &t : out.values)
       vals.push_back(unwrap(t, loc));
     return vals;
   };
-  SmallVector<Value> thenVals = traceBranch(op.thenBlock(), thenFn, thenClosure);
+  Yielded fromThen, fromElse;
+  SmallVector<Value> thenVals = traceBranch(op.thenBlock(), thenFn, thenClosure, fromThen);
   SmallVector<Value> elseVals;
   if (elseFn)
-    elseVals = traceBranch(op.elseBlock(), elseFn, elseClosure);
+    elseVals = traceBranch(op.elseBlock(), elseFn, elseClosure, fromElse);
   if (thenVals.size() != elseVals.size() && elseFn)
     fail(loc, "tl::if_ branches return different numbers of values");
+  // Both branches return the same C++ types, so as many block pointers.
+  for (size_t i = 0; i < fromElse.blockPtrs.size(); ++i) {
+    const block_ptr &a = fromThen.blockPtrs[i], &b = fromElse.blockPtrs[i];
+    if (a.block_shape() != b.block_shape() || a.order() != b.order())
+      fail(loc, fmt::format("tl::if_ branches return block pointers (#{}) of different blocks: {} (order [{}]) vs "
+                            "{} (order [{}])",
+                            i, shapeString(a.block_shape()), fmt::join(a.order(), ", "),
+                            shapeString(b.block_shape()), fmt::join(b.order(), ", ")));
+  }
   for (size_t i = 0; i < elseVals.size(); ++i)
     if (thenVals[i].getType() != elseVals[i].getType()) {
       std::string a, b;
@@ -348,7 +359,7 @@ std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClos
   }
   ts.builder.restoreInsertionPoint(after);
   if (thenVals.empty())
-    return {};
+    return fromThen;
   // Rebuild the op with result types now that the branches are known.
   SmallVector<Type> types;
   for (Value v : thenVals)
@@ -359,10 +370,10 @@ std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClos
   typed.getElseRegion().takeBody(op.getElseRegion());
   op.erase();
   ts.builder.setInsertionPointAfter(typed);
-  std::vector<tensor> results;
+  fromThen.values.clear();
   for (Value r : typed.getResults())
-    results.push_back(wrap(r));
-  return results;
+    fromThen.values.push_back(wrap(r));
+  return fromThen;
 }
 
 } // namespace detail

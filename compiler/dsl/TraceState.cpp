@@ -4,8 +4,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/APFloat.h"
 
 #include <atomic>
+#include <cmath>
 
 using namespace mlir;
 
@@ -188,6 +190,28 @@ void requireNumber(Value v, const std::source_location &loc, llvm::StringRef wha
 }
 
 void checkLiteralFits(const tl::operand &o, Type type) {
+  if (auto ft = dyn_cast<FloatType>(type)) {
+    // A finite literal the type cannot hold would silently become inf (NaN
+    // in fp8 e4m3, which has no inf): -1e30 as a fill that f16 makes -inf
+    // turns exp(x - max) of a fully masked row into NaN.
+    if (o.kind != tl::operand::Kind::Float && o.kind != tl::operand::Kind::Int)
+      return;
+    const double v = o.kind == tl::operand::Kind::Float ? o.f : double(o.i);
+    if (!std::isfinite(v))
+      return;
+    llvm::APFloat converted(v);
+    bool lost = false;
+    converted.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    if (converted.isFinite())
+      return;
+    llvm::APFloat largest = llvm::APFloat::getLargest(ft.getFloatSemantics());
+    bool ignored = false;
+    largest.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &ignored);
+    fail(o.loc, fmt::format("the literal {:g} is out of range for {} (largest finite value {:g}): it would become "
+                            "{}; compute in a wider type (x.to(tl::f32)) or write {} if that is meant",
+                            v, describeType(type), largest.convertToDouble(), converted.isNaN() ? "NaN" : "inf",
+                            v < 0 ? "-INFINITY" : "INFINITY"));
+  }
   unsigned w = type.getIntOrFloatBitWidth();
   int64_t v = o.i;
   if (o.kind == tl::operand::Kind::Int && w > 1 && w < 64 &&
@@ -198,6 +222,7 @@ void checkLiteralFits(const tl::operand &o, Type type) {
 Value materializeLiteral(TraceState &ts, const tl::operand &o, Type type, Location loc) {
   OpBuilder &b = ts.builder;
   if (auto ft = dyn_cast<FloatType>(type)) {
+    checkLiteralFits(o, ft);
     double v = o.kind == tl::operand::Kind::Float ? o.f : double(o.i);
     return arith::ConstantOp::create(b, loc, ft, b.getFloatAttr(ft, v));
   }

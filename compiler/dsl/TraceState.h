@@ -65,10 +65,11 @@ void rejectFp8(mlir::Type elem, const std::source_location &loc, llvm::StringRef
 void requireNumber(mlir::Value v, const std::source_location &loc, llvm::StringRef what);
 
 /// Fails (at the literal's location) when an integer literal does not fit
-/// the integer type `type`.
+/// the integer type `type`, or a finite literal would not be finite in the
+/// floating-point type `type`.
 void checkLiteralFits(const tl::operand &o, mlir::Type type);
 /// Build `value` (an int/float/bool literal operand) as a scalar of `type`;
-/// fails when an integer literal does not fit the type.
+/// fails when the literal does not fit the type (checkLiteralFits).
 mlir::Value materializeLiteral(TraceState &ts, const tl::operand &o, mlir::Type type,
                                mlir::Location loc);
 /// Splat / expand / broadcast `v` to `shape` following NumPy rules; fails

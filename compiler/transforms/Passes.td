@@ -193,7 +193,9 @@ def PipelineDotOperands : Pass<"pipeline-dot-operands", "mlir::ModuleOp"> {
     `bar.sync 1` over the consumer warps. Needs the producer's values -
     loop bounds, the loads' coordinates - to be computed from scalars
     (kernel arguments, program ids, arithmetic); otherwise the loop is
-    pipelined as without it.
+    pipelined as without it. A loop's `tile.warp_specialize` (bool, from
+    tl::loop_options, on it or on a loop around it) asks for or refuses
+    this whatever the option; the first loop asking that can have it does.
 
     `ping-pong` (with warp-specialize, num_warps 4): the CTA runs two
     programs (module attribute tilegpu.programs_per_cta = 2), each on its own

@@ -578,7 +578,10 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
           return loop && stagesOf(loop) >= 2;
         }))
       return;
-    if (warpSpecialize) {
+    if (llvm::any_of(dots, [&](tile::DotOp dot) {
+          auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+          return loop && wantsWarpSpecialize(loop);
+        })) {
       if (!warpSpecializeFirstLoop(dots))
         return signalPassFailure();
       // The specialised loop's dots are gone (erased: freed, so not asked
@@ -699,14 +702,26 @@ struct PipelineDotOperandsPass : tegula::impl::PipelineDotOperandsBase<PipelineD
     return numStages;
   }
 
-  /// Warp specialisation: the first loop (in program order) whose dots all
-  /// take their operands from TMA rings gets the kernel's producer. False on
-  /// an internal failure (a tensor map that cannot be added).
+  /// Whether a loop's dots are to have the kernel's producer warpgroup: as
+  /// the nearest loop around them (it or one enclosing it, a persistent
+  /// kernel's tile loop) with tl::loop_options' warp_specialize says
+  /// (`tile.warp_specialize`), else as the pass's option (the launch's).
+  bool wantsWarpSpecialize(scf::ForOp loop) const {
+    for (Operation *op = loop; op; op = op->getParentOp())
+      if (auto asked = op->getAttrOfType<BoolAttr>("tile.warp_specialize"))
+        return asked.getValue();
+    return warpSpecialize;
+  }
+
+  /// Warp specialisation: the first loop (in program order) that wants it
+  /// and whose dots all take their operands from TMA rings gets the
+  /// kernel's producer. False on an internal failure (a tensor map that
+  /// cannot be added).
   bool warpSpecializeFirstLoop(ArrayRef<tile::DotOp> dots) {
     llvm::MapVector<Operation *, SmallVector<tile::DotOp>> byLoop;
     for (tile::DotOp dot : dots) {
       auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
-      if (loop && pipelinable(loop) && stagesOf(loop) >= 2)
+      if (loop && pipelinable(loop) && stagesOf(loop) >= 2 && wantsWarpSpecialize(loop))
         byLoop[loop].push_back(dot);
     }
     for (auto &[op, loopDots] : byLoop) {

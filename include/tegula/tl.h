@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <tuple>
@@ -524,6 +525,7 @@ enum class padding { zero, nan };
 
 namespace detail {
 struct CarriedList;
+struct Yielded;
 } // namespace detail
 
 class block_ptr {
@@ -547,6 +549,7 @@ private:
                                   const std::vector<operand> &, const Shape &, const std::vector<int> &, Loc);
   friend block_ptr advance(const block_ptr &, const std::vector<operand> &, Loc);
   friend struct detail::CarriedList;
+  friend struct detail::Yielded;
   const tensor &part(size_t i, const char *what, int dim, const Loc &loc) const;
   // The base, then the extents, the strides and the offsets, one per
   // dimension each: what a loop carries.
@@ -765,10 +768,17 @@ template <class... Carried> CarriedList carry(Carried &...carried) {
 /// Settings of one tl::range loop (Triton's tl.range keywords):
 /// `num_stages` is this loop's software-pipeline depth in place of the
 /// launch's num_stages (1: its loads stay where they are; 0: the launch's).
+/// `warp_specialize` (sm_90a) gives the TMA-fed dots of this loop - or of a
+/// loop inside it, a persistent kernel's tile loop - the kernel's producer
+/// warpgroup, whatever the launch's warp_specialize; false keeps them from
+/// it; unset, the launch decides. A kernel has one producer: the first loop
+/// asking for it (in program order) that can have it gets it.
 ///
 ///   for (auto k : tl::range(0, K, BK, tl::loop_options{.num_stages = 4}, acc)) ...
+///   for (auto t : tl::range(pid, tiles, programs, tl::loop_options{.warp_specialize = true})) ...
 struct loop_options {
   int num_stages = 0;
+  std::optional<bool> warp_specialize;
 };
 
 /// A dynamic loop `for (i = lo; i < hi; i += step)`, traced once into
@@ -847,29 +857,59 @@ void while_(detail::WhileCondition cond, Body &&body, Carried &...carried) {
 }
 
 namespace detail {
-/// Trace a branch of tl::if_; returns the values it yields.
-using BranchFn = void (*)(void *closure, std::vector<tensor> &yielded);
-std::vector<tensor> trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure,
-                             BranchFn elseFn, void *elseClosure, Loc loc);
-template <class R> void collect(R &&r, std::vector<tensor> &out) {
-  if constexpr (std::is_convertible_v<R, tensor>) {
-    out.push_back(r);
+/// What a tl::if_ branch returns, flattened: its tiles, and each block
+/// pointer's traced parts; the block pointers themselves keep their static
+/// block shape and order (the then branch's rebuild them after the if).
+struct Yielded {
+  std::vector<tensor> values;
+  std::vector<block_ptr> blockPtrs;
+  size_t nextValue = 0, nextBlockPtr = 0; // rebuilding: what is taken next
+
+  void add(const tensor &t) { values.push_back(t); }
+  void add(const block_ptr &p) {
+    blockPtrs.push_back(p);
+    values.insert(values.end(), p.values_.begin(), p.values_.end());
+  }
+  tensor takeTensor() { return values.at(nextValue++); }
+  block_ptr takeBlockPtr() {
+    block_ptr p = blockPtrs.at(nextBlockPtr++);
+    for (tensor &t : p.values_)
+      t = values.at(nextValue++);
+    return p;
+  }
+};
+/// Trace a tl::if_; returns the results, as the then branch's Yielded.
+using BranchFn = void (*)(void *closure, Yielded &yielded);
+Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchFn elseFn, void *elseClosure, Loc loc);
+template <class R> void collect(R &&r, Yielded &out) {
+  using D = std::decay_t<R>;
+  if constexpr (std::is_same_v<D, block_ptr>) {
+    out.add(r);
+  } else if constexpr (std::is_convertible_v<R, tensor>) {
+    out.add(tensor(r));
   } else {
-    std::apply([&](auto &&...ts) { (out.push_back(ts), ...); }, r);
+    std::apply([&](auto &&...parts) { (collect(parts, out), ...); }, r);
   }
 }
-template <class R> R uncollect(const std::vector<tensor> &vals) {
+template <class T> T take(Yielded &y) {
+  if constexpr (std::is_same_v<std::decay_t<T>, block_ptr>)
+    return y.takeBlockPtr();
+  else
+    return y.takeTensor();
+}
+template <class R> R uncollect(Yielded &y) {
   if constexpr (std::is_void_v<R>) {
     return;
-  } else if constexpr (std::is_convertible_v<R, tensor>) {
-    return vals.at(0);
+  } else if constexpr (std::is_same_v<R, block_ptr> || std::is_convertible_v<R, tensor>) {
+    return take<R>(y);
   } else {
+    // Braced initialisation takes them in order.
     return [&]<size_t... I>(std::index_sequence<I...>) {
-      return R{vals.at(I)...};
+      return R{take<std::tuple_element_t<I, R>>(y)...};
     }(std::make_index_sequence<std::tuple_size_v<R>>{});
   }
 }
-template <class F> void call_branch(void *closure, std::vector<tensor> &out) {
+template <class F> void call_branch(void *closure, Yielded &out) {
   F &f = *static_cast<F *>(closure);
   using R = std::invoke_result_t<F &>;
   if constexpr (std::is_void_v<R>)
@@ -880,9 +920,11 @@ template <class F> void call_branch(void *closure, std::vector<tensor> &out) {
 } // namespace detail
 
 /// Runtime `if` on a scalar i1, traced into scf.if. Branches are lambdas; a
-/// value (or tuple of values) both return becomes the result:
+/// value (or tuple of values; tiles and tl::block_ptrs of the same block
+/// shape) both return becomes the result:
 ///
 ///   x = tl::if_(n > 0, [&] { return x * 2.0f; }, [&] { return x; });
+///   bp = tl::if_(last, [&] { return tl::advance(bp, {0, BK}); }, [&] { return bp; });
 ///   tl::if_(pid == 0, [&] { tl::store(out, total); });
 template <class Then, class Else>
 auto if_(const tensor &cond, Then &&thenFn, Else &&elseFn, Loc loc = Loc::current()) {
@@ -891,9 +933,8 @@ auto if_(const tensor &cond, Then &&thenFn, Else &&elseFn, Loc loc = Loc::curren
   using R = std::invoke_result_t<T &>;
   static_assert(std::is_same_v<R, std::invoke_result_t<E &>>,
                 "tl::if_: both branches must return the same type");
-  auto vals = detail::trace_if(cond, &detail::call_branch<T>, &thenFn,
-                               &detail::call_branch<E>, &elseFn, loc);
-  return detail::uncollect<R>(vals);
+  detail::Yielded results = detail::trace_if(cond, &detail::call_branch<T>, &thenFn, &detail::call_branch<E>, &elseFn, loc);
+  return detail::uncollect<R>(results);
 }
 template <class Then>
 void if_(const tensor &cond, Then &&thenFn, Loc loc = Loc::current()) {

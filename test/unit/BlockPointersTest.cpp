@@ -2,7 +2,7 @@
 // pointer tl::load / tl::store (Triton's block pointers): blocks of strided
 // tensors at any offset, bounds checked along the dimensions asked for
 // (zero or NaN padding, writes outside dropped), carried through tl::range
-// and tl::while_, a GEMM on every backend whose loads are as wide as
+// and tl::while_ and chosen by tl::if_, a GEMM on every backend whose loads are as wide as
 // hand-written ones, and each mistake named at the user's line.
 #include "ErrorTestUtil.h"
 #include "F16GemmCheck.h"
@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace tegula;
@@ -209,6 +210,42 @@ TEST(BlockPointers, LoopsCarryThemAsTheyAdvance) {
 
 namespace {
 
+/// Program pid copies 16 elements of row pid (n long) scaled: odd programs
+/// start 8 elements in, program 0 another 4 in at twice the value - block
+/// pointers (and a tuple of a tile and one) chosen by tl::if_.
+void chosenBlocks(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> n) {
+  tl::tensor pid = tl::program_id(0);
+  auto p = tl::make_block_ptr(x + pid * n, {n}, {1}, {0}, {16});
+  p = tl::if_(pid % 2 == 1, [&] { return tl::advance(p, {8}); }, [&] { return p; });
+  auto [scale, q] = tl::if_(
+      pid == 0, [&] { return std::tuple{tl::full({}, 2.0f, tl::f32), tl::advance(p, {4})}; },
+      [&] { return std::tuple{tl::full({}, 1.0f, tl::f32), p}; });
+  tl::store(tl::make_block_ptr(y + pid * 16, {16}, {1}, {0}, {16}), tl::load(q, {0}) * scale);
+}
+
+} // namespace
+
+TEST(BlockPointers, TlIfChoosesThem) {
+  const int rows = 3, n = 20;
+  const std::vector<float> x = tegula::testing::random_vector<float>(size_t(rows) * n);
+  auto k = kernel("chosen_blocks", chosenBlocks, {"x", "y", "n"});
+  for (Backend backend : backendsWithTheGpu("block pointers chosen by tl::if_")) {
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
+    std::vector<float> y(size_t(rows) * 16, NAN);
+    k({.grid = {uint32_t(rows)}, .backend = backend}, x, y, n);
+    for (int r = 0; r < rows; ++r) {
+      const int start = (r % 2 == 1 ? 8 : 0) + (r == 0 ? 4 : 0);
+      const float scale = r == 0 ? 2.0f : 1.0f;
+      for (int i = 0; i < 16; ++i) {
+        const float want = start + i < n ? x[size_t(r) * n + size_t(start + i)] * scale : 0.0f;
+        EXPECT_EQ(y[size_t(r) * 16 + size_t(i)], want) << r << " " << i;
+      }
+    }
+  }
+}
+
+namespace {
+
 /// Copies a rows x cols row-major matrix a 16 x 64 block a program.
 void tiledCopy(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> rows, tl::scalar<int32_t> cols) {
   tl::tensor r0 = tl::program_id(0) * 16, c0 = tl::program_id(1) * 64;
@@ -307,6 +344,13 @@ void storesPointers(tl::ptr<float> x, tl::scalar<int32_t> n) {
   FAILS_ON_NEXT_LINE();
   tl::store(p, x + tl::arange(0, 32));
 }
+void branchesDisagree(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto p = tl::make_block_ptr(x, {n}, {1}, {0}, {32});
+  auto q = tl::make_block_ptr(x, {n}, {1}, {0}, {64});
+  FAILS_ON_NEXT_LINE();
+  auto r = tl::if_(n > 4, [&] { return p; }, [&] { return q; });
+  tl::store(r, 0.0f, {0});
+}
 
 } // namespace
 
@@ -341,4 +385,7 @@ TEST(BlockPointers, MistakesAreNamedAtTheUsersLine) {
                      "a tl::block_ptr carried by tl::range changed its block in the loop body from [32] to [64]");
   expectAtMarkedLine(errorOf(kernel("k", storesPointers), {f, 8}), file,
                      "tl::store to a tl::block_ptr cannot write pointers to memory");
+  expectAtMarkedLine(errorOf(kernel("k", branchesDisagree), {f, 8}), file,
+                     "tl::if_ branches return block pointers (#0) of different blocks: [32] (order [0]) vs [64] "
+                     "(order [0])");
 }

@@ -56,6 +56,56 @@ TEST(DslCornerCases, ExplicitTypeThatCannotHoldTheLiteralIsAnError) {
   expectAtMarkedLine(errorOf(kernel("narrow", narrow_fill), {x}), "the integer 300 does not fit in i8");
 }
 
+void f16_times_a_million(tl::ptr<float16> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 4), v * 1e6);
+}
+void f16_masked_by_minus_1e30(tl::ptr<float16> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 4), tl::where(v > 0.0f, v, -1e30f));
+}
+void f16_plus_an_integer(tl::ptr<float16> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 4), v + 100000);
+}
+void e4m3_fill(tl::ptr<float> x) {
+  FAILS_ON_NEXT_LINE();
+  tl::store(x + tl::arange(0, 4), tl::full({4}, 1000.0f, tl::f8e4m3).to(tl::f32));
+}
+/// What does fit: the largest finite f16, infinities, a literal that rounds
+/// to zero or to the largest finite value rather than past it.
+void f16_edges(tl::ptr<float16> x) {
+  tl::tensor v = tl::load(x + tl::arange(0, 4));
+  tl::tensor r = tl::where(tl::arange(0, 4) == 0, v + 65504.0f, v * 1e-10);
+  r = tl::where(tl::arange(0, 4) == 2, -INFINITY, r);
+  r = tl::where(tl::arange(0, 4) == 3, tl::full({4}, 65519.0, tl::f16), r);
+  tl::store(x + tl::arange(0, 4), r);
+}
+
+TEST(DslCornerCases, FloatLiteralsTheTileTypeCannotHoldAreErrors) {
+  std::vector<float16> h(4, float16(1.0f));
+  std::vector<float> f(4);
+  expectAtMarkedLine(errorOf(kernel("k", f16_times_a_million), {h}),
+                     "the literal 1e+06 is out of range for f16 (largest finite value 65504): it would become inf; "
+                     "compute in a wider type (x.to(tl::f32)) or write INFINITY if that is meant");
+  expectAtMarkedLine(errorOf(kernel("k", f16_masked_by_minus_1e30), {h}),
+                     "the literal -1e+30 is out of range for f16 (largest finite value 65504): it would become inf; "
+                     "compute in a wider type (x.to(tl::f32)) or write -INFINITY if that is meant");
+  expectAtMarkedLine(errorOf(kernel("k", f16_plus_an_integer), {h}), "the literal 100000 is out of range for f16");
+  expectAtMarkedLine(errorOf(kernel("k", e4m3_fill), {f}),
+                     "the literal 1000 is out of range for f8e4m3 (largest finite value 448): it would become NaN");
+  auto edges = kernel("k", f16_edges);
+  std::vector<float16> x = {float16(-1.0f), float16(3.0f), float16(0.0f), float16(0.0f)};
+  edges({.grid = {1}}, x);
+  EXPECT_EQ(float(x[0]), 65504.0f); // -1 + 65504 rounds to it
+  EXPECT_EQ(float(x[1]), 0.0f);
+  EXPECT_EQ(float(x[2]), -INFINITY);
+  EXPECT_EQ(float(x[3]), 65504.0f);
+}
+
 void far_pointer(tl::ptr<int32_t> x, tl::ptr<int32_t> out) {
   FAILS_ON_NEXT_LINE();
   tl::store(out, tl::load(x + 4294967297LL));

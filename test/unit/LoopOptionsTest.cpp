@@ -1,7 +1,9 @@
 // LoopOptionsTest.cpp - tl::loop_options on a tl::range (Triton's tl.range
 // keywords): num_stages sets that loop's software-pipeline depth over the
-// launch's - deeper rings, or none - and the GEMM stays right on every
-// backend; a negative depth is an error at the user's line.
+// launch's - deeper rings, or none - and warp_specialize asks for (or
+// refuses) the producer warpgroup of a TMA-fed loop whatever the launch
+// says; the GEMMs stay right on every backend; a negative depth is an
+// error at the user's line.
 #include "ErrorTestUtil.h"
 #include "F16GemmCheck.h"
 #include "TestUtil.h"
@@ -84,4 +86,99 @@ TEST(LoopOptions, ANegativeDepthIsAnErrorAtTheLoop) {
                                       "LoopOptionsTest.cpp",
                                       "tl::loop_options: num_stages is -1; 1 or more (1: not pipelined), or 0 for the "
                                       "launch's");
+}
+
+namespace {
+
+enum class Ask { launchs, yes, no };
+
+constexpr tl::loop_options warpSpecializeOption(Ask ask) {
+  tl::loop_options o;
+  if (ask != Ask::launchs)
+    o.warp_specialize = ask == Ask::yes;
+  return o;
+}
+
+/// C = A B through tensor descriptors (TMA rings on sm_90a), the K loop's
+/// warp_specialize as ASK.
+template <Ask ASK>
+void descriptorMatmul(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                      tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM, tl::constant<int> BN,
+                      tl::constant<int> BK) {
+  auto ad = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto bd = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  tl::tensor m0 = tl::program_id(0) * BM, n0 = tl::program_id(1) * BN;
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, BK.value, warpSpecializeOption(ASK), acc))
+    acc = tl::dot(ad.load({m0, k}), bd.load({k, n0}), acc);
+  tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {m0, n0}, {BM, BN}), acc, {0, 1});
+}
+
+/// The same as a persistent kernel: the programs walk the output tiles, and
+/// the warp_specialize option is on the tile loop (as in Triton's
+/// persistent tutorial), not on the K loop inside it.
+template <Ask ASK>
+void persistentDescriptorMatmul(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                                tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::constant<int> BM,
+                                tl::constant<int> BN, tl::constant<int> BK) {
+  auto ad = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto bd = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  tl::tensor tiles_n = (N + (BN.value - 1)) / BN, tiles = (M + (BM.value - 1)) / BM * tiles_n;
+  for (auto t : tl::range(tl::program_id(0), tiles, tl::num_programs(0), warpSpecializeOption(ASK))) {
+    tl::tensor m0 = t / tiles_n * BM, n0 = t % tiles_n * BN;
+    tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+    for (auto k : tl::range(0, K, BK.value, acc))
+      acc = tl::dot(ad.load({m0, k}), bd.load({k, n0}), acc);
+    tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {m0, n0}, {BM, BN}), acc, {0, 1});
+  }
+}
+
+int producerWarps(Kernel &k, const char *chip, bool launchWarpSpecializes) {
+  std::vector<float16> a(128 * 96), b(96 * 192);
+  std::vector<float> c(128 * 192);
+  return k.compile({a, b, c, 128, 192, 96, 64, 64, 32},
+                   {.chip = chip, .num_stages = 3, .warp_specialize = launchWarpSpecializes, .assemble = false})
+      .producer_warps;
+}
+
+} // namespace
+
+/// The loop's option wins over the launch's either way; unset, the launch
+/// decides; on sm_80 (no TMA rings) nothing changes. The loops asking for it
+/// compute the right product on every backend (the simulator as sm_90a runs
+/// the producer warpgroup), and so does a persistent kernel whose tile loop
+/// asks for it.
+TEST(LoopOptions, WarpSpecializeGivesTheLoopAProducerWhateverTheLaunch) {
+  const std::vector<std::string> names = kNames;
+  auto yes = kernel("ws_matmul", descriptorMatmul<Ask::yes>, names);
+  auto no = kernel("ws_matmul", descriptorMatmul<Ask::no>, names);
+  auto launchs = kernel("ws_matmul", descriptorMatmul<Ask::launchs>, names);
+  auto persistent = kernel("ws_persistent_matmul", persistentDescriptorMatmul<Ask::yes>, names);
+  EXPECT_EQ(producerWarps(yes, "sm_90a", false), 4);
+  EXPECT_EQ(producerWarps(no, "sm_90a", true), 0);
+  EXPECT_EQ(producerWarps(launchs, "sm_90a", true), 4);
+  EXPECT_EQ(producerWarps(launchs, "sm_90a", false), 0);
+  EXPECT_EQ(producerWarps(yes, "sm_80", false), 0);
+  EXPECT_EQ(producerWarps(persistent, "sm_90a", false), 4);
+  EXPECT_EQ(producerWarps(persistent, "sm_80", false), 0);
+  tegula::testing::expectF16GemmOnEveryBackend(yes, 100, 72, 96, 3);
+  tegula::testing::expectF16GemmOnEveryBackend(no, 100, 72, 96, 3);
+
+  // Persistent: 3 programs for 2 x 3 tiles, K loops of 5 iterations (the
+  // rings wrap within and across tiles).
+  const int M = 100, N = 136, K = 160;
+  const std::vector<float16> a = tegula::testing::random_vector<float16>(size_t(M) * K),
+                             b = tegula::testing::random_vector<float16>(size_t(K) * N);
+  std::vector<float> want(size_t(M) * N, NAN);
+  persistent({.grid = {3}, .backend = Backend::Interp}, a, b, want, M, N, K, 64, 64, 32);
+  std::vector<LaunchOptions> targets = {{.grid = {3}, .num_stages = 3, .backend = Backend::Sim, .chip = "sm_90a"}};
+  if (gpu_available())
+    targets.push_back({.grid = {3}, .num_stages = 3, .backend = Backend::GPU});
+  for (const LaunchOptions &o : targets) {
+    SCOPED_TRACE(tegula::testing::backend_name(*o.backend));
+    std::vector<float> got(size_t(M) * N, NAN);
+    persistent(o, a, b, got, M, N, K, 64, 64, 32);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-3) << i;
+  }
 }
