@@ -152,6 +152,7 @@ static int32_t tegula_sim_shfl(int32_t mode, int32_t mask, int32_t value, int32_
 }
 static void tegula_sim_access(const void *p, int64_t bytes, int32_t flags, int32_t site) {
   checkAccess(p, size_t(bytes), AccessKind(flags & 3), Space(uint32_t(flags) >> 2), uint32_t(site));
+  profileAccess(p, size_t(bytes), AccessKind(flags & 3), Space(uint32_t(flags) >> 2), uint32_t(site));
 }
 static void *tegula_sim_shared(int64_t offset) { return sharedBase() + offset; }
 static void tegula_sim_asm(int32_t program, const uint64_t *in, uint64_t *out, int32_t site) {

@@ -194,6 +194,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
         fail(site, fmt::format("'{}': {} registers for .v{}", in.text, regs.size(), in.vector));
       auto *p = reinterpret_cast<uint8_t *>(r[addr.reg] + uint64_t(addr.value));
       checkAccess(p, bytes * in.vector, load ? AccessKind::Read : AccessKind::Write, in.space, site);
+      profileAccess(p, bytes * in.vector, load ? AccessKind::Read : AccessKind::Write, in.space, site);
       for (size_t i = 0; i < regs.size(); ++i) {
         if (load) {
           uint64_t v = 0;
@@ -209,6 +210,7 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
     case Op::Atom: {
       auto *p = reinterpret_cast<uint8_t *>(r[ops[1].reg] + uint64_t(ops[1].value));
       checkAccess(p, bytes, AccessKind::Atomic, in.space, site);
+      profileAccess(p, bytes, AccessKind::Atomic, in.space, site);
       uint64_t old = 0;
       std::memcpy(&old, p, bytes);
       uint64_t next;

@@ -13,10 +13,12 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <sys/mman.h>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -363,8 +365,11 @@ void runCluster(Cluster &cl, uint64_t firstCta) {
       continue;
     }
     if (std::all_of(cl.ctas.begin(), cl.ctas.end(), [](const auto &c) { return exited(*c); })) {
-      for (auto &c : cl.ctas)
+      for (auto &c : cl.ctas) {
         judgeUninitialisedReads(*c);
+        if (c->profile)
+          c->profile->finishCta();
+      }
       return;
     }
     resolveBlocked(cl);
@@ -589,6 +594,30 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   }
 }
 
+void profileAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site) {
+  Cta &c = cta();
+  if (!c.profile)
+    return;
+  auto address = reinterpret_cast<uintptr_t>(p);
+  if (space == Space::Global) {
+    // Sectors as on the GPU, whose allocations start 256-byte aligned: the
+    // offset in the launch buffer (host vectors may start anywhere mod 32),
+    // each buffer in a window of its own.
+    const std::vector<Buffer> &buffers = c.config->buffers;
+    auto it = std::upper_bound(buffers.begin(), buffers.end(), address,
+                               [](uintptr_t v, const Buffer &b) { return v < b.begin; });
+    if (it != buffers.begin())
+      address = (uintptr_t(it - buffers.begin()) << 40) + (address - std::prev(it)->begin);
+  }
+  c.profile->access(c.current, site, address, bytes, space, kind);
+}
+
+void profileRequest(uint32_t site, std::span<const LanePart> parts, Space space, AccessKind kind) {
+  Cta &c = cta();
+  if (c.profile)
+    c.profile->request(site, parts, space, kind);
+}
+
 void asyncReadBegin(const void *p, size_t bytes, uint32_t site) {
   Cta &c = cta();
   const size_t offset = size_t(static_cast<const uint8_t *>(p) - c.shared.data());
@@ -698,6 +727,8 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
     c->asyncReads.resize(config.sharedBytes);
     c->asyncReadSites.resize(config.sharedBytes);
     c->proxyFences.resize(threads);
+    if (config.profileMemory)
+      c->profile = std::make_unique<MemoryProfile>(threads);
     for (size_t t = 0; t < threads; ++t) {
       c->threads[t].stack = static_cast<char *>(stacks) + (size_t(r) * threads + t) * kStackBytes;
       mprotect(c->threads[t].stack, kGuardBytes, PROT_NONE); // overflow faults, never corrupts
@@ -730,6 +761,16 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
     stats.switches += c->stats.switches;
     stats.globalAccesses += c->stats.globalAccesses;
     stats.sharedAccesses += c->stats.sharedAccesses;
+  }
+  if (config.profileMemory) { // the cluster's CTAs' sites, added up
+    std::map<std::tuple<uint32_t, Space, AccessKind>, SiteTraffic> bySite;
+    for (const auto &c : cl.ctas)
+      for (const SiteTraffic &t : c->profile->totals()) {
+        SiteTraffic &sum = bySite.try_emplace({t.site, t.space, t.kind}, SiteTraffic{t.site, t.space, t.kind}).first->second;
+        sum.requests += t.requests, sum.bytes += t.bytes, sum.transactions += t.transactions, sum.ideal += t.ideal;
+      }
+    for (auto &[key, t] : bySite)
+      stats.traffic.push_back(t);
   }
   return stats;
 }

@@ -81,11 +81,28 @@ struct LaunchConfig {
   /// Thread-block clusters (sm_90): CTAs x = C*k .. C*k + C-1 of each grid
   /// row form cluster k and run together (grid.x must be a multiple of C).
   int clusterSize = 1;
+  /// Price each site's accesses as warp-wide requests (RunStats::traffic).
+  bool profileMemory = false;
 };
 
-/// What a run cost: fiber switches and instrumented accesses.
+/// What the accesses of one site moved over a launch, priced as the
+/// hardware serves a warp's request (LaunchConfig::profileMemory,
+/// MemoryProfile.h).
+struct SiteTraffic {
+  uint32_t site = 0;
+  Space space = Space::Global;
+  AccessKind kind = AccessKind::Read;
+  uint64_t requests = 0;     // warp-wide instructions
+  uint64_t bytes = 0;        // the distinct bytes each request asked for, summed
+  uint64_t transactions = 0; // global: 32-byte sectors; shared: wavefronts
+  uint64_t ideal = 0;        // the fewest transactions that carry those bytes
+};
+
+/// What a run cost: fiber switches and instrumented accesses; with
+/// profileMemory, each site's traffic.
 struct RunStats {
   uint64_t ctas = 0, threads = 0, switches = 0, globalAccesses = 0, sharedAccesses = 0;
+  std::vector<SiteTraffic> traffic;
 };
 
 /// Run `entry(args)` on every thread of every CTA of the grid (the CTAs
@@ -117,6 +134,10 @@ void setMaxRegisters(bool increase, uint32_t count, uint32_t site);
 std::string pendingRegisterRequest();
 /// Check (and, for shared memory, record) an access of `bytes` at `p`.
 void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
+/// The current thread's part of its warp's request at `site`, for the
+/// memory profile (nothing without one): thread-issued accesses only, not
+/// the async units' (TMA, wgmma).
+void profileAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint32_t site);
 /// The CTA's shared memory.
 uint8_t *sharedBase();
 size_t sharedBytes();

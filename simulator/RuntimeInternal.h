@@ -7,6 +7,7 @@
 #pragma once
 
 #include "simulator/Fiber.h"
+#include "simulator/MemoryProfile.h"
 #include "simulator/Runtime.h"
 #include "tegula/error.h"
 
@@ -139,6 +140,7 @@ struct Cta {
   std::vector<PendingRead> uninitialisedReads;
   std::string error; // set by fail()
   RunStats stats;
+  std::unique_ptr<MemoryProfile> profile; // with LaunchConfig::profileMemory
   std::shared_ptr<void> extensions[size_t(CtaExtension::Count)];
 };
 

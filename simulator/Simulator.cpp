@@ -5,6 +5,7 @@
 #include "simulator/HostFunctions.h"
 #include "simulator/HostJit.h"
 #include "simulator/InstrumentForSimulator.h"
+#include "simulator/MemoryProfile.h"
 #include "simulator/PtxAsm.h"
 #include "simulator/Tma.h"
 
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -47,6 +49,23 @@ struct SimKernel::Impl {
 };
 
 namespace {
+/// $TEGULA_SIM_PROFILE, read once: "1" prints every simulated launch's
+/// memory profile.
+bool profileFromEnvironment() {
+  static const bool on = [] {
+    const char *text = std::getenv("TEGULA_SIM_PROFILE");
+    const std::string value = text ? text : "";
+    if (value.empty() || value == "0")
+      return false;
+    if (value == "1")
+      return true;
+    throw Error(fmt::format("TEGULA_SIM_PROFILE is '{}'; 1 prints each simulated launch's memory profile, 0 or "
+                            "unset does not",
+                            value));
+  }();
+  return on;
+}
+
 /// $TEGULA_SIM_SCHEDULE, read once: a whole test suite can run under
 /// another thread order.
 std::pair<Schedule, uint64_t> scheduleFromEnvironment() {
@@ -213,6 +232,8 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
   config.sites = &impl_->sites;
   config.detectRaces = options.detectRaces;
   config.lastCtaFirst = options.lastCtaFirst;
+  const bool printProfile = !options.profileMemory && profileFromEnvironment();
+  config.profileMemory = options.profileMemory.value_or(printProfile);
   std::tie(config.schedule, config.scheduleSeed) =
       options.schedule ? std::pair(*options.schedule, options.scheduleSeed) : scheduleFromEnvironment();
 
@@ -273,7 +294,14 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
       capturePrintf(nullptr);
     }
   } reset;
-  return runGrid(config, impl_->jit->entry(), packed.data());
+  RunStats stats = runGrid(config, impl_->jit->entry(), packed.data());
+  if (printProfile)
+    std::fputs(memoryProfile(stats).c_str(), stderr);
+  return stats;
+}
+
+std::string SimKernel::memoryProfile(const RunStats &stats) const {
+  return formatMemoryProfile(impl_->kernel, stats.traffic, impl_->sites);
 }
 
 } // namespace tegula::sim

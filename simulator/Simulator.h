@@ -35,6 +35,10 @@ struct SimOptions {
   bool lastCtaFirst = false;
   /// Capture vprintf output here instead of printing it (tests).
   std::string *printed = nullptr;
+  /// Price each access site's traffic as warp-wide requests
+  /// (RunStats::traffic, MemoryProfile.h). Unset: $TEGULA_SIM_PROFILE=1,
+  /// which also prints the table (formatMemoryProfile) to stderr.
+  std::optional<bool> profileMemory;
 };
 
 class SimKernel {
@@ -52,6 +56,9 @@ public:
   RunStats run(Grid grid, const std::vector<ParamInfo> &params,
                const std::vector<std::string> &paramNames, const std::vector<Arg> &args,
                const SimOptions &options = {}) const;
+
+  /// `stats.traffic` as a table, the costliest sites first, each named.
+  std::string memoryProfile(const RunStats &stats) const;
 
   /// The instrumented module, as text (TEGULA_DUMP=sim).
   const std::string &instrumentedIR() const;

@@ -3,6 +3,7 @@
 
 #include "simulator/AsyncGlobal.h"
 
+#include "simulator/MemoryProfile.h"
 #include "simulator/Runtime.h"
 #include "tegula/dtype.h"
 
@@ -148,8 +149,10 @@ void performCopy(const AsyncCopy &c) {
   if (c.srcSize > 0) {
     asyncGlobalEnd(c.token);
     checkAccess(c.src, size_t(c.srcSize), AccessKind::Read, Space::Global, c.site);
+    profileAccess(c.src, size_t(c.srcSize), AccessKind::Read, Space::Global, c.site);
   }
   checkAccess(c.dst, size_t(c.cpSize), AccessKind::Write, Space::Shared, c.site);
+  profileAccess(c.dst, size_t(c.cpSize), AccessKind::Write, Space::Shared, c.site);
   std::memcpy(c.dst, c.src, size_t(c.srcSize));
   std::memset(static_cast<uint8_t *>(c.dst) + c.srcSize, 0, size_t(c.cpSize - c.srcSize));
 }
@@ -181,11 +184,14 @@ void ldmatrix(int count, bool trans, const void *rowAddress, uint32_t *d, uint32
   LdmatrixIO io{static_cast<const uint8_t *>(rowAddress), d};
   warpCollective("ldmatrix", site, 0xffffffffu, &io, [&](void *const ios[kWarpSize]) {
     // Matrix j's row r comes from the address lane 8j + r gave.
+    std::vector<LanePart> rows;
     for (int j = 0; j < count; ++j)
       for (int r = 0; r < 8; ++r) {
         const uint8_t *row = static_cast<LdmatrixIO *>(ios[8 * j + r])->row;
         checkAccess(row, 16, AccessKind::Read, Space::Shared, site);
+        rows.push_back({reinterpret_cast<uintptr_t>(row), 16, 8 * j + r});
       }
+    profileRequest(site, rows, Space::Shared, AccessKind::Read);
     auto at = [&](int j, int r, int c) {
       uint16_t v;
       std::memcpy(&v, static_cast<LdmatrixIO *>(ios[8 * j + r])->row + 2 * c, 2);
@@ -208,9 +214,14 @@ void stmatrix(int count, bool trans, void *rowAddress, const uint32_t *s, uint32
   StmatrixIO io{static_cast<uint8_t *>(rowAddress), s};
   warpCollective("stmatrix", site, 0xffffffffu, &io, [&](void *const ios[kWarpSize]) {
     // Matrix j's row r goes to the address lane 8j + r gave.
+    std::vector<LanePart> rows;
     for (int j = 0; j < count; ++j)
-      for (int r = 0; r < 8; ++r)
-        checkAccess(static_cast<StmatrixIO *>(ios[8 * j + r])->row, 16, AccessKind::Write, Space::Shared, site);
+      for (int r = 0; r < 8; ++r) {
+        uint8_t *row = static_cast<StmatrixIO *>(ios[8 * j + r])->row;
+        checkAccess(row, 16, AccessKind::Write, Space::Shared, site);
+        rows.push_back({reinterpret_cast<uintptr_t>(row), 16, 8 * j + r});
+      }
+    profileRequest(site, rows, Space::Shared, AccessKind::Write);
     auto put = [&](int j, int r, int c, uint32_t half) {
       const auto v = uint16_t(half);
       std::memcpy(static_cast<StmatrixIO *>(ios[8 * j + r])->row + 2 * c, &v, 2);

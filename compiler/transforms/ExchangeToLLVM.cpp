@@ -20,6 +20,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <bit>
+#include <optional>
 
 using namespace mlir;
 using tegula::layout::LinearLayout;
@@ -113,79 +114,88 @@ struct ConvertLayoutThroughShared : OpConversionPattern<tilegpu::ConvertLayoutOp
   }
 };
 
-/// A 2-D conversion whose source or destination holds several contiguous
+/// A 2-D exchange whose source or destination holds several contiguous
 /// elements per thread (an mma accumulator's pairs, a blocked layout's
-/// 16-byte rows - the GEMM epilogue before its 128-bit global stores) moves
-/// them as vectors of up to 16 bytes, through a tile swizzled so that
-/// neither side's accesses conflict on banks (layout::deriveSwizzle, as for
-/// dot operands); otherwise the scalar exchange above takes it.
+/// 16-byte rows - the GEMM epilogue before its 128-bit global stores; a
+/// transpose's loaded rows) moves them as vectors of up to 16 bytes, through
+/// a tile of the destination's shape swizzled so that neither side's
+/// accesses conflict on banks (layout::deriveSwizzle, as for dot operands).
+/// `src` maps the source registers to destination coordinates. Nothing when
+/// it does not apply (the scalar exchange above takes those).
+std::optional<SmallVector<Value>> swizzledExchange(ConversionPatternRewriter &rw, Operation *op, ValueRange values,
+                                                   Type elem, const LinearLayout &src, const LinearLayout &dst,
+                                                   ArrayRef<int64_t> shape) {
+  const unsigned bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 0;
+  if (shape.size() != 2 || (bits != 8 && bits != 16 && bits != 32) ||
+      !llvm::all_of(shape, [](int64_t d) { return llvm::isPowerOf2_64(uint64_t(d)); }) ||
+      shape[1] * bits < 128) // rows of whole 16-byte chunks
+    return std::nullopt;
+  layout::SharedTile tile{{int32_t(shape[0]), int32_t(shape[1])}, 1, int(bits), {}};
+  const int32_t maxVector = int32_t(128 / bits);
+  const int32_t vw = layout::vectorElementsOf(src.compose(tile.offsetLayout()), maxVector);
+  const int32_t vr = layout::vectorElementsOf(dst.compose(tile.offsetLayout()), maxVector);
+  if (vw == 1 && vr == 1)
+    return std::nullopt;
+  tile = layout::deriveSwizzle(tile, {layout::vectorAccess("store", src, vw, int(bits)),
+                                      layout::vectorAccess("load", dst, vr, int(bits))});
+  Location loc = op->getLoc();
+  Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
+  Value scratch = sharedBuffer(rw, loc, op);
+  auto at = [&](Value offset) {
+    return LLVM::GEPOp::create(rw, loc, ptr3, elem, scratch, ValueRange{offset});
+  };
+  leadingBarrier(rw, loc, op); // earlier users of the scratch are done
+  Owners owners = ownersOf(rw, loc, src);
+  auto storeOffsets = coordinates(rw, loc, src.compose(tile.offsetLayout()));
+  SmallVector<Value> in(values);
+  for (int32_t r = 0; r < src.inDimSize("register"); r += vw) {
+    if (r & owners.duplicateRegisters)
+      continue;
+    predicatedStore(rw, loc, at(storeOffsets[size_t(r)][0]), ArrayRef<Value>(in).slice(size_t(r), size_t(vw)),
+                    owners.threadOwns, "shared");
+  }
+  ctaBarrier(rw, loc);
+  // Loads of whole 32-bit words where the vector has them (ld.shared.v4.b32
+  // for 8 x bf16), unpacked into elements.
+  auto loadOffsets = coordinates(rw, loc, dst.compose(tile.offsetLayout()));
+  const int32_t words = vr * int32_t(bits) / 32;
+  SmallVector<Value> out;
+  for (int32_t r = 0; r < dst.inDimSize("register"); r += vr) {
+    Value p = at(loadOffsets[size_t(r)][0]);
+    if (words == 0) {
+      out.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
+      continue;
+    }
+    auto vecType = VectorType::get({words}, rw.getI32Type());
+    Value vec = LLVM::LoadOp::create(rw, loc, vecType, p, /*alignment=*/unsigned(words * 4));
+    SmallVector<Value> loaded;
+    for (int32_t w = 0; w < words; ++w)
+      loaded.push_back(LLVM::ExtractElementOp::create(rw, loc, vec, i32Const(rw, loc, w)));
+    if (bits == 32)
+      for (Value w : loaded)
+        out.push_back(LLVM::BitcastOp::create(rw, loc, elem, w));
+    else
+      llvm::append_range(out, unpackWords(rw, loc, loaded, elem));
+  }
+  return out;
+}
+
 struct ConvertLayoutThroughSwizzledTile : OpConversionPattern<tilegpu::ConvertLayoutOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tilegpu::ConvertLayoutOp op, OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rw) const override {
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
-    Type elem = convertedElement(getTypeConverter(), srcT);
-    const unsigned bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 0;
     auto operand = dyn_cast_if_present<tilegpu::DotOperandEncodingAttr>(dstT.getEncoding());
     if (operand && operand.getElementBits() == 16)
       return failure(); // ldmatrix (DotOperandToLLVM.cpp)
-    if (srcT.getRank() != 2 || (bits != 8 && bits != 16 && bits != 32) ||
-        !llvm::all_of(srcT.getShape(), [](int64_t d) { return llvm::isPowerOf2_64(uint64_t(d)); }) ||
-        srcT.getDimSize(1) * bits < 128) // rows of whole 16-byte chunks
-      return failure();
     if (!analysis::sharedOffset(op))
       return rw.notifyMatchFailure(op, kNoSharedOffset);
-    LinearLayout src = layoutOf(srcT), dst = layoutOf(dstT);
-    layout::SharedTile tile{{int32_t(srcT.getDimSize(0)), int32_t(srcT.getDimSize(1))}, 1,
-                            int(bits), {}};
-    const int32_t maxVector = int32_t(128 / bits);
-    const int32_t vw = layout::vectorElementsOf(src.compose(tile.offsetLayout()), maxVector);
-    const int32_t vr = layout::vectorElementsOf(dst.compose(tile.offsetLayout()), maxVector);
-    if (vw == 1 && vr == 1)
+    auto out = swizzledExchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+                                layoutOf(srcT), layoutOf(dstT), dstT.getShape());
+    if (!out)
       return failure();
-    tile = layout::deriveSwizzle(tile, {layout::vectorAccess("store", src, vw, int(bits)),
-                                        layout::vectorAccess("load", dst, vr, int(bits))});
-    Location loc = op.getLoc();
-    Type ptr3 = LLVM::LLVMPointerType::get(rw.getContext(), 3);
-    Value scratch = sharedBuffer(rw, loc, op);
-    auto at = [&](Value offset) {
-      return LLVM::GEPOp::create(rw, loc, ptr3, elem, scratch, ValueRange{offset});
-    };
-    leadingBarrier(rw, loc, op); // earlier users of the scratch are done
-    Owners owners = ownersOf(rw, loc, src);
-    auto storeOffsets = coordinates(rw, loc, src.compose(tile.offsetLayout()));
-    SmallVector<Value> values(adaptor.getSrc());
-    for (int32_t r = 0; r < src.inDimSize("register"); r += vw) {
-      if (r & owners.duplicateRegisters)
-        continue;
-      predicatedStore(rw, loc, at(storeOffsets[size_t(r)][0]), ArrayRef<Value>(values).slice(size_t(r), size_t(vw)),
-                      owners.threadOwns, "shared");
-    }
-    ctaBarrier(rw, loc);
-    // Loads of whole 32-bit words where the vector has them (ld.shared.v4.b32
-    // for 8 x bf16), unpacked into elements.
-    auto loadOffsets = coordinates(rw, loc, dst.compose(tile.offsetLayout()));
-    const int32_t words = vr * int32_t(bits) / 32;
-    SmallVector<Value> out;
-    for (int32_t r = 0; r < dst.inDimSize("register"); r += vr) {
-      Value p = at(loadOffsets[size_t(r)][0]);
-      if (words == 0) {
-        out.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
-        continue;
-      }
-      auto vecType = VectorType::get({words}, rw.getI32Type());
-      Value vec = LLVM::LoadOp::create(rw, loc, vecType, p, /*alignment=*/unsigned(words * 4));
-      SmallVector<Value> loaded;
-      for (int32_t w = 0; w < words; ++w)
-        loaded.push_back(LLVM::ExtractElementOp::create(rw, loc, vec, i32Const(rw, loc, w)));
-      if (bits == 32)
-        for (Value w : loaded)
-          out.push_back(LLVM::BitcastOp::create(rw, loc, elem, w));
-      else
-        llvm::append_range(out, unpackWords(rw, loc, loaded, elem));
-    }
-    rw.replaceOpWithMultiple(op, {out});
+    rw.replaceOpWithMultiple(op, {*out});
     return success();
   }
 };
@@ -199,6 +209,16 @@ struct TransThroughShared : OpConversionPattern<tile::TransOp> {
     auto srcT = cast<RankedTensorType>(op.getSrc().getType());
     auto dstT = cast<RankedTensorType>(op.getType());
     SmallVector<int32_t> order(op.getOrder());
+    // A 2-D transpose: the source's layout read as destination coordinates
+    // is a conversion, vectorised and swizzled where one side has runs.
+    if (dstT.getRank() == 2 && order[0] == 1) {
+      const LinearLayout asDestination = layoutOf(srcT).transposeOuts({"dim1", "dim0"}).renameOuts({"dim0", "dim1"});
+      if (auto out = swizzledExchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
+                                      asDestination, layoutOf(dstT), dstT.getShape())) {
+        rw.replaceOpWithMultiple(op, {*out});
+        return success();
+      }
+    }
     // Result dim i is source dim order[i].
     auto values = exchange(rw, op, adaptor.getSrc(), convertedElement(getTypeConverter(), srcT),
                            layoutOf(srcT), layoutOf(dstT), dstT.getShape(),

@@ -248,11 +248,76 @@ struct TransOfTrans : OpRewritePattern<TransOp> {
     return success();
   }
 };
+
+/// The transpose of a tile built from broadcast ranges, splats and
+/// constants by elementwise ops (a mask `rm[:, None] < M & rn[None, :] < N`,
+/// offsets) is built transposed instead: on the GPU a transpose crosses
+/// shared memory, and the rebuilt tile keeps what the axis analysis knows
+/// of it (so `store(p, v.trans(), mask.trans())` stores in vectors).
+struct TransOfCheapTile : OpRewritePattern<TransOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static RankedTensorType permuted(RankedTensorType t, ArrayRef<int32_t> order) {
+    SmallVector<int64_t> shape;
+    for (int32_t d : order)
+      shape.push_back(t.getDimSize(d));
+    return RankedTensorType::get(shape, t.getElementType());
+  }
+
+  /// Whether `v` can be rebuilt transposed by `order` without a transpose.
+  static bool rebuildable(Value v, ArrayRef<int32_t> order, int depth) {
+    Operation *def = v.getDefiningOp();
+    if (!def || depth > 8 || !isa<RankedTensorType>(v.getType()))
+      return false;
+    SplatElementsAttr constant;
+    if (isa<SplatOp>(def) || matchPattern(v, m_Constant(&constant)))
+      return true;
+    if (auto broadcast = dyn_cast<BroadcastOp>(def))
+      return rebuildable(broadcast.getSrc(), order, depth + 1);
+    if (isa<ExpandDimsOp>(def))
+      return order.size() == 2; // a 1-D tile made a row or a column
+    if (def->hasTrait<OpTrait::Elementwise>() && def->getNumResults() == 1 && def->getNumRegions() == 0 &&
+        isMemoryEffectFree(def))
+      return llvm::all_of(def->getOperands(), [&](Value o) {
+        return isa<RankedTensorType>(o.getType()) && rebuildable(o, order, depth + 1);
+      });
+    return false;
+  }
+
+  static Value rebuild(PatternRewriter &rw, Value v, ArrayRef<int32_t> order) {
+    auto type = permuted(cast<RankedTensorType>(v.getType()), order);
+    Operation *def = v.getDefiningOp();
+    Location loc = def->getLoc();
+    if (auto splat = dyn_cast<SplatOp>(def))
+      return SplatOp::create(rw, loc, type, splat.getSrc());
+    SplatElementsAttr constant;
+    if (matchPattern(v, m_Constant(&constant)))
+      return arith::ConstantOp::create(rw, loc, type, SplatElementsAttr::get(type, constant.getSplatValue<Attribute>()));
+    if (auto broadcast = dyn_cast<BroadcastOp>(def))
+      return BroadcastOp::create(rw, loc, type, rebuild(rw, broadcast.getSrc(), order));
+    if (auto expand = dyn_cast<ExpandDimsOp>(def))
+      return ExpandDimsOp::create(rw, loc, type, expand.getSrc(), rw.getI32IntegerAttr(1 - int32_t(expand.getAxis())));
+    SmallVector<Value> operands;
+    for (Value o : def->getOperands())
+      operands.push_back(rebuild(rw, o, order));
+    OperationState state(loc, def->getName(), operands, TypeRange{type}, def->getAttrs());
+    return rw.create(state)->getResult(0);
+  }
+
+  LogicalResult matchAndRewrite(TransOp op, PatternRewriter &rewriter) const override {
+    Operation *def = op.getSrc().getDefiningOp();
+    // A splat or constant folds; a bare range is no cheaper transposed.
+    if (!def || isa<SplatOp, arith::ConstantOp>(def) || !rebuildable(op.getSrc(), op.getOrder(), 0))
+      return failure();
+    rewriter.replaceOp(op, rebuild(rewriter, op.getSrc(), op.getOrder()));
+    return success();
+  }
+};
 } // namespace
 
 void TransOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                           MLIRContext *context) {
-  results.add<TransOfTrans>(context);
+  results.add<TransOfTrans, TransOfCheapTile>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -295,6 +295,52 @@ func.func @trans_of_trans_rotate(%x: tensor<2x4x8xf32>) -> tensor<8x2x4xf32> {
 
 // -----
 
+// TransOfCheapTile: a mask built from broadcast rows and columns of ranges
+// and splats is built transposed - the ranges swap axes - instead of
+// transposed (which crosses shared memory on the GPU).
+// CHECK-LABEL: func.func @trans_of_mask(
+// CHECK-SAME:    %[[M:[^:]+]]: i32, %[[N:[^:]+]]: i32
+// CHECK-NOT:     tile.trans
+// CHECK-DAG:     %[[R:.*]] = tile.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+// CHECK-DAG:     %[[C:.*]] = tile.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+// CHECK-DAG:     %[[RC:.*]] = tile.expand_dims %[[R]] {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+// CHECK-DAG:     %[[CR:.*]] = tile.expand_dims %[[C]] {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+// CHECK-DAG:     tile.broadcast %[[RC]] : tensor<1x64xi32> -> tensor<32x64xi32>
+// CHECK-DAG:     tile.broadcast %[[CR]] : tensor<32x1xi32> -> tensor<32x64xi32>
+// CHECK:         %[[AND:.*]] = arith.andi %{{.*}}, %{{.*}} : tensor<32x64xi1>
+// CHECK-NEXT:    return %[[AND]] : tensor<32x64xi1>
+func.func @trans_of_mask(%m: i32, %n: i32) -> tensor<32x64xi1> {
+  %r = tile.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %c = tile.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %r2 = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %c2 = tile.expand_dims %c {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %rb = tile.broadcast %r2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %cb = tile.broadcast %c2 : tensor<1x32xi32> -> tensor<64x32xi32>
+  %ms = tile.splat %m : tensor<64x32xi32>
+  %ns = tile.splat %n : tensor<64x32xi32>
+  %lr = arith.cmpi slt, %rb, %ms : tensor<64x32xi32>
+  %lc = arith.cmpi slt, %cb, %ns : tensor<64x32xi32>
+  %mask = arith.andi %lr, %lc : tensor<64x32xi1>
+  %t = tile.trans %mask {order = array<i32: 1, 0>} : tensor<64x32xi1> -> tensor<32x64xi1>
+  return %t : tensor<32x64xi1>
+}
+
+// -----
+
+// A transpose of loaded data is kept: only broadcasts, splats and
+// constants are rebuilt.
+// CHECK-LABEL: func.func @trans_of_data(
+// CHECK:         tile.trans
+func.func @trans_of_data(%p: tensor<64x32x!tile.ptr<f32>>) -> tensor<32x64xf32> {
+  %x = tile.load %p : tensor<64x32x!tile.ptr<f32>>
+  %one = arith.constant dense<1.0> : tensor<64x32xf32>
+  %y = arith.addf %x, %one : tensor<64x32xf32>
+  %t = tile.trans %y {order = array<i32: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
+  return %t : tensor<32x64xf32>
+}
+
+// -----
+
 // A 2-D transpose applied twice composes to the identity, which then folds.
 // CHECK-LABEL: func.func @trans_of_trans_identity(
 // CHECK-SAME:    %[[X:[^:]+]]: tensor<4x8xf32>
