@@ -739,6 +739,11 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
   if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
                             impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
+  // CUDA's limits, on every backend: a grid the GPU refuses fails here too.
+  if (opts.grid.x > 2147483647u || opts.grid.y > 65535u || opts.grid.z > 65535u)
+    throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) is larger than a GPU launches (x up to 2147483647, "
+                            "y and z up to 65535); fold the extra programs into x",
+                            impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
   // Checked on every backend (the CPU ones ignore the cap), so a launch the
   // GPU would refuse fails in the interpreter and the simulator too.
   detail::checkMaxRegisters(opts.max_registers, impl_->name);

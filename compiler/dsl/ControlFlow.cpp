@@ -178,6 +178,13 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried, 
   // step must be positive) runs as `for (u = -lo; u < -hi; u += -step)`.
   state_->descending = step.kind == operand::Kind::Int && step.i < 0;
   if (state_->descending) {
+    // -INT32_MIN wraps: counting down to it (or from it) with i32 bounds
+    // would run the wrong iterations; literal bounds are checked here, a
+    // bound known only at launch must be above it (docs/dsl.md).
+    for (const operand *o : {&lo, &hi})
+      if (type.isInteger(32) && o->kind == operand::Kind::Int && o->i == INT32_MIN)
+        fail(o->loc, "tl::range counting down from or to -2147483648: its i32 counter cannot negate it; give the "
+                     "loop i64 bounds");
     Value zero = arith::ConstantOp::create(ts.builder, l, ts.builder.getIntegerAttr(type, 0));
     state_->lo = arith::SubIOp::create(ts.builder, l, zero, state_->lo);
     state_->hi = arith::SubIOp::create(ts.builder, l, zero, state_->hi);

@@ -162,8 +162,15 @@ std::optional<SmallVector<Value>> swizzledExchange(ConversionPatternRewriter &rw
   SmallVector<Value> out;
   for (int32_t r = 0; r < dst.inDimSize("register"); r += vr) {
     Value p = at(loadOffsets[size_t(r)][0]);
-    if (words == 0) {
-      out.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
+    if (words == 0) { // narrower than a word: one element, or a vector of 2 bytes
+      if (vr == 1) {
+        out.push_back(LLVM::LoadOp::create(rw, loc, elem, p));
+        continue;
+      }
+      Value vec = LLVM::LoadOp::create(rw, loc, VectorType::get({vr}, elem), p,
+                                       /*alignment=*/unsigned(vr * int32_t(bits) / 8));
+      for (int32_t i = 0; i < vr; ++i)
+        out.push_back(LLVM::ExtractElementOp::create(rw, loc, vec, i32Const(rw, loc, i)));
       continue;
     }
     auto vecType = VectorType::get({words}, rw.getI32Type());

@@ -164,8 +164,15 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
                 rw, loc, idx,
                 LLVM::MulOp::create(rw, loc, coords[size_t(keyRegister[k])][d],
                                     i32Const(rw, loc, strides[d])));
-        slotIndex.push_back(LLVM::MulOp::create(rw, loc, idx, i32Const(rw, loc, numWarpSlots)));
+        slotIndex.push_back(idx);
       }
+      // Warp-major slots (partial j of result i at j * results + i): a
+      // warp's lanes write, and each thread's j-th reads fetch, the results
+      // side by side - result-major slots (i * warps + j) put lanes holding
+      // neighbouring results `warps` words apart, a bank conflict of that
+      // many ways on both sides (the simulator's memory profile: attention's
+      // column sums wrote 16 to a bank).
+      const int64_t results = resultElements(op);
       // The reduce-scatter: partials held (with their keys' slots); at each
       // bit the lane with it set keeps the upper half.
       std::vector<SmallVector<Value>> held = acc;
@@ -201,7 +208,8 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
         Value region = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
                                            ValueRange{i32Const(rw, loc, base)});
         for (size_t k = 0; k < held.size(); ++k) {
-          Value slot = LLVM::AddOp::create(rw, loc, heldSlot[k], warpSlot);
+          Value slot = LLVM::AddOp::create(rw, loc, heldSlot[k],
+                                           LLVM::MulOp::create(rw, loc, warpSlot, i32Const(rw, loc, results)));
           Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
           predicatedStore(rw, loc, p, held[k][o], writer, "shared");
         }
@@ -220,7 +228,7 @@ struct ReducePattern : OpConversionPattern<tile::ReduceOp> {
             Type t = acc[k][o].getType();
             Value region = LLVM::GEPOp::create(rw, loc, ptr3, rw.getI8Type(), scratch,
                                                ValueRange{i32Const(rw, loc, bases[o])});
-            Value slot = LLVM::AddOp::create(rw, loc, slotIndex[k], i32Const(rw, loc, j));
+            Value slot = LLVM::AddOp::create(rw, loc, slotIndex[k], i32Const(rw, loc, j * results));
             Value p = LLVM::GEPOp::create(rw, loc, ptr3, t, region, ValueRange{slot});
             part.push_back(LLVM::LoadOp::create(rw, loc, t, p));
           }

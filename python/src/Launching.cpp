@@ -180,6 +180,11 @@ Grid toGrid(py::handle g, std::string_view kernel, const std::vector<std::string
       throw py::value_error(fmt::format("kernel '{}': the grid {} has an empty dimension (each is at least 1)",
                                         kernel, py::repr(value).cast<std::string>()));
   }
+  // CUDA's limits (the C++ launch checks them on every backend too).
+  if (dims[0] > 2147483647 || (dims.size() > 1 && dims[1] > 65535) || (dims.size() > 2 && dims[2] > 65535))
+    throw py::value_error(fmt::format("kernel '{}': the grid {} is larger than a GPU launches (x up to "
+                                      "2147483647, y and z up to 65535)",
+                                      kernel, py::repr(value).cast<std::string>()));
   Grid grid;
   grid.x = uint32_t(dims[0]);
   if (dims.size() > 1)

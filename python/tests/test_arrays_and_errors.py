@@ -82,6 +82,8 @@ def test_each_error_names_the_problem():
         (lambda: examples.vector_add[(0,)](x, x, out, 64, BLOCK=8), ValueError, "the grid (0,) has an empty dimension"),
         (lambda: examples.vector_add[lambda meta: (1, 0)](x, x, out, 64, BLOCK=8), ValueError,
          "the grid (1, 0) has an empty dimension"),
+        (lambda: examples.vector_add[(1, 70000)](x, x, out, 64, BLOCK=8), ValueError,
+         "the grid (1, 70000) is larger than a GPU launches (x up to 2147483647, y and z up to 65535)"),
         (lambda: add(x, x, out, 64, backend="cuda-please"), tegula.Error, "unknown backend 'cuda-please'"),
         (lambda: examples.softmax[(1,)](x.astype(np.int32), out, 10, BLOCK=16), TypeError,
          "has no instantiation for arrays of (int32, float32)"),

@@ -180,6 +180,71 @@ TEST(ArithEdgeCases, AProgramCountStepNeedsNoCheck) {
   EXPECT_THAT(clustered.ir({pairs, 5}), ::testing::Not(HasSubstr("tile.assert")));
 }
 
+template <int STEP> void counted(tl::ptr<int32_t> out, tl::scalar<int32_t> lo, tl::scalar<int32_t> hi) {
+  tl::tensor n = tl::zeros({}, tl::i32);
+  for ([[maybe_unused]] auto i : tl::range(lo, hi, STEP, n))
+    n = n + 1;
+  tl::store(out, n);
+}
+void counted_literal(tl::ptr<int32_t> out) {
+  tl::tensor n = tl::zeros({}, tl::i32);
+  for ([[maybe_unused]] auto i : tl::range(2147483000, 2147483640, 1024, n))
+    n = n + 1;
+  tl::store(out, n);
+}
+void counted_down_literal(tl::ptr<int32_t> out) {
+  tl::tensor n = tl::zeros({}, tl::i32);
+  FAILS_ON_NEXT_LINE();
+  for ([[maybe_unused]] auto i : tl::range(-2147483640, INT32_MIN, -3, n))
+    n = n + 1;
+  tl::store(out, n);
+}
+
+/// An i32 counter that the step carries past INT32_MAX after the last
+/// iteration wraps in compiled code and the loop goes on (some 4 million
+/// iterations in the simulator, as on the GPU; Triton's loops do the same);
+/// the interpreter, which counts in 64 bits, says so at the loop instead of
+/// computing what the GPU would not. Loops that end short of it run alike,
+/// and so does a literal loop of one iteration (its body inlined);
+/// counting down to INT32_MIN cannot be negated into an i32 counter: an
+/// error at the line.
+TEST(ArithEdgeCases, AnI32CounterThatWouldWrapIsReported) {
+  auto up = kernel("counted", counted<1024>, {"out", "lo", "hi"});
+  auto up64 = kernel("counted", counted<64>, {"out", "lo", "hi"});
+  auto down = kernel("counted", counted<-3>, {"out", "lo", "hi"});
+  for (Backend backend : tegula::testing::backendsWithTheGpu("loops near INT32_MAX")) {
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
+    std::vector<int32_t> out(1, -1);
+    auto run = [&](Kernel &k, int32_t lo, int32_t hi) {
+      out[0] = -1;
+      k({.grid = {1}, .backend = backend}, out, lo, hi);
+      return out[0];
+    };
+    EXPECT_EQ(run(up, 0, 10000), 10);
+    EXPECT_EQ(run(up64, 2147483000, 2147483640), 10); // ends at 2147483640: no wrap
+    EXPECT_EQ(run(up, 2147483640, 2147483000), 0);
+    EXPECT_EQ(run(down, 10, -1), 4); // 10, 7, 4, 1
+  }
+  std::vector<int32_t> out(1, -1);
+  for (auto [lo, hi] : {std::pair{2147483000, 2147483640}, std::pair{2147482000, 2147483647}}) {
+    std::string err = tegula::testing::error_of([&] { up({.grid = {1}, .backend = Backend::Interp}, out, lo, hi); });
+    EXPECT_THAT(err, HasSubstr(fmt::format("this loop's i32 counter passes 2147483647 after its last iteration ({} "
+                                           "to {} by 1024): compiled, it would wrap around",
+                                           lo, hi)));
+    EXPECT_THAT(err, HasSubstr("ArithEdgeCasesTest.cpp"));
+  }
+  // Literal bounds of one iteration: canonicalisation inlines the body, so
+  // no counter is left to wrap on any backend.
+  auto literal = kernel("counted_literal", counted_literal, {"out"});
+  for (Backend backend : tegula::testing::backendsWithTheGpu("a one-iteration literal loop")) {
+    out[0] = -1;
+    literal({.grid = {1}, .backend = backend}, out);
+    EXPECT_EQ(out[0], 1) << tegula::testing::backend_name(backend);
+  }
+  tegula::testing::expectAtMarkedLine(tegula::testing::errorOf(kernel("k", counted_down_literal), {out}),
+                                      "ArithEdgeCasesTest.cpp", "tl::range counting down from or to -2147483648");
+}
+
 void huge_dot(tl::ptr<float> a, tl::ptr<float> c) {
   tl::tensor r = tl::arange(0, 256).expand_dims(1) * 256 + tl::arange(0, 256).expand_dims(0);
   tl::tensor x = tl::load(a + r);

@@ -664,3 +664,61 @@ TEST(DslCornerCases, MistakesAreReportedAtTheUsersLine) {
 }
 
 } // namespace
+
+namespace {
+/// y = x^T of an R x C tile of 8-bit elements (i8, or fp8 moved as its bits).
+template <int R, int C> void narrow_transpose(tl::ptr<int8_t> x, tl::ptr<int8_t> y) {
+  tl::tensor r = tl::arange(0, R), c = tl::arange(0, C);
+  tl::tensor v = tl::load(x + r.expand_dims(1) * C + c.expand_dims(0));
+  tl::store(y + c.expand_dims(1) * R + r.expand_dims(0), v.trans());
+}
+/// C = A B^T in i8 -> i32 with B stored [N, K] (its transposed load feeds the dot).
+void i8_dot_bt(tl::ptr<int8_t> a, tl::ptr<int8_t> bt, tl::ptr<int32_t> c) {
+  tl::tensor r = tl::arange(0, 16);
+  tl::tensor at = r.expand_dims(1) * 16 + r.expand_dims(0);
+  tl::store(c + at, tl::dot(tl::load(a + at), tl::load(bt + at).trans(), tl::zeros({16, 16}, tl::i32)));
+}
+template <int R, int C> void expectNarrowTranspose() {
+  auto k = kernel("narrow_transpose", narrow_transpose<R, C>, {"x", "y"});
+  std::vector<int8_t> x(size_t(R * C));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = int8_t(i * 37 + 11);
+  for (const char *chip : {"sm_80", "sm_90a"})
+    for (int warps : {1, 4, 8, 16}) {
+      SCOPED_TRACE(fmt::format("{} x {} at {} warps, {}", R, C, warps, chip));
+      std::vector<int8_t> y(x.size(), 0);
+      k({.grid = {1}, .num_warps = warps, .backend = Backend::Sim, .chip = chip}, x, y);
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j)
+          ASSERT_EQ(y[size_t(j * R + i)], x[size_t(i * C + j)]) << i << " " << j;
+    }
+}
+} // namespace
+
+/// Where each thread holds two 8-bit elements of a row the transpose reads
+/// them back as one 2-byte vector (a 16 x 16 tile at 4 warps, 32 x 32 at
+/// 16): that once returned one value for two registers and failed to
+/// compile; so did an i8 dot of a transposed operand.
+TEST(DslCornerCases, EightBitTransposesCompileAndRun) {
+  expectNarrowTranspose<16, 16>();
+  expectNarrowTranspose<2, 128>();
+  expectNarrowTranspose<128, 2>();
+  expectNarrowTranspose<32, 32>();
+  expectNarrowTranspose<64, 16>();
+  auto k = kernel("i8_dot_bt", i8_dot_bt, {"a", "bt", "c"});
+  std::vector<int8_t> a(256), bt(256);
+  for (size_t i = 0; i < 256; ++i)
+    a[i] = int8_t(int(i % 7) - 3), bt[i] = int8_t(int(i % 5) - 2);
+  for (Backend backend : backendsWithTheGpu("an i8 dot of a transposed operand")) {
+    SCOPED_TRACE(tegula::testing::backend_name(backend));
+    std::vector<int32_t> c(256, -1);
+    k({.grid = {1}, .backend = backend}, a, bt, c);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        int32_t want = 0;
+        for (int p = 0; p < 16; ++p)
+          want += int32_t(a[size_t(i * 16 + p)]) * int32_t(bt[size_t(j * 16 + p)]);
+        ASSERT_EQ(c[size_t(i * 16 + j)], want) << i << " " << j;
+      }
+  }
+}

@@ -180,4 +180,14 @@ TEST(Interpreter, EmptyGridIsAnError) {
   EXPECT_THAT(errorOf(k, {0}, {out}), HasSubstr("grid (0, 1, 1) has an empty dimension"));
 }
 
+/// CUDA refuses y or z past 65535 (and x past 2^31 - 1); so does every
+/// backend, rather than run in the interpreter what the GPU would not.
+TEST(Interpreter, AGridLargerThanAGpuLaunchesIsAnError) {
+  auto k = kernel("grid_ids", grid_ids);
+  std::vector<int32_t> out(4);
+  for (Grid g : {Grid{1, 70000}, Grid{1, 1, 65536}, Grid{2147483648u}})
+    EXPECT_THAT(errorOf(k, g, {out}), HasSubstr("is larger than a GPU launches (x up to 2147483647, y and z up to "
+                                                 "65535)"));
+}
+
 } // namespace
