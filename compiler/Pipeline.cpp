@@ -68,6 +68,7 @@ void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
 void addLoweringPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addPass(createAllocateSharedMemory());
   pm.addPass(createElideScratchBarriers());
+  pm.addPass(createGuardLoopCounters());
   LowerTileGPUToLLVMOptions lowering;
   lowering.chip = o.chip; // not layoutChip(): mma.sync code rounds by the chip too
   pm.addPass(createLowerTileGPUToLLVM(lowering));

@@ -524,8 +524,10 @@ struct InstrumentForSimulatorPass
     }
     for (Operation *trap : traps) {
       OpBuilder b(trap);
+      // A compiler-inserted check says why it traps (tegula.trap_reason).
+      auto reason = trap->getAttrOfType<StringAttr>("tegula.trap_reason");
       call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}),
-           {i32Const(b, trap->getLoc(), addSite(trap, "trap"))});
+           {i32Const(b, trap->getLoc(), addSite(trap, reason ? reason.str() : "trap"))});
       trap->erase();
     }
     for (Operation *op : nvvmOps)

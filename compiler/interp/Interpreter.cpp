@@ -751,13 +751,13 @@ private:
       carried.push_back(get(v));
     Type ivType = f.getInductionVar().getType();
     // Compiled code steps an i32 counter in i32 (as Triton's does): one the
-    // step carries past INT32_MAX wraps and the loop goes on, for about
-    // 2^32 / step more iterations. This loop counts in 64 bits and would
-    // stop: said here instead of computing what the GPU would not.
+    // step carries past INT32_MAX would wrap and the loop go on, so the
+    // compiled kernel traps before such a loop (guard-loop-counters). This
+    // loop counts in 64 bits: it says why instead.
     if (ivType.isInteger(32) && lo < hi && lo + ((hi - lo - 1) / step + 1) * step > INT32_MAX)
       error(f, fmt::format("this loop's i32 counter passes 2147483647 after its last iteration ({} to {} by {}): "
-                           "compiled, it would wrap around and the loop go on; give the loop i64 bounds "
-                           "(x.to(tl::i64))",
+                           "it would wrap around and the loop go on (compiled, the kernel traps before the loop); "
+                           "give the loop i64 bounds (x.to(tl::i64))",
                            lo, hi, step));
     for (int64_t iv = lo; iv < hi; iv += step) {
       env_[f.getInductionVar()] = scalarInt(ivType, iv);

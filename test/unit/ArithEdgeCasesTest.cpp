@@ -180,6 +180,7 @@ TEST(ArithEdgeCases, AProgramCountStepNeedsNoCheck) {
   EXPECT_THAT(clustered.ir({pairs, 5}), ::testing::Not(HasSubstr("tile.assert")));
 }
 
+constexpr int kCountedLoopLine = __LINE__ + 3;
 template <int STEP> void counted(tl::ptr<int32_t> out, tl::scalar<int32_t> lo, tl::scalar<int32_t> hi) {
   tl::tensor n = tl::zeros({}, tl::i32);
   for ([[maybe_unused]] auto i : tl::range(lo, hi, STEP, n))
@@ -192,6 +193,13 @@ void counted_literal(tl::ptr<int32_t> out) {
     n = n + 1;
   tl::store(out, n);
 }
+void counted_wrapping(tl::ptr<int32_t> out) {
+  tl::tensor n = tl::zeros({}, tl::i32);
+  FAILS_ON_NEXT_LINE();
+  for ([[maybe_unused]] auto i : tl::range(2147482000, 2147483647, 1024, n))
+    n = n + 1;
+  tl::store(out, n);
+}
 void counted_down_literal(tl::ptr<int32_t> out) {
   tl::tensor n = tl::zeros({}, tl::i32);
   FAILS_ON_NEXT_LINE();
@@ -201,13 +209,14 @@ void counted_down_literal(tl::ptr<int32_t> out) {
 }
 
 /// An i32 counter that the step carries past INT32_MAX after the last
-/// iteration wraps in compiled code and the loop goes on (some 4 million
-/// iterations in the simulator, as on the GPU; Triton's loops do the same);
-/// the interpreter, which counts in 64 bits, says so at the loop instead of
-/// computing what the GPU would not. Loops that end short of it run alike,
-/// and so does a literal loop of one iteration (its body inlined);
-/// counting down to INT32_MIN cannot be negated into an i32 counter: an
-/// error at the line.
+/// iteration would wrap in compiled code and the loop go on (Triton's do):
+/// the interpreter, which counts in 64 bits, says so at the loop; compiled,
+/// the kernel traps before the loop (guard-loop-counters: the simulator
+/// names the line; the GPU's launch fails - not run here, a trap ends the
+/// process's context). Loops that end short of it run alike, and so does a
+/// literal loop of one iteration (its body inlined); literal bounds that
+/// wrap are an error at compile time; counting down to INT32_MIN cannot be
+/// negated into an i32 counter: an error at the line.
 TEST(ArithEdgeCases, AnI32CounterThatWouldWrapIsReported) {
   auto up = kernel("counted", counted<1024>, {"out", "lo", "hi"});
   auto up64 = kernel("counted", counted<64>, {"out", "lo", "hi"});
@@ -227,12 +236,35 @@ TEST(ArithEdgeCases, AnI32CounterThatWouldWrapIsReported) {
   }
   std::vector<int32_t> out(1, -1);
   for (auto [lo, hi] : {std::pair{2147483000, 2147483640}, std::pair{2147482000, 2147483647}}) {
+    SCOPED_TRACE(fmt::format("{} to {}", lo, hi));
     std::string err = tegula::testing::error_of([&] { up({.grid = {1}, .backend = Backend::Interp}, out, lo, hi); });
     EXPECT_THAT(err, HasSubstr(fmt::format("this loop's i32 counter passes 2147483647 after its last iteration ({} "
-                                           "to {} by 1024): compiled, it would wrap around",
+                                           "to {} by 1024): it would wrap around and the loop go on",
                                            lo, hi)));
     EXPECT_THAT(err, HasSubstr("ArithEdgeCasesTest.cpp"));
+    for (const char *chip : {"sm_80", "sm_90a"}) {
+      out[0] = -1;
+      err = tegula::testing::error_of(
+          [&] { up({.grid = {2}, .backend = Backend::Sim, .chip = chip}, out, lo, hi); });
+      EXPECT_THAT(err, HasSubstr("trap (the kernel aborted) [this loop's i32 counter would pass 2147483647 after its "
+                                 "last iteration, wrap around and the loop go on; give the loop i64 bounds"))
+          << chip;
+      EXPECT_THAT(err, HasSubstr(fmt::format("ArithEdgeCasesTest.cpp:{}", kCountedLoopLine))) << chip;
+      EXPECT_EQ(out[0], -1) << chip << ": the loop ran";
+    }
   }
+  // The check runs once before the loop, and only near INT32_MAX: a bound
+  // within a step of it whose last counter stays below runs (above), and
+  // the compiled loop holds no trap.
+  std::vector<int32_t> probe(1);
+  const std::string ptx = up.compile({probe, 0, 10}, {.chip = "sm_90a", .assemble = false}).ptx;
+  EXPECT_EQ(tegula::testing::occurrences(ptx, "trap;"), 1);
+  // Literal bounds that wrap: an error where the kernel compiles.
+  auto wrapping = kernel("counted_wrapping", counted_wrapping, {"out"});
+  tegula::testing::expectAtMarkedLine(
+      tegula::testing::error_of([&] { wrapping({.grid = {1}, .backend = Backend::Sim}, out); }),
+      "ArithEdgeCasesTest.cpp", "this loop's i32 counter passes 2147483647 after its last iteration (2147482000 to "
+                                "2147483647 by 1024)");
   // Literal bounds of one iteration: canonicalisation inlines the body, so
   // no counter is left to wrap on any backend.
   auto literal = kernel("counted_literal", counted_literal, {"out"});

@@ -1,0 +1,82 @@
+// RUN: tegula-opt %s -split-input-file -verify-diagnostics --guard-loop-counters | FileCheck %s
+
+// A runtime bound: one compare before the loop (the bound within a step of
+// INT32_MAX); under it the exact 64-bit test, hidden from LLVM by a move,
+// and a trap. Nothing enters the loop.
+// CHECK-LABEL: func.func @runtime_bound(
+// CHECK-SAME:    %[[UB:.*]]: i32
+// CHECK:         %[[THRESHOLD:.*]] = arith.addi
+// CHECK:         %[[NEAR:.*]] = arith.cmpi sgt, %[[UB]], %[[THRESHOLD]]
+// CHECK:         scf.if %[[NEAR]] {
+// CHECK:           arith.divsi %{{.*}} : i64
+// CHECK:           %[[HIDDEN:.*]] = llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r"
+// CHECK:           %[[WRAPS:.*]] = arith.cmpi ne, %[[HIDDEN]]
+// CHECK:           scf.if %[[WRAPS]] {
+// CHECK-NEXT:        llvm.intr.trap
+// CHECK:         scf.for
+// CHECK-NOT:       llvm.intr.trap
+// CHECK:         return
+func.func @runtime_bound(%ub: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %r = scf.for %i = %c0 to %ub step %c64 iter_args(%acc = %c0) -> (i32) : i32 {
+    %n = arith.addi %acc, %i : i32
+    scf.yield %n : i32
+  }
+  return %r : i32
+}
+
+// -----
+
+// A constant bound and step that cannot wrap, whatever the lower bound:
+// nothing. So are i64 and index counters.
+// CHECK-LABEL: func.func @safe_bounds(
+// CHECK-NOT:     scf.if
+// CHECK-NOT:     llvm.intr.trap
+// CHECK:         return
+func.func @safe_bounds(%lb: i32, %lb64: i64, %ub64: i64) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %ub = arith.constant 2147483584 : i32
+  %r = scf.for %i = %lb to %ub step %c64 iter_args(%acc = %c0) -> (i32) : i32 {
+    %n = arith.addi %acc, %i : i32
+    scf.yield %n : i32
+  }
+  %s64 = arith.constant 3 : i64
+  scf.for %j = %lb64 to %ub64 step %s64 : i64 {
+  }
+  return %r : i32
+}
+
+// -----
+
+// Constant bounds that end short of INT32_MAX, though the bound is within
+// a step of it (the last counter is 2147483576, the next 2147483640): nothing.
+// CHECK-LABEL: func.func @constant_no_wrap(
+// CHECK-NOT:     llvm.intr.trap
+// CHECK:         return
+func.func @constant_no_wrap() -> i32 {
+  %lb = arith.constant 2147483000 : i32
+  %ub = arith.constant 2147483640 : i32
+  %c64 = arith.constant 64 : i32
+  %r = scf.for %i = %lb to %ub step %c64 iter_args(%acc = %lb) -> (i32) : i32 {
+    %n = arith.addi %acc, %i : i32
+    scf.yield %n : i32
+  }
+  return %r : i32
+}
+
+// -----
+
+// Constant bounds that always wrap: an error at the loop.
+func.func @constant_wrap() -> i32 {
+  %lb = arith.constant 2147482000 : i32
+  %ub = arith.constant 2147483647 : i32
+  %c1024 = arith.constant 1024 : i32
+  // expected-error @+1 {{this loop's i32 counter passes 2147483647 after its last iteration (2147482000 to 2147483647 by 1024)}}
+  %r = scf.for %i = %lb to %ub step %c1024 iter_args(%acc = %lb) -> (i32) : i32 {
+    %n = arith.addi %acc, %i : i32
+    scf.yield %n : i32
+  }
+  return %r : i32
+}
