@@ -279,6 +279,23 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
     }
     return info;
   }
+  if (auto select = dyn_cast<arith::SelectOp>(op)) {
+    // Per element, one of two tiles (offsets, or pointers into one of two
+    // buffers): a run survives where both operands run alike and the
+    // condition holds still over it.
+    AxisInfo c = get(select.getCondition()), a = get(select.getTrueValue()), b = get(select.getFalseValue());
+    AxisInfo info = unknown(result);
+    info.scalarDivisibility = std::min(a.scalarDivisibility, b.scalarDivisibility);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t cond = c.constancy.empty() ? shape[d] : c.constancy[d]; // a scalar condition
+      if (a.contiguity[d] == b.contiguity[d] && cond % a.contiguity[d] == 0) {
+        info.contiguity[d] = a.contiguity[d];
+        info.divisibility[d] = std::min(a.divisibility[d], b.divisibility[d]);
+      }
+      info.constancy[d] = std::gcd(cond, std::gcd(a.constancy[d], b.constancy[d]));
+    }
+    return info;
+  }
   if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op)) {
     AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
     AxisInfo info = unknown(result);

@@ -636,6 +636,20 @@ tensor where(const tensor &cond, operand a, operand b) {
                                                                               : DType::i32;
     return where(cond, operand(scalar_const(a, t, a.loc), a.loc), b);
   }
+  // Two pointer tiles of one type choose per element between them (a load
+  // from one of two buffers); a pointer beside a number is a mistake.
+  if (a.kind == operand::Kind::Tensor && b.kind == operand::Kind::Tensor) {
+    Value pa = unwrap(a.t, loc), pb = unwrap(b.t, loc);
+    if (isPtr(elementOf(pa)) || isPtr(elementOf(pb))) {
+      if (elementOf(pa) != elementOf(pb))
+        fail(loc, fmt::format("tl::where picks between two pointer tiles of one type, got {} and {}",
+                              describeType(elementOf(pa)), describeType(elementOf(pb))));
+      auto shape = commonShape(commonShape(shapeOf(c), shapeOf(pa), loc, "tl::where"), shapeOf(pb), loc, "tl::where");
+      return wrap(arith::SelectOp::create(ts.builder, toLoc(ts.ctx, loc), broadcastTo(ts, c, shape, loc, "tl::where"),
+                                          broadcastTo(ts, pa, shape, loc, "tl::where"),
+                                          broadcastTo(ts, pb, shape, loc, "tl::where")));
+    }
+  }
   Operands o = prepare(ts, a, b, "tl::where");
   auto shape = commonShape(shapeOf(c), o.shape, loc, "tl::where");
   c = broadcastTo(ts, c, shape, loc, "tl::where");

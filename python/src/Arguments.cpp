@@ -372,10 +372,18 @@ Arg scalarArg(py::handle obj, const ParamInfo &param, const ArgName &what) {
                                             : "a float";
   if (obj.is_none())
     throw py::type_error(fmt::format("{} expects {}, got None", what.text(), expects));
-  // numpy scalars and 0-d arrays convert through item().
+  // numpy scalars and 0-d arrays (numpy's, torch's) convert through item();
+  // an array with elements is not a scalar, whatever item() would take (a
+  // one-element array there is usually an argument in the wrong place).
   if (!PyBool_Check(obj.ptr()) && !PyLong_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
-      py::hasattr(obj, "item") && py::hasattr(obj, "dtype"))
+      py::hasattr(obj, "item") && py::hasattr(obj, "dtype")) {
+    if (py::hasattr(obj, "ndim") && py::cast<int64_t>(obj.attr("ndim")) != 0)
+      throw py::type_error(fmt::format("{} expects {}, got a {}-d array of shape {} (a scalar is a Python number, "
+                                       "a numpy scalar or a 0-d array)",
+                                       what.text(), expects, py::cast<int64_t>(obj.attr("ndim")),
+                                       py::str(py::tuple(obj.attr("shape"))).cast<std::string>()));
     return scalarArg(obj.attr("item")(), param, what);
+  }
   if (PyBool_Check(obj.ptr()))
     return Arg(obj.cast<bool>());
   if (PyLong_Check(obj.ptr())) {

@@ -58,6 +58,8 @@ def test_numpy_scalars_and_keywords(rng):
     examples.vector_add[lambda m: (tegula.cdiv(m["n"], m["BLOCK"]),)](
         x=x, y=x, out=out, n=n, BLOCK=np.int32(64))
     np.testing.assert_array_equal(out, 2 * x)
+    examples.vector_add[(2,)](x, x, out, np.array(100), BLOCK=64)  # a 0-d array is a scalar
+    np.testing.assert_array_equal(out, 2 * x)
 
 
 def test_each_error_names_the_problem():
@@ -72,6 +74,8 @@ def test_each_error_names_the_problem():
         (lambda: add(x, x, out, 64.5), TypeError, "argument 'n' (#3) of kernel 'vector_add' expects an int, got the float 64.5"),
         (lambda: examples.vector_add[(1,)](x, x, out, 2**40, BLOCK=8), tegula.Error, "does not fit in i32"),
         (lambda: examples.vector_add[(1,)](x, x, out, "64", BLOCK=8), TypeError, "expects an int, got str"),
+        (lambda: examples.vector_add[(1,)](x, x, out, np.array([64]), BLOCK=8), TypeError,
+         "argument 'n' (#3) of kernel 'vector_add' expects an int, got a 1-d array of shape (1,)"),
         (lambda: examples.dropout[(1,)](x, out, 64, 1e300, 1, BLOCK=64), tegula.Error,
          "argument 'p' (#3) of kernel 'dropout' is 1e+300, which rounds past the largest finite f32"),
         (lambda: examples.vector_add[(1,)](x, x, out, 64), TypeError, "missing argument 'BLOCK' (#4)"),
