@@ -3,6 +3,7 @@
 #include "simulator/PtxAsmInstruction.h"
 
 #include "simulator/Runtime.h"
+#include "simulator/TensorCore.h"
 #include "simulator/Tma.h"
 #include "simulator/Wgmma.h"
 #include "tegula/dtype.h"
@@ -251,6 +252,9 @@ void AsmProgram::run(const uint64_t *inputs, uint64_t *outputs, uint32_t site) c
       break;
     case Op::FenceProxyAsync:
       fenceProxyAsync();
+      break;
+    case Op::CpAsync: // the cache policy (an L2 hint) aside, nvvm.cp.async's copy
+      cpAsync(address(ops[0]), address(ops[1]), int32_t(ops[2].value), int32_t(value(ops[3])), site);
       break;
     case Op::Nop:
       break;

@@ -32,6 +32,9 @@ enum class Op {
   // Thread-block clusters: %cluster_ctarank / %cluster_nctarank, mapa,
   // remote mbarrier arrivals, the cluster barrier (Runtime.h).
   MovClusterRegister, Mapa, MbarrierArriveCluster, ClusterArrive, ClusterWait,
+  // cp.async with an L2 cache policy (.L2::cache_hint), which NVVM's op
+  // cannot carry: the same copy as the instrumented nvvm.cp.async.
+  CpAsync,
   // Register to register: arithmetic, bit operations, selp, cvt, special
   // functions (PtxAsmAlu.h; `alu` says which).
   Alu

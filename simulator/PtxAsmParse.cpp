@@ -370,6 +370,33 @@ struct Parser {
     return in;
   }
 
+  /// cp.async.{ca,cg}.shared.global{.L2::cache_hint} [dst], [src], size{,
+  /// src-size}{, policy}: `in` carries the guard.
+  AsmProgram::Instruction asyncCopy(const std::vector<std::string> &parts, const std::string &operands,
+                                    const std::string &stmt, AsmProgram::Instruction in) {
+    const bool hinted = parts.size() == 6 && parts[5] == "L2::cache_hint";
+    if (parts[3] != "shared" || parts[4] != "global" || (parts.size() != 5 && !hinted))
+      unsupported(fmt::format("'{}' (cp.async from global to shared memory, with .L2::cache_hint or without)", stmt));
+    std::vector<Operand> ops;
+    for (const std::string &o : split(operands, ','))
+      ops.push_back(operand(o));
+    const size_t fixed = 3 + (hinted ? 1 : 0);
+    if (ops.size() != fixed && ops.size() != fixed + 1)
+      unsupported(fmt::format("'{}': [dst], [src], size, an optional source size{}", stmt,
+                              hinted ? " and the cache policy" : ""));
+    requireAddress(ops[0], stmt);
+    requireAddress(ops[1], stmt);
+    if (ops[2].form != Operand::Immediate || (ops[2].value != 4 && ops[2].value != 8 && ops[2].value != 16))
+      unsupported(fmt::format("'{}': the copy size is 4, 8 or 16", stmt));
+    if (parts[2] == "cg" && ops[2].value != 16)
+      unsupported(fmt::format("'{}': cp.async.cg copies 16 bytes", stmt));
+    if (ops.size() == fixed) // no source size: all of them
+      ops.insert(ops.begin() + 3, ops[2]);
+    in.op = Op::CpAsync;
+    in.operands = std::move(ops);
+    return in;
+  }
+
   void requireAddress(const Operand &o, const std::string &stmt) {
     if (o.form != Operand::Address)
       unsupported(fmt::format("'{}': expected an [address] operand", stmt));
@@ -420,6 +447,8 @@ struct Parser {
     }
     if (name == "createpolicy")
       return cachePolicy(parts, operands, stmt);
+    if (parts.size() >= 5 && name == "cp" && parts[1] == "async" && (parts[2] == "ca" || parts[2] == "cg"))
+      return asyncCopy(parts, operands, stmt, in);
     static const std::map<std::string, Op> ops = {
         {"mov", Op::Mov}, {"ld", Op::Load}, {"st", Op::Store}, {"atom", Op::Atom},
         {"max", Op::Max}, {"min", Op::Min}, {"setp", Op::Setp}, {"bra", Op::Bra}};

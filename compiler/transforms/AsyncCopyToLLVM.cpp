@@ -5,6 +5,7 @@
 // (.cg, bypassing L1) or 4/8 (.ca) at a time - into the stage's swizzled
 // tile at the offsets the pointer layout composed with the tile's placement
 // gives; a masked-off group reads nothing and zero-fills (source size 0);
+// the load's eviction priority becomes an L2 cache policy on every copy;
 // then one commit group. async_wait: cp.async.wait_group, then a barrier so
 // every thread's copies are visible (and every thread is done reading the
 // stage the next copies overwrite). store_shared fills a stage from
@@ -20,6 +21,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <fmt/format.h>
 
 using namespace mlir;
 using tegula::layout::LinearLayout;
@@ -69,6 +72,19 @@ struct AsyncLoadPattern : OpConversionPattern<tilegpu::AsyncLoadOp> {
     auto at = coordinates(rw, loc, offsets);
     ValueRange ptrs = adaptor.getPtr();
     const auto cache = bytes == 16 ? NVVM::LoadCacheModifierKind::CG : NVVM::LoadCacheModifierKind::CA;
+    // An eviction priority (the load's evict_first / evict_last) is an L2
+    // cache policy each copy takes (.L2::cache_hint; NVVM's cp.async has no
+    // operand for it): made once, a pure instruction LLVM may share.
+    Value policy;
+    std::string priority;
+    if (auto evict = op->getAttrOfType<tile::EvictionPolicyAttr>("tilegpu.evict")) {
+      priority = tile::stringifyEvictionPolicy(evict.getValue()).str();
+      policy = LLVM::InlineAsmOp::create(rw, loc, rw.getI64Type(), ValueRange{},
+                                         fmt::format("createpolicy.fractional.L2::{}.b64 $0, 1.0;", priority), "=l",
+                                         /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                         LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                   .getResult(0);
+    }
     for (int32_t r = 0; r < source.inDimSize("register"); r += vec) {
       Value dst = LLVM::GEPOp::create(
           rw, loc, stageBase.getType(), rw.getI8Type(), stageBase,
@@ -77,6 +93,13 @@ struct AsyncLoadPattern : OpConversionPattern<tilegpu::AsyncLoadOp> {
       if (op.getMask())
         srcSize = LLVM::SelectOp::create(rw, loc, adaptor.getMask()[size_t(r)],
                                          i32Const(rw, loc, bytes), i32Const(rw, loc, 0));
+      if (policy) {
+        inlinePtx(rw, loc, Type(), {dst, ptrs[size_t(r)], srcSize ? srcSize : i32Const(rw, loc, bytes), policy},
+                  fmt::format("cp.async.{}.shared.global.L2::cache_hint [$0], [$1], {}, $2, $3;",
+                              bytes == 16 ? "cg" : "ca", bytes),
+                  "l,l,r,l");
+        continue;
+      }
       NVVM::CpAsyncOp::create(rw, loc, dst, ptrs[size_t(r)], uint32_t(bytes), cache, srcSize);
     }
     NVVM::CpAsyncCommitGroupOp::create(rw, loc);

@@ -131,6 +131,11 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   auto copy = tilegpu::AsyncLoadOp::create(b, loc, ring, stage, ptr, mask);
   if (auto w = op.load->getAttr("tilegpu.vector_width"))
     copy->setAttr("tilegpu.vector_width", w);
+  // The load's L2 eviction priority rides on the copies (cp.async's
+  // .L2::cache_hint); its cache operator does not: cp.async has .ca and .cg
+  // alone, chosen by the copy's width.
+  if (op.load.getEvict() != tile::EvictionPolicy::Normal)
+    copy->setAttr("tilegpu.evict", op.load.getEvictAttr());
 }
 
 std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {

@@ -113,6 +113,71 @@ TEST(CacheHints, VolatileLoadsAreNeitherMergedNorDropped) {
   }
 }
 
+namespace {
+
+/// C = A B (f16 in, f32 out) over a K loop the pipeliner turns into cp.async
+/// rings: A streamed (evict_first), B, which every row block re-reads, kept
+/// (evict_last).
+void hinted_gemm(tl::ptr<float16> a, tl::ptr<float16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                 tl::scalar<int32_t> N, tl::scalar<int32_t> K) {
+  tl::tensor rm = tl::program_id(0) * 64 + tl::arange(0, 64), rn = tl::program_id(1) * 64 + tl::arange(0, 64);
+  tl::tensor rk = tl::arange(0, 32);
+  tl::tensor acc = tl::zeros({64, 64}, tl::f32);
+  for (auto k : tl::range(0, K, 32, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor x = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                            (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f,
+                            {.eviction = tl::eviction_policy::evict_first});
+    tl::tensor y = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                            (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f,
+                            {.eviction = tl::eviction_policy::evict_last});
+    acc = tl::dot(x, y, acc);
+  }
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc, (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+} // namespace
+
+/// Loads the pipeliner turns into cp.async keep their eviction priority:
+/// an L2 cache policy on every copy (cp.async...L2::cache_hint), which
+/// ptxas assembles and the simulator runs (its PTX subset has the form);
+/// the product is the same on every backend.
+TEST(CacheHints, PipelinedLoadsKeepTheirEvictionPriority) {
+  auto k = kernel("hinted_gemm", hinted_gemm, {"a", "b", "c", "M", "N", "K"});
+  std::vector<float16> a16(128 * 128), b16(128 * 128);
+  std::vector<float> c32(128 * 128);
+  for (const char *chip : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(chip);
+    const CompiledKernel c = k.compile({a16, b16, c32, 128, 128, 128}, {.chip = chip});
+    EXPECT_THAT(c.ptx, AllOf(HasSubstr("createpolicy.fractional.L2::evict_first.b64"),
+                             HasSubstr("createpolicy.fractional.L2::evict_last.b64"),
+                             HasSubstr("cp.async.cg.shared.global.L2::cache_hint")));
+    EXPECT_THAT(c.ptx, Not(HasSubstr("ld.global.L1::evict"))) << "the operands are not loaded into registers";
+    std::printf("[cache hints] pipelined GEMM %s: ptxas %s\n", chip,
+                c.cubin.empty() ? "absent (PTX only)" : "assembled it");
+  }
+  const int M = 100, N = 72, K = 200; // ragged in every dimension
+  const auto a = tegula::testing::random_vector<float16>(size_t(M * K));
+  const auto b = tegula::testing::random_vector<float16>(size_t(K * N));
+  std::vector<double> want(size_t(M * N));
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int q = 0; q < K; ++q)
+        s += double(float(a[size_t(i * K + q)])) * double(float(b[size_t(q * N + j)]));
+      want[size_t(i * N + j)] = s;
+    }
+  for (Backend backend : backendsWithTheGpu("pipelined loads with eviction hints"))
+    for (const char *chip : {"sm_80", "sm_90a"}) {
+      if (backend != Backend::Sim && std::string(chip) == "sm_90a")
+        continue;
+      SCOPED_TRACE(fmt::format("{} {}", tegula::testing::backend_name(backend), chip));
+      std::vector<float> c = tegula::testing::poisoned<float>(size_t(M * N));
+      k({.grid = {2, 2}, .backend = backend, .chip = backend == Backend::Sim ? chip : ""}, a, b, c, M, N, K);
+      EXPECT_LT(tegula::testing::rel_error(c, want), 1e-5);
+    }
+}
+
 // ---- mistakes, named at the user's line ----------------------------------
 
 namespace {
