@@ -10,6 +10,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace tegula::gpt {
@@ -34,7 +35,10 @@ int headsFromJson(const std::string &path) {
   }
   if (!config.contains("n_head") || !config["n_head"].is_number_integer())
     throw Error(fmt::format("{}: no integer \"n_head\"", path));
-  return config["n_head"].get<int>();
+  const int64_t heads = config["n_head"].get<int64_t>();
+  if (heads < 1 || heads > std::numeric_limits<int>::max())
+    throw Error(fmt::format("{}: \"n_head\" is {}, not a positive count of heads", path, heads));
+  return int(heads);
 }
 
 } // namespace

@@ -71,6 +71,14 @@ std::vector<float> GptModel::decodeStep(Decoder &d, int32_t token, int pos) {
 
 namespace {
 int pick(const std::vector<float> &logits, const GptModel::Sampling &s, std::mt19937_64 &rng) {
+  // A NaN makes the sort's order and the draw's weights undefined: a model
+  // that diverged, or a checkpoint with NaN or inf in it, says so instead of
+  // printing whatever token that gives.
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isfinite(logits[i]))
+      throw Error(fmt::format("GPT generate: the model's logit for token {} is {} (are there NaN or inf values in "
+                              "its weights? a training run that diverged writes them)",
+                              i, logits[i]));
   std::vector<int> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
@@ -97,6 +105,8 @@ std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int 
   requireParameters("GPT generate");
   if (prompt.empty())
     throw Error("GPT generate: the prompt is empty");
+  if (count < 0)
+    throw Error(fmt::format("GPT generate: the count of new tokens is 0 or more, not {}", count));
   if (int64_t(prompt.size()) + count > c.n_ctx)
     throw Error(fmt::format("GPT generate: {} prompt tokens + {} new ones exceed the context of {}", prompt.size(),
                             count, c.n_ctx));

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace tegula::gpt {
 namespace {
@@ -81,12 +83,24 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::byte> contents, const st
     throw fail(fmt::format("the header claims {} bytes, but the file has {} after the length",
                            headerBytes, contents.size() - 8));
   json header;
+  // A name twice at the top level (JSON keeps the last, silently) is an
+  // error: which tensor the file means is unclear.
+  std::set<std::string> names;
+  std::string repeated;
+  auto noDuplicates = [&](int depth, json::parse_event_t event, json &parsed) {
+    if (depth == 1 && event == json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second &&
+        repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
   try {
     const char *text = reinterpret_cast<const char *>(contents.data() + 8);
-    header = json::parse(text, text + headerBytes);
+    header = json::parse(text, text + headerBytes, noDuplicates);
   } catch (const json::parse_error &e) {
     throw fail(fmt::format("the header is not valid JSON ({})", e.what()));
   }
+  if (!repeated.empty())
+    throw fail(fmt::format("the header names {} twice", json(repeated).dump()));
   if (!header.is_object())
     throw fail("the header is not a JSON object");
   const size_t dataStart = 8 + size_t(headerBytes), dataBytes = contents.size() - dataStart;
@@ -279,9 +293,12 @@ void write_safetensors(const std::string &path, const std::vector<TensorToWrite>
   std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
   const std::string tmp = path + ".tmp";
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size())))
-      throw Error(fmt::format("safetensors: cannot write {}", tmp));
+    if (!out || !out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size())) ||
+        !out.flush())
+      throw Error(fmt::format("safetensors: cannot write {}{}", tmp,
+                              errno ? fmt::format(": {}", std::strerror(errno)) : std::string()));
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

@@ -169,9 +169,20 @@ BpeTokenizer BpeTokenizer::load(const std::string &vocabJson, const std::string 
     const auto i = size_t(id.get<int64_t>());
     if (t.idToToken_.size() <= i)
       t.idToToken_.resize(i + 1);
+    if (!t.idToToken_[i].empty())
+      throw Error(fmt::format("tokenizer: {}: tokens {} and {} share the id {}", vocabJson,
+                              nlohmann::json(t.idToToken_[i]).dump(), nlohmann::json(token).dump(), i));
     t.idToToken_[i] = token;
     t.tokenToId_[token] = int32_t(i);
+    // <|endoftext|> and its kind are special: text that spells one is that
+    // token, as Hugging Face's tokenizer reads it, not BPE pieces.
+    if (token.size() > 4 && token.rfind("<|", 0) == 0 && token.compare(token.size() - 2, 2, "|>") == 0)
+      t.special_.push_back(token);
   }
+  for (size_t i = 0; i < t.idToToken_.size(); ++i)
+    if (t.idToToken_[i].empty())
+      throw Error(fmt::format("tokenizer: {}: no token has the id {} (ids run from 0 to {} without gaps)", vocabJson,
+                              i, t.idToToken_.size() - 1));
   for (uint32_t cp : byteToUnicode()) { // every byte must be a token
     std::string s;
     appendUtf8(s, cp);
@@ -184,19 +195,44 @@ BpeTokenizer BpeTokenizer::load(const std::string &vocabJson, const std::string 
   int rank = 0, lineNo = 0;
   while (std::getline(merges, line)) {
     ++lineNo;
+    if (!line.empty() && line.back() == '\r') // Windows line ends
+      line.pop_back();
     if (line.empty() || (lineNo == 1 && line.rfind("#version", 0) == 0))
       continue;
     const size_t sp = line.find(' ');
     if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
       throw Error(fmt::format("tokenizer: {}:{}: a merge is two symbols separated by one space, got \"{}\"",
                               mergesTxt, lineNo, line));
-    t.mergeRank_.emplace(std::make_pair(line.substr(0, sp), line.substr(sp + 1)), rank++);
+    std::string first = line.substr(0, sp), second = line.substr(sp + 1);
+    // Checked here, not when some text first needs the merge.
+    for (const std::string &symbol : {first, second, first + second})
+      if (!t.tokenToId_.count(symbol))
+        throw Error(fmt::format("tokenizer: {}:{}: the merge \"{}\" needs the token {}, which {} lacks", mergesTxt,
+                                lineNo, line, nlohmann::json(symbol).dump(), vocabJson));
+    t.mergeRank_.emplace(std::make_pair(std::move(first), std::move(second)), rank++);
   }
   return t;
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
+  // Special tokens first: the text between them is BPE's.
+  while (!text.empty()) {
+    size_t at = std::string_view::npos;
+    const std::string *found = nullptr;
+    for (const std::string &sp : special_)
+      if (size_t k = text.find(sp); k < at)
+        at = k, found = &sp;
+    encodeOrdinary(text.substr(0, at), ids);
+    if (!found)
+      break;
+    ids.push_back(tokenToId_.at(*found));
+    text.remove_prefix(at + found->size());
+  }
+  return ids;
+}
+
+void BpeTokenizer::encodeOrdinary(std::string_view text, std::vector<int32_t> &ids) const {
   for (std::string_view piece : pretokenize(text)) {
     std::vector<std::string> symbols;
     for (char b : piece) {
@@ -227,13 +263,12 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
     }
     for (const std::string &s : symbols) {
       auto it = tokenToId_.find(s);
-      if (it == tokenToId_.end()) // every byte is in the vocabulary; merges produce tokens of it
+      if (it == tokenToId_.end()) // load checked: every byte and every merge's result is a token
         throw Error(fmt::format("tokenizer: the merges produce {} which the vocabulary lacks",
                                 nlohmann::json(s).dump()));
       ids.push_back(it->second);
     }
   }
-  return ids;
 }
 
 std::string BpeTokenizer::decode(const std::vector<int32_t> &ids) const {

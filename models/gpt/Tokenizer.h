@@ -22,9 +22,12 @@ namespace tegula::gpt {
 class BpeTokenizer {
 public:
   /// Reads GPT-2's vocab.json and merges.txt; throws tegula::Error naming
-  /// the file and the problem.
+  /// the file and the problem (duplicate or missing ids, a merge whose
+  /// symbols or result the vocabulary lacks; Windows line ends are fine).
   static BpeTokenizer load(const std::string &vocabJson, const std::string &mergesTxt);
 
+  /// BPE ids of `text`; a special token spelled in it (<|endoftext|>) is
+  /// that token, as Hugging Face's tokenizer reads it.
   std::vector<int32_t> encode(std::string_view text) const;
   /// Throws tegula::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t> &ids) const;
@@ -34,7 +37,10 @@ public:
   static std::vector<std::string_view> pretokenize(std::string_view text);
 
 private:
+  void encodeOrdinary(std::string_view text, std::vector<int32_t> &ids) const;
+
   std::map<std::string, int32_t> tokenToId_;
+  std::vector<std::string> special_; // <|...|> tokens of the vocabulary
   std::vector<std::string> idToToken_;
   std::map<std::pair<std::string, std::string>, int> mergeRank_;
 };

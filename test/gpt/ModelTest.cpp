@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -598,6 +599,18 @@ TEST(GptModel, BadConfigsAndInputsAreClearErrors) {
   std::vector<float> one = {1.0f};
   EXPECT_THAT(tegula::testing::error_of([&] { m.load(SafetensorsFile::parse(serialize_safetensors({{"wte.weight", {1}, one}}), "small")); }),
               HasSubstr("tensor 'wte.weight' has shape [1], expected [100, 64]"));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1, 2}, -3, {}); }),
+              HasSubstr("GPT generate: the count of new tokens is 0 or more, not -3"));
+  // A NaN in the weights (a run that diverged) is an error, not whatever
+  // token an undefined sort and draw give.
+  const ParamSpec &lnf = *std::find_if(m.parameters().begin(), m.parameters().end(),
+                                       [](const ParamSpec &p) { return p.name == "ln_f.weight"; });
+  std::vector<float> poisoned(size_t(lnf.numel()), 1.0f);
+  poisoned[3] = NAN;
+  m.write_parameter("ln_f.weight", poisoned);
+  for (float temperature : {0.0f, 0.8f})
+    EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1, 2}, 2, {.temperature = temperature}); }),
+                HasSubstr("the model's logit for token 0 is nan (are there NaN or inf values in its weights?"));
 }
 
 } // namespace

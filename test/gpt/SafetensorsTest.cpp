@@ -103,6 +103,10 @@ TEST(Safetensors, EachBadFileIsAClearError) {
   EXPECT_THAT(errorOf(fileWithHeader(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                                      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
               HasSubstr("tensors overlap"));
+  // A name twice (JSON would keep the last, silently): which one is meant?
+  EXPECT_THAT(errorOf(fileWithHeader(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                     R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8)),
+              HasSubstr("the header names \"w\" twice"));
   EXPECT_THAT(errorOf(fileWithHeader(R"({"__metadata__":{"n":3}})", 0)),
               HasSubstr("metadata value 'n' is not a string"));
   // Extents whose product wraps around to what the data holds (274177 x

@@ -69,4 +69,48 @@ TEST(Tokenizer, BytesRoundTripAndBadInputsAreClearErrors) {
   EXPECT_THAT(tegula::testing::error_of([&] { t.decode({420}); }), HasSubstr("id 420 is outside the vocabulary [0, 420)"));
 }
 
+/// <|endoftext|> in the text is that token (as Hugging Face's tokenizer
+/// reads it), not BPE pieces; merges.txt with Windows line ends reads as
+/// with Unix ones; a vocabulary and merges that disagree are errors at
+/// load, naming the file and line, not when some text first needs them.
+TEST(Tokenizer, SpecialTokensLineEndsAndInconsistentFiles) {
+  BpeTokenizer t = BpeTokenizer::load(kFixture + "vocab.json", kFixture + "merges.txt");
+  std::ifstream vin(kFixture + "vocab.json");
+  const nlohmann::json vocab = nlohmann::json::parse(vin);
+  const int32_t eot = vocab["<|endoftext|>"].get<int32_t>();
+  std::vector<int32_t> want = t.encode("the fox");
+  want.push_back(eot);
+  for (int32_t id : t.encode(" jumps"))
+    want.push_back(id);
+  want.push_back(eot);
+  EXPECT_EQ(t.encode("the fox<|endoftext|> jumps<|endoftext|>"), want);
+  EXPECT_EQ(t.decode(want), "the fox<|endoftext|> jumps<|endoftext|>");
+  EXPECT_EQ(t.encode("<|endoftext|>"), std::vector<int32_t>{eot});
+  EXPECT_GT(t.encode("<|endoftext").size(), 1u) << "an incomplete one is text";
+
+  const std::string dir = ::testing::TempDir();
+  std::ifstream min(kFixture + "merges.txt");
+  std::string line, crlf;
+  while (std::getline(min, line))
+    crlf += line + "\r\n";
+  std::ofstream(dir + "merges_crlf.txt", std::ios::binary) << crlf;
+  BpeTokenizer windows = BpeTokenizer::load(kFixture + "vocab.json", dir + "merges_crlf.txt");
+  const std::string text = "the quick brown fox jumps over the lazy dog's 42 naïve";
+  EXPECT_EQ(windows.encode(text), t.encode(text));
+
+  nlohmann::json shared = vocab;
+  shared["zzz"] = 5;
+  std::ofstream(dir + "shared.json") << shared.dump();
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(dir + "shared.json", kFixture + "merges.txt"); }),
+              HasSubstr("share the id 5"));
+  nlohmann::json gap = vocab;
+  gap["zzz"] = 500;
+  std::ofstream(dir + "gap.json") << gap.dump();
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(dir + "gap.json", kFixture + "merges.txt"); }),
+              HasSubstr("no token has the id 420"));
+  std::ofstream(dir + "unknown.txt") << "#version: 0.2\nĠ a\nq zz\n";
+  EXPECT_THAT(tegula::testing::error_of([&] { BpeTokenizer::load(kFixture + "vocab.json", dir + "unknown.txt"); }),
+              HasSubstr("unknown.txt:3: the merge \"q zz\" needs the token \"zz\""));
+}
+
 } // namespace

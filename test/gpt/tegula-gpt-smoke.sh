@@ -75,4 +75,34 @@ if "$tool" generate --model "$work/missing.safetensors" --prompt x 2>"$work/err.
 grep -q "cannot open" "$work/err.log"
 if "$tool" train --tokens "$work/input.txt" 2>"$work/err.log"; then exit 1; fi
 grep -q "is not a token file" "$work/err.log"
+# Mistakes a user makes, each a clear error before any work (not a crash, a
+# wrong count, a run lost at the end or a kernel reading out of bounds):
+expect_error() { # expect_error MESSAGE ARGS...
+  local message=$1
+  shift
+  if "$tool" "$@" >"$work/out.log" 2>"$work/err.log"; then
+    echo "expected an error from: $*"
+    exit 1
+  fi
+  grep -qF -- "$message" "$work/err.log" || { echo "expected '$message', got:"; cat "$work/err.log"; exit 1; }
+}
+expect_error "--steps is an integer from 1 to 2147483647, not '1e3'" train --data "$work/input.txt" --steps 1e3
+expect_error "--seq is an integer from 1 to 1048576, not '16abc'" train --data "$work/input.txt" --seq 16abc
+expect_error "--lr is a finite number from 0 to 1000000, not '-1e-3'" train --data "$work/input.txt" --lr -1e-3
+expect_error "--batch 1048576 x --seq 65536 is 68719476736 tokens a step" train --data "$work/input.txt" \
+  --batch 1048576 --seq 65536
+expect_error "--save $work is a directory" train --data "$work/input.txt" --save "$work"
+expect_error "cannot write $work/none/m.safetensors.tmp: No such file or directory" train --data "$work/input.txt" \
+  --save "$work/none/m.safetensors"
+expect_error "$work is a directory, not a file" train --data "$work"
+expect_error "only --vocab is given" tokenize --data "$work/input.txt" --out "$work/t.bin" --vocab "$bpe/vocab.json"
+expect_error "is the --data file; it would be overwritten" tokenize --data "$work/input.txt" --out "$work/input.txt"
+expect_error "the prompt is 65 tokens and the model's context 64: give a prompt of at most 63 tokens" \
+  generate --model "$work/m.safetensors" --prompt "$(printf 'a%.0s' {1..65})"
+expect_error "--tokens is an integer from 1 to 2147483647, not '-5'" generate --model "$work/m.safetensors" \
+  --prompt x --tokens -5
+# A run that diverges stops, saying so, and saves nothing.
+expect_error "training diverged at step" train --data "$work/input.txt" --steps 6 --batch 2 --val-every 0 \
+  --lr 1e6 --warmup 0 --save "$work/nan.safetensors" "${small[@]}"
+[[ ! -e "$work/nan.safetensors" ]]
 echo "tegula-gpt smoke test passed"

@@ -39,6 +39,7 @@
 #include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
 #include "models/gpt/TunedTiles.h"
+#include "tools/tegula-gpt/Options.h"
 
 #include "tegula/device.h"
 #include "tegula/error.h"
@@ -47,9 +48,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fcntl.h>
 #include <map>
 #include <memory>
@@ -62,48 +65,41 @@
 
 using namespace tegula;
 using namespace tegula::gpt;
+using tegula::gpt::cli::Options;
 
 namespace {
 
-/// --name value options, with defaults and a clear error for unknown ones.
-class Options {
-public:
-  Options(int argc, char **argv, int first, std::map<std::string, std::string> defaults)
-      : values_(std::move(defaults)) {
-    for (int i = first; i < argc; i += 2) {
-      std::string key = argv[i];
-      if (key.rfind("--", 0) != 0 || !values_.count(key.substr(2)))
-        throw Error(fmt::format("unknown option '{}' (options: {})", key, names()));
-      if (i + 1 >= argc)
-        throw Error(fmt::format("option '{}' needs a value", key));
-      values_[key.substr(2)] = argv[i + 1];
-    }
-  }
-  std::string str(const std::string &k) const { return values_.at(k); }
-  int integer(const std::string &k) const { return std::stoi(values_.at(k)); }
-  float real(const std::string &k) const { return std::stof(values_.at(k)); }
-
-private:
-  std::string names() const {
-    std::string out;
-    for (auto &[k, v] : values_)
-      out += (out.empty() ? "--" : ", --") + k;
-    return out;
-  }
-  std::map<std::string, std::string> values_;
-};
+/// The most tokens a vocabulary may have here (GPT-2's is 50257; the
+/// largest models' some 256K).
+constexpr int kMaxVocab = 1 << 24;
 
 GptConfig configFrom(const Options &o, int vocab) {
   GptConfig c;
-  c.n_layer = o.integer("layers"), c.n_head = o.integer("heads"), c.n_embd = o.integer("embd");
-  c.vocab = vocab, c.vocab_padded = int(cdiv(vocab, 128) * 128), c.n_ctx = std::max(64, o.integer("seq"));
+  c.n_layer = o.integer("layers", 1, 1024), c.n_head = o.integer("heads", 1, 1024);
+  c.n_embd = o.integer("embd", 1, 1 << 16);
+  c.vocab = vocab, c.vocab_padded = int(cdiv(vocab, 128) * 128), c.n_ctx = std::max(64, o.integer("seq", 1, 1 << 20));
   return c;
+}
+
+/// --batch and --seq, whose product (the tokens a step) must fit an int.
+std::pair<int, int> batchAndSeq(const Options &o) {
+  const int B = o.integer("batch", 1, 1 << 20), T = o.integer("seq", 1, 1 << 20);
+  if (int64_t(B) * T > std::numeric_limits<int32_t>::max())
+    throw Error(fmt::format("--batch {} x --seq {} is {} tokens a step; at most {}", B, T, int64_t(B) * T,
+                            std::numeric_limits<int32_t>::max()));
+  return {B, T};
 }
 
 constexpr char kTokenMagic[4] = {'T', 'G', 'T', 'K'};
 
 
-Backend backendFrom(const Options &o) { return parse_backend(o.str("backend")); }
+Backend backendFrom(const Options &o) {
+  const Backend b = parse_backend(o.str("backend"));
+  std::string why;
+  if (b == Backend::GPU && !gpu_available(&why)) // its advice names the runtime's variable, not our option
+    throw Error(fmt::format("--backend gpu: {}; --backend interp or sim run on the CPU", why.substr(0, why.find(" — "))));
+  return b;
+}
 
 /// --precision of the f32 dots: tf32 (tensor cores) by default on the GPU.
 tl::precision precisionFrom(const Options &o) {
@@ -150,6 +146,10 @@ struct MappedFile {
     struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0)
       throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode)) {
+      close(fd);
+      throw Error(fmt::format("{} is {}, not a file", path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
+    }
     size = size_t(st.st_size);
     void *p = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
     close(fd);
@@ -194,6 +194,9 @@ struct TokenStream {
       if (s.file->size < 16 || (std::memcpy(header, s.file->data, 16), std::memcmp(header, kTokenMagic, 4)) ||
           header[1] != 1 || (s.file->size - 16) % 4)
         throw Error(fmt::format("{} is not a token file (tegula-gpt tokenize writes them)", o.str("tokens")));
+      if (header[2] < 2 || header[2] > uint32_t(kMaxVocab))
+        throw Error(fmt::format("{}: its header gives a vocabulary of {} tokens; tegula-gpt takes 2 to {}",
+                                o.str("tokens"), header[2], kMaxVocab));
       s.bytes = false, s.vocab = int(header[2]), s.count = (s.file->size - 16) / 4;
     } else {
       s.file = std::make_unique<MappedFile>(o.str("data"));
@@ -217,7 +220,18 @@ void sampleBatch(const TokenStream &f, size_t begin, size_t end, int B, int T, s
   }
 }
 
+/// A BPE needs both of its files: one alone is a mistake, not byte tokens.
+void requireBothBpeFiles(const Options &o) {
+  if (o.str("vocab").empty() != o.str("merges").empty())
+    throw Error(fmt::format("GPT-2's BPE needs --vocab vocab.json and --merges merges.txt; only --{} is given",
+                            o.str("vocab").empty() ? "merges" : "vocab"));
+}
+
 int tokenize(const Options &o) {
+  requireBothBpeFiles(o);
+  std::error_code ec;
+  if (std::filesystem::equivalent(o.str("data"), o.str("out"), ec))
+    throw Error(fmt::format("tokenize: --out {} is the --data file; it would be overwritten", o.str("out")));
   MappedFile text(o.str("data"));
   std::string_view view(reinterpret_cast<const char *>(text.data), text.size);
   std::vector<int32_t> ids;
@@ -238,10 +252,30 @@ int tokenize(const Options &o) {
   return 0;
 }
 
+/// Whether --save's file can be written, found before training rather than
+/// after it: the path is not a directory, and its folder takes a new file.
+void checkSavePath(const std::string &path) {
+  if (path.empty())
+    return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("--save {} is a directory; give a file name (model.safetensors)", path));
+  const std::string probe = path + ".tmp";
+  std::FILE *f = std::fopen(probe.c_str(), "wb");
+  if (!f)
+    throw Error(fmt::format("--save {}: cannot write {}: {}", path, probe, std::strerror(errno)));
+  std::fclose(f);
+  std::remove(probe.c_str());
+}
+
 int train(const Options &o) {
   const TokenStream data = TokenStream::open(o);
   const GptConfig config = configFrom(o, data.vocab);
-  const int B = o.integer("batch"), T = o.integer("seq"), steps = o.integer("steps");
+  const auto [B, T] = batchAndSeq(o);
+  const int steps = o.integer("steps", 1), warmup = o.integer("warmup", 0), valEvery = o.integer("val-every", 0);
+  const float maxLr = o.real("lr", 0, 1e6);
+  const uint64_t seed = o.seed("seed");
+  checkSavePath(o.str("save"));
   const size_t split = data.count * 9 / 10;
   if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
@@ -263,7 +297,7 @@ int train(const Options &o) {
     model.set_tiles(model.tiles().with(tile_overrides_from(overrides)));
     fmt::print("tiles: {}\n", model.tiles().str());
   }
-  model.init_random(uint64_t(o.integer("seed")));
+  model.init_random(seed);
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
              config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
@@ -272,9 +306,8 @@ int train(const Options &o) {
   printMemory("model", model);
   model.init_optimizer();
   printMemory("after optimizer", model);
-  std::mt19937_64 rng(uint64_t(o.integer("seed")));
+  std::mt19937_64 rng(seed);
   std::vector<int32_t> tokens, targets;
-  const float maxLr = o.real("lr");
   // MFU against the device's dense bf16 peak (as llm.c reports it); only on
   // GPUs whose peak is known.
   double peakFlops = 0;
@@ -284,7 +317,6 @@ int train(const Options &o) {
                 : name.find("A100") != std::string::npos                                         ? 312e12
                                                                                                : 0;
   }
-  const int valEvery = o.integer("val-every");
   for (int step = 0; step < steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     sampleBatch(data, 0, split, B, T, rng, tokens, targets);
@@ -294,9 +326,15 @@ int train(const Options &o) {
     model.zero_grad();
     model.backward();
     const float norm = model.clip_grad_norm(1.0f);
+    // A diverged run stops here: its weights are NaN from this step on,
+    // and a checkpoint of them would only generate garbage.
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      throw Error(fmt::format("training diverged at step {}: loss {}, gradient norm {}{}; a smaller --lr (now {:g}) "
+                              "or a longer --warmup may help",
+                              step + 1, loss, norm, o.str("save").empty() ? "" : "; nothing is saved", maxLr));
     if (step == 0)
       printMemory("after backward", model);
-    const float lr = GptModel::learning_rate(step, o.integer("warmup"), steps, maxLr, maxLr / 10);
+    const float lr = GptModel::learning_rate(step, warmup, steps, maxLr, maxLr / 10);
     model.step({.lr = lr, .stochastic_rounding = stochastic});
     if (step == 0)
       printMemory("after step", model);
@@ -353,12 +391,12 @@ int tune(const Options &o) {
   if (backendFrom(o) != Backend::GPU)
     throw Error("tune times training steps on a GPU (--backend gpu): the interpreter's and the simulator's speed "
                 "say nothing about a GPU's");
-  const int vocab = o.integer("vocab");
-  if (vocab < 2)
-    throw Error(fmt::format("tune: --vocab is at least 2, not {}", vocab));
+  const int vocab = o.integer("vocab", 2, kMaxVocab);
   GptConfig config = configFrom(o, vocab);
   config.n_ctx = std::max(config.n_ctx, 1024);
-  const int B = o.integer("batch"), T = o.integer("seq");
+  const auto [B, T] = batchAndSeq(o);
+  const int steps = o.integer("steps", 1), rounds = o.integer("rounds", 1);
+  const uint64_t seed = o.seed("seed");
   GptModel model(config, Backend::GPU, precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
@@ -370,9 +408,9 @@ int tune(const Options &o) {
   const DeviceInfo info = device_info();
   const std::vector<TileChoice> choices = pickChoices(
       tile_choices(model.storage(), info.chip, precisionFrom(o), model.warp_specialize()), o.str("choices"));
-  model.init_random(uint64_t(o.integer("seed")));
+  model.init_random(seed);
   model.init_optimizer();
-  std::mt19937_64 rng(uint64_t(o.integer("seed")));
+  std::mt19937_64 rng(seed);
   std::vector<int32_t> tokens(size_t(B) * size_t(T)), targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i)
     tokens[i] = int32_t(rng() % uint64_t(vocab)), targets[i] = int32_t(rng() % uint64_t(vocab));
@@ -381,11 +419,11 @@ int tune(const Options &o) {
                                        model.storage() == DType::bf16 ? "bf16" : "f32",
                                        model.warp_specialize() ? ", warp specialised" : "");
   fmt::print("tune: {} on {} ({}); {} choices, {} rounds of {} steps each\n", what, info.name, info.chip,
-             choices.size(), o.integer("rounds"), o.integer("steps"));
-  StepTimer timer(model, tokens, targets, B, T, o.integer("steps"));
+             choices.size(), rounds, steps);
+  StepTimer timer(model, tokens, targets, B, T, steps);
   TileTunerOptions options;
-  options.rounds = o.integer("rounds");
-  options.min_gain = o.real("min-gain");
+  options.rounds = rounds;
+  options.min_gain = o.real("min-gain", 0, 1);
   options.progress = [](const TileTrial &t) {
     if (t.error.empty())
       fmt::print("  {:<16} {:<72} {:9.3f} ms a step\n", t.choice, t.overrides.empty() ? "(as is)" : t.overrides, t.ms);
@@ -431,13 +469,14 @@ int tune(const Options &o) {
 }
 
 int generate(const Options &o) {
+  requireBothBpeFiles(o);
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
   // The sizes from the checkpoint (Hugging Face's or ours), the heads from
   // --heads, the file's metadata or config.json beside it.
   const SafetensorsFile file = SafetensorsFile::read(o.str("model"));
-  const GptConfig config = checkpoint_config(file, o.integer("heads"), config_json_beside(o.str("model")));
+  const GptConfig config = checkpoint_config(file, o.integer("heads", 0, 1024), config_json_beside(o.str("model")));
   const int vocab = bpe ? bpe->vocab_size() : 256;
   if (vocab != config.vocab)
     throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary {}{}",
@@ -451,18 +490,37 @@ int generate(const Options &o) {
     throw Error("generate: --prompt must not be empty");
   std::vector<int32_t> ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
   auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
-  const int count = std::min(o.integer("tokens"), config.n_ctx - int(ids.size()));
-  GptModel::Sampling sampling{.temperature = o.real("temperature"), .top_k = o.integer("top-k"),
-                              .top_p = o.real("top-p"), .seed = uint64_t(o.integer("seed"))};
+  // The prompt must leave room for a token; the tokens asked for beyond
+  // the context are said to be cut, not dropped silently.
+  if (int64_t(ids.size()) >= config.n_ctx)
+    throw Error(fmt::format("generate: the prompt is {} tokens and the model's context {}: give a prompt of at most "
+                            "{} tokens",
+                            ids.size(), config.n_ctx, config.n_ctx - 1));
+  const int asked = o.integer("tokens", 1), count = std::min(asked, config.n_ctx - int(ids.size()));
+  if (count < asked)
+    fmt::print(stderr, "generate: {} tokens, not {}: the prompt's {} and they fill the context of {}\n", count, asked,
+               ids.size(), config.n_ctx);
+  GptModel::Sampling sampling{.temperature = o.real("temperature", 0, 1e6), .top_k = o.integer("top-k", 0),
+                              .top_p = o.real("top-p", 0, 1), .seed = o.seed("seed")};
   std::vector<int32_t> out = model.generate(ids, count, sampling);
   fmt::print("{}{}", prompt, text(out));
   fmt::print("\n");
   return 0;
 }
 
+/// Text and token files are memory-mapped: one that shrinks while a run
+/// reads it (regenerated in place) raises SIGBUS, said here as what it is.
+void onSigbus(int) {
+  static const char message[] = "tegula-gpt: a memory-mapped input (--data or --tokens) shrank while it was read "
+                                "(SIGBUS): keep it unchanged during a run, or write the new one to another file\n";
+  [[maybe_unused]] ssize_t n = write(STDERR_FILENO, message, sizeof message - 1);
+  _exit(1);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  std::signal(SIGBUS, onSigbus);
   const std::map<std::string, std::string> common = {
       {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"},
       {"precision", ""}, {"dtype", "f32"}, {"warp-specialize", "on"}};
@@ -513,8 +571,11 @@ int main(int argc, char **argv) {
   } catch (const Error &e) {
     fmt::print(stderr, "tegula-gpt: {}\n", e.what());
     return 1;
-  } catch (const std::exception &e) { // std::stoi and friends
-    fmt::print(stderr, "tegula-gpt: bad option value ({})\n", e.what());
+  } catch (const std::bad_alloc &) {
+    fmt::print(stderr, "tegula-gpt: out of memory (a smaller model, --batch or --seq needs less)\n");
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "tegula-gpt: {}\n", e.what());
     return 1;
   }
 }
