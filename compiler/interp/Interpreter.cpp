@@ -754,11 +754,17 @@ private:
     // step carries past INT32_MAX would wrap and the loop go on, so the
     // compiled kernel traps before such a loop (guard-loop-counters). This
     // loop counts in 64 bits: it says why instead.
-    if (ivType.isInteger(32) && lo < hi && lo + ((hi - lo - 1) / step + 1) * step > INT32_MAX)
-      error(f, fmt::format("this loop's i32 counter passes 2147483647 after its last iteration ({} to {} by {}): "
-                           "it would wrap around and the loop go on (compiled, the kernel traps before the loop); "
-                           "give the loop i64 bounds (x.to(tl::i64))",
-                           lo, hi, step));
+    // An i64 counter likewise at INT64_MAX (and here `iv += step` would
+    // overflow): in 128 bits, where nothing does.
+    const unsigned width = ivType.getIntOrFloatBitWidth();
+    const __int128 max = width == 32 ? __int128(INT32_MAX) : __int128(INT64_MAX);
+    if ((width == 32 || width == 64) && lo < hi &&
+        __int128(lo) + (__int128(hi) - lo - 1) / step * step + step > max)
+      error(f, fmt::format("this loop's i{} counter passes {} after its last iteration ({} to {} by {}): it would "
+                           "wrap around and the loop go on (compiled, the kernel traps before the loop); {}",
+                           width, int64_t(max), lo, hi, step,
+                           width == 32 ? "give the loop i64 bounds (x.to(tl::i64))"
+                                       : "its bounds and step come within a step of the i64 limit"));
     for (int64_t iv = lo; iv < hi; iv += step) {
       env_[f.getInductionVar()] = scalarInt(ivType, iv);
       for (auto [arg, val] : llvm::zip(f.getRegionIterArgs(), carried))

@@ -107,6 +107,11 @@ std::optional<Operand> planOperand(mlir::scf::ForOp loop, tile::DotOp dot, unsig
 /// when the descriptor has none.
 Value addSwizzledTensorMap(Operand &op);
 
+/// `v` (a loop counter, a stage or a phase: an integer or index) as `to`:
+/// truncated or sign-extended between integers (a loop with i64 bounds),
+/// index_cast to or from index.
+Value castCounter(mlir::OpBuilder &b, mlir::Location loc, mlir::Type to, Value v);
+
 /// A dot's precision as its dot_shared carries it: for f32 operands only
 /// (16-bit and i8 dots have no choice of precision).
 tile::DotPrecisionAttr f32Precision(tile::DotOp dot);

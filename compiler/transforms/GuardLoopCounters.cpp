@@ -1,22 +1,23 @@
-//===- GuardLoopCounters.cpp - a wrapping i32 loop counter stops the kernel ===//
+//===- GuardLoopCounters.cpp - a wrapping loop counter stops the kernel ---===//
 //
 // Pass `guard-loop-counters`: an i32 `scf.for` steps its counter in i32 (as
-// Triton's loops do). When the step after the last iteration carries it past
-// INT32_MAX it wraps to a negative value, below the bound again, and the
-// loop goes on for about 2^32 / step more iterations, out of bounds. The
-// interpreter, which counts in 64 bits, reports such a loop; this pass makes
-// the compiled kernel say the same: before each loop whose bounds are not
-// known safe, one compare (`ub > INT32_MAX - step + 1`, the bound within a
+// Triton's loops do), an i64 one in i64. When the step after the last
+// iteration carries it past the type's maximum it wraps to a negative value,
+// below the bound again, and the loop goes on (for about 2^32 / step more
+// iterations in i32), out of bounds. The interpreter reports such a loop;
+// this pass makes the compiled kernel stop: before each loop whose bounds
+// are not known safe, one compare (`ub > MAX - step + 1`, the bound within a
 // step of the maximum), and under it the exact test (the last iteration's
-// counter plus the step, in 64 bits) and a trap: the launch fails (the
-// simulator says why, at the loop's line, as the interpreter does). Nothing runs
-// in the loop, and nothing is live across it: lowering the loop itself so that
-// it ends instead (a saturating latch, a second exit test, a rotated latch
-// against `ub - step`) cost registers, spills and LLVM's loop shapes in the
-// GEMMs and attention kernels. Loops whose constant bound and step cannot
-// wrap are left alone; ones whose constant bounds always wrap are an error
-// at the loop's line. Runs last on tilegpu IR, after the pipeliner, so the
-// loops it guards are the ones the lowering emits.
+// counter against MAX - step, from ub - lb - 1 as an unsigned number) and a
+// trap: the launch fails (the simulator says why, at the loop's line, as the
+// interpreter does). Nothing runs in the loop, and nothing is live across
+// it: lowering the loop itself so that it ends instead (a saturating latch,
+// a second exit test, a rotated latch against `ub - step`) cost registers,
+// spills and LLVM's loop shapes in the GEMMs and attention kernels. Loops
+// whose constant bound and step cannot wrap are left alone; ones whose
+// constant bounds always wrap are an error at the loop's line. Runs last on
+// tilegpu IR, after the pipeliner, so the loops it guards are the ones the
+// lowering emits.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/Passes.h"
@@ -37,14 +38,18 @@ using namespace mlir;
 
 namespace {
 
-std::optional<int64_t> constantInt(Value v) {
+std::optional<APInt> constantInt(Value v) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
-    return c.getSExtValue();
+    return c;
   return std::nullopt;
 }
 
-constexpr const char *kAdvice = "give the loop i64 bounds (x.to(tl::i64))";
+/// What a loop whose counter of `width` bits would wrap should do instead.
+std::string advice(unsigned width) {
+  return width == 32 ? "give the loop i64 bounds (x.to(tl::i64))"
+                     : "its bounds and step come within a step of the i64 limit";
+}
 
 struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters> {
   void runOnOperation() override {
@@ -56,45 +61,51 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
   }
 
   LogicalResult guard(scf::ForOp loop) {
-    auto type = dyn_cast<IntegerType>(loop.getInductionVar().getType());
-    // i64 counters would take centuries to wrap; unsigned loops compare
+    // Signed counters of 32 or 64 bits (tl::range's); unsigned loops compare
     // otherwise.
-    if (!type || type.getWidth() != 32 || loop.getUnsignedCmp())
+    auto type = dyn_cast<IntegerType>(loop.getInductionVar().getType());
+    if (!type || (type.getWidth() != 32 && type.getWidth() != 64) || loop.getUnsignedCmp())
       return success();
-    const int64_t max = INT32_MAX;
-    std::optional<int64_t> lb = constantInt(loop.getLowerBound()), ub = constantInt(loop.getUpperBound()),
-                           step = constantInt(loop.getStep());
-    if (ub && step && *step > 0 && *ub + *step - 1 <= max)
+    const unsigned width = type.getWidth();
+    const APInt max = APInt::getSignedMaxValue(width);
+    std::optional<APInt> lb = constantInt(loop.getLowerBound()), ub = constantInt(loop.getUpperBound()),
+                         step = constantInt(loop.getStep());
+    // In 128 bits, where nothing here overflows.
+    auto wide = [](const APInt &v) { return v.sext(128); };
+    const APInt wideMax = wide(max), one(128, 1);
+    if (ub && step && step->isStrictlyPositive() && (wide(*ub) + wide(*step) - one).sle(wideMax))
       return success();
-    if (lb && ub && step && *step > 0) {
-      if (*lb >= *ub || *lb + (*ub - *lb - 1) / *step * *step + *step <= max)
+    if (lb && ub && step && step->isStrictlyPositive()) {
+      const APInt lo = wide(*lb), hi = wide(*ub), by = wide(*step);
+      if (lo.sge(hi) || (lo + (hi - lo - one).sdiv(by) * by + by).sle(wideMax))
         return success();
-      return loop.emitError(fmt::format("this loop's i32 counter passes 2147483647 after its last iteration ({} to "
-                                        "{} by {}): it would wrap around and the loop go on; {}",
-                                        *lb, *ub, *step, kAdvice));
+      return loop.emitError(fmt::format("this loop's i{} counter passes {} after its last iteration ({} to {} by {}): "
+                                        "it would wrap around and the loop go on; {}",
+                                        width, max.getSExtValue(), lb->getSExtValue(), ub->getSExtValue(),
+                                        step->getSExtValue(), advice(width)));
     }
 
     OpBuilder b(loop);
     Location loc = loop.getLoc();
-    auto i32 = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(v))); };
-    auto i64 = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)); };
-    // The cheap test: the bound within a step of INT32_MAX (a runtime step
-    // is positive: tl::range checks it before the loop).
-    Value threshold = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, i32(max), loop.getStep()), i32(1));
-    Value near = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, loop.getUpperBound(), threshold);
+    auto constant = [&](const APInt &v) { return arith::ConstantOp::create(b, loc, IntegerAttr::get(type, v)); };
+    const APInt oneN(width, 1);
+    Value lo = loop.getLowerBound(), hi = loop.getUpperBound(), by = loop.getStep();
+    // The cheap test: the bound within a step of the maximum (a runtime
+    // step is positive: tl::range checks it before the loop).
+    Value threshold = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, constant(max), by), constant(oneN));
+    Value near = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, hi, threshold);
     auto nearIf = scf::IfOp::create(b, loc, near, /*withElseRegion=*/false);
     b.setInsertionPointToStart(nearIf.thenBlock());
-    // The exact one, in 64 bits: last = lb + (ub - lb - 1) / step * step.
-    Type wide = b.getI64Type();
-    Value lo = arith::ExtSIOp::create(b, loc, wide, loop.getLowerBound());
-    Value hi = arith::ExtSIOp::create(b, loc, wide, loop.getUpperBound());
-    Value by = arith::MaxSIOp::create(b, loc, arith::ExtSIOp::create(b, loc, wide, loop.getStep()), i64(1));
-    Value span = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, hi, lo), i64(1));
+    // The exact one: last = lb + (ub - lb - 1) / step * step passes
+    // max - step. ub - lb - 1 is exact as an unsigned number where lb < ub;
+    // last lies below ub.
+    Value safeStep = arith::MaxSIOp::create(b, loc, by, constant(oneN));
+    Value span = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, hi, lo), constant(oneN));
     Value last = arith::AddIOp::create(
-        b, loc, lo, arith::MulIOp::create(b, loc, arith::DivSIOp::create(b, loc, span, by), by));
+        b, loc, lo, arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, span, safeStep), safeStep));
     Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lo, hi);
-    Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, arith::AddIOp::create(b, loc, last, by),
-                                       i64(max));
+    Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, last,
+                                       arith::SubIOp::create(b, loc, constant(max), safeStep));
     // Through an opaque move: LLVM must not learn from the trap (it does
     // not return) that the loop's bound is small, or it widens counters to
     // 64 bits and reshapes loops (more registers in the GEMMs).
@@ -104,7 +115,8 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
                                              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
                                              ArrayAttr())
                        .getResult(0);
-    auto wrapIf = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, hidden, i32(0)),
+    Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    auto wrapIf = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, hidden, zero),
                                     /*withElseRegion=*/false);
     b.setInsertionPointToStart(wrapIf.thenBlock());
     // A trap, no message: a call (vprintf) anywhere in a kernel makes
@@ -112,9 +124,9 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
     // the trap carries; the interpreter says it too.
     auto trap = LLVM::Trap::create(b, loc);
     trap->setAttr("tegula.trap_reason",
-                  b.getStringAttr(fmt::format("this loop's i32 counter would pass 2147483647 after its last "
-                                              "iteration, wrap around and the loop go on; {}",
-                                              kAdvice)));
+                  b.getStringAttr(fmt::format("this loop's i{} counter would pass {} after its last iteration, wrap "
+                                              "around and the loop go on; {}",
+                                              width, max.getSExtValue(), advice(width))));
     return success();
   }
 };

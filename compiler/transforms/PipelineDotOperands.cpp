@@ -49,11 +49,13 @@ SmallVector<StageSignal> stageSignals(ArrayRef<Value> group) {
 namespace {
 /// Maps `loop`'s induction variable to `iv` and each affine carried value
 /// of `slice` to its value at that iteration, init + k * delta with
-/// k = (iv - lb) / step.
+/// k = (iv - lb) / step (unsigned).
 void mapIteration(OpBuilder &b, Location loc, scf::ForOp loop, const AddressSlice &slice, Value iv, IRMapping &map) {
   map.map(loop.getInductionVar(), iv);
   for (const AffineCarried &c : slice.carried) {
-    Value k = arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
+    // iv - lb is k step exactly as an unsigned number, even where iv (a
+    // look-ahead) has wrapped past INT32_MAX; k is not negative.
+    Value k = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
                                      loop.getStep());
     IRMapping invariant;
     for (Operation *o : c.deltaOps)
@@ -64,7 +66,7 @@ void mapIteration(OpBuilder &b, Location loc, scf::ForOp loop, const AddressSlic
     Type elem = tensor ? tensor.getElementType() : deltaType;
     if (elem != k.getType())
       k = elem.getIntOrFloatBitWidth() > k.getType().getIntOrFloatBitWidth()
-              ? Value(arith::ExtSIOp::create(b, loc, elem, k))
+              ? Value(arith::ExtUIOp::create(b, loc, elem, k))
               : Value(arith::TruncIOp::create(b, loc, elem, k));
     if (tensor)
       k = tile::SplatOp::create(b, loc, tensor, k);
@@ -74,6 +76,22 @@ void mapIteration(OpBuilder &b, Location loc, scf::ForOp loop, const AddressSlic
                    : Value(arith::AddIOp::create(b, loc, c.init, offset));
     map.map(c.arg, at);
   }
+}
+
+/// Whether iteration `iv` = lb + k step (k >= 0; computed in the counter's
+/// type, so a look-ahead near INT32_MAX has wrapped) is one `loop` runs:
+/// k step < ub - lb as unsigned numbers, where neither side overflows (the
+/// difference of two counters is exact modulo 2^32), and lb < ub - which
+/// holds inside the loop. `iv < ub` took a wrapped look-ahead for an
+/// iteration to run, and copied what lies past the operands' ends. With lb
+/// a literal 0 it folds to `iv <u ub`, the compare it replaces.
+Value runsIteration(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound();
+  Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, arith::SubIOp::create(b, loc, iv, lb),
+                                     arith::SubIOp::create(b, loc, ub, lb));
+  if (loop->isAncestor(b.getInsertionBlock()->getParentOp()))
+    return runs;
+  return arith::AndIOp::create(b, loc, runs, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub));
 }
 } // namespace
 
@@ -87,7 +105,7 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
     // reads - not documented. A producer's loop (`outer`) runs only those.
     OpBuilder::InsertionGuard guard(b);
     if (!outer) {
-      Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
+      Value runs = runsIteration(b, loc, loop, iv);
       auto only = scf::IfOp::create(b, loc, TypeRange{}, runs, /*withElseRegion=*/false);
       b.setInsertionPointToStart(only.thenBlock());
     }
@@ -123,7 +141,7 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   };
   ptr = inCopyLayout(ptr);
   auto ptrType = cast<RankedTensorType>(ptr.getType());
-  Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, loop.getUpperBound());
+  Value exists = runsIteration(b, loc, loop, iv);
   Value mask = tile::SplatOp::create(
       b, loc, RankedTensorType::get(ptrType.getShape(), b.getI1Type(), ptrType.getEncoding()), exists);
   if (loadMask)
@@ -136,6 +154,17 @@ void issue(OpBuilder &b, scf::ForOp loop, Operand &op, Value ring, Value iv, Val
   // alone, chosen by the copy's width.
   if (op.load.getEvict() != tile::EvictionPolicy::Normal)
     copy->setAttr("tilegpu.evict", op.load.getEvictAttr());
+}
+
+Value castCounter(OpBuilder &b, Location loc, Type to, Value v) {
+  const Type from = v.getType();
+  if (from == to)
+    return v;
+  if (from.isIndex() || to.isIndex())
+    return arith::IndexCastOp::create(b, loc, to, v);
+  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return arith::TruncIOp::create(b, loc, to, v);
+  return arith::ExtSIOp::create(b, loc, to, v);
 }
 
 std::optional<unsigned> carriedAccumulator(scf::ForOp loop, tile::DotOp dot) {
@@ -159,9 +188,7 @@ Value ivConstant(OpBuilder &b, scf::ForOp loop, int64_t v) {
 }
 
 /// A stage or phase number as the ring ops take it (i32).
-Value asI32(OpBuilder &b, Location loc, Value v) {
-  return v.getType().isInteger(32) ? v : arith::IndexCastOp::create(b, loc, b.getI32Type(), v).getResult();
-}
+Value asI32(OpBuilder &b, Location loc, Value v) { return castCounter(b, loc, b.getI32Type(), v); }
 
 /// The stage (`k` % stages) and the mbarrier phase ((`k` / stages) % 2) of
 /// iteration number `k`: a stage's mbarrier completes once per use.
@@ -232,7 +259,7 @@ void pipeline(scf::ForOp loop, tile::DotOp dot, std::optional<Operand> a, Operan
       return v;
     OpBuilder at(v.getContext());
     at.setInsertionPointAfterValue(v);
-    return arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
+    return castCounter(at, loc, at.getI32Type(), v);
   };
   Value stage = toI32(arith::RemSIOp::create(in, loc, iter, constant(in, stages)));
   SmallVector<Value> rings = {ringB};

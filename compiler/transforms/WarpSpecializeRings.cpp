@@ -90,7 +90,7 @@ void orderTurns(scf::ForOp loop, scf::ForOp tiles, Block *consumer, int64_t prog
   if (tiles) {
     Value iteration = arith::DivSIOp::create(
         b, loc, arith::SubIOp::create(b, loc, tiles.getInductionVar(), tiles.getLowerBound()), tiles.getStep());
-    j = iteration.getType() == i32 ? iteration : arith::IndexCastOp::create(b, loc, i32, iteration).getResult();
+    j = castCounter(b, loc, i32, iteration);
   }
   Value turn = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, j, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(programs)))),
@@ -106,10 +106,12 @@ void orderTurns(scf::ForOp loop, scf::ForOp tiles, Block *consumer, int64_t prog
 Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   Type t = lb.getType();
   auto constant = [&](int64_t v) -> Value { return arith::ConstantOp::create(b, loc, IntegerAttr::get(t, v)); };
-  Value span = arith::SubIOp::create(b, loc, ub, lb);
-  Value n = arith::DivSIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, step, constant(1))), step);
-  return arith::MaxSIOp::create(b, loc, n, constant(0));
+  // (ub - lb - 1) / step + 1 where lb < ub, unsigned: the difference is
+  // exact modulo 2^32, where `ub - lb + step - 1` overflowed near INT32_MAX.
+  Value last = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb), constant(1));
+  Value n = arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, last, step), constant(1));
+  Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  return arith::SelectOp::create(b, loc, runs, n, constant(0));
 }
 
 /// The loop's dots with the rings they read, and the ring whose mbarriers
@@ -141,10 +143,10 @@ private:
 
   Value constant(OpBuilder &at, int64_t v) { return arith::ConstantOp::create(at, loc, IntegerAttr::get(ivType, v)); }
   Value toI32(OpBuilder &at, Value v) {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, at.getI32Type(), v).getResult();
+    return castCounter(at, loc, at.getI32Type(), v);
   }
   Value fromI32(OpBuilder &at, Value v) {
-    return ivType.isInteger(32) ? v : arith::IndexCastOp::create(at, loc, ivType, v).getResult();
+    return castCounter(at, loc, ivType, v);
   }
   Value tileFirstIteration(OpBuilder &at, Value tileIv, Value tileLb, Value tileStep, Value trip);
   void cloneForProgram(OpBuilder &at, IRMapping &m, Value pid);

@@ -8,7 +8,7 @@
 // CHECK:         %[[THRESHOLD:.*]] = arith.addi
 // CHECK:         %[[NEAR:.*]] = arith.cmpi sgt, %[[UB]], %[[THRESHOLD]]
 // CHECK:         scf.if %[[NEAR]] {
-// CHECK:           arith.divsi %{{.*}} : i64
+// CHECK:           arith.divui %{{.*}} : i32
 // CHECK:           %[[HIDDEN:.*]] = llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r"
 // CHECK:           %[[WRAPS:.*]] = arith.cmpi ne, %[[HIDDEN]]
 // CHECK:           scf.if %[[WRAPS]] {
@@ -29,12 +29,12 @@ func.func @runtime_bound(%ub: i32) -> i32 {
 // -----
 
 // A constant bound and step that cannot wrap, whatever the lower bound:
-// nothing. So are i64 and index counters.
+// nothing, in i32 and in i64.
 // CHECK-LABEL: func.func @safe_bounds(
 // CHECK-NOT:     scf.if
 // CHECK-NOT:     llvm.intr.trap
 // CHECK:         return
-func.func @safe_bounds(%lb: i32, %lb64: i64, %ub64: i64) -> i32 {
+func.func @safe_bounds(%lb: i32, %lb64: i64) -> i32 {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
   %ub = arith.constant 2147483584 : i32
@@ -43,9 +43,28 @@ func.func @safe_bounds(%lb: i32, %lb64: i64, %ub64: i64) -> i32 {
     scf.yield %n : i32
   }
   %s64 = arith.constant 3 : i64
+  %ub64 = arith.constant 9223372036854775805 : i64
   scf.for %j = %lb64 to %ub64 step %s64 : i64 {
   }
   return %r : i32
+}
+
+// -----
+
+// An i64 counter at a runtime bound is guarded the same way, at its own
+// maximum.
+// CHECK-LABEL: func.func @runtime_bound_i64(
+// CHECK:         arith.constant 9223372036854775807 : i64
+// CHECK:         scf.if
+// CHECK:           arith.divui %{{.*}} : i64
+// CHECK:           llvm.intr.trap
+// CHECK-SAME:        tegula.trap_reason = "this loop's i64 counter would pass 9223372036854775807
+func.func @runtime_bound_i64(%ub: i64) {
+  %c0 = arith.constant 0 : i64
+  %c5 = arith.constant 5 : i64
+  scf.for %j = %c0 to %ub step %c5 : i64 {
+  }
+  return
 }
 
 // -----
