@@ -235,6 +235,14 @@ AxisInfo AxisInfoAnalysis::compute(Operation *op, Value result) {
     return info;
   };
   auto minDiv = [](int64_t x, int64_t y) { return std::min(x, y); };
+  // Sign extension and truncation keep runs and multiples (of values that
+  // fit: a descending loop's i64 counter truncated to its i32 index). Not
+  // zero extension: a run through -1 to 0 would jump.
+  if (isa<arith::ExtSIOp, arith::TruncIOp>(op)) {
+    AxisInfo info = get(op->getOperand(0));
+    if (info.contiguity.size() == rank)
+      return info;
+  }
   if (isa<arith::AddIOp>(op))
     return binary(addContig, minDiv);
   if (isa<arith::SubIOp>(op)) // a run minus a constant stays a run (not the reverse)

@@ -32,6 +32,9 @@ struct LoopState {
   // A negative literal step: the scf.for counts u = -i upwards (scf.for
   // steps are positive) and the body sees index = -u.
   bool descending = false;
+  // A descending loop with an i32 bound known only at launch counts u in
+  // i64 (-INT32_MIN has no i32); the body's index is i32 again.
+  Type indexType;
   Value index;
   scf::ForOp op;
   std::source_location loc;
@@ -178,9 +181,15 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried, 
   // step must be positive) runs as `for (u = -lo; u < -hi; u += -step)`.
   state_->descending = step.kind == operand::Kind::Int && step.i < 0;
   if (state_->descending) {
-    // -INT32_MIN wraps: counting down to it (or from it) with i32 bounds
-    // would run the wrong iterations; literal bounds are checked here, a
-    // bound known only at launch must be above it (docs/dsl.md).
+    // -INT32_MIN wraps: counting down to it (or from it) with an i32 counter
+    // would run the wrong iterations. Literal bounds are checked here; with
+    // a bound known only at launch the counter is i64 (its index i32).
+    state_->indexType = type;
+    if (type.isInteger(32) && (vlo || vhi)) {
+      type = ts.builder.getI64Type();
+      state_->lo = castTo(ts, state_->lo, type, l);
+      state_->hi = castTo(ts, state_->hi, type, l);
+    }
     for (const operand *o : {&lo, &hi})
       if (type.isInteger(32) && o->kind == operand::Kind::Int && o->i == INT32_MIN)
         fail(o->loc, "tl::range counting down from or to -2147483648: its i32 counter cannot negate it; give the "
@@ -242,6 +251,8 @@ range::iterator range::begin() {
     Type type = state_->index.getType();
     Value zero = arith::ConstantOp::create(ts.builder, l, ts.builder.getIntegerAttr(type, 0));
     state_->index = arith::SubIOp::create(ts.builder, l, zero, state_->index);
+    if (state_->indexType != type) // i >= INT32_MIN: exact in i32
+      state_->index = arith::TruncIOp::create(ts.builder, l, state_->indexType, state_->index);
   }
   state_->phase = detail::LoopState::Phase::InBody;
   return iterator{this};

@@ -1,6 +1,7 @@
 // DescendingRangeTest.cpp - tl::range with a literal negative step counts
 // down as Python's range does (traced as an ascending scf.for over -i): the
-// order of the visits, empty loops, runtime bounds, and a GEMM whose K loop
+// order of the visits, empty loops, runtime bounds (down to INT32_MIN,
+// where the counter is i64), and a GEMM whose K loop
 // runs backwards through the software pipeliner on sm_80 and sm_90a.
 #include "ErrorTestUtil.h"
 #include "F16GemmCheck.h"
@@ -69,6 +70,29 @@ TEST(DescendingRange, VisitsFromTheStartDownToTheEndExclusive) {
     EXPECT_EQ(out[0], -99);
     EXPECT_EQ(out[32], -99);
   }
+}
+
+/// Runtime i32 bounds at INT32_MIN, which an i32 counter of -i cannot
+/// hold: the loop counts in i64 (its index i32), as Python's range would.
+TEST(DescendingRange, RuntimeBoundsReachInt32Min) {
+  auto k = kernel("visits", visits, {"out", "counts", "n", "lo", "hi"});
+  struct Case {
+    int32_t lo, hi;
+    std::vector<int32_t> visited;
+  };
+  const int32_t min = INT32_MIN;
+  for (const Case &c : {Case{min + 9, min, {min + 9, min + 5, min + 1}}, Case{min + 3, min, {min + 3}},
+                        Case{min, INT32_MAX, {}}, Case{min, min, {}}, Case{INT32_MAX, INT32_MAX - 9,
+                        {INT32_MAX, INT32_MAX - 4, INT32_MAX - 8}}})
+    for (Backend backend : backendsWithTheGpu("descending tl::range at INT32_MIN")) {
+      SCOPED_TRACE(fmt::format("{} to {}, {}", c.lo, c.hi, tegula::testing::backend_name(backend)));
+      std::vector<int32_t> out(64, -99), counts(4, -1);
+      k({.grid = {1}, .backend = backend}, out, counts, 1, c.lo, c.hi);
+      EXPECT_EQ(counts[2], int32_t(c.visited.size()));
+      EXPECT_EQ(std::vector<int32_t>(out.begin() + 32, out.begin() + 32 + std::ptrdiff_t(c.visited.size())),
+                c.visited);
+      EXPECT_EQ(out[32 + c.visited.size()], -99);
+    }
 }
 
 void zero_step(tl::ptr<int32_t> out) {
