@@ -76,9 +76,8 @@ struct AsyncLoadPattern : OpConversionPattern<tilegpu::AsyncLoadOp> {
     // cache policy each copy takes (.L2::cache_hint; NVVM's cp.async has no
     // operand for it): made once, a pure instruction LLVM may share.
     Value policy;
-    std::string priority;
     if (auto evict = op->getAttrOfType<tile::EvictionPolicyAttr>("tilegpu.evict")) {
-      priority = tile::stringifyEvictionPolicy(evict.getValue()).str();
+      const std::string priority = tile::stringifyEvictionPolicy(evict.getValue()).str();
       policy = LLVM::InlineAsmOp::create(rw, loc, rw.getI64Type(), ValueRange{},
                                          fmt::format("createpolicy.fractional.L2::{}.b64 $0, 1.0;", priority), "=l",
                                          /*has_side_effects=*/false, /*is_align_stack=*/false,

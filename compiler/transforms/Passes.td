@@ -358,13 +358,14 @@ def ElideScratchBarriers : Pass<"elide-scratch-barriers", "mlir::ModuleOp"> {
 }
 
 def GuardLoopCounters : Pass<"guard-loop-counters", "mlir::ModuleOp"> {
-  let summary = "Stop the kernel where an i32 loop counter would wrap around";
+  let summary = "Stop the kernel where a loop counter would wrap around";
   let description = [{
-    An i32 `scf.for` whose step after the last iteration carries the
-    counter past INT32_MAX wraps to a negative value and runs on. Before
-    each loop whose constant bound and step cannot rule it out, the pass
-    inserts one compare (the bound within a step of INT32_MAX) and, under
-    it, the exact 64-bit test and a trap (no message: a vprintf call makes
+    An i32 (or i64) `scf.for` whose step after the last iteration carries
+    the counter past its type's maximum wraps to a negative value and runs
+    on. Before each loop whose constant bound and step cannot rule it out,
+    the pass inserts one compare (the bound within a step of the maximum)
+    and, under it, the exact test (in the counter's width, unsigned) and a
+    trap carrying `tegula.trap_reason` (no message: a vprintf call makes
     ptxas serialise wgmmas). Constant bounds that always wrap are an error
     at the loop. Nothing is added inside loops. Runs on tilegpu IR after
     the pipeliner.

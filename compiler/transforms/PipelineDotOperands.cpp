@@ -87,8 +87,8 @@ void mapIteration(OpBuilder &b, Location loc, scf::ForOp loop, const AddressSlic
 /// a literal 0 it folds to `iv <u ub`, the compare it replaces.
 Value runsIteration(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound();
-  Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, arith::SubIOp::create(b, loc, iv, lb),
-                                     arith::SubIOp::create(b, loc, ub, lb));
+  Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, b.createOrFold<arith::SubIOp>(loc, iv, lb),
+                                     b.createOrFold<arith::SubIOp>(loc, ub, lb));
   if (loop->isAncestor(b.getInsertionBlock()->getParentOp()))
     return runs;
   return arith::AndIOp::create(b, loc, runs, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub));

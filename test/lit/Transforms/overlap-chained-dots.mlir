@@ -12,6 +12,7 @@
 // the epilogue issues the last P V.
 // CHECK:      %[[K:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[64, 64] x bf16
 // CHECK:      %[[V:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[64, 64] x bf16
+// CHECK:      tilegpu.tma_load %[[V]][%c1_i32
 // CHECK:      %[[RUNS:.*]] = arith.cmpi slt, %c0_i32, %[[UB:arg4]] : i32
 // CHECK:      scf.if %[[RUNS]] -> (tensor<64xf32, #slice>, tensor<64xf32, #slice>, tensor<64x64xf32, #mma>) {
 // CHECK:        tilegpu.tma_wait %[[K]][

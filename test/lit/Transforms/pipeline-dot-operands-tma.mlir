@@ -16,7 +16,9 @@
 // CHECK: tilegpu.tma_init %[[A]]
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared : <3 x[32, 64] x bf16
 // CHECK-NOT: tilegpu.tma_init
-// CHECK: %[[P0:.*]] = arith.cmpi slt, %[[I0:.*]], %[[K:arg3]] : i32
+// CHECK: %[[R0:.*]] = arith.cmpi ult, %[[I0:.*]], %[[K:arg3]] : i32
+// CHECK: %[[L0:.*]] = arith.cmpi slt, %c0_i32, %[[K]] : i32
+// CHECK: %[[P0:.*]] = arith.andi %[[R0]], %[[L0]] : i1
 // CHECK: scf.if %[[P0]] {
 // CHECK:   tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA:arg[0-9]+]][%{{.*}}, %[[I0]]] {expectBytes = 8192 : i64}
 // CHECK: scf.if
@@ -25,7 +27,7 @@
 // CHECK:   tilegpu.tma_wait %[[A]][%{{.*}}], %{{.*}} :
 // CHECK:   tilegpu.dot_shared %[[A]][%{{.*}}], %[[B]][%{{.*}}]
 // CHECK:   tilegpu.wgmma_wait %{{.*}} {pending = 1 : i32}
-// CHECK:   %[[P:.*]] = arith.cmpi slt, %[[AHEAD:.*]], %[[K]] : i32
+// CHECK:   %[[P:.*]] = arith.cmpi ult, %[[AHEAD:.*]], %[[K]] : i32
 // CHECK:   scf.if %[[P]] {
 // CHECK:     tilegpu.tma_load %[[A]][%{{.*}}], %[[MAPA]][%{{.*}}, %[[AHEAD]]] {expectBytes = 8192 : i64}
 // CHECK:   scf.if

@@ -80,7 +80,7 @@ module {
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
 // CHECK: scf.if %{{.*}} {
 // CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[PDONE:.*]] = %{{.*}}) -> (i32)
-// CHECK:     %[[PTRIP:.*]] = arith.maxsi
+// CHECK:     %[[PTRIP:.*]] = arith.select
 // CHECK:     scf.for %[[PK:.*]] =
 // CHECK:       %[[PI:.*]] = arith.divsi
 // CHECK:       %[[PG:.*]] = arith.addi %[[PDONE]], %[[PI]]
@@ -91,7 +91,7 @@ module {
 // CHECK:     scf.yield %[[PNEXT]] : i32
 // CHECK: } else {
 // CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[CDONE:.*]] = %{{.*}}) -> (i32)
-// CHECK:     %[[CTRIP:.*]] = arith.maxsi
+// CHECK:     %[[CTRIP:.*]] = arith.select
 // CHECK:     scf.for
 // CHECK:       %[[CI:.*]] = arith.divsi
 // CHECK:       arith.addi %[[CDONE]], %[[CI]]
