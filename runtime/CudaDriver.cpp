@@ -103,9 +103,19 @@ void Driver::check(CUresult result, std::string_view call, std::string_view kern
     return;
   // Keep only the function name of the call expression.
   std::string_view fn = call.substr(0, call.find('('));
-  throw Error(fmt::format("{} failed{}: {}", fn,
-                          kernel.empty() ? "" : fmt::format(" for kernel '{}'", kernel),
-                          describe(result)));
+  // A kernel that trapped or faulted is reported by whatever call comes
+  // next, with no word of why (a trap has no message on the GPU: a printf
+  // call would serialise wgmmas); the simulator runs the same code and says.
+  const bool kernelFault = result == CUDA_ERROR_ILLEGAL_INSTRUCTION || result == CUDA_ERROR_LAUNCH_FAILED ||
+                           result == CUDA_ERROR_ASSERT || result == CUDA_ERROR_ILLEGAL_ADDRESS ||
+                           result == CUDA_ERROR_MISALIGNED_ADDRESS;
+  throw Error(fmt::format("{} failed{}: {}{}", fn, kernel.empty() ? "" : fmt::format(" for kernel '{}'", kernel),
+                          describe(result),
+                          kernelFault ? "; a kernel trapped or faulted (a tl::device_assert that failed, a loop whose "
+                                        "counter would wrap, an access out of bounds) and this process's CUDA context "
+                                        "is now unusable: TEGULA_BACKEND=sim runs the same compiled code on the CPU "
+                                        "and says where and why"
+                                      : ""));
 }
 
 } // namespace tegula::runtime

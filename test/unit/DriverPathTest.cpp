@@ -118,6 +118,23 @@ TEST_F(DriverPath, ADriverFailureNamesTheCallAndTheKernelAndFreesTheStagingCopie
   // TearDown: the three staging copies were freed.
 }
 
+/// A kernel that trapped (a failed assert, a loop counter about to wrap)
+/// surfaces as a sticky error with no word of why: the error says what it
+/// means and where to look.
+TEST_F(DriverPath, AKernelThatTrappedIsExplained) {
+  auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
+  std::vector<float> x(64), y(64), out(64);
+  for (CUresult fault : {CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_ILLEGAL_ADDRESS}) {
+    fake::tegula_fake_cuda_fail_next("cuLaunchKernel", fault);
+    const std::string err = tegula::testing::error_of([&] { k({.grid = {1}, .backend = Backend::GPU}, x, y, out, 64, 64); });
+    EXPECT_THAT(err, HasSubstr("a kernel trapped or faulted"));
+    EXPECT_THAT(err, HasSubstr("TEGULA_BACKEND=sim runs the same compiled code on the CPU and says where and why"));
+  }
+  fake::tegula_fake_cuda_fail_next("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  EXPECT_THAT(tegula::testing::error_of([&] { k({.grid = {1}, .backend = Backend::GPU}, x, y, out, 64, 64); }),
+              ::testing::Not(HasSubstr("trapped")));
+}
+
 TEST_F(DriverPath, AStreamIsPassedAndStagingCopiesLandBeforeTheKernelStarts) {
   auto k = kernel("vector_add", examples::vector_add, {"x", "y", "out", "n", "BLOCK"});
   CUstream stream;
