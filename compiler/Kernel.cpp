@@ -143,6 +143,7 @@ std::vector<char> serialize(const CompiledKernel &k) {
                              k.dynamic_shared_bytes, k.producer_warps, k.programs_per_cta, k.cluster_size));
   putString(out, k.ptxas_log);
   putString(out, k.tensor_maps);
+  putString(out, runtime::serializeErrorSites(k.error_sites));
   return out;
 }
 CompiledKernel deserialize(const std::vector<char> &in) {
@@ -159,6 +160,8 @@ CompiledKernel deserialize(const std::vector<char> &in) {
   k.ptxas_log = getString(in, pos);
   if (pos < in.size())
     k.tensor_maps = getString(in, pos);
+  if (pos < in.size())
+    k.error_sites = runtime::parseErrorSites(getString(in, pos));
   return k;
 }
 
@@ -587,6 +590,9 @@ CompiledKernel Kernel::compile(const std::vector<Arg> &args, const CompileOption
                               out.programs_per_cta > 1 ? fmt::format(" x {} programs", out.programs_per_cta) : "",
                               out.producer_warps ? fmt::format(" + {} producer warps", out.producer_warps) : ""));
     out.tensor_maps = runtime::serializeTensorMaps(tensorMapsOf(*module, impl_->params));
+    if (auto sites = (*module)->getAttrOfType<ArrayAttr>("tegula.error_sites"))
+      for (Attribute site : sites)
+        out.error_sites.push_back(cast<StringAttr>(site).str());
     backend::Target target{opts.chip, /*features: the chip's=*/"", 3};
     out.ptx = backend::translateToPtx(*module, target);
     if (dumpEnabled("ptx"))
@@ -710,7 +716,7 @@ std::shared_ptr<runtime::LoadedKernel> Kernel::loadOnGpu(detail::Specialization 
   if (!slot)
     slot = runtime::LoadedKernel::load(compiled.cubin, compiled.ptx, impl_->name, compiled.dynamic_shared_bytes,
                                        runtime::parseTensorMaps(compiled.tensor_maps), compiled.producer_warps,
-                                       compiled.programs_per_cta, compiled.cluster_size);
+                                       compiled.programs_per_cta, compiled.cluster_size, compiled.error_sites);
   return slot;
 }
 

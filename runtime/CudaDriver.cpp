@@ -1,6 +1,8 @@
 //===- CudaDriver.cpp - the CUDA driver API, loaded at run time -----------===//
 #include "runtime/CudaDriver.h"
 
+#include "runtime/DeviceErrorReport.h"
+
 #include "tegula/error.h"
 
 #include <fmt/format.h>
@@ -104,18 +106,22 @@ void Driver::check(CUresult result, std::string_view call, std::string_view kern
   // Keep only the function name of the call expression.
   std::string_view fn = call.substr(0, call.find('('));
   // A kernel that trapped or faulted is reported by whatever call comes
-  // next, with no word of why (a trap has no message on the GPU: a printf
-  // call would serialise wgmmas); the simulator runs the same code and says.
+  // next. One that stopped on purpose left a report (DeviceErrorReport.h);
+  // a fault of the hardware (an access out of bounds) says nothing, and the
+  // simulator runs the same code and says where.
   const bool kernelFault = result == CUDA_ERROR_ILLEGAL_INSTRUCTION || result == CUDA_ERROR_LAUNCH_FAILED ||
                            result == CUDA_ERROR_ASSERT || result == CUDA_ERROR_ILLEGAL_ADDRESS ||
                            result == CUDA_ERROR_MISALIGNED_ADDRESS;
+  std::string why;
+  if (kernelFault) {
+    const std::string reports = describeDeviceErrors();
+    why = reports.empty() ? "; a kernel trapped or faulted (an access out of bounds, a misaligned one) and this "
+                            "process's CUDA context is now unusable: TEGULA_BACKEND=sim runs the same compiled code "
+                            "on the CPU and says where and why"
+                          : fmt::format("; this process's CUDA context is now unusable:\n{}", reports);
+  }
   throw Error(fmt::format("{} failed{}: {}{}", fn, kernel.empty() ? "" : fmt::format(" for kernel '{}'", kernel),
-                          describe(result),
-                          kernelFault ? "; a kernel trapped or faulted (a tl::device_assert that failed, a loop whose "
-                                        "counter would wrap, an access out of bounds) and this process's CUDA context "
-                                        "is now unusable: TEGULA_BACKEND=sim runs the same compiled code on the CPU "
-                                        "and says where and why"
-                                      : ""));
+                          describe(result), why));
 }
 
 } // namespace tegula::runtime

@@ -37,10 +37,13 @@ namespace tegula::runtime {
   X(cuMemcpyDtoH)                                                                          \
   X(cuMemcpyDtoD)                                                                          \
   X(cuMemsetD8)                                                                            \
+  X(cuMemHostAlloc)                                                                        \
+  X(cuMemHostGetDevicePointer)                                                             \
   X(cuModuleLoadData)                                                                      \
   X(cuModuleLoadDataEx)                                                                    \
   X(cuModuleUnload)                                                                        \
   X(cuModuleGetFunction)                                                                   \
+  X(cuModuleGetGlobal)                                                                     \
   X(cuFuncGetAttribute)                                                                    \
   X(cuFuncSetAttribute)                                                                    \
   X(cuLaunchKernel)                                                                        \

@@ -125,7 +125,8 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
                                                  const std::string &ptx, const std::string &name,
                                                  int dynamicSharedBytes,
                                                  std::vector<TensorMapSpec> tensorMaps, int producerWarps,
-                                                 int programsPerCta, int clusterSize) {
+                                                 int programsPerCta, int clusterSize,
+                                                 std::vector<std::string> errorSites) {
   currentDevice();
   Driver &d = Driver::get();
   std::shared_ptr<LoadedKernel> k(new LoadedKernel());
@@ -139,6 +140,7 @@ std::shared_ptr<LoadedKernel> LoadedKernel::load(const std::vector<char> &cubin,
   d.check(d.cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction", name);
   k->function_ = fn;
   checkRegisterPool(d, fn, ptx, name);
+  k->errorSlot_ = DeviceErrorSlot::attach(module, name, std::move(errorSites));
   k->dynamicShared_ = dynamicSharedBytes;
   k->tensorMaps_ = std::move(tensorMaps);
   if (dynamicSharedBytes > 48 * 1024) {
@@ -191,6 +193,7 @@ int maxResidentCtas(const LoadedKernel &kernel, int numWarps) {
 }
 
 LoadedKernel::~LoadedKernel() {
+  errorSlot_.reset();
   if (module_ && Driver::available())
     Driver::get().cuModuleUnload(static_cast<CUmodule>(module_)); // best effort at exit
 }

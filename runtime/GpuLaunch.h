@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/DeviceErrorReport.h"
 #include "runtime/TensorMap.h"
 #include "tegula/kernel.h"
 
@@ -51,10 +52,13 @@ public:
   /// program count along x as a last hidden parameter. `clusterSize` > 1:
   /// the kernel declares clusters of that many CTAs along x
   /// (.reqnctapercluster), so the grid's x must be a multiple of it.
+  /// `errorSites`: what each place the kernel stops on purpose says
+  /// (CompiledKernel::error_sites); the module gets a record to report in.
   static std::shared_ptr<LoadedKernel> load(const std::vector<char> &cubin, const std::string &ptx,
                                             const std::string &name, int dynamicSharedBytes = 0,
                                             std::vector<TensorMapSpec> tensorMaps = {}, int producerWarps = 0,
-                                            int programsPerCta = 1, int clusterSize = 1);
+                                            int programsPerCta = 1, int clusterSize = 1,
+                                            std::vector<std::string> errorSites = {});
   const std::string &name() const { return name_; }
   void *function() const { return function_; }
   int dynamicSharedBytes() const { return dynamicShared_; }
@@ -70,6 +74,7 @@ private:
   std::string name_;
   int dynamicShared_ = 0, producerWarps_ = 0, programsPerCta_ = 1, clusterSize_ = 1;
   void *module_ = nullptr, *function_ = nullptr;
+  std::unique_ptr<DeviceErrorSlot> errorSlot_; // released before the module unloads
 };
 
 /// How many CTAs of `kernel` (numWarps warps a program, its producers and

@@ -29,6 +29,7 @@ thread_local std::string *tPrinted = nullptr;
 // device_assert prints its message, then traps) quotes it.
 thread_local std::string tLastPrint;
 thread_local int tLastPrintThread = -1;
+thread_local SimErrorReport *tReport = nullptr;
 
 /// PTX shfl.sync: lanes read `value` from a lane picked by mode, b and c.
 struct ShuffleIO {
@@ -136,6 +137,8 @@ void setAsmPrograms(const std::vector<std::shared_ptr<const AsmProgram>> *progra
 
 void capturePrintf(std::string *into) { tPrinted = into; }
 
+void setErrorReport(SimErrorReport *report) { tReport = report; }
+
 } // namespace tegula::sim
 
 using namespace tegula::sim;
@@ -159,11 +162,20 @@ static void tegula_sim_asm(int32_t program, const uint64_t *in, uint64_t *out, i
   (*tPrograms)[size_t(program)]->run(in, out, uint32_t(site));
 }
 static void tegula_sim_trap(int32_t site) {
+  if (tReport && tReport->record.site)
+    fail(uint32_t(site), "the kernel stopped: " + tegula::runtime::describeDeviceError(tReport->record, *tReport->sites));
   std::string said = tLastPrintThread == threadId() ? tLastPrint : "";
   while (!said.empty() && said.back() == '\n')
     said.pop_back();
   fail(uint32_t(site), said.empty() ? "trap (the kernel aborted)" : "trap after printing: " + said);
 }
+// The address of the launch's `tegula_error_report` (0) or `tegula_error_claim` (1).
+static void *tegula_sim_error_word(int32_t which) {
+  if (!tReport)
+    fail(0, "simulator: a kernel that reports errors ran without a report");
+  return which == 0 ? static_cast<void *>(&tReport->address) : static_cast<void *>(&tReport->claim);
+}
+static void tegula_sim_exit() { exitThread(); }
 
 static void tegula_sim_mma(int32_t kind, const uint32_t *a, const uint32_t *b, const float *c,
                            float *d, int32_t site) {
@@ -263,6 +275,8 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_shared", reinterpret_cast<void *>(tegula_sim_shared)},
       {"__tegula_sim_asm", reinterpret_cast<void *>(tegula_sim_asm)},
       {"__tegula_sim_trap", reinterpret_cast<void *>(tegula_sim_trap)},
+      {"__tegula_sim_error_word", reinterpret_cast<void *>(tegula_sim_error_word)},
+      {"__tegula_sim_exit", reinterpret_cast<void *>(tegula_sim_exit)},
       {"__tegula_sim_mma", reinterpret_cast<void *>(tegula_sim_mma)},
       {"__tegula_sim_ldmatrix", reinterpret_cast<void *>(tegula_sim_ldmatrix)},
       {"__tegula_sim_stmatrix", reinterpret_cast<void *>(tegula_sim_stmatrix)},

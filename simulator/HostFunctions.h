@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/DeviceErrorReport.h"
+
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,5 +30,17 @@ void setAsmPrograms(const std::vector<std::shared_ptr<const AsmProgram>> *progra
 
 /// Collect vprintf output into `into` instead of stdout (null: stdout).
 void capturePrintf(std::string *into);
+
+/// A launch's error report (runtime/DeviceErrorReport.h): the words the
+/// kernel's `tegula_error_report` and `tegula_error_claim` stand for, the
+/// record and its kernel's sites. A trap after a claim says what the record
+/// holds. One per host thread's launch; null: none.
+struct SimErrorReport {
+  uint64_t address = 0; // of `record`
+  uint32_t claim = 0;
+  runtime::DeviceErrorRecord record;
+  const std::vector<std::string> *sites = nullptr;
+};
+void setErrorReport(SimErrorReport *report);
 
 } // namespace tegula::sim

@@ -375,6 +375,11 @@ struct InstrumentForSimulatorPass
       op->erase();
       return success();
     }
+    if (isa<NVVM::Exit>(op)) {
+      call(b, loc, hook("__tegula_sim_exit", {}, {}), {});
+      op->erase();
+      return success();
+    }
     if (isa<NVVM::Barrier0Op>(op) || (isa<NVVM::BarrierOp>(op) && op->getNumOperands() == 0 &&
                                       op->getNumResults() == 0)) {
       call(b, loc, hook("__tegula_sim_barrier", {}, {i32}), {i32Const(b, loc, addSite(op, "bar.sync 0"))});
@@ -454,8 +459,11 @@ struct InstrumentForSimulatorPass
     SmallVector<LLVM::CallIntrinsicOp> nvvmIntrinsics;
     SmallVector<LLVM::AddressOfOp> sharedRefs;
     bool failedWalk = false;
+    SmallVector<LLVM::AddressOfOp> reportRefs;
     module.walk([&](Operation *op) {
       auto space = [](Value p) { return cast<LLVM::LLVMPointerType>(p.getType()).getAddressSpace(); };
+      if (op->hasAttr("tegula.error_report"))
+        return; // the report's own words (StopWithReport.h), not the kernel's memory
       if (auto l = dyn_cast<LLVM::LoadOp>(op))
         accesses.push_back({op, l.getType(), AccessKind::Read, space(l.getAddr())});
       else if (auto s = dyn_cast<LLVM::StoreOp>(op))
@@ -468,6 +476,9 @@ struct InstrumentForSimulatorPass
         asmOps.push_back(a);
       else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
         sharedRefs.push_back(a);
+      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op);
+               a && (a.getGlobalName() == runtime::kErrorReportGlobal || a.getGlobalName() == runtime::kErrorClaimGlobal))
+        reportRefs.push_back(a);
       else if (isa<LLVM::Trap>(op))
         traps.push_back(op);
       else if (isa<LLVM::AddrSpaceCastOp>(op))
@@ -502,8 +513,17 @@ struct InstrumentForSimulatorPass
       ref.getResult().replaceAllUsesWith(base);
       ref.erase();
     }
+    // The report's words are the launch's (SimErrorReport), reset for each.
+    for (LLVM::AddressOfOp ref : reportRefs) {
+      OpBuilder b(ref);
+      const int32_t which = ref.getGlobalName() == runtime::kErrorReportGlobal ? 0 : 1;
+      ref.getResult().replaceAllUsesWith(
+          call(b, ref.getLoc(), hook("__tegula_sim_error_word", ptrType, {i32}), {i32Const(b, ref.getLoc(), which)}));
+      ref.erase();
+    }
     for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
-      if (sharedOffset.count(global.getSymName().str()))
+      if (sharedOffset.count(global.getSymName().str()) || global.getSymName() == runtime::kErrorReportGlobal ||
+          global.getSymName() == runtime::kErrorClaimGlobal)
         global.erase();
       else if (global.getAddrSpace() != 0)
         global.setAddrSpace(0);
@@ -524,10 +544,9 @@ struct InstrumentForSimulatorPass
     }
     for (Operation *trap : traps) {
       OpBuilder b(trap);
-      // A compiler-inserted check says why it traps (tegula.trap_reason).
-      auto reason = trap->getAttrOfType<StringAttr>("tegula.trap_reason");
-      call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}),
-           {i32Const(b, trap->getLoc(), addSite(trap, reason ? reason.str() : "trap"))});
+      // A kernel that stops on purpose says why in its report, which the
+      // trap quotes; its text is the site's too (tegula.trap_reason).
+      call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}), {i32Const(b, trap->getLoc(), addSite(trap, "trap"))});
       trap->erase();
     }
     for (Operation *op : nvvmOps)

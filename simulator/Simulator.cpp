@@ -35,6 +35,8 @@ struct SimKernel::Impl {
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<HostJit> jit;
   std::vector<Site> sites;
+  /// What each place the kernel stops on purpose says (tegula.error_sites).
+  std::vector<std::string> errorSites;
   std::vector<std::shared_ptr<const AsmProgram>> programs;
   std::vector<Type> argTypes;
   /// TMA tensor maps (use-tma): hidden arguments after the kernel's own;
@@ -166,6 +168,9 @@ std::shared_ptr<SimKernel> SimKernel::prepare(Operation *lowered, const std::str
     throw Error(fmt::format("simulator: kernel '{}' needs {} bytes of shared memory per CTA; {} allows at most {} "
                             "(smaller tiles, fewer stages)",
                             kernel, impl->sharedBytes, chip.empty() ? std::string("no GPU") : chip, limit));
+  if (auto errorSites = module->getAttrOfType<ArrayAttr>("tegula.error_sites"))
+    for (Attribute site : errorSites)
+      impl->errorSites.push_back(cast<StringAttr>(site).str());
   if (auto maps = module->getAttrOfType<StringAttr>("tilegpu.tensor_maps"))
     impl->tensorMaps = runtime::parseTensorMaps(maps.str());
   auto warps = module->getAttrOfType<IntegerAttr>("tilegpu.num_warps");
@@ -288,10 +293,15 @@ RunStats SimKernel::run(Grid grid, const std::vector<ParamInfo> &params,
 
   setAsmPrograms(&impl_->programs);
   capturePrintf(options.printed);
+  SimErrorReport report; // a fresh record and claim for each launch
+  report.address = reinterpret_cast<uintptr_t>(&report.record);
+  report.sites = &impl_->errorSites;
+  setErrorReport(&report);
   struct Reset {
     ~Reset() {
       setAsmPrograms(nullptr);
       capturePrintf(nullptr);
+      setErrorReport(nullptr);
     }
   } reset;
   RunStats stats = runGrid(config, impl_->jit->entry(), packed.data());

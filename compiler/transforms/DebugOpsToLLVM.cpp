@@ -4,12 +4,14 @@
 // `pid (x, y, z) idx (i, j) PREFIX value` (a scalar by thread 0), through
 // CUDA's vprintf: the format string is a module constant, the arguments go
 // through a local buffer (floats widened to double).
-// assert: where the condition is false, print `FILE:LINE: device assertion
-// failed: MESSAGE` with the program and element, then trap (the launch fails
-// and the runtime reports it).
+// assert: where the condition is false, stop with a report (the program and
+// the element; StopWithReport.h): the launch fails with `FILE:LINE: device
+// assertion failed: MESSAGE (pid (x, y, z) idx (i))`. No vprintf: a call
+// makes ptxas serialise a kernel's wgmmas.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
+#include "compiler/transforms/StopWithReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -70,9 +72,9 @@ std::pair<std::string, Value> printable(OpBuilder &b, Location loc, Value v) {
   return {"%d", v};
 }
 
-/// vprintf(text, {pid, idx..., value?}) under `cond`, then (for asserts) trap.
+/// vprintf(text, {pid, idx..., value?}) under `cond`.
 void printIf(ConversionPatternRewriter &rw, Location loc, Operation *fn, Value cond,
-             const std::string &text, ArrayRef<Value> args, bool trap) {
+             const std::string &text, ArrayRef<Value> args) {
   auto module = fn->getParentOfType<ModuleOp>();
   LLVM::LLVMFuncOp vprintf = getOrInsertVprintf(rw, module);
   Type ptr = LLVM::LLVMPointerType::get(rw.getContext());
@@ -96,8 +98,6 @@ void printIf(ConversionPatternRewriter &rw, Location loc, Operation *fn, Value c
     LLVM::StoreOp::create(rw, loc, a, field);
   }
   LLVM::CallOp::create(rw, loc, vprintf, ValueRange{formatString(rw, loc, module, text), buffer});
-  if (trap)
-    LLVM::Trap::create(rw, loc);
 }
 
 Operation *enclosingFunction(Operation *op) {
@@ -121,20 +121,21 @@ struct AssertPattern : OpConversionPattern<tile::AssertOp> {
     Operation *fn = enclosingFunction(op);
     if (!fn)
       return rw.notifyMatchFailure(op, "assert outside a kernel");
-    std::string where = "<unknown>";
-    if (auto f = dyn_cast<FileLineColLoc>(loc))
-      where = fmt::format("{}:{}", f.getFilename().str(), f.getLine());
     Type i32 = rw.getI32Type();
     SmallVector<Value> pid = {programIdX(rw, loc),
                               NVVM::BlockIdYOp::create(rw, loc, i32),
                               NVVM::BlockIdZOp::create(rw, loc, i32)};
     Value one = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true));
-    std::string head = fmt::format("{}: device assertion failed: {} (pid (%d, %d, %d)", where,
-                                   op.getMessage().str());
+    const std::string message = fmt::format("device assertion failed: {}", op.getMessage().str());
+    auto stopIf = [&](Value failed, ValueRange index) {
+      auto ifOp = scf::IfOp::create(rw, loc, failed, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(rw);
+      rw.setInsertionPointToStart(ifOp.thenBlock());
+      stopWithReport(rw, loc, message, pid, index);
+    };
     auto tensor = dyn_cast<RankedTensorType>(op.getCond().getType());
     if (!tensor) {
-      Value failed = LLVM::XOrOp::create(rw, loc, adaptor.getCond()[0], one);
-      printIf(rw, loc, fn, failed, head + ")\n", pid, /*trap=*/true);
+      stopIf(LLVM::XOrOp::create(rw, loc, adaptor.getCond()[0], one), {});
       rw.eraseOp(op);
       return success();
     }
@@ -147,9 +148,7 @@ struct AssertPattern : OpConversionPattern<tile::AssertOp> {
       Value failed = LLVM::AndOp::create(
           rw, loc, LLVM::XOrOp::create(rw, loc, adaptor.getCond()[size_t(r)], one),
           owners.threadOwns);
-      SmallVector<Value> args = pid;
-      args.append(coords[size_t(r)].begin(), coords[size_t(r)].end());
-      printIf(rw, loc, fn, failed, head + indexFormat(tensor) + ")\n", args, /*trap=*/true);
+      stopIf(failed, coords[size_t(r)]);
     }
     rw.eraseOp(op);
     return success();
@@ -185,7 +184,7 @@ struct PrintPattern : OpConversionPattern<tile::PrintOp> {
       if (!prefix.empty() && !conv.empty() && prefix.back() != ' ')
         prefix += ' ';
       printIf(rw, loc, fn, cond, fmt::format("pid (%d, %d, %d){} {}{}\n", idxFormat, prefix, conv),
-              args, /*trap=*/false);
+              args);
     };
 
     for (auto [operand, values] : llvm::zip(op.getArgs(), adaptor.getArgs())) {

@@ -9,8 +9,8 @@
 // are not known safe, one compare (`ub > MAX - step + 1`, the bound within a
 // step of the maximum), and under it the exact test (the last iteration's
 // counter against MAX - step, from ub - lb - 1 as an unsigned number) and a
-// trap: the launch fails (the simulator says why, at the loop's line, as the
-// interpreter does). Nothing runs in the loop, and nothing is live across
+// stop: the kernel reports the loop's line and traps, the launch fails and
+// says why (StopWithReport.h; the interpreter says it too). Nothing runs in the loop, and nothing is live across
 // it: lowering the loop itself so that it ends instead (a saturating latch,
 // a second exit test, a rotated latch against `ub - step`) cost registers,
 // spills and LLVM's loop shapes in the GEMMs and attention kernels. Loops
@@ -20,10 +20,13 @@
 // lowering emits.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/transforms/LoweringCommon.h"
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/StopWithReport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
@@ -119,14 +122,18 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
     auto wrapIf = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, hidden, zero),
                                     /*withElseRegion=*/false);
     b.setInsertionPointToStart(wrapIf.thenBlock());
-    // A trap, no message: a call (vprintf) anywhere in a kernel makes
-    // ptxas serialise its wgmmas (C7510). The simulator reports the reason
-    // the trap carries; the interpreter says it too.
-    auto trap = LLVM::Trap::create(b, loc);
-    trap->setAttr("tegula.trap_reason",
-                  b.getStringAttr(fmt::format("this loop's i{} counter would pass {} after its last iteration, wrap "
-                                              "around and the loop go on; {}",
-                                              width, max.getSExtValue(), advice(width))));
+    // No call (vprintf) says why: a call anywhere in a kernel makes ptxas
+    // serialise its wgmmas (C7510). The kernel leaves a report the runtime
+    // reads; the simulator and the interpreter say it too.
+    Type i32 = b.getI32Type();
+    SmallVector<Value> program = {tegula::lowering::programIdX(b, loc), NVVM::BlockIdYOp::create(b, loc, i32),
+                                  NVVM::BlockIdZOp::create(b, loc, i32)};
+    tegula::lowering::stopWithReport(
+        b, loc,
+        fmt::format("this loop's i{} counter would pass {} after its last iteration, wrap around and the loop go on; "
+                    "{}",
+                    width, max.getSExtValue(), advice(width)),
+        program, {});
     return success();
   }
 };

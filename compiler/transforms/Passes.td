@@ -365,13 +365,14 @@ def GuardLoopCounters : Pass<"guard-loop-counters", "mlir::ModuleOp"> {
     on. Before each loop whose constant bound and step cannot rule it out,
     the pass inserts one compare (the bound within a step of the maximum)
     and, under it, the exact test (in the counter's width, unsigned) and a
-    trap carrying `tegula.trap_reason` (no message: a vprintf call makes
-    ptxas serialise wgmmas). Constant bounds that always wrap are an error
+    stop with a report (StopWithReport.h: the reason and the loop's line,
+    which the runtime reads after the trap; no vprintf, which makes ptxas
+    serialise wgmmas). Constant bounds that always wrap are an error
     at the loop. Nothing is added inside loops. Runs on tilegpu IR after
     the pipeliner.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
 def LowerTileGPUToLLVM : Pass<"lower-tilegpu-to-llvm", "mlir::ModuleOp"> {

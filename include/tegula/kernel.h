@@ -259,6 +259,11 @@ struct CompiledKernel {
   /// CTAs per thread-block cluster along x (the PTX's .reqnctapercluster):
   /// the launch's cluster_size where a multicast TMA ring applied, else 1.
   int cluster_size = 1;
+  /// What each place the kernel stops on purpose says (a failed
+  /// tl::device_assert, a loop counter about to wrap), by site number: the
+  /// runtime reads which one stopped a launch from the kernel's report
+  /// (runtime/DeviceErrorReport.h) and says it in the error.
+  std::vector<std::string> error_sites;
 
   /// The cubin's machine code (SASS) as nvdisasm prints it: what ptxas made
   /// of the PTX, for reading hot loops. Disassembled on each call. Throws

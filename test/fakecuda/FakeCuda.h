@@ -90,6 +90,9 @@ void tegula_fake_cuda_allocate_registers(int count);
 /// kernel (reads and writes "device" memory, which is host memory).
 void tegula_fake_cuda_on_launch(std::function<void(const Launch &)> hook);
 Signature tegula_fake_cuda_signature(CUfunction function);
+/// The "device" memory of module variable `name` in the loaded module that
+/// holds `kernel` (any one, if several are loaded); null: none.
+void *tegula_fake_cuda_global(const char *kernel, const char *name);
 /// Decodes 128 bytes the fake's cuTensorMapEncodeTiled wrote; false if they are not one.
 bool tegula_fake_cuda_decode_tensor_map(const void *bytes, TensorMap *out);
 

@@ -26,6 +26,9 @@ constexpr int kOptinShared = 232448;
 
 struct Module {
   std::map<std::string, std::unique_ptr<Function>> functions;
+  /// Module-scope variables: name -> zero-initialised "device" memory (an
+  /// allocation copies may target, not counted in Stats).
+  std::map<std::string, std::pair<void *, size_t>> globals;
 };
 
 /// A stream's place in the stream order: its launches so far, and how many
@@ -48,6 +51,7 @@ struct State {
   std::mutex mutex;
   std::map<uint64_t, size_t> allocations; // base -> bytes
   std::set<Module *> modules;
+  std::map<void *, size_t> hostAllocations; // cuMemHostAlloc's (mapped: the device address is the same)
   std::set<void *> streams;
   std::map<CUstream, StreamOrder> order; // nullptr: the default stream
   std::set<Event *> events;
@@ -168,6 +172,16 @@ Signature tegula_fake_cuda_signature(CUfunction function) {
   std::copy(fn->maxThreads, fn->maxThreads + 3, out.maxThreads);
   out.registers = fn->registers;
   return out;
+}
+
+void *tegula_fake_cuda_global(const char *kernel, const char *name) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (Module *m : s.modules)
+    if (m->functions.count(kernel))
+      if (auto it = m->globals.find(name); it != m->globals.end())
+        return it->second.first;
+  return nullptr;
 }
 
 bool tegula_fake_cuda_decode_tensor_map(const void *bytes, TensorMap *out) {
@@ -336,6 +350,34 @@ CUresult cuMemFree(CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
+  FAKE_ENTER("cuMemHostAlloc");
+  if (!ptr || bytes == 0 || (flags & ~unsigned(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                                CU_MEMHOSTALLOC_WRITECOMBINED)))
+    return CUDA_ERROR_INVALID_VALUE;
+  void *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  if (!p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *ptr = p;
+  s.hostAllocations[p] = bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *device, void *host, unsigned flags) {
+  FAKE_ENTER("cuMemHostGetDevicePointer");
+  if (!device || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto it = s.hostAllocations.upper_bound(host);
+  if (it == s.hostAllocations.begin())
+    return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  const auto *base = static_cast<const char *>(it->first), *p = static_cast<const char *>(host);
+  if (p >= base + it->second)
+    return CUDA_ERROR_INVALID_VALUE;
+  *device = reinterpret_cast<CUdeviceptr>(host); // unified addressing: the host's own address
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
   FAKE_ENTER("cuMemcpyHtoD");
   if (!inAllocation(s, dst, bytes) || (!src && bytes))
@@ -384,6 +426,13 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
       return CUDA_ERROR_INVALID_IMAGE;
     m->functions = parsePtx(ptx);
   }
+  const auto globals = std::memcmp(bytes, "\x7f" "ELF", 4) == 0 ? parseCubinGlobals(bytes) : parsePtxGlobals(bytes);
+  for (const auto &[name, size] : globals) {
+    void *p = std::aligned_alloc(256, (std::max<size_t>(size, 1) + 255) / 256 * 256);
+    std::memset(p, 0, size);
+    m->globals[name] = {p, size};
+    s.allocations[reinterpret_cast<uint64_t>(p)] = size;
+  }
   Module *raw = m.release();
   s.modules.insert(raw);
   *module = reinterpret_cast<CUmodule>(raw);
@@ -421,6 +470,10 @@ CUresult cuModuleUnload(CUmodule module) {
   Module *m = reinterpret_cast<Module *>(module);
   if (!s.modules.erase(m))
     return CUDA_ERROR_INVALID_HANDLE;
+  for (auto &[name, global] : m->globals) {
+    s.allocations.erase(reinterpret_cast<uint64_t>(global.first));
+    std::free(global.first);
+  }
   delete m;
   return CUDA_SUCCESS;
 }
@@ -434,6 +487,21 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
   if (it == m->functions.end())
     return CUDA_ERROR_NOT_FOUND;
   *function = reinterpret_cast<CUfunction>(it->second.get());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *address, size_t *bytes, CUmodule module, const char *name) {
+  FAKE_ENTER("cuModuleGetGlobal");
+  Module *m = reinterpret_cast<Module *>(module);
+  if (!s.modules.count(m) || !name)
+    return CUDA_ERROR_INVALID_HANDLE;
+  auto it = m->globals.find(name);
+  if (it == m->globals.end())
+    return CUDA_ERROR_NOT_FOUND;
+  if (address)
+    *address = reinterpret_cast<CUdeviceptr>(it->second.first);
+  if (bytes)
+    *bytes = it->second.second;
   return CUDA_SUCCESS;
 }
 

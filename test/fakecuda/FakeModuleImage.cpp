@@ -2,6 +2,7 @@
 #include "FakeModuleImage.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 
@@ -187,6 +188,77 @@ std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
     }
     for (auto &[ordinal, p] : byOrdinal)
       fn->params.push_back(p);
+  }
+  return out;
+}
+
+/// Lines `[.visible|.extern] .global [.align N] .TYPE NAME[[COUNT]][ = ...];`.
+std::map<std::string, size_t> parsePtxGlobals(std::string_view ptx) {
+  std::map<std::string, size_t> out;
+  for (size_t at = ptx.find(".global "); at != std::string_view::npos; at = ptx.find(".global ", at + 1)) {
+    const size_t lineStart = ptx.rfind('\n', at) + 1; // npos + 1 == 0
+    const size_t end = std::min(ptx.find_first_of(";=", at), ptx.find('\n', at));
+    std::string_view before = ptx.substr(lineStart, at - lineStart);
+    if (before.find_first_not_of(" \t") != std::string_view::npos && before.find(".visible") == std::string_view::npos)
+      continue; // an instruction (ld.global ...), not a declaration
+    std::string_view decl = ptx.substr(at + 8, end == std::string_view::npos ? std::string_view::npos : end - at - 8);
+    size_t bytes = 0, count = 1;
+    std::string name;
+    for (size_t pos = 0; pos < decl.size();) {
+      while (pos < decl.size() && std::isspace(static_cast<unsigned char>(decl[pos])))
+        ++pos;
+      size_t stop = pos;
+      while (stop < decl.size() && !std::isspace(static_cast<unsigned char>(decl[stop])))
+        ++stop;
+      std::string_view word = decl.substr(pos, stop - pos);
+      if (size_t b = ptxTypeBytes(word))
+        bytes = b;
+      else if (!word.empty() && word[0] != '.' && !std::isdigit(static_cast<unsigned char>(word[0]))) {
+        const size_t open = word.find('[');
+        name = std::string(word.substr(0, open));
+        if (open != std::string_view::npos)
+          count = std::strtoull(std::string(word.substr(open + 1)).c_str(), nullptr, 10);
+      }
+      pos = stop;
+    }
+    if (!name.empty() && bytes)
+      out[name] = bytes * count;
+  }
+  return out;
+}
+
+/// The `.symtab` section's objects (STT_OBJECT), named in its linked string table.
+std::map<std::string, size_t> parseCubinGlobals(const char *elf) {
+  auto read = [&](uint64_t at, auto &value) { std::memcpy(&value, elf + at, sizeof value); };
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  read(0x28, shoff);
+  read(0x3A, shentsize);
+  read(0x3C, shnum);
+  std::map<std::string, size_t> out;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const uint64_t sh = shoff + uint64_t(i) * shentsize;
+    uint32_t type = 0, link = 0;
+    uint64_t offset = 0, size = 0, entsize = 0;
+    read(sh + 0x04, type);
+    read(sh + 0x18, offset);
+    read(sh + 0x20, size);
+    read(sh + 0x28, link);
+    read(sh + 0x38, entsize);
+    if (type != 2 /* SHT_SYMTAB */ || entsize < 24)
+      continue;
+    uint64_t stringsAt = 0;
+    read(shoff + uint64_t(link) * shentsize + 0x18, stringsAt);
+    for (uint64_t at = offset; at + 24 <= offset + size; at += entsize) {
+      uint32_t name = 0;
+      uint8_t info = 0;
+      uint64_t bytes = 0;
+      read(at, name);
+      read(at + 4, info);
+      read(at + 16, bytes);
+      if ((info & 0xf) == 1 /* STT_OBJECT */)
+        out[std::string(elf + stringsAt + name)] = size_t(bytes);
+    }
   }
   return out;
 }

@@ -36,4 +36,9 @@ std::map<std::string, std::unique_ptr<Function>> parsePtx(std::string_view ptx);
 /// The entries of a cubin (an ELF image as ptxas writes it).
 std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf);
 
+/// The module-scope `.global` variables (name -> bytes) of PTX text or a
+/// cubin (its symbol table's objects), as cuModuleGetGlobal finds them.
+std::map<std::string, size_t> parsePtxGlobals(std::string_view ptx);
+std::map<std::string, size_t> parseCubinGlobals(const char *elf);
+
 } // namespace tegula::fakecuda

@@ -278,6 +278,67 @@ TEST(HopperPtx, PtxasAssemblesWithoutSpills) {
     }
 }
 
+/// A bf16 GEMM with what stops a kernel on purpose: an assertion on its
+/// arguments, a K loop whose step is known only at launch (checked positive
+/// where the loop starts) and a counter a huge K could wrap. `print` adds
+/// a tl::print, which is a call (vprintf).
+template <bool print>
+void checked_matmul(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<float> c, tl::scalar<int32_t> M,
+                    tl::scalar<int32_t> N, tl::scalar<int32_t> K, tl::scalar<int32_t> k_step) {
+  constexpr int BM = 128, BN = 128, BK = 32;
+  tl::device_assert(k_step == BK, "k_step is the tile's K");
+  tl::tensor rm = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor rn = tl::program_id(1) * BN + tl::arange(0, BN);
+  tl::tensor rk = tl::arange(0, BK);
+  tl::tensor acc = tl::zeros({BM, BN}, tl::f32);
+  for (auto k : tl::range(0, K, k_step, acc)) {
+    tl::tensor ka = k + rk;
+    tl::tensor a_tile = tl::load(a + rm.expand_dims(1) * K + ka.expand_dims(0),
+                                 (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0f);
+    tl::tensor b_tile = tl::load(b + ka.expand_dims(1) * N + rn.expand_dims(0),
+                                 (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0f);
+    acc = tl::dot(a_tile, b_tile, acc);
+  }
+  if constexpr (print)
+    tl::print("K =", {K});
+  tl::store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc,
+            (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+}
+
+/// A kernel that stops on purpose leaves a report (runtime/DeviceErrorReport.h)
+/// instead of printing: no call, so ptxas keeps its wgmmas asynchronous
+/// (with vprintf it serialises them: C7510 - the print below shows what the
+/// asserts cost before). The sites are the assertion, the step check and the
+/// loop guard, each at its line.
+TEST(HopperPtx, StopsWithAReportKeepWgmmasAsynchronous) {
+  if (!have_ptxas())
+    GTEST_SKIP() << "ptxas not found: its messages are what this test reads";
+  std::vector<bfloat16> x(256 * 256);
+  std::vector<float> y(256 * 256);
+  CompiledKernel checked = kernel("checked_matmul", checked_matmul<false>, {"a", "b", "c", "M", "N", "K", "k_step"})
+                               .compile({x, x, y, 256, 256, 256, 32}, {.chip = "sm_90a", .num_warps = 8});
+  EXPECT_THAT(checked.ptx, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(checked.ptx, Not(HasSubstr("vprintf")));
+  EXPECT_FALSE(checked.cubin.empty()) << checked.ptxas_log;
+  EXPECT_THAT(checked.ptxas_log, Not(HasSubstr("C7510"))) << "ptxas serialised the wgmmas";
+  EXPECT_EQ(checked.spill_bytes, 0) << checked.ptxas_log;
+  std::vector<std::string> messages;
+  for (const std::string &site : checked.error_sites) {
+    EXPECT_THAT(site, HasSubstr("HopperKernelsTest.cpp:"));
+    messages.push_back(site.substr(site.find(": ") + 2));
+  }
+  EXPECT_THAT(messages, ::testing::UnorderedElementsAre(
+                            "device assertion failed: k_step is the tile's K",
+                            "device assertion failed: tl::range step must be positive",
+                            ::testing::StartsWith("this loop's i32 counter would pass 2147483647")));
+  CompiledKernel printing = kernel("printing_matmul", checked_matmul<true>, {"a", "b", "c", "M", "N", "K", "k_step"})
+                                .compile({x, x, y, 256, 256, 256, 32}, {.chip = "sm_90a", .num_warps = 8});
+  EXPECT_THAT(printing.ptxas_log, HasSubstr("C7510")) << "a call no longer serialises wgmmas: the test above "
+                                                         "proves nothing";
+  std::printf("[ptxas sm_90a] checked GEMM 128x128x32 w8: %d registers; with a print: %d\n", checked.registers,
+              printing.registers);
+}
+
 /// The PTX ISA makes a register written between wgmma.fence and a wgmma
 /// that reads it (accumulator or A fragment) undefined; ptxas repairs it
 /// with warpgroup arrives it warns about (C7519), and in divergent code

@@ -7,10 +7,12 @@
 #include "FakeDriverTest.h"
 #include "TestUtil.h"
 #include "examples/kernels.h"
+#include "runtime/DeviceErrorReport.h"
 #include "runtime/GpuLaunch.h"
 #include "tegula/device.h"
 #include "tegula/tegula.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <algorithm>
@@ -133,6 +135,56 @@ TEST_F(DriverPath, AKernelThatTrappedIsExplained) {
   fake::tegula_fake_cuda_fail_next("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   EXPECT_THAT(tegula::testing::error_of([&] { k({.grid = {1}, .backend = Backend::GPU}, x, y, out, 64, 64); }),
               ::testing::Not(HasSubstr("trapped")));
+}
+
+int g_assertLine = 0;
+void asserts_in_range(tl::ptr<int32_t> idx, tl::scalar<int32_t> n) {
+  tl::tensor i = tl::load(idx + tl::arange(0, 16));
+  g_assertLine = __LINE__ + 1;
+  tl::device_assert(i < n, "index in range");
+}
+
+/// A kernel that stops on purpose leaves a report in the record the runtime
+/// gave its module (runtime/DeviceErrorReport.h): the fault that follows
+/// says which site, program and element - here the fake plays the GPU's
+/// part, writing the record where the module's tegula_error_report points.
+TEST_F(DriverPath, AKernelThatStoppedSaysWhereAndWhy) {
+  auto k = kernel("asserts_in_range", asserts_in_range, {"idx", "n"});
+  const CompiledKernel compiled = k.compile({std::vector<int32_t>(16), 16}, {.chip = "sm_90a"});
+  ASSERT_EQ(compiled.error_sites.size(), 1u);
+  EXPECT_EQ(compiled.error_sites[0], fmt::format("{}:{}: device assertion failed: index in range", __FILE__,
+                                                 g_assertLine));
+  DeviceBuffer idx(16, DType::i32);
+  k({.grid = {4}, .backend = Backend::GPU}, idx, 16); // loads the module: the record's address is in it
+  auto *slot = static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range", "tegula_error_report"));
+  ASSERT_NE(slot, nullptr);
+  ASSERT_NE(*slot, 0u) << "the runtime gave the module no record";
+  auto *record = reinterpret_cast<runtime::DeviceErrorRecord *>(*slot);
+  EXPECT_EQ(record->site, 0u);
+  // Another kernel with a site gets a record of its own.
+  auto other = kernel("asserts_in_range_too", asserts_in_range, {"idx", "n"});
+  other({.grid = {1}, .backend = Backend::GPU}, idx, 16);
+  auto *otherSlot = static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range_too", "tegula_error_report"));
+  ASSERT_NE(otherSlot, nullptr);
+  EXPECT_NE(*otherSlot, *slot);
+  // The GPU's part: program 2's thread claims the report, writes it and traps.
+  record->program[0] = 2;
+  record->rank = 1;
+  record->index[0] = 5;
+  record->site = 1;
+  fake::tegula_fake_cuda_fail_next("cuCtxSynchronize", CUDA_ERROR_ILLEGAL_INSTRUCTION);
+  std::vector<int32_t> host(16);
+  const std::string err = tegula::testing::error_of([&] { k({.grid = {4}, .backend = Backend::GPU}, host, 16); });
+  EXPECT_THAT(err, HasSubstr("this process's CUDA context is now unusable:\nkernel 'asserts_in_range' stopped: "));
+  EXPECT_THAT(err, HasSubstr(fmt::format("{}:{}: device assertion failed: index in range (pid (2, 0, 0) idx (5))",
+                                         __FILE__, g_assertLine)));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("TEGULA_BACKEND=sim")));
+  // A site number the kernel does not list is said as such.
+  record->site = 7;
+  fake::tegula_fake_cuda_fail_next("cuCtxSynchronize", CUDA_ERROR_ILLEGAL_INSTRUCTION);
+  EXPECT_THAT(tegula::testing::error_of([&] { k({.grid = {4}, .backend = Backend::GPU}, host, 16); }),
+              HasSubstr("a stop at site 6, which its kernel does not list (pid (2, 0, 0) idx (5))"));
+  *record = {}; // this process's driver goes on (the fake's does)
 }
 
 TEST_F(DriverPath, AStreamIsPassedAndStagingCopiesLandBeforeTheKernelStarts) {

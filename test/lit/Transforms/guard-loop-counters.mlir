@@ -1,8 +1,14 @@
 // RUN: tegula-opt %s -split-input-file -verify-diagnostics --guard-loop-counters | FileCheck %s
 
 // A runtime bound: one compare before the loop (the bound within a step of
-// INT32_MAX); under it the exact 64-bit test, hidden from LLVM by a move,
-// and a trap. Nothing enters the loop.
+// INT32_MAX); under it the exact test, hidden from LLVM by a move, and a
+// stop with a report: the site (the reason, at the loop's line) joins the
+// module's tegula.error_sites; the thread that claims the report writes its
+// program id and the site into the runtime's record, fences system-wide and
+// traps, the others exit. Nothing enters the loop.
+// CHECK:       module attributes {tegula.error_sites = ["{{.*}}guard-loop-counters.mlir:{{[0-9]+}}: this loop's i32 counter would pass 2147483647 after its last iteration, wrap around and the loop go on; give the loop i64 bounds (x.to(tl::i64))"]}
+// CHECK:         llvm.mlir.global external @tegula_error_report(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64} : i64
+// CHECK:         llvm.mlir.global external @tegula_error_claim(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: func.func @runtime_bound(
 // CHECK-SAME:    %[[UB:.*]]: i32
 // CHECK:         %[[THRESHOLD:.*]] = arith.addi
@@ -12,7 +18,25 @@
 // CHECK:           %[[HIDDEN:.*]] = llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r"
 // CHECK:           %[[WRAPS:.*]] = arith.cmpi ne, %[[HIDDEN]]
 // CHECK:           scf.if %[[WRAPS]] {
-// CHECK-NEXT:        llvm.intr.trap
+// CHECK:             %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK:             %[[CLAIM:.*]] = llvm.mlir.addressof @tegula_error_claim : !llvm.ptr<1>
+// CHECK:             %[[CAS:.*]] = llvm.cmpxchg %[[CLAIM]], %{{.*}}, %{{.*}} monotonic monotonic {tegula.error_report}
+// CHECK:             %[[WON:.*]] = llvm.extractvalue %[[CAS]][1]
+// CHECK:             scf.if %[[WON]] {
+// CHECK:               %[[SLOT:.*]] = llvm.mlir.addressof @tegula_error_report : !llvm.ptr<1>
+// CHECK:               %[[ADDRESS:.*]] = llvm.load %[[SLOT]] {tegula.error_report} : !llvm.ptr<1> -> i64
+// CHECK:               llvm.icmp "ne" %[[ADDRESS]]
+// CHECK:                 %[[RECORD:.*]] = llvm.inttoptr %[[ADDRESS]]
+// CHECK:                 %[[AT:.*]] = llvm.getelementptr %[[RECORD]][4]
+// CHECK:                 llvm.store volatile %[[X]], %[[AT]]
+// CHECK:                 llvm.fence seq_cst
+// CHECK:                 %[[SITE:.*]] = llvm.mlir.constant(1 : i32)
+// CHECK:                 %[[AT0:.*]] = llvm.getelementptr %[[RECORD]][0]
+// CHECK:                 llvm.store volatile %[[SITE]], %[[AT0]]
+// CHECK-NEXT:            llvm.fence seq_cst
+// CHECK:             } else {
+// CHECK-NEXT:          nvvm.exit
+// CHECK:             llvm.intr.trap {tegula.trap_reason = "{{.*}}: this loop's i32 counter would pass 2147483647
 // CHECK:         scf.for
 // CHECK-NOT:       llvm.intr.trap
 // CHECK:         return
@@ -58,7 +82,7 @@ func.func @safe_bounds(%lb: i32, %lb64: i64) -> i32 {
 // CHECK:         scf.if
 // CHECK:           arith.divui %{{.*}} : i64
 // CHECK:           llvm.intr.trap
-// CHECK-SAME:        tegula.trap_reason = "this loop's i64 counter would pass 9223372036854775807
+// CHECK-SAME:        tegula.trap_reason = "{{.*}}: this loop's i64 counter would pass 9223372036854775807
 func.func @runtime_bound_i64(%ub: i64) {
   %c0 = arith.constant 0 : i64
   %c5 = arith.constant 5 : i64
