@@ -115,9 +115,9 @@ void Driver::check(CUresult result, std::string_view call, std::string_view kern
   std::string why;
   if (kernelFault) {
     const std::string reports = describeDeviceErrors();
-    why = reports.empty() ? "; a kernel trapped or faulted (an access out of bounds, a misaligned one) and this "
-                            "process's CUDA context is now unusable: TEGULA_BACKEND=sim runs the same compiled code "
-                            "on the CPU and says where and why"
+    why = reports.empty() ? "; a kernel trapped or faulted (an access out of bounds or misaligned, a stop whose "
+                            "report did not arrive) and this process's CUDA context is now unusable: "
+                            "TEGULA_BACKEND=sim runs the same compiled code on the CPU and says where and why"
                           : fmt::format("; this process's CUDA context is now unusable:\n{}", reports);
   }
   throw Error(fmt::format("{} failed{}: {}{}", fn, kernel.empty() ? "" : fmt::format(" for kernel '{}'", kernel),

@@ -38,6 +38,7 @@ namespace tegula::runtime {
   X(cuMemcpyDtoD)                                                                          \
   X(cuMemsetD8)                                                                            \
   X(cuMemHostAlloc)                                                                        \
+  X(cuMemFreeHost)                                                                         \
   X(cuMemHostGetDevicePointer)                                                             \
   X(cuModuleLoadData)                                                                      \
   X(cuModuleLoadDataEx)                                                                    \

@@ -39,7 +39,8 @@ struct DeviceErrorRecord {
   uint32_t program[3] = {};  // the program id (x, y, z)
   uint32_t rank = 0;         // how many of `index` hold the element's coordinates
   int32_t index[kErrorReportMaxRank] = {};
-  uint32_t reserved[3] = {};
+  uint32_t unused = 0;
+  uint64_t device = 0; // host's own: the record's device address, copied from here (pinned) into the module
 };
 static_assert(sizeof(DeviceErrorRecord) == 64);
 inline constexpr int64_t kErrorReportSiteOffset = offsetof(DeviceErrorRecord, site);
@@ -57,7 +58,9 @@ std::vector<std::string> parseErrorSites(const std::string &text);
 
 /// A GPU module's record: a slot of mapped host memory whose device address
 /// is written into the module's `tegula_error_report`. Modules without
-/// sites get none. Released (and the slot reused) when destroyed.
+/// sites get none, nor do any when no mapped memory can be had (a warning:
+/// their kernels still stop, without a report). Destroyed after its module
+/// is unloaded: a record that holds a report stays listed, others are reused.
 class DeviceErrorSlot {
 public:
   /// `module` is a CUmodule of the current context.
@@ -73,6 +76,7 @@ private:
   std::string kernel_;
   std::vector<std::string> sites_;
   DeviceErrorRecord *record_ = nullptr;
+  friend struct SlotPool;
 };
 
 /// What every attached kernel reported ("kernel 'K' stopped: ..."), one

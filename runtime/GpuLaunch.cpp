@@ -193,9 +193,9 @@ int maxResidentCtas(const LoadedKernel &kernel, int numWarps) {
 }
 
 LoadedKernel::~LoadedKernel() {
-  errorSlot_.reset();
   if (module_ && Driver::available())
     Driver::get().cuModuleUnload(static_cast<CUmodule>(module_)); // best effort at exit
+  errorSlot_.reset(); // after: a report its kernel left stays listed
 }
 
 namespace {

@@ -74,7 +74,7 @@ private:
   std::string name_;
   int dynamicShared_ = 0, producerWarps_ = 0, programsPerCta_ = 1, clusterSize_ = 1;
   void *module_ = nullptr, *function_ = nullptr;
-  std::unique_ptr<DeviceErrorSlot> errorSlot_; // released before the module unloads
+  std::unique_ptr<DeviceErrorSlot> errorSlot_; // released after the module unloads
 };
 
 /// How many CTAs of `kernel` (numWarps warps a program, its producers and

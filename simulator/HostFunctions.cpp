@@ -171,11 +171,10 @@ static void tegula_sim_trap(int32_t site) {
 }
 // The address of the launch's `tegula_error_report` (0) or `tegula_error_claim` (1).
 static void *tegula_sim_error_word(int32_t which) {
-  if (!tReport)
-    fail(0, "simulator: a kernel that reports errors ran without a report");
+  if (!tReport) // (no site: this is the simulator's own state)
+    fail(UINT32_MAX, "simulator: a kernel that reports errors ran without a record to report in");
   return which == 0 ? static_cast<void *>(&tReport->address) : static_cast<void *>(&tReport->claim);
 }
-static void tegula_sim_exit() { exitThread(); }
 
 static void tegula_sim_mma(int32_t kind, const uint32_t *a, const uint32_t *b, const float *c,
                            float *d, int32_t site) {
@@ -276,7 +275,6 @@ std::vector<std::pair<std::string, void *>> hostSymbols() {
       {"__tegula_sim_asm", reinterpret_cast<void *>(tegula_sim_asm)},
       {"__tegula_sim_trap", reinterpret_cast<void *>(tegula_sim_trap)},
       {"__tegula_sim_error_word", reinterpret_cast<void *>(tegula_sim_error_word)},
-      {"__tegula_sim_exit", reinterpret_cast<void *>(tegula_sim_exit)},
       {"__tegula_sim_mma", reinterpret_cast<void *>(tegula_sim_mma)},
       {"__tegula_sim_ldmatrix", reinterpret_cast<void *>(tegula_sim_ldmatrix)},
       {"__tegula_sim_stmatrix", reinterpret_cast<void *>(tegula_sim_stmatrix)},

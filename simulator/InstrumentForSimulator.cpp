@@ -375,8 +375,7 @@ struct InstrumentForSimulatorPass
       op->erase();
       return success();
     }
-    if (isa<NVVM::Exit>(op)) {
-      call(b, loc, hook("__tegula_sim_exit", {}, {}), {});
+    if (isa<NVVM::NanosleepOp>(op)) { // a pause: nothing to simulate
       op->erase();
       return success();
     }
@@ -476,8 +475,8 @@ struct InstrumentForSimulatorPass
         asmOps.push_back(a);
       else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
         sharedRefs.push_back(a);
-      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op);
-               a && (a.getGlobalName() == runtime::kErrorReportGlobal || a.getGlobalName() == runtime::kErrorClaimGlobal))
+      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && (a.getGlobalName() == runtime::kErrorReportGlobal ||
+                                                                a.getGlobalName() == runtime::kErrorClaimGlobal))
         reportRefs.push_back(a);
       else if (isa<LLVM::Trap>(op))
         traps.push_back(op);
@@ -545,8 +544,9 @@ struct InstrumentForSimulatorPass
     for (Operation *trap : traps) {
       OpBuilder b(trap);
       // A kernel that stops on purpose says why in its report, which the
-      // trap quotes; its text is the site's too (tegula.trap_reason).
-      call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}), {i32Const(b, trap->getLoc(), addSite(trap, "trap"))});
+      // trap quotes (StopWithReport.h).
+      call(b, trap->getLoc(), hook("__tegula_sim_trap", {}, {i32}),
+           {i32Const(b, trap->getLoc(), addSite(trap, "trap"))});
       trap->erase();
     }
     for (Operation *op : nvvmOps)

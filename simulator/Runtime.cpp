@@ -90,12 +90,6 @@ namespace {
 [[noreturn]] void threadMain() {
   Cta &c = cta();
   c.entry(c.args);
-  exitThread();
-}
-} // namespace
-
-void exitThread() {
-  Cta &c = cta();
   wgmmaThreadExit();
   bulkStoreThreadExit();
   cpAsyncThreadExit();
@@ -103,8 +97,6 @@ void exitThread() {
   fiberSwitch(c.threads[size_t(c.current)].fiber, *c.scheduler);
   __builtin_unreachable(); // a finished thread is never resumed
 }
-
-namespace {
 
 /// Whether thread `them`'s access in epoch `when` is ordered before the
 /// current access of thread `me`: a barrier of every thread began since, or

@@ -159,8 +159,6 @@ void checkAsyncProxyWrite(const void *p, size_t bytes, const char *writer, uint3
 /// Stop the simulation with `message` (prefixed with kernel, CTA, thread and
 /// the site's instruction and location).
 [[noreturn]] void fail(uint32_t site, const std::string &message);
-/// The current thread ends, as at the end of the kernel (PTX exit).
-[[noreturn]] void exitThread();
 
 /// A warp-synchronous operation: every lane in `mask` calls this with its
 /// own `io`; once all have arrived, `complete` runs once with every lane's

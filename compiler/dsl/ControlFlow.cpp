@@ -239,6 +239,9 @@ range::iterator range::begin() {
     state_->op->setAttr("tile.num_stages", ts.builder.getI32IntegerAttr(state_->options.num_stages));
   if (state_->options.warp_specialize)
     state_->op->setAttr("tile.warp_specialize", ts.builder.getBoolAttr(*state_->options.warp_specialize));
+  // Its counter runs on the negated bounds: messages about it say the user's.
+  if (state_->descending)
+    state_->op->setAttr("tile.descending", ts.builder.getUnitAttr());
   Block *body = state_->op.getBody();
   // The default builder adds a terminator only when there are no iter_args.
   if (!body->empty() && isa<scf::YieldOp>(body->back()))

@@ -758,11 +758,14 @@ private:
     // overflow): in 128 bits, where nothing does.
     const unsigned width = ivType.getIntOrFloatBitWidth();
     const __int128 max = width == 32 ? __int128(INT32_MAX) : __int128(INT64_MAX);
+    // A descending tl::range counts up on its negated bounds (tile.descending):
+    // say the user's.
+    const int64_t sign = f->hasAttr("tile.descending") ? -1 : 1;
     if ((width == 32 || width == 64) && lo < hi &&
         __int128(lo) + (__int128(hi) - lo - 1) / step * step + step > max)
       error(f, fmt::format("this loop's i{} counter passes {} after its last iteration ({} to {} by {}): it would "
                            "wrap around and the loop go on (compiled, the kernel traps before the loop); {}",
-                           width, int64_t(max), lo, hi, step,
+                           width, sign * int64_t(max), sign * lo, sign * hi, sign * step,
                            width == 32 ? "give the loop i64 bounds (x.to(tl::i64))"
                                        : "its bounds and step come within a step of the i64 limit"));
     for (int64_t iv = lo; iv < hi; iv += step) {

@@ -9,9 +9,9 @@
 // are not known safe, one compare (`ub > MAX - step + 1`, the bound within a
 // step of the maximum), and under it the exact test (the last iteration's
 // counter against MAX - step, from ub - lb - 1 as an unsigned number) and a
-// stop: the kernel reports the loop's line and traps, the launch fails and
-// says why (StopWithReport.h; the interpreter says it too). Nothing runs in the loop, and nothing is live across
-// it: lowering the loop itself so that it ends instead (a saturating latch,
+// stop: the kernel reports the loop's line and traps, and the launch fails
+// saying why (StopWithReport.h; the interpreter says it too). Nothing runs
+// in the loop, and nothing is live across it: lowering the loop itself so that it ends instead (a saturating latch,
 // a second exit test, a rotated latch against `ub - step`) cost registers,
 // spills and LLVM's loop shapes in the GEMMs and attention kernels. Loops
 // whose constant bound and step cannot wrap are left alone; ones whose
@@ -70,6 +70,9 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
     if (!type || (type.getWidth() != 32 && type.getWidth() != 64) || loop.getUnsignedCmp())
       return success();
     const unsigned width = type.getWidth();
+    // A descending tl::range counts up on its negated bounds: its messages
+    // say the user's.
+    const int64_t sign = loop->hasAttr("tile.descending") ? -1 : 1;
     const APInt max = APInt::getSignedMaxValue(width);
     std::optional<APInt> lb = constantInt(loop.getLowerBound()), ub = constantInt(loop.getUpperBound()),
                          step = constantInt(loop.getStep());
@@ -84,8 +87,8 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
         return success();
       return loop.emitError(fmt::format("this loop's i{} counter passes {} after its last iteration ({} to {} by {}): "
                                         "it would wrap around and the loop go on; {}",
-                                        width, max.getSExtValue(), lb->getSExtValue(), ub->getSExtValue(),
-                                        step->getSExtValue(), advice(width)));
+                                        width, sign * max.getSExtValue(), sign * lb->getSExtValue(),
+                                        sign * ub->getSExtValue(), sign * step->getSExtValue(), advice(width)));
     }
 
     OpBuilder b(loop);
@@ -132,7 +135,7 @@ struct GuardLoopCounters : tegula::impl::GuardLoopCountersBase<GuardLoopCounters
         b, loc,
         fmt::format("this loop's i{} counter would pass {} after its last iteration, wrap around and the loop go on; "
                     "{}",
-                    width, max.getSExtValue(), advice(width)),
+                    width, sign * max.getSExtValue(), advice(width)),
         program, {});
     return success();
   }

@@ -103,13 +103,17 @@ Operation *stopWithReport(OpBuilder &b, Location loc, StringRef message, ValueRa
     LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst);
     put(runtime::kErrorReportSiteOffset, constant(i32, site + 1));
     LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst);
+    // Another thread reports; its trap stops this one's grid too. Until it
+    // lands (microseconds) this one waits, about 4 ms, then traps itself:
+    // exiting would release barriers the others wait at, and their work on
+    // what this thread never made could fault before the report is out.
+    // Four sleeps, not a loop, which LLVM would unroll at every site.
     b.setInsertionPointToStart(ifWon.elseBlock());
-    // Another thread reports; its trap stops this one's grid too.
-    NVVM::Exit::create(b, loc);
+    Value millisecond = constant(i32, 1000000); // the longest one sleep takes
+    for (int i = 0; i < 4; ++i)
+      NVVM::NanosleepOp::create(b, loc, millisecond);
   }
-  auto trap = LLVM::Trap::create(b, loc);
-  trap->setAttr("tegula.trap_reason", b.getStringAttr(text));
-  return trap;
+  return LLVM::Trap::create(b, loc);
 }
 
 } // namespace tegula::lowering

@@ -17,8 +17,7 @@ namespace tegula::lowering {
 /// `program` (3 x i32) and `index` (i32 coordinates, at most
 /// runtime::kErrorReportMaxRank are kept) into the record the runtime gave
 /// the module, fences system-wide and traps; a thread that loses the claim
-/// exits (the winner stops the grid). The trap carries the site's text as
-/// `tegula.trap_reason`. Returns the trap.
+/// waits for the winner's trap to stop the grid. Returns the trap.
 mlir::Operation *stopWithReport(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef message,
                                 mlir::ValueRange program, mlir::ValueRange index);
 

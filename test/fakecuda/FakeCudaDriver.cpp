@@ -363,6 +363,16 @@ CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuMemFreeHost(void *ptr) {
+  FAKE_ENTER("cuMemFreeHost");
+  auto it = s.hostAllocations.find(ptr);
+  if (it == s.hostAllocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  s.hostAllocations.erase(it);
+  std::free(ptr);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemHostGetDevicePointer(CUdeviceptr *device, void *host, unsigned flags) {
   FAKE_ENTER("cuMemHostGetDevicePointer");
   if (!device || flags != 0)

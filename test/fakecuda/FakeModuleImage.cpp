@@ -192,7 +192,8 @@ std::map<std::string, std::unique_ptr<Function>> parseCubin(const char *elf) {
   return out;
 }
 
-/// Lines `[.visible|.extern] .global [.align N] .TYPE NAME[[COUNT]][ = ...];`.
+/// Definitions `[.visible] .global [.align N] .TYPE NAME[[COUNT]][ = ...];`,
+/// one a line (as LLVM writes them); declarations of others' (.extern) are not.
 std::map<std::string, size_t> parsePtxGlobals(std::string_view ptx) {
   std::map<std::string, size_t> out;
   for (size_t at = ptx.find(".global "); at != std::string_view::npos; at = ptx.find(".global ", at + 1)) {
@@ -252,11 +253,13 @@ std::map<std::string, size_t> parseCubinGlobals(const char *elf) {
     for (uint64_t at = offset; at + 24 <= offset + size; at += entsize) {
       uint32_t name = 0;
       uint8_t info = 0;
+      uint16_t section = 0;
       uint64_t bytes = 0;
       read(at, name);
       read(at + 4, info);
+      read(at + 6, section);
       read(at + 16, bytes);
-      if ((info & 0xf) == 1 /* STT_OBJECT */)
+      if ((info & 0xf) == 1 /* STT_OBJECT */ && section != 0 /* SHN_UNDEF: another module's */)
         out[std::string(elf + stringsAt + name)] = size_t(bytes);
     }
   }

@@ -193,10 +193,10 @@ void counted_literal(tl::ptr<int32_t> out) {
     n = n + 1;
   tl::store(out, n);
 }
-void counted_wrapping(tl::ptr<int32_t> out) {
+template <int LO, int HI, int STEP> void counted_wrapping(tl::ptr<int32_t> out) {
   tl::tensor n = tl::zeros({}, tl::i32);
   FAILS_ON_NEXT_LINE();
-  for ([[maybe_unused]] auto i : tl::range(2147482000, 2147483647, 1024, n))
+  for ([[maybe_unused]] auto i : tl::range(LO, HI, STEP, n))
     n = n + 1;
   tl::store(out, n);
 }
@@ -261,12 +261,21 @@ TEST(ArithEdgeCases, AnI32CounterThatWouldWrapIsReported) {
   std::vector<int32_t> probe(1);
   const std::string ptx = up.compile({probe, 0, 10}, {.chip = "sm_90a", .assemble = false}).ptx;
   EXPECT_EQ(tegula::testing::occurrences(ptx, "trap;"), 1);
-  // Literal bounds that wrap: an error where the kernel compiles.
-  auto wrapping = kernel("counted_wrapping", counted_wrapping, {"out"});
-  tegula::testing::expectAtMarkedLine(
-      tegula::testing::error_of([&] { wrapping({.grid = {1}, .backend = Backend::Sim}, out); }),
-      "ArithEdgeCasesTest.cpp", "this loop's i32 counter passes 2147483647 after its last iteration (2147482000 to "
-                                "2147483647 by 1024)");
+  // Literal bounds that wrap: an error where the kernel compiles (and in
+  // the interpreter); counting down, in the bounds the user wrote.
+  auto wrapping = kernel("counted_wrapping", counted_wrapping<2147482000, 2147483647, 1024>, {"out"});
+  auto wrappingDown = kernel("counted_wrapping", counted_wrapping<-2147482000, -2147483647, -1024>, {"out"});
+  for (auto [k, what] : {std::pair{&wrapping, "this loop's i32 counter passes 2147483647 after its last iteration "
+                                              "(2147482000 to 2147483647 by 1024)"},
+                         std::pair{&wrappingDown, "this loop's i32 counter passes -2147483647 after its last iteration "
+                                                  "(-2147482000 to -2147483647 by -1024)"}}) {
+    tegula::testing::expectAtMarkedLine(
+        tegula::testing::error_of([&] { (*k)({.grid = {1}, .backend = Backend::Sim}, out); }),
+        "ArithEdgeCasesTest.cpp", what);
+    const std::string interp = tegula::testing::error_of([&] { (*k)({.grid = {1}, .backend = Backend::Interp}, out); });
+    EXPECT_THAT(interp, HasSubstr(what));
+    EXPECT_THAT(interp, HasSubstr(fmt::format("ArithEdgeCasesTest.cpp:{}", tegula::testing::g_line)));
+  }
   // Literal bounds of one iteration: canonicalisation inlines the body, so
   // no counter is left to wrap on any backend.
   auto literal = kernel("counted_literal", counted_literal, {"out"});

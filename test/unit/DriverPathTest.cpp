@@ -164,7 +164,8 @@ TEST_F(DriverPath, AKernelThatStoppedSaysWhereAndWhy) {
   // Another kernel with a site gets a record of its own.
   auto other = kernel("asserts_in_range_too", asserts_in_range, {"idx", "n"});
   other({.grid = {1}, .backend = Backend::GPU}, idx, 16);
-  auto *otherSlot = static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range_too", "tegula_error_report"));
+  auto *otherSlot =
+      static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range_too", "tegula_error_report"));
   ASSERT_NE(otherSlot, nullptr);
   EXPECT_NE(*otherSlot, *slot);
   // The GPU's part: program 2's thread claims the report, writes it and traps.

@@ -8,7 +8,8 @@
 // any number of kernels, compiled with --num-warps), or a module of
 // per-thread code in the LLVM dialect with NVVM ops (what the lowering
 // produces). Prints each kernel's registers, shared memory and spills when
-// assembling (on stderr with --sass, whose machine code goes to -o).
+// assembling (on stderr with --sass, whose machine code goes to -o), and the
+// error report's sites (as PTX comments in PTX output).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Pipeline.h"
@@ -29,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace cl = llvm::cl;
@@ -62,6 +64,24 @@ static cl::opt<int> clusterSize("cluster-size", cl::cat(tegulacOptions),
                                          "loads of TMA rings are fetched once per cluster"),
                                 cl::init(1));
 
+/// The module's error sites (runtime/DeviceErrorReport.h) as PTX comments: a
+/// kernel that stops writes 1 + its site's number into the record its
+/// `tegula_error_report` points at; a loader other than Tegula's runtime
+/// reads them here.
+static std::string errorSiteComments(mlir::ModuleOp module) {
+  auto sites = module->getAttrOfType<mlir::ArrayAttr>("tegula.error_sites");
+  if (!sites || sites.empty())
+    return {};
+  std::string out = "// Error report sites (a kernel that stops writes 1 + the site into the record "
+                    "tegula_error_report points at):\n";
+  for (auto [i, site] : llvm::enumerate(sites)) {
+    std::string text = mlir::cast<mlir::StringAttr>(site).str();
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    out += fmt::format("//   site {}: {}\n", i, text);
+  }
+  return out;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --help lists tegulac's own options, not the hundreds LLVM's backends register.
@@ -87,7 +107,9 @@ int main(int argc, char **argv) {
   try {
     tegula::backend::Target target{chip, features, optLevel};
     std::string ptx = tegula::backend::translateToPtx(*module, target);
+    const std::string sites = errorSiteComments(*module);
     if (!cubin && !sass) {
+      ptx = sites + ptx;
       if (outputFile == "-") {
         llvm::outs() << ptx;
       } else {
@@ -112,6 +134,7 @@ int main(int argc, char **argv) {
     for (const auto &k : bin.kernels)
       fmt::print(report, "{:<24} {:>9} {:>10} {:>8} {:>12}\n", k.kernel, k.registers, k.sharedBytes, k.barriers,
                  k.spillStoreBytes + k.spillLoadBytes);
+    fmt::print(report, "{}", sites);
     return 0;
   } catch (const tegula::Error &e) {
     llvm::errs() << "tegulac: error: " << e.what() << "\n";

@@ -7,7 +7,7 @@
 // report (no vprintf): the first thread to claim the module's report writes
 // its program and element and the site (its text, with the source line, in
 // the module's tegula.error_sites) into the runtime's record, fences
-// system-wide and traps; the others exit.
+// system-wide and traps; the others wait for that trap.
 
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) idx (%d) v = %f\0A\00")
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) n = %d\0A\00")
@@ -20,6 +20,8 @@
 // CHECK:         llvm.alloca
 // CHECK:         llvm.cond_br
 // CHECK:         llvm.call @vprintf
+// PTX:      // Error report sites (a kernel that stops writes 1 + the site into the record tegula_error_report points at):
+// PTX-NEXT: //   site 0: kernel.cpp:12: device assertion failed: x must be positive
 // PTX: .extern .func  (.param .b32 func_retval0) vprintf
 // PTX: .visible .global .align 8 .u64 tegula_error_report;
 // PTX: .visible .global .align 4 .u32 tegula_error_claim;
@@ -30,8 +32,8 @@
 // PTX: fence.sc.sys;
 // PTX-NEXT: st.volatile.b32 [%rd{{[0-9]+}}], 1;
 // PTX-NEXT: fence.sc.sys;
+// PTX-COUNT-4: nanosleep.u32 1000000;
 // PTX: trap;
-// PTX: exit;
 func.func @show(%x: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
   %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
   %xs = tile.splat %x : tensor<64x!tile.ptr<f32>>
