@@ -1,6 +1,8 @@
-// RuntimeTest.cpp - the driver loader without a driver, and the kernel
-// cache: memory and disk levels, corruption, atomic writes, concurrency.
+// RuntimeTest.cpp - the driver loader without a driver, the kernel cache:
+// memory and disk levels, corruption, atomic writes, concurrency; and what
+// a kernel's error report says.
 #include "runtime/CudaDriver.h"
+#include "runtime/DeviceErrorReport.h"
 #include "runtime/KernelCache.h"
 #include "tegula/error.h"
 
@@ -31,6 +33,39 @@ TEST(CudaDriver, MissingDriverIsAClearError) {
     EXPECT_THAT(e.what(), HasSubstr("no CUDA driver: cannot load libcuda.so.1"));
     EXPECT_THAT(e.what(), HasSubstr("TEGULA_BACKEND=interp"));
   }
+}
+
+/// A kernel's error sites travel with its cached binary: any text survives,
+/// and a corrupt table is an error, never a crash or a loop.
+TEST(DeviceErrorReport, SitesSurviveTheCacheAndCorruptTablesAreErrors) {
+  const std::vector<std::string> sites = {"k.cpp:3: device assertion failed: a:b", "", "two\nlines 12:",
+                                          std::string(300, 'x')};
+  EXPECT_EQ(parseErrorSites(serializeErrorSites(sites)), sites);
+  EXPECT_TRUE(parseErrorSites("").empty());
+  for (const char *corrupt : {"5:abc", "x:abc", ":abc", "3", "18446744073709551595:", "99999999999999999999999:a",
+                              "3:abc4"})
+    EXPECT_THAT([&] { parseErrorSites(corrupt); }, ::testing::ThrowsMessage<Error>(HasSubstr("corrupt"))) << corrupt;
+}
+
+/// What a record says: the site's text, the program, the element's index
+/// (at most kErrorReportMaxRank coordinates), nothing when no site is set.
+TEST(DeviceErrorReport, ARecordSaysItsSiteProgramAndElement) {
+  const std::vector<std::string> sites = {"k.cpp:3: device assertion failed: in range", "k.cpp:9: a loop"};
+  DeviceErrorRecord r;
+  EXPECT_EQ(describeDeviceError(r, sites), "");
+  r.site = 1;
+  r.program[0] = 4, r.program[1] = 1, r.program[2] = 2;
+  r.rank = 2;
+  r.index[0] = 17, r.index[1] = -3;
+  EXPECT_EQ(describeDeviceError(r, sites),
+            "k.cpp:3: device assertion failed: in range (pid (4, 1, 2) idx (17, -3))");
+  r.site = 2;
+  r.rank = 0;
+  EXPECT_EQ(describeDeviceError(r, sites), "k.cpp:9: a loop (pid (4, 1, 2))");
+  r.rank = 1000; // never read past the record
+  EXPECT_THAT(describeDeviceError(r, sites), HasSubstr("idx (17, -3, 0, 0, 0, 0, 0, 0)"));
+  r.site = 3;
+  EXPECT_THAT(describeDeviceError(r, sites), HasSubstr("a stop at site 2, which its kernel does not list"));
 }
 
 TEST(CudaDriver, ErrorsNameTheCallTheCodeAndTheKernel) {
