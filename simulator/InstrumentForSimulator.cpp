@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "simulator/InstrumentForSimulator.h"
 
+#include "compiler/SourceLine.h"
 #include "simulator/HostFunctions.h"
 #include "simulator/PtxAsm.h"
 #include "simulator/Runtime.h"
@@ -45,18 +46,6 @@ using namespace mlir;
 namespace tegula::sim {
 namespace {
 
-/// "file:line" of the first file location inside `loc`, or "".
-std::string sourceLine(Location loc) {
-  std::string out;
-  loc->walk([&](Location l) {
-    if (auto f = dyn_cast<FileLineColLoc>(l)) {
-      out = fmt::format("{}:{}", f.getFilename().str(), f.getLine());
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return out;
-}
 
 std::string oneLine(llvm::StringRef text, size_t max = 72) {
   std::string out;

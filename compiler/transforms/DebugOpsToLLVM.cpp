@@ -139,17 +139,29 @@ struct AssertPattern : OpConversionPattern<tile::AssertOp> {
       rw.eraseOp(op);
       return success();
     }
+    // One stop per thread, for its first failing element: the registers'
+    // failures and coordinates folded from the last to the first (a stop
+    // per register was as much cold code as the tile has registers).
     LinearLayout ll = layoutOf(tensor);
     Owners owners = ownersOf(rw, loc, ll);
     auto coords = coordinates(rw, loc, ll);
-    for (int32_t r = 0; r < ll.inDimSize("register"); ++r) {
+    Value anyFailed;
+    SmallVector<Value> index;
+    for (int32_t r = ll.inDimSize("register") - 1; r >= 0; --r) {
       if (r & owners.duplicateRegisters)
         continue;
-      Value failed = LLVM::AndOp::create(
-          rw, loc, LLVM::XOrOp::create(rw, loc, adaptor.getCond()[size_t(r)], one),
-          owners.threadOwns);
-      stopIf(failed, coords[size_t(r)]);
+      Value failed = LLVM::XOrOp::create(rw, loc, adaptor.getCond()[size_t(r)], one);
+      const auto &at = coords[size_t(r)];
+      if (!anyFailed) {
+        anyFailed = failed;
+        index.assign(at.begin(), at.end());
+        continue;
+      }
+      for (auto [i, c] : llvm::enumerate(at))
+        index[i] = LLVM::SelectOp::create(rw, loc, failed, c, index[i]);
+      anyFailed = LLVM::OrOp::create(rw, loc, failed, anyFailed);
     }
+    stopIf(LLVM::AndOp::create(rw, loc, anyFailed, owners.threadOwns), index);
     rw.eraseOp(op);
     return success();
   }

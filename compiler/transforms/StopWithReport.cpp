@@ -1,6 +1,8 @@
 //===- StopWithReport.cpp - a kernel stops and says why -------------------===//
 #include "compiler/transforms/StopWithReport.h"
 
+#include "compiler/SourceLine.h"
+
 #include "runtime/DeviceErrorReport.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -14,19 +16,6 @@ using namespace mlir;
 
 namespace tegula::lowering {
 namespace {
-
-/// "file:line: " of the first file location in `loc`, else "".
-std::string fileAndLine(Location loc) {
-  std::string out;
-  loc->walk([&](Location l) {
-    if (auto f = dyn_cast<FileLineColLoc>(l)) {
-      out = fmt::format("{}:{}: ", f.getFilename().str(), f.getLine());
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return out;
-}
 
 /// The site's number in the module's table, adding it when new.
 int64_t siteNumber(ModuleOp module, const std::string &text) {
@@ -61,7 +50,8 @@ template <class Op> Op mark(Op op) {
 
 Operation *stopWithReport(OpBuilder &b, Location loc, StringRef message, ValueRange program, ValueRange index) {
   ModuleOp module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  const std::string text = fileAndLine(loc) + message.str();
+  const std::string where = sourceLine(loc);
+  const std::string text = (where.empty() ? "" : where + ": ") + message.str();
   const int64_t site = siteNumber(module, text);
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();

@@ -21,26 +21,38 @@ size_t ptxTypeBytes(std::string_view type) {
   return 0;
 }
 
+/// `fn(word)` for each whitespace-separated word of `text`.
+template <class Fn> void forEachWord(std::string_view text, Fn fn) {
+  for (size_t pos = 0; pos < text.size();) {
+    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+      ++pos;
+    size_t end = pos;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])))
+      ++end;
+    if (end > pos)
+      fn(text.substr(pos, end - pos));
+    pos = end;
+  }
+}
+
+/// The count of a declaration's `[N]`, 1 without one.
+size_t arrayCount(std::string_view word) {
+  const size_t open = word.find('[');
+  return open == std::string_view::npos ? 1 : std::strtoull(std::string(word.substr(open + 1)).c_str(), nullptr, 10);
+}
+
 /// One `.param ...` declaration of an entry's parameter list.
 Parameter parseParameter(std::string_view decl) {
   Parameter p;
   size_t count = 1;
-  size_t pos = 0;
-  while (pos < decl.size()) {
-    while (pos < decl.size() && std::isspace(static_cast<unsigned char>(decl[pos])))
-      ++pos;
-    size_t end = pos;
-    while (end < decl.size() && !std::isspace(static_cast<unsigned char>(decl[end])))
-      ++end;
-    std::string_view word = decl.substr(pos, end - pos);
+  forEachWord(decl, [&](std::string_view word) {
     if (size_t bytes = ptxTypeBytes(word))
       p.bytes = bytes;
     else if (word == ".ptr")
       p.pointer = true;
-    else if (size_t open = word.find('['); open != std::string_view::npos)
-      count = std::strtoull(std::string(word.substr(open + 1)).c_str(), nullptr, 10);
-    pos = end;
-  }
+    else if (word.find('[') != std::string_view::npos)
+      count = arrayCount(word);
+  });
   p.bytes *= count;
   p.tensorMap = count == 128 && p.bytes == 128;
   return p;
@@ -205,23 +217,14 @@ std::map<std::string, size_t> parsePtxGlobals(std::string_view ptx) {
     std::string_view decl = ptx.substr(at + 8, end == std::string_view::npos ? std::string_view::npos : end - at - 8);
     size_t bytes = 0, count = 1;
     std::string name;
-    for (size_t pos = 0; pos < decl.size();) {
-      while (pos < decl.size() && std::isspace(static_cast<unsigned char>(decl[pos])))
-        ++pos;
-      size_t stop = pos;
-      while (stop < decl.size() && !std::isspace(static_cast<unsigned char>(decl[stop])))
-        ++stop;
-      std::string_view word = decl.substr(pos, stop - pos);
-      if (size_t b = ptxTypeBytes(word))
+    forEachWord(decl, [&](std::string_view word) {
+      if (size_t b = ptxTypeBytes(word)) {
         bytes = b;
-      else if (!word.empty() && word[0] != '.' && !std::isdigit(static_cast<unsigned char>(word[0]))) {
-        const size_t open = word.find('[');
-        name = std::string(word.substr(0, open));
-        if (open != std::string_view::npos)
-          count = std::strtoull(std::string(word.substr(open + 1)).c_str(), nullptr, 10);
+      } else if (word[0] != '.' && !std::isdigit(static_cast<unsigned char>(word[0]))) {
+        name = std::string(word.substr(0, word.find('[')));
+        count = arrayCount(word);
       }
-      pos = stop;
-    }
+    });
     if (!name.empty() && bytes)
       out[name] = bytes * count;
   }

@@ -91,6 +91,21 @@ TEST(SimChecks, FailedDeviceAssertStopsWithItsMessage) {
   EXPECT_THAT(simErrorOf(k, {bad}), HasSubstr("idx (6))"));
 }
 
+void asserts_positive_1024(tl::ptr<float> x) {
+  tl::device_assert(tl::load(x + tl::arange(0, 1024)) > 0.0f, "x must be positive");
+}
+
+/// A thread holding many elements stops once, for its first failing one:
+/// one claim in the code, not one a register.
+TEST(SimChecks, AThreadStopsOnceForItsFirstFailingElement) {
+  auto k = kernel("asserts_1024", asserts_positive_1024, {"x"});
+  std::vector<float> x(1024, -1.0f);
+  const std::string ptx = k.compile({x}, {.chip = "sm_80", .assemble = false}).ptx;
+  EXPECT_EQ(tegula::testing::occurrences(ptx, "[tegula_error_claim], 0, 1;"), 1) << ptx;
+  // Every element fails: thread 0 claims first, for its first element.
+  EXPECT_THAT(simErrorOf(k, {x}), HasSubstr("device assertion failed: x must be positive (pid (0, 0, 0) idx (0))"));
+}
+
 void printer(tl::ptr<float> x, tl::scalar<int32_t> n) {
   tl::tensor v = tl::load(x + tl::arange(0, 4));
   tl::print("v =", {v});
