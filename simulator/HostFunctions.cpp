@@ -25,8 +25,8 @@ namespace tegula::sim {
 namespace {
 thread_local const std::vector<std::shared_ptr<const AsmProgram>> *tPrograms = nullptr;
 thread_local std::string *tPrinted = nullptr;
-// The last line a simulated thread printed: a trap right after it (a failed
-// device_assert prints its message, then traps) quotes it.
+// The last line a simulated thread printed: a trap without a report (one
+// in inline PTX, say) right after it quotes it.
 thread_local std::string tLastPrint;
 thread_local int tLastPrintThread = -1;
 thread_local SimErrorReport *tReport = nullptr;
@@ -163,7 +163,8 @@ static void tegula_sim_asm(int32_t program, const uint64_t *in, uint64_t *out, i
 }
 static void tegula_sim_trap(int32_t site) {
   if (tReport && tReport->record.site)
-    fail(uint32_t(site), "the kernel stopped: " + tegula::runtime::describeDeviceError(tReport->record, *tReport->sites));
+    fail(uint32_t(site),
+         "the kernel stopped: " + tegula::runtime::describeDeviceError(tReport->record, *tReport->sites));
   std::string said = tLastPrintThread == threadId() ? tLastPrint : "";
   while (!said.empty() && said.back() == '\n')
     said.pop_back();

@@ -46,7 +46,6 @@ using namespace mlir;
 namespace tegula::sim {
 namespace {
 
-
 std::string oneLine(llvm::StringRef text, size_t max = 72) {
   std::string out;
   for (char c : text) {

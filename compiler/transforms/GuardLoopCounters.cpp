@@ -11,9 +11,10 @@
 // counter against MAX - step, from ub - lb - 1 as an unsigned number) and a
 // stop: the kernel reports the loop's line and traps, and the launch fails
 // saying why (StopWithReport.h; the interpreter says it too). Nothing runs
-// in the loop, and nothing is live across it: lowering the loop itself so that it ends instead (a saturating latch,
-// a second exit test, a rotated latch against `ub - step`) cost registers,
-// spills and LLVM's loop shapes in the GEMMs and attention kernels. Loops
+// in the loop, and nothing is live across it: lowering the loop itself so
+// that it ends instead (a saturating latch, a second exit test, a rotated
+// latch against `ub - step`) cost registers, spills and LLVM's loop shapes
+// in the GEMMs and attention kernels. Loops
 // whose constant bound and step cannot wrap are left alone; ones whose
 // constant bounds always wrap are an error at the loop's line. Runs last on
 // tilegpu IR, after the pipeliner, so the loops it guards are the ones the
