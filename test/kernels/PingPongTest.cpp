@@ -118,6 +118,38 @@ TEST_P(PingPong, AttentionMatchesThePointerKernel) {
 
 TEGULA_INSTANTIATE_CHIP_TARGETS(PingPong);
 
+void matmul_descriptors_checked(tl::ptr<bfloat16> a, tl::ptr<bfloat16> b, tl::ptr<bfloat16> c,
+                                tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                                tl::scalar<int32_t> lda, tl::scalar<int32_t> ldb, tl::scalar<int32_t> ldc,
+                                tl::constant<int> BM, tl::constant<int> BN, tl::constant<int> BK,
+                                tl::scalar<int32_t> bad) {
+  tl::device_assert(tl::program_id(0) != bad, "not the bad program");
+  examples::matmul_descriptors<bfloat16>(a, b, c, M, N, K, lda, ldb, ldc, BM, BN, BK);
+}
+
+/// A kernel that stops names its program, as the kernel's code sees it: in
+/// a ping-pong kernel 2 x CTA + the consumer warpgroup's slot, not the CTA.
+/// The simulator as sm_90a (on a GPU the trap ends the context:
+/// GpuDeathTest covers the report there).
+TEST(PingPongSim, AStopNamesItsProgram) {
+  auto k = kernel("matmul_descriptors_checked", matmul_descriptors_checked,
+                  {"a", "b", "c", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK", "bad"});
+  const int M = 256, N = 64, K = 64; // four programs of 64 rows
+  auto a = random_vector<bfloat16>(size_t(M * K)), b = random_vector<bfloat16>(size_t(K * N));
+  std::vector<bfloat16> c(size_t(M * N));
+  EXPECT_EQ(k.compile({a, b, c, M, N, K, K, N, N, 64, 64, 32, 0},
+                      {.chip = "sm_90a", .num_warps = 4, .ping_pong = true, .assemble = false})
+                .programs_per_cta,
+            2);
+  for (bool pp : {false, true})
+    for (int bad : {2, 3}) {
+      SCOPED_TRACE(fmt::format("ping-pong {}, program {} stops", pp, bad));
+      const LaunchOptions o{.grid = {4}, .num_warps = 4, .backend = Backend::Sim, .ping_pong = pp, .chip = "sm_90a"};
+      EXPECT_THAT(error_of([&] { k(o, a, b, c, M, N, K, K, N, N, 64, 64, 32, bad); }),
+                  HasSubstr(fmt::format("device assertion failed: not the bad program (pid ({}, 0, 0))", bad)));
+    }
+}
+
 /// Where it applies: sm_90a, TMA rings, 4 warps (one warpgroup per program);
 /// at 8 warps the kernel is warp specialised with one program per CTA, on
 /// sm_80 nothing changes. The configurations benchmarks/gemm ships: ptxas
