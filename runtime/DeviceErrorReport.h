@@ -9,7 +9,8 @@
 // the site, its program id and the element's index into a record the
 // runtime put in mapped host memory (the module's `tegula_error_report`
 // holds its address), fences system-wide and traps; the threads that lose
-// the claim exit. Host memory stays readable after the context is lost, so
+// the claim wait for that trap (exiting would release barriers the others
+// wait at). Host memory stays readable after the context is lost, so
 // the runtime reads the record when the fault surfaces and says where and
 // why. No call is involved: a call (vprintf) in a kernel makes ptxas
 // serialise its wgmmas. The simulator runs the same code against a record
