@@ -115,12 +115,13 @@ std::unique_ptr<DeviceErrorSlot> DeviceErrorSlot::attach(void *module, const std
   Driver &d = Driver::get();
   CUdeviceptr global = 0;
   size_t bytes = 0;
-  const CUresult found = d.cuModuleGetGlobal(&global, &bytes, static_cast<CUmodule>(module), kErrorReportGlobal);
+  const std::string name = errorReportGlobal(kernel);
+  const CUresult found = d.cuModuleGetGlobal(&global, &bytes, static_cast<CUmodule>(module), name.c_str());
   if (found == CUDA_ERROR_NOT_FOUND)
     return nullptr; // sites the lowering dropped with their code
   d.check(found, "cuModuleGetGlobal", kernel);
   if (bytes != sizeof(uint64_t))
-    throw Error(fmt::format("kernel '{}': its module's {} is {} bytes, not 8", kernel, kErrorReportGlobal, bytes));
+    throw Error(fmt::format("kernel '{}': its module's {} is {} bytes, not 8", kernel, name, bytes));
   SlotPool &p = pool();
   std::unique_ptr<DeviceErrorSlot> slot(new DeviceErrorSlot());
   slot->kernel_ = kernel;

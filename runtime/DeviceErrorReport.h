@@ -5,10 +5,10 @@
 // counter about to wrap) therefore leaves a report first. Each such place in
 // a kernel is a numbered *site* whose text the compiler keeps with the
 // binary (CompiledKernel::error_sites). The first thread to stop claims the
-// module's `tegula_error_claim` word (an atomic in device memory), writes
-// the site, its program id and the element's index into a record the
-// runtime put in mapped host memory (the module's `tegula_error_report`
-// holds its address), fences system-wide and traps; the threads that lose
+// module's `tegula_error_claim_<kernel>` word (an atomic in device memory),
+// writes the site, its program id and the element's index into a record the
+// runtime put in mapped host memory (the module's
+// `tegula_error_report_<kernel>` holds its address), fences system-wide and traps; the threads that lose
 // the claim wait for that trap (exiting would release barriers the others
 // wait at). Host memory stays readable after the context is lost, so
 // the runtime reads the record when the fault surfaces and says where and
@@ -23,13 +23,22 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tegula::runtime {
 
-/// The module globals the compiled code uses.
-inline constexpr const char *kErrorReportGlobal = "tegula_error_report"; // u64: the record's address, 0: none
-inline constexpr const char *kErrorClaimGlobal = "tegula_error_claim";   // u32: 0 until a thread claims
+/// The module globals the compiled code uses, named after the kernel so that
+/// modules linked into one image (nvlink, relocatable code) do not clash.
+inline std::string errorReportGlobal(std::string_view kernel) { // u64: the record's address, 0: none
+  return "tegula_error_report_" + std::string(kernel);
+}
+inline std::string errorClaimGlobal(std::string_view kernel) { // u32: 0 until a thread claims
+  return "tegula_error_claim_" + std::string(kernel);
+}
+/// On both globals in MLIR: which word it is (0: the report's address, 1:
+/// the claim), for the simulator, which keeps its own per launch.
+inline constexpr const char *kErrorWordAttr = "tegula.error_word";
 
 /// Index coordinates a record holds (a tile of higher rank reports its first ones).
 inline constexpr int kErrorReportMaxRank = 8;
@@ -58,7 +67,7 @@ std::string serializeErrorSites(const std::vector<std::string> &sites);
 std::vector<std::string> parseErrorSites(const std::string &text);
 
 /// A GPU module's record: a slot of mapped host memory whose device address
-/// is written into the module's `tegula_error_report`. Modules without
+/// is written into the module's `tegula_error_report_<kernel>`. Modules without
 /// sites get none, nor do any when no mapped memory can be had (a warning:
 /// their kernels still stop, without a report). Destroyed after its module
 /// is unloaded: a record that holds a report stays listed, others are reused.

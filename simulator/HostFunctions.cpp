@@ -170,7 +170,7 @@ static void tegula_sim_trap(int32_t site) {
     said.pop_back();
   fail(uint32_t(site), said.empty() ? "trap (the kernel aborted)" : "trap after printing: " + said);
 }
-// The address of the launch's `tegula_error_report` (0) or `tegula_error_claim` (1).
+// The address of the launch's error report word (0: the record's address, 1: the claim).
 static void *tegula_sim_error_word(int32_t which) {
   if (!tReport) // (no site: this is the simulator's own state)
     fail(UINT32_MAX, "simulator: a kernel that reports errors ran without a record to report in");

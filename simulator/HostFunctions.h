@@ -32,9 +32,9 @@ void setAsmPrograms(const std::vector<std::shared_ptr<const AsmProgram>> *progra
 void capturePrintf(std::string *into);
 
 /// A launch's error report (runtime/DeviceErrorReport.h): the words the
-/// kernel's `tegula_error_report` and `tegula_error_claim` stand for, the
-/// record and its kernel's sites. A trap after a claim says what the record
-/// holds. One per host thread's launch; null: none.
+/// kernel's `tegula_error_report_<kernel>` and `tegula_error_claim_<kernel>`
+/// stand for, the record and its kernel's sites. A trap after a claim says
+/// what the record holds. One per host thread's launch; null: none.
 struct SimErrorReport {
   uint64_t address = 0; // of `record`
   uint32_t claim = 0;

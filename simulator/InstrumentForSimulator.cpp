@@ -447,6 +447,13 @@ struct InstrumentForSimulatorPass
     SmallVector<LLVM::AddressOfOp> sharedRefs;
     bool failedWalk = false;
     SmallVector<LLVM::AddressOfOp> reportRefs;
+    // Which word of the error report a global is, if it is one.
+    auto errorWord = [&](LLVM::AddressOfOp ref) -> std::optional<int32_t> {
+      auto global = module.lookupSymbol<LLVM::GlobalOp>(ref.getGlobalName());
+      if (auto word = global ? global->getAttrOfType<IntegerAttr>(runtime::kErrorWordAttr) : IntegerAttr())
+        return int32_t(word.getInt());
+      return std::nullopt;
+    };
     module.walk([&](Operation *op) {
       auto space = [](Value p) { return cast<LLVM::LLVMPointerType>(p.getType()).getAddressSpace(); };
       if (op->hasAttr("tegula.error_report"))
@@ -463,8 +470,7 @@ struct InstrumentForSimulatorPass
         asmOps.push_back(a);
       else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
         sharedRefs.push_back(a);
-      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && (a.getGlobalName() == runtime::kErrorReportGlobal ||
-                                                                a.getGlobalName() == runtime::kErrorClaimGlobal))
+      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && errorWord(a))
         reportRefs.push_back(a);
       else if (isa<LLVM::Trap>(op))
         traps.push_back(op);
@@ -503,14 +509,13 @@ struct InstrumentForSimulatorPass
     // The report's words are the launch's (SimErrorReport), reset for each.
     for (LLVM::AddressOfOp ref : reportRefs) {
       OpBuilder b(ref);
-      const int32_t which = ref.getGlobalName() == runtime::kErrorReportGlobal ? 0 : 1;
+      const int32_t which = *errorWord(ref);
       ref.getResult().replaceAllUsesWith(
           call(b, ref.getLoc(), hook("__tegula_sim_error_word", ptrType, {i32}), {i32Const(b, ref.getLoc(), which)}));
       ref.erase();
     }
     for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
-      if (sharedOffset.count(global.getSymName().str()) || global.getSymName() == runtime::kErrorReportGlobal ||
-          global.getSymName() == runtime::kErrorClaimGlobal)
+      if (sharedOffset.count(global.getSymName().str()) || global->hasAttr(runtime::kErrorWordAttr))
         global.erase();
       else if (global.getAddrSpace() != 0)
         global.setAddrSpace(0);

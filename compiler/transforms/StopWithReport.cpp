@@ -9,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <fmt/format.h>
 
@@ -30,14 +31,23 @@ int64_t siteNumber(ModuleOp module, const std::string &text) {
   return int64_t(sites.size()) - 1;
 }
 
-/// A zero-initialised module global in device memory the runtime finds by name.
-void declareGlobal(OpBuilder &b, ModuleOp module, StringRef name, Type type, int64_t alignment) {
+/// A zero-initialised module global in device memory the runtime finds by
+/// name; `word` says which (runtime::kErrorWordAttr).
+void declareGlobal(OpBuilder &b, ModuleOp module, StringRef name, Type type, int64_t alignment, int32_t word) {
   if (module.lookupSymbol(name))
     return;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/false, LLVM::Linkage::External, name,
-                         b.getIntegerAttr(type, 0), uint64_t(alignment), /*addrSpace=*/1);
+  auto global = LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/false, LLVM::Linkage::External,
+                                       name, b.getIntegerAttr(type, 0), uint64_t(alignment), /*addrSpace=*/1);
+  global->setAttr(runtime::kErrorWordAttr, b.getI32IntegerAttr(word));
+}
+
+/// The kernel the builder is in: the report's globals are named after it.
+StringRef kernelName(OpBuilder &b) {
+  Operation *op = b.getInsertionBlock()->getParentOp();
+  auto fn = isa<FunctionOpInterface>(op) ? cast<FunctionOpInterface>(op) : op->getParentOfType<FunctionOpInterface>();
+  return fn.getName();
 }
 
 /// The simulator leaves these accesses alone: they are the report's own.
@@ -56,13 +66,15 @@ Operation *stopWithReport(OpBuilder &b, Location loc, StringRef message, ValueRa
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto global = LLVM::LLVMPointerType::get(ctx, 1), generic = LLVM::LLVMPointerType::get(ctx);
-  declareGlobal(b, module, runtime::kErrorClaimGlobal, i32, 4);
-  declareGlobal(b, module, runtime::kErrorReportGlobal, i64, 8);
+  const std::string claimName = runtime::errorClaimGlobal(kernelName(b));
+  const std::string reportName = runtime::errorReportGlobal(kernelName(b));
+  declareGlobal(b, module, claimName, i32, 4, /*word=*/1);
+  declareGlobal(b, module, reportName, i64, 8, /*word=*/0);
   auto constant = [&](Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v)); };
 
   // The claim is an atomic in device memory: PCIe need not carry atomics to
   // the host's.
-  Value claim = LLVM::AddressOfOp::create(b, loc, global, runtime::kErrorClaimGlobal);
+  Value claim = LLVM::AddressOfOp::create(b, loc, global, claimName);
   auto cas = mark(LLVM::AtomicCmpXchgOp::create(b, loc, claim, constant(i32, 0), constant(i32, 1),
                                                 LLVM::AtomicOrdering::monotonic, LLVM::AtomicOrdering::monotonic));
   Value won = LLVM::ExtractValueOp::create(b, loc, cas, 1);
@@ -70,7 +82,7 @@ Operation *stopWithReport(OpBuilder &b, Location loc, StringRef message, ValueRa
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifWon.thenBlock());
-    Value slot = LLVM::AddressOfOp::create(b, loc, global, runtime::kErrorReportGlobal);
+    Value slot = LLVM::AddressOfOp::create(b, loc, global, reportName);
     Value address = mark(LLVM::LoadOp::create(b, loc, i64, slot));
     // 0: no runtime gave the module a record (a cubin loaded elsewhere).
     auto ifRecord = scf::IfOp::create(

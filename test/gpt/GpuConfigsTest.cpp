@@ -53,7 +53,7 @@ CompiledKernel check(const Kernel &kern, const std::vector<Arg> &args, const cha
   if (scalarLoads < 0)
     return c;
   // (Not the error report's address, which a kernel that stops reads then.)
-  const std::regex load("ld\\.global(\\.v[248])?\\.[bfu]\\d+[^\\[\\n]*\\[(?!tegula_error_report\\])");
+  const std::regex load("ld\\.global(\\.v[248])?\\.[bfu]\\d+[^\\[\\n]*\\[(?!tegula_error_report_)");
   int vector = 0, scalar = 0;
   for (auto it = std::sregex_iterator(c.ptx.begin(), c.ptx.end(), load); it != std::sregex_iterator(); ++it)
     ++((*it)[1].matched ? vector : scalar);

@@ -28,6 +28,13 @@ if shutil.which("ptxas") or os.access(os.path.join(cuda_home, "bin", "ptxas"), o
 else:
     lit_config.note("ptxas not found: tests that REQUIRE ptxas are reported UNSUPPORTED")
 
+# ptxas and nvlink by hand (relocatable code linked into one image).
+for tool in ("ptxas", "nvlink"):
+    path = shutil.which(tool) or os.path.join(cuda_home, "bin", tool)
+    if os.access(path, os.X_OK):
+        config.substitutions.append(("%" + tool, path))
+        config.available_features.add(tool + "-tool")
+
 # tegulac --sass needs nvdisasm: the one the build found (CMake passes
 # --param nvdisasm=PATH), $TEGULA_NVDISASM, or one in CUDA_HOME or PATH.
 nvdisasm = lit_config.params.get("nvdisasm") or os.environ.get("TEGULA_NVDISASM", "")

@@ -101,7 +101,7 @@ TEST(SimChecks, AThreadStopsOnceForItsFirstFailingElement) {
   auto k = kernel("asserts_1024", asserts_positive_1024, {"x"});
   std::vector<float> x(1024, -1.0f);
   const std::string ptx = k.compile({x}, {.chip = "sm_80", .assemble = false}).ptx;
-  EXPECT_EQ(tegula::testing::occurrences(ptx, "[tegula_error_claim], 0, 1;"), 1) << ptx;
+  EXPECT_EQ(tegula::testing::occurrences(ptx, "[tegula_error_claim_asserts_1024], 0, 1;"), 1) << ptx;
   // Every element fails: thread 0 claims first, for its first element.
   EXPECT_THAT(simErrorOf(k, {x}), HasSubstr("device assertion failed: x must be positive (pid (0, 0, 0) idx (0))"));
 }

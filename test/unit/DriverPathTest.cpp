@@ -147,7 +147,7 @@ void asserts_in_range(tl::ptr<int32_t> idx, tl::scalar<int32_t> n) {
 /// A kernel that stops on purpose leaves a report in the record the runtime
 /// gave its module (runtime/DeviceErrorReport.h): the fault that follows
 /// says which site, program and element - here the fake plays the GPU's
-/// part, writing the record where the module's tegula_error_report points.
+/// part, writing the record where the module's tegula_error_report_<kernel> points.
 TEST_F(DriverPath, AKernelThatStoppedSaysWhereAndWhy) {
   auto k = kernel("asserts_in_range", asserts_in_range, {"idx", "n"});
   const CompiledKernel compiled = k.compile({std::vector<int32_t>(16), 16}, {.chip = "sm_90a"});
@@ -156,7 +156,7 @@ TEST_F(DriverPath, AKernelThatStoppedSaysWhereAndWhy) {
                                                  g_assertLine));
   DeviceBuffer idx(16, DType::i32);
   k({.grid = {4}, .backend = Backend::GPU}, idx, 16); // loads the module: the record's address is in it
-  auto *slot = static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range", "tegula_error_report"));
+  auto *slot = static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range", "tegula_error_report_asserts_in_range"));
   ASSERT_NE(slot, nullptr);
   ASSERT_NE(*slot, 0u) << "the runtime gave the module no record";
   auto *record = reinterpret_cast<runtime::DeviceErrorRecord *>(*slot);
@@ -165,7 +165,7 @@ TEST_F(DriverPath, AKernelThatStoppedSaysWhereAndWhy) {
   auto other = kernel("asserts_in_range_too", asserts_in_range, {"idx", "n"});
   other({.grid = {1}, .backend = Backend::GPU}, idx, 16);
   auto *otherSlot =
-      static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range_too", "tegula_error_report"));
+      static_cast<uint64_t *>(fake::tegula_fake_cuda_global("asserts_in_range_too", "tegula_error_report_asserts_in_range_too"));
   ASSERT_NE(otherSlot, nullptr);
   EXPECT_NE(*otherSlot, *slot);
   // The GPU's part: program 2's thread claims the report, writes it and traps.

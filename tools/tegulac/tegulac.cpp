@@ -66,14 +66,14 @@ static cl::opt<int> clusterSize("cluster-size", cl::cat(tegulacOptions),
 
 /// The module's error sites (runtime/DeviceErrorReport.h) as PTX comments: a
 /// kernel that stops writes 1 + its site's number into the record its
-/// `tegula_error_report` points at; a loader other than Tegula's runtime
+/// `tegula_error_report_<kernel>` points at; a loader other than Tegula's runtime
 /// reads them here.
 static std::string errorSiteComments(mlir::ModuleOp module) {
   auto sites = module->getAttrOfType<mlir::ArrayAttr>("tegula.error_sites");
   if (!sites || sites.empty())
     return {};
   std::string out = "// Error report sites (a kernel that stops writes 1 + the site into the record "
-                    "tegula_error_report points at):\n";
+                    "tegula_error_report_<kernel> points at):\n";
   for (auto [i, site] : llvm::enumerate(sites)) {
     std::string text = mlir::cast<mlir::StringAttr>(site).str();
     std::replace(text.begin(), text.end(), '\n', ' ');

@@ -12,22 +12,22 @@
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) idx (%d) v = %f\0A\00")
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("pid (%d, %d, %d) n = %d\0A\00")
 // CHECK-DAG: tegula.error_sites = ["kernel.cpp:12: device assertion failed: x must be positive"]
-// CHECK-DAG: llvm.mlir.global external @tegula_error_report(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64} : i64
-// CHECK-DAG: llvm.mlir.global external @tegula_error_claim(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
+// CHECK-DAG: llvm.mlir.global external @tegula_error_report_show(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64, tegula.error_word = 0 : i32} : i64
+// CHECK-DAG: llvm.mlir.global external @tegula_error_claim_show(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64, tegula.error_word = 1 : i32} : i32
 // CHECK-NOT: device assertion failed: x must be positive (pid
 // CHECK-DAG: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32
 // CHECK-LABEL: llvm.func @show(
 // CHECK:         llvm.alloca
 // CHECK:         llvm.cond_br
 // CHECK:         llvm.call @vprintf
-// PTX:      // Error report sites (a kernel that stops writes 1 + the site into the record tegula_error_report points at):
+// PTX:      // Error report sites (a kernel that stops writes 1 + the site into the record tegula_error_report_<kernel> points at):
 // PTX-NEXT: //   site 0: kernel.cpp:12: device assertion failed: x must be positive
 // PTX: .extern .func  (.param .b32 func_retval0) vprintf
-// PTX: .visible .global .align 8 .u64 tegula_error_report;
-// PTX: .visible .global .align 4 .u32 tegula_error_claim;
+// PTX: .visible .global .align 8 .u64 tegula_error_report_show;
+// PTX: .visible .global .align 4 .u32 tegula_error_claim_show;
 // PTX: call.uni (retval0),{{ *}}vprintf
-// PTX: atom.relaxed.sys.global.cas.b32 {{.*}}[tegula_error_claim], 0, 1;
-// PTX: ld.global.b64 {{.*}}[tegula_error_report];
+// PTX: atom.relaxed.sys.global.cas.b32 {{.*}}[tegula_error_claim_show], 0, 1;
+// PTX: ld.global.b64 {{.*}}[tegula_error_report_show];
 // PTX: st.volatile.b32
 // PTX: fence.sc.sys;
 // PTX-NEXT: st.volatile.b32 [%rd{{[0-9]+}}], 1;

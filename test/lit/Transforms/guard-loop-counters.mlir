@@ -3,12 +3,13 @@
 // A runtime bound: one compare before the loop (the bound within a step of
 // INT32_MAX); under it the exact test, hidden from LLVM by a move, and a
 // stop with a report: the site (the reason, at the loop's line) joins the
-// module's tegula.error_sites; the thread that claims the report writes its
+// module's tegula.error_sites; the thread that claims the report (its
+// globals named after the kernel: modules linked together do not clash) writes its
 // program id and the site into the runtime's record, fences system-wide and
 // traps, the others wait for that trap (then trap). Nothing enters the loop.
 // CHECK:       module attributes {tegula.error_sites = ["{{.*}}guard-loop-counters.mlir:{{[0-9]+}}: this loop's i32 counter would pass 2147483647 after its last iteration, wrap around and the loop go on; give the loop i64 bounds (x.to(tl::i64))"]}
-// CHECK:         llvm.mlir.global external @tegula_error_report(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64} : i64
-// CHECK:         llvm.mlir.global external @tegula_error_claim(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
+// CHECK:         llvm.mlir.global external @tegula_error_report_runtime_bound(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64, tegula.error_word = 0 : i32} : i64
+// CHECK:         llvm.mlir.global external @tegula_error_claim_runtime_bound(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64, tegula.error_word = 1 : i32} : i32
 // CHECK-LABEL: func.func @runtime_bound(
 // CHECK-SAME:    %[[UB:.*]]: i32
 // CHECK:         %[[THRESHOLD:.*]] = arith.addi
@@ -19,11 +20,11 @@
 // CHECK:           %[[WRAPS:.*]] = arith.cmpi ne, %[[HIDDEN]]
 // CHECK:           scf.if %[[WRAPS]] {
 // CHECK:             %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x
-// CHECK:             %[[CLAIM:.*]] = llvm.mlir.addressof @tegula_error_claim : !llvm.ptr<1>
+// CHECK:             %[[CLAIM:.*]] = llvm.mlir.addressof @tegula_error_claim_runtime_bound : !llvm.ptr<1>
 // CHECK:             %[[CAS:.*]] = llvm.cmpxchg %[[CLAIM]], %{{.*}}, %{{.*}} monotonic monotonic {tegula.error_report}
 // CHECK:             %[[WON:.*]] = llvm.extractvalue %[[CAS]][1]
 // CHECK:             scf.if %[[WON]] {
-// CHECK:               %[[SLOT:.*]] = llvm.mlir.addressof @tegula_error_report : !llvm.ptr<1>
+// CHECK:               %[[SLOT:.*]] = llvm.mlir.addressof @tegula_error_report_runtime_bound : !llvm.ptr<1>
 // CHECK:               %[[ADDRESS:.*]] = llvm.load %[[SLOT]] {tegula.error_report} : !llvm.ptr<1> -> i64
 // CHECK:               llvm.icmp "ne" %[[ADDRESS]]
 // CHECK:                 %[[RECORD:.*]] = llvm.inttoptr %[[ADDRESS]]
