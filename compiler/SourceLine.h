@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 
 namespace tegula {
 
@@ -27,6 +28,13 @@ inline std::string sourceLine(mlir::Location loc) {
     return mlir::WalkResult::advance();
   });
   return out;
+}
+
+/// "file:line: message", or the message alone when `loc` has no file: the
+/// text of an error report's site, alike on every backend.
+inline std::string siteText(mlir::Location loc, std::string_view message) {
+  const std::string where = sourceLine(loc);
+  return where.empty() ? std::string(message) : fmt::format("{}: {}", where, message);
 }
 
 } // namespace tegula

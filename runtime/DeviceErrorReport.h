@@ -58,6 +58,11 @@ inline constexpr int64_t kErrorReportProgramOffset = offsetof(DeviceErrorRecord,
 inline constexpr int64_t kErrorReportRankOffset = offsetof(DeviceErrorRecord, rank);
 inline constexpr int64_t kErrorReportIndexOffset = offsetof(DeviceErrorRecord, index);
 
+/// A failed tl::device_assert's site text (after the file and line).
+inline std::string deviceAssertionMessage(std::string_view message) {
+  return "device assertion failed: " + std::string(message);
+}
+
 /// "SITE TEXT (pid (x, y, z) idx (i, j))"; empty when nothing was reported.
 /// A site number the table lacks is said as such, never indexed past.
 std::string describeDeviceError(const DeviceErrorRecord &record, const std::vector<std::string> &sites);

@@ -5,6 +5,8 @@
 #include "compiler/interp/InlineAsm.h"
 #include "compiler/interp/Promises.h"
 #include "compiler/interp/Tile.h"
+#include "compiler/SourceLine.h"
+#include "runtime/DeviceErrorReport.h"
 #include "dialects/tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -835,11 +837,26 @@ private:
     std::fflush(stdout);
   }
 
+  /// Said as the GPU's error report says it (runtime/DeviceErrorReport.h),
+  /// for the first failing element.
   void assertOp(tile::AssertOp a, const Tile &cond) {
-    for (size_t k = 0; k < cond.size(); ++k)
-      if (cond.i[k] == 0)
-        error(a, fmt::format("device assertion failed: {} (element {}, index {})",
-                             a.getMessage().str(), k, indexString(cond.shape, k)));
+    for (size_t k = 0; k < cond.size(); ++k) {
+      if (cond.i[k] != 0)
+        continue;
+      runtime::DeviceErrorRecord record;
+      record.site = 1;
+      for (int d = 0; d < 3; ++d)
+        record.program[d] = uint32_t(pid_[d]);
+      record.rank = uint32_t(std::min<size_t>(cond.shape.size(), runtime::kErrorReportMaxRank));
+      size_t flat = k;
+      for (size_t d = cond.shape.size(); d-- > 0;) {
+        if (d < record.rank)
+          record.index[d] = int32_t(int64_t(flat) % cond.shape[d]);
+        flat /= size_t(cond.shape[d]);
+      }
+      const std::string site = siteText(a.getLoc(), runtime::deviceAssertionMessage(a.getMessage().str()));
+      throw Error(fmt::format("kernel '{}' stopped: {}", launch_.kernelName, runtime::describeDeviceError(record, {site})));
+    }
   }
 };
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/transforms/LoweringCommon.h"
 #include "compiler/transforms/StopWithReport.h"
+#include "runtime/DeviceErrorReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -126,7 +127,7 @@ struct AssertPattern : OpConversionPattern<tile::AssertOp> {
                               NVVM::BlockIdYOp::create(rw, loc, i32),
                               NVVM::BlockIdZOp::create(rw, loc, i32)};
     Value one = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(), rw.getBoolAttr(true));
-    const std::string message = fmt::format("device assertion failed: {}", op.getMessage().str());
+    const std::string message = runtime::deviceAssertionMessage(op.getMessage().str());
     auto stopIf = [&](Value failed, ValueRange index) {
       auto ifOp = scf::IfOp::create(rw, loc, failed, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(rw);

@@ -60,9 +60,7 @@ template <class Op> Op mark(Op op) {
 
 Operation *stopWithReport(OpBuilder &b, Location loc, StringRef message, ValueRange program, ValueRange index) {
   ModuleOp module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  const std::string where = sourceLine(loc);
-  const std::string text = (where.empty() ? "" : where + ": ") + message.str();
-  const int64_t site = siteNumber(module, text);
+  const int64_t site = siteNumber(module, siteText(loc, message));
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto global = LLVM::LLVMPointerType::get(ctx, 1), generic = LLVM::LLVMPointerType::get(ctx);

@@ -111,8 +111,29 @@ TEST(Interpreter, DeviceAssertReportsTheFailingElement) {
   auto k = kernel("asserts", asserts_positive);
   std::vector<float> x = {1, 2, 3, -4, 5, 6, 7, 8};
   std::string err = errorOf(k, {1}, {x});
-  EXPECT_THAT(err, HasSubstr("device assertion failed: x must be positive (element 3, index [3])"));
-  EXPECT_THAT(err, HasSubstr(fmt::format("InterpreterTest.cpp:{}", g_line)));
+  // As the GPU's report says it (and the simulator's): the first failing element.
+  EXPECT_THAT(err, HasSubstr(fmt::format("kernel 'asserts' stopped: {}:{}: device assertion failed: x must be positive "
+                                         "(pid (0, 0, 0) idx (3))",
+                                         __FILE__, g_line)));
+}
+
+/// Program 1's row 1 holds the only negative values: columns 2 and 3.
+void asserts_positive_rows(tl::ptr<float> x) {
+  tl::tensor rows = tl::program_id(0) * 2 + tl::arange(0, 2);
+  tl::tensor v = tl::load(x + rows.expand_dims(1) * 4 + tl::arange(0, 4).expand_dims(0));
+  FAILS_ON_NEXT_LINE();
+  tl::device_assert(v > 0.0f, "x must be positive");
+}
+
+TEST(Interpreter, DeviceAssertNamesTheProgramAndTheElementsCoordinates) {
+  auto k = kernel("asserts_rows", asserts_positive_rows);
+  std::vector<float> x(16, 1.0f);
+  x[3 * 4 + 2] = x[3 * 4 + 3] = -1.0f;
+  const std::string err = errorOf(k, {2}, {x}); // (sets g_line)
+  EXPECT_THAT(err,
+              HasSubstr(fmt::format("kernel 'asserts_rows' stopped: {}:{}: device assertion failed: x must be positive "
+                                    "(pid (1, 0, 0) idx (1, 2))",
+                                    __FILE__, g_line)));
 }
 
 void divides(tl::ptr<int32_t> x, tl::ptr<int32_t> q, tl::ptr<int32_t> r) {
