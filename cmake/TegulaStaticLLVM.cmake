@@ -69,8 +69,13 @@ function(tegula_add_shared_library)
   target_link_options(tegula_shared PRIVATE
     -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/libtegula.map
     -Wl,--gc-sections -Wl,--exclude-libs,ALL -Wl,--as-needed -Wl,-z,defs)
-  # What users of the library need: fmt (in Tegula's headers' users) and
-  # the CUDA headers (runtime internals some tests use).
-  target_link_libraries(tegula_shared INTERFACE fmt::fmt)
-  target_include_directories(tegula_shared INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+  # What users of the library need: Tegula's headers (standard C++ alone)
+  # and C++20 (std::source_location gives DSL errors the user's line). In
+  # this tree, also fmt and the CUDA headers (runtime internals some tests
+  # use); an installed Tegula (cmake/TegulaInstall.cmake) asks for neither.
+  target_compile_features(tegula_shared INTERFACE cxx_std_20)
+  target_include_directories(tegula_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>
+                             $<INSTALL_INTERFACE:include>)
+  target_link_libraries(tegula_shared INTERFACE $<BUILD_INTERFACE:fmt::fmt>)
+  target_include_directories(tegula_shared INTERFACE $<BUILD_INTERFACE:${CUDAToolkit_INCLUDE_DIRS}>)
 endfunction()

@@ -86,6 +86,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --help lists tegulac's own options, not the hundreds LLVM's backends register.
   cl::HideUnrelatedOptions(tegulacOptions);
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "Tegula " TEGULA_VERSION "\n"; });
   cl::ParseCommandLineOptions(argc, argv, "Tegula kernel compiler\n");
   mlir::DialectRegistry registry;
   tegula::registerAllDialects(registry);
