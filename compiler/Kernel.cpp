@@ -215,9 +215,14 @@ const char *kindName(Arg::Kind k) {
 } // namespace
 
 void KernelImpl::checkArgs(const std::vector<Arg> &args) const {
-  if (args.size() != params.size())
-    throw Error(fmt::format("kernel '{}' takes {} arguments, {} were given", name,
-                            params.size(), args.size()));
+  if (args.size() != params.size()) {
+    const std::vector<std::string> rest(paramNames.begin() + std::ptrdiff_t(std::min(args.size(), params.size())),
+                                        paramNames.end());
+    throw Error(fmt::format("kernel '{}' takes {} arguments ({}), {} {} given{}", name, params.size(),
+                            fmt::join(paramNames, ", "), args.size(), args.size() == 1 ? "was" : "were",
+                            args.size() < params.size() ? fmt::format(": missing {}", fmt::join(rest, ", "))
+                                                        : fmt::format(": {} too many", args.size() - params.size())));
+  }
   // Formatted only for an error: this runs on every launch.
   auto which = [&](size_t i) {
     return fmt::format("argument '{}' (#{}) of kernel '{}'", paramNames[i], i, name);

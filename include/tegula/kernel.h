@@ -92,13 +92,22 @@ public:
   enum class Kind { Buffer, Int, Float };
 
   template <class T>
+    requires(!std::is_same_v<T, bool>)
   Arg(std::vector<T> &v) : kind_(Kind::Buffer), data_(v.data()),
                            bytes_(v.size() * sizeof(T)), dtype_(dtype_of_v<T>) {}
   /// A const buffer is read-only: a kernel that writes to it is an error.
   template <class T>
+    requires(!std::is_same_v<T, bool>)
   Arg(const std::vector<T> &v)
       : kind_(Kind::Buffer), data_(const_cast<T *>(v.data())), bytes_(v.size() * sizeof(T)),
         dtype_(dtype_of_v<T>), readonly_(true) {}
+  /// std::vector<bool> packs its bits: there is no bool array to pass.
+  template <class Alloc>
+  Arg(const std::vector<bool, Alloc> &) {
+    static_assert(sizeof(Alloc) == 0, "tegula: a std::vector<bool> holds no bool array (it packs bits); pass a "
+                                      "std::span<bool> over a bool array (e.g. std::unique_ptr<bool[]>), or make "
+                                      "the kernel take tl::ptr<uint8_t>");
+  }
   template <class T>
   Arg(std::span<T> v)
       : kind_(Kind::Buffer), data_(const_cast<std::remove_const_t<T> *>(v.data())),

@@ -29,6 +29,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,21 +54,30 @@ public:
   /// Publishes `fn` as `name`; a second call with the same name and the same
   /// parameter names adds an overload. Parameter names are required: Python
   /// passes constants by keyword.
+  /// Errors (they surface as the import's) name the line of this call.
   template <class... P>
-  ModuleBuilder &kernel(const std::string &name, void (*fn)(P...),
-                        std::vector<std::string> param_names) {
+  ModuleBuilder &kernel(const std::string &name, void (*fn)(P...), std::vector<std::string> param_names,
+                        std::source_location where = std::source_location::current()) {
+    auto fail = [&](const std::string &what) {
+      throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " + what);
+    };
     if (param_names.size() != sizeof...(P))
-      throw Error("tegula.python: kernel '" + name + "' has " + std::to_string(sizeof...(P)) +
-                  " parameters but " + std::to_string(param_names.size()) + " names");
-    Kernel k = tegula::kernel(name, fn, param_names);
+      fail("kernel '" + name + "' has " + std::to_string(sizeof...(P)) + " parameters but " +
+           std::to_string(param_names.size()) + " names were given");
+    std::optional<Kernel> k;
+    try {
+      k = tegula::kernel(name, fn, param_names);
+    } catch (const Error &e) {
+      fail(e.what());
+    }
     if (pybind11::hasattr(m_, name.c_str())) {
       auto &set = m_.attr(name.c_str()).cast<KernelSet &>();
       if (set.param_names != param_names)
-        throw Error("tegula.python: overloads of '" + name + "' name their parameters differently");
-      set.overloads.push_back(std::move(k));
+        fail("overloads of '" + name + "' name their parameters differently");
+      set.overloads.push_back(std::move(*k));
       return *this;
     }
-    m_.attr(name.c_str()) = pybind11::cast(KernelSet{name, {std::move(k)}, std::move(param_names)});
+    m_.attr(name.c_str()) = pybind11::cast(KernelSet{name, {std::move(*k)}, std::move(param_names)});
     return *this;
   }
 

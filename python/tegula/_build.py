@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -65,6 +66,12 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
     for s in srcs:
         if not s.is_file():
             raise FileNotFoundError(f"tegula.load: source {s} does not exist")
+    # The module's name is TEGULA_PYTHON_MODULE's first argument: a build
+    # under another name would compile, then fail to import.
+    defined = sorted({m for s in srcs for m in _MODULE_MACRO.findall(s.read_text(errors="replace"))})
+    if defined and name not in defined:
+        raise Error(f"tegula.load: the sources define TEGULA_PYTHON_MODULE({', '.join(defined)}, ...), not "
+                    f"'{name}': the name given to tegula.load must be the module's")
     c = _config()
     if not Path(c.CXX).exists() or not Path(c.INCLUDE_DIRS[0], "tegula", "python.h").exists():
         raise Error(f"tegula.load: this package was built elsewhere: its C++ compiler ({c.CXX}) "
@@ -118,9 +125,13 @@ def load(name: str, sources, extra_cflags=(), extra_include_paths=(), build_dire
                     f"changed one under another name, or in a new process")
     spec = importlib.util.spec_from_file_location(name, target)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as e:  # the module's kernel registrations fail here (their file:line first)
+        raise Error(f"tegula.load: module '{name}' was built but importing it failed: {e}") from e
     _imported[name] = (key, module)
     return module
 
 
+_MODULE_MACRO = re.compile(r"^\s*TEGULA_PYTHON_MODULE\s*\(\s*(\w+)", re.MULTILINE)
 _imported: dict = {}  # name -> (the build's hash, the module) imported in this process

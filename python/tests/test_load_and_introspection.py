@@ -102,6 +102,26 @@ def test_load_refuses_bad_names_and_missing_files(cache):
         tegula.load("my_axpy", sources=[cache / "x.cpp"], extra_cflags="-DFOO=1")
 
 
+def test_load_refuses_a_name_the_sources_do_not_define(cache):
+    src = cache / "axpy.cpp"
+    src.write_text(KERNEL_SOURCE)
+    with pytest.raises(tegula.Error, match=r"the sources define TEGULA_PYTHON_MODULE\(my_axpy, \.\.\.\), "
+                                           r"not 'other_name'"):
+        tegula.load("other_name", sources=[src])
+
+
+def test_a_registration_error_names_its_line(cache):
+    src = cache / "few_names.cpp"
+    # (Its own module name: this process imported my_axpy already.)
+    src.write_text(KERNEL_SOURCE.replace('{"x", "y", "out", "alpha", "n", "BLOCK"}', '{"x", "y"}')
+                   .replace("TEGULA_PYTHON_MODULE(my_axpy", "TEGULA_PYTHON_MODULE(few_names"))
+    with pytest.raises(tegula.Error) as info:
+        tegula.load("few_names", sources=[src])
+    message = str(info.value)
+    assert "module 'few_names' was built but importing it failed" in message
+    assert "few_names.cpp:14: kernel 'axpy' has 6 parameters but 2 names were given" in message
+
+
 def test_ir_and_compile():
     x = np.zeros(1024, dtype=np.float32)
     ir = examples.vector_add.ir(x, x, x, 1024, BLOCK=256)

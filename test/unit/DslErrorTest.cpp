@@ -208,7 +208,9 @@ TEST(LaunchErrors, WrongArgumentKindNamesTheParameter) {
                         "floating-point number"));
   EXPECT_THAT(errorOf(k, {x, x, 16}),
               HasSubstr("argument 'n' (#1) of kernel 'simple' expects a scalar (i32), got a buffer"));
-  EXPECT_THAT(errorOf(k, {x, 2}), HasSubstr("kernel 'simple' takes 3 arguments, 2 were given"));
+  EXPECT_THAT(errorOf(k, {x, 2}), HasSubstr("kernel 'simple' takes 3 arguments (x, n, B), 2 were given: missing B"));
+  EXPECT_THAT(errorOf(k, {x}), HasSubstr("takes 3 arguments (x, n, B), 1 was given: missing n, B"));
+  EXPECT_THAT(errorOf(k, {x, 2, 16, 3}), HasSubstr("takes 3 arguments (x, n, B), 4 were given: 1 too many"));
 }
 
 void integer_fma(tl::ptr<float> x) {
