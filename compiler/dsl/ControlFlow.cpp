@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include <exception>
+#include <optional>
 
 using namespace mlir;
 using tegula::tl::operand;
@@ -247,6 +248,7 @@ range::iterator range::begin() {
   if (!body->empty() && isa<scf::YieldOp>(body->back()))
     body->back().erase();
   ts.builder.setInsertionPointToEnd(body);
+  openFrame(ts, TraceFrame::Kind::Range, &state_->op.getRegion(), &state_->carried, state_->loc);
   for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
     *t = wrap(arg);
   state_->index = state_->op.getInductionVar();
@@ -270,6 +272,7 @@ range::iterator &range::iterator::operator++() {
   refreshVectors(st, "in the loop body");
   SmallVector<Value> yields = carriedValues(st.carried, st.carriedTypes, "tl::range", st.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, yields);
+  closeFrame(ts);
   ts.builder.setInsertionPointAfter(st.op);
   for (auto [t, res] : llvm::zip(st.carried, st.op.getResults()))
     *t = wrap(res);
@@ -305,6 +308,7 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   // Before: the condition, on the carried values; it passes them on (as it
   // may have changed them) to the body, or out of the loop.
   Block *before = ts.builder.createBlock(&loop.getBefore(), {}, types, locs);
+  std::optional<FrameGuard> frame(std::in_place, ts, TraceFrame::Kind::While, &loop.getBefore(), &carried, cond.loc);
   for (auto [t, arg] : llvm::zip(carried, before->getArguments()))
     *t = wrap(arg);
   Value c = unwrap(cond.fn(), cond.loc);
@@ -316,11 +320,14 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   scf::ConditionOp::create(ts.builder, l, c, carriedValues(carried, types, "tl::while_", cond.loc, "in the condition"));
   // After: the body.
   Block *after = ts.builder.createBlock(&loop.getAfter(), {}, types, locs);
+  frame.reset();
+  frame.emplace(ts, TraceFrame::Kind::While, &loop.getAfter(), &carried, cond.loc);
   for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
     *t = wrap(arg);
   body();
   refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, carriedValues(carried, types, "tl::while_", cond.loc, "in the loop body"));
+  frame.reset();
   ts.builder.setInsertionPointAfter(loop);
   for (auto [t, result] : llvm::zip(carried, loop.getResults()))
     *t = wrap(result);
@@ -341,6 +348,7 @@ Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchF
 
   auto traceBranch = [&](Block *block, BranchFn fn, void *closure, Yielded &out) {
     ts.builder.setInsertionPointToEnd(block);
+    FrameGuard frame(ts, TraceFrame::Kind::If, block->getParent(), nullptr, loc);
     fn(closure, out);
     SmallVector<Value> vals;
     for (const tensor &t : out.values)

@@ -1,5 +1,6 @@
 //===- TraceState.cpp - trace context, types and shared helpers -----------===//
 #include "compiler/dsl/TraceState.h"
+#include "compiler/SourceLine.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -19,6 +20,8 @@ std::atomic<uint64_t> nextTraceId{1};
 } // namespace
 
 TraceState::TraceState(MLIRContext *c) : ctx(c), builder(c), id(nextTraceId++) {}
+
+TraceState *activeTraceState() { return activeTrace; }
 
 TraceState &current(const std::source_location &loc) {
   if (!activeTrace)
@@ -49,8 +52,24 @@ Value unwrap(const tl::tensor &t, const std::source_location &loc) {
               "made them");
   Value v = Value::getFromOpaquePointer(t.impl());
   checkInScope(*activeTrace, v, loc);
+  tl::detail::note_read(t);
   return v;
 }
+
+void openFrame(TraceState &ts, TraceFrame::Kind kind, Region *region, const std::vector<tl::tensor *> *carried,
+               const std::source_location &loc) {
+  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, region, carried, {}, loc});
+}
+void closeFrame(TraceState &ts) {
+  if (!ts.frames.empty())
+    ts.frames.pop_back();
+}
+FrameGuard::FrameGuard(TraceState &state, TraceFrame::Kind kind, Region *region,
+                       const std::vector<tl::tensor *> *carried, const std::source_location &loc)
+    : ts(state) {
+  openFrame(ts, kind, region, carried, loc);
+}
+FrameGuard::~FrameGuard() { closeFrame(ts); }
 
 tl::tensor wrap(Value v) {
   return tl::tensor::from_impl(v.getAsOpaquePointer(), activeTrace ? activeTrace->id : 0);
@@ -379,3 +398,63 @@ float16::operator float() const {
 }
 
 } // namespace tegula
+
+namespace tegula::tl::detail {
+using dsl::activeTraceState;
+
+uint32_t trace_scope() {
+  dsl::TraceState *ts = activeTraceState();
+  return ts && !ts->frames.empty() ? ts->frames.back().serial : 0;
+}
+
+void note_read(const tensor &t) {
+  dsl::TraceState *ts = activeTraceState();
+  if (!ts || ts->frames.empty() || !t.impl() || t.trace_id() != ts->id)
+    return;
+  mlir::Region *defined = mlir::Value::getFromOpaquePointer(t.impl()).getParentRegion();
+  for (dsl::TraceFrame &f : ts->frames)
+    if (t.scope() < f.serial && !(defined && f.region->isAncestor(defined)))
+      f.reads.insert(&t);
+}
+
+void note_assign(const tensor &to, const tensor &from) {
+  dsl::TraceState *ts = activeTraceState();
+  // (The same value again changes nothing: a block pointer's base and
+  // strides when it is advanced.)
+  if (!ts || ts->frames.empty() || to.impl() == from.impl())
+    return;
+  for (auto f = ts->frames.rbegin(); f != ts->frames.rend(); ++f) {
+    if (to.scope() >= f->serial || !f->reads.contains(&to) || (f->carried && llvm::is_contained(*f->carried, &to)))
+      continue;
+    // Where: the assigned value's line (the user's expression), else the loop's.
+    std::string where = fmt::format("{}:{}", f->loc.file_name(), f->loc.line());
+    if (from.impl() && from.trace_id() == ts->id) {
+      // A loop's own rebinding (its block argument or result): the loop's line.
+      mlir::Value v = mlir::Value::getFromOpaquePointer(from.impl());
+      mlir::Location loc = v.getLoc();
+      if (auto arg = dyn_cast<mlir::BlockArgument>(v); arg && arg.getOwner()->getParentOp())
+        loc = arg.getOwner()->getParentOp()->getLoc();
+      if (std::string line = sourceLine(loc); !line.empty())
+        where = line;
+    }
+    const unsigned line = f->loc.line();
+    switch (f->kind) {
+    case dsl::TraceFrame::Kind::Range:
+      throw Error(fmt::format("{}: error: a variable this tl::range body (line {}) reads is reassigned here but not "
+                              "carried, so every iteration would read its value from before the loop; list it as "
+                              "carried: tl::range(lo, hi, step, var) (or give the body a variable of its own)",
+                              where, line));
+    case dsl::TraceFrame::Kind::While:
+      throw Error(fmt::format("{}: error: a variable this tl::while_ body (line {}) reads is reassigned here but not "
+                              "carried, so every iteration would read its value from before the loop; list it as "
+                              "carried: tl::while_(cond, body, var) (or give the body a variable of its own)",
+                              where, line));
+    case dsl::TraceFrame::Kind::If:
+      throw Error(fmt::format("{}: error: a variable this tl::if_ branch (line {}) reads is reassigned here, but a "
+                              "value made in a branch cannot leave it that way; return it from both branches: "
+                              "x = tl::if_(c, [&] {{ return ...; }}, [&] {{ return x; }})",
+                              where, line));
+    }
+  }
+}
+} // namespace tegula::tl::detail

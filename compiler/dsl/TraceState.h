@@ -12,10 +12,23 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <fmt/format.h>
 
 namespace tegula::dsl {
+
+/// An open tl::range / tl::while_ body or tl::if_ branch, innermost last:
+/// the tensor objects made outside it that it read while they held a value
+/// from outside it. Reassigning one of those there, uncarried, is an error.
+struct TraceFrame {
+  enum class Kind { Range, While, If } kind;
+  uint32_t serial;       // tensors made in it have this scope (tl::tensor::scope)
+  mlir::Region *region;  // values made in it are defined in this region
+  const std::vector<tl::tensor *> *carried; // null: none (a branch)
+  llvm::SmallPtrSet<const tl::tensor *, 8> reads;
+  std::source_location loc;
+};
 
 struct TraceState {
   mlir::MLIRContext *ctx;
@@ -24,9 +37,28 @@ struct TraceState {
   std::string kernelName;
   /// Unique per trace, so a tl::tensor kept from another trace is caught.
   uint64_t id;
+  std::vector<TraceFrame> frames;
+  uint32_t nextFrameSerial = 1;
   explicit TraceState(mlir::MLIRContext *c);
 };
 
+/// Opens a frame for the body or branch being traced into `region` (the
+/// innermost from now on); closeFrame closes the innermost.
+void openFrame(TraceState &ts, TraceFrame::Kind kind, mlir::Region *region, const std::vector<tl::tensor *> *carried,
+               const std::source_location &loc);
+void closeFrame(TraceState &ts);
+/// openFrame ... closeFrame around a scope.
+struct FrameGuard {
+  FrameGuard(TraceState &ts, TraceFrame::Kind kind, mlir::Region *region, const std::vector<tl::tensor *> *carried,
+             const std::source_location &loc);
+  ~FrameGuard();
+  FrameGuard(const FrameGuard &) = delete;
+  FrameGuard &operator=(const FrameGuard &) = delete;
+  TraceState &ts;
+};
+
+/// The active trace, or null.
+TraceState *activeTraceState();
 /// The active trace; throws a located error when no kernel is being traced.
 TraceState &current(const std::source_location &loc);
 /// Install `state` as this thread's trace for the lifetime of the guard.

@@ -45,10 +45,34 @@ inline constexpr DType i1 = DType::i1, i8 = DType::i8, i16 = DType::i16,
 enum class precision { ieee, tf32, tf32x3 };
 enum class atomic_op { add, max, min, xchg, and_, or_, xor_ };
 
+class tensor;
+namespace detail {
+/// Which open tl::range / tl::while_ body or tl::if_ branch of this thread's
+/// trace a tl::tensor object is made in (0: none), and the hooks by which a
+/// body that reads a variable from outside it and then reassigns it without
+/// carrying it - `acc = acc + x` with acc not carried, which would read the
+/// value from before the loop in every iteration - is an error at the line.
+uint32_t trace_scope();
+void note_read(const tensor &t);
+void note_assign(const tensor &to, const tensor &from);
+} // namespace detail
+
 /// A traced tile (or scalar, when rank 0) of values or of pointers.
 class tensor {
 public:
   tensor() = default;
+  /// A copy is a new object, made where it is made: it has the value, not
+  /// the scope, of `other`; an assignment keeps the object's scope.
+  tensor(const tensor &other) : impl_(other.impl_), trace_(other.trace_) {}
+  tensor(tensor &&other) noexcept : impl_(other.impl_), trace_(other.trace_) {}
+  tensor &operator=(const tensor &other) {
+    detail::note_assign(*this, other);
+    impl_ = other.impl_;
+    trace_ = other.trace_;
+    return *this;
+  }
+  tensor &operator=(tensor &&other) { return *this = static_cast<const tensor &>(other); }
+  ~tensor() = default;
 
   /// Element type (for a pointer tile: the pointee's type).
   DType dtype(Loc loc = Loc::current()) const;
@@ -61,7 +85,8 @@ public:
   /// Text of the type, e.g. "tensor<128xf32>" (for messages and tests).
   std::string type_str(Loc loc = Loc::current()) const;
 
-  /// Convert the element type (f32/f16/bf16/i32/i64/i1 in any direction).
+  /// Convert the element type, from any DType to any other (f64, f32, f16,
+  /// bf16, the fp8s, i64, i32, i16, i8, i1; docs/dsl.md says how each rounds).
   tensor to(DType t, Loc loc = Loc::current()) const;
   /// The same bits read as another element type of the same width (f32 <->
   /// i32, bf16/f16 <-> i16, f64 <-> i64, fp8 <-> i8): Triton's
@@ -86,9 +111,12 @@ public:
     return t;
   }
 
+  uint32_t scope() const { return scope_; }
+
 private:
   void *impl_ = nullptr;
   uint64_t trace_ = 0;
+  uint32_t scope_ = detail::trace_scope();
 };
 
 template <class T> struct constant;
@@ -103,7 +131,7 @@ struct operand {
   double f = 0;
   Loc loc;
 
-  operand(const tensor &v, Loc l = Loc::current()) : kind(Kind::Tensor), t(v), loc(l) {}
+  operand(const tensor &v, Loc l = Loc::current()) : kind(Kind::Tensor), t(v), loc(l) { detail::note_read(v); }
   operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   operand(long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   operand(long long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
@@ -123,7 +151,8 @@ struct operand {
 //===----------------------------------------------------------------------===//
 
 /// Kernel parameter: a pointer to global memory holding `T` elements
-/// (float, double, int32_t, int64_t, bool, tegula::bfloat16, tegula::float16).
+/// (bool, int8_t, int16_t, int32_t, int64_t, tegula::float16, tegula::bfloat16,
+/// float, double, and the fp8 storage types: dtype.h's dtype_of).
 template <class T> struct ptr : tensor {
   static constexpr DType element = dtype_of_v<T>;
   ptr() = default;
@@ -531,6 +560,21 @@ struct Yielded;
 class block_ptr {
 public:
   block_ptr() = default;
+  block_ptr(const block_ptr &) = default;
+  block_ptr(block_ptr &&) = default;
+  /// Part by part when the ranks agree: each part is a tensor assignment (a
+  /// loop body's uncarried `p = tl::advance(p, ...)` is caught as a tile's).
+  block_ptr &operator=(const block_ptr &other) {
+    if (values_.size() == other.values_.size())
+      for (size_t i = 0; i < values_.size(); ++i)
+        values_[i] = other.values_[i];
+    else
+      values_ = other.values_;
+    block_ = other.block_;
+    order_ = other.order_;
+    return *this;
+  }
+  block_ptr &operator=(block_ptr &&other) { return *this = static_cast<const block_ptr &>(other); }
   /// The block's extents (a load's shape).
   const Shape &block_shape() const { return block_; }
   /// Dimensions from the fastest-varying in memory to the slowest (Triton's
