@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace tegula::runtime {
@@ -46,8 +47,8 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
   r.tf32 = spec.tf32;
   // Formatted only for an error: this runs on every launch of a TMA kernel.
   auto what = [&] {
-    return fmt::format("kernel '{}': the tensor descriptor over argument '{}'", kernel,
-                       paramName(paramNames, spec.base));
+    return fmt::format("kernel '{}': the tensor descriptor over argument '{}'{}", kernel,
+                       paramName(paramNames, spec.base), spec.where.empty() ? "" : " (" + spec.where + ")");
   };
   if (spec.tf32 && spec.dtype != DType::f32)
     throw Error(fmt::format("{} rounds to tf32, which only an f32 tensor map does (it is {})", what(),
@@ -65,8 +66,8 @@ ResolvedTensorMap resolveTensorMap(const TensorMapSpec &spec, uint64_t address,
     r.shape.push_back(uint64_t(extent));
     int64_t stride = valueOf(spec.strides[d], args);
     if (d + 1 < rank && (stride < 1 || (stride * elem) % 16 != 0 || stride * elem >= (int64_t(1) << 40)))
-      throw Error(fmt::format("{}: stride {} is {} elements ({} bytes){}; a stride must each be a "
-                              "positive multiple of 16 bytes below 2^40",
+      throw Error(fmt::format("{}: stride {} is {} elements ({} bytes){}; TMA needs each stride but the "
+                              "last to be a positive multiple of 16 bytes below 2^40",
                               what(), d, stride, stride * elem, describe(spec.strides[d], paramNames)));
     r.strideBytes.push_back(uint64_t(stride * elem));
     r.box.push_back(uint32_t(spec.box[d]));
@@ -206,7 +207,11 @@ std::string serializeTensorMaps(const std::vector<TensorMapSpec> &specs) {
         out += fmt::format(" {} {}", v.arg, v.value);
     for (int32_t b : s.box)
       out += fmt::format(" {}", b);
-    out += fmt::format(" {}{}\n", s.swizzle, s.tf32 ? " tf32" : "");
+    out += fmt::format(" {}{}", s.swizzle, s.tf32 ? " tf32" : "");
+    // Length-prefixed: a path may hold spaces.
+    if (!s.where.empty())
+      out += fmt::format(" @{}:{}", s.where.size(), s.where);
+    out += "\n";
   }
   return out;
 }
@@ -234,9 +239,29 @@ std::vector<TensorMapSpec> parseTensorMaps(const std::string &text) {
       in >> b;
     in >> s.swizzle;
     bool ok = bool(in);
-    std::string flag; // optional
-    if (ok && in >> flag)
-      ok = s.tf32 = flag == "tf32";
+    std::string flag; // optional: tf32, then @N:where
+    if (ok && in >> flag && flag == "tf32") {
+      s.tf32 = true;
+      flag.clear();
+      in >> flag;
+    }
+    if (ok && !flag.empty()) {
+      // `flag` holds "@N:" and the where's first word; the rest follows.
+      std::string rest;
+      std::getline(in, rest);
+      const std::string tail = flag + rest;
+      const size_t colon = tail.find(':');
+      size_t n = 0;
+      ok = tail[0] == '@' && colon != std::string::npos && colon > 1 && colon <= 10 &&
+           std::all_of(tail.begin() + 1, tail.begin() + std::ptrdiff_t(colon),
+                       [](char c) { return c >= '0' && c <= '9'; });
+      if (ok) {
+        n = std::stoul(tail.substr(1, colon - 1));
+        ok = tail.size() - colon - 1 == n;
+      }
+      if (ok)
+        s.where = tail.substr(colon + 1);
+    }
     if (!ok)
       throw Error("corrupt tensor-map record in a compiled kernel: '" + line + "'");
     specs.push_back(std::move(s));

@@ -50,6 +50,9 @@ struct TensorMapSpec {
   /// lands (CU_TENSOR_MAP_DATA_TYPE_TFLOAT32) - the rings of tf32 dots, so
   /// the consumers need not round the stage in place.
   bool tf32 = false;
+  /// The descriptor's file:line in the kernel's source ("": unknown), for
+  /// the launch's errors.
+  std::string where;
 };
 
 /// One value per dimension, at most 5 (TMA's largest rank), held inline: a

@@ -22,6 +22,7 @@
 // rows on the same banks. (A dot's operand rings make maps of their own.)
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/SourceLine.h"
 #include "compiler/layout/WgmmaOperands.h"
 #include "compiler/transforms/Passes.h"
 #include "runtime/TensorMap.h"
@@ -121,6 +122,7 @@ struct UseTmaPass : tegula::impl::UseTmaBase<UseTmaPass> {
           continue;
         spec.box.assign(block.getShape().begin(), block.getShape().end());
         spec.dtype = *dtype;
+        spec.where = sourceLine(desc.getLoc());
         // Only stored through, or only loaded through: the block leaves
         // from, or lands in, a swizzled tile, one box per swizzle-wide block
         // of columns (TmaToLLVM.cpp).

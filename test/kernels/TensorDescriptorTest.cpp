@@ -587,8 +587,10 @@ TEST(TensorDescriptorPtx, PipelinedLoadsFillWgmmaTilesWithTma) {
     EXPECT_THAT(c.ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
     EXPECT_THAT(c.ptx, Not(HasSubstr("cp.async.cg")));
     // Two rings (A, B) of three stages plus the C tile's plain TMA-free store.
-    EXPECT_THAT(c.tensor_maps, HasSubstr(" 128 64 128\n")); // A: 128 x 64 boxes, 128-byte swizzle
-    EXPECT_THAT(c.tensor_maps, HasSubstr(" 64 64 128\n"));  // B: 64 x 64 boxes, 128-byte swizzle
+    // (Each record ends with its descriptor's line in examples/kernels.h.)
+    EXPECT_THAT(c.tensor_maps, HasSubstr(" 128 64 128 @")); // A: 128 x 64 boxes, 128-byte swizzle
+    EXPECT_THAT(c.tensor_maps, HasSubstr(" 64 64 128 @"));  // B: 64 x 64 boxes, 128-byte swizzle
+    EXPECT_THAT(c.tensor_maps, HasSubstr("kernels.h:"));
     if (!c.cubin.empty())
       EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
     std::printf("[tegula test] TMA + wgmma 128x%dx64, %d warps, 3 stages: %d registers, %d spill "
@@ -751,7 +753,7 @@ TEST(TensorDescriptorErrors, ExtentsPastTheBufferAreRefused) {
     k({.grid = {1, 1}, .backend = Backend::Sim, .chip = "sm_90a"}, x, out, 64, 40, 40, 40, 0, 16, 16);
     ADD_FAILURE() << "expected an error";
   } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("the tensor descriptor over argument 'x': its extents [64, 40] and "
+    EXPECT_THAT(e.what(), HasSubstr("the tensor descriptor over argument 'x' (" __FILE__ ":33): its extents [64, 40] and "
                                     "strides [40, 1] (elements) reach byte 10240, past the 6400 bytes the "
                                     "argument holds"));
   }
@@ -773,6 +775,8 @@ TEST(TensorDescriptorErrors, MisalignedStridesAndBasesAreRefused) {
     } catch (const Error &e) {
       EXPECT_THAT(e.what(), HasSubstr("stride 0")) << e.what();
       EXPECT_THAT(e.what(), HasSubstr("multiple of 16 bytes")) << e.what();
+      // Every backend names the descriptor's line (sm_90a: the tensor map's).
+      EXPECT_THAT(e.what(), HasSubstr("TensorDescriptorTest.cpp:33")) << e.what();
     }
   }
   std::span<float> shifted(x.data() + 1, x.size() - 1);

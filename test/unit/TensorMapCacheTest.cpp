@@ -147,6 +147,23 @@ TEST(TensorMapSpecs, TextKeepsEveryFieldAndTheTf32Rounding) {
   EXPECT_EQ(back[1].strides[0].value, 64);
   EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 bf16\n"), Error);
   EXPECT_THROW(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32\n"), Error);
+  // The descriptor's source line, length-prefixed (a path may hold spaces),
+  // after the rounding word if any.
+  TensorMapSpec located = rounded;
+  located.where = "my kernels/k.cpp:33";
+  const std::string locatedText = serializeTensorMaps({located, plain});
+  EXPECT_EQ(locatedText, "0 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 tf32 @19:my kernels/k.cpp:33\n"
+                         "1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128\n");
+  back = parseTensorMaps(locatedText);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(back[0].tf32);
+  EXPECT_EQ(back[0].where, "my kernels/k.cpp:33");
+  EXPECT_EQ(back[1].where, "");
+  EXPECT_EQ(parseTensorMaps("1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 @5:k.cpp\n")[0].where, "k.cpp");
+  for (const char *bad : {"1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 @6:k.cpp\n", "1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 @:k\n",
+                          "1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 @99999999999:k\n",
+                          "1 7 2 3 1 -1 64 -1 64 -1 1 128 32 128 tf32 x\n"})
+    EXPECT_THROW(parseTensorMaps(bad), Error) << bad;
   // Resolving keeps the rounding, and refuses it for anything but f32.
   const std::vector<Arg> args = {Arg(int64_t(0)), Arg(int64_t(0)), Arg(int64_t(0)), Arg(int64_t(256))};
   rounded.shape = {{3, 1}, {-1, 64}}, rounded.strides = {{-1, 64}, {-1, 1}};

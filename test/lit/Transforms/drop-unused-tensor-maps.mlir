@@ -7,7 +7,7 @@
 // by nothing: they are erased with their specs, and C's descriptor, the one
 // left, keeps its map as argument 4 (only stored through: 64 x 32 f32
 // boxes, 128-byte swizzle). Three maps remain: C's, the rings'.
-// CHECK: tilegpu.tensor_maps = "2 7 2 -1 128 -1 128 -1 128 -1 1 64 32 128\0A0 6 2 -1 128 3 1 3 1 -1 1 64 32 64\0A1 6 2 3 1 -1 128 -1 128 -1 1 32 64 128\0A"
+// CHECK: tilegpu.tensor_maps = "2 7 2 -1 128 -1 128 -1 128 -1 1 64 32 128 @{{[0-9]+:[^\\]+}}\0A0 6 2 -1 128 3 1 3 1 -1 1 64 32 64 @{{[0-9]+:[^\\]+}}\0A1 6 2 3 1 -1 128 -1 128 -1 1 32 64 128 @{{[0-9]+:[^\\]+}}\0A"
 // CHECK: func.func @mm(
 // CHECK-SAME: %arg6: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>}) attributes
 // CHECK: tile.make_tensor_descriptor %arg2, {{.*}} {tilegpu.tensor_map = 4 : i32}

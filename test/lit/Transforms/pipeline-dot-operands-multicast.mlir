@@ -19,7 +19,7 @@
 // CHECK-SAME: tilegpu.producer_warps = 4
 // The rings' tensor maps (after the descriptors' own three): A's box 64x32,
 // B's 16x64 (boxes and swizzle end each record).
-// CHECK-SAME: tilegpu.tensor_maps = "{{.*}} 64 32 64{{.}}0A{{.*}} 16 64 128{{.}}0A"
+// CHECK-SAME: tilegpu.tensor_maps = "{{.*}} 64 32 64 @{{[0-9]+:[^\\]+}}{{.}}0A{{.*}} 16 64 128 @{{[0-9]+:[^\\]+}}{{.}}0A"
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, released}
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared :
 // CHECK: tilegpu.cluster_sync
@@ -44,7 +44,7 @@
 // Four CTAs split 32 rows into slices of 8, one swizzle period each.
 // FOUR-NOT: tile.cluster_size
 // FOUR: tilegpu.cluster_size = 4
-// FOUR: tilegpu.tensor_maps = "{{.*}} 8 64 128{{.}}0A"
+// FOUR: tilegpu.tensor_maps = "{{.*}} 8 64 128 @{{[0-9]+:[^\\]+}}{{.}}0A"
 // FOUR: tilegpu.tma_load {{.*}}multicast = 4 : i64
 
 // Without warp specialisation there is no release barrier the other CTAs

@@ -7,7 +7,7 @@
 // waited for on its mbarrier phase before the first dot, refilled after the
 // second (each copy only for an iteration that exists: nothing to drain
 // after the loop).
-// CHECK:     tilegpu.tensor_maps = "1 6 2 4 1 -1 64 -1 64 -1 1 64 64 128\0A"
+// CHECK:     tilegpu.tensor_maps = "1 6 2 4 1 -1 64 -1 64 -1 1 64 64 128 @{{[0-9]+:[^\\]+}}\0A"
 // CHECK:     %[[R:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[64, 64] x bf16
 // CHECK-NOT: tilegpu.alloc_shared
 // CHECK:     tilegpu.tma_init %[[R]]

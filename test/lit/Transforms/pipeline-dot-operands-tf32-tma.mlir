@@ -8,7 +8,7 @@
 // the wgmma reads the stages as they are: no rounding in place, no fence or
 // barrier between the mbarrier wait and the wgmma. (cp.async rings of f32
 // are still rounded in place: pipeline-dot-operands-tf32-wgmma.mlir.)
-// CHECK: tilegpu.tensor_maps = "{{.*}}\0A0 7 2 {{.*}} 128 tf32\0A1 7 2 {{.*}} 128 tf32\0A"
+// CHECK: tilegpu.tensor_maps = "{{.*}}\0A0 7 2 {{.*}} 128 tf32 @{{[0-9]+:[^\\]+}}\0A1 7 2 {{.*}} 128 tf32 @{{[0-9]+:[^\\]+}}\0A"
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers, tf32} : <3 x[64, 32] x f32
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared {tf32} : <3 x[64, 32] x f32
 // CHECK: scf.for

@@ -11,7 +11,7 @@
 // without a drain. Each ring gets its own tensor map: A's 64 x 32 bf16
 // boxes with rows of 64 bytes (64-byte swizzle), B's 32 x 64 with 128-byte
 // rows (128-byte swizzle).
-// CHECK: tilegpu.tensor_maps = "{{.*}}\0A0 6 2 -1 128 3 1 3 1 -1 1 64 32 64\0A1 6 2 3 1 -1 128 -1 128 -1 1 32 64 128\0A"
+// CHECK: tilegpu.tensor_maps = "{{.*}}\0A0 6 2 -1 128 3 1 3 1 -1 1 64 32 64 @{{[0-9]+:[^\\]+}}\0A1 6 2 3 1 -1 128 -1 128 -1 1 32 64 128 @{{[0-9]+:[^\\]+}}\0A"
 // CHECK: %[[A:.*]] = tilegpu.alloc_shared {mbarriers} : <3 x[64, 32] x bf16
 // CHECK: tilegpu.tma_init %[[A]]
 // CHECK: %[[B:.*]] = tilegpu.alloc_shared : <3 x[32, 64] x bf16

@@ -6,9 +6,10 @@
 // 0, bf16 = dtype 6, rank 2: extents args 2 and 3, strides arg 3 and the
 // constant 1, box 32 x 64, swizzled: only loaded through, its 128-byte rows
 // land in a 128-byte swizzled tile), the store's descriptor likewise over
-// argument 1 (only stored through: its rows are staged in such a tile); the
-// load and the store are marked for TMA with their swizzle.
-// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 128\0A"}
+// argument 1 (only stored through: its rows are staged in such a tile), each
+// record ending with its descriptor's file:line (@length:text, for the launch's
+// errors); the load and the store are marked for TMA with their swizzle.
+// CHECK: module attributes {tilegpu.tensor_maps = "0 6 2 2 1 3 1 3 1 -1 1 32 64 128 @{{[0-9]+:[^\\]+}}\0A1 6 2 2 1 3 1 3 1 -1 1 32 64 128 @{{[0-9]+:[^\\]+}}\0A"}
 // CHECK-LABEL: func.func @copy
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>})
 // CHECK: tile.make_tensor_descriptor {{.*}} {tilegpu.tensor_map = 4 : i32}
@@ -87,7 +88,7 @@ module {
 // of a multi-head buffer) is something the host can compute: the record
 // says argument 2 times 64 (and the extent argument 1 times 1).
 // Swizzled, its f32 rows land a 32-column box at a time (box 16 x 32).
-// CHECK: tilegpu.tensor_maps = "0 7 2 1 1 -1 4096 2 64 -1 1 16 32 128\0A"
+// CHECK: tilegpu.tensor_maps = "0 7 2 1 1 -1 4096 2 64 -1 1 16 32 128 @{{[0-9]+:[^\\]+}}\0A"
 // CHECK-LABEL: func.func @heads
 // CHECK: tile.descriptor_load {{.*}} {tilegpu.tma, tilegpu.tma_swizzle = 128 : i32}
 module {
