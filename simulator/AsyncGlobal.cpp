@@ -84,18 +84,17 @@ void checkAsyncGlobal(uintptr_t p, size_t bytes, AccessKind kind, uint32_t site)
       const char *verb = kind == AccessKind::Read    ? "reads"
                          : kind == AccessKind::Write ? "writes"
                                                      : "atomically updates";
-      const std::string who = detail::describeThread(detail::cta().current);
       const uintptr_t at = std::max(p, u.begin);
       if (use == AsyncGlobalUse::WrittenByBulkStore)
-        fail(site, fmt::format("{} {} global bytes (offset {} of the {}-byte access) that the "
+        fail(site, fmt::format("{} global bytes (offset {} of the {}-byte access) that the "
                                "cp.async.bulk.tensor store at {} (thread {}) may still be writing: "
                                "that thread's cp.async.bulk.wait_group (not .read) for it, then a "
                                "barrier, must come first",
-                               who, verb, at - p, bytes, siteDescription(u.site), u.thread));
-      fail(site, fmt::format("{} {} global bytes (offset {} of the {}-byte access) that the cp.async at {} "
+                               verb, at - p, bytes, siteDescription(u.site), u.thread));
+      fail(site, fmt::format("{} global bytes (offset {} of the {}-byte access) that the cp.async at {} "
                              "(thread {}) may still be reading: its cp.async.wait_group, then a barrier, "
                              "must come first",
-                             who, verb, at - p, bytes, siteDescription(u.site), u.thread));
+                             verb, at - p, bytes, siteDescription(u.site), u.thread));
     }
   }
 }

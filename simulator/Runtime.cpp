@@ -73,9 +73,7 @@ void judgeUninitialisedReads(Cta &c) {
   for (const PendingRead &r : c.uninitialisedReads)
     if (c.shadow[r.offset].writeEpoch < c.firstEpoch) {
       c.error = errorText(c, r.thread, r.site,
-                          fmt::format("{} reads shared byte {}, which no thread of this CTA had "
-                                      "written",
-                                      describeThread(r.thread), r.offset));
+                          fmt::format("reads shared byte {}, which no thread of this CTA had written", r.offset));
       break;
     }
   c.uninitialisedReads.clear();
@@ -177,12 +175,11 @@ void checkGlobal(Cta &c, uintptr_t p, size_t bytes, AccessKind kind, uint32_t si
     } else if (it != buffers.end()) {
       nearest = fmt::format(" ({} bytes before the start of '{}')", it->begin - p, it->name);
     }
-    fail(site, fmt::format("{} {} {} bytes out of bounds of every launch buffer{}",
-                           describeThread(c.current), verb, bytes, nearest));
+    fail(site, fmt::format("{} {} bytes out of bounds of every launch buffer{}", verb, bytes, nearest));
   }
   const Buffer &b = *std::prev(it);
   if (kind != AccessKind::Read && b.readonly)
-    fail(site, fmt::format("{} {} read-only buffer '{}' at byte {}", describeThread(c.current),
+    fail(site, fmt::format("{} read-only buffer '{}' at byte {}",
                            verb, b.name, p - b.begin));
 }
 
@@ -561,8 +558,7 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   auto addr = reinterpret_cast<uintptr_t>(p);
   // PTX requires naturally aligned accesses (a vector access: its whole size).
   if (bytes && (bytes & (bytes - 1)) == 0 && addr % bytes != 0)
-    fail(site, fmt::format("{} makes a misaligned {}-byte access (address {:#x})",
-                           describeThread(c.current), bytes, addr));
+    fail(site, fmt::format("makes a misaligned {}-byte access (address {:#x})", bytes, addr));
   if (space == Space::Global) {
     ++c.stats.globalAccesses;
     checkGlobal(c, addr, bytes, kind, site);
@@ -572,9 +568,8 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   ++c.stats.sharedAccesses;
   auto base = reinterpret_cast<uintptr_t>(c.shared.data());
   if (addr < base || addr + bytes > base + c.shared.size())
-    fail(site, fmt::format("{} accesses {} bytes at shared offset {} outside the CTA's {} bytes "
-                           "of shared memory",
-                           describeThread(c.current), bytes, int64_t(addr - base), c.shared.size()));
+    fail(site, fmt::format("accesses {} bytes at shared offset {} outside the CTA's {} bytes of shared memory", bytes,
+                           int64_t(addr - base), c.shared.size()));
   if (c.config->detectRaces)
     raceCheck(c, addr - base, bytes, kind, site);
   if (kind == AccessKind::Read)
@@ -584,10 +579,10 @@ void checkAccess(const void *p, size_t bytes, AccessKind kind, Space space, uint
   if (kind != AccessKind::Read) {
     for (size_t i = 0; i < bytes; ++i)
       if (c.asyncReads[addr - base + i])
-        fail(site, fmt::format("{} writes shared byte {}, which the asynchronous read at {} may "
+        fail(site, fmt::format("writes shared byte {}, which the asynchronous read at {} may "
                                "still be reading (no wgmma.wait_group, or for a bulk store "
                                "cp.async.bulk.wait_group.read, has completed it)",
-                               describeThread(c.current), addr - base + i,
+                               addr - base + i,
                                siteText(c, c.asyncReadSites[addr - base + i])));
     const ProxyWrite w{uint32_t(c.current) + 1, c.proxyFences[size_t(c.current)], site};
     std::fill_n(c.proxyWrites.begin() + ptrdiff_t(addr - base), bytes, w);
