@@ -190,18 +190,19 @@ using namespace tegula::dsl;
 // tensor
 //===----------------------------------------------------------------------===//
 
-DType tensor::dtype(Loc loc) const { return toDType(elementOf(unwrap(*this, loc))); }
+// (The type alone: not a read of the value.)
+DType tensor::dtype(Loc loc) const { return toDType(elementOf(unwrapForType(*this, loc))); }
 bool tensor::is_pointer(Loc loc) const {
-  return isa<tile::PtrType>(elementOf(unwrap(*this, loc)));
+  return isa<tile::PtrType>(elementOf(unwrapForType(*this, loc)));
 }
 Shape tensor::shape(Loc loc) const {
-  auto s = shapeOf(unwrap(*this, loc));
+  auto s = shapeOf(unwrapForType(*this, loc));
   return Shape(s.begin(), s.end());
 }
 std::string tensor::type_str(Loc loc) const {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << unwrap(*this, loc).getType();
+  os << unwrapForType(*this, loc).getType();
   return s;
 }
 

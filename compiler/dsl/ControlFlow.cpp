@@ -248,7 +248,7 @@ range::iterator range::begin() {
   if (!body->empty() && isa<scf::YieldOp>(body->back()))
     body->back().erase();
   ts.builder.setInsertionPointToEnd(body);
-  openFrame(ts, TraceFrame::Kind::Range, &state_->op.getRegion(), &state_->carried, state_->loc);
+  openFrame(ts, TraceFrame::Kind::Range, state_->op, &state_->carried, state_->loc);
   for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
     *t = wrap(arg);
   state_->index = state_->op.getInductionVar();
@@ -308,7 +308,9 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   // Before: the condition, on the carried values; it passes them on (as it
   // may have changed them) to the body, or out of the loop.
   Block *before = ts.builder.createBlock(&loop.getBefore(), {}, types, locs);
-  std::optional<FrameGuard> frame(std::in_place, ts, TraceFrame::Kind::While, &loop.getBefore(), &carried, cond.loc);
+  // One frame for the condition and the body: a variable the condition
+  // reads and the body reassigns is stale as surely as one the body reads.
+  std::optional<FrameGuard> frame(std::in_place, ts, TraceFrame::Kind::While, loop, &carried, cond.loc);
   for (auto [t, arg] : llvm::zip(carried, before->getArguments()))
     *t = wrap(arg);
   Value c = unwrap(cond.fn(), cond.loc);
@@ -320,8 +322,6 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   scf::ConditionOp::create(ts.builder, l, c, carriedValues(carried, types, "tl::while_", cond.loc, "in the condition"));
   // After: the body.
   Block *after = ts.builder.createBlock(&loop.getAfter(), {}, types, locs);
-  frame.reset();
-  frame.emplace(ts, TraceFrame::Kind::While, &loop.getAfter(), &carried, cond.loc);
   for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
     *t = wrap(arg);
   body();
@@ -348,7 +348,6 @@ Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchF
 
   auto traceBranch = [&](Block *block, BranchFn fn, void *closure, Yielded &out) {
     ts.builder.setInsertionPointToEnd(block);
-    FrameGuard frame(ts, TraceFrame::Kind::If, block->getParent(), nullptr, loc);
     fn(closure, out);
     SmallVector<Value> vals;
     for (const tensor &t : out.values)

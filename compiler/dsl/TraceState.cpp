@@ -44,6 +44,12 @@ Location toLoc(MLIRContext *ctx, const std::source_location &loc) {
 }
 
 Value unwrap(const tl::tensor &t, const std::source_location &loc) {
+  Value v = unwrapForType(t, loc);
+  tl::detail::note_read(t, loc);
+  return v;
+}
+
+Value unwrapForType(const tl::tensor &t, const std::source_location &loc) {
   if (!t.impl())
     fail(loc, "use of an empty tl::tensor (declared but never assigned)");
   if (!activeTrace || t.trace_id() != activeTrace->id)
@@ -52,22 +58,21 @@ Value unwrap(const tl::tensor &t, const std::source_location &loc) {
               "made them");
   Value v = Value::getFromOpaquePointer(t.impl());
   checkInScope(*activeTrace, v, loc);
-  tl::detail::note_read(t);
   return v;
 }
 
-void openFrame(TraceState &ts, TraceFrame::Kind kind, Region *region, const std::vector<tl::tensor *> *carried,
+void openFrame(TraceState &ts, TraceFrame::Kind kind, Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc) {
-  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, region, carried, {}, loc});
+  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc});
 }
 void closeFrame(TraceState &ts) {
   if (!ts.frames.empty())
     ts.frames.pop_back();
 }
-FrameGuard::FrameGuard(TraceState &state, TraceFrame::Kind kind, Region *region,
+FrameGuard::FrameGuard(TraceState &state, TraceFrame::Kind kind, Operation *op,
                        const std::vector<tl::tensor *> *carried, const std::source_location &loc)
     : ts(state) {
-  openFrame(ts, kind, region, carried, loc);
+  openFrame(ts, kind, op, carried, loc);
 }
 FrameGuard::~FrameGuard() { closeFrame(ts); }
 
@@ -407,54 +412,58 @@ uint32_t trace_scope() {
   return ts && !ts->frames.empty() ? ts->frames.back().serial : 0;
 }
 
-void note_read(const tensor &t) {
+void note_read(const tensor &t) { note_read(t, std::source_location()); }
+
+void note_read(const tensor &t, const std::source_location &loc) {
   dsl::TraceState *ts = activeTraceState();
   if (!ts || ts->frames.empty() || !t.impl() || t.trace_id() != ts->id)
     return;
   mlir::Region *defined = mlir::Value::getFromOpaquePointer(t.impl()).getParentRegion();
+  mlir::Operation *definedIn = defined ? defined->getParentOp() : nullptr;
   for (dsl::TraceFrame &f : ts->frames)
-    if (t.scope() < f.serial && !(defined && f.region->isAncestor(defined)))
-      f.reads.insert(&t);
+    if (t.scope() < f.serial && !f.assigned.contains(&t) && !(definedIn && f.op->isAncestor(definedIn))) {
+      auto [read, added] = f.reads.try_emplace(&t, loc);
+      if (!added && !read->second.line()) // a copy's read first, then its operand's line
+        read->second = loc;
+    }
 }
 
 void note_assign(const tensor &to, const tensor &from) {
   dsl::TraceState *ts = activeTraceState();
-  // (The same value again changes nothing: a block pointer's base and
-  // strides when it is advanced.)
-  if (!ts || ts->frames.empty() || to.impl() == from.impl())
+  if (!ts || ts->frames.empty())
     return;
+  // The same value again changes nothing (a block pointer's base and strides
+  // when it is advanced), but is an assignment all the same (`acc = zero`
+  // each iteration, acc made as zero before the loop).
+  const bool same = to.impl() == from.impl();
   for (auto f = ts->frames.rbegin(); f != ts->frames.rend(); ++f) {
-    if (to.scope() >= f->serial || !f->reads.contains(&to) || (f->carried && llvm::is_contained(*f->carried, &to)))
+    if (to.scope() >= f->serial || (f->carried && llvm::is_contained(*f->carried, &to)))
       continue;
-    // Where: the assigned value's line (the user's expression), else the loop's.
-    std::string where = fmt::format("{}:{}", f->loc.file_name(), f->loc.line());
+    auto read = f->reads.find(&to);
+    if (same || read == f->reads.end()) {
+      f->assigned.insert(&to); // its reads from now on see this iteration's value
+      continue;
+    }
+    // Where: the first read's line, else the assigned value's (a loop's own
+    // rebinding, its block argument or result: the loop's line).
+    std::string made;
     if (from.impl() && from.trace_id() == ts->id) {
-      // A loop's own rebinding (its block argument or result): the loop's line.
       mlir::Value v = mlir::Value::getFromOpaquePointer(from.impl());
       mlir::Location loc = v.getLoc();
       if (auto arg = dyn_cast<mlir::BlockArgument>(v); arg && arg.getOwner()->getParentOp())
         loc = arg.getOwner()->getParentOp()->getLoc();
-      if (std::string line = sourceLine(loc); !line.empty())
-        where = line;
+      made = sourceLine(loc);
     }
-    const unsigned line = f->loc.line();
-    switch (f->kind) {
-    case dsl::TraceFrame::Kind::Range:
-      throw Error(fmt::format("{}: error: a variable this tl::range body (line {}) reads is reassigned here but not "
-                              "carried, so every iteration would read its value from before the loop; list it as "
-                              "carried: tl::range(lo, hi, step, var) (or give the body a variable of its own)",
-                              where, line));
-    case dsl::TraceFrame::Kind::While:
-      throw Error(fmt::format("{}: error: a variable this tl::while_ body (line {}) reads is reassigned here but not "
-                              "carried, so every iteration would read its value from before the loop; list it as "
-                              "carried: tl::while_(cond, body, var) (or give the body a variable of its own)",
-                              where, line));
-    case dsl::TraceFrame::Kind::If:
-      throw Error(fmt::format("{}: error: a variable this tl::if_ branch (line {}) reads is reassigned here, but a "
-                              "value made in a branch cannot leave it that way; return it from both branches: "
-                              "x = tl::if_(c, [&] {{ return ...; }}, [&] {{ return x; }})",
-                              where, line));
-    }
+    const std::source_location &at = read->second;
+    std::string where = at.line() ? fmt::format("{}:{}", at.file_name(), at.line())
+                                  : !made.empty() ? made : fmt::format("{}:{}", f->loc.file_name(), f->loc.line());
+    const std::string reassigned = at.line() && !made.empty() ? fmt::format(" (to the value made at {})", made) : "";
+    const bool isRange = f->kind == dsl::TraceFrame::Kind::Range;
+    throw Error(fmt::format("{}: error: this reads a variable from before the {} loop (line {}) that the loop then "
+                            "reassigns{} without carrying it, so every iteration would read the value from before "
+                            "the loop; list it as carried: {} (or give the loop a variable of its own)",
+                            where, isRange ? "tl::range" : "tl::while_", f->loc.line(), reassigned,
+                            isRange ? "tl::range(lo, hi, step, var)" : "tl::while_(cond, body, var)"));
   }
 }
 } // namespace tegula::tl::detail

@@ -12,21 +12,25 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <fmt/format.h>
 
 namespace tegula::dsl {
 
-/// An open tl::range / tl::while_ body or tl::if_ branch, innermost last:
-/// the tensor objects made outside it that it read while they held a value
-/// from outside it. Reassigning one of those there, uncarried, is an error.
+/// An open tl::range or tl::while_ loop (condition and body), innermost
+/// last: the tensor objects made outside it that it read while they held a
+/// value from outside it, before assigning them (with the first read's line
+/// where known). Reassigning one of those in it, uncarried, is an error: every
+/// iteration would read the value from before the loop.
 struct TraceFrame {
-  enum class Kind { Range, While, If } kind;
-  uint32_t serial;       // tensors made in it have this scope (tl::tensor::scope)
-  mlir::Region *region;  // values made in it are defined in this region
-  const std::vector<tl::tensor *> *carried; // null: none (a branch)
-  llvm::SmallPtrSet<const tl::tensor *, 8> reads;
+  enum class Kind { Range, While } kind;
+  uint32_t serial;    // tensors made in it have this scope (tl::tensor::scope)
+  mlir::Operation *op; // the loop: values made in it are defined under it
+  const std::vector<tl::tensor *> *carried;
+  llvm::DenseMap<const tl::tensor *, std::source_location> reads;
+  llvm::SmallPtrSet<const tl::tensor *, 8> assigned; // in this iteration, before any read
   std::source_location loc;
 };
 
@@ -42,14 +46,14 @@ struct TraceState {
   explicit TraceState(mlir::MLIRContext *c);
 };
 
-/// Opens a frame for the body or branch being traced into `region` (the
-/// innermost from now on); closeFrame closes the innermost.
-void openFrame(TraceState &ts, TraceFrame::Kind kind, mlir::Region *region, const std::vector<tl::tensor *> *carried,
+/// Opens a frame for the loop `op` whose condition or body is being traced
+/// (the innermost from now on); closeFrame closes the innermost.
+void openFrame(TraceState &ts, TraceFrame::Kind kind, mlir::Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc);
 void closeFrame(TraceState &ts);
 /// openFrame ... closeFrame around a scope.
 struct FrameGuard {
-  FrameGuard(TraceState &ts, TraceFrame::Kind kind, mlir::Region *region, const std::vector<tl::tensor *> *carried,
+  FrameGuard(TraceState &ts, TraceFrame::Kind kind, mlir::Operation *op, const std::vector<tl::tensor *> *carried,
              const std::source_location &loc);
   ~FrameGuard();
   FrameGuard(const FrameGuard &) = delete;
@@ -73,6 +77,8 @@ struct TraceScope {
 mlir::Location toLoc(mlir::MLIRContext *ctx, const std::source_location &loc);
 
 mlir::Value unwrap(const tl::tensor &t, const std::source_location &loc);
+/// unwrap for the value's type alone (dtype, shape): not a read of it.
+mlir::Value unwrapForType(const tl::tensor &t, const std::source_location &loc);
 tl::tensor wrap(mlir::Value v);
 
 mlir::Type toMlirType(mlir::MLIRContext *ctx, DType t);

@@ -47,13 +47,14 @@ enum class atomic_op { add, max, min, xchg, and_, or_, xor_ };
 
 class tensor;
 namespace detail {
-/// Which open tl::range / tl::while_ body or tl::if_ branch of this thread's
-/// trace a tl::tensor object is made in (0: none), and the hooks by which a
-/// body that reads a variable from outside it and then reassigns it without
+/// Which open tl::range / tl::while_ loop of this thread's trace a
+/// tl::tensor object is made in (0: none), and the hooks by which a loop
+/// that reads a variable from outside it and then reassigns it without
 /// carrying it - `acc = acc + x` with acc not carried, which would read the
 /// value from before the loop in every iteration - is an error at the line.
 uint32_t trace_scope();
 void note_read(const tensor &t);
+void note_read(const tensor &t, const std::source_location &loc);
 void note_assign(const tensor &to, const tensor &from);
 } // namespace detail
 
@@ -62,9 +63,10 @@ class tensor {
 public:
   tensor() = default;
   /// A copy is a new object, made where it is made: it has the value, not
-  /// the scope, of `other`; an assignment keeps the object's scope.
-  tensor(const tensor &other) : impl_(other.impl_), trace_(other.trace_) {}
-  tensor(tensor &&other) noexcept : impl_(other.impl_), trace_(other.trace_) {}
+  /// the scope, of `other` (and reads it); an assignment keeps the object's
+  /// scope.
+  tensor(const tensor &other) : impl_(other.impl_), trace_(other.trace_) { detail::note_read(other); }
+  tensor(tensor &&other) noexcept : impl_(other.impl_), trace_(other.trace_) { detail::note_read(other); }
   tensor &operator=(const tensor &other) {
     detail::note_assign(*this, other);
     impl_ = other.impl_;
@@ -131,7 +133,7 @@ struct operand {
   double f = 0;
   Loc loc;
 
-  operand(const tensor &v, Loc l = Loc::current()) : kind(Kind::Tensor), t(v), loc(l) { detail::note_read(v); }
+  operand(const tensor &v, Loc l = Loc::current()) : kind(Kind::Tensor), t(v), loc(l) { detail::note_read(v, l); }
   operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   operand(long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   operand(long long v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
@@ -226,7 +228,7 @@ tensor operator!=(operand a, operand b);
 struct tile_operand {
   tensor t;
   Loc loc;
-  tile_operand(const tensor &v, Loc l = Loc::current()) : t(v), loc(l) {}
+  tile_operand(const tensor &v, Loc l = Loc::current()) : t(v), loc(l) { detail::note_read(v, l); }
 };
 tensor operator-(tile_operand a);
 tensor operator!(tile_operand a);

@@ -557,8 +557,7 @@ void scalar_reshape(tl::ptr<float> o) {
 void escapes_if(tl::ptr<float> o, tl::scalar<int32_t> n) {
   tl::tensor acc = tl::zeros({4}, tl::f32);
   for (auto i : tl::range(0, n, 1, acc)) {
-    // Assigned in a branch (not read there: that is LoopCarry's error), not returned.
-    tl::if_(i > 2, [&] { acc = tl::full({4}, 1.0f, tl::f32); });
+    tl::if_(i > 2, [&] { acc = acc + 1.0f; }); // reassigned in a branch, not returned
     FAILS_ON_NEXT_LINE();
     acc = acc * 2.0f;
   }

@@ -1,8 +1,8 @@
-// LoopCarryTest.cpp - a tl::range / tl::while_ body or tl::if_ branch that
-// reads a variable from outside it and then reassigns it without carrying
-// it is an error at the assignment (every iteration would read the value
-// from before the loop); assigning before reading, or a variable of the
-// body's own, is not.
+// LoopCarryTest.cpp - a tl::range or tl::while_ loop that reads a variable
+// from before it and then reassigns it without carrying it is an error at the
+// read (every iteration would read the value from before the loop); a
+// variable assigned before it is read in an iteration, one of the body's own,
+// or a tl::if_ branch's update used only in the branch, is not.
 #include "ErrorTestUtil.h"
 #include "TestUtil.h"
 #include "tegula/tegula.h"
@@ -37,7 +37,7 @@ void running_sum_uncarried(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int3
 TEST(LoopCarry, ReadThenReassignedInARangeBodyWithoutCarryingIsAnError) {
   std::vector<float> x(64, 1.0f), out(64);
   const std::string err = errorOf(kernel("running", running_sum_uncarried), {x, out, 64});
-  expectAtMarkedLine(err, "a variable this tl::range body (line");
+  expectAtMarkedLine(err, "this reads a variable from before the tl::range loop (line");
   EXPECT_THAT(err, HasSubstr("list it as carried: tl::range(lo, hi, step, var)"));
 }
 
@@ -65,13 +65,18 @@ void scratch_and_copies(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t
   tl::tensor offs;                      // scratch
   tl::tensor base = tl::arange(0, 16);
   tl::tensor p = base;                  // same value as base
+  tl::tensor q = base;
   tl::tensor scale = tl::full({16}, 2.0f, tl::f32);
+  tl::tensor one = tl::full({16}, 1.0f, tl::f32);
   for (auto k : tl::range(0, n, 16)) {
     offs = k + base;                    // written, then read
     p = base + k;                       // base is read; p was not
+    q = base;                           // reset from an outside value...
+    q = q + k;                          // ...then updated: this iteration's value
     tl::tensor s = scale;               // the body's own copy...
     s = s * 3.0f;                       // ...reassigned: fine
-    tl::store(out + offs, tl::load(x + p) * s);
+    one = tl::zeros_like(one) + 1.0f;   // its type alone is not a read
+    tl::store(out + offs, tl::load(x + p) * s * one + (q - p).to(tl::f32));
   }
 }
 
@@ -82,6 +87,33 @@ TEST(LoopCarry, ScratchVariablesAndBodyCopiesAreNotErrors) {
   kernel("scratch", scratch_and_copies)({.grid = one()}, x, out, 48);
   for (int i = 0; i < 48; ++i)
     ASSERT_EQ(out[i], 6.0f * float(i)) << i;
+}
+
+// A persistent kernel's tile loop resets acc from a zero tile made before it,
+// then its K loop carries acc: every tile starts from zero, as it should.
+void persistent_reset(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> tiles) {
+  tl::tensor zero = tl::zeros({16}, tl::f32);
+  tl::tensor acc = zero;
+  for (auto t : tl::range(0, tiles, 1)) {
+    acc = zero;
+    for (auto k : tl::range(0, 4, 1, acc))
+      acc = acc + tl::load(x + (t * 4 + k) * 16 + tl::arange(0, 16));
+    tl::store(out + t * 16 + tl::arange(0, 16), acc);
+  }
+}
+
+TEST(LoopCarry, AVariableResetFromOutsideInEachIterationIsNotAnError) {
+  std::vector<float> x(3 * 4 * 16), out(3 * 16);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i % 7);
+  kernel("persistent", persistent_reset)({.grid = one()}, x, out, 3);
+  for (int t = 0; t < 3; ++t)
+    for (int j = 0; j < 16; ++j) {
+      float sum = 0;
+      for (int k = 0; k < 4; ++k)
+        sum += x[size_t((t * 4 + k) * 16 + j)];
+      ASSERT_EQ(out[size_t(t * 16 + j)], sum) << t << " " << j;
+    }
 }
 
 // An inner loop carries acc, the outer one does not: each outer iteration
@@ -99,7 +131,8 @@ void nested_outer_uncarried(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int
 TEST(LoopCarry, AnOuterLoopMustCarryWhatItsInnerLoopCarries) {
   std::vector<float> x(64, 1.0f), out(64);
   const std::string err = errorOf(kernel("nested", nested_outer_uncarried), {x, out, 64});
-  expectAtMarkedLine(err, fmt::format("a variable this tl::range body (line {}) reads", tegula::testing::g_line - 2));
+  expectAtMarkedLine(err, fmt::format("this reads a variable from before the tl::range loop (line {})",
+                                      tegula::testing::g_line - 2));
 }
 
 void while_uncarried(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
@@ -118,32 +151,96 @@ void while_uncarried(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
 TEST(LoopCarry, ReadThenReassignedInAWhileBodyWithoutCarryingIsAnError) {
   std::vector<int32_t> out(1);
   const std::string err = errorOf(kernel("while_uncarried", while_uncarried), {out, 5});
-  expectAtMarkedLine(err, "a variable this tl::while_ body (line");
+  expectAtMarkedLine(err, "this reads a variable from before the tl::while_ loop (line");
   EXPECT_THAT(err, HasSubstr("tl::while_(cond, body, var)"));
 }
 
-void branch_assigns(tl::ptr<float> x, tl::scalar<int32_t> n) {
-  tl::tensor v = tl::load(x + tl::arange(0, 16));
-  tl::if_(n > 0, [&] {
-    FAILS_ON_NEXT_LINE();
-    v = v * 2.0f;
-  });
-  tl::store(x + tl::arange(0, 16), v * 1.0f + 0.0f);
+// The condition reads cur, the body reassigns it uncarried: the condition
+// would test the value from before the loop forever.
+void while_condition_reads(tl::ptr<int32_t> next, tl::ptr<int32_t> out) {
+  tl::tensor i = tl::zeros({}, tl::i32);
+  tl::tensor cur = tl::load(next);
+  FAILS_ON_NEXT_LINE();
+  tl::while_([&] { return cur != 0; },
+             [&] {
+               cur = tl::load(next + cur);
+               i = i + 1;
+             },
+             i);
+  tl::store(out, i);
 }
 
-TEST(LoopCarry, ReadThenReassignedInAnIfBranchIsAnError) {
-  std::vector<float> x(16, 1.0f);
-  const std::string err = errorOf(kernel("branch", branch_assigns), {x, 1});
-  expectAtMarkedLine(err, "a variable this tl::if_ branch (line");
-  EXPECT_THAT(err, HasSubstr("return it from both branches"));
+TEST(LoopCarry, AWhileConditionsReadOfWhatTheBodyReassignsIsAnError) {
+  std::vector<int32_t> next = {1, 2, 3, 0}, out(1);
+  expectAtMarkedLine(errorOf(kernel("chase", while_condition_reads), {next, out}),
+                     "this reads a variable from before the tl::while_ loop (line");
+}
+
+// Reads by copy and by a unary operator count.
+void copy_then_assign(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  tl::tensor sign = tl::full({16}, 1.0f, tl::f32);
+  for (auto k : tl::range(0, n, 16)) {
+    tl::tensor old = acc;
+    acc = old + tl::load(x + k + tl::arange(0, 16));
+    sign = -sign;
+    tl::store(out + k + tl::arange(0, 16), acc * sign);
+  }
+}
+void unary_minus(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor sign = tl::full({16}, 1.0f, tl::f32);
+  for (auto k : tl::range(0, n, 16)) {
+    FAILS_ON_NEXT_LINE();
+    sign = -sign;
+    tl::store(out + k + tl::arange(0, 16), sign);
+  }
+}
+
+TEST(LoopCarry, ReadsByCopyAndByUnaryOperatorsCount) {
+  std::vector<float> x(64), out(64);
+  EXPECT_THAT(errorOf(kernel("copy", copy_then_assign), {x, out, 64}),
+              HasSubstr("this reads a variable from before the tl::range loop"));
+  expectAtMarkedLine(errorOf(kernel("minus", unary_minus), {out, 64}),
+                     "this reads a variable from before the tl::range loop (line");
+}
+
+// A branch runs at most once: its update of a variable used only in the
+// branch reads nothing stale.
+void branch_updates(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  tl::if_(n > 0, [&] {
+    v = v * 2.0f;
+    tl::store(x + tl::arange(0, 16), v);
+  });
+}
+
+// In a loop, the same branch reads the value from before the loop.
+void branch_in_loop(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::load(x + tl::arange(0, 16));
+  for (auto k : tl::range(0, n, 1)) {
+    tl::if_(k > 0, [&] {
+      FAILS_ON_NEXT_LINE();
+      v = v * 2.0f;
+      tl::store(x + tl::arange(0, 16), v);
+    });
+  }
+}
+
+TEST(LoopCarry, AnIfBranchMayUpdateWhatOnlyItUsesButNotInAnUncarriedLoop) {
+  std::vector<float> x(16, 1.5f);
+  kernel("branch", branch_updates)({.grid = one()}, x, 1);
+  EXPECT_EQ(x[0], 3.0f);
+  EXPECT_EQ(x[15], 3.0f);
+  expectAtMarkedLine(errorOf(kernel("branch_loop", branch_in_loop), {x, 3}),
+                     "this reads a variable from before the tl::range loop (line");
 }
 
 // A block pointer advanced in a body without carrying it.
 void block_ptr_uncarried(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
   auto p = tl::make_block_ptr(x, {n}, {1}, {0}, {16});
   for (auto k : tl::range(0, n, 16)) {
+    FAILS_ON_NEXT_LINE(); // the offset's first read
     tl::store(out + k + tl::arange(0, 16), tl::load(p));
-    FAILS_ON_NEXT_LINE();
     p = tl::advance(p, {16});
   }
 }
@@ -151,7 +248,7 @@ void block_ptr_uncarried(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_
 TEST(LoopCarry, ABlockPointerAdvancedWithoutCarryingIsAnError) {
   std::vector<float> x(64, 1.0f), out(64);
   const std::string err = errorOf(kernel("bp", block_ptr_uncarried), {x, out, 64});
-  expectAtMarkedLine(err, "a variable this tl::range body (line");
+  expectAtMarkedLine(err, "this reads a variable from before the tl::range loop (line");
 }
 
 } // namespace
