@@ -40,14 +40,20 @@ std::string locString(Location loc) {
   return "<unknown>";
 }
 
-std::string indexString(const std::vector<int64_t> &shape, size_t flat) {
-  if (shape.empty())
-    return "scalar";
+/// The coordinates of row-major element `flat` of a tile of `shape`.
+std::vector<int64_t> unflatten(const std::vector<int64_t> &shape, size_t flat) {
   std::vector<int64_t> idx(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
     idx[d] = int64_t(flat) % shape[d];
     flat /= size_t(shape[d]);
   }
+  return idx;
+}
+
+std::string indexString(const std::vector<int64_t> &shape, size_t flat) {
+  if (shape.empty())
+    return "scalar";
+  const std::vector<int64_t> idx = unflatten(shape, flat);
   std::string s = "[";
   for (size_t d = 0; d < idx.size(); ++d)
     s += (d ? ", " : "") + std::to_string(idx[d]);
@@ -848,12 +854,9 @@ private:
       for (int d = 0; d < 3; ++d)
         record.program[d] = uint32_t(pid_[d]);
       record.rank = uint32_t(std::min<size_t>(cond.shape.size(), runtime::kErrorReportMaxRank));
-      size_t flat = k;
-      for (size_t d = cond.shape.size(); d-- > 0;) {
-        if (d < record.rank)
-          record.index[d] = int32_t(int64_t(flat) % cond.shape[d]);
-        flat /= size_t(cond.shape[d]);
-      }
+      const std::vector<int64_t> index = unflatten(cond.shape, k);
+      for (uint32_t d = 0; d < record.rank; ++d)
+        record.index[d] = int32_t(index[d]);
       const std::string site = siteText(a.getLoc(), runtime::deviceAssertionMessage(a.getMessage().str()));
       throw Error(fmt::format("kernel '{}' stopped: {}", launch_.kernelName, runtime::describeDeviceError(record, {site})));
     }

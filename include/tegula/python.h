@@ -61,11 +61,8 @@ public:
     auto fail = [&](const std::string &what) {
       throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " + what);
     };
-    if (param_names.size() != sizeof...(P))
-      fail("kernel '" + name + "' has " + std::to_string(sizeof...(P)) + " parameters but " +
-           std::to_string(param_names.size()) + " names were given");
     std::optional<Kernel> k;
-    try {
+    try { // (it checks the names: as many as parameters, none twice)
       k = tegula::kernel(name, fn, param_names);
     } catch (const Error &e) {
       fail(e.what());
