@@ -414,10 +414,14 @@ struct InstrumentForSimulatorPass
     i64 = IntegerType::get(ctx, 64);
     DataLayout layout(module);
 
-    // Shared-memory globals: consecutive 16-byte aligned offsets.
+    // Shared-memory globals: consecutive 16-byte aligned offsets. The error
+    // report's globals: which word of the report each is.
     std::map<std::string, int64_t> sharedOffset;
+    std::map<std::string, int32_t> errorWord;
     int64_t sharedBytes = 0;
-    for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
+    for (auto global : module.getOps<LLVM::GlobalOp>()) {
+      if (auto word = global->getAttrOfType<IntegerAttr>(runtime::kErrorWordAttr))
+        errorWord[global.getSymName().str()] = int32_t(word.getInt());
       if (global.getAddrSpace() != 3)
         continue;
       sharedBytes = (sharedBytes + 15) / 16 * 16;
@@ -447,13 +451,6 @@ struct InstrumentForSimulatorPass
     SmallVector<LLVM::AddressOfOp> sharedRefs;
     bool failedWalk = false;
     SmallVector<LLVM::AddressOfOp> reportRefs;
-    // Which word of the error report a global is, if it is one.
-    auto errorWord = [&](LLVM::AddressOfOp ref) -> std::optional<int32_t> {
-      auto global = module.lookupSymbol<LLVM::GlobalOp>(ref.getGlobalName());
-      if (auto word = global ? global->getAttrOfType<IntegerAttr>(runtime::kErrorWordAttr) : IntegerAttr())
-        return int32_t(word.getInt());
-      return std::nullopt;
-    };
     module.walk([&](Operation *op) {
       auto space = [](Value p) { return cast<LLVM::LLVMPointerType>(p.getType()).getAddressSpace(); };
       if (op->hasAttr("tegula.error_report"))
@@ -470,7 +467,7 @@ struct InstrumentForSimulatorPass
         asmOps.push_back(a);
       else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && sharedOffset.count(a.getGlobalName().str()))
         sharedRefs.push_back(a);
-      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && errorWord(a))
+      else if (auto a = dyn_cast<LLVM::AddressOfOp>(op); a && errorWord.count(a.getGlobalName().str()))
         reportRefs.push_back(a);
       else if (isa<LLVM::Trap>(op))
         traps.push_back(op);
@@ -509,13 +506,13 @@ struct InstrumentForSimulatorPass
     // The report's words are the launch's (SimErrorReport), reset for each.
     for (LLVM::AddressOfOp ref : reportRefs) {
       OpBuilder b(ref);
-      const int32_t which = *errorWord(ref);
+      const int32_t which = errorWord[ref.getGlobalName().str()];
       ref.getResult().replaceAllUsesWith(
           call(b, ref.getLoc(), hook("__tegula_sim_error_word", ptrType, {i32}), {i32Const(b, ref.getLoc(), which)}));
       ref.erase();
     }
     for (auto global : llvm::make_early_inc_range(module.getOps<LLVM::GlobalOp>())) {
-      if (sharedOffset.count(global.getSymName().str()) || global->hasAttr(runtime::kErrorWordAttr))
+      if (sharedOffset.count(global.getSymName().str()) || errorWord.count(global.getSymName().str()))
         global.erase();
       else if (global.getAddrSpace() != 0)
         global.setAddrSpace(0);
