@@ -1,7 +1,7 @@
 //===- DebugOpsToLLVM.cpp - tile.print and tile.assert on the GPU ---------===//
 //
 // print: every element once, by the thread and register that own it, as
-// `pid (x, y, z) idx (i, j) PREFIX value` (a scalar by thread 0), through
+// `[kernel] pid (x, y, z) idx (i, j) PREFIX value` (a scalar by thread 0), through
 // CUDA's vprintf: the format string is a module constant, the arguments go
 // through a local buffer (floats widened to double).
 // assert: where the condition is false, stop with a report (the program and
@@ -181,6 +181,10 @@ struct PrintPattern : OpConversionPattern<tile::PrintOp> {
                     NVVM::BlockIdZOp::create(rw, loc, i32)};
     Value tid = programThreadIndex(rw, loc);
     Value thread0 = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rw, loc, 0));
+    // "[kernel]" first, as the interpreter prints: launches' lines interleave.
+    std::string kernelName;
+    for (char c : cast<SymbolOpInterface>(fn).getName().str())
+      kernelName += c == '%' ? std::string("%%") : std::string(1, c);
 
     auto emit = [&](Value cond, const std::string &idxFormat, ArrayRef<Value> idx, Value value) {
       std::string conv;
@@ -196,8 +200,8 @@ struct PrintPattern : OpConversionPattern<tile::PrintOp> {
       std::string prefix = op.getPrefix().str();
       if (!prefix.empty() && !conv.empty() && prefix.back() != ' ')
         prefix += ' ';
-      printIf(rw, loc, fn, cond, fmt::format("pid (%d, %d, %d){} {}{}\n", idxFormat, prefix, conv),
-              args);
+      printIf(rw, loc, fn, cond,
+              fmt::format("[{}] pid (%d, %d, %d){} {}{}\n", kernelName, idxFormat, prefix, conv), args);
     };
 
     for (auto [operand, values] : llvm::zip(op.getArgs(), adaptor.getArgs())) {

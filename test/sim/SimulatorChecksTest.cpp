@@ -118,8 +118,8 @@ TEST(SimChecks, PrintGoesThroughVprintf) {
   ::testing::internal::CaptureStdout();
   k({.grid = {2}, .num_warps = 1, .backend = Backend::Sim}, x, 7);
   std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_THAT(out, HasSubstr("pid (0, 0, 0) idx (3) v = 4.500000\n"));
-  EXPECT_THAT(out, HasSubstr("pid (1, 0, 0) n = 7\n"));
+  EXPECT_THAT(out, HasSubstr("[printer] pid (0, 0, 0) idx (3) v = 4.500000\n"));
+  EXPECT_THAT(out, HasSubstr("[printer] pid (1, 0, 0) n = 7\n"));
 }
 
 TEST(SimChecks, UnknownBackendListsSim) {
