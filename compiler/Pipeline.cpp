@@ -20,6 +20,7 @@ namespace {
 /// First half: layouts for every tile, then the vector width of accesses.
 void addLayoutPasses(mlir::OpPassManager &pm, const GpuPipelineOptions &o) {
   const std::string chip = o.layoutChip();
+  pm.addPass(createDropInterpreterChecks());
   pm.addPass(createDefineArithEdgeCases());
   if (chip == "sm_90a" && o.useTma)
     pm.addPass(createUseTma());

@@ -76,11 +76,23 @@ BlockAccess blockAccess(const block_ptr &p, const std::vector<int> &boundary_che
   for (int d = 0; d < rank; ++d) {
     tensor i = alongDimension(arange(0, int(p.block_shape()[size_t(d)]), loc).to(i64, loc), d, rank, loc);
     access.pointers = at(access.pointers, loc) + at(at(i, loc) * at(p.stride(d, loc), loc), loc);
-    if (!checked[size_t(d)])
-      continue;
     tensor index = at(p.offset(d, loc).to(i64, loc), loc) + at(i, loc);
     tensor inside = at(at(index, loc) >= operand(0, loc), loc) & at(at(index, loc) < at(p.extent(d, loc), loc), loc);
-    access.mask = access.mask.impl() ? at(access.mask, loc) & at(inside, loc) : inside;
+    if (checked[size_t(d)]) {
+      access.mask = access.mask.impl() ? at(access.mask, loc) & at(inside, loc) : inside;
+      continue;
+    }
+    // Unchecked, the block must stay inside the tensor (Triton's rule):
+    // past it, compiled code reads the next row's elements or another
+    // tensor's. The interpreter says so; the GPU pipeline drops the check.
+    TraceState &ts = current(loc);
+    tile::AssertOp::create(
+        ts.builder, toLoc(ts.ctx, loc), unwrap(inside.broadcast_to(p.block_shape(), loc), loc),
+        fmt::format("{} through a tl::block_ptr: the block reaches outside the tensor along dimension {}, which "
+                    "boundary_check does not name (offset + index must lie in [0, extent)); name {} in "
+                    "boundary_check to mask it, or keep the block inside",
+                    fn, d, d),
+        /*interpreter_only=*/true);
   }
   access.pointers = access.pointers.broadcast_to(p.block_shape(), loc);
   if (access.mask.impl())

@@ -857,7 +857,10 @@ private:
       const std::vector<int64_t> index = unflatten(cond.shape, k);
       for (uint32_t d = 0; d < record.rank; ++d)
         record.index[d] = int32_t(index[d]);
-      const std::string site = siteText(a.getLoc(), runtime::deviceAssertionMessage(a.getMessage().str()));
+      // The DSL's own checks (interpreter_only) say their rule, not an assertion.
+      const std::string message = a.getInterpreterOnly() ? a.getMessage().str()
+                                                         : runtime::deviceAssertionMessage(a.getMessage().str());
+      const std::string site = siteText(a.getLoc(), message);
       throw Error(fmt::format("kernel '{}' stopped: {}", launch_.kernelName, runtime::describeDeviceError(record, {site})));
     }
   }

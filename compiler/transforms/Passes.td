@@ -4,6 +4,18 @@
 
 include "mlir/Pass/PassBase.td"
 
+def DropInterpreterChecks : Pass<"drop-interpreter-checks", "mlir::ModuleOp"> {
+  let summary = "Erase the assertions only the interpreter checks";
+  let description = [{
+    `tile.assert ... {interpreter_only}` states a rule compiled code relies
+    on without checking it (a block pointer's dimensions outside
+    `boundary_check` stay inside the tensor, as Triton's do): the interpreter
+    checks it on every launch; compiled code does not pay for it. Runs first
+    in the GPU pipeline, so that the conditions' arithmetic, dead once the
+    assertion is gone, never reaches the layout passes.
+  }];
+}
+
 def DefineArithEdgeCases : Pass<"define-arith-edge-cases", "mlir::ModuleOp"> {
   let summary = "Give arith's undefined inputs the DSL's answers";
   let description = [{

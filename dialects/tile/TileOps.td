@@ -424,7 +424,14 @@ def Tile_DebugBarrierOp : Tile_Op<"debug_barrier",
 
 def Tile_AssertOp : Tile_Op<"assert", [MemoryEffects<[MemWrite<Tile_GlobalMemory>]>]> {
   let summary = "Stop the kernel with `message` where `cond` is false";
-  let arguments = (ins Tile_BoolLike:$cond, StrAttr:$message);
+  let description = [{
+    tl::device_assert, and the DSL's own checks of what the kernel states. An
+    `interpreter_only` assertion checks a rule compiled code relies on without
+    paying for it (a block pointer's unchecked dimensions stay inside the
+    tensor): the interpreter checks it as it checks tile.assume's promises,
+    and the GPU pipeline drops it first (drop-interpreter-checks).
+  }];
+  let arguments = (ins Tile_BoolLike:$cond, StrAttr:$message, UnitAttr:$interpreter_only);
   let assemblyFormat = "$cond `,` $message attr-dict `:` type($cond)";
 }
 

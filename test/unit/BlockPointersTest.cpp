@@ -389,3 +389,91 @@ TEST(BlockPointers, MistakesAreNamedAtTheUsersLine) {
                      "tl::if_ branches return block pointers (#0) of different blocks: [32] (order [0]) vs [64] "
                      "(order [0])");
 }
+
+namespace {
+
+int g_uncheckedLoadLine = 0, g_uncheckedStoreLine = 0;
+
+/// Copies the 4 x 8 block at (r0, c0) of x (rows x cols, row-major) to y,
+/// checking the rows only: the columns must stay inside the tensor.
+void rowsChecked(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> rows, tl::scalar<int32_t> cols,
+                 tl::scalar<int32_t> r0, tl::scalar<int32_t> c0) {
+  auto in = tl::make_block_ptr(x, {rows, cols}, {cols, 1}, {r0, c0}, {4, 8});
+  auto out = tl::make_block_ptr(y, {rows, cols}, {cols, 1}, {r0, c0}, {4, 8});
+  g_uncheckedLoadLine = __LINE__ + 1;
+  tl::tensor block = tl::load(in, {0});
+  g_uncheckedStoreLine = __LINE__ + 1;
+  tl::store(out, block, {0});
+}
+
+/// Advances a block past the end of x without reading there: no error.
+void advancesPastTheEnd(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> n) {
+  auto p = tl::make_block_ptr(x, {n}, {1}, {0}, {8});
+  tl::tensor sum = tl::zeros({8}, tl::f32);
+  for ([[maybe_unused]] auto i : tl::range(0, n, 8, sum, p)) {
+    sum = sum + tl::load(p);
+    p = tl::advance(p, {8});
+  }
+  tl::store(y + tl::arange(0, 8), sum);
+}
+
+} // namespace
+
+// Triton's rule: along a dimension boundary_check does not name, the block
+// stays inside the tensor (compiled code reads the next row's elements
+// there). The interpreter checks it on every access, at the user's line and
+// naming the element; compiled code does not pay for the check.
+TEST(BlockPointers, UncheckedDimensionsOutsideTheTensorAreNamedByTheInterpreter) {
+  const int rows = 6, cols = 12;
+  const std::vector<float> x = tegula::testing::random_vector<float>(size_t(rows) * cols);
+  auto k = kernel("rows_checked", rowsChecked, {"x", "y", "rows", "cols", "r0", "c0"});
+  std::vector<float> y(size_t(rows) * cols, 0.0f);
+  // Inside along the columns (rows overhang: checked): runs, copies the inside.
+  k({.grid = {1}, .backend = Backend::Interp}, x, y, rows, cols, 4, 4);
+  for (int r = 4; r < rows; ++r)
+    for (int c = 4; c < cols; ++c)
+      EXPECT_EQ(y[size_t(r) * cols + size_t(c)], x[size_t(r) * cols + size_t(c)]) << r << ", " << c;
+  // Columns 8..15 of 12: the load names dimension 1 and the first element
+  // outside (block row 0, column 4), at its line.
+  std::string err = tegula::testing::errorOf(k, {x, y, rows, cols, 0, 8});
+  EXPECT_THAT(err, HasSubstr(fmt::format("BlockPointersTest.cpp:{}: tl::load through a tl::block_ptr: the block "
+                                         "reaches outside the tensor along dimension 1, which boundary_check does "
+                                         "not name",
+                                         g_uncheckedLoadLine)))
+      << err;
+  EXPECT_THAT(err, AllOf(HasSubstr("kernel 'rows_checked' stopped: "), HasSubstr("name 1 in boundary_check"),
+                         HasSubstr("(pid (0, 0, 0) idx (0, 4))"), Not(HasSubstr("device assertion"))))
+      << err;
+  // A negative offset is outside too.
+  err = tegula::testing::errorOf(k, {x, y, rows, cols, 0, -1});
+  EXPECT_THAT(err, AllOf(HasSubstr(fmt::format(":{}: tl::load through", g_uncheckedLoadLine)),
+                         HasSubstr("idx (0, 0)")))
+      << err;
+  // The store is checked as the load is (here only the store is outside:
+  // the load's tensor is wider).
+  auto wide = kernel("rows_checked", +[](tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> rows,
+                                         tl::scalar<int32_t> cols, tl::scalar<int32_t> r0, tl::scalar<int32_t> c0) {
+    auto in = tl::make_block_ptr(x, {rows, cols + 8}, {cols, 1}, {r0, c0}, {4, 8});
+    tl::store(tl::make_block_ptr(y, {rows, cols}, {cols, 1}, {r0, c0}, {4, 8}), tl::load(in, {0}), {0});
+  }, {"x", "y", "rows", "cols", "r0", "c0"});
+  std::vector<float> big(size_t(rows) * cols + 8);
+  err = tegula::testing::errorOf(wide, {big, y, rows, cols, 0, 8});
+  EXPECT_THAT(err, AllOf(HasSubstr("tl::store through a tl::block_ptr: the block reaches outside the tensor along "
+                                   "dimension 1"),
+                         HasSubstr("idx (0, 4)")))
+      << err;
+  // Compiled code has no such check: the simulator's kernel reads the
+  // columns past the row's end (the next row's elements, inside x).
+  std::vector<float> z(size_t(rows) * cols, 0.0f);
+  k({.grid = {1}, .num_warps = 1, .backend = Backend::Sim}, x, z, rows, cols, 0, 8);
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 8; ++j)
+      EXPECT_EQ(z[size_t(r) * cols + 8 + size_t(j)], x[size_t(r) * cols + 8 + size_t(j)]) << r << ", " << j;
+  // Moving past the end without an access there is no error.
+  auto adv = kernel("advances", advancesPastTheEnd, {"x", "y", "n"});
+  std::vector<float> sums(8, 0.0f);
+  const std::vector<float> xs = tegula::testing::random_vector<float>(24);
+  adv({.grid = {1}, .backend = Backend::Interp}, xs, sums, 24);
+  for (int j = 0; j < 8; ++j)
+    EXPECT_FLOAT_EQ(sums[size_t(j)], xs[size_t(j)] + xs[size_t(j) + 8] + xs[size_t(j) + 16]) << j;
+}
