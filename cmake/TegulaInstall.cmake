@@ -3,6 +3,7 @@
 # tegula-opt, and a CMake package under P; a project then writes
 #   find_package(Tegula 0.1 REQUIRED)            # -DTegula_DIR=P/lib/cmake/Tegula
 #   target_link_libraries(app PRIVATE Tegula::tegula)
+# and P/lib/pkgconfig/tegula.pc serves builds without CMake.
 # The build tree is a package too (-DTegula_DIR=<build>), without installing.
 # Needs TEGULA_STATIC_LLVM (the one library a program links).
 include(GNUInstallDirs)
@@ -36,4 +37,12 @@ function(tegula_install_sdk)
                                    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
   install(FILES ${CMAKE_BINARY_DIR}/cmake/TegulaConfig.cmake ${CMAKE_BINARY_DIR}/TegulaConfigVersion.cmake
           DESTINATION ${TEGULA_CMAKE_PACKAGE_DIR} COMPONENT sdk)
+
+  # pkg-config, for builds without CMake; its paths are relative to the .pc
+  # file, so an installed prefix may be moved.
+  set(TEGULA_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  file(RELATIVE_PATH TEGULA_PC_PREFIX_FROM_PCDIR /prefix/${TEGULA_PKGCONFIG_DIR} /prefix)
+  string(REGEX REPLACE "/$" "" TEGULA_PC_PREFIX_FROM_PCDIR "${TEGULA_PC_PREFIX_FROM_PCDIR}")
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/tegula.pc.in ${CMAKE_BINARY_DIR}/cmake/tegula.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/cmake/tegula.pc DESTINATION ${TEGULA_PKGCONFIG_DIR} COMPONENT sdk)
 endfunction()

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ ccache
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools libzstd-dev
-  libfmt-dev libgtest-dev libgmock-dev nlohmann-json3-dev
+  libfmt-dev libgtest-dev libgmock-dev nlohmann-json3-dev pkgconf
 )
 
 missing=()
