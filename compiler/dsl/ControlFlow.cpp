@@ -271,6 +271,7 @@ range::iterator &range::iterator::operator++() {
   Location l = toLoc(ts.ctx, st.loc);
   refreshVectors(st, "in the loop body");
   SmallVector<Value> yields = carriedValues(st.carried, st.carriedTypes, "tl::range", st.loc, "in the loop body");
+  throwIfReplaced(ts);
   scf::YieldOp::create(ts.builder, l, yields);
   closeFrame(ts);
   ts.builder.setInsertionPointAfter(st.op);
@@ -325,6 +326,7 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
     *t = wrap(arg);
   body();
+  throwIfReplaced(ts);
   refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, carriedValues(carried, types, "tl::while_", cond.loc, "in the loop body"));
   frame.reset();

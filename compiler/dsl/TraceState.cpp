@@ -63,12 +63,32 @@ Value unwrapForType(const tl::tensor &t, const std::source_location &loc) {
 
 void openFrame(TraceState &ts, TraceFrame::Kind kind, Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc) {
-  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc});
+  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt});
 }
 void closeFrame(TraceState &ts) {
   if (!ts.frames.empty())
     ts.frames.pop_back();
 }
+std::string staleReadMessage(const TraceFrame &f, const std::string &where, const std::string &what) {
+  const bool isRange = f.kind == TraceFrame::Kind::Range;
+  return fmt::format("{}: error: this reads a variable from before the {} loop (line {}) that the loop then {} "
+                     "without carrying it, so every iteration would read the value from before the loop; list it "
+                     "as carried: {} (or give the loop a variable of its own)",
+                     where, isRange ? "tl::range" : "tl::while_", f.loc.line(), what,
+                     isRange ? "tl::range(lo, hi, step, var)" : "tl::while_(cond, body, var)");
+}
+
+void throwIfReplaced(TraceState &ts) {
+  if (ts.frames.empty() || !ts.frames.back().replacedRead)
+    return;
+  const TraceFrame &f = ts.frames.back();
+  const std::source_location &at = *f.replacedRead;
+  const std::source_location &line = at.line() ? at : f.loc;
+  throw Error(staleReadMessage(f, fmt::format("{}:{}", line.file_name(), line.line()),
+                               "replaces as a whole (a std::vector<tl::tensor> move-assigned, cleared or grown in "
+                               "the loop)"));
+}
+
 FrameGuard::FrameGuard(TraceState &state, TraceFrame::Kind kind, Operation *op,
                        const std::vector<tl::tensor *> *carried, const std::source_location &loc)
     : ts(state) {
@@ -458,12 +478,25 @@ void note_assign(const tensor &to, const tensor &from) {
     std::string where = at.line() ? fmt::format("{}:{}", at.file_name(), at.line())
                                   : !made.empty() ? made : fmt::format("{}:{}", f->loc.file_name(), f->loc.line());
     const std::string reassigned = at.line() && !made.empty() ? fmt::format(" (to the value made at {})", made) : "";
-    const bool isRange = f->kind == dsl::TraceFrame::Kind::Range;
-    throw Error(fmt::format("{}: error: this reads a variable from before the {} loop (line {}) that the loop then "
-                            "reassigns{} without carrying it, so every iteration would read the value from before "
-                            "the loop; list it as carried: {} (or give the loop a variable of its own)",
-                            where, isRange ? "tl::range" : "tl::while_", f->loc.line(), reassigned,
-                            isRange ? "tl::range(lo, hi, step, var)" : "tl::while_(cond, body, var)"));
+    throw Error(dsl::staleReadMessage(*f, where, "reassigns" + reassigned));
   }
+}
+
+void note_destroyed(const tensor &t) noexcept {
+  dsl::TraceState *ts = activeTraceState();
+  if (!ts || ts->frames.empty())
+    return;
+  for (dsl::TraceFrame &f : ts->frames) {
+    auto read = f.reads.find(&t);
+    if (read == f.reads.end())
+      continue;
+    // Read while it held the value from before the loop, and now gone: the
+    // holder was replaced as a whole. Said when the body ends.
+    if (!f.replacedRead && !(f.carried && llvm::is_contained(*f.carried, &t)))
+      f.replacedRead = read->second;
+    f.reads.erase(read); // the address may hold another tensor next
+  }
+  for (dsl::TraceFrame &f : ts->frames)
+    f.assigned.erase(&t);
 }
 } // namespace tegula::tl::detail

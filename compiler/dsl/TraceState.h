@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace tegula::dsl {
 
 /// An open tl::range or tl::while_ loop (condition and body), innermost
@@ -32,6 +34,10 @@ struct TraceFrame {
   llvm::DenseMap<const tl::tensor *, std::source_location> reads;
   llvm::SmallPtrSet<const tl::tensor *, 8> assigned; // in this iteration, before any read
   std::source_location loc;
+  /// The first read of an object the loop then destroyed uncarried (a
+  /// std::vector<tl::tensor> move-assigned, cleared or grown in it): said by
+  /// throwIfReplaced, since a destructor cannot throw.
+  std::optional<std::source_location> replacedRead;
 };
 
 struct TraceState {
@@ -51,6 +57,12 @@ struct TraceState {
 void openFrame(TraceState &ts, TraceFrame::Kind kind, mlir::Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc);
 void closeFrame(TraceState &ts);
+/// "WHERE: error: this reads a variable from before the ... loop (line N)
+/// that the loop then WHAT without carrying it, ...".
+std::string staleReadMessage(const TraceFrame &f, const std::string &where, const std::string &what);
+/// The innermost frame's uncarried whole-object replacement, as an error
+/// (before its loop's yield: not from a destructor).
+void throwIfReplaced(TraceState &ts);
 /// openFrame ... closeFrame around a scope.
 struct FrameGuard {
   FrameGuard(TraceState &ts, TraceFrame::Kind kind, mlir::Operation *op, const std::vector<tl::tensor *> *carried,

@@ -56,6 +56,9 @@ uint32_t trace_scope();
 void note_read(const tensor &t);
 void note_read(const tensor &t, const std::source_location &loc);
 void note_assign(const tensor &to, const tensor &from);
+/// An object destroyed (a std::vector<tl::tensor> move-assigned, cleared or
+/// grown): one a loop read from outside it is replaced, not carried.
+void note_destroyed(const tensor &t) noexcept;
 } // namespace detail
 
 /// A traced tile (or scalar, when rank 0) of values or of pointers.
@@ -74,7 +77,10 @@ public:
     return *this;
   }
   tensor &operator=(tensor &&other) { return *this = static_cast<const tensor &>(other); }
-  ~tensor() = default;
+  ~tensor() {
+    if (impl_)
+      detail::note_destroyed(*this);
+  }
 
   /// Element type (for a pointer tile: the pointee's type).
   DType dtype(Loc loc = Loc::current()) const;

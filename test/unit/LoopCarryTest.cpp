@@ -251,4 +251,64 @@ TEST(LoopCarry, ABlockPointerAdvancedWithoutCarryingIsAnError) {
   expectAtMarkedLine(err, "this reads a variable from before the tl::range loop (line");
 }
 
+// A std::vector<tl::tensor> from before the loop, read and then replaced as
+// a whole (move-assigned, cleared and refilled, or grown past its capacity):
+// its elements are destroyed, not assigned, and are an error all the same.
+void chunks_moved_into(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> acc(2, tl::zeros({16}, tl::f32));
+  for (auto k : tl::range(0, n, 32)) {
+    std::vector<tl::tensor> next;
+    for (int c = 0; c < 2; ++c) {
+      if (c == 0)
+        FAILS_ON_NEXT_LINE();
+      next.push_back(acc[size_t(c)] + tl::load(x + k + c * 16 + tl::arange(0, 16)));
+    }
+    acc = std::move(next);
+  }
+  tl::store(out + tl::arange(0, 16), acc[0]);
+}
+void chunks_cleared(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> acc(1, tl::zeros({16}, tl::f32));
+  tl::while_([&] { return n > 0; }, [&] {
+    FAILS_ON_NEXT_LINE();
+    tl::tensor sum = acc[0] + tl::load(x + tl::arange(0, 16));
+    acc.clear();
+    acc.push_back(sum);
+  });
+  tl::store(out + tl::arange(0, 16), acc[0]);
+}
+// Carried, the same replacement is the loop's update; a scratch vector
+// cleared and refilled before it is read is the body's own.
+void chunks_carried(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> acc(2, tl::zeros({16}, tl::f32));
+  std::vector<tl::tensor> scratch(2, tl::zeros({16}, tl::f32));
+  for (auto k : tl::range(0, n, 32, acc)) {
+    scratch.clear();
+    for (int c = 0; c < 2; ++c)
+      scratch.push_back(tl::load(x + k + c * 16 + tl::arange(0, 16)));
+    std::vector<tl::tensor> next;
+    for (int c = 0; c < 2; ++c)
+      next.push_back(acc[size_t(c)] + scratch[size_t(c)]);
+    acc = std::move(next);
+  }
+  tl::store(out + tl::arange(0, 16), acc[0] + acc[1]);
+}
+
+TEST(LoopCarry, AVectorReplacedAsAWholeWithoutCarryingIsAnError) {
+  std::vector<float> x(64, 1.0f), out(16);
+  std::string err = errorOf(kernel("moved", chunks_moved_into), {x, out, 64});
+  expectAtMarkedLine(err, "this reads a variable from before the tl::range loop (line");
+  EXPECT_THAT(err, HasSubstr("that the loop then replaces as a whole (a std::vector<tl::tensor> move-assigned, "
+                             "cleared or grown in the loop) without carrying it"));
+  err = errorOf(kernel("cleared", chunks_cleared), {x, out, 64});
+  expectAtMarkedLine(err, "this reads a variable from before the tl::while_ loop (line");
+  EXPECT_THAT(err, HasSubstr("list it as carried: tl::while_(cond, body, var)"));
+  std::vector<float> x2(64);
+  for (size_t i = 0; i < x2.size(); ++i)
+    x2[i] = float(i);
+  kernel("carried", chunks_carried)({.grid = one()}, x2, out, 64);
+  for (int j = 0; j < 16; ++j) // sum over k of x[k + j] + x[k + 16 + j], k = 0, 32
+    EXPECT_EQ(out[size_t(j)], float(j + (16 + j) + (32 + j) + (48 + j))) << j;
+}
+
 } // namespace
