@@ -66,13 +66,21 @@ GptConfig checkpoint_config(const SafetensorsFile &file, int n_head, const std::
   c.n_layer = int(blocks.size());
   c.vocab = int(wte->shape[0]), c.n_embd = int(wte->shape[1]), c.n_ctx = int(wpe->shape[0]);
   c.vocab_padded = int((c.vocab + 127) / 128 * 128);
+  int saidHeads = 0; // the file's own word, which a given count must not contradict
+  if (auto it = file.metadata().find("n_head"); it != file.metadata().end()) {
+    const std::string &v = it->second;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), saidHeads);
+    if (ec != std::errc() || end != v.data() + v.size() || saidHeads < 1)
+      throw Error(fmt::format("checkpoint: its metadata's n_head '{}' is not a positive integer", v));
+  }
+  if (n_head > 0 && saidHeads > 0 && n_head != saidHeads)
+    throw Error(fmt::format("checkpoint: {} heads were asked for (tegula-gpt --heads, Python n_head=), but the file's "
+                            "metadata says n_head {}: the model was trained with {}",
+                            n_head, saidHeads, saidHeads));
   if (n_head > 0) {
     c.n_head = n_head;
-  } else if (auto it = file.metadata().find("n_head"); it != file.metadata().end()) {
-    const std::string &v = it->second;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), c.n_head);
-    if (ec != std::errc() || end != v.data() + v.size() || c.n_head < 1)
-      throw Error(fmt::format("checkpoint: its metadata's n_head '{}' is not a positive integer", v));
+  } else if (saidHeads > 0) {
+    c.n_head = saidHeads;
   } else if (!config_json.empty() && std::filesystem::exists(config_json)) {
     c.n_head = headsFromJson(config_json);
   } else {

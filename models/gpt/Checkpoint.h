@@ -18,8 +18,8 @@ namespace tegula::gpt {
 class SafetensorsFile;
 
 /// The configuration of `file`'s model (vocab_padded: the vocabulary rounded
-/// up to a multiple of 128). n_head: `n_head` when > 0, else the metadata's
-/// "n_head", else "n_head" of the JSON file `config_json` (when not empty
+/// up to a multiple of 128). n_head: `n_head` when > 0 (an error where the
+/// metadata's "n_head" says otherwise), else the metadata's "n_head", else "n_head" of the JSON file `config_json` (when not empty
 /// and present); throws tegula::Error naming what is missing or inconsistent.
 GptConfig checkpoint_config(const SafetensorsFile &file, int n_head = 0, const std::string &config_json = "");
 

@@ -316,7 +316,39 @@ Arg GptModel::weights(const std::string &name) const {
   return (weightCopy_.size() ? weightCopy_ : paramArena_).view(p.offset, p.numel());
 }
 
+namespace {
+/// Hugging Face's GPT-2 attention buffers (h.N.attn.bias / masked_bias):
+/// the causal mask, not parameters.
+bool isCausalMaskBuffer(std::string_view name) {
+  if (name.rfind("h.", 0) != 0)
+    return false;
+  const size_t dot = name.find('.', 2);
+  if (dot == std::string_view::npos || dot == 2 ||
+      name.substr(2, dot - 2).find_first_not_of("0123456789") != std::string_view::npos)
+    return false;
+  const std::string_view rest = name.substr(dot + 1);
+  return rest == "attn.bias" || rest == "attn.masked_bias";
+}
+} // namespace
+
 void GptModel::load(const SafetensorsFile &file) {
+  // Every tensor of the file is one of the model's (a checkpoint of more
+  // layers, or of another model, would load in part and run silently).
+  std::vector<std::string> unexpected;
+  for (const std::string &key : file.names()) {
+    const std::string name = key.rfind("transformer.", 0) == 0 ? key.substr(12) : key;
+    const bool known = std::any_of(params_.begin(), params_.end(), [&](const ParamSpec &p) { return p.name == name; });
+    if (!known && name != "lm_head.weight" && !isCausalMaskBuffer(name))
+      unexpected.push_back(key);
+  }
+  if (!unexpected.empty()) {
+    const size_t shown = std::min<size_t>(unexpected.size(), 4);
+    throw Error(fmt::format("checkpoint: {} tensor{} this model ({} layers) has no parameter for: {}{}; a checkpoint "
+                            "of another model or configuration",
+                            unexpected.size(), unexpected.size() == 1 ? "" : "s", config_.n_layer,
+                            fmt::join(unexpected.begin(), unexpected.begin() + ptrdiff_t(shown), ", "),
+                            unexpected.size() > shown ? ", ..." : ""));
+  }
   for (const ParamSpec &p : params_) {
     std::string name = p.name;
     if (!file.contains(name) && file.contains("transformer." + name))
@@ -328,6 +360,17 @@ void GptModel::load(const SafetensorsFile &file) {
       continue;
     }
     write_parameter(p.name, file.to_f32(name, p.shape));
+  }
+  // The head is tied to wte: an untied one cannot be loaded, only refused.
+  for (const char *head : {"lm_head.weight", "transformer.lm_head.weight"}) {
+    if (!file.contains(head))
+      continue;
+    std::vector<float> wte = read_parameter("wte.weight");
+    wte.resize(size_t(config_.vocab) * size_t(config_.n_embd));
+    if (file.to_f32(head, {config_.vocab, config_.n_embd}) != wte)
+      throw Error(fmt::format("checkpoint: '{}' differs from wte.weight; Tegula's GPT ties the LM head to the token "
+                              "embedding (tie_word_embeddings), so an untied head cannot be loaded",
+                              head));
   }
 }
 

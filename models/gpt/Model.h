@@ -406,8 +406,10 @@ public:
   int64_t num_parameters() const { return paramArena_.size(); }
 
   /// Sets every parameter from a checkpoint with Hugging Face's names (a
-  /// "transformer." prefix is accepted; the causal-mask buffers and the tied
-  /// lm_head.weight are ignored); throws naming a missing or misshapen one.
+  /// "transformer." prefix is accepted; the causal-mask buffers are
+  /// skipped, and lm_head.weight must equal wte's, tied); throws naming a
+  /// missing or misshapen parameter, a tensor the model has none for (more
+  /// layers), or an untied head.
   void load(const SafetensorsFile &file);
   /// GPT-2's initialisation (normal(0, 0.02), residual projections scaled by
   /// 1/sqrt(2 n_layer), layernorm 1/0), from `seed`.

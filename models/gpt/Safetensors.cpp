@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - reading and writing .safetensors files -----------===//
 #include "models/gpt/Safetensors.h"
+#include "models/gpt/FileOutput.h"
 
 #include "tegula/error.h"
 
@@ -290,20 +291,8 @@ std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite> &t
 
 void write_safetensors(const std::string &path, const std::vector<TensorToWrite> &tensors,
                        const std::map<std::string, std::string> &metadata) {
-  std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
-  const std::string tmp = path + ".tmp";
-  {
-    errno = 0;
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size())) ||
-        !out.flush())
-      throw Error(fmt::format("safetensors: cannot write {}{}", tmp,
-                              errno ? fmt::format(": {}", std::strerror(errno)) : std::string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    throw Error(fmt::format("safetensors: cannot rename {} to {}: {}", tmp, path, ec.message()));
+  const std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
+  write_file_replacing(path, {std::span<const std::byte>(bytes)}, "safetensors");
 }
 
 } // namespace tegula::gpt

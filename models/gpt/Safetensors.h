@@ -78,7 +78,7 @@ struct TensorToWrite {
 /// Hugging Face's writer places them) and `metadata`.
 std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite> &tensors,
                                              const std::map<std::string, std::string> &metadata = {});
-/// Writes them to `path` (through a temporary file and a rename).
+/// Writes them to `path` (whole or not at all: write_file_replacing).
 void write_safetensors(const std::string &path, const std::vector<TensorToWrite> &tensors,
                        const std::map<std::string, std::string> &metadata = {});
 

@@ -4,6 +4,7 @@
 #include "TestUtil.h"
 #include "gpt/GptTestUtil.h"
 #include "models/gpt/Checkpoint.h"
+#include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
 
 #include <gmock/gmock.h>
@@ -11,9 +12,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 using namespace tegula;
 using namespace tegula::gpt;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 namespace {
@@ -87,6 +90,61 @@ TEST(CheckpointConfig, AFileThatIsNotGpt2IsAClearError) {
   write_safetensors(path, {{"wte.weight", {2, 2}, v}, {"wpe.weight", {2, 2}, v}, {"h.1.ln_1.weight", {2}, two}});
   EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(path), 2); }),
               HasSubstr("not numbered 0 .. n - 1"));
+}
+
+// A checkpoint loads whole or not at all: a tensor the model has no
+// parameter for (a file of more layers), an untied LM head or a head count
+// its metadata contradicts are errors, not a model run on part of it.
+TEST(CheckpointLoad, AnotherModelsCheckpointIsRefused) {
+  TempDir dir;
+  GptConfig three;
+  three.n_layer = 3, three.n_head = 2, three.n_embd = 64, three.vocab = 300, three.vocab_padded = 384;
+  three.n_ctx = 32;
+  GptModel big(three, Backend::Interp);
+  big.init_random(1);
+  const std::string saved = (dir.path / "three.safetensors").string();
+  big.save(saved);
+  GptConfig two = three;
+  two.n_layer = 2;
+  GptModel small(two, Backend::Interp);
+  EXPECT_THAT(tegula::testing::error_of([&] { small.load(SafetensorsFile::read(saved)); }),
+              AllOf(HasSubstr("checkpoint: 12 tensors this model (2 layers) has no parameter for: h.2."),
+                    HasSubstr(", ...; a checkpoint of another model or configuration")));
+  EXPECT_THAT(tegula::testing::error_of([&] { checkpoint_config(SafetensorsFile::read(saved), 4); }),
+              HasSubstr("4 heads were asked for (tegula-gpt --heads, Python n_head=), but the file's metadata says "
+                        "n_head 2"));
+  EXPECT_EQ(checkpoint_config(SafetensorsFile::read(saved), 2).n_head, 2); // agreeing is fine
+
+  // Hugging Face's extras: the causal-mask buffers are skipped, a tied
+  // lm_head (equal to wte) is accepted, an untied one refused.
+  std::vector<std::vector<float>> values;
+  std::vector<TensorToWrite> tensors;
+  values.reserve(big.parameters().size() + 3);
+  for (const ParamSpec &p : big.parameters()) {
+    values.push_back(big.read_parameter(p.name));
+    std::vector<int64_t> shape = p.shape;
+    if (p.name == "wte.weight") {
+      shape[0] = three.vocab;
+      values.back().resize(size_t(shape[0] * shape[1]));
+    }
+    tensors.push_back({p.name, shape, values.back()});
+  }
+  values.push_back(std::vector<float>(16, 1.0f));
+  tensors.push_back({"h.0.attn.bias", {1, 1, 4, 4}, values.back()});
+  tensors.push_back({"h.1.attn.masked_bias", {1}, std::span<const float>(values.back()).first(1)});
+  const std::vector<float> wte = values.front();
+  tensors.push_back({"lm_head.weight", {three.vocab, three.n_embd}, wte});
+  GptModel loaded(three, Backend::Interp);
+  loaded.load(SafetensorsFile::parse(serialize_safetensors(tensors), "hf"));
+  EXPECT_EQ(loaded.read_parameter("h.2.mlp.c_proj.weight"), big.read_parameter("h.2.mlp.c_proj.weight"));
+  std::vector<float> untied = wte;
+  untied[5] += 1.0f;
+  tensors.back() = {"lm_head.weight", {three.vocab, three.n_embd}, untied};
+  EXPECT_THAT(tegula::testing::error_of([&] { loaded.load(SafetensorsFile::parse(serialize_safetensors(tensors), "hf")); }),
+              HasSubstr("'lm_head.weight' differs from wte.weight; Tegula's GPT ties the LM head"));
+  tensors.back() = {"h.0.attn.c_attn.scale", {1}, std::span<const float>(wte).first(1)};
+  EXPECT_THAT(tegula::testing::error_of([&] { loaded.load(SafetensorsFile::parse(serialize_safetensors(tensors), "hf")); }),
+              HasSubstr("1 tensor this model (3 layers) has no parameter for: h.0.attn.c_attn.scale;"));
 }
 
 } // namespace

@@ -8,12 +8,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace tegula;
 using namespace tegula::gpt;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 namespace {
@@ -77,9 +81,35 @@ TEST(Safetensors, WritesThroughATemporaryFileAndReadsBack) {
   std::filesystem::create_directories(dir);
   std::string path = (dir / "model.safetensors").string();
   std::vector<float> v = {1, 2, 3, 4};
+  // A file of the user's named like a temporary is not touched.
+  { std::ofstream(path + ".tmp") << "mine"; }
   write_safetensors(path, {{"x", {2, 2}, v}});
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   EXPECT_EQ(SafetensorsFile::read(path).to_f32("x", {2, 2}), v);
+  std::vector<std::string> left;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"model.safetensors", "model.safetensors.tmp"}));
+  EXPECT_EQ((std::stringstream() << std::ifstream(path + ".tmp").rdbuf()).str(), "mine");
+  // Rewritten: replaced whole.
+  std::vector<float> w = {5, 6};
+  write_safetensors(path, {{"y", {2}, w}});
+  EXPECT_EQ(SafetensorsFile::read(path).to_f32("y", {2}), w);
+  EXPECT_FALSE(SafetensorsFile::read(path).contains("x"));
+  // Where no file can be made: the path and the reason, and nothing left.
+  const std::string nowhere = (dir / "missing" / "m.safetensors").string();
+  try {
+    write_safetensors(nowhere, {{"x", {2, 2}, v}});
+    ADD_FAILURE() << "wrote into a missing folder";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("cannot write " + nowhere), HasSubstr("No such file or directory")));
+  }
+  try {
+    write_safetensors(dir.string(), {{"x", {2, 2}, v}});
+    ADD_FAILURE() << "wrote over a directory";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("it is a directory"));
+  }
   std::filesystem::remove_all(dir);
 }
 

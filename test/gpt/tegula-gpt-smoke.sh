@@ -20,7 +20,8 @@ done
 "$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 8 --temperature 0 | tee "$work/gen.log"
 [[ $(head -c 4 "$work/gen.log") == "the " ]]
 if "$tool" generate --model "$work/m.safetensors" --prompt x --heads 3 2>"$work/err.log"; then exit 1; fi
-grep -q "n_embd 32 is not a multiple of n_head 3" "$work/err.log"
+grep -q "3 heads were asked for (tegula-gpt --heads, Python n_head=), but the file's metadata says n_head 2" \
+  "$work/err.log"
 if "$tool" generate --model "$work/m.safetensors" --prompt x --layers 2 2>"$work/err.log"; then exit 1; fi
 grep -q "unknown option '--layers'" "$work/err.log"
 # bf16 mixed precision: trains, and reports the bf16 copy in its memory.
@@ -92,15 +93,59 @@ expect_error "--lr is a finite number from 0 to 1000000, not '-1e-3'" train --da
 expect_error "--batch 1048576 x --seq 65536 is 68719476736 tokens a step" train --data "$work/input.txt" \
   --batch 1048576 --seq 65536
 expect_error "--save $work is a directory" train --data "$work/input.txt" --save "$work"
-expect_error "cannot write $work/none/m.safetensors.tmp: No such file or directory" train --data "$work/input.txt" \
-  --save "$work/none/m.safetensors"
-expect_error "$work is a directory, not a file" train --data "$work"
+expect_error "--save $work/none/m.safetensors: cannot create a file there: No such file or directory" \
+  train --data "$work/input.txt" --save "$work/none/m.safetensors"
+expect_error "$work is a directory; give a regular file" train --data "$work"
 expect_error "only --vocab is given" tokenize --data "$work/input.txt" --out "$work/t.bin" --vocab "$bpe/vocab.json"
 expect_error "is the --data file; it would be overwritten" tokenize --data "$work/input.txt" --out "$work/input.txt"
-expect_error "the prompt is 65 tokens and the model's context 64: give a prompt of at most 63 tokens" \
-  generate --model "$work/m.safetensors" --prompt "$(printf 'a%.0s' {1..65})"
-expect_error "--tokens is an integer from 1 to 2147483647, not '-5'" generate --model "$work/m.safetensors" \
+# The context is the trained window (--seq 16): no position past it.
+expect_error "the prompt is 17 tokens and the model's context 16: give a prompt of at most 15 tokens" \
+  generate --model "$work/m.safetensors" --prompt "$(printf 'a%.0s' {1..17})"
+expect_error "--tokens is an integer from 0 to 2147483647, not '-5'" generate --model "$work/m.safetensors" \
   --prompt x --tokens -5
+[[ $("$tool" generate --model "$work/m.safetensors" --prompt "the " --tokens 0) == "the " ]]
+expect_error "--top-p is a probability mass in (0, 1] (1: no cut), not '0'" generate --model "$work/m.safetensors" \
+  --prompt x --top-p 0
+# An output is never one of the inputs (it would be destroyed).
+expect_error "--save $work/input.txt is the --data file; it would be overwritten" train --data "$work/input.txt" \
+  --save "$work/input.txt"
+cp "$bpe/merges.txt" "$work/merges.txt"
+expect_error "--out $work/merges.txt is the --merges file" tokenize --data "$work/input.txt" \
+  --out "$work/merges.txt" --vocab "$bpe/vocab.json" --merges "$work/merges.txt"
+# Options: each once, each with its value; --help lists them with defaults.
+expect_error "option '--save' needs a value, and the next word '--steps' is an option" train \
+  --data "$work/input.txt" --save --steps 3
+expect_error "option '--heads' is given twice ('3' and '2')" train --data "$work/input.txt" --heads 3 --heads 2
+"$tool" train --help | grep -q -- "--lr .*peak learning rate \[1e-3\]"
+"$tool" generate --help | grep -q -- "--top-p .*(0, 1\] \[0.95\]"
+"$tool" --help | grep -q "tegula-gpt train (--data FILE | --tokens FILE)"
+if "$tool" >/dev/null 2>&1; then exit 1; fi
+expect_error "no subcommand 'trian'" trian --data x
+"$tool" train --data="$work/input.txt" --steps=1 --batch=2 --val-every=0 "${small[@]}" | grep -q '^step     1/1'
+# A token file's ids are checked when it is opened, and so is its length.
+tokfile() { # tokfile PATH COUNT ID...: a token file of vocabulary 256
+  local path=$1 count=$2
+  shift 2
+  python3 -c 'import struct,sys; p,c,*ids=sys.argv[1:]; open(p,"wb").write(b"TGTK"+struct.pack("<3I",1,256,int(c))+struct.pack(f"<{len(ids)}i",*map(int,ids)))' \
+    "$path" "$count" "$@"
+}
+tokfile "$work/bad.bin" 0 $(seq 1 40) 300 $(seq 1 40)
+expect_error "$work/bad.bin: token 40 (of 81) is 300, outside its vocabulary [0, 256)" train --tokens "$work/bad.bin"
+tokfile "$work/short.bin" 90 $(seq 1 80)
+expect_error "$work/short.bin: its header says 90 tokens, the file holds 80: it was cut short" \
+  train --tokens "$work/short.bin"
+# Ctrl-C: the step in flight finishes, the model is saved, the log is whole.
+"$tool" train --data "$work/input.txt" --steps 100000 --batch 2 --val-every 0 --save "$work/int.safetensors" \
+  "${small[@]}" >"$work/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q '^step ' "$work/int.log" && break; sleep 0.1; done
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[[ $rc == 130 ]] || { echo "Ctrl-C: exit $rc, not 130"; cat "$work/int.log"; exit 1; }
+grep -q "^interrupted after step [0-9]* of 100000: saved $work/int.safetensors" "$work/int.log"
+"$tool" generate --model "$work/int.safetensors" --prompt "the " --tokens 2 --temperature 0 | grep -q '^the '
+ls "$work" | grep -q '\.tmp' && { echo "a temporary file was left:"; ls "$work"; exit 1; }
 # A run that diverges stops, saying so, and saves nothing.
 expect_error "training diverged at step" train --data "$work/input.txt" --steps 6 --batch 2 --val-every 0 \
   --lr 1e6 --warmup 0 --save "$work/nan.safetensors" "${small[@]}"

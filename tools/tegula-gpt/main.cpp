@@ -1,5 +1,6 @@
 //===- tegula-gpt: train and sample GPT-2 models written in Tegula ---------===//
 //
+// `tegula-gpt SUBCOMMAND --help` lists each one's options (Commands.h):
 //   tegula-gpt tokenize --data input.txt --out tokens.bin [--vocab vocab.json --merges merges.txt]
 //   tegula-gpt train (--data input.txt | --tokens tokens.bin) [--steps 200] [--batch 4] [--seq 64]
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
@@ -17,10 +18,10 @@
 //
 // generate reads the model's sizes from the checkpoint (its heads from
 // --heads, its metadata or config.json beside it) and decodes with a KV
-// cache, up to its context length (wpe's rows; train makes it --seq, at
-// least 64). Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
+// cache, up to its context length (wpe's rows; train makes it --seq).
+// Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
 // (tokenize writes them to a token file: a 16-byte header "TGTK", version,
-// vocabulary size, then little-endian i32 ids). Text or token files are
+// vocabulary size, token count, then little-endian i32 ids). Text or token files are
 // memory-mapped; the last 10% is held out for the validation loss. Training
 // is deterministic for a seed (but for the order of the token-embedding
 // gradient's atomic sums).
@@ -39,7 +40,8 @@
 #include "models/gpt/TileTuner.h"
 #include "models/gpt/Tokenizer.h"
 #include "models/gpt/TunedTiles.h"
-#include "tools/tegula-gpt/Options.h"
+#include "models/gpt/FileOutput.h"
+#include "tools/tegula-gpt/Commands.h"
 
 #include "tegula/device.h"
 #include "tegula/error.h"
@@ -59,6 +61,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -77,7 +80,9 @@ GptConfig configFrom(const Options &o, int vocab) {
   GptConfig c;
   c.n_layer = o.integer("layers", 1, 1024), c.n_head = o.integer("heads", 1, 1024);
   c.n_embd = o.integer("embd", 1, 1 << 16);
-  c.vocab = vocab, c.vocab_padded = int(cdiv(vocab, 128) * 128), c.n_ctx = std::max(64, o.integer("seq", 1, 1 << 20));
+  // The context is the trained window: positions past it would have
+  // embeddings that training never touched (GPT-2's n_ctx is its T too).
+  c.vocab = vocab, c.vocab_padded = int(cdiv(vocab, 128) * 128), c.n_ctx = o.integer("seq", 1, 1 << 20);
   return c;
 }
 
@@ -97,7 +102,8 @@ Backend backendFrom(const Options &o) {
   const Backend b = parse_backend(o.str("backend"));
   std::string why;
   if (b == Backend::GPU && !gpu_available(&why)) // its advice names the runtime's variable, not our option
-    throw Error(fmt::format("--backend gpu: {}; --backend interp or sim run on the CPU", why.substr(0, why.find(" — "))));
+    throw Error(fmt::format("--backend {}: {}; --backend interp or sim run on the CPU", o.str("backend"),
+                            why.substr(0, why.find(" — "))));
   return b;
 }
 
@@ -148,7 +154,8 @@ struct MappedFile {
       throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) {
       close(fd);
-      throw Error(fmt::format("{} is {}, not a file", path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
+      throw Error(fmt::format("{} is {}; give a regular file", path,
+                              S_ISDIR(st.st_mode) ? "a directory" : "not a regular file (a device, a pipe or a socket)"));
     }
     size = size_t(st.st_size);
     void *p = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
@@ -163,7 +170,25 @@ struct MappedFile {
   }
 };
 
-std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / 1048576.0); }
+/// Bytes in the unit that shows them (a tiny model's are KiB, GPT-2's MiB).
+std::string mib(int64_t bytes) {
+  if (bytes < 1024)
+    return fmt::format("{} B", bytes);
+  if (bytes < (int64_t(1) << 20))
+    return fmt::format("{:.1f} KiB", double(bytes) / 1024.0);
+  if (bytes < (int64_t(1) << 30))
+    return fmt::format("{:.1f} MiB", double(bytes) / 1048576.0);
+  return fmt::format("{:.2f} GiB", double(bytes) / 1073741824.0);
+}
+
+/// A parameter count as people say it: 124.44M, 20.5K.
+std::string count(int64_t n) {
+  if (n < 1000)
+    return std::to_string(n);
+  if (n < 1000000)
+    return fmt::format("{:.1f}K", double(n) / 1e3);
+  return fmt::format("{:.2f}M", double(n) / 1e6);
+}
 
 void printMemory(const char *phase, const GptModel &m) {
   GptModel::Memory mem = m.memory();
@@ -198,6 +223,18 @@ struct TokenStream {
         throw Error(fmt::format("{}: its header gives a vocabulary of {} tokens; tegula-gpt takes 2 to {}",
                                 o.str("tokens"), header[2], kMaxVocab));
       s.bytes = false, s.vocab = int(header[2]), s.count = (s.file->size - 16) / 4;
+      // The header's count (0 in files of older tokenizers): a file cut
+      // short (a full disk) is not taken for whole.
+      if (header[3] != 0 && header[3] != s.count)
+        throw Error(fmt::format("{}: its header says {} tokens, the file holds {}: it was cut short (tokenize it "
+                                "again)",
+                                o.str("tokens"), header[3], s.count));
+      // Every id inside the vocabulary, checked once here rather than at
+      // the step whose batch meets a bad one.
+      for (size_t i = 0; i < s.count; ++i)
+        if (const int32_t id = s.at(i); id < 0 || id >= s.vocab)
+          throw Error(fmt::format("{}: token {} (of {}) is {}, outside its vocabulary [0, {})", o.str("tokens"), i,
+                                  s.count, id, s.vocab));
     } else {
       s.file = std::make_unique<MappedFile>(o.str("data"));
       s.count = s.file->size;
@@ -227,11 +264,26 @@ void requireBothBpeFiles(const Options &o) {
                             o.str("vocab").empty() ? "merges" : "vocab"));
 }
 
+/// The file option `output` names is none of the run's `inputs` (options
+/// that name files): writing it would destroy that input.
+void checkNotAnInput(const Options &o, const std::string &output, std::initializer_list<const char *> inputs) {
+  const std::string out = o.str(output);
+  if (out.empty())
+    return;
+  for (const char *input : inputs) {
+    std::string in = o.str(input);
+    if (in.rfind('@', 0) == 0) // --tiles @FILE
+      in = in.substr(1);
+    std::error_code ec;
+    if (!in.empty() && std::filesystem::equivalent(in, out, ec))
+      throw Error(fmt::format("--{} {} is the --{} file; it would be overwritten (give another file name)", output,
+                              out, input));
+  }
+}
+
 int tokenize(const Options &o) {
   requireBothBpeFiles(o);
-  std::error_code ec;
-  if (std::filesystem::equivalent(o.str("data"), o.str("out"), ec))
-    throw Error(fmt::format("tokenize: --out {} is the --data file; it would be overwritten", o.str("out")));
+  checkNotAnInput(o, "out", {"data", "vocab", "merges"});
   MappedFile text(o.str("data"));
   std::string_view view(reinterpret_cast<const char *>(text.data), text.size);
   std::vector<int32_t> ids;
@@ -243,29 +295,20 @@ int tokenize(const Options &o) {
     ids = ByteTokenizer::encode(view);
   }
   const std::string out = o.str("out");
-  std::FILE *f = std::fopen(out.c_str(), "wb");
-  const uint32_t header[4] = {0, 1, uint32_t(vocab), 0};
-  if (!f || std::fwrite(kTokenMagic, 1, 4, f) != 4 || std::fwrite(header + 1, 4, 3, f) != 3 ||
-      std::fwrite(ids.data(), 4, ids.size(), f) != ids.size() || std::fclose(f) != 0)
-    throw Error(fmt::format("cannot write {}", out));
+  // Magic, version 1, vocabulary, the count (0 past 2^32 - 1: not checked).
+  uint32_t header[4] = {0, 1, uint32_t(vocab), ids.size() <= UINT32_MAX ? uint32_t(ids.size()) : 0};
+  std::memcpy(header, kTokenMagic, 4);
+  write_file_replacing(out, {std::as_bytes(std::span(header)), std::as_bytes(std::span(ids))}, "tokenize");
   fmt::print("{}: {} bytes -> {} tokens (vocabulary {}) in {}\n", o.str("data"), text.size, ids.size(), vocab, out);
   return 0;
 }
 
-/// Whether --save's file can be written, found before training rather than
-/// after it: the path is not a directory, and its folder takes a new file.
-void checkSavePath(const std::string &path) {
-  if (path.empty())
-    return;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(fmt::format("--save {} is a directory; give a file name (model.safetensors)", path));
-  const std::string probe = path + ".tmp";
-  std::FILE *f = std::fopen(probe.c_str(), "wb");
-  if (!f)
-    throw Error(fmt::format("--save {}: cannot write {}: {}", path, probe, std::strerror(errno)));
-  std::fclose(f);
-  std::remove(probe.c_str());
+/// Ctrl-C during training: the step in flight finishes, the model is saved
+/// (with --save) and the run ends with 130; a second Ctrl-C ends it at once.
+volatile std::sig_atomic_t g_interrupted = 0;
+void onInterrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
 }
 
 int train(const Options &o) {
@@ -275,7 +318,9 @@ int train(const Options &o) {
   const int steps = o.integer("steps", 1), warmup = o.integer("warmup", 0), valEvery = o.integer("val-every", 0);
   const float maxLr = o.real("lr", 0, 1e6);
   const uint64_t seed = o.seed("seed");
-  checkSavePath(o.str("save"));
+  checkNotAnInput(o, "save", {"data", "tokens", "tiles"});
+  if (!o.str("save").empty())
+    check_file_creatable(o.str("save"), "--save");
   const size_t split = data.count * 9 / 10;
   if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
@@ -298,10 +343,10 @@ int train(const Options &o) {
     fmt::print("tiles: {}\n", model.tiles().str());
   }
   model.init_random(seed);
-  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {:.2f}M parameters; B={} T={}; {} tokens; {}, "
+  fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {} parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
              config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
-             double(model.num_parameters()) / 1e6, B, T, data.count, o.str("backend"),
+             count(model.num_parameters()), B, T, data.count, o.str("backend"),
              model.storage() == DType::bf16 ? "bf16 (f32 master weights)" : "f32");
   printMemory("model", model);
   model.init_optimizer();
@@ -317,7 +362,22 @@ int train(const Options &o) {
                 : name.find("A100") != std::string::npos                                         ? 312e12
                                                                                                : 0;
   }
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"vocab", std::to_string(config.vocab)}};
+  g_interrupted = 0;
+  std::signal(SIGINT, onInterrupt);
+  struct RestoreSigint {
+    ~RestoreSigint() { std::signal(SIGINT, SIG_DFL); }
+  } restore;
   for (int step = 0; step < steps; ++step) {
+    if (g_interrupted) {
+      if (!o.str("save").empty()) {
+        model.save(o.str("save"), metadata);
+        fmt::print("interrupted after step {} of {}: saved {}\n", step, steps, o.str("save"));
+      } else {
+        fmt::print("interrupted after step {} of {} (no --save: nothing is saved)\n", step, steps);
+      }
+      return 130;
+    }
     auto start = std::chrono::steady_clock::now();
     sampleBatch(data, 0, split, B, T, rng, tokens, targets);
     const float loss = model.forward(tokens, targets, B, T);
@@ -355,7 +415,7 @@ int train(const Options &o) {
     }
   }
   if (!o.str("save").empty()) {
-    model.save(o.str("save"), {{"format", "pt"}, {"vocab", std::to_string(config.vocab)}});
+    model.save(o.str("save"), metadata);
     fmt::print("saved {}\n", o.str("save"));
   }
   return 0;
@@ -397,6 +457,9 @@ int tune(const Options &o) {
   const auto [B, T] = batchAndSeq(o);
   const int steps = o.integer("steps", 1), rounds = o.integer("rounds", 1);
   const uint64_t seed = o.seed("seed");
+  checkNotAnInput(o, "out", {"tiles"});
+  if (!o.str("out").empty())
+    check_file_creatable(o.str("out"), "--out");
   GptModel model(config, Backend::GPU, precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.set_stream_k_weight_gradients(onOff(o, "stream-k"));
@@ -447,10 +510,7 @@ int tune(const Options &o) {
     const std::string text = fmt::format(
         "# tegula-gpt tune on {} ({}), driver {}\n# {}\n# {:.3f} ms a step tuned, {:.3f} at the start\n# {}\n{}\n",
         info.name, info.chip, info.driver_version, what, tuned.tuned_ms, tuned.start_ms, differs, tuned.tiles.str());
-    std::FILE *f = std::fopen(o.str("out").c_str(), "w");
-    const bool written = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if ((f && std::fclose(f) != 0) || !written)
-      throw Error(fmt::format("cannot write {}", o.str("out")));
+    write_file_replacing(o.str("out"), {std::as_bytes(std::span(text))}, "tune");
     fmt::print("wrote {} (tegula-gpt train --tiles @{})\n", o.str("out"), o.str("out"));
   }
   // Kept for --tiles auto on this GPU and setup (the last tuning wins) -
@@ -470,6 +530,15 @@ int tune(const Options &o) {
 
 int generate(const Options &o) {
   requireBothBpeFiles(o);
+  // Every option checked before the checkpoint is read.
+  const std::string prompt = o.str("prompt");
+  if (prompt.empty())
+    throw Error("generate: --prompt must not be empty");
+  const int asked = o.integer("tokens", 0);
+  GptModel::Sampling sampling{.temperature = o.real("temperature", 0, 1e6), .top_k = o.integer("top-k", 0),
+                              .top_p = o.real("top-p", 0, 1), .seed = o.seed("seed")};
+  if (sampling.top_p <= 0)
+    throw Error(fmt::format("--top-p is a probability mass in (0, 1] (1: no cut), not '{}'", o.str("top-p")));
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
@@ -482,27 +551,23 @@ int generate(const Options &o) {
     throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary {}{}",
                             bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab,
                             bpe ? "" : " (a BPE model: give its --vocab and --merges)"));
-  GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
-  model.set_warp_specialize(onOff(o, "warp-specialize"));
-  model.load(file);
-  const std::string prompt = o.str("prompt");
-  if (prompt.empty())
-    throw Error("generate: --prompt must not be empty");
   std::vector<int32_t> ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
   auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
   // The prompt must leave room for a token; the tokens asked for beyond
-  // the context are said to be cut, not dropped silently.
+  // the context are said to be cut (when asked for: --tokens' default is
+  // cut quietly), not dropped silently.
   if (int64_t(ids.size()) >= config.n_ctx)
     throw Error(fmt::format("generate: the prompt is {} tokens and the model's context {}: give a prompt of at most "
                             "{} tokens",
                             ids.size(), config.n_ctx, config.n_ctx - 1));
-  const int asked = o.integer("tokens", 1), count = std::min(asked, config.n_ctx - int(ids.size()));
-  if (count < asked)
-    fmt::print(stderr, "generate: {} tokens, not {}: the prompt's {} and they fill the context of {}\n", count, asked,
+  const int n = std::min(asked, config.n_ctx - int(ids.size()));
+  if (n < asked && o.given("tokens"))
+    fmt::print(stderr, "generate: {} tokens, not {}: the prompt's {} and they fill the context of {}\n", n, asked,
                ids.size(), config.n_ctx);
-  GptModel::Sampling sampling{.temperature = o.real("temperature", 0, 1e6), .top_k = o.integer("top-k", 0),
-                              .top_p = o.real("top-p", 0, 1), .seed = o.seed("seed")};
-  std::vector<int32_t> out = model.generate(ids, count, sampling);
+  GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
+  model.set_warp_specialize(onOff(o, "warp-specialize"));
+  model.load(file);
+  std::vector<int32_t> out = n > 0 ? model.generate(ids, n, sampling) : std::vector<int32_t>{};
   fmt::print("{}{}", prompt, text(out));
   fmt::print("\n");
   return 0;
@@ -521,52 +586,42 @@ void onSigbus(int) {
 
 int main(int argc, char **argv) {
   std::signal(SIGBUS, onSigbus);
-  const std::map<std::string, std::string> common = {
-      {"layers", "2"}, {"heads", "4"}, {"embd", "128"}, {"seq", "64"}, {"seed", "1"}, {"backend", "interp"},
-      {"precision", ""}, {"dtype", "f32"}, {"warp-specialize", "on"}};
+  // A line a step, even into a file or a pipe: a log is never lost in a buffer.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  using tegula::gpt::cli::Command;
+  const std::string sub = argc >= 2 ? argv[1] : "";
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    fmt::print("{}", tegula::gpt::cli::usage());
+    return 0;
+  }
   try {
-    if (argc >= 2 && !std::strcmp(argv[1], "tokenize")) {
-      Options o(argc, argv, 2, {{"data", ""}, {"out", ""}, {"vocab", ""}, {"merges", ""}});
-      if (o.str("data").empty() || o.str("out").empty())
-        throw Error("tokenize: --data FILE and --out FILE are required");
-      return tokenize(o);
-    }
-    if (argc >= 2 && !std::strcmp(argv[1], "train")) {
-      auto d = common;
-      d.insert({{"data", ""}, {"tokens", ""}, {"steps", "200"}, {"batch", "4"}, {"lr", "1e-3"}, {"warmup", "20"},
-                {"val-every", "50"}, {"save", ""}, {"stream-k", "on"}, {"tiles", ""},
-                {"stochastic-rounding", "off"}});
-      Options o(argc, argv, 2, d);
-      if (o.str("data").empty() == o.str("tokens").empty())
-        throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
-      return train(o);
-    }
-    if (argc >= 2 && !std::strcmp(argv[1], "tune")) {
-      // GPT-2 124M on a GPU unless told otherwise.
-      auto d = common;
-      for (auto [k, v] : {std::pair{"layers", "12"}, {"heads", "12"}, {"embd", "768"}, {"seq", "1024"},
-                          {"backend", "gpu"}, {"dtype", "bf16"}})
-        d[k] = v;
-      d.insert({{"vocab", "50257"}, {"batch", "8"}, {"steps", "5"}, {"rounds", "3"}, {"min-gain", "0.005"},
-                {"choices", ""}, {"tiles", ""}, {"out", ""}, {"stream-k", "on"}});
-      Options o(argc, argv, 2, d);
-      return tune(o);
-    }
-    if (argc >= 2 && !std::strcmp(argv[1], "generate")) {
-      // No --layers / --embd / --seq: the checkpoint has them; --heads 0: its
-      // metadata or config.json beside it does.
-      std::map<std::string, std::string> d = {{"heads", "0"}, {"seed", "1"}, {"backend", "interp"},
-                                              {"precision", ""}, {"dtype", "f32"}, {"warp-specialize", "on"}};
-      d.insert({{"model", ""}, {"prompt", ""}, {"tokens", "100"}, {"temperature", "0.8"}, {"top-k", "40"},
-                {"top-p", "0.95"}, {"vocab", ""}, {"merges", ""}});
-      Options o(argc, argv, 2, d);
+    for (const Command &c : tegula::gpt::cli::commands()) {
+      if (sub != c.name)
+        continue;
+      for (int i = 2; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+          fmt::print("{}\n\n{}", c.about, Options::help("usage: " + c.usage, c.options));
+          return 0;
+        }
+      Options o(argc, argv, 2, c.options);
+      if (sub == "tokenize") {
+        if (o.str("data").empty() || o.str("out").empty())
+          throw Error("tokenize: --data FILE and --out FILE are required");
+        return tokenize(o);
+      }
+      if (sub == "train") {
+        if (o.str("data").empty() == o.str("tokens").empty())
+          throw Error("train: give --data FILE (text, byte tokens) or --tokens FILE (tegula-gpt tokenize)");
+        return train(o);
+      }
+      if (sub == "tune")
+        return tune(o);
       if (o.str("model").empty())
         throw Error("generate: --model FILE is required");
       return generate(o);
     }
-    fmt::print(stderr, "usage: tegula-gpt tokenize --data FILE --out FILE [--vocab F --merges F] | train (--data "
-                       "FILE | --tokens FILE) [options] | tune [options] | generate --model FILE --prompt TEXT [options]\n"
-                       "(docs/gpt.md and tools/tegula-gpt/main.cpp list the options)\n");
+    fmt::print(stderr, "{}{}", sub.empty() ? "" : fmt::format("tegula-gpt: no subcommand '{}'\n", sub),
+               tegula::gpt::cli::usage());
     return 64;
   } catch (const Error &e) {
     fmt::print(stderr, "tegula-gpt: {}\n", e.what());
