@@ -741,15 +741,36 @@ int Kernel::max_resident_programs(const LaunchOptions &opts, const std::vector<A
   return runtime::maxResidentCtas(*kernel, opts.num_warps) * kernel->programsPerCta();
 }
 
-void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) const {
+namespace {
+/// A bool scalar (or constant) given as an integer: any nonzero is true, on
+/// every backend - compiled code reads the low bit of its byte, so 2 would
+/// be false on the GPU and the simulator's `where` gave neither branch. A
+/// copy of `args` with such values made 0 or 1, or `args` when none is.
+const std::vector<Arg> &boolsAsZeroOrOne(const std::vector<ParamInfo> &params, const std::vector<Arg> &args,
+                                         std::vector<Arg> &copy) {
+  for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
+    if (params[i].kind == ParamInfo::Kind::Pointer || params[i].dtype != DType::i1 ||
+        args[i].kind() != Arg::Kind::Int)
+      continue;
+    const int64_t v = args[i].as_int();
+    if (v == 0 || v == 1)
+      continue;
+    if (copy.empty())
+      copy = args;
+    copy[i] = Arg(v != 0);
+  }
+  return copy.empty() ? args : copy;
+}
+} // namespace
+
+void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &given) const {
+  std::vector<Arg> normalized;
+  const std::vector<Arg> &args = boolsAsZeroOrOne(impl_->params, given, normalized);
   detail::Specialization &spec = impl_->specialize(args);
   const Switches env = Switches::read();
   const Backend backend = backendOf(opts, env);
   const int clusterSize =
       env.clusterSizeFor(opts.cluster_size, spec.usesClusters, opts.ping_pong || env.pingPong, impl_->name);
-  if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
-    throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) has an empty dimension",
-                            impl_->name, opts.grid.x, opts.grid.y, opts.grid.z));
   // CUDA's limits, on every backend: a grid the GPU refuses fails here too.
   if (opts.grid.x > 2147483647u || opts.grid.y > 65535u || opts.grid.z > 65535u)
     throw Error(fmt::format("kernel '{}': grid ({}, {}, {}) is larger than a GPU launches (x up to 2147483647, "
@@ -765,6 +786,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &args) con
     throw Error(fmt::format("kernel '{}': grid.x = {} is not a multiple of cluster_size {} (a thread-block "
                             "cluster's programs are consecutive along x)",
                             impl_->name, opts.grid.x, clusterSize));
+  // An empty grid (n = 0 elements: cdiv(0, BLOCK) programs) runs nothing,
+  // as in Triton - after every check above, so a bad launch still fails.
+  if (opts.grid.x == 0 || opts.grid.y == 0 || opts.grid.z == 0)
+    return;
   // Only the GPU reads device memory; the CPU backends would need copies the
   // caller did not ask for.
   if (backend != Backend::GPU)

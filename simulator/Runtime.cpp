@@ -167,13 +167,18 @@ void checkGlobal(Cta &c, uintptr_t p, size_t bytes, AccessKind kind, uint32_t si
                              [](uintptr_t v, const Buffer &b) { return v < b.begin; });
   const char *verb = kind == AccessKind::Read ? "reads" : kind == AccessKind::Write ? "writes" : "atomically updates";
   if (it == buffers.begin() || p + bytes > std::prev(it)->end) {
+    // Addresses do not say which buffer a pointer came from: a near miss is
+    // named as the buffer's overrun, a far one only as where it landed.
+    constexpr uintptr_t kNear = 4096;
     std::string nearest;
-    if (it != buffers.begin()) {
+    if (it != buffers.begin() && p + bytes - std::prev(it)->end <= kNear) {
       const Buffer &b = *std::prev(it);
       nearest = fmt::format(" ({} bytes past the end of '{}', which has {} bytes)",
                             p + bytes - b.end, b.name, b.end - b.begin);
-    } else if (it != buffers.end()) {
+    } else if (it != buffers.end() && it->begin - p <= kNear) {
       nearest = fmt::format(" ({} bytes before the start of '{}')", it->begin - p, it->name);
+    } else {
+      nearest = " (far from every one: a pointer into an empty buffer, or offsets far too large?)";
     }
     fail(site, fmt::format("{} {} bytes out of bounds of every launch buffer{}", verb, bytes, nearest));
   }

@@ -232,6 +232,17 @@ tensor sort(const tensor &x, int dim, bool descending, Loc loc) {
   while ((int64_t(1) << stages) < n)
     ++stages;
   tensor y = x.reshape({outer, n}, loc);
+  // a above b, with NaN above every number (as argmax's NaN wins, and
+  // torch's sort): with `>` alone NaN compares with nothing, and a network
+  // that meets one leaves the numbers around it out of order.
+  const bool floats = is_float(x.dtype(loc));
+  auto above = [&](const tensor &a, const tensor &b) {
+    tensor gt = at(a, loc) > at(b, loc);
+    if (!floats)
+      return gt;
+    tensor nanOverNumber = at(at(a, loc) != at(a, loc), loc) & at(at(b, loc) == at(b, loc), loc);
+    return at(gt, loc) | at(nanOverNumber, loc);
+  };
   // Merge runs of 2^s (s = 1 .. stages): partners `d` apart (d = 2^(s-1)
   // .. 1) compare; a pair in an odd run of 2^s sorts the other way, so the
   // next stage merges a rising and a falling run; the last stage goes the
@@ -242,14 +253,14 @@ tensor sort(const tensor &x, int dim, bool descending, Loc loc) {
       // [rows, 2, d] -> [rows, d, 2]: element (r, k, q) is at r % groups * 2d + k d + q of its row.
       auto [a, b] = split(y.reshape({rows, 2, d}, loc).permute({0, 2, 1}, loc), loc);
       // Out of order: a above b on a rising run, below it on a falling one.
-      tensor swap = descending ? at(a, loc) < at(b, loc) : at(a, loc) > at(b, loc);
+      tensor swap = descending ? above(b, a) : above(a, b);
       if (s < stages) {
         tensor row = at(arange(0, int(rows), loc), loc) % operand(int(groups), loc);
         tensor first = at(at(row.expand_dims(1, loc), loc) * operand(int(2 * d), loc), loc) +
                        at(arange(0, int(d), loc).expand_dims(0, loc), loc);
         tensor bit = at(at(first, loc) >> operand(s, loc), loc) & operand(1, loc);
         tensor falling = at(bit, loc) == operand(1, loc);
-        swap = where(falling, at(at(a, loc) < at(b, loc), loc), at(at(a, loc) > at(b, loc), loc));
+        swap = where(falling, at(above(b, a), loc), at(above(a, b), loc));
       }
       tensor lo = where(swap, at(b, loc), at(a, loc)), hi = where(swap, at(a, loc), at(b, loc));
       y = join(lo, hi, loc).permute({0, 2, 1}, loc).reshape({outer, n}, loc);

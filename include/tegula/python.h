@@ -32,6 +32,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct KernelSet {
   std::vector<Kernel> overloads;
   std::vector<std::string> param_names;
 };
+
+/// The keyword arguments a launch takes besides the kernel's own: no
+/// kernel parameter may be named like one.
+inline constexpr std::string_view kLaunchKeywords[] = {"num_warps",       "num_stages", "backend",
+                                                       "stream",          "chip",       "warp_specialize",
+                                                       "ping_pong",       "cluster_size", "max_registers"};
 
 /// What a TEGULA_PYTHON_MODULE body registers kernels with.
 class ModuleBuilder {
@@ -67,10 +74,24 @@ public:
     } catch (const Error &e) {
       fail(e.what());
     }
+    if (name.rfind("__", 0) == 0)
+      fail("'" + name + "' is a name Python gives module attributes of its own; give the kernel another name");
+    for (const std::string &p : param_names)
+      for (std::string_view option : kLaunchKeywords)
+        if (p == option)
+          fail("parameter '" + p + "' of kernel '" + name + "' is named like the launch option " + p +
+               "=; a launch's keyword would be taken for one or the other: rename the parameter");
     if (pybind11::hasattr(m_, name.c_str())) {
-      auto &set = m_.attr(name.c_str()).cast<KernelSet &>();
+      pybind11::object existing = m_.attr(name.c_str());
+      if (!pybind11::isinstance<KernelSet>(existing))
+        fail("'" + name + "' is already an attribute of the module, not a kernel; give the kernel another name");
+      auto &set = existing.cast<KernelSet &>();
       if (set.param_names != param_names)
         fail("overloads of '" + name + "' name their parameters differently");
+      for (const Kernel &other : set.overloads)
+        if (sameTypes(other.params(), k->params()))
+          fail("'" + name + "' already has an overload with these parameter types: a launch could never pick "
+               "this one");
       set.overloads.push_back(std::move(*k));
       return *this;
     }
@@ -81,6 +102,15 @@ public:
   pybind11::module_ &module() { return m_; }
 
 private:
+  static bool sameTypes(const std::vector<ParamInfo> &a, const std::vector<ParamInfo> &b) {
+    if (a.size() != b.size())
+      return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].kind != b[i].kind || a[i].dtype != b[i].dtype || a[i].any_dtype != b[i].any_dtype)
+        return false;
+    return true;
+  }
+
   pybind11::module_ &m_;
 };
 

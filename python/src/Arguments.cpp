@@ -387,6 +387,17 @@ Arg scalarArg(py::handle obj, const ParamInfo &param, const ArgName &what) {
   if (PyBool_Check(obj.ptr()))
     return Arg(obj.cast<bool>());
   if (PyLong_Check(obj.ptr())) {
+    // A float parameter takes any int as Python's float() does (10**20 is
+    // an f32; the range check then says whether it is past the type's).
+    if (!is_int(param.dtype)) {
+      const double d = PyLong_AsDouble(obj.ptr());
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::value_error(fmt::format("{}: {} is too large for a floating-point number", what.text(),
+                                          py::str(obj).cast<std::string>()));
+      }
+      return Arg(d);
+    }
     long long v = 0;
     try {
       v = obj.cast<long long>();
@@ -394,9 +405,7 @@ Arg scalarArg(py::handle obj, const ParamInfo &param, const ArgName &what) {
       throw py::value_error(fmt::format("{}: {} does not fit in 64 bits", what.text(),
                                         py::str(obj).cast<std::string>()));
     }
-    if (is_int(param.dtype))
-      return Arg(v);
-    return Arg(double(v));
+    return Arg(v);
   }
   if (PyFloat_Check(obj.ptr())) {
     if (is_int(param.dtype))

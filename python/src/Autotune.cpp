@@ -130,7 +130,8 @@ struct PyAutotuner {
                                          kernel.name, name));
     }
     Call call;
-    call.given = bindParameters(kernel.name, givenNames, args, kwargs, {"backend", "stream", "chip"});
+    static constexpr std::string_view kTunedLaunchKeywords[] = {"backend", "stream", "chip"};
+    call.given = bindParameters(kernel.name, givenNames, args, kwargs, kTunedLaunchKeywords);
     // Resolved with the first config's constants in their places; the tuner
     // puts each config's own there.
     std::vector<py::object> full(kernel.param_names.size());

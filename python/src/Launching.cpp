@@ -35,7 +35,7 @@ std::string_view utf8(py::handle s) {
 /// keywords named in `options` are the launch's, not the kernel's.
 std::vector<py::object> bindParameters(std::string_view kernel, const std::vector<std::string> &names,
                                        py::args args, py::kwargs kwargs,
-                                       std::initializer_list<std::string_view> options) {
+                                       std::span<const std::string_view> options) {
   const size_t n = names.size();
   if (args.size() > n)
     throw py::type_error(fmt::format("kernel '{}' takes {} arguments ({}), {} were given", kernel, n,
@@ -176,9 +176,6 @@ Grid toGrid(py::handle g, std::string_view kernel, const std::vector<std::string
   for (int64_t d : dims) {
     if (d < 0 || d > int64_t(UINT32_MAX))
       throw py::value_error(fmt::format("kernel '{}': grid dimension {} is out of range", kernel, d));
-    if (d == 0) // the C++ launch refuses it too (tegula.Error); a bad grid is a ValueError here
-      throw py::value_error(fmt::format("kernel '{}': the grid {} has an empty dimension (each is at least 1)",
-                                        kernel, py::repr(value).cast<std::string>()));
   }
   // CUDA's limits (the C++ launch checks them on every backend too).
   if (dims[0] > 2147483647 || (dims.size() > 1 && dims[1] > 65535) || (dims.size() > 2 && dims[2] > 65535))

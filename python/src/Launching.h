@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,7 +31,7 @@ std::string_view utf8(pybind11::handle s);
 /// kernel's. TypeError for too many, unknown, doubled or missing ones.
 std::vector<pybind11::object> bindParameters(std::string_view kernel, const std::vector<std::string> &names,
                                              pybind11::args args, pybind11::kwargs kwargs,
-                                             std::initializer_list<std::string_view> options);
+                                             std::span<const std::string_view> options);
 
 /// kwargs[name] (borrowed), or null when absent or None.
 pybind11::handle option(pybind11::kwargs kwargs, PyObject *name);

@@ -22,11 +22,7 @@ using namespace tegula::python;
 
 namespace {
 
-/// The keyword arguments a launch takes besides the kernel's own (launchOptions reads them).
-/// (A namespace-scope initializer_list: its array lives as long as the program.)
-const std::initializer_list<std::string_view> kLaunchKeywords = {
-    "num_warps", "num_stages", "backend", "stream", "chip", "warp_specialize", "ping_pong", "cluster_size",
-    "max_registers"};
+using tegula::python::kLaunchKeywords; // python.h's: what launchOptions reads
 
 /// `k[grid]`: launches over `grid` when called.
 struct Launcher {
@@ -46,7 +42,8 @@ struct Launcher {
 };
 
 std::string ir(const KernelSet &k, py::args args, py::kwargs kwargs) {
-  std::vector<py::object> bound = bindParameters(k.name, k.param_names, args, kwargs, {"stage", "debug_info"});
+  static constexpr std::string_view kIrKeywords[] = {"stage", "debug_info"};
+  std::vector<py::object> bound = bindParameters(k.name, k.param_names, args, kwargs, kIrKeywords);
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   std::string stage = kwargs.contains("stage") ? kwargs["stage"].cast<std::string>() : "tile";
@@ -65,10 +62,10 @@ int max_resident_programs(const KernelSet &k, py::args args, py::kwargs kwargs) 
 }
 
 CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
-  std::vector<py::object> bound =
-      bindParameters(k.name, k.param_names, args, kwargs,
-                     {"chip", "num_warps", "num_stages", "assemble", "warp_specialize", "ping_pong", "cluster_size",
-                      "max_registers"});
+  static constexpr std::string_view kCompileKeywords[] = {"chip",      "num_warps",    "num_stages",
+                                                          "assemble",  "warp_specialize", "ping_pong",
+                                                          "cluster_size", "max_registers"};
+  std::vector<py::object> bound = bindParameters(k.name, k.param_names, args, kwargs, kCompileKeywords);
   python::ArgumentLifetimes keep;
   Resolved r = resolve(k, bound, keep);
   CompileOptions opts;
@@ -136,6 +133,10 @@ PYBIND11_MODULE(_tegula, m) {
       });
 
   py::class_<Launcher>(m, "Launcher", "A kernel bound to a grid: call it with the arguments")
+      .def("__repr__",
+           [](const Launcher &l) {
+             return fmt::format("<tegula.Launcher {}[{}]>", l.kernel.name, py::repr(l.grid).cast<std::string>());
+           })
       .def("__call__", &Launcher::operator(),
            "Launch: the kernel's arguments by position or parameter name (arrays, ints, floats; tl::constant "
            "parameters usually by keyword), then options num_warps=4, num_stages=3, warp_specialize=False, "
@@ -180,6 +181,12 @@ registers a thread (the kernel's .maxnreg, Triton's maxnreg).)doc")
                              "Per instantiation, each parameter's type ('*bf16': an array)")
       .def("__getitem__",
            [](const KernelSet &k, py::object grid) { return Launcher{k, std::move(grid)}; })
+      .def("__call__",
+           [](const KernelSet &k, py::args, py::kwargs) {
+             throw py::type_error(fmt::format("kernel '{}' is launched over a grid, as in Triton: {}[grid]({}), "
+                                              "e.g. {}[(tegula.cdiv(n, BLOCK),)](...)",
+                                              k.name, k.name, fmt::join(k.param_names, ", "), k.name));
+           })
       .def("ir", &ir,
            "The tile IR of the specialisation these arguments select (stage='traced' or 'tile', "
            "debug_info=False)")

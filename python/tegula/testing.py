@@ -11,6 +11,10 @@ _TOLERANCES = {  # (rtol, atol) per element type, as the C++ tests use
     "float32": (1e-5, 1e-6),
     "float16": (2e-3, 1e-3),
     "bfloat16": (1.6e-2, 1e-2),
+    # fp8: half an ulp of 3 (e4m3) or 2 (e5m2) mantissa bits, as a result
+    # rounded to the type once is off by.
+    "float8_e4m3fn": (6.25e-2, 1e-2),
+    "float8_e5m2": (1.25e-1, 1e-2),
 }
 
 
@@ -41,9 +45,10 @@ def assert_close(actual, expected, rtol: float | None = None, atol: float | None
 
     Shapes must match; a NaN in ``actual`` fails unless ``expected`` has a NaN
     there, and an infinity in either must be the same infinity in the other (as
-    torch.testing.assert_close). Complex arrays are refused. The default
-    tolerances follow ``actual``'s dtype. The message names the worst element,
-    its index and both values.
+    torch.testing.assert_close). Integer and bool arrays are compared as
+    integers (exactly at any width, 64-bit included). Complex arrays and NaN or
+    negative tolerances are refused. The default tolerances follow ``actual``'s
+    dtype. The message names the worst element, its index and both values.
     """
     a = _as_numpy(actual)
     e = _as_numpy(expected)
@@ -55,6 +60,21 @@ def assert_close(actual, expected, rtol: float | None = None, atol: float | None
     d_rtol, d_atol = default_tolerance(a.dtype)
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not np.isfinite(value) or value < 0:  # a NaN bound would pass everything
+            raise ValueError(f"assert_close: {name} must be a finite number >= 0, got {value!r}")
+    if a.dtype.kind in "biu" and e.dtype.kind in "biu":
+        # Integers (and bools) as Python ints: exact at any width, where
+        # float64 would take 2**62 + 1 for 2**62.
+        ai, ei = a.astype(object), e.astype(object)
+        err = np.abs(ai - ei)
+        bad = err > atol + rtol * np.abs(ei)
+        if np.any(bad):
+            i = _index(np.argmax(bad.astype(bool)), a.shape)
+            raise AssertionError(
+                f"{int(bad.sum())} of {a.size} elements differ beyond rtol={rtol}, atol={atol}; "
+                f"first at {i}: actual {ai[i]!r}, expected {ei[i]!r} (|diff| {err[i]})")
+        return
     a64 = a.astype(np.float64)
     e64 = e.astype(np.float64)
     nan_a, nan_e = np.isnan(a64), np.isnan(e64)

@@ -1,5 +1,6 @@
 """tegula.load (a kernel module compiled at run time, cached) and the
 introspection a kernel offers: IR, PTX, cubin and ptxas's report."""
+import re
 import subprocess
 import sys
 import time
@@ -120,6 +121,31 @@ def test_a_registration_error_names_its_line(cache):
     message = str(info.value)
     assert "module 'few_names' was built but importing it failed" in message
     assert "few_names.cpp:14: kernel 'axpy' has 6 parameters but 2 names were given" in message
+
+
+@pytest.mark.parametrize("name, registration, said", [
+    ("dunder_name", 'm.kernel("__doc__", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});',
+     "'__doc__' is a name Python gives module attributes of its own"),
+    ("option_name", 'm.kernel("axpy", axpy, {"x", "y", "out", "alpha", "num_warps", "BLOCK"});',
+     "parameter 'num_warps' of kernel 'axpy' is named like the launch option num_warps="),
+    ("same_overload", 'm.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});\n'
+                      '  m.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});',
+     "'axpy' already has an overload with these parameter types"),
+])
+def test_registrations_a_launch_could_not_tell_apart_are_refused(cache, name, registration, said):
+    src = cache / f"{name}.cpp"
+    src.write_text(KERNEL_SOURCE.replace('m.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});',
+                                         registration)
+                   .replace("TEGULA_PYTHON_MODULE(my_axpy", f"TEGULA_PYTHON_MODULE({name}"))
+    with pytest.raises(tegula.Error, match=re.escape(said)):
+        tegula.load(name, sources=[src])
+
+
+def test_a_kernel_is_launched_over_a_grid():
+    with pytest.raises(TypeError, match=re.escape("kernel 'vector_add' is launched over a grid, as in Triton: "
+                                                  "vector_add[grid](x, y, out, n, BLOCK)")):
+        examples.vector_add(1, 2)
+    assert repr(examples.vector_add[(4,)]) == "<tegula.Launcher vector_add[(4,)]>"
 
 
 def test_ir_and_compile():

@@ -31,3 +31,24 @@ def test_infinities_must_be_the_same_infinity():
 def test_complex_arrays_are_refused():
     with pytest.raises(TypeError, match="compares real arrays"):
         assert_close(np.array([1 + 2j]), np.array([1 + 0j]))
+
+
+def test_integers_are_compared_exactly_at_any_width():
+    # float64 would take each of these pairs for equal.
+    with pytest.raises(AssertionError, match=r"1 of 2 elements differ .* first at \(1,\): actual 4611686018427387905"):
+        assert_close(np.array([1, 2**62 + 1], np.int64), np.array([1, 2**62], np.int64))
+    top = np.iinfo(np.uint64).max
+    with pytest.raises(AssertionError, match="18446744073709551615"):
+        assert_close(np.array([top], np.uint64), np.array([top - 1], np.uint64))
+    assert_close(np.array([top], np.uint64), np.array([top], np.uint64))
+    # Signed against unsigned, and bools, compare as the integers they are.
+    with pytest.raises(AssertionError, match="differ"):
+        assert_close(np.array([-1], np.int64), np.array([top], np.uint64))
+    assert_close(np.array([True, False]), np.array([1, 0], np.int8))
+    assert_close(np.array([10, 20], np.int32), np.array([11, 20], np.int32), atol=1)
+
+
+def test_nan_or_negative_tolerances_are_refused():
+    for bad in (dict(atol=float("nan")), dict(rtol=float("nan")), dict(atol=-1.0), dict(rtol=float("inf"))):
+        with pytest.raises(ValueError, match="must be a finite number >= 0"):
+            assert_close(np.array([1.0]), np.array([2.0]), **bad)

@@ -510,6 +510,14 @@ TEST(DslCornerCases, LaunchScalarsAreRangeChecked) {
                         "in i32"));
   k({.grid = {1}}, out, 3, 2); // any nonzero bool is true
   EXPECT_EQ(out[0], 4);
+  // On every backend: compiled code reads the low bit of the bool's byte
+  // (2 was false there, 5 true), so the launch makes it 0 or 1 first.
+  for (Backend backend : {Backend::Interp, Backend::Sim})
+    for (long b : {2L, 5L, 256L, -1L, 0L}) {
+      out[0] = -7;
+      k({.grid = {1}, .num_warps = 1, .backend = backend}, out, 3, b);
+      EXPECT_EQ(out[0], b ? 4 : 3) << "bool " << b << (backend == Backend::Sim ? " (simulator)" : "");
+    }
 }
 
 //===----------------------------------------------------------------------===//
