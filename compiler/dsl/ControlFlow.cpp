@@ -214,7 +214,14 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried, 
 
 range::~range() noexcept(false) {
   std::unique_ptr<detail::LoopState> state(state_);
-  if (state->phase != detail::LoopState::Phase::InBody || std::uncaught_exceptions())
+  if (state->phase != detail::LoopState::Phase::InBody)
+    return;
+  // Left early (an error, or break): its frame points at the carried list
+  // destroyed here, so it closes first - later destructors consult frames.
+  if (TraceState *ts = activeTraceState();
+      ts && !ts->frames.empty() && ts->frames.back().op == state->op.getOperation())
+    closeFrame(*ts);
+  if (std::uncaught_exceptions())
     return;
   fail(state->loc, "the body of a tl::range loop was left early (break, continue, return "
                    "or goto); dynamic loops must run their body to the end");

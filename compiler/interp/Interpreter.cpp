@@ -1,5 +1,6 @@
 //===- Interpreter.cpp - execute `tile` IR over the grid ------------------===//
 #include "compiler/interp/Interpreter.h"
+#include "tegula/interrupt.h"
 
 #include "compiler/interp/Elementwise.h"
 #include "compiler/interp/InlineAsm.h"
@@ -86,6 +87,7 @@ public:
     for (pid_[2] = 0; pid_[2] < g.z; ++pid_[2])
       for (pid_[1] = 0; pid_[1] < g.y; ++pid_[1])
         for (pid_[0] = 0; pid_[0] < g.x; ++pid_[0]) {
+          checkInterrupt();
           env_.clear();
           descs_.clear();
           if (pid_[0] % uint32_t(launch_.clusterSize) == 0)
@@ -749,6 +751,14 @@ private:
     if (t.kind == Tile::Kind::Ptr) t.buf[k] = e.buf[0];
   }
 
+  /// request_interrupt() (Ctrl-C in Python): stop between programs and
+  /// loop iterations.
+  void checkInterrupt() const {
+    if (interrupt_requested())
+      throw Interrupted(fmt::format("kernel '{}' interrupted in program ({}, {}, {})", launch_.kernelName, pid_[0],
+                                    pid_[1], pid_[2]));
+  }
+
   void forLoop(scf::ForOp f) {
     int64_t lo = get(f.getLowerBound())->i[0], hi = get(f.getUpperBound())->i[0],
             step = get(f.getStep())->i[0];
@@ -777,6 +787,7 @@ private:
                            width == 32 ? "give the loop i64 bounds (x.to(tl::i64))"
                                        : "its bounds and step come within a step of the i64 limit"));
     for (int64_t iv = lo; iv < hi; iv += step) {
+      checkInterrupt();
       env_[f.getInductionVar()] = scalarInt(ivType, iv);
       for (auto [arg, val] : llvm::zip(f.getRegionIterArgs(), carried))
         env_[arg] = val;
@@ -793,6 +804,7 @@ private:
     for (Value v : w.getInits())
       carried.push_back(get(v));
     while (true) {
+      checkInterrupt();
       for (auto [arg, val] : llvm::zip(w.getBeforeArguments(), carried))
         env_[arg] = val;
       SmallVector<TileRef> passed = execBlock(w.getBefore().front()); // condition, then its values

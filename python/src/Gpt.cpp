@@ -8,6 +8,7 @@
 // translator (tegula imports _tegula first).
 //
 //===----------------------------------------------------------------------===//
+#include "CtrlC.h"
 #include "models/gpt/Checkpoint.h"
 #include "models/gpt/Model.h"
 #include "models/gpt/Safetensors.h"
@@ -107,6 +108,7 @@ struct PyGpt {
 /// `f(model)` without the GIL, holding the model's lock.
 template <class F> auto locked(PyGpt &g, F f) {
   py::gil_scoped_release unlocked;
+  python::CtrlCStopsLaunches interruptible; // a step in the interpreter takes a while
   std::lock_guard lock(*g.busy);
   return f(*g.model);
 }

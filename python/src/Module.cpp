@@ -7,6 +7,7 @@
 // and publish KernelSets; the examples module is one of them.
 //
 //===----------------------------------------------------------------------===//
+#include "CtrlC.h"
 #include "Launching.h"
 
 #include "tegula/python.h"
@@ -37,6 +38,7 @@ struct Launcher {
     LaunchOptions opts = launchOptions(kwargs, bound);
     opts.grid = toGrid(grid, kernel.name, kernel.param_names, bound);
     py::gil_scoped_release unlocked; // interpreter and simulator runs can be long
+    python::CtrlCStopsLaunches interruptible;
     r.kernel->launch(opts, r.args);
   }
 };
@@ -99,6 +101,11 @@ PYBIND11_MODULE(_tegula, m) {
     try {
       if (p)
         std::rethrow_exception(p);
+    } catch (const Interrupted &e) {
+      // Ctrl-C stopped a launch: Python's handler raises KeyboardInterrupt
+      // (or whatever the program made of SIGINT); raised here if it did not.
+      if (PyErr_CheckSignals() == 0)
+        PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const Error &e) {
       py::set_error(error, e.what());
     }

@@ -9,6 +9,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for i in $(seq 40); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$work/input.txt"
 small=(--layers 1 --heads 2 --embd 32 --seq 16)
+# prints PATTERN ARGS...: the tool's output has a line matching PATTERN (read
+# from a file: `| grep -q` would close the pipe on the tool mid-write).
+prints() {
+  local pattern=$1
+  shift
+  "$tool" "$@" >"$work/prints.log"
+  grep -q -- "$pattern" "$work/prints.log" || { echo "expected '$pattern' from: $*"; cat "$work/prints.log"; exit 1; }
+}
 "$tool" train --data "$work/input.txt" --steps 4 --batch 2 --val-every 2 --save "$work/m.safetensors" \
   "${small[@]}" | tee "$work/train.log"
 grep -q '^step     4/4  loss' "$work/train.log"
@@ -66,8 +74,8 @@ grep -q 'vocabulary 420' "$work/tok.log"
 "$tool" train --tokens "$work/tokens.bin" --steps 2 --batch 2 --val-every 0 --save "$work/b.safetensors" \
   "${small[@]}" | tee "$work/train-bpe.log"
 grep -q 'vocabulary 420 (token file)' "$work/train-bpe.log"
-"$tool" generate --model "$work/b.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" \
-  --prompt "the quick" --tokens 4 | grep -q '^the quick'
+prints '^the quick' generate --model "$work/b.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" \
+  --prompt "the quick" --tokens 4
 if "$tool" generate --model "$work/b.safetensors" --prompt x 2>"$work/err.log"; then exit 1; fi
 grep -q "a BPE model: give its --vocab and --merges" "$work/err.log"
 if "$tool" train --data "$work/input.txt" --stepz 3 2>"$work/err.log"; then exit 1; fi
@@ -116,12 +124,12 @@ expect_error "--out $work/merges.txt is the --merges file" tokenize --data "$wor
 expect_error "option '--save' needs a value, and the next word '--steps' is an option" train \
   --data "$work/input.txt" --save --steps 3
 expect_error "option '--heads' is given twice ('3' and '2')" train --data "$work/input.txt" --heads 3 --heads 2
-"$tool" train --help | grep -q -- "--lr .*peak learning rate \[1e-3\]"
-"$tool" generate --help | grep -q -- "--top-p .*(0, 1\] \[0.95\]"
-"$tool" --help | grep -q "tegula-gpt train (--data FILE | --tokens FILE)"
+prints "--lr .*peak learning rate \[1e-3\]" train --help
+prints "--top-p .*(0, 1\] \[0.95\]" generate --help
+prints "tegula-gpt train (--data FILE | --tokens FILE)" --help
 if "$tool" >/dev/null 2>&1; then exit 1; fi
 expect_error "no subcommand 'trian'" trian --data x
-"$tool" train --data="$work/input.txt" --steps=1 --batch=2 --val-every=0 "${small[@]}" | grep -q '^step     1/1'
+prints '^step     1/1' train --data="$work/input.txt" --steps=1 --batch=2 --val-every=0 "${small[@]}"
 # A token file's ids are checked when it is opened, and so is its length.
 tokfile() { # tokfile PATH COUNT ID...: a token file of vocabulary 256
   local path=$1 count=$2
@@ -144,8 +152,8 @@ rc=0
 wait "$pid" || rc=$?
 [[ $rc == 130 ]] || { echo "Ctrl-C: exit $rc, not 130"; cat "$work/int.log"; exit 1; }
 grep -q "^interrupted after step [0-9]* of 100000: saved $work/int.safetensors" "$work/int.log"
-"$tool" generate --model "$work/int.safetensors" --prompt "the " --tokens 2 --temperature 0 | grep -q '^the '
-ls "$work" | grep -q '\.tmp' && { echo "a temporary file was left:"; ls "$work"; exit 1; }
+prints '^the ' generate --model "$work/int.safetensors" --prompt "the " --tokens 2 --temperature 0
+if compgen -G "$work/*.tmp*" >/dev/null; then echo "a temporary file was left:"; ls "$work"; exit 1; fi
 # A run that diverges stops, saying so, and saves nothing.
 expect_error "training diverged at step" train --data "$work/input.txt" --steps 6 --batch 2 --val-every 0 \
   --lr 1e6 --warmup 0 --save "$work/nan.safetensors" "${small[@]}"

@@ -1,0 +1,43 @@
+"""Ctrl-C stops a long interpreter or simulator launch: the launch raises
+KeyboardInterrupt within moments, instead of running on for minutes with the
+signal ignored (the GIL is released while it runs)."""
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+# A matmul far too large for the CPU backends to finish soon: minutes.
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from tegula import examples
+    n = 1024
+    a = np.ones((n, n), np.float32); c = np.zeros((n, n), np.float32)
+    print("launching", flush=True)
+    start = time.monotonic()
+    try:
+        examples.matmul[(n // 32, n // 32)](a, a, c, n, n, n, BM=32, BN=32, BK=32, backend=sys.argv[1])
+    except KeyboardInterrupt as e:
+        print(f"KeyboardInterrupt after {time.monotonic() - start:.1f} s: {e}", flush=True)
+        sys.exit(3)
+    print("finished", flush=True)
+""")
+
+
+@pytest.mark.parametrize("backend", ["interp", "sim"])
+def test_ctrl_c_stops_a_long_launch(backend):
+    p = subprocess.Popen([sys.executable, "-c", SCRIPT, backend], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "launching"
+    time.sleep(1.5)  # inside the launch: tracing (or the simulator's compile), or running
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail(f"the {backend} launch ignored Ctrl-C for a minute")
+    assert p.returncode == 3, (out, err)
+    assert "KeyboardInterrupt after" in out
