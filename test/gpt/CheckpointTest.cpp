@@ -30,6 +30,21 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+/// A small model of `layers` blocks (2 heads, 64 wide, vocabulary 300,
+/// context 32), initialised, saved to `dir/name`: the file's path.
+std::string savedSmallModel(const TempDir &dir, int layers, const std::string &name, GptConfig *config = nullptr) {
+  GptConfig small;
+  small.n_layer = layers, small.n_head = 2, small.n_embd = 64, small.vocab = 300, small.vocab_padded = 384;
+  small.n_ctx = 32;
+  GptModel m(small, Backend::Interp);
+  m.init_random(1);
+  const std::string saved = (dir.path / name).string();
+  m.save(saved);
+  if (config)
+    *config = small;
+  return saved;
+}
+
 TEST(CheckpointConfig, SizesComeFromHuggingFacesTensors) {
   // The fixture: transformers' names ("transformer." prefix), 2 blocks.
   const GptConfig c = checkpoint_config(SafetensorsFile::read(kFixture + "model.safetensors"), 4);
@@ -44,13 +59,10 @@ TEST(CheckpointConfig, SizesComeFromHuggingFacesTensors) {
 TEST(CheckpointConfig, HeadsFromTheSavedMetadataOrConfigJsonBeside) {
   TempDir dir;
   GptConfig small;
-  small.n_layer = 3, small.n_head = 2, small.n_embd = 64, small.vocab = 300, small.vocab_padded = 384;
-  small.n_ctx = 32;
+  const std::string saved = savedSmallModel(dir, 3, "saved.safetensors", &small);
+  const GptConfig c = checkpoint_config(SafetensorsFile::read(saved));
   GptModel m(small, Backend::Interp);
   m.init_random(1);
-  const std::string saved = (dir.path / "saved.safetensors").string();
-  m.save(saved);
-  const GptConfig c = checkpoint_config(SafetensorsFile::read(saved));
   m.save(saved, {{"n_head", "7"}}); // the model's own count wins
   EXPECT_EQ(checkpoint_config(SafetensorsFile::read(saved)).n_head, 2);
   EXPECT_EQ(c.n_layer, 3);
@@ -98,12 +110,9 @@ TEST(CheckpointConfig, AFileThatIsNotGpt2IsAClearError) {
 TEST(CheckpointLoad, AnotherModelsCheckpointIsRefused) {
   TempDir dir;
   GptConfig three;
-  three.n_layer = 3, three.n_head = 2, three.n_embd = 64, three.vocab = 300, three.vocab_padded = 384;
-  three.n_ctx = 32;
+  const std::string saved = savedSmallModel(dir, 3, "three.safetensors", &three);
   GptModel big(three, Backend::Interp);
-  big.init_random(1);
-  const std::string saved = (dir.path / "three.safetensors").string();
-  big.save(saved);
+  big.load(SafetensorsFile::read(saved));
   GptConfig two = three;
   two.n_layer = 2;
   GptModel small(two, Backend::Interp);
