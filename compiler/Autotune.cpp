@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tegula/autotune.h"
+#include "tegula/interrupt.h"
 
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuLaunch.h"
@@ -302,6 +303,13 @@ AutotunerImpl::Choice AutotunerImpl::tune(const LaunchOptions &opts, const std::
                                  : timeOnGpu(run, o.stream, options.warmup, options.reps);
       if (!std::isfinite(trial.ms) || trial.ms < 0)
         throw Error(fmt::format("the measure returned {} ms", trial.ms));
+    } catch (const Interrupted &) { // Ctrl-C: not this config's failure; nothing is kept
+      if (saved)
+        try {
+          saved->putBack();
+        } catch (...) {
+        }
+      throw;
     } catch (const Error &e) {
       trial.error = e.what();
     } catch (...) { // not a config's failure (a Python measure's own error): the caller's arrays back, then up
@@ -525,8 +533,8 @@ void Autotuner::launch(const LaunchOptions &opts, const std::vector<Arg> &args, 
   const std::vector<Arg> full = t.fullArgs(t.configs[config], args);
   try {
     t.kernel.launch(t.optionsFor(t.configs[config], opts, full, grid), full);
-  } catch (const Error &) {
-    if (!fromDisk)
+  } catch (const Error &e) {
+    if (!fromDisk || dynamic_cast<const Interrupted *>(&e)) // Ctrl-C says nothing of the choice
       throw;
     // A choice another build or process made that no longer runs (the
     // kernel changed, say): tune again.

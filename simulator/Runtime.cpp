@@ -338,8 +338,10 @@ void runCluster(Cluster &cl, uint64_t firstCta) {
     slots[i] = {c, &c->threads[size_t(t)], t};
   }
   for (;;) {
-    if (interrupt_requested()) // Ctrl-C in Python: stop this round; the launch says why
+    if (interrupt_requested()) { // Ctrl-C in Python: stop this round; the launch says why
+      cl.interrupted = true;
       return;
+    }
     bool ran = false;
     for (const Slot &s : slots) {
       if (s.thread->state != State::Ready)
@@ -743,7 +745,11 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
   uint64_t ctas = 0;
   const uint64_t clustersX = config.grid.x / unsigned(clusterSize);
   const uint64_t clusters = clustersX * config.grid.y * config.grid.z;
-  for (uint64_t i = 0; i < clusters && !firstError(cl) && !interrupt_requested(); ++i) {
+  for (uint64_t i = 0; i < clusters && !firstError(cl) && !cl.interrupted; ++i) {
+    if (interrupt_requested()) {
+      cl.interrupted = true;
+      break;
+    }
     const uint64_t k = config.lastCtaFirst ? clusters - 1 - i : i; // x fastest, then y, then z
     const uint32_t x = uint32_t(k % clustersX) * unsigned(clusterSize);
     const uint32_t y = uint32_t(k / clustersX % config.grid.y), z = uint32_t(k / clustersX / config.grid.y);
@@ -757,7 +763,7 @@ RunStats runGrid(const LaunchConfig &config, void (*entry)(void **), void **args
   tCta = saved;
   if (const std::string *error = firstError(cl))
     throw Error(*error);
-  if (interrupt_requested())
+  if (cl.interrupted)
     throw Interrupted(fmt::format("simulated launch interrupted after {} of {} CTAs", ctas,
                                   clusters * unsigned(clusterSize)));
   RunStats stats;

@@ -152,6 +152,8 @@ struct Cluster {
   // barrier.cluster: phases completed, arrivals in the current one, and
   // the threads it waits for.
   uint32_t phase = 0, arrivals = 0, threads = 0;
+  // Stopped by request_interrupt(), part way: the launch says so.
+  bool interrupted = false;
 };
 
 /// An operation of a thread on a peer CTA's state (inClusterCta): fail()

@@ -73,6 +73,7 @@ BlockAccess blockAccess(const block_ptr &p, const std::vector<int> &boundary_che
   for (int d = 0; d < rank; ++d)
     start = at(start, loc) + at(at(p.offset(d, loc).to(i64, loc), loc) * at(p.stride(d, loc), loc), loc);
   BlockAccess access{start, tensor()};
+  std::vector<std::pair<int, tensor>> unchecked; // (dimension, inside along it)
   for (int d = 0; d < rank; ++d) {
     tensor i = alongDimension(arange(0, int(p.block_shape()[size_t(d)]), loc).to(i64, loc), d, rank, loc);
     access.pointers = at(access.pointers, loc) + at(at(i, loc) * at(p.stride(d, loc), loc), loc);
@@ -82,21 +83,28 @@ BlockAccess blockAccess(const block_ptr &p, const std::vector<int> &boundary_che
       access.mask = access.mask.impl() ? at(access.mask, loc) & at(inside, loc) : inside;
       continue;
     }
-    // Unchecked, the block must stay inside the tensor (Triton's rule):
-    // past it, compiled code reads the next row's elements or another
-    // tensor's. The interpreter says so; the GPU pipeline drops the check.
-    TraceState &ts = current(loc);
+    unchecked.emplace_back(d, inside);
+  }
+  access.pointers = access.pointers.broadcast_to(p.block_shape(), loc);
+  if (access.mask.impl())
+    access.mask = access.mask.broadcast_to(p.block_shape(), loc);
+  // Unchecked, the block must stay inside the tensor where it is accessed
+  // (Triton's rule; elements the checked dimensions mask off are not):
+  // past it, compiled code reads the next row's elements or another
+  // tensor's. The interpreter says so; the GPU pipeline drops the check.
+  TraceState &ts = current(loc);
+  for (auto &[d, inside] : unchecked) {
+    tensor holds = inside.broadcast_to(p.block_shape(), loc);
+    if (access.mask.impl())
+      holds = at(holds, loc) | at(!tile_operand(access.mask, loc), loc);
     tile::AssertOp::create(
-        ts.builder, toLoc(ts.ctx, loc), unwrap(inside.broadcast_to(p.block_shape(), loc), loc),
+        ts.builder, toLoc(ts.ctx, loc), unwrap(holds, loc),
         fmt::format("{} through a tl::block_ptr: the block reaches outside the tensor along dimension {}, which "
                     "boundary_check does not name (offset + index must lie in [0, extent)); name {} in "
                     "boundary_check to mask it, or keep the block inside",
                     fn, d, d),
         /*interpreter_only=*/true);
   }
-  access.pointers = access.pointers.broadcast_to(p.block_shape(), loc);
-  if (access.mask.impl())
-    access.mask = access.mask.broadcast_to(p.block_shape(), loc);
   return access;
 }
 

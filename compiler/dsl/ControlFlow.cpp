@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <fmt/ranges.h>
 
@@ -256,6 +258,8 @@ range::iterator range::begin() {
     body->back().erase();
   ts.builder.setInsertionPointToEnd(body);
   openFrame(ts, TraceFrame::Kind::Range, state_->op, &state_->carried, state_->loc);
+  // In the body from here: ~range closes the frame if what follows throws.
+  state_->phase = detail::LoopState::Phase::InBody;
   for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
     *t = wrap(arg);
   state_->index = state_->op.getInductionVar();
@@ -266,7 +270,6 @@ range::iterator range::begin() {
     if (state_->indexType != type) // i >= INT32_MIN: exact in i32
       state_->index = arith::TruncIOp::create(ts.builder, l, state_->indexType, state_->index);
   }
-  state_->phase = detail::LoopState::Phase::InBody;
   return iterator{this};
 }
 
@@ -291,6 +294,25 @@ range::iterator &range::iterator::operator++() {
 bool range::iterator::operator!=(const iterator &) const {
   return r && r->state_->phase == detail::LoopState::Phase::InBody;
 }
+
+namespace {
+/// Whether `v`, computed in the condition block `before`, may differ from one
+/// test to the next: it depends on a carried value (a block argument) or on
+/// memory read in the loop. Ops with regions count as changing (not
+/// followed).
+bool mayChangeInTheLoop(Value v, Block *before, llvm::SmallPtrSetImpl<Value> &seen) {
+  if (!seen.insert(v).second)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == before;
+  Operation *op = v.getDefiningOp();
+  if (!op || !before->getParent()->isAncestor(op->getParentRegion()))
+    return false; // made before the loop
+  if (op->getNumRegions() > 0 || !isMemoryEffectFree(op))
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value x) { return mayChangeInTheLoop(x, before, seen); });
+}
+} // namespace
 
 namespace detail {
 
@@ -326,6 +348,12 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
     fail(cond.loc, fmt::format("tl::while_ needs a scalar boolean condition, got {}; reduce a tile first "
                                "(tl::max(mask, 0) is any, tl::min(mask, 0) all)",
                                wrap(c).type_str()));
+  // A condition made only of values from before the loop never changes: the
+  // loop would never end (a lambda capturing by value, [=], or a variable
+  // the loop does not carry - said after the body, whose loop-carry error
+  // names the variable).
+  llvm::SmallPtrSet<Value, 16> seen;
+  const bool conditionCanChange = mayChangeInTheLoop(c, before, seen);
   refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the condition");
   scf::ConditionOp::create(ts.builder, l, c, carriedValues(carried, types, "tl::while_", cond.loc, "in the condition"));
   // After: the body.
@@ -334,6 +362,10 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
     *t = wrap(arg);
   body();
   throwIfReplaced(ts);
+  if (!conditionCanChange)
+    fail(cond.loc, "tl::while_'s condition cannot change while the loop runs: it reads no carried variable and no "
+                   "memory, so the loop would never end (or never run); capture by reference ([&]) and list what "
+                   "the body updates as carried: tl::while_(cond, body, var)");
   refreshVectors(carried, vectors, blockPtrs, "tl::while_", cond.loc, "in the loop body");
   scf::YieldOp::create(ts.builder, l, carriedValues(carried, types, "tl::while_", cond.loc, "in the loop body"));
   frame.reset();

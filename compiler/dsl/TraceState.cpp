@@ -482,19 +482,19 @@ void note_assign(const tensor &to, const tensor &from) {
   }
 }
 
-void note_destroyed(const tensor &t) noexcept {
+void note_destroyed(const tensor &t, bool moved_from) noexcept {
   dsl::TraceState *ts = activeTraceState();
   if (!ts || ts->frames.empty())
     return;
-  // Unwinding a failed trace: nothing more to say, only forget the object.
-  const bool unwinding = std::uncaught_exceptions() > 0;
+  // Unwinding a failed trace, or a value moved on: only forget the object.
+  const bool forget = moved_from || std::uncaught_exceptions() > 0;
   for (dsl::TraceFrame &f : ts->frames) {
     auto read = f.reads.find(&t);
     if (read == f.reads.end())
       continue;
     // Read while it held the value from before the loop, and now gone: the
     // holder was replaced as a whole. Said when the body ends.
-    if (!unwinding && !f.replacedRead && !(f.carried && llvm::is_contained(*f.carried, &t)))
+    if (!forget && t.scope() < f.serial && !f.replacedRead && !(f.carried && llvm::is_contained(*f.carried, &t)))
       f.replacedRead = read->second;
     f.reads.erase(read); // the address may hold another tensor next
   }

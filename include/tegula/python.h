@@ -29,6 +29,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -76,11 +78,12 @@ public:
     }
     if (name.rfind("__", 0) == 0)
       fail("'" + name + "' is a name Python gives module attributes of its own; give the kernel another name");
+    // ir() and compile() take keywords of their own too.
     for (const std::string &p : param_names)
-      for (std::string_view option : kLaunchKeywords)
-        if (p == option)
-          fail("parameter '" + p + "' of kernel '" + name + "' is named like the launch option " + p +
-               "=; a launch's keyword would be taken for one or the other: rename the parameter");
+      if (p == "stage" || p == "debug_info" || p == "assemble" ||
+          std::find(std::begin(kLaunchKeywords), std::end(kLaunchKeywords), p) != std::end(kLaunchKeywords))
+        fail("parameter '" + p + "' of kernel '" + name + "' is named like the launch (or ir/compile) option " + p +
+             "=; a keyword would be taken for one or the other: rename the parameter");
     if (pybind11::hasattr(m_, name.c_str())) {
       pybind11::object existing = m_.attr(name.c_str());
       if (!pybind11::isinstance<KernelSet>(existing))

@@ -56,9 +56,11 @@ uint32_t trace_scope();
 void note_read(const tensor &t);
 void note_read(const tensor &t, const std::source_location &loc);
 void note_assign(const tensor &to, const tensor &from);
-/// An object destroyed (a std::vector<tl::tensor> move-assigned, cleared or
-/// grown): one a loop read from outside it is replaced, not carried.
-void note_destroyed(const tensor &t) noexcept;
+/// An object destroyed (a std::vector<tl::tensor> move-assigned or
+/// cleared): one a loop read from outside it is replaced, not carried -
+/// unless its value was moved on (`moved_from`: a vector that grew moved its
+/// elements), when the loop only forgets it.
+void note_destroyed(const tensor &t, bool moved_from) noexcept;
 } // namespace detail
 
 /// A traced tile (or scalar, when rank 0) of values or of pointers.
@@ -69,17 +71,21 @@ public:
   /// the scope, of `other` (and reads it); an assignment keeps the object's
   /// scope.
   tensor(const tensor &other) : impl_(other.impl_), trace_(other.trace_) { detail::note_read(other); }
-  tensor(tensor &&other) noexcept : impl_(other.impl_), trace_(other.trace_) { detail::note_read(other); }
+  tensor(tensor &&other) noexcept : impl_(other.impl_), trace_(other.trace_) {
+    detail::note_read(other);
+    other.moved_from_ = true; // its value lives on here: its end replaces nothing
+  }
   tensor &operator=(const tensor &other) {
     detail::note_assign(*this, other);
     impl_ = other.impl_;
     trace_ = other.trace_;
+    moved_from_ = false;
     return *this;
   }
   tensor &operator=(tensor &&other) { return *this = static_cast<const tensor &>(other); }
   ~tensor() {
     if (impl_)
-      detail::note_destroyed(*this);
+      detail::note_destroyed(*this, moved_from_);
   }
 
   /// Element type (for a pointer tile: the pointee's type).
@@ -125,6 +131,7 @@ private:
   void *impl_ = nullptr;
   uint64_t trace_ = 0;
   uint32_t scope_ = detail::trace_scope();
+  bool moved_from_ = false;
 };
 
 template <class T> struct constant;

@@ -7,6 +7,7 @@
 // and are part of the key anyway).
 //
 //===----------------------------------------------------------------------===//
+#include "CtrlC.h"
 #include "Launching.h"
 
 #include "tegula/autotune.h"
@@ -163,6 +164,7 @@ struct AutotunedLauncher {
       return toGrid(grid, t.kernel.name, t.givenNames, call.given, constantsOf(c));
     };
     py::gil_scoped_release unlocked; // tuning runs every config
+    CtrlCStopsLaunches interruptible;
     call.tuner->launch(call.opts, call.args, gridFn);
   }
 };

@@ -35,8 +35,11 @@ public:
   }
   ~CtrlCStopsLaunches() {
     std::lock_guard lock(state().mutex);
-    if (--state().depth == 0 && state().previous.sa_handler != SIG_IGN)
+    if (--state().depth > 0)
+      return;
+    if (state().previous.sa_handler != SIG_IGN)
       sigaction(SIGINT, &state().previous, nullptr);
+    clear_interrupt(); // a request outlives no launch: a later one must run
   }
   CtrlCStopsLaunches(const CtrlCStopsLaunches &) = delete;
   CtrlCStopsLaunches &operator=(const CtrlCStopsLaunches &) = delete;

@@ -22,6 +22,14 @@ SCRIPT = textwrap.dedent("""
         examples.matmul[(n // 32, n // 32)](a, a, c, n, n, n, BM=32, BN=32, BK=32, backend=sys.argv[1])
     except KeyboardInterrupt as e:
         print(f"KeyboardInterrupt after {time.monotonic() - start:.1f} s: {e}", flush=True)
+        # The request does not outlive the launch: the next ones run.
+        x = np.ones(100, np.float32); out = np.zeros_like(x)
+        examples.vector_add[(1,)](x, x, out, 100, BLOCK=128, backend=sys.argv[1])
+        import tegula
+        tuned = tegula.autotune(examples.vector_add, [tegula.Config({"BLOCK": 128})], cache=False)
+        tuned[(1,)](x, x, out, 100, backend=sys.argv[1])
+        assert (out == 2).all()
+        print("then ran", flush=True)
         sys.exit(3)
     print("finished", flush=True)
 """)
@@ -41,3 +49,4 @@ def test_ctrl_c_stops_a_long_launch(backend):
         pytest.fail(f"the {backend} launch ignored Ctrl-C for a minute")
     assert p.returncode == 3, (out, err)
     assert "KeyboardInterrupt after" in out
+    assert "then ran" in out, (out, err)

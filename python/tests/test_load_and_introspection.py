@@ -127,7 +127,7 @@ def test_a_registration_error_names_its_line(cache):
     ("dunder_name", 'm.kernel("__doc__", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});',
      "'__doc__' is a name Python gives module attributes of its own"),
     ("option_name", 'm.kernel("axpy", axpy, {"x", "y", "out", "alpha", "num_warps", "BLOCK"});',
-     "parameter 'num_warps' of kernel 'axpy' is named like the launch option num_warps="),
+     "parameter 'num_warps' of kernel 'axpy' is named like the launch (or ir/compile) option num_warps="),
     ("same_overload", 'm.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});\n'
                       '  m.kernel("axpy", axpy, {"x", "y", "out", "alpha", "n", "BLOCK"});',
      "'axpy' already has an overload with these parameter types"),

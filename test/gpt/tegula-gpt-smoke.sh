@@ -127,6 +127,7 @@ expect_error "option '--heads' is given twice ('3' and '2')" train --data "$work
 prints "--lr .*peak learning rate \[1e-3\]" train --help
 prints "--top-p .*(0, 1\] \[0.95\]" generate --help
 prints "tegula-gpt train (--data FILE | --tokens FILE)" --help
+prints '^-h$' generate --model "$work/m.safetensors" --prompt -h --tokens 0  # a value, not --help
 if "$tool" >/dev/null 2>&1; then exit 1; fi
 expect_error "no subcommand 'trian'" trian --data x
 prints '^step     1/1' train --data="$work/input.txt" --steps=1 --batch=2 --val-every=0 "${small[@]}"

@@ -311,4 +311,49 @@ TEST(LoopCarry, AVectorReplacedAsAWholeWithoutCarryingIsAnError) {
     EXPECT_EQ(out[size_t(j)], float(j + (16 + j) + (32 + j) + (48 + j))) << j;
 }
 
+// A condition that captured its counter by value tests the value from before
+// the loop forever (the interpreter hung): an error at the loop.
+void while_by_value(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
+  tl::tensor i = tl::zeros({}, tl::i32);
+  FAILS_ON_NEXT_LINE();
+  tl::while_([=] { return i < n; }, [&] { i = i + 1; }, i);
+  tl::store(out, i);
+}
+
+TEST(LoopCarry, AWhileConditionThatCannotChangeIsAnError) {
+  std::vector<int32_t> out(1);
+  expectAtMarkedLine(errorOf(kernel("by_value", while_by_value), {out, 5}),
+                     "tl::while_'s condition cannot change while the loop runs: it reads no carried variable and no "
+                     "memory");
+}
+
+// A vector that grows (reserve, push_back, resize) moves its elements: their
+// values live on, nothing is replaced - not errors.
+void vectors_that_grow(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> ws(1, tl::full({16}, 2.0f, tl::f32));
+  std::vector<tl::tensor> scratch(1);
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  for (auto k : tl::range(0, n, 16, acc)) {
+    ws.reserve(ws.size() + 8);      // moves ws[0], only read
+    tl::tensor v = tl::load(x + k + tl::arange(0, 16));
+    ws.push_back(v);                // may move again; popped below
+    scratch.resize(2);              // moves scratch[0] (written before any read)
+    scratch[0] = v * ws[0];
+    scratch[1] = ws[1];
+    acc = acc + scratch[0] + scratch[1];
+    ws.pop_back();
+    scratch.resize(1);
+  }
+  tl::store(out + tl::arange(0, 16), acc);
+}
+
+TEST(LoopCarry, AVectorThatGrowsMovesItsValuesAndIsNotAnError) {
+  std::vector<float> x(48), out(16);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i);
+  kernel("grow", vectors_that_grow)({.grid = one()}, x, out, 48);
+  for (int j = 0; j < 16; ++j) // sum over k of 3 x[k + j], k = 0, 16, 32
+    EXPECT_EQ(out[size_t(j)], 3.0f * float(j + (16 + j) + (32 + j))) << j;
+}
+
 } // namespace

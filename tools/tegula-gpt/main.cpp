@@ -598,7 +598,8 @@ int main(int argc, char **argv) {
     for (const Command &c : tegula::gpt::cli::commands()) {
       if (sub != c.name)
         continue;
-      for (int i = 2; i < argc; ++i)
+      // --help where an option's name goes (not a value: --prompt -h).
+      for (int i = 2; i < argc; i += std::strchr(argv[i], '=') || std::strncmp(argv[i], "--", 2) ? 1 : 2)
         if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
           fmt::print("{}\n\n{}", c.about, Options::help("usage: " + c.usage, c.options));
           return 0;
