@@ -85,8 +85,8 @@ void throwIfReplaced(TraceState &ts) {
   const std::source_location &at = *f.replacedRead;
   const std::source_location &line = at.line() ? at : f.loc;
   throw Error(staleReadMessage(f, fmt::format("{}:{}", line.file_name(), line.line()),
-                               "replaces as a whole (a std::vector<tl::tensor> move-assigned, cleared or grown in "
-                               "the loop)"));
+                               "replaces as a whole (a std::vector<tl::tensor> move-assigned or cleared in the "
+                               "loop)"));
 }
 
 FrameGuard::FrameGuard(TraceState &state, TraceFrame::Kind kind, Operation *op,

@@ -35,8 +35,9 @@ struct TraceFrame {
   llvm::SmallPtrSet<const tl::tensor *, 8> assigned; // in this iteration, before any read
   std::source_location loc;
   /// The first read of an object the loop then destroyed uncarried (a
-  /// std::vector<tl::tensor> move-assigned, cleared or grown in it): said by
-  /// throwIfReplaced, since a destructor cannot throw.
+  /// std::vector<tl::tensor> move-assigned or cleared in it; not one whose
+  /// value was moved on): said by throwIfReplaced, since a destructor cannot
+  /// throw.
   std::optional<std::source_location> replacedRead;
 };
 

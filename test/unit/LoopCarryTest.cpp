@@ -252,8 +252,8 @@ TEST(LoopCarry, ABlockPointerAdvancedWithoutCarryingIsAnError) {
 }
 
 // A std::vector<tl::tensor> from before the loop, read and then replaced as
-// a whole (move-assigned, cleared and refilled, or grown past its capacity):
-// its elements are destroyed, not assigned, and are an error all the same.
+// a whole (move-assigned, or cleared and refilled): its elements are
+// destroyed, not assigned, and are an error all the same.
 void chunks_moved_into(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
   std::vector<tl::tensor> acc(2, tl::zeros({16}, tl::f32));
   for (auto k : tl::range(0, n, 32)) {
@@ -298,8 +298,8 @@ TEST(LoopCarry, AVectorReplacedAsAWholeWithoutCarryingIsAnError) {
   std::vector<float> x(64, 1.0f), out(16);
   std::string err = errorOf(kernel("moved", chunks_moved_into), {x, out, 64});
   expectAtMarkedLine(err, "this reads a variable from before the tl::range loop (line");
-  EXPECT_THAT(err, HasSubstr("that the loop then replaces as a whole (a std::vector<tl::tensor> move-assigned, "
-                             "cleared or grown in the loop) without carrying it"));
+  EXPECT_THAT(err, HasSubstr("that the loop then replaces as a whole (a std::vector<tl::tensor> move-assigned or "
+                             "cleared in the loop) without carrying it"));
   err = errorOf(kernel("cleared", chunks_cleared), {x, out, 64});
   expectAtMarkedLine(err, "this reads a variable from before the tl::while_ loop (line");
   EXPECT_THAT(err, HasSubstr("list it as carried: tl::while_(cond, body, var)"));

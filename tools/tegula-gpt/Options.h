@@ -38,7 +38,6 @@ public:
   Options(int argc, char **argv, int first, const std::vector<OptionSpec> &specs) {
     for (const OptionSpec &spec : specs)
       values_[spec.name] = spec.value;
-    std::set<std::string> &given = given_;
     for (int i = first; i < argc; ++i) {
       std::string key = argv[i], value;
       const size_t eq = key.find('=');
@@ -56,7 +55,7 @@ public:
                                   "starts with -- is written {}=VALUE)",
                                   key, value, key));
       }
-      if (!given.insert(key).second)
+      if (!given_.insert(key).second)
         throw Error(fmt::format("option '{}' is given twice ('{}' and '{}'): give it once", key,
                                 values_[key.substr(2)], value));
       values_[key.substr(2)] = value;
