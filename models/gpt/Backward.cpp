@@ -23,6 +23,7 @@ void GptModel::backward() {
     throw Error("GPT backward: run forward() with targets first");
   if (acts_->logitsHoldGradient)
     throw Error("GPT backward: once per forward() - the first wrote the logits' gradient over the logits");
+  allocateGradients();
   const GptConfig &c = config_;
   Activations &a = *acts_;
   const int B = a.B, T = a.T, C = c.n_embd, H = c.n_head, D = C / H, BT = B * T, Vp = c.vocab_padded;

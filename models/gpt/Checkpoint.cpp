@@ -47,6 +47,12 @@ std::string config_json_beside(const std::string &path) {
   return (std::filesystem::path(path).parent_path() / "config.json").string();
 }
 
+std::string optimizer_state_beside(const std::string &path) {
+  constexpr std::string_view ext = ".safetensors";
+  const bool hasExt = path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  return (hasExt ? path.substr(0, path.size() - ext.size()) : path) + ".state.safetensors";
+}
+
 GptConfig checkpoint_config(const SafetensorsFile &file, int n_head, const std::string &config_json) {
   const SafeTensor *wte = find(file, "wte.weight"), *wpe = find(file, "wpe.weight");
   if (!wte || !wpe)

@@ -27,4 +27,9 @@ GptConfig checkpoint_config(const SafetensorsFile &file, int n_head = 0, const s
 /// + "/config.json".
 std::string config_json_beside(const std::string &path);
 
+/// The optimizer state beside a checkpoint (GptModel::save_optimizer; what
+/// tegula-gpt train --save writes and --resume reads): "X.safetensors" ->
+/// "X.state.safetensors", any other name + ".state.safetensors".
+std::string optimizer_state_beside(const std::string &path);
+
 } // namespace tegula::gpt

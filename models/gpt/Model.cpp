@@ -177,7 +177,6 @@ GptModel::GptModel(GptConfig config, Backend backend, tl::precision matmul, DTyp
       throw Error(fmt::format("GPT: parameter '{}' at offset {} is on the wrong side of the matrices' end {}",
                               p.name, p.offset, matricesEnd_));
   paramArena_ = Arena(n, backend);
-  gradArena_ = Arena(n, backend);
   if (storage == DType::bf16)
     weightCopy_ = Arena(n, backend, DType::bf16);
   // f32 at tf32: the blocks' matrices (the linear layers' forward) and wte
@@ -589,8 +588,13 @@ float GptModel::forward(const std::vector<int32_t> &tokens, const std::vector<in
 
 void GptModel::zero_grad() { gradientsPendingZero_ = true; }
 
+void GptModel::allocateGradients() {
+  if (gradArena_.size() == 0)
+    gradArena_ = Arena(paramArena_.size(), backend_); // zeroed
+}
+
 void GptModel::zeroPendingGradients() const {
-  if (!gradientsPendingZero_)
+  if (!gradientsPendingZero_ || gradArena_.size() == 0) // none allocated: they are zero
     return;
   kernels_->fill(launch({uint32_t(cdiv(gradArena_.size(), 1024))}), gradArena_.view(0, gradArena_.size()), 0.0f,
                  gradArena_.size(), 1024);
@@ -600,6 +604,8 @@ void GptModel::zeroPendingGradients() const {
 std::vector<float> GptModel::read_gradient(const std::string &name) const {
   zeroPendingGradients();
   const ParamSpec &p = parameter(name);
+  if (gradArena_.size() == 0) // no backward yet
+    return std::vector<float>(size_t(p.numel()), 0.0f);
   return gradArena_.download(p.offset, p.numel());
 }
 

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -418,6 +419,22 @@ public:
   /// padding rows), loadable by load() and by transformers; the metadata
   /// gains "n_head" (what checkpoint_config cannot read from the weights).
   void save(const std::string &path, const std::map<std::string, std::string> &metadata = {}) const;
+  /// AdamW's state beside a checkpoint, so that training continues where it
+  /// stopped (tegula-gpt train --resume): each parameter's moments
+  /// ("adam.m.<name>", "adam.v.<name>", f32, wte's with its padding rows),
+  /// with bf16 storage the weights' bf16 copy ("bf16_copy.<name>": stochastic
+  /// rounding made it, the master rounded to nearest would not give it back),
+  /// and in the metadata the steps taken (bias correction), init_random's
+  /// seed (stochastic rounding's) and the model's sizes; `metadata` is kept
+  /// beside them (the trainer's step and batch order).
+  void save_optimizer(const std::string &path, const std::map<std::string, std::string> &metadata = {}) const;
+  /// Restores what save_optimizer() wrote (call it after loading the
+  /// weights: it replaces their bf16 copy); throws naming a missing or
+  /// misshapen moment, a tensor the model has no parameter for, or a file of
+  /// another configuration - and changes nothing then.
+  void load_optimizer(const SafetensorsFile &file);
+  /// AdamW steps taken (loaded with load_optimizer()).
+  int optimizer_steps() const { return steps_; }
   std::vector<float> read_parameter(const std::string &name) const;
   void write_parameter(const std::string &name, const std::vector<float> &values);
 
@@ -463,7 +480,8 @@ public:
     return 6.0 * double(num_parameters()) + 12.0 * config_.n_layer * config_.n_embd * T;
   }
   /// Bytes of each part, as allocated: parameters (with bf16 storage the f32
-  /// master weights and their bf16 copy), gradients, AdamW state,
+  /// master weights and their bf16 copy), gradients (from the first
+  /// backward(), clip_grad_norm() or step() on), AdamW state,
   /// activations (forward + their gradients, and the batch's tokens and
   /// targets) of the last forward's B x T.
   struct Memory {
@@ -500,10 +518,16 @@ public:
     int top_k = 0;
     float top_p = 1.0f;
     uint64_t seed = 1;
+    /// Generation ends after this token (Hugging Face's eos_token_id:
+    /// GPT-2's <|endoftext|>, 50256); -1: after `count` tokens only.
+    int32_t stop_token = -1;
+    /// Called with each new token as it is chosen (to print as they come).
+    std::function<void(int32_t)> on_token;
   };
-  /// Appends `count` tokens to `prompt` (one sequence) and returns them. A
-  /// KV cache holds every layer's keys and values: each step runs the
-  /// layers on one new token, its attention over the cached positions.
+  /// Appends up to `count` tokens to `prompt` (one sequence) and returns
+  /// them (the stop token included where it ended them). A KV cache holds
+  /// every layer's keys and values: each step runs the layers on one new
+  /// token, its attention over the cached positions.
   std::vector<int32_t> generate(const std::vector<int32_t> &prompt, int count, const Sampling &sampling);
 
   /// Logits of the last forward, [B * T, vocab] (the padding dropped);
@@ -566,7 +590,10 @@ private:
   DType storage_;
   std::vector<ParamSpec> params_;
   int64_t matricesEnd_ = 0; // the arenas' matrices are [0, matricesEnd_), the vectors after
+  // gradArena_ is allocated by the first backward(), clip_grad_norm() or
+  // step(): a model that only generates holds no gradients.
   Arena paramArena_, gradArena_, adamM_, adamV_;
+  void allocateGradients();
   Arena weightCopy_; // bf16 storage: the master weights rounded to bf16 (empty for f32)
   // f32 at tf32: the linear layers' weights transposed ([out, in], K-major),
   // which their forward reads (wgmma takes tf32 K-major only); refreshed

@@ -32,6 +32,12 @@ public:
   /// Throws tegula::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t> &ids) const;
   int vocab_size() const { return int(idToToken_.size()); }
+  /// The id of the vocabulary's token spelled `token` (as vocab.json spells
+  /// it: "<|endoftext|>"), or -1 where it has none.
+  int32_t token_id(std::string_view token) const {
+    auto it = tokenToId_.find(std::string(token));
+    return it == tokenToId_.end() ? -1 : it->second;
+  }
 
   /// The pre-tokenization alone: the pieces BPE runs on (for tests).
   static std::vector<std::string_view> pretokenize(std::string_view text);

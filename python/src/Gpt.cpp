@@ -288,6 +288,21 @@ PYBIND11_MODULE(_gpt, m) {
              locked(g, [&](GptModel &m) { m.save(path, metadata); });
            },
            py::arg("path"), py::arg("metadata"))
+      .def("save_optimizer",
+           [](PyGpt &g, const std::string &path, const std::map<std::string, std::string> &metadata) {
+             locked(g, [&](GptModel &m) { m.save_optimizer(path, metadata); });
+           },
+           py::arg("path"), py::arg("metadata"))
+      .def("load_optimizer",
+           [](PyGpt &g, const std::string &path) {
+             return locked(g, [&](GptModel &m) {
+               const SafetensorsFile file = SafetensorsFile::read(path);
+               m.load_optimizer(file);
+               return file.metadata();
+             });
+           },
+           py::arg("path"))
+      .def_property_readonly("optimizer_steps", [](const PyGpt &g) { return g.model->optimizer_steps(); })
       .def("parameter", [](PyGpt &g, const std::string &name) { return visibleTensor(g, name, &GptModel::read_parameter); },
            py::arg("name"))
       .def("set_parameter",
@@ -363,7 +378,8 @@ PYBIND11_MODULE(_gpt, m) {
            py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"),
            py::arg("stochastic_rounding") = false)
       .def("generate",
-           [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed) {
+           [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed,
+              int32_t stopToken) {
              Tokens p = tokensFrom(prompt, "prompt");
              if (p.B != 1)
                throw py::value_error(fmt::format("prompt: one sequence of token ids, got {} rows", p.B));
@@ -371,12 +387,13 @@ PYBIND11_MODULE(_gpt, m) {
                throw py::value_error(fmt::format("max_new_tokens must be >= 0, got {}", count));
              std::vector<int32_t> out = locked(g, [&](GptModel &m) {
                return m.generate(p.values, count,
-                                 {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed});
+                                 {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed,
+                                  .stop_token = stopToken});
              });
              return py::array_t<int32_t>(py::ssize_t(out.size()), out.data());
            },
            py::arg("prompt"), py::arg("count"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
-           py::arg("seed"))
+           py::arg("seed"), py::arg("stop_token") = -1)
       .def("memory", [](PyGpt &g) { return memoryDict(locked(g, [](GptModel &m) { return m.memory(); })); })
       .def("training_flops_per_token", [](const PyGpt &g, int T) { return g.model->training_flops_per_token(T); },
            py::arg("T"))

@@ -139,6 +139,25 @@ class GPT:
         """Writes every parameter under Hugging Face's names (loadable by transformers)."""
         self._m.save(os.fspath(path), dict(metadata or {}))
 
+    def save_optimizer(self, path: PathLike, metadata: Optional[Mapping[str, str]] = None) -> None:
+        """Writes AdamW's state (each parameter's moments, the steps taken, the
+        stochastic-rounding seed) as safetensors, so that training continues
+        where it stopped: :meth:`save` the weights beside it, and
+        :meth:`load` + :meth:`load_optimizer` them into a model of the same
+        configuration. ``metadata`` (str -> str) is kept in the file."""
+        self._m.save_optimizer(os.fspath(path), dict(metadata or {}))
+
+    def load_optimizer(self, path: PathLike) -> dict:
+        """Restores what :meth:`save_optimizer` wrote (a file of another
+        configuration is a tegula.Error, and nothing changes); returns the file's
+        metadata."""
+        return self._m.load_optimizer(os.fspath(path))
+
+    @property
+    def optimizer_steps(self) -> int:
+        """AdamW steps taken (bias correction counts them)."""
+        return self._m.optimizer_steps
+
     def parameter(self, name: str) -> np.ndarray:
         """A copy of parameter ``name`` (float32, its shape; Conv1D weights [in, out])."""
         return self._m.parameter(name)
@@ -246,12 +265,15 @@ class GPT:
 
     # Generation.
     def generate(self, prompt, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int = 1) -> np.ndarray:
-        """``max_new_tokens`` tokens after ``prompt`` (one sequence of ids) with a
-        KV cache: greedy at temperature 0, else sampled from softmax(logits /
-        temperature) within the ``top_k`` most likely (0: all) and the smallest
-        set reaching probability ``top_p``. Returns the new tokens (int32)."""
-        return self._m.generate(prompt, max_new_tokens, temperature, top_k, top_p, seed)
+                 top_p: float = 1.0, seed: int = 1, eos_token_id: Optional[int] = None) -> np.ndarray:
+        """Up to ``max_new_tokens`` tokens after ``prompt`` (one sequence of ids)
+        with a KV cache: greedy at temperature 0, else sampled from
+        softmax(logits / temperature) within the ``top_k`` most likely (0: all)
+        and the smallest set reaching probability ``top_p``; generation ends
+        after ``eos_token_id`` where given (GPT-2's <|endoftext|> is 50256), as
+        Hugging Face's does. Returns the new tokens (int32)."""
+        return self._m.generate(prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                                -1 if eos_token_id is None else eos_token_id)
 
     # Performance.
     def memory(self) -> dict:

@@ -177,6 +177,57 @@ def test_loss_falls_training_on_a_repetitive_corpus():
     assert memory["optimizer"] == 2 * memory["gradients"] and memory["peak"] >= memory["total"]
 
 
+def _train_steps(model, data, steps, first=0):
+    for step in range(first, first + steps):
+        starts = (np.arange(2) * 13 + step * 5) % (len(data) - 17)
+        batch = np.stack([data[s:s + 17] for s in starts])
+        model.forward(batch[:, :-1], batch[:, 1:])
+        model.zero_grad()
+        model.backward()
+        model.clip_grad_norm(1.0)
+        model.step(lr=1e-2)
+
+
+def test_training_resumes_exactly_from_the_saved_optimizer_state(tmp_path):
+    data = np.array(gpt.Tokenizer.bytes().encode("resume me, please. " * 20), dtype=np.int32)
+    config = gpt.Config(n_layer=1, n_head=2, n_embd=32, vocab=256, n_ctx=16)
+    first = gpt.GPT(config)
+    first.init_random(seed=4)
+    _train_steps(first, data, 2)
+    first.save(tmp_path / "m.safetensors")
+    first.save_optimizer(tmp_path / "m.state.safetensors", metadata={"step": "2"})
+    resumed = gpt.GPT(config)
+    resumed.load(tmp_path / "m.safetensors")
+    assert resumed.load_optimizer(tmp_path / "m.state.safetensors")["step"] == "2"
+    assert resumed.optimizer_steps == 2
+    _train_steps(first, data, 2, first=2)
+    _train_steps(resumed, data, 2, first=2)
+    for name, value in first.state_dict().items():
+        np.testing.assert_array_equal(resumed.parameter(name), value, err_msg=name)
+    other = gpt.GPT(gpt.Config(n_layer=2, n_head=2, n_embd=32, vocab=256, n_ctx=16))
+    with pytest.raises(tegula.Error, match="saved for n_layer 1, this model has 2"):
+        other.load_optimizer(tmp_path / "m.state.safetensors")
+    assert other.optimizer_steps == 0
+
+
+def test_generation_ends_at_the_eos_token():
+    # Every logit 0 but token 7's: ln_f's output is its bias (1s) and wte's
+    # row 7 alone is not zero, so greedy decoding picks 7 at every step.
+    model = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=32, vocab=64, n_ctx=16))
+    for name, shape in model.parameter_shapes().items():
+        value = np.zeros(shape, np.float32)
+        if name == "ln_f.bias":
+            value[:] = 1
+        if name == "wte.weight":
+            value[7] = 1
+        model.set_parameter(name, value)
+    np.testing.assert_array_equal(model.generate([1, 2], 4), [7, 7, 7, 7])
+    np.testing.assert_array_equal(model.generate([1, 2], 4, eos_token_id=7), [7])
+    assert model.memory()["gradients"] == 0  # generating allocates none
+    with pytest.raises(tegula.Error, match="the stop token is -1 \\(none\\) or a token of the vocabulary"):
+        model.generate([1, 2], 4, eos_token_id=64)
+
+
 def test_wte_without_its_padding_rows_and_safetensors_round_trip(tmp_path, rng):
     # vocab 300 pads to 384 inside the model; Python, checkpoints and Hugging
     # Face see [300, n_embd].

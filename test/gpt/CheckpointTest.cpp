@@ -156,4 +156,73 @@ TEST(CheckpointLoad, AnotherModelsCheckpointIsRefused) {
               HasSubstr("1 tensor this model (3 layers) has no parameter for: h.0.attn.c_attn.scale;"));
 }
 
+// AdamW's state saved beside the weights and loaded into a fresh model: the
+// next step moves both models' parameters exactly alike (the moments, the
+// bias correction's step count and the stochastic-rounding seed came back).
+TEST(OptimizerState, ASavedRunContinuesExactly) {
+  TempDir dir;
+  GptConfig c;
+  c.n_layer = 1, c.n_head = 2, c.n_embd = 32, c.vocab = 70, c.vocab_padded = 128, c.n_ctx = 16;
+  const int B = 2, T = 8;
+  std::vector<int32_t> tokens(B * T), targets(B * T);
+  for (int i = 0; i < B * T; ++i)
+    tokens[size_t(i)] = (i * 7) % c.vocab, targets[size_t(i)] = (i * 11 + 3) % c.vocab;
+  auto trainStep = [&](GptModel &m) {
+    m.forward(tokens, targets, B, T);
+    m.zero_grad();
+    m.backward();
+    m.clip_grad_norm(1.0f);
+    m.step({.lr = 1e-2f, .stochastic_rounding = true});
+  };
+  GptModel first(c, Backend::Interp, tl::precision::ieee, DType::bf16);
+  first.init_random(5);
+  trainStep(first), trainStep(first);
+  const std::string model = (dir.path / "m.safetensors").string(), state = optimizer_state_beside(model);
+  EXPECT_EQ(state, (dir.path / "m.state.safetensors").string());
+  first.save(model);
+  first.save_optimizer(state, {{"note", "kept"}});
+
+  GptModel resumed(c, Backend::Interp, tl::precision::ieee, DType::bf16);
+  resumed.load(SafetensorsFile::read(model));
+  const SafetensorsFile stateFile = SafetensorsFile::read(state);
+  EXPECT_EQ(stateFile.metadata().at("note"), "kept");
+  resumed.load_optimizer(stateFile);
+  EXPECT_EQ(resumed.optimizer_steps(), 2);
+  trainStep(first), trainStep(resumed);
+  for (const ParamSpec &p : first.parameters())
+    ASSERT_EQ(resumed.read_parameter(p.name), first.read_parameter(p.name)) << p.name;
+
+  // Another model's state, a file that is no state, a damaged moment: each
+  // an error that leaves the model as it was.
+  GptConfig wider = c;
+  wider.n_embd = 64;
+  GptModel other(wider, Backend::Interp);
+  EXPECT_THAT(tegula::testing::error_of([&] { other.load_optimizer(stateFile); }),
+              HasSubstr("optimizer state: saved for n_embd 32, this model has 64: the state of another model"));
+  EXPECT_THAT(tegula::testing::error_of([&] { resumed.load_optimizer(SafetensorsFile::read(model)); }),
+              HasSubstr("optimizer state: the file is not one"));
+  std::vector<TensorToWrite> tensors;
+  std::vector<std::vector<float>> values;
+  for (const std::string &name : stateFile.names())
+    values.push_back(stateFile.to_f32(name));
+  for (size_t i = 0; i < values.size(); ++i)
+    tensors.push_back({stateFile.names()[i], stateFile.at(stateFile.names()[i]).shape, values[i]});
+  const auto names = stateFile.names();
+  const size_t v = size_t(std::find_if(names.begin(), names.end(),
+                                       [](const std::string &n) { return n.rfind("adam.v.", 0) == 0; }) -
+                          names.begin());
+  ASSERT_LT(v, names.size());
+  values[v][0] = -1.0f; // a negative second moment
+  tensors[v].values = values[v];
+  const SafetensorsFile bad = SafetensorsFile::parse(serialize_safetensors(tensors, stateFile.metadata()), "bad");
+  const std::string error = tegula::testing::error_of([&] { resumed.load_optimizer(bad); });
+  EXPECT_THAT(error, HasSubstr("hold a non-finite (or negative second) moment"));
+  tensors.erase(tensors.begin()); // adam.m of the first parameter
+  EXPECT_THAT(tegula::testing::error_of([&] {
+                resumed.load_optimizer(SafetensorsFile::parse(serialize_safetensors(tensors, stateFile.metadata()), "cut"));
+              }),
+              HasSubstr("(the file is cut short or of another model)"));
+  EXPECT_EQ(resumed.optimizer_steps(), 3);
+}
+
 } // namespace

@@ -498,7 +498,7 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     GptModel m(c, Backend::Interp, tl::precision::ieee, storage);
     const int64_t n = m.num_parameters(), e = int64_t(dtype_size(storage));
     EXPECT_EQ(m.memory().parameters, n * (storage == DType::bf16 ? 6 : 4));
-    EXPECT_EQ(m.memory().gradients, n * 4);
+    EXPECT_EQ(m.memory().gradients, 0); // until a backward: a model that only generates holds none
     EXPECT_EQ(m.memory().optimizer, 0);
     m.init_optimizer();
     EXPECT_EQ(m.memory().optimizer, n * 8);
@@ -524,6 +524,7 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     m.backward();
     m.clip_grad_norm(1.0f);
     mem = m.memory();
+    EXPECT_EQ(mem.gradients, n * 4);
     // The stream-K weight gradients' workspace: two f32 partial blocks for
     // each of the CPU backends' 3 programs, an i32 counter a tile of the
     // MLP's gradients.
@@ -538,6 +539,31 @@ TEST(GptModel, MemoryAccountingIsWhatTheModelAllocates) {
     EXPECT_LT(m.memory().total(), mem.peak);
     EXPECT_EQ(m.memory().peak, mem.peak);
   }
+}
+
+// Generation ends after the stop token (Hugging Face's eos_token_id), and
+// each token reaches on_token as it is chosen. A model whose every logit is 0
+// but the stop token's (ln_f gives its bias, 1s; wte's row 42 alone is not
+// zero) chooses it at every step.
+TEST(GptModel, GenerationEndsAtTheStopToken) {
+  GptModel m(tiny(), Backend::Interp);
+  const int32_t stop = 42;
+  for (const ParamSpec &p : m.parameters()) {
+    std::vector<float> v(size_t(p.numel()), 0.0f);
+    if (p.name == "ln_f.bias")
+      std::fill(v.begin(), v.end(), 1.0f);
+    if (p.name == "wte.weight")
+      std::fill_n(v.begin() + int64_t(stop) * m.config().n_embd, m.config().n_embd, 1.0f);
+    m.write_parameter(p.name, v);
+  }
+  std::vector<int32_t> seen;
+  GptModel::Sampling greedy{.stop_token = stop, .on_token = [&](int32_t t) { seen.push_back(t); }};
+  EXPECT_EQ(m.generate({1, 2}, 5, greedy), std::vector<int32_t>{stop});
+  EXPECT_EQ(seen, std::vector<int32_t>{stop});
+  EXPECT_EQ(m.generate({1, 2}, 3, {}), std::vector<int32_t>(3, stop)); // no stop token: all 3
+  EXPECT_EQ(m.memory().gradients, 0); // generating allocates no gradients
+  EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1}, 1, {.stop_token = 100}); }),
+              HasSubstr("the stop token is -1 (none) or a token of the vocabulary [0, 100), not 100"));
 }
 
 TEST(GptModel, CheckpointsRoundTripThroughSafetensors) {

@@ -56,7 +56,7 @@ inline std::vector<Command> commands() {
         {"out", "", "the token file to write (required; never one of the inputs)"},
         {"vocab", "", "GPT-2's vocab.json (with --merges)"},
         {"merges", "", "GPT-2's merges.txt (with --vocab)"}}},
-      {"train", "tegula-gpt train (--data FILE | --tokens FILE) [options]",
+      {"train", "tegula-gpt train (--data FILE | --tokens FILE) [--init FILE | --resume FILE] [options]",
        "Trains a GPT-2 from scratch: AdamW (betas 0.9/0.95, weight decay 0.1 on matrices), gradients clipped at "
        "norm 1.0, linear warm-up then cosine decay to lr/10; the last 10% of the data is held out for the "
        "validation loss. Ctrl-C finishes the step in flight and saves (with --save); a second Ctrl-C stops at once.",
@@ -68,7 +68,12 @@ inline std::vector<Command> commands() {
            {"lr", "1e-3", "peak learning rate"},
            {"warmup", "20", "warm-up steps"},
            {"val-every", "50", "validation loss every N steps and at the end (0: never)"},
-           {"save", "", "the checkpoint to write at the end or on Ctrl-C (safetensors, Hugging Face's names)"},
+           {"save", "", "the checkpoint to write at the end or on Ctrl-C (safetensors, Hugging Face's names), and "
+                        "beside it X.state.safetensors: AdamW's state and the run's place, for --resume"},
+           {"save-every", "0", "also save every N steps (0: at the end and on Ctrl-C only)"},
+           {"init", "", "start from this checkpoint's weights (Tegula's or Hugging Face's GPT-2; its sizes)"},
+           {"resume", "", "continue the run saved in this checkpoint: its weights, AdamW state, step and batches, "
+                          "and its --steps, --lr, --warmup, --batch, --seq... unless given"},
            {"stream-k", "on", "weight gradients as stream-K GEMMs (on|off)"},
            {"tiles", "", "GptModel::Tiles fields: name=value,... or @FILE (tegula-gpt tune's) or auto"},
            {"stochastic-rounding", "off", "bf16: round the copy of the master weights stochastically (on|off)"},
@@ -89,16 +94,17 @@ inline std::vector<Command> commands() {
            {"stream-k", "on", "weight gradients as stream-K GEMMs (on|off)"},
        } + modelOptions("12", "12", "768", "1024") +
            runOptions("gpu", "bf16")},
-      {"generate", "tegula-gpt generate --model FILE --prompt TEXT [options]",
+      {"generate", "tegula-gpt generate --model FILE [--prompt TEXT] [options]",
        "Samples from a checkpoint (Tegula's or Hugging Face's GPT-2) with a KV cache; its sizes come from the "
        "file, its head count from the metadata, config.json beside it or --heads.",
        std::vector<OptionSpec>{
            {"model", "", "the checkpoint (safetensors; required)"},
-           {"prompt", "", "the text to continue (required)"},
+           {"prompt", "", "the text to continue [a BPE model: from <|endoftext|>, as a new text]"},
            {"tokens", "100", "tokens to generate (at most what the context leaves; 0: none)"},
            {"temperature", "0.8", "sampling temperature (0: greedy)"},
            {"top-k", "40", "sample among the k likeliest tokens (0: all)"},
            {"top-p", "0.95", "sample among the likeliest tokens holding this probability mass, in (0, 1]"},
+           {"stop", "on", "end at <|endoftext|> (a BPE model's end of a text) (on|off)"},
            {"heads", "0", "attention heads, when the checkpoint does not say [from the checkpoint]"},
            {"vocab", "", "GPT-2's vocab.json (a BPE model; with --merges)"},
            {"merges", "", "GPT-2's merges.txt (with --vocab)"},

@@ -75,6 +75,12 @@ public:
   }
 
   const std::string &str(const std::string &k) const { return values_.at(k); }
+  /// --k becomes `value` unless the command line gave it (a resumed run's
+  /// settings replace the defaults, not what the user asked for).
+  void adopt(const std::string &k, const std::string &value) {
+    if (!given(k))
+      values_.at(k) = value;
+  }
   /// Whether --k was on the command line (not its default).
   bool given(const std::string &k) const { return given_.count("--" + k) > 0; }
 

@@ -4,7 +4,8 @@
 //   tegula-gpt tokenize --data input.txt --out tokens.bin [--vocab vocab.json --merges merges.txt]
 //   tegula-gpt train (--data input.txt | --tokens tokens.bin) [--steps 200] [--batch 4] [--seq 64]
 //                    [--layers 2 --heads 4 --embd 128] [--lr 1e-3] [--warmup 20]
-//                    [--val-every 50] [--save model.safetensors] [--seed 1]
+//                    [--val-every 50] [--save model.safetensors] [--save-every N] [--seed 1]
+//                    [--init model.safetensors | --resume model.safetensors]
 //                    [--backend interp|sim|gpu] [--precision ieee|tf32|tf32x3] [--dtype f32|bf16]
 //                    [--warp-specialize on|off] [--stream-k on|off] [--tiles name=value,...|@FILE|auto]
 //                    [--stochastic-rounding on|off (bf16: the copy of the master weights)]
@@ -13,12 +14,17 @@
 //                    [--tiles name=value,...|@FILE|auto] [--out tiles.txt] [--warp-specialize on|off]
 //                    [--stream-k on|off]
 //   tegula-gpt generate --model model.safetensors [--heads N]
-//                    [--vocab vocab.json --merges merges.txt] --prompt "text" [--tokens 100]
-//                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--seed 1]
+//                    [--vocab vocab.json --merges merges.txt] [--prompt "text"] [--tokens 100]
+//                    [--temperature 0.8] [--top-k 40] [--top-p 0.95] [--stop on|off] [--seed 1]
+//
+// train --save writes the model and beside it AdamW's state with the run's
+// place (Resume.h): --resume continues the run as if it had not stopped;
+// --init starts a new run from a checkpoint's weights (fine-tuning).
 //
 // generate reads the model's sizes from the checkpoint (its heads from
 // --heads, its metadata or config.json beside it) and decodes with a KV
-// cache, up to its context length (wpe's rows; train makes it --seq).
+// cache, up to its context length (wpe's rows; train makes it --seq), and
+// stops at <|endoftext|> (BPE), from which an empty prompt starts.
 // Tokens are bytes (vocabulary 256) unless GPT-2's BPE files are given
 // (tokenize writes them to a token file: a 16-byte header "TGTK", version,
 // vocabulary size, token count, then little-endian i32 ids). Text or token files are
@@ -42,6 +48,7 @@
 #include "models/gpt/TunedTiles.h"
 #include "models/gpt/FileOutput.h"
 #include "tools/tegula-gpt/Commands.h"
+#include "tools/tegula-gpt/Resume.h"
 
 #include "tegula/device.h"
 #include "tegula/error.h"
@@ -69,6 +76,8 @@
 using namespace tegula;
 using namespace tegula::gpt;
 using tegula::gpt::cli::Options;
+using tegula::gpt::cli::Resumed;
+using tegula::gpt::cli::modelMetadata;
 
 namespace {
 
@@ -311,16 +320,69 @@ void onInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-int train(const Options &o) {
+/// The configuration of a run that starts from the checkpoint `file` (at
+/// `path`; --init, --resume): its sizes; --layers, --heads and --embd, where
+/// given, must agree. --seq, not given, is at most its context.
+GptConfig checkpointConfigFor(Options &o, const SafetensorsFile &file, const std::string &path, int vocab) {
+  const GptConfig c = checkpoint_config(file, o.given("heads") ? o.integer("heads", 1, 1024) : 0,
+                                        config_json_beside(path));
+  for (auto [name, value] : {std::pair{"layers", c.n_layer}, {"heads", c.n_head}, {"embd", c.n_embd}})
+    if (o.given(name) && o.integer(name) != value)
+      throw Error(fmt::format("--{} {}: the model in {} has {} (its sizes are the checkpoint's)", name, o.str(name),
+                              path, value));
+  if (c.vocab != vocab)
+    throw Error(fmt::format("the model in {} has a vocabulary of {} tokens, the data {} ({})", path, c.vocab, vocab,
+                            vocab == 256 ? "bytes: tokenize it with the model's --vocab and --merges" : "token file"));
+  if (o.integer("seq", 1) > c.n_ctx) {
+    if (o.given("seq"))
+      throw Error(fmt::format("--seq {} is longer than the context of the model in {} ({} positions)", o.str("seq"),
+                              path, c.n_ctx));
+    o.adopt("seq", std::to_string(c.n_ctx));
+  }
+  return c;
+}
+
+int train(const Options &given) {
+  Options o = given;
+  if (!o.str("init").empty() && !o.str("resume").empty())
+    throw Error("give --init (weights to start a new run from) or --resume (a run to continue), not both");
+  const std::string from = o.str("resume").empty() ? o.str("init") : o.str("resume");
+  const bool resuming = !o.str("resume").empty();
+  if (resuming && o.given("seed"))
+    throw Error("--resume continues the saved run's random streams (its batches, its stochastic rounding): --seed "
+                "does not apply");
   const TokenStream data = TokenStream::open(o);
-  const GptConfig config = configFrom(o, data.vocab);
+  // Both files read whole before anything is written: --save may name the
+  // file resumed from.
+  std::optional<SafetensorsFile> start, state;
+  Resumed resumed;
+  if (!from.empty())
+    start = SafetensorsFile::read(from);
+  if (resuming) {
+    const std::string statePath = optimizer_state_beside(from);
+    if (!std::filesystem::exists(statePath))
+      throw Error(fmt::format("--resume {}: no optimizer state beside it ({}; tegula-gpt train --save writes both); "
+                              "--init {} starts a new run from its weights",
+                              from, statePath, from));
+    state = SafetensorsFile::read(statePath);
+    resumed = resumeRun(o, start->metadata(), state->metadata(), from, data.count);
+  }
+  const GptConfig config = start ? checkpointConfigFor(o, *start, from, data.vocab) : configFrom(o, data.vocab);
   const auto [B, T] = batchAndSeq(o);
   const int steps = o.integer("steps", 1), warmup = o.integer("warmup", 0), valEvery = o.integer("val-every", 0);
+  const int saveEvery = o.integer("save-every", 0);
   const float maxLr = o.real("lr", 0, 1e6);
   const uint64_t seed = o.seed("seed");
-  checkNotAnInput(o, "save", {"data", "tokens", "tiles"});
-  if (!o.str("save").empty())
+  if (resumed.step >= steps)
+    throw Error(fmt::format("--resume {}: the run has taken {} steps of --steps {}; give a larger --steps to train on",
+                            from, resumed.step, steps));
+  if (saveEvery > 0 && o.str("save").empty())
+    throw Error("--save-every saves to the --save file: give --save too");
+  checkNotAnInput(o, "save", {"data", "tokens", "tiles", "init"});
+  if (!o.str("save").empty()) {
     check_file_creatable(o.str("save"), "--save");
+    check_file_creatable(optimizer_state_beside(o.str("save")), "--save (its optimizer state)");
+  }
   const size_t split = data.count * 9 / 10;
   if (split < size_t(T) + 2 || data.count - split < size_t(T) + 2)
     throw Error(fmt::format("the data has {} tokens: too few for windows of {} with a 10% validation split",
@@ -342,16 +404,25 @@ int train(const Options &o) {
     model.set_tiles(model.tiles().with(tile_overrides_from(overrides)));
     fmt::print("tiles: {}\n", model.tiles().str());
   }
-  model.init_random(seed);
+  model.init_random(seed); // also stochastic rounding's seed where a checkpoint replaces the weights
+  if (start)
+    model.load(*start);
+  if (state)
+    model.load_optimizer(*state);
   fmt::print("GPT: {} layers, {} heads, {} dims, vocabulary {} ({}); {} parameters; B={} T={}; {} tokens; {}, "
              "{}\n",
              config.n_layer, config.n_head, config.n_embd, config.vocab, data.bytes ? "bytes" : "token file",
              count(model.num_parameters()), B, T, data.count, o.str("backend"),
              model.storage() == DType::bf16 ? "bf16 (f32 master weights)" : "f32");
+  if (resuming)
+    fmt::print("resuming {} at step {} of {}{}{}\n", from, resumed.step, steps, resumed.notes.empty() ? "" : "; ",
+               fmt::join(resumed.notes, "; "));
+  else if (start)
+    fmt::print("starting from the weights of {}\n", from);
   printMemory("model", model);
   model.init_optimizer();
   printMemory("after optimizer", model);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = resuming ? resumed.batchRng : std::mt19937_64(seed);
   std::vector<int32_t> tokens, targets;
   // MFU against the device's dense bf16 peak (as llm.c reports it); only on
   // GPUs whose peak is known.
@@ -362,17 +433,23 @@ int train(const Options &o) {
                 : name.find("A100") != std::string::npos                                         ? 312e12
                                                                                                : 0;
   }
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"vocab", std::to_string(config.vocab)}};
+  // The model (Hugging Face's names) and, beside it, AdamW's state with the
+  // run's place (Resume.h): what --resume continues from.
+  auto save = [&](int stepsTaken) {
+    model.save(o.str("save"), modelMetadata(config.vocab, stepsTaken));
+    model.save_optimizer(optimizer_state_beside(o.str("save")), runMetadata(o, stepsTaken, rng, data.count));
+  };
   g_interrupted = 0;
   std::signal(SIGINT, onInterrupt);
   struct RestoreSigint {
     ~RestoreSigint() { std::signal(SIGINT, SIG_DFL); }
   } restore;
-  for (int step = 0; step < steps; ++step) {
+  for (int step = resumed.step; step < steps; ++step) {
     if (g_interrupted) {
       if (!o.str("save").empty()) {
-        model.save(o.str("save"), metadata);
-        fmt::print("interrupted after step {} of {}: saved {}\n", step, steps, o.str("save"));
+        save(step);
+        fmt::print("interrupted after step {} of {}: saved {} (train --resume {} continues)\n", step, steps,
+                   o.str("save"), o.str("save"));
       } else {
         fmt::print("interrupted after step {} of {} (no --save: nothing is saved)\n", step, steps);
       }
@@ -381,7 +458,7 @@ int train(const Options &o) {
     auto start = std::chrono::steady_clock::now();
     sampleBatch(data, 0, split, B, T, rng, tokens, targets);
     const float loss = model.forward(tokens, targets, B, T);
-    if (step == 0)
+    if (step == resumed.step)
       printMemory("after forward", model);
     model.zero_grad();
     model.backward();
@@ -392,11 +469,11 @@ int train(const Options &o) {
       throw Error(fmt::format("training diverged at step {}: loss {}, gradient norm {}{}; a smaller --lr (now {:g}) "
                               "or a longer --warmup may help",
                               step + 1, loss, norm, o.str("save").empty() ? "" : "; nothing is saved", maxLr));
-    if (step == 0)
+    if (step == resumed.step)
       printMemory("after backward", model);
     const float lr = GptModel::learning_rate(step, warmup, steps, maxLr, maxLr / 10);
     model.step({.lr = lr, .stochastic_rounding = stochastic});
-    if (step == 0)
+    if (step == resumed.step)
       printMemory("after step", model);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double tokPerS = double(B * T) / s;
@@ -413,9 +490,13 @@ int train(const Options &o) {
       }
       fmt::print("validation loss {:.4f}\n", sum / 4);
     }
+    if (saveEvery > 0 && (step + 1) % saveEvery == 0 && step + 1 < steps) {
+      save(step + 1);
+      fmt::print("saved {} at step {}\n", o.str("save"), step + 1);
+    }
   }
   if (!o.str("save").empty()) {
-    model.save(o.str("save"), metadata);
+    save(steps);
     fmt::print("saved {}\n", o.str("save"));
   }
   return 0;
@@ -532,8 +613,6 @@ int generate(const Options &o) {
   requireBothBpeFiles(o);
   // Every option checked before the checkpoint is read.
   const std::string prompt = o.str("prompt");
-  if (prompt.empty())
-    throw Error("generate: --prompt must not be empty");
   const int asked = o.integer("tokens", 0);
   GptModel::Sampling sampling{.temperature = o.real("temperature", 0, 1e6), .top_k = o.integer("top-k", 0),
                               .top_p = o.real("top-p", 0, 1), .seed = o.seed("seed")};
@@ -551,7 +630,14 @@ int generate(const Options &o) {
     throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary {}{}",
                             bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab,
                             bpe ? "" : " (a BPE model: give its --vocab and --merges)"));
-  std::vector<int32_t> ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
+  // GPT-2's <|endoftext|> ends a text: generation stops there (--stop), and
+  // an empty prompt starts from it, as Hugging Face's and llm.c's do.
+  const int32_t endOfText = bpe ? bpe->token_id("<|endoftext|>") : -1;
+  if (prompt.empty() && endOfText < 0)
+    throw Error(fmt::format("generate: give a --prompt: {} no <|endoftext|> token to start from",
+                            bpe ? "this BPE vocabulary has" : "a byte-level model (no --vocab/--merges) has"));
+  std::vector<int32_t> ids = prompt.empty()                ? std::vector<int32_t>{endOfText}
+                             : bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
   auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
   // The prompt must leave room for a token; the tokens asked for beyond
   // the context are said to be cut (when asked for: --tokens' default is
@@ -567,8 +653,20 @@ int generate(const Options &o) {
   GptModel model(config, backendFrom(o), precisionFrom(o), storageFrom(o));
   model.set_warp_specialize(onOff(o, "warp-specialize"));
   model.load(file);
-  std::vector<int32_t> out = n > 0 ? model.generate(ids, n, sampling) : std::vector<int32_t>{};
-  fmt::print("{}{}", prompt, text(out));
+  // Each token printed as it comes (a token may hold part of a UTF-8
+  // character: its bytes go out as they are and the terminal joins them).
+  if (onOff(o, "stop"))
+    sampling.stop_token = endOfText;
+  sampling.on_token = [&](int32_t id) {
+    if (id == sampling.stop_token)
+      return;
+    fmt::print("{}", text({id}));
+    std::fflush(stdout);
+  };
+  fmt::print("{}", prompt);
+  std::fflush(stdout);
+  if (n > 0)
+    model.generate(ids, n, sampling);
   fmt::print("\n");
   return 0;
 }

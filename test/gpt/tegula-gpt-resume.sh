@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# tegula-gpt train --save / --resume / --init / --save-every, and generate's
+# stop at <|endoftext|>, end to end in the interpreter: a run stopped and
+# resumed ends with the same bytes as one that was not.
+set -euo pipefail
+tool=$1
+bpe=$2 # models/gpt/tokenizer/fixture
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for i in $(seq 60); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$work/input.txt"
+small=(--layers 1 --heads 2 --embd 32 --seq 16 --batch 2 --val-every 0)
+expect_error() { # expect_error MESSAGE ARGS...
+  local message=$1
+  shift
+  if "$tool" "$@" >"$work/out.log" 2>"$work/err.log"; then
+    echo "expected an error from: $*"
+    exit 1
+  fi
+  grep -qF -- "$message" "$work/err.log" || { echo "expected '$message', got:"; cat "$work/err.log"; exit 1; }
+}
+
+# 6 steps at once, and 3 + 3 resumed: the same model and optimizer state,
+# byte for byte - in bf16 with stochastic rounding, whose bf16 copy of the
+# weights the state keeps. (All 6 steps are in the warm-up, whose learning
+# rate does not depend on --steps: the first run of 3 steps as the 6-step one.)
+mixed=(--dtype bf16 --stochastic-rounding on)
+"$tool" train --data "$work/input.txt" --steps 6 --warmup 10 --save "$work/whole.safetensors" "${small[@]}" \
+  "${mixed[@]}" >"$work/whole.log"
+"$tool" train --data "$work/input.txt" --steps 3 --warmup 10 --save "$work/part.safetensors" "${small[@]}" \
+  "${mixed[@]}" >"$work/part.log"
+[[ -f "$work/part.state.safetensors" ]]
+"$tool" train --data "$work/input.txt" --steps 6 --resume "$work/part.safetensors" \
+  --save "$work/part.safetensors" | tee "$work/resumed.log"
+grep -q "^resuming $work/part.safetensors at step 3 of 6; --steps 6 (the saved run's: 3)" "$work/resumed.log"
+grep -q '^step     4/6' "$work/resumed.log"
+if grep -q '^step     3/6' "$work/resumed.log"; then echo "a resumed run repeated a step"; exit 1; fi
+cmp "$work/whole.safetensors" "$work/part.safetensors"
+cmp "$work/whole.state.safetensors" "$work/part.state.safetensors"
+# The losses of the resumed steps are the uninterrupted run's.
+diff <(grep -o '^step     [456]/6  loss [0-9.]*' "$work/whole.log") \
+  <(grep -o '^step     [456]/6  loss [0-9.]*' "$work/resumed.log")
+
+# --save-every: the checkpoint at steps 2 and 4, then at the end.
+"$tool" train --data "$work/input.txt" --steps 5 --save-every 2 --save "$work/every.safetensors" "${small[@]}" \
+  >"$work/every.log"
+grep -q "^saved $work/every.safetensors at step 2$" "$work/every.log"
+grep -q "^saved $work/every.safetensors at step 4$" "$work/every.log"
+grep -q "^saved $work/every.safetensors$" "$work/every.log"
+
+# Ctrl-C saves where the run stands; --resume finishes it.
+"$tool" train --data "$work/input.txt" --steps 100000 --save "$work/int.safetensors" "${small[@]}" \
+  >"$work/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q '^step ' "$work/int.log" && break; sleep 0.1; done
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[[ $rc == 130 ]] || { echo "Ctrl-C: exit $rc, not 130"; cat "$work/int.log"; exit 1; }
+taken=$(sed -n 's/^interrupted after step \([0-9]*\) of 100000: saved.*--resume.*/\1/p' "$work/int.log")
+[[ -n $taken ]] || { echo "no interrupted line:"; cat "$work/int.log"; exit 1; }
+"$tool" train --data "$work/input.txt" --resume "$work/int.safetensors" --steps $((taken + 2)) >"$work/int2.log"
+grep -q "^resuming $work/int.safetensors at step $taken of $((taken + 2))" "$work/int2.log"
+grep -q "^step $(printf '%5d' $((taken + 2)))/$((taken + 2))  loss" "$work/int2.log"
+
+# --init: a new run from a checkpoint's weights (and its sizes: its context
+# 16 caps --seq's default 64).
+"$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --init "$work/whole.safetensors" \
+  >"$work/init.log"
+grep -q "^starting from the weights of $work/whole.safetensors" "$work/init.log"
+grep -q "^GPT: 1 layers, 2 heads, 32 dims, vocabulary 256 (bytes); .* B=2 T=16;" "$work/init.log"
+
+# What cannot be resumed, each a clear error before any work.
+expect_error "--resume $work/whole.safetensors: the run has taken 6 steps of --steps 6; give a larger --steps" \
+  train --data "$work/input.txt" --resume "$work/whole.safetensors"
+expect_error "--resume continues the saved run's random streams" \
+  train --data "$work/input.txt" --resume "$work/whole.safetensors" --steps 9 --seed 2
+cp "$work/whole.safetensors" "$work/alone.safetensors"
+expect_error "--resume $work/alone.safetensors: no optimizer state beside it ($work/alone.state.safetensors" \
+  train --data "$work/input.txt" --resume "$work/alone.safetensors" --steps 9
+cp "$work/every.state.safetensors" "$work/alone.state.safetensors" # of step 5, the model of step 6
+expect_error "the model is of step 6, its optimizer state of step 5 (a save was cut short" \
+  train --data "$work/input.txt" --resume "$work/alone.safetensors" --steps 9
+expect_error "--embd 64: the model in $work/whole.safetensors has 32 (its sizes are the checkpoint's)" \
+  train --data "$work/input.txt" --init "$work/whole.safetensors" --embd 64
+expect_error "--seq 32 is longer than the context of the model in $work/whole.safetensors (16 positions)" \
+  train --data "$work/input.txt" --init "$work/whole.safetensors" --seq 32
+expect_error "give --init (weights to start a new run from) or --resume (a run to continue), not both" \
+  train --data "$work/input.txt" --init "$work/whole.safetensors" --resume "$work/whole.safetensors"
+expect_error "--save-every saves to the --save file: give --save too" train --data "$work/input.txt" --save-every 2
+expect_error "--save $work/whole.safetensors is the --init file" \
+  train --data "$work/input.txt" --init "$work/whole.safetensors" --save "$work/whole.safetensors"
+
+# generate: a BPE model stops at <|endoftext|> (the fixture's id 0) and
+# starts from it when the prompt is empty. This model's every logit is 0
+# but <|endoftext|>'s (ln_f's output is its bias, 1s; wte's row 0 alone is
+# not zero), so greedy decoding chooses it at once.
+"$tool" tokenize --data "$work/input.txt" --out "$work/tokens.bin" --vocab "$bpe/vocab.json" \
+  --merges "$bpe/merges.txt" >/dev/null
+"$tool" train --tokens "$work/tokens.bin" --steps 1 --save "$work/bpe.safetensors" "${small[@]}" >/dev/null
+python3 - "$work/bpe.safetensors" <<'EOF'
+import json, struct, sys
+path = sys.argv[1]
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+body = bytearray(len(data) - 8 - n)  # every tensor zero
+for name, t in header.items():
+    if name == "__metadata__":
+        continue
+    begin, end = t["data_offsets"]
+    assert t["dtype"] == "F32"
+    if name == "ln_f.bias":
+        body[begin:end] = struct.pack(f"<{(end - begin) // 4}f", *[1.0] * ((end - begin) // 4))
+    if name == "wte.weight":
+        width = t["shape"][1]
+        body[begin:begin + 4 * width] = struct.pack(f"<{width}f", *[1.0] * width)
+open(path, "wb").write(data[:8 + n] + bytes(body))
+EOF
+bpeargs=(--model "$work/bpe.safetensors" --vocab "$bpe/vocab.json" --merges "$bpe/merges.txt" --temperature 0)
+[[ $("$tool" generate "${bpeargs[@]}" --prompt "the quick" --tokens 5) == "the quick" ]]
+[[ $("$tool" generate "${bpeargs[@]}" --tokens 5) == "" ]]
+[[ $("$tool" generate "${bpeargs[@]}" --prompt "the" --tokens 2 --stop off) == "the<|endoftext|><|endoftext|>" ]]
+expect_error "generate: give a --prompt: a byte-level model (no --vocab/--merges) has no <|endoftext|> token" \
+  generate --model "$work/whole.safetensors"
+echo "tegula-gpt resume test passed"
