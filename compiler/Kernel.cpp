@@ -780,6 +780,10 @@ void Kernel::launch(const LaunchOptions &opts, const std::vector<Arg> &given) co
   // GPU would refuse fails in the interpreter and the simulator too.
   detail::checkMaxRegisters(opts.max_registers, impl_->name);
   detail::checkWarpsAndStages(opts.num_warps, opts.num_stages, impl_->name);
+  // A chip no backend compiles for is a mistake on the interpreter too (it
+  // ignores the chip): the same launch would fail on the GPU.
+  if (!opts.chip.empty())
+    backend::ptxFeaturesFor(opts.chip);
   // Every backend holds a cluster launch to CUDA's rules, so a kernel
   // behaves the same everywhere.
   if (clusterSize > 1 && opts.grid.x % unsigned(clusterSize) != 0)

@@ -10,6 +10,7 @@
 #include "simulator/Runtime.h"
 #include "simulator/TensorCore.h"
 #include "tegula/dtype.h"
+#include "tegula/print.h"
 
 #include "llvm/ADT/APFloat.h"
 
@@ -120,8 +121,7 @@ int simVprintf(const char *format, const char *args) {
   if (tPrinted) {
     *tPrinted += out;
   } else {
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
+    detail::emit_print(out); // stdout, or Python's sys.stdout (tegula/print.h)
   }
   tLastPrint = out;
   tLastPrintThread = threadId();

@@ -1,6 +1,7 @@
 //===- Interpreter.cpp - execute `tile` IR over the grid ------------------===//
 #include "compiler/interp/Interpreter.h"
 #include "tegula/interrupt.h"
+#include "tegula/print.h"
 
 #include "compiler/interp/Elementwise.h"
 #include "compiler/interp/InlineAsm.h"
@@ -831,8 +832,8 @@ private:
   }
 
   static std::string formatElement(const Tile &t, size_t k) {
-    if (t.kind == Tile::Kind::Float)
-      return fmt::format("{}", t.f[k]);
+    if (t.kind == Tile::Kind::Float) // as the GPU's and the simulator's %g: "28", "0.1", "1e-07"
+      return fmt::format("{:g}", t.f[k]);
     if (t.kind == Tile::Kind::Ptr)
       return fmt::format("arg{}+{}", t.buf[k], t.i[k]);
     return fmt::format("{}", t.i[k]);
@@ -851,8 +852,8 @@ private:
         line += (k ? ", " : "") + formatElement(*t, k);
       line += "]";
     }
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
+    line += '\n';
+    detail::emit_print(line); // stdout, or Python's sys.stdout (tegula/print.h)
   }
 
   /// Said as the GPU's error report says it (runtime/DeviceErrorReport.h),

@@ -61,8 +61,8 @@ std::pair<std::string, Value> printable(OpBuilder &b, Location loc, Value v) {
   Type t = v.getType();
   if (isa<LLVM::LLVMPointerType>(t))
     return {"%p", v};
-  if (isa<FloatType>(t))
-    return {"%f", t.isF64() ? v : LLVM::FPExtOp::create(b, loc, b.getF64Type(), v).getResult()};
+  if (isa<FloatType>(t)) // %g, as the interpreter prints: "28", "0.1", "1e-07"
+    return {"%g", t.isF64() ? v : LLVM::FPExtOp::create(b, loc, b.getF64Type(), v).getResult()};
   unsigned w = t.getIntOrFloatBitWidth();
   if (w == 64)
     return {"%lld", v};

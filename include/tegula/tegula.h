@@ -5,4 +5,5 @@
 #include "tegula/dtype.h"
 #include "tegula/error.h"
 #include "tegula/kernel.h"
+#include "tegula/print.h"
 #include "tegula/tl.h"

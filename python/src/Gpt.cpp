@@ -22,6 +22,7 @@
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <utility>
 #include <tuple>
 #include <mutex>
 
@@ -62,17 +63,24 @@ Tokens tokensFrom(py::handle obj, const char *what) {
   if (arr.ndim() != 1 && arr.ndim() != 2)
     throw py::value_error(fmt::format("{}: expected [B, T] or [T] token ids, got {} dimensions", what,
                                       arr.ndim()));
-  auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
   Tokens t;
   t.B = arr.ndim() == 2 ? int(arr.shape(0)) : 1;
   t.T = int(arr.shape(arr.ndim() - 1));
-  t.values.reserve(size_t(ids.size()));
-  for (py::ssize_t i = 0; i < ids.size(); ++i) {
-    const int64_t v = ids.data()[i];
-    if (v < 0 || v > std::numeric_limits<int32_t>::max())
-      throw py::value_error(fmt::format("{}: token id {} at flat index {} is not a vocabulary index", what, v, i));
-    t.values.push_back(int32_t(v));
-  }
+  // Read as the array's signedness says (uint64 past 2^63 is not negative).
+  auto take = [&]<class I>(I) {
+    auto ids = py::array_t<I, py::array::c_style | py::array::forcecast>::ensure(arr);
+    t.values.reserve(size_t(ids.size()));
+    for (py::ssize_t i = 0; i < ids.size(); ++i) {
+      const I v = ids.data()[i];
+      if (std::cmp_less(v, 0) || std::cmp_greater(v, std::numeric_limits<int32_t>::max()))
+        throw py::value_error(fmt::format("{}: token id {} at flat index {} is not a vocabulary index", what, v, i));
+      t.values.push_back(int32_t(v));
+    }
+  };
+  if (arr.dtype().kind() == 'u')
+    take(uint64_t{});
+  else
+    take(int64_t{});
   return t;
 }
 
@@ -241,7 +249,18 @@ PYBIND11_MODULE(_gpt, m) {
              const auto &o = other.cast<const GptConfig &>();
              return py::bool_(configKey(c) == configKey(o));
            })
-      .def("__hash__", [](const GptConfig &c) { return py::hash(py::cast(configKey(c))); });
+      .def("__hash__", [](const GptConfig &c) { return py::hash(py::cast(configKey(c))); })
+      .def(py::pickle([](const GptConfig &c) { return py::cast(configKey(c)); },
+                      [](const py::tuple &t) {
+                        if (t.size() != 6)
+                          throw py::value_error(
+                              fmt::format("tegula.gpt.Config: a pickled config has 6 sizes, not {}", t.size()));
+                        GptConfig c;
+                        c.n_layer = t[0].cast<int>(), c.n_head = t[1].cast<int>(), c.n_embd = t[2].cast<int>();
+                        c.vocab = t[3].cast<int>(), c.vocab_padded = t[4].cast<int>(), c.n_ctx = t[5].cast<int>();
+                        c.validate();
+                        return c;
+                      }));
 
   py::class_<PyGpt>(m, "Model")
       .def(py::init([](const GptConfig &config, const std::string &backend, const std::string &dtype,

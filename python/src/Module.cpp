@@ -10,10 +10,12 @@
 #include "CtrlC.h"
 #include "Launching.h"
 
+#include "tegula/print.h"
 #include "tegula/python.h"
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace py = pybind11;
@@ -110,6 +112,33 @@ PYBIND11_MODULE(_tegula, m) {
       py::set_error(error, e.what());
     }
   });
+
+  // tl::print's lines from the interpreter and the simulator go to
+  // sys.stdout, so a notebook, pytest's capsys or redirect_stdout sees them
+  // (the GPU's vprintf writes to the process's stdout: a notebook's terminal).
+  set_print_handler([](std::string_view text) {
+    py::gil_scoped_acquire gil; // the launch released it
+    PyObject *out = PySys_GetObject("stdout"); // borrowed
+    bool written = false;
+    if (out && out != Py_None) {
+      py::object line = py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(text.data(), py::ssize_t(text.size()), "replace"));
+      PyObject *r = line ? PyObject_CallMethod(out, "write", "O", line.ptr()) : nullptr;
+      written = r != nullptr;
+      Py_XDECREF(r);
+      if (written) {
+        PyObject *f = PyObject_CallMethod(out, "flush", nullptr);
+        Py_XDECREF(f);
+      }
+      PyErr_Clear(); // a closed or odd stdout: the text goes to the process's own instead
+    }
+    if (!written) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+  });
+  // Python is gone after exit: launches from C++ threads print to stdout.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { set_print_handler({}); }));
 
   py::class_<CompiledKernel>(m, "CompiledKernel",
                              "A kernel compiled for the GPU: PTX, cubin and ptxas's report")

@@ -63,6 +63,29 @@ def autotune(kernel: Kernel, configs, key=(), *, restore=(), warmup: int = 2, re
                      verbose)
 
 
+class _KernelDoc:
+    """``Kernel.__doc__``: on a kernel its own - its parameters, each
+    instantiation's types and how to launch it (``help(k)``, IPython's
+    ``k?``) - and on the class the class's."""
+
+    def __init__(self, class_doc: str):
+        self._class_doc = class_doc
+
+    def __get__(self, kernel, owner=None):
+        if kernel is None:
+            return self._class_doc
+        names = kernel.param_names
+        lines = [f"{kernel.name}[grid]({', '.join(names)}, num_warps=4, num_stages=3, backend=None, ...)", "",
+                 f"Tegula kernel '{kernel.name}'; its instantiations (array parameters '*dtype', "
+                 "compile-time constants 'constexpr', passed by keyword):"]
+        for types in kernel.signatures:
+            lines.append(f"    {kernel.name}({', '.join(f'{n}: {t}' for n, t in zip(names, types))})")
+        return "\n".join(lines) + "\n\n" + self._class_doc
+
+
+Kernel.__doc__ = _KernelDoc(Kernel.__doc__)
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division: the number of blocks of ``b`` that cover ``a``."""
     return -(-a // b)

@@ -105,6 +105,8 @@ def test_each_error_names_the_problem():
         (lambda: add(x, x, out.astype(">f4"), 64), TypeError, "argument 'out' (#2)"),
         (lambda: add(x, x, out, 64, backend="sim", chip="banana"), tegula.Error,
          "chip 'banana' is not one Tegula compiles for"),
+        (lambda: add(x, x, out, 64, backend="interp", chip="sm_99"), tegula.Error,
+         "chip 'sm_99' is not one Tegula compiles for"),
         (lambda: add(x, x, out, 64, num_warps="4"), TypeError, "num_warps= takes an int, got str '4'"),
         (lambda: add(x, x, out, 64, num_warps=4.0), TypeError, "num_warps= takes an int, got float 4.0"),
         (lambda: add(x, x, out, 64, num_warps=2**40), ValueError, "num_warps=1099511627776 is out of range"),

@@ -373,6 +373,8 @@ def test_each_error_names_the_problem(tmp_path, io):
         model.forward([[1, 2, 512]])
     with pytest.raises(ValueError, match="not a vocabulary index"):
         model.forward([[1, -2]])
+    with pytest.raises(ValueError, match="token id 9223372036854775808 at flat index 1 is not"):
+        model.forward(np.array([[1, 2**63]], dtype=np.uint64))  # not negative
     with pytest.raises(ValueError, match="must match"):
         model.forward(np.zeros((2, 4), dtype=np.int64), np.zeros((2, 3), dtype=np.int64))
     with pytest.raises(tegula.Error, match="n_ctx"):

@@ -62,6 +62,33 @@ def test_load_compiles_imports_and_caches(cache, rng):
     assert again.axpy.param_names == ["x", "y", "out", "alpha", "n", "BLOCK"]
 
 
+PRINTER_SOURCE = r'''
+#include "tegula/python.h"
+using namespace tegula;
+
+void show(tl::ptr<float> x, tl::constant<int> BLOCK) {
+  tl::print("x =", {tl::load(x + tl::arange(0, BLOCK))});
+}
+
+TEGULA_PYTHON_MODULE(printer, m) { m.kernel("show", show, {"x", "BLOCK"}); }
+'''
+
+
+def test_prints_go_through_sys_stdout(cache, capsys):
+    # capsys replaces sys.stdout: lines written to the process's stdout
+    # (as they were) would not reach it, nor a notebook.
+    src = cache / "printer.cpp"
+    src.write_text(PRINTER_SOURCE)
+    mod = tegula.load("printer", sources=[src])
+    x = np.array([0.5, 28, 0.1, -1e-7], np.float32)
+    for backend in ["interp", "sim"]:
+        mod.show[(1,)](x, BLOCK=4, backend=backend)
+    out = capsys.readouterr().out
+    assert "[show] pid (0, 0, 0) x = [0.5, 28, 0.1, -1e-07]\n" in out  # the interpreter: a tile a line
+    assert "[show] pid (0, 0, 0) idx (1) x = 28\n" in out  # the simulator: an element a line, %g too
+    assert "[show] pid (0, 0, 0) idx (3) x = -1e-07\n" in out
+
+
 def test_a_build_directory_rebuilds_a_changed_source(cache, rng):
     # It kept the first build whatever the source became: x + y stayed x + y.
     src, where = cache / "axpy.cpp", cache / "build"
@@ -146,6 +173,25 @@ def test_a_kernel_is_launched_over_a_grid():
                                                   "vector_add[grid](x, y, out, n, BLOCK)")):
         examples.vector_add(1, 2)
     assert repr(examples.vector_add[(4,)]) == "<tegula.Launcher vector_add[(4,)]>"
+
+
+def test_a_kernels_doc_names_its_parameters_and_types():
+    import inspect
+    doc = inspect.getdoc(examples.vector_add)
+    assert doc.startswith("vector_add[grid](x, y, out, n, BLOCK, num_warps=4")
+    assert "vector_add(x: *f32, y: *f32, out: *f32, n: i32, BLOCK: constexpr i32)" in doc
+    assert "Launch it like a Triton kernel" in doc  # and what every kernel takes
+    assert tegula.Kernel.__doc__.startswith("A Tegula kernel written in the C++ DSL.")
+
+
+def test_configs_pickle():
+    import pickle
+    from tegula import gpt
+    config = tegula.Config({"BM": 128, "BN": 64}, num_warps=8, num_stages=4, warp_specialize=True, cluster_size=2)
+    again = pickle.loads(pickle.dumps(config))
+    assert again == config and list(again.constants) == ["BM", "BN"]
+    sizes = gpt.Config(n_layer=2, n_head=2, n_embd=64, vocab=300, n_ctx=32)
+    assert pickle.loads(pickle.dumps(sizes)) == sizes
 
 
 def test_ir_and_compile():

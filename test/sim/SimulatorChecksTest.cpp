@@ -118,8 +118,17 @@ TEST(SimChecks, PrintGoesThroughVprintf) {
   ::testing::internal::CaptureStdout();
   k({.grid = {2}, .num_warps = 1, .backend = Backend::Sim}, x, 7);
   std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_THAT(out, HasSubstr("[printer] pid (0, 0, 0) idx (3) v = 4.500000\n"));
+  EXPECT_THAT(out, HasSubstr("[printer] pid (0, 0, 0) idx (3) v = 4.5\n")); // %g, as the interpreter
   EXPECT_THAT(out, HasSubstr("[printer] pid (1, 0, 0) n = 7\n"));
+  // A print handler takes the lines instead of stdout (Python's sys.stdout).
+  std::string taken;
+  PrintHandler previous = set_print_handler([&](std::string_view text) { taken += text; });
+  ::testing::internal::CaptureStdout();
+  k({.grid = {1}, .num_warps = 1, .backend = Backend::Sim}, x, 8);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  set_print_handler(previous);
+  EXPECT_THAT(taken, HasSubstr("[printer] pid (0, 0, 0) idx (1) v = 2\n"));
+  EXPECT_THAT(taken, HasSubstr("[printer] pid (0, 0, 0) n = 8\n"));
 }
 
 TEST(SimChecks, UnknownBackendListsSim) {

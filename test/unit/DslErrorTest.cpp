@@ -247,6 +247,12 @@ TEST(LaunchErrors, AChipTegulaDoesNotCompileForIsNamed) {
     } catch (const Error &e) {
       EXPECT_THAT(e.what(), HasSubstr(std::string("chip '") + chip + "' is not one Tegula compiles for"));
     }
+  // ... and a launch for one fails on the interpreter too, which has no use
+  // for the chip: the same launch would fail on the GPU.
+  EXPECT_THAT(tegula::testing::error_of([&] {
+                k.launch({.grid = {1}, .backend = Backend::Interp, .chip = "sm_99"}, {x, 16, 16});
+              }),
+              HasSubstr("chip 'sm_99' is not one Tegula compiles for"));
   // Blackwell runs sm_80's code path at its own PTX version.
   EXPECT_THAT(k.compile({x, 16, 16}, {.chip = "sm_120", .assemble = false}).ptx, HasSubstr(".target sm_120"));
 }

@@ -99,6 +99,16 @@ TEST(Interpreter, PrintShowsProgramAndValues) {
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_THAT(out, HasSubstr("[printer] pid (0, 0, 0) v = [1, 2, 3, 4.5] 10.5\n"));
   EXPECT_THAT(out, HasSubstr("[printer] pid (1, 0, 0) v = [1, 2, 3, 4.5] 10.5\n"));
+  // A print handler takes the lines instead of stdout (Python's sys.stdout);
+  // floats print as the GPU's %g does (6 significant digits).
+  std::string taken;
+  PrintHandler previous = set_print_handler([&](std::string_view text) { taken += text; });
+  x = {0.1f, 1e-7f, 123456789.0f, -2};
+  ::testing::internal::CaptureStdout();
+  k({.grid = {1}}, x);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  set_print_handler(previous);
+  EXPECT_EQ(taken, "[printer] pid (0, 0, 0) v = [0.1, 1e-07, 1.23457e+08, -2] 1.23457e+08\n");
 }
 
 void asserts_positive(tl::ptr<float> x) {

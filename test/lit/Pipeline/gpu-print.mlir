@@ -9,7 +9,7 @@
 // the module's tegula.error_sites) into the runtime's record, fences
 // system-wide and traps; the others wait for that trap.
 
-// CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("[show] pid (%d, %d, %d) idx (%d) v = %f\0A\00")
+// CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("[show] pid (%d, %d, %d) idx (%d) v = %g\0A\00")
 // CHECK-DAG: llvm.mlir.global internal constant @tegula_printf_{{[0-9]+}}("[show] pid (%d, %d, %d) n = %d\0A\00")
 // CHECK-DAG: tegula.error_sites = ["kernel.cpp:12: device assertion failed: x must be positive"]
 // CHECK-DAG: llvm.mlir.global external @tegula_error_report_show(0 : i64) {addr_space = 1 : i32, alignment = 8 : i64, tegula.error_word = 0 : i32} : i64
