@@ -58,6 +58,31 @@ std::string oneLine(llvm::StringRef text, size_t max = 72) {
   return out.size() > max ? out.substr(0, max - 3) + "..." : out;
 }
 
+/// What an inline-PTX site does, for error reports: its first memory
+/// instruction, said in words ("a predicated load, ld.global.b32") - the
+/// lowering's masked loads and stores are inline PTX, and quoting their
+/// register shuffling says little. Other asm is quoted.
+std::string describeInlinePtx(llvm::StringRef body) {
+  llvm::SmallVector<llvm::StringRef> statements;
+  body.split(statements, ';');
+  for (llvm::StringRef statement : statements) {
+    statement = statement.trim(" \t\n{}");
+    const bool predicated = statement.starts_with("@");
+    if (predicated)
+      statement = statement.drop_until([](char c) { return c == ' ' || c == '\t'; }).trim();
+    const llvm::StringRef op = statement.take_until([](char c) { return c == ' ' || c == '\t'; });
+    const char *what = op.starts_with("ld.")              ? "load"
+                       : op.starts_with("st.")            ? "store"
+                       : op.starts_with("atom.") || op.starts_with("red.") ? "atomic"
+                       : op.starts_with("cp.async.bulk")  ? "bulk copy"
+                       : op.starts_with("cp.async")       ? "asynchronous copy"
+                                                          : nullptr;
+    if (what)
+      return fmt::format("a {}{}, {} (inline PTX)", predicated ? "predicated " : "", what, op.str());
+  }
+  return "inline PTX `" + oneLine(body) + "`";
+}
+
 const std::map<llvm::StringRef, SpecialRegister> &specialRegisters() {
   static const std::map<llvm::StringRef, SpecialRegister> m = {
       {"nvvm.read.ptx.sreg.tid.x", SpecialRegister::TidX},
@@ -294,7 +319,7 @@ struct InstrumentForSimulatorPass
     Builder attrs(op.getContext());
     asmBodies.push_back(attrs.getStrArrayAttr({body, constraints}));
     int32_t program = int32_t(asmBodies.size() - 1);
-    int32_t site = addSite(op, "inline PTX `" + oneLine(body) + "`");
+    int32_t site = addSite(op, describeInlinePtx(body));
 
     OpBuilder b(op);
     Location loc = op.getLoc();

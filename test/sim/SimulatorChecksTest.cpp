@@ -52,6 +52,24 @@ TEST(SimChecks, OutOfBoundsLoadNamesTheBufferThreadAndLine) {
   EXPECT_THAT(e, HasSubstr(fmt::format("SimulatorChecksTest.cpp:{}", g_line)));
 }
 
+void reads_past_the_end_masked(tl::ptr<float> x, tl::ptr<float> out) {
+  tl::tensor offs = tl::arange(0, 128);
+  FAILS_ON_NEXT_LINE();
+  tl::tensor v = tl::load(x + offs, offs < 120, 0.0f); // the mask lets 100..119 through
+  tl::store(out + offs, v);
+}
+
+// A masked load is inline PTX (a predicated ld.global): the report says
+// what it does rather than quoting its registers.
+TEST(SimChecks, OutOfBoundsMaskedLoadSaysWhatItIs) {
+  auto k = kernel("reads_past_the_end_masked", reads_past_the_end_masked, {"x", "out"});
+  std::vector<float> x(100, 1.0f), out(128);
+  std::string e = simErrorOf(k, {x, out});
+  EXPECT_THAT(e, HasSubstr("out of bounds of every launch buffer (4 bytes past the end of 'x', which has 400 "
+                           "bytes) [a predicated load, ld.global.b32 (inline PTX) at "));
+  EXPECT_THAT(e, HasSubstr(fmt::format("SimulatorChecksTest.cpp:{}", g_line)));
+}
+
 void writes_input(tl::ptr<float> x) {
   tl::tensor offs = tl::arange(0, 64);
   FAILS_ON_NEXT_LINE();
