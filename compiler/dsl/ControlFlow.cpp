@@ -281,7 +281,7 @@ range::iterator &range::iterator::operator++() {
   Location l = toLoc(ts.ctx, st.loc);
   refreshVectors(st, "in the loop body");
   SmallVector<Value> yields = carriedValues(st.carried, st.carriedTypes, "tl::range", st.loc, "in the loop body");
-  throwIfReplaced(ts);
+  throwIfStale(ts);
   scf::YieldOp::create(ts.builder, l, yields);
   closeFrame(ts);
   ts.builder.setInsertionPointAfter(st.op);
@@ -361,7 +361,7 @@ void trace_while(const WhileCondition &cond, const std::function<void()> &body, 
   for (auto [t, arg] : llvm::zip(carried, after->getArguments()))
     *t = wrap(arg);
   body();
-  throwIfReplaced(ts);
+  throwIfStale(ts);
   if (!conditionCanChange)
     fail(cond.loc, "tl::while_'s condition cannot change while the loop runs: it reads no carried variable and no "
                    "memory, so the loop would never end (or never run); capture by reference ([&]) and list what "

@@ -63,7 +63,7 @@ Value unwrapForType(const tl::tensor &t, const std::source_location &loc) {
 
 void openFrame(TraceState &ts, TraceFrame::Kind kind, Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc) {
-  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt});
+  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt, {}});
 }
 void closeFrame(TraceState &ts) {
   if (!ts.frames.empty())
@@ -78,10 +78,32 @@ std::string staleReadMessage(const TraceFrame &f, const std::string &where, cons
                      isRange ? "tl::range(lo, hi, step, var)" : "tl::while_(cond, body, var)");
 }
 
-void throwIfReplaced(TraceState &ts) {
-  if (ts.frames.empty() || !ts.frames.back().replacedRead)
+namespace {
+/// The same value, or equal constants (two tl::zeros of one shape).
+bool sameValue(void *a, void *b) {
+  if (a == b)
+    return true;
+  if (!a || !b)
+    return false;
+  auto ca = Value::getFromOpaquePointer(a).getDefiningOp<arith::ConstantOp>();
+  auto cb = Value::getFromOpaquePointer(b).getDefiningOp<arith::ConstantOp>();
+  return ca && cb && ca.getValue() == cb.getValue();
+}
+} // namespace
+
+void throwIfStale(TraceState &ts) {
+  if (ts.frames.empty())
     return;
   const TraceFrame &f = ts.frames.back();
+  // The first in program order that does not hold its value again.
+  const TraceFrame::Reassigned *first = nullptr;
+  for (const auto &[object, r] : f.reassigned)
+    if (!sameValue(object->impl(), r.before) && (!first || r.order < first->order))
+      first = &r;
+  if (first)
+    throw Error(first->error);
+  if (!f.replacedRead)
+    return;
   const std::source_location &at = *f.replacedRead;
   const std::source_location &line = at.line() ? at : f.loc;
   throw Error(staleReadMessage(f, fmt::format("{}:{}", line.file_name(), line.line()),
@@ -478,7 +500,11 @@ void note_assign(const tensor &to, const tensor &from) {
     std::string where = at.line() ? fmt::format("{}:{}", at.file_name(), at.line())
                                   : !made.empty() ? made : fmt::format("{}:{}", f->loc.file_name(), f->loc.line());
     const std::string reassigned = at.line() && !made.empty() ? fmt::format(" (to the value made at {})", made) : "";
-    throw Error(dsl::staleReadMessage(*f, where, "reassigns" + reassigned));
+    // Judged when the body ends: the first reassignment's error, unless the
+    // object holds its value from before the loop again by then.
+    f->reassigned.try_emplace(&to, dsl::TraceFrame::Reassigned{to.impl(),
+                                                                dsl::staleReadMessage(*f, where, "reassigns" + reassigned),
+                                                                unsigned(f->reassigned.size())});
   }
 }
 
@@ -498,7 +524,9 @@ void note_destroyed(const tensor &t, bool moved_from) noexcept {
       f.replacedRead = read->second;
     f.reads.erase(read); // the address may hold another tensor next
   }
-  for (dsl::TraceFrame &f : ts->frames)
+  for (dsl::TraceFrame &f : ts->frames) {
     f.assigned.erase(&t);
+    f.reassigned.erase(&t); // its read was replaced as a whole: replacedRead says so
+  }
 }
 } // namespace tegula::tl::detail

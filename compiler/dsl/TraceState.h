@@ -36,9 +36,21 @@ struct TraceFrame {
   std::source_location loc;
   /// The first read of an object the loop then destroyed uncarried (a
   /// std::vector<tl::tensor> move-assigned or cleared in it; not one whose
-  /// value was moved on): said by throwIfReplaced, since a destructor cannot
+  /// value was moved on): said by throwIfStale, since a destructor cannot
   /// throw.
   std::optional<std::source_location> replacedRead;
+  /// Objects read with their value from before the loop and then reassigned
+  /// uncarried: the value they held then (opaque mlir::Value) and the error
+  /// to give. Judged when the body ends (throwIfStale): an object holding an
+  /// equal value again by then (`acc = tl::zeros(...)` at the end of an
+  /// iteration whose inner loop carried acc) gives every iteration what it
+  /// read.
+  struct Reassigned {
+    void *before;
+    std::string error;
+    unsigned order; // the first in program order is said
+  };
+  llvm::DenseMap<const tl::tensor *, Reassigned> reassigned;
 };
 
 struct TraceState {
@@ -61,9 +73,11 @@ void closeFrame(TraceState &ts);
 /// "WHERE: error: this reads a variable from before the ... loop (line N)
 /// that the loop then WHAT without carrying it, ...".
 std::string staleReadMessage(const TraceFrame &f, const std::string &where, const std::string &what);
-/// The innermost frame's uncarried whole-object replacement, as an error
-/// (before its loop's yield: not from a destructor).
-void throwIfReplaced(TraceState &ts);
+/// The innermost frame's stale reads, as an error (before its loop's
+/// yield: not from a destructor): an uncarried whole-object replacement, or
+/// an object read and reassigned uncarried that does not hold its value from
+/// before the loop again.
+void throwIfStale(TraceState &ts);
 /// openFrame ... closeFrame around a scope.
 struct FrameGuard {
   FrameGuard(TraceState &ts, TraceFrame::Kind kind, mlir::Operation *op, const std::vector<tl::tensor *> *carried,

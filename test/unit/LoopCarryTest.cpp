@@ -135,6 +135,42 @@ TEST(LoopCarry, AnOuterLoopMustCarryWhatItsInnerLoopCarries) {
                                       tegula::testing::g_line - 2));
 }
 
+// ... unless each outer iteration ends by resetting acc to what it held
+// before the loop (equal zeros): every iteration then starts the inner loop
+// from zero, as C++ would. Reset to another value, it is the error still.
+void nested_reset_at_the_end(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  for (auto i : tl::range(0, n, 16)) {
+    for (auto k : tl::range(0, 32, 16, acc))
+      acc = acc + tl::load(x + 2 * i + k + tl::arange(0, 16));
+    tl::store(out + i + tl::arange(0, 16), acc);
+    acc = tl::zeros({16}, tl::f32);
+  }
+}
+
+void nested_reset_to_another_value(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  for (auto i : tl::range(0, n, 16)) {
+    FAILS_ON_NEXT_LINE();
+    for (auto k : tl::range(0, 32, 16, acc))
+      acc = acc + tl::load(x + 2 * i + k + tl::arange(0, 16));
+    tl::store(out + i + tl::arange(0, 16), acc);
+    acc = tl::full({16}, 1.0f, tl::f32);
+  }
+}
+
+TEST(LoopCarry, AnOuterIterationThatEndsByResettingWhatItsInnerLoopCarriedIsNotAnError) {
+  std::vector<float> x(128), out(64);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i % 13);
+  kernel("nested_reset", nested_reset_at_the_end)({.grid = one()}, x, out, 64);
+  for (int i = 0; i < 64; ++i) // block b of out: x's blocks 2b and 2b + 1, from zero
+    ASSERT_EQ(out[size_t(i)], x[size_t(i / 16 * 32 + i % 16)] + x[size_t(i / 16 * 32 + 16 + i % 16)]) << i;
+  const std::string err = errorOf(kernel("nested_other", nested_reset_to_another_value), {x, out, 64});
+  expectAtMarkedLine(err, fmt::format("this reads a variable from before the tl::range loop (line {})",
+                                      tegula::testing::g_line - 2));
+}
+
 void while_uncarried(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
   tl::tensor i = tl::zeros({}, tl::i32);
   tl::tensor total = tl::zeros({}, tl::i32);
