@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -122,9 +123,10 @@ std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int 
     throw Error(fmt::format("GPT generate: top_k is 0 (all tokens) or a positive count, not {}", sampling.top_k));
   if (!(sampling.top_p > 0 && sampling.top_p <= 1))
     throw Error(fmt::format("GPT generate: top_p is in (0, 1], not {}", sampling.top_p));
-  if (sampling.stop_token < -1 || sampling.stop_token >= c.vocab)
-    throw Error(fmt::format("GPT generate: the stop token is -1 (none) or a token of the vocabulary [0, {}), not {}",
-                            c.vocab, sampling.stop_token));
+  for (int32_t stop : sampling.stop_tokens)
+    if (stop < 0 || stop >= c.vocab)
+      throw Error(fmt::format("GPT generate: a stop token is a token of the vocabulary [0, {}), not {}", c.vocab,
+                              stop));
   const int C = c.n_embd;
   Decoder d;
   int64_t size = 0;
@@ -146,7 +148,7 @@ std::vector<int32_t> GptModel::generate(const std::vector<int32_t> &prompt, int 
     out.push_back(pick(logits, sampling, rng));
     if (sampling.on_token)
       sampling.on_token(out.back());
-    if (out.back() == sampling.stop_token)
+    if (std::find(sampling.stop_tokens.begin(), sampling.stop_tokens.end(), out.back()) != sampling.stop_tokens.end())
       break;
     if (i + 1 < count)
       logits = decodeStep(d, out.back(), int(prompt.size()) + i);

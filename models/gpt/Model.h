@@ -518,9 +518,9 @@ public:
     int top_k = 0;
     float top_p = 1.0f;
     uint64_t seed = 1;
-    /// Generation ends after this token (Hugging Face's eos_token_id:
-    /// GPT-2's <|endoftext|>, 50256); -1: after `count` tokens only.
-    int32_t stop_token = -1;
+    /// Generation ends after any of these tokens (Hugging Face's
+    /// eos_token_id: GPT-2's <|endoftext|>, 50256); none: after `count`.
+    std::vector<int32_t> stop_tokens;
     /// Called with each new token as it is chosen (to print as they come).
     std::function<void(int32_t)> on_token;
   };

@@ -218,20 +218,14 @@ constants and the launch options that go with them, as in Triton:
           py::is_operator())
       .def("__hash__", [](const TuneConfig &c) { return py::hash(py::str(configRepr(c))); })
       .def("__repr__", &configRepr)
-      // Picklable (multiprocessing, a saved list of configs): its fields, the
-      // constants in their order.
-      .def(py::pickle(
-          [](const TuneConfig &c) {
-            return py::make_tuple(c.constants, c.num_warps, c.num_stages, c.warp_specialize, c.ping_pong,
-                                  c.cluster_size, c.max_registers);
-          },
-          [](const py::tuple &t) {
-            if (t.size() != 7)
-              throw py::value_error(fmt::format("tegula.Config: a pickled config has 7 fields, not {}", t.size()));
-            return TuneConfig{t[0].cast<std::vector<std::pair<std::string, int64_t>>>(), t[1].cast<int>(),
-                              t[2].cast<int>(), t[3].cast<bool>(), t[4].cast<bool>(), t[5].cast<int>(),
-                              t[6].cast<int>()};
-          }));
+      // Picklable by every protocol (multiprocessing, a saved list of
+      // configs): rebuilt by the constructor from its fields (py::pickle's
+      // __setstate__ aborted the process under protocols 0 and 1).
+      .def("__reduce__", [](const TuneConfig &c) {
+        return py::make_tuple(py::type::of<TuneConfig>(),
+                              py::make_tuple(constantsOf(c), c.num_warps, c.num_stages, c.warp_specialize,
+                                             c.ping_pong, c.cluster_size, c.max_registers));
+      });
 
   py::class_<AutotunedLauncher>(m, "AutotunedLauncher", "An autotuned kernel bound to a grid: call it with the arguments")
       .def("__call__", &AutotunedLauncher::operator(),

@@ -250,17 +250,15 @@ PYBIND11_MODULE(_gpt, m) {
              return py::bool_(configKey(c) == configKey(o));
            })
       .def("__hash__", [](const GptConfig &c) { return py::hash(py::cast(configKey(c))); })
-      .def(py::pickle([](const GptConfig &c) { return py::cast(configKey(c)); },
-                      [](const py::tuple &t) {
-                        if (t.size() != 6)
-                          throw py::value_error(
-                              fmt::format("tegula.gpt.Config: a pickled config has 6 sizes, not {}", t.size()));
-                        GptConfig c;
-                        c.n_layer = t[0].cast<int>(), c.n_head = t[1].cast<int>(), c.n_embd = t[2].cast<int>();
-                        c.vocab = t[3].cast<int>(), c.vocab_padded = t[4].cast<int>(), c.n_ctx = t[5].cast<int>();
-                        c.validate();
-                        return c;
-                      }));
+      // Picklable by every protocol: rebuilt by the (keyword-only)
+      // constructor through functools.partial.
+      .def("__reduce__", [](const GptConfig &c) {
+        py::dict sizes;
+        sizes["n_layer"] = c.n_layer, sizes["n_head"] = c.n_head, sizes["n_embd"] = c.n_embd;
+        sizes["vocab"] = c.vocab, sizes["vocab_padded"] = c.vocab_padded, sizes["n_ctx"] = c.n_ctx;
+        py::object partial = py::module_::import("functools").attr("partial");
+        return py::make_tuple(partial(py::type::of<GptConfig>(), **sizes), py::tuple());
+      });
 
   py::class_<PyGpt>(m, "Model")
       .def(py::init([](const GptConfig &config, const std::string &backend, const std::string &dtype,
@@ -398,7 +396,7 @@ PYBIND11_MODULE(_gpt, m) {
            py::arg("stochastic_rounding") = false)
       .def("generate",
            [](PyGpt &g, py::handle prompt, int count, float temperature, int topK, float topP, uint64_t seed,
-              int32_t stopToken) {
+              const std::vector<int32_t> &stopTokens) {
              Tokens p = tokensFrom(prompt, "prompt");
              if (p.B != 1)
                throw py::value_error(fmt::format("prompt: one sequence of token ids, got {} rows", p.B));
@@ -407,12 +405,12 @@ PYBIND11_MODULE(_gpt, m) {
              std::vector<int32_t> out = locked(g, [&](GptModel &m) {
                return m.generate(p.values, count,
                                  {.temperature = temperature, .top_k = topK, .top_p = topP, .seed = seed,
-                                  .stop_token = stopToken});
+                                  .stop_tokens = stopTokens});
              });
              return py::array_t<int32_t>(py::ssize_t(out.size()), out.data());
            },
            py::arg("prompt"), py::arg("count"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
-           py::arg("seed"), py::arg("stop_token") = -1)
+           py::arg("seed"), py::arg("stop_tokens") = std::vector<int32_t>{})
       .def("memory", [](PyGpt &g) { return memoryDict(locked(g, [](GptModel &m) { return m.memory(); })); })
       .def("training_flops_per_token", [](const PyGpt &g, int T) { return g.model->training_flops_per_token(T); },
            py::arg("T"))

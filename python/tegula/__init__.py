@@ -75,7 +75,9 @@ class _KernelDoc:
         if kernel is None:
             return self._class_doc
         names = kernel.param_names
-        lines = [f"{kernel.name}[grid]({', '.join(names)}, num_warps=4, num_stages=3, backend=None, ...)", "",
+        constant = [t.startswith("constexpr") for t in kernel.signatures[0]]
+        call = [f"{n}=..." if c else n for n, c in zip(names, constant)]
+        lines = [f"{kernel.name}[grid]({', '.join(call)}, num_warps=4, num_stages=3, backend=None, ...)", "",
                  f"Tegula kernel '{kernel.name}'; its instantiations (array parameters '*dtype', "
                  "compile-time constants 'constexpr', passed by keyword):"]
         for types in kernel.signatures:

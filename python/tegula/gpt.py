@@ -265,15 +265,23 @@ class GPT:
 
     # Generation.
     def generate(self, prompt, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int = 1, eos_token_id: Optional[int] = None) -> np.ndarray:
+                 top_p: float = 1.0, seed: int = 1,
+                 eos_token_id: Union[None, int, Sequence[int]] = None) -> np.ndarray:
         """Up to ``max_new_tokens`` tokens after ``prompt`` (one sequence of ids)
         with a KV cache: greedy at temperature 0, else sampled from
         softmax(logits / temperature) within the ``top_k`` most likely (0: all)
         and the smallest set reaching probability ``top_p``; generation ends
-        after ``eos_token_id`` where given (GPT-2's <|endoftext|> is 50256), as
-        Hugging Face's does. Returns the new tokens (int32)."""
-        return self._m.generate(prompt, max_new_tokens, temperature, top_k, top_p, seed,
-                                -1 if eos_token_id is None else eos_token_id)
+        after ``eos_token_id`` (a token id, or several) where given (GPT-2's
+        <|endoftext|> is 50256), as Hugging Face's does. Returns the new
+        tokens (int32), the end token included where it ended them."""
+        ids = [] if eos_token_id is None else (
+            [eos_token_id] if isinstance(eos_token_id, (int, np.integer)) else list(eos_token_id))
+        for t in ids:
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise TypeError(f"eos_token_id takes token ids (ints), got {t!r}")
+            if not 0 <= int(t) < self.config.vocab:
+                raise ValueError(f"eos_token_id {int(t)} is not a token of the vocabulary [0, {self.config.vocab})")
+        return self._m.generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, [int(t) for t in ids])
 
     # Performance.
     def memory(self) -> dict:

@@ -223,9 +223,13 @@ def test_generation_ends_at_the_eos_token():
         model.set_parameter(name, value)
     np.testing.assert_array_equal(model.generate([1, 2], 4), [7, 7, 7, 7])
     np.testing.assert_array_equal(model.generate([1, 2], 4, eos_token_id=7), [7])
+    np.testing.assert_array_equal(model.generate([1, 2], 4, eos_token_id=[3, 7]), [7])  # several, as HF's
     assert model.memory()["gradients"] == 0  # generating allocates none
-    with pytest.raises(tegula.Error, match="the stop token is -1 \\(none\\) or a token of the vocabulary"):
-        model.generate([1, 2], 4, eos_token_id=64)
+    for bad in (64, 10**12, -1):
+        with pytest.raises(ValueError, match=f"eos_token_id {bad} is not a token of the vocabulary \\[0, 64\\)"):
+            model.generate([1, 2], 4, eos_token_id=bad)
+    with pytest.raises(TypeError, match="eos_token_id takes token ids"):
+        model.generate([1, 2], 4, eos_token_id="7")
 
 
 def test_wte_without_its_padding_rows_and_safetensors_round_trip(tmp_path, rng):

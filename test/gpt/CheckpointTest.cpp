@@ -181,6 +181,8 @@ TEST(OptimizerState, ASavedRunContinuesExactly) {
   EXPECT_EQ(state, (dir.path / "m.state.safetensors").string());
   first.save(model);
   first.save_optimizer(state, {{"note", "kept"}});
+  EXPECT_THAT(tegula::testing::error_of([&] { first.save_optimizer(state, {{"seed", "9"}}); }),
+              HasSubstr("the metadata key 'seed' is the state's own"));
 
   GptModel resumed(c, Backend::Interp, tl::precision::ieee, DType::bf16);
   resumed.load(SafetensorsFile::read(model));

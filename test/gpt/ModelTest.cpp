@@ -557,13 +557,13 @@ TEST(GptModel, GenerationEndsAtTheStopToken) {
     m.write_parameter(p.name, v);
   }
   std::vector<int32_t> seen;
-  GptModel::Sampling greedy{.stop_token = stop, .on_token = [&](int32_t t) { seen.push_back(t); }};
+  GptModel::Sampling greedy{.stop_tokens = {7, stop}, .on_token = [&](int32_t t) { seen.push_back(t); }};
   EXPECT_EQ(m.generate({1, 2}, 5, greedy), std::vector<int32_t>{stop});
   EXPECT_EQ(seen, std::vector<int32_t>{stop});
   EXPECT_EQ(m.generate({1, 2}, 3, {}), std::vector<int32_t>(3, stop)); // no stop token: all 3
   EXPECT_EQ(m.memory().gradients, 0); // generating allocates no gradients
-  EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1}, 1, {.stop_token = 100}); }),
-              HasSubstr("the stop token is -1 (none) or a token of the vocabulary [0, 100), not 100"));
+  EXPECT_THAT(tegula::testing::error_of([&] { m.generate({1}, 1, {.stop_tokens = {100}}); }),
+              HasSubstr("a stop token is a token of the vocabulary [0, 100), not 100"));
 }
 
 TEST(GptModel, CheckpointsRoundTripThroughSafetensors) {

@@ -34,8 +34,24 @@ mixed=(--dtype bf16 --stochastic-rounding on)
 grep -q "^resuming $work/part.safetensors at step 3 of 6; --steps 6 (the saved run's: 3)" "$work/resumed.log"
 grep -q '^step     4/6' "$work/resumed.log"
 if grep -q '^step     3/6' "$work/resumed.log"; then echo "a resumed run repeated a step"; exit 1; fi
-cmp "$work/whole.safetensors" "$work/part.safetensors"
-cmp "$work/whole.state.safetensors" "$work/part.state.safetensors"
+# (Each save has its own id, which the model and its state share.)
+same_but_save_id() {
+  python3 - "$1" "$2" <<'EOF2'
+import json, struct, sys
+def read(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    save_id = header["__metadata__"].pop("train.save_id")
+    return header, data[8 + n:], save_id
+(a, body_a, id_a), (b, body_b, id_b) = read(sys.argv[1]), read(sys.argv[2])
+assert id_a != id_b, "two saves, one id"
+assert a == b, f"the headers differ: {sys.argv[1]} {sys.argv[2]}"
+assert body_a == body_b, f"the tensors differ: {sys.argv[1]} {sys.argv[2]}"
+EOF2
+}
+same_but_save_id "$work/whole.safetensors" "$work/part.safetensors"
+same_but_save_id "$work/whole.state.safetensors" "$work/part.state.safetensors"
 # The losses of the resumed steps are the uninterrupted run's.
 diff <(grep -o '^step     [456]/6  loss [0-9.]*' "$work/whole.log") \
   <(grep -o '^step     [456]/6  loss [0-9.]*' "$work/resumed.log")
@@ -62,6 +78,17 @@ taken=$(sed -n 's/^interrupted after step \([0-9]*\) of 100000: saved.*--resume.
 grep -q "^resuming $work/int.safetensors at step $taken of $((taken + 2))" "$work/int2.log"
 grep -q "^step $(printf '%5d' $((taken + 2)))/$((taken + 2))  loss" "$work/int2.log"
 
+# SIGTERM (kill, timeout, a batch system) saves as Ctrl-C does, and exits 143.
+"$tool" train --data "$work/input.txt" --steps 100000 --save "$work/term.safetensors" "${small[@]}" \
+  >"$work/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q '^step ' "$work/term.log" && break; sleep 0.1; done
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[[ $rc == 143 ]] || { echo "SIGTERM: exit $rc, not 143"; cat "$work/term.log"; exit 1; }
+grep -q "^terminated (SIGTERM) after step [0-9]* of 100000: saved $work/term.safetensors" "$work/term.log"
+
 # --init: a new run from a checkpoint's weights (and its sizes: its context
 # 16 caps --seq's default 64).
 "$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --init "$work/whole.safetensors" \
@@ -78,8 +105,36 @@ cp "$work/whole.safetensors" "$work/alone.safetensors"
 expect_error "--resume $work/alone.safetensors: no optimizer state beside it ($work/alone.state.safetensors" \
   train --data "$work/input.txt" --resume "$work/alone.safetensors" --steps 9
 cp "$work/every.state.safetensors" "$work/alone.state.safetensors" # of step 5, the model of step 6
-expect_error "the model is of step 6, its optimizer state of step 5 (a save was cut short" \
+expect_error "the model (step 6) and its optimizer state $work/alone.state.safetensors (step 5) are not of the same save" \
   train --data "$work/input.txt" --resume "$work/alone.safetensors" --steps 9
+# ... nor of the same step alone: two runs that saved to one name.
+"$tool" train --data "$work/input.txt" --steps 6 --warmup 10 --save "$work/other.safetensors" "${small[@]}" \
+  "${mixed[@]}" --seed 2 >/dev/null
+cp "$work/whole.safetensors" "$work/mixed.safetensors"
+cp "$work/other.state.safetensors" "$work/mixed.state.safetensors"
+expect_error "(step 6) are not of the same save (one was cut short, or another run saved over one of them)" \
+  train --data "$work/input.txt" --resume "$work/mixed.safetensors" --steps 9
+expect_error "--resume $work/whole.state.safetensors: that is an optimizer state; give the model file beside it" \
+  train --data "$work/input.txt" --resume "$work/whole.state.safetensors" --steps 9
+expect_error "--resume $work/gone.safetensors: no such file" \
+  train --data "$work/input.txt" --resume "$work/gone.safetensors" --steps 9
+# A damaged setting is the file's, not the user's typo.
+python3 - "$work/whole.state.safetensors" "$work/damaged.state.safetensors" <<'EOF2'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+header["__metadata__"]["train.steps"] = "abc"
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+EOF2
+cp "$work/whole.safetensors" "$work/damaged.safetensors"
+expect_error "--resume $work/damaged.safetensors: the saved run's --steps in $work/damaged.state.safetensors is damaged" \
+  train --data "$work/input.txt" --resume "$work/damaged.safetensors"
+# Without --save a resumed run is not kept: it says so.
+"$tool" train --data "$work/input.txt" --resume "$work/whole.safetensors" --steps 7 >/dev/null 2>"$work/warn.log"
+grep -q "warning: no --save: the resumed run's training is not kept" "$work/warn.log"
 expect_error "--embd 64: the model in $work/whole.safetensors has 32 (its sizes are the checkpoint's)" \
   train --data "$work/input.txt" --init "$work/whole.safetensors" --embd 64
 expect_error "--seq 32 is longer than the context of the model in $work/whole.safetensors (16 positions)" \
@@ -120,6 +175,13 @@ bpeargs=(--model "$work/bpe.safetensors" --vocab "$bpe/vocab.json" --merges "$bp
 [[ $("$tool" generate "${bpeargs[@]}" --prompt "the quick" --tokens 5) == "the quick" ]]
 [[ $("$tool" generate "${bpeargs[@]}" --tokens 5) == "" ]]
 [[ $("$tool" generate "${bpeargs[@]}" --prompt "the" --tokens 2 --stop off) == "the<|endoftext|><|endoftext|>" ]]
-expect_error "generate: give a --prompt: a byte-level model (no --vocab/--merges) has no <|endoftext|> token" \
+expect_error "generate: give a --prompt: a model without --vocab/--merges has no <|endoftext|> token" \
   generate --model "$work/whole.safetensors"
+expect_error "--stop on ends at <|endoftext|>, which only a BPE model (--vocab, --merges) has" \
+  generate --model "$work/whole.safetensors" --prompt x --stop on
+# --ids on: token ids in and out, for a model of any vocabulary (420 here).
+[[ $("$tool" generate --model "$work/bpe.safetensors" --ids on --prompt "5, 17 300" --tokens 3 --temperature 0 \
+  --stop off) == "5, 17 300 0 0 0" ]]
+expect_error "--prompt with --ids on: '420' is not a token id of the model's vocabulary [0, 420)" \
+  generate --model "$work/bpe.safetensors" --ids on --prompt "1 420"
 echo "tegula-gpt resume test passed"

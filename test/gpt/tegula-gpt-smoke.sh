@@ -20,6 +20,8 @@ prints() {
 "$tool" train --data "$work/input.txt" --steps 4 --batch 2 --val-every 2 --save "$work/m.safetensors" \
   "${small[@]}" | tee "$work/train.log"
 grep -q '^step     4/4  loss' "$work/train.log"
+grep -q '^step     3/4  loss .*  eta [0-9]*s$' "$work/train.log" # the time left, but after the last step
+if grep -q '^step     4/4  loss .*eta' "$work/train.log"; then echo "an eta after the last step"; exit 1; fi
 grep -q '^validation loss' "$work/train.log"
 for phase in model 'after optimizer' 'after forward' 'after backward' 'after step'; do
   grep -q "^\[memory\] $phase " "$work/train.log"

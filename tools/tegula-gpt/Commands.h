@@ -59,7 +59,8 @@ inline std::vector<Command> commands() {
       {"train", "tegula-gpt train (--data FILE | --tokens FILE) [--init FILE | --resume FILE] [options]",
        "Trains a GPT-2 from scratch: AdamW (betas 0.9/0.95, weight decay 0.1 on matrices), gradients clipped at "
        "norm 1.0, linear warm-up then cosine decay to lr/10; the last 10% of the data is held out for the "
-       "validation loss. Ctrl-C finishes the step in flight and saves (with --save); a second Ctrl-C stops at once.",
+       "validation loss. Ctrl-C (or SIGTERM) finishes the step in flight and saves (with --save); a second one stops at "
+       "once, but not inside a save.",
        std::vector<OptionSpec>{
            {"data", "", "a text file, trained on as bytes (vocabulary 256)"},
            {"tokens", "", "a token file (tegula-gpt tokenize); give --data or --tokens"},
@@ -105,6 +106,7 @@ inline std::vector<Command> commands() {
            {"top-k", "40", "sample among the k likeliest tokens (0: all)"},
            {"top-p", "0.95", "sample among the likeliest tokens holding this probability mass, in (0, 1]"},
            {"stop", "on", "end at <|endoftext|> (a BPE model's end of a text) (on|off)"},
+           {"ids", "off", "the prompt is token ids (\"464 3290\", any vocabulary) and the output too (on|off)"},
            {"heads", "0", "attention heads, when the checkpoint does not say [from the checkpoint]"},
            {"vocab", "", "GPT-2's vocab.json (a BPE model; with --merges)"},
            {"merges", "", "GPT-2's merges.txt (with --vocab)"},

@@ -75,6 +75,8 @@ public:
   }
 
   const std::string &str(const std::string &k) const { return values_.at(k); }
+  /// --k becomes `value` (to check a value with the accessors below).
+  void set(const std::string &k, const std::string &value) { values_.at(k) = value; }
   /// --k becomes `value` unless the command line gave it (a resumed run's
   /// settings replace the defaults, not what the user asked for).
   void adopt(const std::string &k, const std::string &value) {

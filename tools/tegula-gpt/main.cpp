@@ -56,8 +56,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <csignal>
+#include <signal.h>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -77,7 +79,9 @@ using namespace tegula;
 using namespace tegula::gpt;
 using tegula::gpt::cli::Options;
 using tegula::gpt::cli::Resumed;
+using tegula::gpt::cli::RunPlace;
 using tegula::gpt::cli::modelMetadata;
+using tegula::gpt::cli::newSaveId;
 
 namespace {
 
@@ -125,6 +129,10 @@ tl::precision precisionFrom(const Options &o) {
   if (p == "tf32") return tl::precision::tf32;
   if (p == "tf32x3") return tl::precision::tf32x3;
   throw Error(fmt::format("--precision is ieee, tf32 or tf32x3, not '{}'", p));
+}
+
+const char *precisionName(tl::precision p) {
+  return p == tl::precision::tf32 ? "tf32" : p == tl::precision::tf32x3 ? "tf32x3" : "ieee";
 }
 
 /// --dtype of the weights and activations: f32, or bf16 (mixed precision:
@@ -190,6 +198,16 @@ std::string mib(int64_t bytes) {
   return fmt::format("{:.2f} GiB", double(bytes) / 1073741824.0);
 }
 
+/// A time left as people say it: 42s, 3m07s, 2h05m.
+std::string duration(double seconds) {
+  const int64_t s = int64_t(std::llround(std::max(0.0, seconds)));
+  if (s < 60)
+    return fmt::format("{}s", s);
+  if (s < 3600)
+    return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+}
+
 /// A parameter count as people say it: 124.44M, 20.5K.
 std::string count(int64_t n) {
   if (n < 1000)
@@ -219,6 +237,21 @@ struct TokenStream {
     int32_t v;
     std::memcpy(&v, file->data + 16 + 4 * i, 4);
     return v;
+  }
+  /// A fingerprint of the stream (a resumed run notes a change): FNV-1a
+  /// over its count and at most 65536 evenly spaced tokens - cheap for a
+  /// file of billions.
+  std::string fingerprint() const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&](uint64_t v) {
+      for (int i = 0; i < 8; ++i, v >>= 8)
+        h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+    };
+    mix(count), mix(uint64_t(vocab));
+    const size_t stride = std::max<size_t>(1, count / 65536);
+    for (size_t i = 0; i < count; i += stride)
+      mix(uint64_t(uint32_t(at(i))));
+    return fmt::format("{:016x}", h);
   }
   static TokenStream open(const Options &o) {
     TokenStream s;
@@ -312,13 +345,25 @@ int tokenize(const Options &o) {
   return 0;
 }
 
-/// Ctrl-C during training: the step in flight finishes, the model is saved
-/// (with --save) and the run ends with 130; a second Ctrl-C ends it at once.
-volatile std::sig_atomic_t g_interrupted = 0;
-void onInterrupt(int) {
-  g_interrupted = 1;
-  std::signal(SIGINT, SIG_DFL);
+/// Ctrl-C (or SIGTERM: kill, timeout, a batch system) during training: the
+/// step in flight finishes, the model is saved (with --save) and the run ends
+/// with 128 + the signal; a second one ends it at once - but not inside a
+/// save, which holds both signals off until its two files are whole.
+volatile std::sig_atomic_t g_stopSignal = 0;
+void onStopSignal(int sig) {
+  g_stopSignal = sig;
+  std::signal(sig, SIG_DFL);
 }
+struct StopSignalsHeld {
+  sigset_t held{}, before{};
+  StopSignalsHeld() {
+    sigemptyset(&held);
+    sigaddset(&held, SIGINT);
+    sigaddset(&held, SIGTERM);
+    sigprocmask(SIG_BLOCK, &held, &before);
+  }
+  ~StopSignalsHeld() { sigprocmask(SIG_SETMASK, &before, nullptr); }
+};
 
 /// The configuration of a run that starts from the checkpoint `file` (at
 /// `path`; --init, --resume): its sizes; --layers, --heads and --embd, where
@@ -356,8 +401,18 @@ int train(const Options &given) {
   // file resumed from.
   std::optional<SafetensorsFile> start, state;
   Resumed resumed;
-  if (!from.empty())
+  const std::string option = resuming ? "--resume" : "--init";
+  if (!from.empty()) {
+    constexpr std::string_view stateExt = ".state.safetensors";
+    if (from.size() > stateExt.size() && from.compare(from.size() - stateExt.size(), stateExt.size(), stateExt) == 0)
+      throw Error(fmt::format("{} {}: that is an optimizer state; give the model file beside it ({}.safetensors)",
+                              option, from, from.substr(0, from.size() - stateExt.size())));
+    if (!std::filesystem::exists(from))
+      throw Error(fmt::format("{} {}: no such file", option, from));
     start = SafetensorsFile::read(from);
+  }
+  RunPlace place{.step = 0, .saveId = "", .dataFingerprint = data.fingerprint(), .backend = o.str("backend"),
+                 .precision = ""};
   if (resuming) {
     const std::string statePath = optimizer_state_beside(from);
     if (!std::filesystem::exists(statePath))
@@ -365,7 +420,12 @@ int train(const Options &given) {
                               "--init {} starts a new run from its weights",
                               from, statePath, from));
     state = SafetensorsFile::read(statePath);
-    resumed = resumeRun(o, start->metadata(), state->metadata(), from, data.count);
+    place.precision = precisionName(precisionFrom(o));
+    resumed = resumeRun(o, start->metadata(), state->metadata(), from, place);
+    if (o.str("save").empty())
+      fmt::print(stderr, "warning: no --save: the resumed run's training is not kept (--save {} continues the "
+                         "file)\n",
+                 from);
   }
   const GptConfig config = start ? checkpointConfigFor(o, *start, from, data.vocab) : configFrom(o, data.vocab);
   const auto [B, T] = batchAndSeq(o);
@@ -435,25 +495,35 @@ int train(const Options &given) {
   }
   // The model (Hugging Face's names) and, beside it, AdamW's state with the
   // run's place (Resume.h): what --resume continues from.
+  place.precision = precisionName(precisionFrom(o));
   auto save = [&](int stepsTaken) {
-    model.save(o.str("save"), modelMetadata(config.vocab, stepsTaken));
-    model.save_optimizer(optimizer_state_beside(o.str("save")), runMetadata(o, stepsTaken, rng, data.count));
+    StopSignalsHeld held; // both files whole, or the old pair untouched
+    place.step = stepsTaken, place.saveId = newSaveId();
+    model.save(o.str("save"), modelMetadata(config.vocab, place));
+    model.save_optimizer(optimizer_state_beside(o.str("save")), runMetadata(o, place, rng));
   };
-  g_interrupted = 0;
-  std::signal(SIGINT, onInterrupt);
-  struct RestoreSigint {
-    ~RestoreSigint() { std::signal(SIGINT, SIG_DFL); }
+  g_stopSignal = 0;
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  struct RestoreSignals {
+    ~RestoreSignals() {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
   } restore;
+  double laterSteps = 0; // seconds, the steps after the first
+  int laterCount = 0;
   for (int step = resumed.step; step < steps; ++step) {
-    if (g_interrupted) {
+    if (const int sig = g_stopSignal) {
+      const char *what = sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted";
       if (!o.str("save").empty()) {
         save(step);
-        fmt::print("interrupted after step {} of {}: saved {} (train --resume {} continues)\n", step, steps,
+        fmt::print("{} after step {} of {}: saved {} (train --resume {} continues)\n", what, step, steps,
                    o.str("save"), o.str("save"));
       } else {
-        fmt::print("interrupted after step {} of {} (no --save: nothing is saved)\n", step, steps);
+        fmt::print("{} after step {} of {} (no --save: nothing is saved)\n", what, step, steps);
       }
-      return 130;
+      return 128 + sig;
     }
     auto start = std::chrono::steady_clock::now();
     sampleBatch(data, 0, split, B, T, rng, tokens, targets);
@@ -477,10 +547,16 @@ int train(const Options &given) {
       printMemory("after step", model);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double tokPerS = double(B * T) / s;
-    fmt::print("step {:5}/{}  loss {:.4f}  lr {:.2e}  norm {:.3f}  {:.0f} tok/s{}\n", step + 1, steps, loss, lr, norm,
+    // The time left at the mean step so far, the first (which compiles the
+    // kernels) left out once there are others.
+    if (step > resumed.step)
+      laterSteps += s, ++laterCount;
+    const double meanStep = laterCount ? laterSteps / laterCount : s;
+    fmt::print("step {:5}/{}  loss {:.4f}  lr {:.2e}  norm {:.3f}  {:.0f} tok/s{}{}\n", step + 1, steps, loss, lr, norm,
                tokPerS,
                peakFlops > 0 ? fmt::format("  MFU {:.1f}%", 100.0 * tokPerS * model.training_flops_per_token(T) / peakFlops)
-                             : std::string());
+                             : std::string(),
+               step + 1 < steps ? "  eta " + duration(meanStep * (steps - step - 1)) : std::string());
     if (valEvery > 0 && ((step + 1) % valEvery == 0 || step + 1 == steps)) {
       std::mt19937_64 valRng(7); // the same validation windows every time
       double sum = 0;
@@ -609,6 +685,30 @@ int tune(const Options &o) {
   return 0;
 }
 
+/// --ids on: token ids separated by spaces or commas, each in [0, vocab).
+std::vector<int32_t> idsFrom(const std::string &text, int vocab) {
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ' ' || text[at] == ',') {
+      ++at;
+      continue;
+    }
+    const size_t end = std::min(text.find_first_of(" ,", at), text.size());
+    const std::string word = text.substr(at, end - at);
+    int64_t id = -1;
+    const auto [stop, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
+    if (ec != std::errc() || stop != word.data() + word.size() || id < 0 || id >= vocab)
+      throw Error(fmt::format("--prompt with --ids on: '{}' is not a token id of the model's vocabulary [0, {})", word,
+                              vocab));
+    ids.push_back(int32_t(id));
+    at = end;
+  }
+  if (ids.empty())
+    throw Error("--prompt with --ids on holds no token id");
+  return ids;
+}
+
 int generate(const Options &o) {
   requireBothBpeFiles(o);
   // Every option checked before the checkpoint is read.
@@ -618,6 +718,7 @@ int generate(const Options &o) {
                               .top_p = o.real("top-p", 0, 1), .seed = o.seed("seed")};
   if (sampling.top_p <= 0)
     throw Error(fmt::format("--top-p is a probability mass in (0, 1] (1: no cut), not '{}'", o.str("top-p")));
+  const bool idsInOut = onOff(o, "ids");
   std::optional<BpeTokenizer> bpe;
   if (!o.str("vocab").empty())
     bpe = BpeTokenizer::load(o.str("vocab"), o.str("merges"));
@@ -626,19 +727,29 @@ int generate(const Options &o) {
   const SafetensorsFile file = SafetensorsFile::read(o.str("model"));
   const GptConfig config = checkpoint_config(file, o.integer("heads", 0, 1024), config_json_beside(o.str("model")));
   const int vocab = bpe ? bpe->vocab_size() : 256;
-  if (vocab != config.vocab)
+  if (vocab != config.vocab && (bpe || !idsInOut))
     throw Error(fmt::format("generate: the {} has {} tokens, the model's vocabulary {}{}",
                             bpe ? "BPE vocabulary" : "byte tokenizer", vocab, config.vocab,
-                            bpe ? "" : " (a BPE model: give its --vocab and --merges)"));
+                            bpe ? "" : " (a BPE model: give its --vocab and --merges; any model: --ids on)"));
   // GPT-2's <|endoftext|> ends a text: generation stops there (--stop), and
   // an empty prompt starts from it, as Hugging Face's and llm.c's do.
   const int32_t endOfText = bpe ? bpe->token_id("<|endoftext|>") : -1;
+  if (o.given("stop") && onOff(o, "stop") && endOfText < 0)
+    throw Error(fmt::format("--stop on ends at <|endoftext|>, which {}", bpe ? "this BPE vocabulary has not"
+                                                                             : "only a BPE model (--vocab, --merges) has"));
   if (prompt.empty() && endOfText < 0)
     throw Error(fmt::format("generate: give a --prompt: {} no <|endoftext|> token to start from",
-                            bpe ? "this BPE vocabulary has" : "a byte-level model (no --vocab/--merges) has"));
-  std::vector<int32_t> ids = prompt.empty()                ? std::vector<int32_t>{endOfText}
-                             : bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
-  auto text = [&](const std::vector<int32_t> &v) { return bpe ? bpe->decode(v) : ByteTokenizer::decode(v); };
+                            bpe ? "this BPE vocabulary has" : "a model without --vocab/--merges has"));
+  std::vector<int32_t> ids;
+  if (prompt.empty())
+    ids = {endOfText};
+  else if (idsInOut)
+    ids = idsFrom(prompt, config.vocab);
+  else
+    ids = bpe ? bpe->encode(prompt) : ByteTokenizer::encode(prompt);
+  auto text = [&](const std::vector<int32_t> &v) {
+    return idsInOut ? fmt::format(" {}", fmt::join(v, " ")) : bpe ? bpe->decode(v) : ByteTokenizer::decode(v);
+  };
   // The prompt must leave room for a token; the tokens asked for beyond
   // the context are said to be cut (when asked for: --tokens' default is
   // cut quietly), not dropped silently.
@@ -655,10 +766,10 @@ int generate(const Options &o) {
   model.load(file);
   // Each token printed as it comes (a token may hold part of a UTF-8
   // character: its bytes go out as they are and the terminal joins them).
-  if (onOff(o, "stop"))
-    sampling.stop_token = endOfText;
+  if (onOff(o, "stop") && endOfText >= 0)
+    sampling.stop_tokens = {endOfText};
   sampling.on_token = [&](int32_t id) {
-    if (id == sampling.stop_token)
+    if (id == endOfText && !sampling.stop_tokens.empty() && !idsInOut) // the end of the text, not a part of it
       return;
     fmt::print("{}", text({id}));
     std::fflush(stdout);
