@@ -9,15 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for i in $(seq 60); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$work/input.txt"
 small=(--layers 1 --heads 2 --embd 32 --seq 16 --batch 2 --val-every 0)
-expect_error() { # expect_error MESSAGE ARGS...
-  local message=$1
-  shift
-  if "$tool" "$@" >"$work/out.log" 2>"$work/err.log"; then
-    echo "expected an error from: $*"
-    exit 1
-  fi
-  grep -qF -- "$message" "$work/err.log" || { echo "expected '$message', got:"; cat "$work/err.log"; exit 1; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tegula-gpt-lib.sh" # expect_error, stopped_by
 
 # 6 steps at once, and 3 + 3 resumed: the same model and optimizer state,
 # byte for byte - in bf16 with stochastic rounding, whose bf16 copy of the
@@ -64,14 +56,8 @@ grep -q "^saved $work/every.safetensors at step 4$" "$work/every.log"
 grep -q "^saved $work/every.safetensors$" "$work/every.log"
 
 # Ctrl-C saves where the run stands; --resume finishes it.
-"$tool" train --data "$work/input.txt" --steps 100000 --save "$work/int.safetensors" "${small[@]}" \
-  >"$work/int.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do grep -q '^step ' "$work/int.log" && break; sleep 0.1; done
-kill -INT "$pid"
-rc=0
-wait "$pid" || rc=$?
-[[ $rc == 130 ]] || { echo "Ctrl-C: exit $rc, not 130"; cat "$work/int.log"; exit 1; }
+stopped_by INT 130 "$work/int.log" train --data "$work/input.txt" --steps 100000 --save "$work/int.safetensors" \
+  "${small[@]}"
 taken=$(sed -n 's/^interrupted after step \([0-9]*\) of 100000: saved.*--resume.*/\1/p' "$work/int.log")
 [[ -n $taken ]] || { echo "no interrupted line:"; cat "$work/int.log"; exit 1; }
 "$tool" train --data "$work/input.txt" --resume "$work/int.safetensors" --steps $((taken + 2)) >"$work/int2.log"
@@ -79,14 +65,8 @@ grep -q "^resuming $work/int.safetensors at step $taken of $((taken + 2))" "$wor
 grep -q "^step $(printf '%5d' $((taken + 2)))/$((taken + 2))  loss" "$work/int2.log"
 
 # SIGTERM (kill, timeout, a batch system) saves as Ctrl-C does, and exits 143.
-"$tool" train --data "$work/input.txt" --steps 100000 --save "$work/term.safetensors" "${small[@]}" \
-  >"$work/term.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do grep -q '^step ' "$work/term.log" && break; sleep 0.1; done
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-[[ $rc == 143 ]] || { echo "SIGTERM: exit $rc, not 143"; cat "$work/term.log"; exit 1; }
+stopped_by TERM 143 "$work/term.log" train --data "$work/input.txt" --steps 100000 --save "$work/term.safetensors" \
+  "${small[@]}"
 grep -q "^terminated (SIGTERM) after step [0-9]* of 100000: saved $work/term.safetensors" "$work/term.log"
 
 # --init: a new run from a checkpoint's weights (and its sizes: its context

@@ -9,14 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for i in $(seq 40); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$work/input.txt"
 small=(--layers 1 --heads 2 --embd 32 --seq 16)
-# prints PATTERN ARGS...: the tool's output has a line matching PATTERN (read
-# from a file: `| grep -q` would close the pipe on the tool mid-write).
-prints() {
-  local pattern=$1
-  shift
-  "$tool" "$@" >"$work/prints.log"
-  grep -q -- "$pattern" "$work/prints.log" || { echo "expected '$pattern' from: $*"; cat "$work/prints.log"; exit 1; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tegula-gpt-lib.sh" # expect_error, prints, stopped_by
 "$tool" train --data "$work/input.txt" --steps 4 --batch 2 --val-every 2 --save "$work/m.safetensors" \
   "${small[@]}" | tee "$work/train.log"
 grep -q '^step     4/4  loss' "$work/train.log"
@@ -88,15 +81,6 @@ if "$tool" train --tokens "$work/input.txt" 2>"$work/err.log"; then exit 1; fi
 grep -q "is not a token file" "$work/err.log"
 # Mistakes a user makes, each a clear error before any work (not a crash, a
 # wrong count, a run lost at the end or a kernel reading out of bounds):
-expect_error() { # expect_error MESSAGE ARGS...
-  local message=$1
-  shift
-  if "$tool" "$@" >"$work/out.log" 2>"$work/err.log"; then
-    echo "expected an error from: $*"
-    exit 1
-  fi
-  grep -qF -- "$message" "$work/err.log" || { echo "expected '$message', got:"; cat "$work/err.log"; exit 1; }
-}
 expect_error "--steps is an integer from 1 to 2147483647, not '1e3'" train --data "$work/input.txt" --steps 1e3
 expect_error "--seq is an integer from 1 to 1048576, not '16abc'" train --data "$work/input.txt" --seq 16abc
 expect_error "--lr is a finite number from 0 to 1000000, not '-1e-3'" train --data "$work/input.txt" --lr -1e-3
@@ -146,14 +130,8 @@ tokfile "$work/short.bin" 90 $(seq 1 80)
 expect_error "$work/short.bin: its header says 90 tokens, the file holds 80: it was cut short" \
   train --tokens "$work/short.bin"
 # Ctrl-C: the step in flight finishes, the model is saved, the log is whole.
-"$tool" train --data "$work/input.txt" --steps 100000 --batch 2 --val-every 0 --save "$work/int.safetensors" \
-  "${small[@]}" >"$work/int.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do grep -q '^step ' "$work/int.log" && break; sleep 0.1; done
-kill -INT "$pid"
-rc=0
-wait "$pid" || rc=$?
-[[ $rc == 130 ]] || { echo "Ctrl-C: exit $rc, not 130"; cat "$work/int.log"; exit 1; }
+stopped_by INT 130 "$work/int.log" train --data "$work/input.txt" --steps 100000 --batch 2 --val-every 0 \
+  --save "$work/int.safetensors" "${small[@]}"
 grep -q "^interrupted after step [0-9]* of 100000: saved $work/int.safetensors" "$work/int.log"
 prints '^the ' generate --model "$work/int.safetensors" --prompt "the " --tokens 2 --temperature 0
 if compgen -G "$work/*.tmp*" >/dev/null; then echo "a temporary file was left:"; ls "$work"; exit 1; fi
