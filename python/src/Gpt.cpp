@@ -218,6 +218,7 @@ std::tuple<int, int, int, int, int, int> configKey(const GptConfig &c) {
 PYBIND11_MODULE(_gpt, m) {
   m.doc() = "GPT-2 in Tegula (models/gpt): import tegula.gpt instead";
   py::module_::import("tegula._tegula"); // tegula.Error's translator
+  python::joinCtrlC(m, /*owner=*/false);  // Ctrl-C stops this module's launches too
 
   py::class_<GptConfig>(m, "Config", "GPT-2's sizes (124M by default)")
       .def(py::init([](int n_layer, int n_head, int n_embd, int vocab, int vocab_padded, int n_ctx) {

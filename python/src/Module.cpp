@@ -97,6 +97,7 @@ CompiledKernel compile(const KernelSet &k, py::args args, py::kwargs kwargs) {
 
 PYBIND11_MODULE(_tegula, m) {
   m.doc() = "Tegula's C++ core: kernels, launches, compilation (import tegula instead)";
+  python::joinCtrlC(m, /*owner=*/true); // Ctrl-C's one installation, for every module
 
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {

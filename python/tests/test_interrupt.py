@@ -50,3 +50,48 @@ def test_ctrl_c_stops_a_long_launch(backend):
     assert p.returncode == 3, (out, err)
     assert "KeyboardInterrupt after" in out
     assert "then ran" in out, (out, err)
+
+
+# Launches from both extension modules (_tegula's kernels, _gpt's model) in
+# two threads share one SIGINT installation: with one each, restored in
+# either order, the handler could end up chaining to itself (a crash at the
+# next Ctrl-C) or leave a launch uninterruptible.
+BOTH_MODULES = textwrap.dedent("""
+    import sys, threading, time
+    import numpy as np
+    from tegula import examples, gpt
+    model = gpt.GPT(gpt.Config(n_layer=1, n_head=2, n_embd=32, vocab=64, n_ctx=16))
+    model.init_random(1)
+    x = np.ones(100, np.float32); out = np.zeros_like(x)
+    def kernels():
+        for _ in range(30):
+            examples.vector_add[(1,)](x, x, out, 100, BLOCK=128)
+    def forwards():
+        for _ in range(30):
+            model.forward(np.zeros((1, 16), np.int32))
+    threads = [threading.Thread(target=kernels), threading.Thread(target=forwards)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    n = 1024
+    a = np.ones((n, n), np.float32); c = np.zeros((n, n), np.float32)
+    print("launching", flush=True)
+    try:
+        examples.matmul[(n // 32, n // 32)](a, a, c, n, n, n, BM=32, BN=32, BK=32)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(3)
+""")
+
+
+def test_ctrl_c_after_launches_from_both_modules_in_two_threads():
+    p = subprocess.Popen([sys.executable, "-c", BOTH_MODULES], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "launching", p.stderr.read()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("the launch ignored Ctrl-C for a minute")
+    assert p.returncode == 3 and "interrupted" in out, (p.returncode, out, err)
