@@ -63,7 +63,7 @@ Value unwrapForType(const tl::tensor &t, const std::source_location &loc) {
 
 void openFrame(TraceState &ts, TraceFrame::Kind kind, Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc) {
-  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt, {}});
+  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt, {}, std::nullopt});
 }
 void closeFrame(TraceState &ts) {
   if (!ts.frames.empty())
@@ -102,6 +102,8 @@ void throwIfStale(TraceState &ts) {
       first = &r;
   if (first)
     throw Error(first->error);
+  if (f.unjudged)
+    throw Error(*f.unjudged);
   if (!f.replacedRead)
     return;
   const std::source_location &at = *f.replacedRead;
@@ -526,7 +528,14 @@ void note_destroyed(const tensor &t, bool moved_from) noexcept {
   }
   for (dsl::TraceFrame &f : ts->frames) {
     f.assigned.erase(&t);
-    f.reassigned.erase(&t); // its read was replaced as a whole: replacedRead says so
+    // Reassigned after a read, then gone (a vector's element moved on as the
+    // vector grew): what it holds at the body's end cannot be judged, so
+    // its error stands.
+    if (auto pending = f.reassigned.find(&t); pending != f.reassigned.end()) {
+      if (!f.unjudged && std::uncaught_exceptions() == 0)
+        f.unjudged = pending->second.error;
+      f.reassigned.erase(pending);
+    }
   }
 }
 } // namespace tegula::tl::detail

@@ -51,6 +51,8 @@ struct TraceFrame {
     unsigned order; // the first in program order is said
   };
   llvm::DenseMap<const tl::tensor *, Reassigned> reassigned;
+  /// The error of a reassigned object destroyed before the body's end.
+  std::optional<std::string> unjudged;
 };
 
 struct TraceState {

@@ -171,6 +171,26 @@ TEST(LoopCarry, AnOuterIterationThatEndsByResettingWhatItsInnerLoopCarriedIsNotA
                                       tegula::testing::g_line - 2));
 }
 
+// An uncarried vector element read, reassigned, then moved to new storage
+// as the vector grows: what it holds at the body's end cannot be judged, so
+// the stale read is the error still.
+void element_reassigned_then_moved(tl::ptr<float> x, tl::ptr<float> out, tl::scalar<int32_t> n) {
+  std::vector<tl::tensor> acc;
+  acc.push_back(tl::zeros({16}, tl::f32));
+  for (auto k : tl::range(0, n, 16)) {
+    FAILS_ON_NEXT_LINE();
+    acc[0] = acc[0] + tl::load(x + k + tl::arange(0, 16));
+    acc.reserve(acc.capacity() + 8); // acc[0] moves
+    tl::store(out + k + tl::arange(0, 16), acc[0]);
+  }
+}
+
+TEST(LoopCarry, AReassignedElementMovedByItsVectorsGrowthIsStillAnError) {
+  std::vector<float> x(64, 1.0f), out(64);
+  expectAtMarkedLine(errorOf(kernel("moved", element_reassigned_then_moved), {x, out, 64}),
+                     "this reads a variable from before the tl::range loop (line");
+}
+
 void while_uncarried(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
   tl::tensor i = tl::zeros({}, tl::i32);
   tl::tensor total = tl::zeros({}, tl::i32);
