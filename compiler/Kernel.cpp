@@ -405,6 +405,7 @@ std::unique_ptr<Specialization> KernelImpl::trace(const std::vector<Arg> &args) 
     }
   ts.func = fn;
   trampoline(values, args); // DSL errors propagate as tegula::Error
+  dsl::eraseUnusableMarkers(ts);
   ts.builder.setInsertionPointToEnd(entry);
   func::ReturnOp::create(ts.builder, loc);
 
@@ -521,7 +522,10 @@ OwningOpRef<ModuleOp> lowerForGpu(const std::string &name, ModuleOp tile,
   };
   if (failed(runGpuPipeline(*module, options, dump)))
     throw Error(fmt::format("kernel '{}' cannot be compiled for the GPU yet:\n{}", name,
-                            diags.text));
+                            diags.text.empty() ? "a pass of the GPU pipeline failed without saying why (a compiler "
+                                                 "bug: please report it with the kernel; TEGULA_DUMP=tile prints its "
+                                                 "IR)"
+                                               : diags.text));
   return module;
 }
 } // namespace

@@ -32,6 +32,7 @@ struct LoopState {
   std::vector<CarriedList::BlockPtr> blockPtrs;
   SmallVector<Type> carriedTypes;
   Value lo, hi, step;
+  void *stepValue = nullptr; // the step as given, when a tile: a stale-read error says so
   // A negative literal step: the scf.for counts u = -i upwards (scf.for
   // steps are positive) and the body sees index = -u.
   bool descending = false;
@@ -139,8 +140,11 @@ Value loopBound(TraceState &ts, const operand &o, const char *what) {
     return Value();
   Value v = unwrap(o.t, o.loc);
   if (!shapeOf(v).empty() || !isa<IntegerType>(v.getType()) || v.getType().isInteger(1))
-    fail(o.loc, fmt::format("tl::range {} must be an integer scalar, got {}", what,
-                            tl::tensor(o.t).type_str()));
+    fail(o.loc, fmt::format("tl::range {} must be an integer scalar, got {}{}", what, tl::tensor(o.t).type_str(),
+                            std::string_view(what) == "step"
+                                ? " (the third argument is the step; the carried variables follow it: "
+                                  "tl::range(lo, hi, step, vars...), e.g. tl::range(0, n, 1, acc))"
+                                : ""));
   return v;
 }
 } // namespace
@@ -204,6 +208,7 @@ range::range(operand lo, operand hi, operand step, detail::CarriedList carried, 
     return;
   }
   state_->step = resolve(vstep, step);
+  state_->stepValue = vstep ? vstep.getAsOpaquePointer() : nullptr;
   // A step only known at run time is checked there: on the GPU a step of 0
   // would spin forever, a negative one run until the counter wrapped.
   if (vstep && !knownPositive(state_->step)) {
@@ -258,6 +263,7 @@ range::iterator range::begin() {
     body->back().erase();
   ts.builder.setInsertionPointToEnd(body);
   openFrame(ts, TraceFrame::Kind::Range, state_->op, &state_->carried, state_->loc);
+  ts.frames.back().stepValue = state_->stepValue;
   // In the body from here: ~range closes the frame if what follows throws.
   state_->phase = detail::LoopState::Phase::InBody;
   for (auto [t, arg] : llvm::zip(state_->carried, state_->op.getRegionIterArgs()))
@@ -387,12 +393,40 @@ Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchF
                               /*addElseBlock=*/elseFn != nullptr);
   OpBuilder::InsertPoint after = ts.builder.saveInsertionPoint();
 
+  // Objects from outside a branch that it assigns: given back their value
+  // for the other branch (C++ runs one), made unusable after the if_
+  // (AssignScope.cpp) - `tl::if_(c, [&] { v = zero; })` took the branch
+  // always.
+  struct Assigned {
+    const tensor *object;
+    Value value;
+    Block *block;
+  };
+  std::vector<Assigned> assigned;
   auto traceBranch = [&](Block *block, BranchFn fn, void *closure, Yielded &out) {
     ts.builder.setInsertionPointToEnd(block);
+    openAssignScope(ts);
+    struct Close { // also when the branch throws
+      TraceState &ts;
+      llvm::DenseMap<const tensor *, void *> entered;
+      bool closed = false;
+      llvm::DenseMap<const tensor *, void *> &close() {
+        if (!closed)
+          entered = closeAssignScope(ts), closed = true;
+        return entered;
+      }
+      ~Close() { close(); }
+    } scope{ts, llvm::DenseMap<const tensor *, void *>()};
     fn(closure, out);
     SmallVector<Value> vals;
     for (const tensor &t : out.values)
       vals.push_back(unwrap(t, loc));
+    for (auto [object, before] : scope.close())
+      if (object->impl() != before) {
+        if (object->impl())
+          assigned.push_back({object, Value::getFromOpaquePointer(object->impl()), block});
+        rebind(ts, *object, before);
+      }
     return vals;
   };
   Yielded fromThen, fromElse;
@@ -426,6 +460,8 @@ Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchF
     ts.builder.setInsertionPointToEnd(op.elseBlock());
     scf::YieldOp::create(ts.builder, l, elseVals);
   }
+  for (const Assigned &a : assigned)
+    makeUnusableAfter(ts, *a.object, a.value, a.block);
   ts.builder.restoreInsertionPoint(after);
   if (thenVals.empty())
     return fromThen;

@@ -63,11 +63,31 @@ Value unwrapForType(const tl::tensor &t, const std::source_location &loc) {
 
 void openFrame(TraceState &ts, TraceFrame::Kind kind, Operation *op, const std::vector<tl::tensor *> *carried,
                const std::source_location &loc) {
-  ts.frames.push_back(TraceFrame{kind, ts.nextFrameSerial++, op, carried, {}, {}, loc, std::nullopt, {}, std::nullopt});
+  TraceFrame frame;
+  frame.kind = kind, frame.serial = ts.nextFrameSerial++, frame.op = op, frame.carried = carried, frame.loc = loc;
+  ts.frames.push_back(std::move(frame));
+  openAssignScope(ts, ts.frames.back().serial);
 }
 void closeFrame(TraceState &ts) {
-  if (!ts.frames.empty())
-    ts.frames.pop_back();
+  if (ts.frames.empty())
+    return;
+  const TraceFrame &f = ts.frames.back();
+  llvm::DenseMap<const tl::tensor *, void *> entered = closeAssignScope(ts);
+  // An uncarried object the body gave a value from outside the loop holds
+  // it after the loop only if the loop ran (AssignScope.cpp). Carried ones
+  // become the loop's results.
+  if (std::uncaught_exceptions() == 0) {
+    Block *body = &f.op->getRegions().back().front(); // scf.for's body, scf.while's "after"
+    for (auto [object, before] : entered) {
+      if (object->impl() == before || !object->impl() || (f.carried && llvm::is_contained(*f.carried, object)))
+        continue;
+      Value now = Value::getFromOpaquePointer(object->impl());
+      Operation *definedIn = now.getParentRegion() ? now.getParentRegion()->getParentOp() : nullptr;
+      if (!definedIn || !f.op->isAncestor(definedIn)) // made inside: the scope check refuses it already
+        makeUnusableAfter(ts, *object, now, body);
+    }
+  }
+  ts.frames.pop_back();
 }
 std::string staleReadMessage(const TraceFrame &f, const std::string &where, const std::string &what) {
   const bool isRange = f.kind == TraceFrame::Kind::Range;
@@ -79,11 +99,16 @@ std::string staleReadMessage(const TraceFrame &f, const std::string &where, cons
 }
 
 namespace {
-/// The same value, or equal constants (two tl::zeros of one shape).
-bool sameValue(void *a, void *b) {
+/// The same value, or equal constants (two tl::zeros of one shape), `a`
+/// visible in `block` (a value made in an inner loop or branch is no reset:
+/// that may not have run).
+bool sameValue(void *a, void *b, Block *block) {
   if (a == b)
     return true;
   if (!a || !b)
+    return false;
+  Region *defined = Value::getFromOpaquePointer(a).getParentRegion();
+  if (!block || !defined || !defined->isAncestor(block->getParent()))
     return false;
   auto ca = Value::getFromOpaquePointer(a).getDefiningOp<arith::ConstantOp>();
   auto cb = Value::getFromOpaquePointer(b).getDefiningOp<arith::ConstantOp>();
@@ -98,7 +123,7 @@ void throwIfStale(TraceState &ts) {
   // The first in program order that does not hold its value again.
   const TraceFrame::Reassigned *first = nullptr;
   for (const auto &[object, r] : f.reassigned)
-    if (!sameValue(object->impl(), r.before) && (!first || r.order < first->order))
+    if (!sameValue(object->impl(), r.before, ts.builder.getInsertionBlock()) && (!first || r.order < first->order))
       first = &r;
   if (first)
     throw Error(first->error);
@@ -453,7 +478,7 @@ using dsl::activeTraceState;
 
 uint32_t trace_scope() {
   dsl::TraceState *ts = activeTraceState();
-  return ts && !ts->frames.empty() ? ts->frames.back().serial : 0;
+  return ts && !ts->assignScopes.empty() ? ts->assignScopes.back().serial : 0; // loops' frames have one too
 }
 
 void note_read(const tensor &t) { note_read(t, std::source_location()); }
@@ -474,7 +499,12 @@ void note_read(const tensor &t, const std::source_location &loc) {
 
 void note_assign(const tensor &to, const tensor &from) {
   dsl::TraceState *ts = activeTraceState();
-  if (!ts || ts->frames.empty())
+  if (!ts || ts->rebinding)
+    return;
+  for (dsl::AssignScope &scope : ts->assignScopes) // its value before each construct that assigns it
+    if (to.scope() < scope.serial)
+      scope.entered.try_emplace(&to, to.impl());
+  if (ts->frames.empty())
     return;
   // The same value again changes nothing (a block pointer's base and strides
   // when it is advanced), but is an assignment all the same (`acc = zero`
@@ -504,15 +534,22 @@ void note_assign(const tensor &to, const tensor &from) {
     const std::string reassigned = at.line() && !made.empty() ? fmt::format(" (to the value made at {})", made) : "";
     // Judged when the body ends: the first reassignment's error, unless the
     // object holds its value from before the loop again by then.
-    f->reassigned.try_emplace(&to, dsl::TraceFrame::Reassigned{to.impl(),
-                                                                dsl::staleReadMessage(*f, where, "reassigns" + reassigned),
+    std::string error = dsl::staleReadMessage(*f, where, "reassigns" + reassigned);
+    if (f->stepValue && to.impl() == f->stepValue) // tl::range(0, n, acc): acc was taken for the step
+      error += "; it is also this loop's step (its third argument): the carried variables follow the step, "
+               "tl::range(lo, hi, step, vars...)";
+    f->reassigned.try_emplace(&to, dsl::TraceFrame::Reassigned{to.impl(), std::move(error),
                                                                 unsigned(f->reassigned.size())});
   }
 }
 
 void note_destroyed(const tensor &t, bool moved_from) noexcept {
   dsl::TraceState *ts = activeTraceState();
-  if (!ts || ts->frames.empty())
+  if (!ts)
+    return;
+  for (dsl::AssignScope &scope : ts->assignScopes)
+    scope.entered.erase(&t);
+  if (ts->frames.empty())
     return;
   // Unwinding a failed trace, or a value moved on: only forget the object.
   const bool forget = moved_from || std::uncaught_exceptions() > 0;

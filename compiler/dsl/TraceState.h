@@ -53,6 +53,17 @@ struct TraceFrame {
   llvm::DenseMap<const tl::tensor *, Reassigned> reassigned;
   /// The error of a reassigned object destroyed before the body's end.
   std::optional<std::string> unjudged;
+  /// tl::range's step as given, when a tile (opaque mlir::Value): a variable
+  /// holding it that the body reassigns was meant to be carried.
+  void *stepValue = nullptr;
+};
+
+/// A construct traced once whatever it does at run time - a loop body (its
+/// frame's serial), a tl::if_ branch: the objects from outside it that it
+/// assigns, with their values before (AssignScope.cpp).
+struct AssignScope {
+  uint32_t serial; // objects made before the construct have a lower scope
+  llvm::DenseMap<const tl::tensor *, void *> entered;
 };
 
 struct TraceState {
@@ -64,8 +75,29 @@ struct TraceState {
   uint64_t id;
   std::vector<TraceFrame> frames;
   uint32_t nextFrameSerial = 1;
+  std::vector<AssignScope> assignScopes; // innermost last
+  bool rebinding = false;                // rebind(): not an assignment
+  std::vector<mlir::Operation *> unusableMarkers;
   explicit TraceState(mlir::MLIRContext *c);
 };
+
+/// Opens a construct's scope (`serial`: its loop frame's; 0: a new one, for
+/// a tl::if_ branch).
+void openAssignScope(TraceState &ts, uint32_t serial = 0);
+/// Closes the innermost: the objects from outside it it assigned, each with
+/// its value before.
+llvm::DenseMap<const tl::tensor *, void *> closeAssignScope(TraceState &ts);
+/// Gives `object` the value `impl` without its counting as an assignment.
+void rebind(TraceState &ts, const tl::tensor &object, void *impl);
+/// `object` was assigned `value` in a construct that may not run (a branch
+/// not taken, a loop of no iterations) or runs again, traced once: after
+/// it, the object holds a marker defined at the end of `block` (inside the
+/// construct), so its next use is the scope error that says to return the
+/// value from the branches or carry it through the loop.
+void makeUnusableAfter(TraceState &ts, const tl::tensor &object, mlir::Value value, mlir::Block *block);
+/// Erases the markers, which nothing uses (a use is an error), before the
+/// traced function is verified.
+void eraseUnusableMarkers(TraceState &ts);
 
 /// Opens a frame for the loop `op` whose condition or body is being traced
 /// (the innermost from now on); closeFrame closes the innermost.

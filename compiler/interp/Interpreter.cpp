@@ -680,27 +680,36 @@ private:
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) { return size_t((o * len + j) * inner + i); };
         size_t dst = size_t(o * inner + i);
-        if (fast) {
-          TileRef acc = element(*srcs[0], at(0));
-          for (int64_t j = 1; j < len; ++j) {
-            TileRef pair[2] = {acc, element(*srcs[0], at(j))};
-            acc = *evalElementwise(single, pair);
+        // Pairwise, as a tree: neighbours combined (earlier, later) level
+        // by level - the order a combiner may assume (associative), and a
+        // float sum's error grows as log(len), not len (65536 f32 values
+        // summed in order lost 3 digits; the GPU's tree, 1).
+        std::vector<SmallVector<TileRef>> level;
+        level.resize(static_cast<size_t>(len));
+        for (int64_t j = 0; j < len; ++j)
+          for (auto &s : srcs)
+            level[size_t(j)].push_back(element(*s, at(j)));
+        while (level.size() > 1) {
+          std::vector<SmallVector<TileRef>> next;
+          next.reserve((level.size() + 1) / 2);
+          for (size_t j = 0; j + 1 < level.size(); j += 2) {
+            if (fast) {
+              TileRef pair[2] = {level[j][0], level[j + 1][0]};
+              next.push_back({*evalElementwise(single, pair)});
+              continue;
+            }
+            for (size_t k = 0; k < n; ++k) {
+              env_[body.getArgument(unsigned(k))] = level[j][k];
+              env_[body.getArgument(unsigned(n + k))] = level[j + 1][k];
+            }
+            next.push_back(execBlock(body));
           }
-          setElement(*outs[0], dst, *acc);
-          continue;
-        }
-        SmallVector<TileRef> acc;
-        for (auto &s : srcs)
-          acc.push_back(element(*s, at(0)));
-        for (int64_t j = 1; j < len; ++j) {
-          for (size_t k = 0; k < n; ++k) {
-            env_[body.getArgument(k)] = acc[k];
-            env_[body.getArgument(n + k)] = element(*srcs[k], at(j));
-          }
-          acc = execBlock(body);
+          if (level.size() % 2)
+            next.push_back(std::move(level.back()));
+          level = std::move(next);
         }
         for (size_t k = 0; k < n; ++k)
-          setElement(*outs[k], dst, *acc[k]);
+          setElement(*outs[k], dst, *level[0][k]);
       }
     for (size_t k = 0; k < n; ++k)
       env_[r.getResult(k)] = outs[k];

@@ -35,8 +35,9 @@ std::pair<int, std::string> createTemporary(const std::string &path) {
 
 } // namespace
 
-void write_file_replacing(const std::string &path, const std::vector<std::span<const std::byte>> &parts,
-                          const std::string &what) {
+StagedFile::StagedFile(const std::string &path, const std::vector<std::span<const std::byte>> &parts,
+                       const std::string &what)
+    : path_(path), what_(what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw Error(fmt::format("{}: cannot write {}: it is a directory", what, path));
@@ -67,11 +68,25 @@ void write_file_replacing(const std::string &path, const std::vector<std::span<c
     ::unlink(tmp.c_str());
     throw Error(fmt::format("{}: cannot write {}: {}", what, path, std::strerror(error)));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  tmp_ = tmp;
+}
+
+StagedFile::~StagedFile() {
+  if (!committed_ && !tmp_.empty())
+    ::unlink(tmp_.c_str());
+}
+
+void StagedFile::commit() {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: cannot rename {} to {}: {}", what, tmp, path, std::strerror(error)));
+    throw Error(fmt::format("{}: cannot rename {} to {}: {}", what_, tmp_, path_, std::strerror(error)));
   }
+  committed_ = true;
+}
+
+void write_file_replacing(const std::string &path, const std::vector<std::span<const std::byte>> &parts,
+                          const std::string &what) {
+  StagedFile(path, parts, what).commit();
 }
 
 void check_file_creatable(const std::string &path, const std::string &option) {

@@ -23,6 +23,25 @@ namespace tegula::gpt {
 void write_file_replacing(const std::string &path, const std::vector<std::span<const std::byte>> &parts,
                           const std::string &what);
 
+/// A file written whole to its temporary beside `path` (as
+/// write_file_replacing writes it) and put in place by commit(). Files that
+/// belong together - a checkpoint and its optimizer state - are all staged
+/// before any is committed: a failure to write one leaves every old one as
+/// it was. Destroyed uncommitted, the temporary is removed.
+class StagedFile {
+public:
+  StagedFile(const std::string &path, const std::vector<std::span<const std::byte>> &parts, const std::string &what);
+  ~StagedFile();
+  StagedFile(const StagedFile &) = delete;
+  StagedFile &operator=(const StagedFile &) = delete;
+  /// Renames the temporary over `path`; throws naming both.
+  void commit();
+
+private:
+  std::string path_, tmp_, what_;
+  bool committed_ = false;
+};
+
 /// Whether a file can be created at `path` (its folder exists and takes a
 /// new file; `path` is not a directory), found before a long run rather than
 /// after it; throws naming `option` (e.g. "--save") and the reason. Creates

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "models/gpt/Model.h"
+#include "models/gpt/FileOutput.h"
 
 #include "models/gpt/Activations.h"
 #include "models/gpt/ModelKernels.h"
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <span>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -374,6 +376,11 @@ void GptModel::load(const SafetensorsFile &file) {
 }
 
 void GptModel::save(const std::string &path, const std::map<std::string, std::string> &metadata) const {
+  const std::vector<std::byte> bytes = checkpoint(metadata);
+  write_file_replacing(path, {std::span<const std::byte>(bytes)}, "safetensors");
+}
+
+std::vector<std::byte> GptModel::checkpoint(const std::map<std::string, std::string> &metadata) const {
   std::vector<std::vector<float>> values;
   std::vector<TensorToWrite> tensors;
   values.reserve(params_.size());
@@ -389,7 +396,7 @@ void GptModel::save(const std::string &path, const std::map<std::string, std::st
   // The head count, which the weights do not say (checkpoint_config reads it).
   std::map<std::string, std::string> described = metadata;
   described.insert_or_assign("n_head", std::to_string(config_.n_head));
-  write_safetensors(path, tensors, described);
+  return serialize_safetensors(tensors, described);
 }
 
 void GptModel::init_random(uint64_t seed) {

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -428,6 +429,10 @@ public:
   /// seed (stochastic rounding's) and the model's sizes; `metadata` is kept
   /// beside them (the trainer's step and batch order).
   void save_optimizer(const std::string &path, const std::map<std::string, std::string> &metadata = {}) const;
+  /// The bytes save() and save_optimizer() write (to stage both files of a
+  /// checkpoint before either replaces its old one: StagedFile).
+  std::vector<std::byte> checkpoint(const std::map<std::string, std::string> &metadata = {}) const;
+  std::vector<std::byte> optimizer_state(const std::map<std::string, std::string> &metadata = {}) const;
   /// Restores what save_optimizer() wrote (call it after loading the
   /// weights: it replaces their bf16 copy); throws naming a missing or
   /// misshapen moment, a tensor the model has no parameter for, or a file of

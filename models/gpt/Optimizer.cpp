@@ -2,12 +2,14 @@
 #include "models/gpt/Model.h"
 #include "models/gpt/ModelKernels.h"
 #include "models/gpt/Safetensors.h"
+#include "models/gpt/FileOutput.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <span>
 #include <limits>
 #include <map>
 #include <set>
@@ -94,6 +96,11 @@ int64_t metadataInteger(const SafetensorsFile &file, const std::string &key) {
 } // namespace
 
 void GptModel::save_optimizer(const std::string &path, const std::map<std::string, std::string> &metadata) const {
+  const std::vector<std::byte> bytes = optimizer_state(metadata);
+  write_file_replacing(path, {std::span<const std::byte>(bytes)}, "safetensors");
+}
+
+std::vector<std::byte> GptModel::optimizer_state(const std::map<std::string, std::string> &metadata) const {
   std::vector<std::vector<float>> values;
   std::vector<TensorToWrite> tensors;
   values.reserve(3 * params_.size()); // spans into it: never reallocated
@@ -124,7 +131,7 @@ void GptModel::save_optimizer(const std::string &path, const std::map<std::strin
   described.insert_or_assign("seed", std::to_string(seed_));
   for (const auto &[key, value] : sizesOf(config_))
     described.insert_or_assign(key, std::to_string(value));
-  write_safetensors(path, tensors, described);
+  return serialize_safetensors(tensors, described);
 }
 
 void GptModel::load_optimizer(const SafetensorsFile &file) {
@@ -148,6 +155,7 @@ void GptModel::load_optimizer(const SafetensorsFile &file) {
   std::set<std::string> expected;
   std::vector<std::pair<std::vector<float>, std::vector<float>>> moments;
   std::vector<std::vector<float>> copies; // bf16 storage, where the file has them
+  size_t copiesInFile = 0;
   for (const ParamSpec &p : params_) {
     const std::string m = "adam.m." + p.name, v = "adam.v." + p.name;
     for (const std::string &name : {m, v})
@@ -166,15 +174,19 @@ void GptModel::load_optimizer(const SafetensorsFile &file) {
     const std::string copy = "bf16_copy." + p.name;
     if (file.contains(copy)) {
       expected.insert(copy);
+      ++copiesInFile;
+      std::vector<float> c = file.to_f32(copy, p.shape);
+      if (!std::all_of(c.begin(), c.end(), [](float x) { return std::isfinite(x); }))
+        throw Error(fmt::format("optimizer state: the bf16 copy of '{}' holds a non-finite value", p.name));
       if (weightCopy_.size())
-        copies.push_back(file.to_f32(copy, p.shape));
+        copies.push_back(std::move(c));
     }
   }
   for (const std::string &name : file.names())
     if (!expected.count(name))
       throw Error(fmt::format("optimizer state: '{}' is no moment of this model's parameters", name));
-  if (!copies.empty() && copies.size() != params_.size())
-    throw Error(fmt::format("optimizer state: it holds the bf16 copy of {} of the {} parameters", copies.size(),
+  if (copiesInFile != 0 && copiesInFile != params_.size())
+    throw Error(fmt::format("optimizer state: it holds the bf16 copy of {} of the {} parameters", copiesInFile,
                             params_.size()));
   init_optimizer();
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -320,7 +320,8 @@ PYBIND11_MODULE(_gpt, m) {
              });
            },
            py::arg("path"))
-      .def_property_readonly("optimizer_steps", [](const PyGpt &g) { return g.model->optimizer_steps(); })
+      .def_property_readonly("optimizer_steps",
+                             [](PyGpt &g) { return locked(g, [](GptModel &m) { return m.optimizer_steps(); }); })
       .def("parameter", [](PyGpt &g, const std::string &name) { return visibleTensor(g, name, &GptModel::read_parameter); },
            py::arg("name"))
       .def("set_parameter",

@@ -75,7 +75,8 @@ class _KernelDoc:
         if kernel is None:
             return self._class_doc
         names = kernel.param_names
-        constant = [t.startswith("constexpr") for t in kernel.signatures[0]]
+        # A constant in every instantiation is passed by keyword.
+        constant = [all(types[i].startswith("constexpr") for types in kernel.signatures) for i in range(len(names))]
         call = [f"{n}=..." if c else n for n, c in zip(names, constant)]
         lines = [f"{kernel.name}[grid]({', '.join(call)}, num_warps=4, num_stages=3, backend=None, ...)", "",
                  f"Tegula kernel '{kernel.name}'; its instantiations (array parameters '*dtype', "

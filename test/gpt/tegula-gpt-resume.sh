@@ -69,6 +69,18 @@ stopped_by TERM 143 "$work/term.log" train --data "$work/input.txt" --steps 1000
   "${small[@]}"
 grep -q "^terminated (SIGTERM) after step [0-9]* of 100000: saved $work/term.safetensors" "$work/term.log"
 
+# A save that fails (here the file-size limit stops the optimizer state, the
+# model fits) leaves the previous pair as it was: still resumable.
+"$tool" train --data "$work/input.txt" --steps 2 --save "$work/keep.safetensors" "${small[@]}" >/dev/null
+if (trap '' XFSZ; ulimit -f 120; "$tool" train --data "$work/input.txt" --resume "$work/keep.safetensors" --steps 4 \
+  --save "$work/keep.safetensors" >/dev/null 2>"$work/full.log"); then
+  echo "a save past the file-size limit succeeded"; exit 1
+fi
+grep -q "cannot write $work/keep.state.safetensors" "$work/full.log"
+"$tool" train --data "$work/input.txt" --resume "$work/keep.safetensors" --steps 4 >"$work/kept.log" 2>/dev/null
+grep -q "^resuming $work/keep.safetensors at step 2 of 4" "$work/kept.log"
+if compgen -G "$work/keep*.tmp*" >/dev/null; then echo "a temporary file was left:"; ls "$work"; exit 1; fi
+
 # --init: a new run from a checkpoint's weights (and its sizes: its context
 # 16 caps --seq's default 64).
 "$tool" train --data "$work/input.txt" --steps 2 --batch 2 --val-every 0 --init "$work/whole.safetensors" \
@@ -122,6 +134,8 @@ expect_error "--seq 32 is longer than the context of the model in $work/whole.sa
 expect_error "give --init (weights to start a new run from) or --resume (a run to continue), not both" \
   train --data "$work/input.txt" --init "$work/whole.safetensors" --resume "$work/whole.safetensors"
 expect_error "--save-every saves to the --save file: give --save too" train --data "$work/input.txt" --save-every 2
+expect_error "--save $work/m.state.safetensors: a name ending in .state.safetensors is an optimizer state's" \
+  train --data "$work/input.txt" --save "$work/m.state.safetensors"
 expect_error "--save $work/whole.safetensors is the --init file" \
   train --data "$work/input.txt" --init "$work/whole.safetensors" --save "$work/whole.safetensors"
 
@@ -161,7 +175,7 @@ expect_error "--stop on ends at <|endoftext|>, which only a BPE model (--vocab, 
   generate --model "$work/whole.safetensors" --prompt x --stop on
 # --ids on: token ids in and out, for a model of any vocabulary (420 here).
 [[ $("$tool" generate --model "$work/bpe.safetensors" --ids on --prompt "5, 17 300" --tokens 3 --temperature 0 \
-  --stop off) == "5, 17 300 0 0 0" ]]
+  --stop off) == "5 17 300 0 0 0" ]]
 expect_error "--prompt with --ids on: '420' is not a token id of the model's vocabulary [0, 420)" \
   generate --model "$work/bpe.safetensors" --ids on --prompt "1 420"
 echo "tegula-gpt resume test passed"

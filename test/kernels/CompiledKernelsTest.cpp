@@ -436,6 +436,38 @@ TEST_P(Compiled, TransposeWithDynamicSharedMemory) {
   EXPECT_THAT(c.ptx, ::testing::HasSubstr(".extern .shared .align 1024 .b8 tegula_scratch[]"));
 }
 
+// Triton's ragged-row pattern: a row mask computed from loaded data,
+// broadcast over the columns (keep = tl.load(flags + rows) != 0;
+// tl.load(p, mask=keep[:, None])). At 4 and 8 warps remove-layout-conversions
+// never settled and the kernel failed to compile, with no reason given.
+void masked_rows(tl::ptr<int32_t> flags, tl::ptr<float> a, tl::ptr<float> out, tl::constant<int> BM,
+                 tl::constant<int> BK) {
+  tl::tensor rows = tl::program_id(0) * BM + tl::arange(0, BM);
+  tl::tensor cols = tl::arange(0, BK);
+  tl::tensor keep = tl::load(flags + rows) != 0;
+  tl::tensor p = rows.expand_dims(1) * BK + cols.expand_dims(0);
+  tl::store(out + p, tl::load(a + p, keep.expand_dims(1), 0.0f));
+}
+
+TEST_P(Compiled, ARowMaskFromLoadedData) {
+  auto k = kernel("masked_rows", masked_rows, {"flags", "a", "out", "BM", "BK"});
+  std::vector<int32_t> flags(64);
+  for (size_t i = 0; i < flags.size(); ++i)
+    flags[i] = int32_t((i * 7) % 3 == 0);
+  auto a = random_vector<float>(64 * 32);
+  auto got = poisoned<float>(a.size());
+  k(target({4}), flags, a, got, 16, 32);
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(got[i], flags[i / 32] ? a[i] : 0.0f) << i;
+  if (!onGpu()) { // and Hopper's code
+    auto hopper = poisoned<float>(a.size());
+    LaunchOptions o = target({4});
+    o.chip = "sm_90a";
+    k(o, flags, a, hopper, 16, 32);
+    EXPECT_EQ(hopper, got);
+  }
+}
+
 std::string targetName(const ::testing::TestParamInfo<Target> &info) {
   return fmt::format("{}_w{}", info.param.backend == Backend::GPU ? "gpu" : "sim", info.param.warps);
 }

@@ -111,6 +111,17 @@ TEST(Interpreter, PrintShowsProgramAndValues) {
   EXPECT_EQ(taken, "[printer] pid (0, 0, 0) v = [0.1, 1e-07, 1.23457e+08, -2] 1.23457e+08\n");
 }
 
+void sum_all(tl::ptr<float> x, tl::ptr<float> out) { tl::store(out, tl::sum(tl::load(x + tl::arange(0, 65536)), 0)); }
+
+// Reductions combine neighbours pairwise (a tree, as the GPU's): 65536
+// copies of 0.1f sum exactly (each level doubles), where a sum in order
+// lost three digits (6.2e-4 relative).
+TEST(Interpreter, ReductionsArePairwise) {
+  std::vector<float> x(65536, 0.1f), out(1);
+  kernel("sum_all", sum_all)({.grid = {1}}, x, out);
+  EXPECT_EQ(out[0], 65536.0f * 0.1f);
+}
+
 void asserts_positive(tl::ptr<float> x) {
   tl::tensor v = tl::load(x + tl::arange(0, 8));
   FAILS_ON_NEXT_LINE();

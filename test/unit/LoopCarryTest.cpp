@@ -191,6 +191,118 @@ TEST(LoopCarry, AReassignedElementMovedByItsVectorsGrowthIsStillAnError) {
                      "this reads a variable from before the tl::range loop (line");
 }
 
+// A branch is traced once, taken or not: an object from before it that it
+// assigns a value from outside (zero, made before) held that value after the
+// if_ as if the branch were always taken. Now its use after the if_ is the
+// scope error; and the other branch sees the value from before, as in C++.
+void branch_assigns_an_outside_value(tl::ptr<float> out, tl::scalar<int32_t> flag) {
+  tl::tensor zero = tl::zeros({16}, tl::f32);
+  tl::tensor v = tl::full({16}, 1.0f, tl::f32);
+  tl::if_(flag > 0, [&] { v = zero; });
+  FAILS_ON_NEXT_LINE();
+  tl::store(out + tl::arange(0, 16), v);
+}
+
+void branches_see_the_value_from_before(tl::ptr<float> out, tl::scalar<int32_t> flag) {
+  tl::tensor zero = tl::zeros({16}, tl::f32);
+  tl::tensor v = tl::full({16}, 1.0f, tl::f32);
+  tl::if_(
+      flag > 0,
+      [&] {
+        v = zero;
+        tl::store(out + tl::arange(0, 16), v);
+      },
+      [&] { tl::store(out + tl::arange(0, 16), v + 2.0f); });
+}
+
+// ... and a loop body, traced once, runs any number of times: zero, here.
+void loop_assigns_an_outside_value(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor zero = tl::zeros({16}, tl::f32);
+  tl::tensor v = tl::full({16}, 1.0f, tl::f32);
+  for (auto k : tl::range(0, n, 1))
+    v = zero;
+  FAILS_ON_NEXT_LINE();
+  tl::store(out + tl::arange(0, 16), v);
+}
+
+TEST(LoopCarry, AnObjectABranchOrALoopAssignsAValueFromOutsideIsNotUsableAfterIt) {
+  std::vector<float> out(16, -1.0f);
+  expectAtMarkedLine(errorOf(kernel("branch_outside", branch_assigns_an_outside_value), {out, 0}),
+                     "this value was computed inside a tl::if_ branch");
+  for (int flag : {0, 1}) {
+    kernel("branches_see", branches_see_the_value_from_before)({.grid = one()}, out, flag);
+    EXPECT_EQ(out[0], flag ? 0.0f : 3.0f) << flag; // the else branch: 1 + 2, not zero + 2
+  }
+  expectAtMarkedLine(errorOf(kernel("loop_outside", loop_assigns_an_outside_value), {out, 0}),
+                     "this value was computed inside a tl::range loop body");
+}
+
+// An outer iteration's reset that may not run - in a branch, or in a loop of
+// no iterations - does not give the variable its value from before the loop
+// back: the stale read is the error still.
+void reset_in_a_branch(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::zeros({16}, tl::f32);
+  for (auto k : tl::range(0, n, 1)) {
+    FAILS_ON_NEXT_LINE();
+    tl::store(out + k * 16 + tl::arange(0, 16), v);
+    v = tl::full({16}, 1.0f, tl::f32);
+    tl::if_(k > 1000, [&] { v = tl::zeros({16}, tl::f32); });
+  }
+}
+
+void reset_in_an_empty_loop(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor v = tl::zeros({16}, tl::f32);
+  for (auto k : tl::range(0, n, 1)) {
+    FAILS_ON_NEXT_LINE();
+    tl::store(out + k * 16 + tl::arange(0, 16), v);
+    v = tl::full({16}, 1.0f, tl::f32);
+    for (auto j : tl::range(0, k - k, 1))
+      v = tl::zeros({16}, tl::f32);
+  }
+}
+
+TEST(LoopCarry, AResetThatMayNotRunIsNoReset) {
+  std::vector<float> out(64);
+  using Fn = void (*)(tl::ptr<float>, tl::scalar<int32_t>);
+  for (auto [name, fn] : {std::pair<const char *, Fn>{"reset_branch", reset_in_a_branch},
+                          {"reset_empty_loop", reset_in_an_empty_loop}}) {
+    const std::string err = errorOf(kernel(name, fn), {out, 4});
+    SCOPED_TRACE(name);
+    EXPECT_THAT(err, HasSubstr("this reads a variable from before the tl::range loop (line"));
+    EXPECT_THAT(err, HasSubstr(fmt::format("LoopCarryTest.cpp:{}", tegula::testing::g_line)));
+  }
+}
+
+// tl::range(0, n, acc), Python's range(0, n) ported: acc is taken for the
+// step. Each error says that carried variables follow the step.
+void step_taken_for_a_scalar(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::full({}, 1, tl::i32);
+  for (auto k : tl::range(0, n, acc)) {
+    FAILS_ON_NEXT_LINE();
+    acc = acc + k;
+  }
+  tl::store(out, acc);
+}
+
+void step_taken_for_a_tile(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor acc = tl::zeros({16}, tl::f32);
+  FAILS_ON_NEXT_LINE();
+  for (auto k : tl::range(0, n, acc))
+    acc = acc + 1.0f;
+  tl::store(out + tl::arange(0, 16), acc);
+}
+
+TEST(LoopCarry, ACarriedVariableTakenForTheStepIsSaidSo) {
+  std::vector<int32_t> one(1);
+  std::vector<float> out(16);
+  const std::string scalar = errorOf(kernel("step_scalar", step_taken_for_a_scalar), {one, 4});
+  expectAtMarkedLine(scalar, "list it as carried");
+  EXPECT_THAT(scalar, HasSubstr("it is also this loop's step (its third argument): the carried variables follow"));
+  expectAtMarkedLine(errorOf(kernel("step_tile", step_taken_for_a_tile), {out, 4}),
+                     "tl::range step must be an integer scalar, got tensor<16xf32> (the third argument is the step; "
+                     "the carried variables follow it");
+}
+
 void while_uncarried(tl::ptr<int32_t> out, tl::scalar<int32_t> n) {
   tl::tensor i = tl::zeros({}, tl::i32);
   tl::tensor total = tl::zeros({}, tl::i32);

@@ -28,7 +28,8 @@
 #include <filesystem>
 #include <optional>
 #include <random>
-#include <signal.h>
+#include <span>
+#include <string_view>
 
 namespace tegula::gpt::cli {
 namespace {
@@ -36,21 +37,32 @@ namespace {
 /// Ctrl-C (or SIGTERM: kill, timeout, a batch system) during training: the
 /// step in flight finishes, the model is saved (with --save) and the run ends
 /// with 128 + the signal; a second one ends it at once - but not inside a
-/// save, which holds both signals off until its two files are whole.
+/// save, which finishes writing its two files first.
 volatile std::sig_atomic_t g_stopSignal = 0;
+volatile std::sig_atomic_t g_saving = 0;       // a save is writing its files
+volatile std::sig_atomic_t g_signalInSave = 0; // a second signal came meanwhile
 void onStopSignal(int sig) {
-  g_stopSignal = sig;
-  std::signal(sig, SIG_DFL);
-}
-struct StopSignalsHeld {
-  sigset_t held{}, before{};
-  StopSignalsHeld() {
-    sigemptyset(&held);
-    sigaddset(&held, SIGINT);
-    sigaddset(&held, SIGTERM);
-    sigprocmask(SIG_BLOCK, &held, &before);
+  if (!g_stopSignal) {
+    g_stopSignal = sig; // the loop saves and stops after the step in flight
+  } else if (g_saving) {
+    g_signalInSave = sig; // said when the save is done: its files come first
+  } else {
+    std::signal(sig, SIG_DFL); // a second one stops at once
+    std::raise(sig);
   }
-  ~StopSignalsHeld() { sigprocmask(SIG_SETMASK, &before, nullptr); }
+}
+/// Marks a save in progress (the handler defers a second signal, on
+/// whichever thread it lands - CUDA's have their own), then acts on one that
+/// came meanwhile.
+struct SaveInProgress {
+  SaveInProgress() { g_saving = 1; }
+  ~SaveInProgress() {
+    g_saving = 0;
+    if (const int sig = g_signalInSave) {
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+    }
+  }
 };
 
 /// The configuration of a run that starts from the checkpoint `file` (at
@@ -130,6 +142,12 @@ int train(const Options &given) {
     throw Error("--save-every saves to the --save file: give --save too");
   checkNotAnInput(o, "save", {"data", "tokens", "tiles", "init"});
   if (!o.str("save").empty()) {
+    constexpr std::string_view stateExt = ".state.safetensors";
+    if (const std::string &out = o.str("save");
+        out.size() >= stateExt.size() && out.compare(out.size() - stateExt.size(), stateExt.size(), stateExt) == 0)
+      throw Error(fmt::format("--save {}: a name ending in {} is an optimizer state's (X.safetensors keeps its state "
+                              "in X{}): give the model's name",
+                              out, stateExt, stateExt));
     check_file_creatable(o.str("save"), "--save");
     check_file_creatable(optimizer_state_beside(o.str("save")), "--save (its optimizer state)");
   }
@@ -186,13 +204,27 @@ int train(const Options &given) {
   // The model (Hugging Face's names) and, beside it, AdamW's state with the
   // run's place (Resume.h): what --resume continues from.
   place.precision = precisionName(precisionFrom(o));
+  // Both files staged before either replaces its old one: a failure (a full
+  // disk) leaves the previous pair, which --resume still takes.
   auto save = [&](int stepsTaken) {
-    StopSignalsHeld held; // both files whole, or the old pair untouched
+    SaveInProgress saving;
     place.step = stepsTaken, place.saveId = newSaveId();
-    model.save(o.str("save"), modelMetadata(config.vocab, place));
-    model.save_optimizer(optimizer_state_beside(o.str("save")), runMetadata(o, place, rng));
+    std::optional<StagedFile> modelFile, stateFile;
+    {
+      const std::vector<std::byte> bytes = model.checkpoint(modelMetadata(config.vocab, place));
+      modelFile.emplace(o.str("save"), std::vector{std::span<const std::byte>(bytes)}, "--save");
+    }
+    {
+      const std::vector<std::byte> bytes = model.optimizer_state(runMetadata(o, place, rng));
+      stateFile.emplace(optimizer_state_beside(o.str("save")), std::vector{std::span<const std::byte>(bytes)},
+                        "--save");
+    }
+    stateFile->commit();
+    modelFile->commit();
   };
   g_stopSignal = 0;
+  g_saving = 0;
+  g_signalInSave = 0;
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
   struct RestoreSignals {

@@ -290,7 +290,7 @@ int generate(const Options &o) {
     fmt::print("{}", text({id}));
     std::fflush(stdout);
   };
-  fmt::print("{}", prompt);
+  fmt::print("{}", idsInOut ? fmt::format("{}", fmt::join(ids, " ")) : prompt); // ids as they are printed after
   std::fflush(stdout);
   if (n > 0)
     model.generate(ids, n, sampling);
