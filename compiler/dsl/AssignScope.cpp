@@ -23,10 +23,21 @@ void openAssignScope(TraceState &ts, uint32_t serial) {
   ts.assignScopes.push_back(std::move(scope));
 }
 
-llvm::DenseMap<const tl::tensor *, void *> closeAssignScope(TraceState &ts) {
+llvm::DenseMap<const tl::tensor *, void *> closeAssignScope(TraceState &ts, bool forgetAssigned) {
   if (ts.assignScopes.empty())
     return llvm::DenseMap<const tl::tensor *, void *>();
-  llvm::DenseMap<const tl::tensor *, void *> entered = std::move(ts.assignScopes.back().entered);
+  AssignScope &scope = ts.assignScopes.back();
+  llvm::DenseMap<const tl::tensor *, void *> entered = std::move(scope.entered);
+  // A branch may not run: what it assigned is no reason to stop counting a
+  // later read (in the other branch) as a read of the loop's old value.
+  if (forgetAssigned)
+    for (auto [frame, object] : scope.assignedInFrames)
+      if (frame < ts.frames.size())
+        ts.frames[frame].assigned.erase(object);
+  else if (ts.assignScopes.size() >= 2) // a loop's (its frame the last): an enclosing branch takes them back
+    for (auto entry : scope.assignedInFrames)
+      if (entry.first + 1 < ts.frames.size())
+        ts.assignScopes[ts.assignScopes.size() - 2].assignedInFrames.push_back(entry);
   ts.assignScopes.pop_back();
   return entered;
 }

@@ -412,7 +412,7 @@ Yielded trace_if(const tensor &cond, BranchFn thenFn, void *thenClosure, BranchF
       bool closed = false;
       llvm::DenseMap<const tensor *, void *> &close() {
         if (!closed)
-          entered = closeAssignScope(ts), closed = true;
+          entered = closeAssignScope(ts, /*forgetAssigned=*/true), closed = true;
         return entered;
       }
       ~Close() { close(); }

@@ -515,7 +515,12 @@ void note_assign(const tensor &to, const tensor &from) {
       continue;
     auto read = f->reads.find(&to);
     if (same || read == f->reads.end()) {
-      f->assigned.insert(&to); // its reads from now on see this iteration's value
+      // Its reads from now on see this iteration's value - within the
+      // branch that assigned it, if one did: the other branch and what
+      // follows the if_ do not (its scope takes the insertion back).
+      if (f->assigned.insert(&to).second && !ts->assignScopes.empty() &&
+          ts->assignScopes.back().serial > f->serial)
+        ts->assignScopes.back().assignedInFrames.push_back({size_t(ts->frames.rend() - f) - 1, &to});
       continue;
     }
     // Where: the first read's line, else the assigned value's (a loop's own

@@ -64,6 +64,9 @@ struct TraceFrame {
 struct AssignScope {
   uint32_t serial; // objects made before the construct have a lower scope
   llvm::DenseMap<const tl::tensor *, void *> entered;
+  /// Objects this construct put in an enclosing loop frame's `assigned`
+  /// (frame index, object): a branch takes them back when it closes.
+  std::vector<std::pair<size_t, const tl::tensor *>> assignedInFrames;
 };
 
 struct TraceState {
@@ -85,8 +88,9 @@ struct TraceState {
 /// a tl::if_ branch).
 void openAssignScope(TraceState &ts, uint32_t serial = 0);
 /// Closes the innermost: the objects from outside it it assigned, each with
-/// its value before.
-llvm::DenseMap<const tl::tensor *, void *> closeAssignScope(TraceState &ts);
+/// its value before; `forgetAssigned` (a branch): its objects leave the
+/// enclosing loops' `assigned` sets again.
+llvm::DenseMap<const tl::tensor *, void *> closeAssignScope(TraceState &ts, bool forgetAssigned = false);
 /// Gives `object` the value `impl` without its counting as an assignment.
 void rebind(TraceState &ts, const tl::tensor &object, void *impl);
 /// `object` was assigned `value` in a construct that may not run (a branch

@@ -237,6 +237,29 @@ TEST(LoopCarry, AnObjectABranchOrALoopAssignsAValueFromOutsideIsNotUsableAfterIt
                      "this value was computed inside a tl::range loop body");
 }
 
+// The then branch assigns v, the else branch reads it: in C++ the else branch
+// sees the value from before the loop (in the first iteration) or the last
+// iteration's, so the read counts - and the loop reassigns v uncarried.
+void branch_assigns_other_branch_reads(tl::ptr<float> out, tl::scalar<int32_t> n) {
+  tl::tensor zero = tl::zeros({16}, tl::f32);
+  tl::tensor v = tl::full({16}, 1.0f, tl::f32);
+  for (auto k : tl::range(0, n, 1)) {
+    tl::if_(
+        k > 0, [&] { v = zero; },
+        [&] {
+          FAILS_ON_NEXT_LINE();
+          tl::store(out + tl::arange(0, 16), v);
+        });
+    v = tl::full({16}, 2.0f, tl::f32);
+  }
+}
+
+TEST(LoopCarry, ABranchsAssignmentDoesNotHideTheOtherBranchsRead) {
+  std::vector<float> out(16);
+  expectAtMarkedLine(errorOf(kernel("other_branch", branch_assigns_other_branch_reads), {out, 3}),
+                     "this reads a variable from before the tl::range loop (line");
+}
+
 // An outer iteration's reset that may not run - in a branch, or in a loop of
 // no iterations - does not give the variable its value from before the loop
 // back: the stale read is the error still.
