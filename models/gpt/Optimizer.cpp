@@ -101,6 +101,13 @@ void GptModel::save_optimizer(const std::string &path, const std::map<std::strin
 }
 
 std::vector<std::byte> GptModel::optimizer_state(const std::map<std::string, std::string> &metadata) const {
+  // The file's own entries are not the caller's to set (a "seed" of theirs
+  // would have been dropped, or worse, read back).
+  for (const auto &[key, value] : metadata)
+    if (key == "tegula" || key == "adam_steps" || key == "seed" || sizesOf(config_).count(key))
+      throw Error(fmt::format("GPT save_optimizer: the metadata key '{}' is the state's own (tegula, adam_steps, "
+                              "seed and the model's sizes are); name yours otherwise",
+                              key));
   std::vector<std::vector<float>> values;
   std::vector<TensorToWrite> tensors;
   values.reserve(3 * params_.size()); // spans into it: never reallocated
@@ -118,13 +125,6 @@ std::vector<std::byte> GptModel::optimizer_state(const std::map<std::string, std
       values.push_back(weightCopy_.download(p.offset, p.numel()));
       tensors.push_back({"bf16_copy." + p.name, p.shape, values.back(), "BF16"});
     }
-  // The file's own entries are not the caller's to set (a "seed" of theirs
-  // would have been dropped, or worse, read back).
-  for (const auto &[key, value] : metadata)
-    if (key == "tegula" || key == "adam_steps" || key == "seed" || sizesOf(config_).count(key))
-      throw Error(fmt::format("GPT save_optimizer: the metadata key '{}' is the state's own (tegula, adam_steps, "
-                              "seed and the model's sizes are); name yours otherwise",
-                              key));
   std::map<std::string, std::string> described = metadata;
   described.insert_or_assign("tegula", kStateKind);
   described.insert_or_assign("adam_steps", std::to_string(steps_));
